@@ -1,0 +1,75 @@
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type Joi from 'joi';
+import type { Logger } from 'pino';
+import type { AdapterChoice, Config } from './config/schema.ts';
+import type { Db } from './db/knex.ts';
+import type { Runtime } from './ports/runtime.ts';
+import type { Scheduler } from './ports/scheduler.ts';
+
+/** What an adapter factory may use besides its own options. */
+export interface AdapterDeps {
+  config: Config;
+  db: Db;
+  databaseUrl: string;
+  logger: Logger;
+}
+
+export interface AdapterDefinition<T = unknown, O = Record<string, unknown>> {
+  kind: string;
+  name: string;
+  /** Joi schema of the adapter's `options`; defaults fill in here. */
+  options: Joi.ObjectSchema;
+  create(options: O, deps: AdapterDeps): T | Promise<T>;
+}
+
+/** Single-valued ports: config `adapters.<kind>` names exactly one adapter for each. */
+export interface PortTypes {
+  scheduler: Scheduler;
+  runtime: Runtime;
+}
+export type PortKind = keyof PortTypes;
+
+const BUILT_IN: Record<PortKind, Record<string, () => Promise<{ default: AdapterDefinition }>>> = {
+  scheduler: { agenda: () => import('../adapters/scheduler/agenda/index.ts') },
+  runtime: { local: () => import('../adapters/runtime/local/index.ts') },
+};
+
+export const PORT_KINDS = Object.keys(BUILT_IN) as PortKind[];
+
+export class AdapterError extends Error {}
+
+async function loadDefinition(kind: PortKind, use: string): Promise<AdapterDefinition> {
+  const builtIn = BUILT_IN[kind][use];
+  let mod: { default?: AdapterDefinition };
+  try {
+    mod = builtIn ? await builtIn() : await import(use.startsWith('.') || path.isAbsolute(use) ? pathToFileURL(path.resolve(use)).href : use);
+  } catch (e) {
+    const known = Object.keys(BUILT_IN[kind]).join(', ');
+    throw new AdapterError(`adapters.${kind}.use: '${use}' is neither a built-in ${kind} adapter (${known}) nor a loadable package (${(e as Error).message})`);
+  }
+  const def = mod.default;
+  if (!def || typeof def.create !== 'function' || !def.options) {
+    throw new AdapterError(`adapters.${kind}.use: '${use}' does not export a default defineAdapter(...)`);
+  }
+  if (def.kind !== kind) throw new AdapterError(`adapters.${kind}.use: '${use}' is a ${def.kind} adapter, not a ${kind} adapter`);
+  return def;
+}
+
+/** Builds the adapter config names for one port; a bad name or bad options fail with their path. */
+export async function createAdapter<K extends PortKind>(kind: K, choice: AdapterChoice | undefined, deps: AdapterDeps): Promise<PortTypes[K]> {
+  if (!choice) throw new AdapterError(`adapters.${kind}: no adapter configured (set adapters.${kind}.use)`);
+  const def = await loadDefinition(kind, choice.use);
+  const { value, error } = def.options.validate(choice.options ?? {}, { abortEarly: false });
+  if (error) {
+    throw new AdapterError(error.details.map((d) => `adapters.${kind}.options.${d.path.join('.')}: ${d.message}`).join('; '));
+  }
+  return (await def.create(value, deps)) as PortTypes[K];
+}
+
+/** Rejects config for ports that do not exist, so a typo is not silently ignored. */
+export function checkAdapterKinds(adapters: Record<string, AdapterChoice>): void {
+  for (const kind of Object.keys(adapters)) {
+    if (!(PORT_KINDS as string[]).includes(kind)) throw new AdapterError(`adapters.${kind}: unknown port (known: ${PORT_KINDS.join(', ')})`);
+  }
+}

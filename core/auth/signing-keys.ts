@@ -1,0 +1,122 @@
+import { randomUUID } from 'node:crypto';
+import { inject, injectable } from 'tsyringe';
+import {
+  SignJWT, createLocalJWKSet, errors as joseErrors, exportJWK, exportPKCS8, generateKeyPair, importPKCS8, jwtVerify,
+  type JWK, type JWTPayload,
+} from 'jose';
+import { Tokens } from '../tokens.ts';
+import type { Config } from '../config/schema.ts';
+import type { Db } from '../db/knex.ts';
+import type { Sealer } from '../crypto/sealer.ts';
+
+const ALG = 'RS256';
+const KEY_LOCK = 4701_0002;
+const RELOAD_AT_MOST_EVERY_MS = 5_000;
+
+export class InvalidTokenError extends Error {}
+
+interface ActiveKey {
+  kid: string;
+  privateKey: CryptoKey;
+}
+
+/**
+ * RS256 signing keys: generated on first start, private half sealed with the master key,
+ * public halves published as a JWKS. Rotation makes a new active key; retired keys stay
+ * published so tokens they signed keep verifying until they expire.
+ */
+@injectable()
+export class SigningKeys {
+  private active: ActiveKey | null = null;
+  private published: JWK[] = [];
+  private keySet: ReturnType<typeof createLocalJWKSet> | null = null;
+  private loadedAt = 0;
+
+  constructor(
+    @inject(Tokens.Db) private readonly db: Db,
+    @inject(Tokens.Sealer) private readonly sealer: Sealer,
+    @inject(Tokens.Config) private readonly config: Config,
+  ) {}
+
+  /** Makes sure one active key exists (once, across replicas starting together) and loads keys. */
+  async ensureActive(): Promise<void> {
+    await this.db.transaction(async (trx) => {
+      await trx.raw('SELECT pg_advisory_xact_lock(?)', [KEY_LOCK]);
+      const existing = await trx('signing_keys').where({ active: true }).first();
+      if (!existing) await this.insertKey(trx);
+    });
+    await this.load();
+  }
+
+  async rotate(): Promise<string> {
+    const kid = await this.db.transaction(async (trx) => {
+      await trx.raw('SELECT pg_advisory_xact_lock(?)', [KEY_LOCK]);
+      await trx('signing_keys').where({ active: true }).update({ active: false, retired_at: trx.fn.now() });
+      return this.insertKey(trx);
+    });
+    await this.load();
+    return kid;
+  }
+
+  jwks(): { keys: JWK[] } {
+    return { keys: this.published };
+  }
+
+  async sign(claims: Record<string, unknown>, subject: string, ttlSeconds: number): Promise<{ token: string; expiresAt: Date }> {
+    if (!this.active) throw new Error('signing keys are not loaded');
+    const now = Math.floor(Date.now() / 1000);
+    const exp = now + ttlSeconds;
+    const token = await new SignJWT(claims)
+      .setProtectedHeader({ alg: ALG, kid: this.active.kid, typ: 'JWT' })
+      .setIssuer(this.config.auth.issuer)
+      .setSubject(subject)
+      .setIssuedAt(now)
+      .setExpirationTime(exp)
+      .setJti(randomUUID())
+      .sign(this.active.privateKey);
+    return { token, expiresAt: new Date(exp * 1000) };
+  }
+
+  /** Verifies signature, issuer and expiry; reloads keys once when another replica rotated. */
+  async verify(token: string): Promise<JWTPayload> {
+    try {
+      return await this.verifyWithLoaded(token);
+    } catch (e) {
+      if (e instanceof joseErrors.JWKSNoMatchingKey && Date.now() - this.loadedAt > RELOAD_AT_MOST_EVERY_MS) {
+        await this.load();
+        return this.verifyWithLoaded(token);
+      }
+      throw e;
+    }
+  }
+
+  private async verifyWithLoaded(token: string): Promise<JWTPayload> {
+    if (!this.keySet) throw new Error('signing keys are not loaded');
+    const { payload } = await jwtVerify(token, this.keySet, { issuer: this.config.auth.issuer, algorithms: [ALG] });
+    return payload;
+  }
+
+  private async insertKey(trx: Db): Promise<string> {
+    const kid = randomUUID();
+    const { publicKey, privateKey } = await generateKeyPair(ALG, { extractable: true, modulusLength: 2048 });
+    const jwk = { ...(await exportJWK(publicKey)), kid, alg: ALG, use: 'sig' };
+    await trx('signing_keys').insert({
+      kid,
+      alg: ALG,
+      public_jwk: jwk,
+      private_key_enc: this.sealer.seal(await exportPKCS8(privateKey), `signing-key:${kid}`),
+    });
+    return kid;
+  }
+
+  private async load(): Promise<void> {
+    const rows = await this.db('signing_keys').orderBy('created_at', 'desc');
+    const active = rows.find((r) => r.active);
+    if (!active) throw new Error('no active signing key');
+    const pem = this.sealer.open(active.private_key_enc, `signing-key:${active.kid}`);
+    this.active = { kid: active.kid, privateKey: await importPKCS8(pem, ALG) };
+    this.published = rows.map((r) => r.public_jwk as JWK);
+    this.keySet = createLocalJWKSet({ keys: this.published });
+    this.loadedAt = Date.now();
+  }
+}

@@ -1,0 +1,87 @@
+import Joi from 'joi';
+
+export const ROLES = ['api', 'orchestrator', 'worker'] as const;
+export type Role = (typeof ROLES)[number];
+
+/** `{use, options}`: which adapter serves a port, and its own options (validated by the adapter). */
+const adapterChoice = Joi.object({
+  use: Joi.string().min(1).required(),
+  options: Joi.object().unknown(true).default({}),
+});
+
+/** A list given either as YAML list or as a comma-separated string (the form env overrides take). */
+const list = (item: Joi.Schema) =>
+  Joi.array()
+    .items(item)
+    .single()
+    .prefs({ convert: true })
+    .custom((value: unknown[]) => value.flatMap((v) => (typeof v === 'string' ? v.split(',').map((s) => s.trim()).filter(Boolean) : [v])));
+
+export const configSchema = Joi.object({
+  env: Joi.string().valid('development', 'production', 'test').required(),
+  data_dir: Joi.string().required(),
+  roles: list(Joi.string().valid(...ROLES)).min(1).unique().required(),
+  server: Joi.object({
+    host: Joi.string().required(),
+    port: Joi.number().integer().min(0).max(65535).required(),
+    public_url: Joi.string().uri().allow(null).required(),
+    shutdown_timeout_ms: Joi.number().integer().min(0).required(),
+    response_validation: Joi.string().valid('error', 'log', 'off').required(),
+  }).required(),
+  database: Joi.object({
+    url: Joi.string().allow(null, '').required(),
+    pool_max: Joi.number().integer().min(1).max(200).required(),
+    embedded_port: Joi.number().integer().min(0).max(65535).required(),
+  }).required(),
+  log: Joi.object({
+    level: Joi.string().valid('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent').required(),
+  }).required(),
+  plugins: list(Joi.string()).required(),
+  adapters: Joi.object()
+    .pattern(Joi.string(), adapterChoice)
+    .required(),
+  auth: Joi.object({
+    issuer: Joi.string().required(),
+    token_ttl_days: Joi.number().integer().min(1).max(90).required(),
+    challenge_ttl_seconds: Joi.number().integer().min(10).max(3600).required(),
+    bootstrap_token: Joi.string().min(8).allow(null, '').required(),
+    bootstrap_window_minutes: Joi.number().min(0).required(),
+    bootstrap_trigger_file: Joi.string().required(),
+    identity_provider_url: Joi.string().uri().allow(null).required(),
+  }).required(),
+  secrets: Joi.object({
+    master_key: Joi.string().allow(null, '').required(),
+  }).required(),
+}).required();
+
+export interface AdapterChoice {
+  use: string;
+  options: Record<string, unknown>;
+}
+
+export interface Config {
+  env: 'development' | 'production' | 'test';
+  data_dir: string;
+  roles: Role[];
+  server: {
+    host: string;
+    port: number;
+    public_url: string | null;
+    shutdown_timeout_ms: number;
+    response_validation: 'error' | 'log' | 'off';
+  };
+  database: { url: string | null; pool_max: number; embedded_port: number };
+  log: { level: string };
+  plugins: string[];
+  adapters: Record<string, AdapterChoice>;
+  auth: {
+    issuer: string;
+    token_ttl_days: number;
+    challenge_ttl_seconds: number;
+    bootstrap_token: string | null;
+    bootstrap_window_minutes: number;
+    bootstrap_trigger_file: string;
+    identity_provider_url: string | null;
+  };
+  secrets: { master_key: string | null };
+}

@@ -1,0 +1,33 @@
+import path from 'node:path';
+import { existsSync } from 'node:fs';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import type { Plugin, Server } from '@hapi/hapi';
+import type { DependencyContainer } from 'tsyringe';
+
+const PLUGINS_DIR = fileURLToPath(new URL('../../plugins/', import.meta.url));
+
+/** Options every domain plugin receives. */
+export interface DomainPluginOptions {
+  container: DependencyContainer;
+}
+
+export type DomainPlugin = Plugin<DomainPluginOptions>;
+
+/**
+ * Domain plugins by config name: a built-in `plugins/<name>/index.ts`, else a package or path
+ * exporting `plugin`. A missing plugin, or one another plugin depends on, fails the boot by name.
+ */
+export async function loadDomainPlugins(server: Server, container: DependencyContainer, names: string[]): Promise<void> {
+  for (const name of names) {
+    const builtIn = path.join(PLUGINS_DIR, name, 'index.ts');
+    const specifier = existsSync(builtIn) ? pathToFileURL(builtIn).href : name;
+    let mod: { plugin?: DomainPlugin };
+    try {
+      mod = await import(specifier);
+    } catch (e) {
+      throw new Error(`plugin '${name}' could not be loaded: ${(e as Error).message}`);
+    }
+    if (!mod.plugin?.register || !('name' in mod.plugin)) throw new Error(`plugin '${name}' must export \`plugin\` with a name and register()`);
+    await server.register({ plugin: mod.plugin, options: { container } });
+  }
+}

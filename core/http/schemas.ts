@@ -1,0 +1,32 @@
+import Joi from 'joi';
+import { TYPEID_SUFFIX, type IdPrefix } from '../ids.ts';
+
+export const idSchema = (prefix: IdPrefix) =>
+  Joi.string()
+    .pattern(new RegExp(`^${prefix}_${TYPEID_SUFFIX}$`), `${prefix}_<base32> id`)
+    .example(`${prefix}_01h455vb4pex5vsknk084sn02q`);
+
+export const orgId = idSchema('org');
+export const projectId = idSchema('proj');
+export const userId = idSchema('usr');
+
+export const timestamp = Joi.date().iso();
+
+export const roleSchema = Joi.string().valid('owner', 'admin', 'member');
+
+export const errorSchema = Joi.object({
+  statusCode: Joi.number().integer().required(),
+  error: Joi.string().required(),
+  message: Joi.string().required(),
+})
+  .unknown(true)
+  .label('Error');
+
+/** Standard error responses a route may answer, for the OpenAPI document. */
+export function errorResponses(...codes: number[]): Record<number, { description: string; schema: Joi.Schema }> {
+  const text: Record<number, string> = {
+    400: 'Invalid input', 401: 'Missing or invalid token', 403: 'Missing permission', 404: 'Not found',
+    409: 'State conflict', 413: 'Payload too large', 422: 'Business rule violated', 503: 'Unavailable',
+  };
+  return Object.fromEntries(codes.map((c) => [c, { description: text[c] ?? 'Error', schema: errorSchema }]));
+}

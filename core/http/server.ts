@@ -1,0 +1,90 @@
+import Hapi, { type Plugin, type Request, type ResponseToolkit, type Server } from '@hapi/hapi';
+import Boom from '@hapi/boom';
+import Inert from '@hapi/inert';
+import Vision from '@hapi/vision';
+import HapiSwagger from 'hapi-swagger';
+import HapiPino from 'hapi-pino';
+import type { DependencyContainer } from 'tsyringe';
+import { Tokens } from '../tokens.ts';
+import { Access } from '../auth/access.ts';
+import { installAuthScheme } from '../auth/scheme.ts';
+import { AccessTargets, installAccessCheck } from './access.ts';
+import { loadDomainPlugins } from './plugins.ts';
+
+const VERSION = '0.1.0';
+
+/** Joi failures answer 400 `{statusCode, error, message}` with every problem and its field path. */
+function validationFailed(_request: Request, _h: ResponseToolkit, err?: Error): never {
+  const details = (err as { details?: { message: string }[] } | undefined)?.details;
+  throw Boom.badRequest(details?.length ? details.map((d) => d.message).join('; ') : (err?.message ?? 'invalid request'));
+}
+
+declare module '@hapi/hapi' {
+  interface ServerApplicationState {
+    container: DependencyContainer;
+  }
+}
+
+/** The hapi server: logging, docs, auth, access checks, and the domain plugins the config names. */
+export async function createServer(container: DependencyContainer): Promise<Server> {
+  const config = container.resolve(Tokens.Config);
+  const logger = container.resolve(Tokens.Logger);
+  const responseValidation = config.server.response_validation;
+
+  const server = Hapi.server({
+    host: config.server.host,
+    port: config.server.port,
+    router: { stripTrailingSlash: true },
+    routes: {
+      validate: { failAction: validationFailed, options: { abortEarly: false } },
+      response: responseValidation === 'off' ? undefined : { failAction: responseValidation, options: { abortEarly: false } },
+      payload: { maxBytes: 1024 * 1024 },
+    },
+  });
+  server.app.container = container;
+
+  await server.register([
+    {
+      plugin: HapiPino,
+      options: {
+        instance: logger,
+        logRequestStart: false,
+        redact: { paths: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-svc-bootstrap-token"]'], censor: '[redacted]' },
+        ignorePaths: ['/health'],
+      },
+    },
+    Inert,
+    Vision,
+    {
+      plugin: HapiSwagger as unknown as Plugin<unknown>,
+      options: {
+        OAS: 'v3.0',
+        info: { title: 'svc API', version: VERSION, description: 'Runs AI coding agents on real repositories as tracked jobs.' },
+        jsonPath: '/openapi.json',
+        jsonRoutePath: '/openapi.json',
+        documentationPath: '/docs',
+        grouping: 'tags',
+        validatorUrl: null,
+        securityDefinitions: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
+        security: [{ bearer: [] }],
+      },
+    },
+  ]);
+
+  installAuthScheme(server, container);
+  installAccessCheck(server, container.resolve(Access), container.resolve(AccessTargets));
+
+  server.ext('onPreResponse', (request, h) => {
+    const response = request.response;
+    if (Boom.isBoom(response)) {
+      if (response.output.statusCode >= 500) request.log(['error'], response);
+      response.output.headers['x-request-id'] = request.info.id;
+      return h.continue;
+    }
+    response.header('x-request-id', request.info.id);
+    return h.continue;
+  });
+
+  await loadDomainPlugins(server, container, config.plugins);
+  return server;
+}

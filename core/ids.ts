@@ -1,0 +1,31 @@
+import { randomBytes } from 'node:crypto';
+
+/** Crockford base32, lower case, as TypeID writes it. */
+const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
+export const TYPEID_SUFFIX = '[0-7][0-9a-hjkmnp-tv-z]{25}';
+
+/** A UUIDv7: 48 bits of milliseconds, then randomness, so ids sort by creation time. */
+function uuidv7Bytes(now = Date.now()): Buffer {
+  const bytes = randomBytes(16);
+  bytes.writeUIntBE(now, 0, 6);
+  bytes[6] = (bytes[6] & 0x0f) | 0x70;
+  bytes[8] = (bytes[8] & 0x3f) | 0x80;
+  return bytes;
+}
+
+/** 128 bits as 26 base32 characters (the first carries 3 bits), most significant first. */
+function encode(bytes: Buffer): string {
+  let value = BigInt('0x' + bytes.toString('hex'));
+  let out = '';
+  for (let i = 0; i < 26; i++) {
+    out = ALPHABET[Number(value & 31n)] + out;
+    value >>= 5n;
+  }
+  return out;
+}
+
+export type IdPrefix = 'org' | 'proj' | 'usr' | 'key' | 'chl' | 'sk';
+
+export const newId = (prefix: IdPrefix): string => `${prefix}_${encode(uuidv7Bytes())}`;
+
+export const idPattern = (prefix: IdPrefix): RegExp => new RegExp(`^${prefix}_${TYPEID_SUFFIX}$`);

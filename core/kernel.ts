@@ -1,0 +1,100 @@
+import 'reflect-metadata';
+import { mkdirSync } from 'node:fs';
+import type { Server } from '@hapi/hapi';
+import { container as rootContainer, type DependencyContainer } from 'tsyringe';
+import type { Logger } from 'pino';
+import type { Config } from './config/schema.ts';
+import { Tokens, systemClock } from './tokens.ts';
+import { createKnex, type Db } from './db/knex.ts';
+import { migrate } from './db/migrate.ts';
+import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded.ts';
+import { Sealer, loadMasterKey } from './crypto/sealer.ts';
+import { createLogger } from './logger.ts';
+import { SigningKeys } from './auth/signing-keys.ts';
+import { Access } from './auth/access.ts';
+import { TokenService } from './auth/tokens.ts';
+import { Memberships } from './auth/memberships.ts';
+import { Users } from './users.ts';
+import { AccessTargets } from './http/access.ts';
+import { createServer } from './http/server.ts';
+import { checkAdapterKinds, createAdapter, type AdapterDeps } from './adapters.ts';
+import { orchestratorRole, workerRole, type RoleProcess } from './roles.ts';
+
+export interface Kernel {
+  config: Config;
+  container: DependencyContainer;
+  db: Db;
+  databaseUrl: string;
+  logger: Logger;
+  /** Present when the api role runs. */
+  server: Server | null;
+  stop(): Promise<void>;
+}
+
+export interface KernelOptions {
+  logger?: Logger;
+}
+
+/**
+ * Boot order: database (external or embedded) → migrations → container → signing keys →
+ * HTTP server (api role) → orchestrator and worker roles. stop() undoes it in reverse.
+ */
+export async function startKernel(config: Config, opts: KernelOptions = {}): Promise<Kernel> {
+  const logger = opts.logger ?? createLogger(config.log.level);
+  const undo: (() => Promise<unknown>)[] = [];
+  const stop = async () => {
+    for (const step of undo.reverse()) await step().catch((e) => logger.error({ err: e }, 'shutdown step failed'));
+    undo.length = 0;
+  };
+
+  try {
+    checkAdapterKinds(config.adapters);
+    mkdirSync(config.data_dir, { recursive: true });
+    const sealer = new Sealer(loadMasterKey(config.secrets.master_key, config.data_dir, config.env === 'production'));
+
+    let databaseUrl = config.database.url;
+    if (!databaseUrl) {
+      const embedded: EmbeddedDatabase = await startEmbeddedPostgres(config.data_dir, config.database.embedded_port);
+      undo.push(() => embedded.stop());
+      databaseUrl = embedded.url;
+      logger.info({ dataDir: config.data_dir }, 'embedded PostgreSQL started');
+    }
+    const db = createKnex(databaseUrl, config.database.pool_max);
+    undo.push(() => db.destroy());
+    const applied = await migrate(db, databaseUrl);
+    if (applied.length) logger.info({ migrations: applied }, 'migrations applied');
+
+    const container = rootContainer.createChildContainer();
+    container.registerInstance(Tokens.Config, config);
+    container.registerInstance(Tokens.Db, db);
+    container.registerInstance(Tokens.DatabaseUrl, databaseUrl);
+    container.registerInstance(Tokens.Logger, logger);
+    container.registerInstance(Tokens.Sealer, sealer);
+    container.registerInstance(Tokens.Clock, systemClock);
+    container.registerInstance(Tokens.StartedAt, new Date());
+    for (const cls of [SigningKeys, TokenService, Access, AccessTargets, Users, Memberships]) container.registerSingleton(cls as never);
+    await container.resolve(SigningKeys).ensureActive();
+
+    const deps: AdapterDeps = { config, db, databaseUrl, logger };
+    const roles: RoleProcess[] = [];
+    if (config.roles.includes('orchestrator')) roles.push(orchestratorRole(container, await createAdapter('scheduler', config.adapters.scheduler, deps)));
+    if (config.roles.includes('worker')) roles.push(workerRole());
+
+    let server: Server | null = null;
+    if (config.roles.includes('api')) {
+      server = await createServer(container);
+      await server.start();
+      const api = server;
+      undo.push(() => api.stop({ timeout: config.server.shutdown_timeout_ms }));
+      logger.info({ url: server.info.uri, roles: config.roles }, 'svc listening');
+    }
+    for (const role of roles) {
+      await role.start();
+      undo.push(() => role.stop());
+    }
+    return { config, container, db, databaseUrl, logger, server, stop };
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+}

@@ -1,0 +1,37 @@
+/** Where an attempt's process runs: this machine, a Docker container, a Kubernetes pod. */
+export interface ProcessSpec {
+  command: string;
+  args: string[];
+  env: Record<string, string>;
+  cwd: string;
+  /** Files to write before starting, relative to cwd (harness config files). */
+  files?: Record<string, string>;
+  timeoutMs?: number;
+  /** Compute SKU such as job.c1; runtimes map it to their own limits. */
+  resourceClass?: string;
+}
+
+export interface OutputLine {
+  stream: 'stdout' | 'stderr';
+  line: string;
+}
+
+export interface ProcessExit {
+  exitCode: number | null;
+  signal: string | null;
+  timedOut: boolean;
+}
+
+export interface RunningProcess {
+  /** Lines as the process writes them. */
+  lines(): AsyncIterable<OutputLine>;
+  /** Resolves when the process and everything it started have ended. */
+  exited: Promise<ProcessExit>;
+  /** Ends the whole process tree. */
+  kill(): Promise<void>;
+}
+
+export interface Runtime {
+  readonly name: string;
+  start(spec: ProcessSpec): Promise<RunningProcess>;
+}

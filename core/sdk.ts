@@ -1,0 +1,29 @@
+/**
+ * The public extension API of svc: what third-party adapter and harness packages import.
+ * Nothing here needs decorators or the container.
+ */
+import type { AdapterDefinition } from './adapters.ts';
+import type { HarnessDefinition } from './ports/harness.ts';
+
+export type { AdapterDefinition, AdapterDeps, PortKind, PortTypes } from './adapters.ts';
+export type { Scheduler, ScheduledJobHandler, DefineOptions } from './ports/scheduler.ts';
+export type { Runtime, RunningProcess, ProcessSpec, ProcessExit, OutputLine } from './ports/runtime.ts';
+export type { HarnessDefinition, HarnessInput, HarnessInvocation, HarnessEvent } from './ports/harness.ts';
+
+/** Declares an adapter for one port; `options` validates (and defaults) its config block. */
+export function defineAdapter<T, O = Record<string, unknown>>(definition: AdapterDefinition<T, O>): AdapterDefinition<T, O> {
+  for (const key of ['kind', 'name'] as const) {
+    if (typeof definition[key] !== 'string' || !definition[key]) throw new TypeError(`defineAdapter: ${key} must be a non-empty string`);
+  }
+  if (typeof definition.create !== 'function') throw new TypeError(`defineAdapter(${definition.name}): create must be a function`);
+  return definition;
+}
+
+/** Declares a harness: how to invoke a coding CLI and how to parse its output stream. */
+export function defineHarness(definition: HarnessDefinition): HarnessDefinition {
+  if (!/^[a-z][a-z0-9_-]*$/.test(definition.id ?? '')) throw new TypeError(`defineHarness: id '${definition.id}' must be lower-case letters, digits, _ or -`);
+  for (const fn of ['build', 'parseLine'] as const) {
+    if (typeof definition[fn] !== 'function') throw new TypeError(`defineHarness(${definition.id}): ${fn} must be a function`);
+  }
+  return definition;
+}

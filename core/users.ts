@@ -1,0 +1,60 @@
+import Joi from 'joi';
+import { inject, injectable } from 'tsyringe';
+import { Tokens } from './tokens.ts';
+import type { Db } from './db/knex.ts';
+import { newId } from './ids.ts';
+import { timestamp, userId } from './http/schemas.ts';
+
+export interface UserRow {
+  id: string;
+  email: string;
+  display_name: string | null;
+  is_admin: boolean;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export const emailSchema = Joi.string().trim().lowercase().email({ tlds: false }).max(320);
+
+export const userResponseSchema = Joi.object({
+  id: userId.required(),
+  email: Joi.string().required(),
+  display_name: Joi.string().allow(null).required(),
+  is_admin: Joi.boolean().required(),
+  created_at: timestamp.required(),
+  updated_at: timestamp.required(),
+}).label('User');
+
+export const toUser = (row: UserRow) => ({
+  id: row.id,
+  email: row.email,
+  display_name: row.display_name,
+  is_admin: row.is_admin,
+  created_at: row.created_at,
+  updated_at: row.updated_at,
+});
+
+/** Accounts, keyed by e-mail (case-insensitive). Users are never created by any other path. */
+@injectable()
+export class Users {
+  constructor(@inject(Tokens.Db) private readonly db: Db) {}
+
+  findByEmail(email: string, trx: Db = this.db): Promise<UserRow | undefined> {
+    return trx('users').whereRaw('lower(email) = lower(?)', [email]).first();
+  }
+
+  findById(id: string, trx: Db = this.db): Promise<UserRow | undefined> {
+    return trx('users').where({ id }).first();
+  }
+
+  /** Finds the user with this e-mail or creates one; safe when two requests race. */
+  async ensure(email: string, displayName: string | null = null, trx: Db = this.db): Promise<{ user: UserRow; created: boolean }> {
+    const [inserted] = await trx('users')
+      .insert({ id: newId('usr'), email: email.toLowerCase(), display_name: displayName })
+      .onConflict(trx.raw('(lower(email))'))
+      .ignore()
+      .returning('*');
+    if (inserted) return { user: inserted, created: true };
+    return { user: (await this.findByEmail(email, trx))!, created: false };
+  }
+}

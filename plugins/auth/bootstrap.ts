@@ -1,0 +1,119 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { statSync, unlinkSync } from 'node:fs';
+import Boom from '@hapi/boom';
+import { inject, injectable } from 'tsyringe';
+import { Tokens, type Clock } from '../../core/tokens.ts';
+import type { Config } from '../../core/config/schema.ts';
+import type { Db } from '../../core/db/knex.ts';
+import { Users, toUser } from '../../core/users.ts';
+import { TokenService } from '../../core/auth/tokens.ts';
+import { UserKeys } from './keys.ts';
+
+const BOOTSTRAP_LOCK = 4701_0003;
+
+export type BootstrapMode = 'auto-open' | 'recovery' | 'secure' | 'closed';
+
+export interface BootstrapStatus {
+  completed: boolean;
+  window_open: boolean;
+  window_closes_at: Date | null;
+  requires_token: boolean;
+  mode: BootstrapMode;
+}
+
+export interface BootstrapRequest {
+  email: string;
+  token?: string;
+  public_key?: string;
+  display_name?: string;
+  ttl_days?: number;
+}
+
+/** Equal-time comparison of secrets of any length: compare their digests. */
+function sameSecret(a: string, b: string): boolean {
+  const digest = (s: string) => createHash('sha256').update(s).digest();
+  return timingSafeEqual(digest(a), digest(b));
+}
+
+/**
+ * The first administrator. Modes, strongest first: secure (SVC_BOOTSTRAP_TOKEN set: token required,
+ * open until an admin exists), closed (production without a token), recovery (the trigger file is
+ * present: open for 10 minutes from its modification time, even after completion; the file is
+ * deleted on success), auto-open (no user exists: open for 10 minutes from this server's start).
+ */
+@injectable()
+export class Bootstrap {
+  constructor(
+    @inject(Tokens.Db) private readonly db: Db,
+    @inject(Tokens.Config) private readonly config: Config,
+    @inject(Tokens.Clock) private readonly clock: Clock,
+    @inject(Tokens.StartedAt) private readonly startedAt: Date,
+    @inject(Users) private readonly users: Users,
+    @inject(UserKeys) private readonly keys: UserKeys,
+    @inject(TokenService) private readonly tokens: TokenService,
+  ) {}
+
+  async status(db: Db = this.db): Promise<BootstrapStatus> {
+    const completed = Boolean(await db('users').where({ is_admin: true }).first('id'));
+    const windowMs = this.config.auth.bootstrap_window_minutes * 60_000;
+    const now = this.clock.now().getTime();
+    const closed = (mode: BootstrapMode, requires_token = false): BootstrapStatus =>
+      ({ completed, window_open: false, window_closes_at: null, requires_token, mode });
+
+    if (this.config.auth.bootstrap_token) {
+      return { completed, window_open: !completed, window_closes_at: null, requires_token: true, mode: 'secure' };
+    }
+    if (this.config.env === 'production') return closed('closed', true);
+    const triggeredAt = this.triggerFileTime();
+    if (triggeredAt !== null) {
+      const closesAt = triggeredAt + windowMs;
+      return { completed, window_open: now < closesAt, window_closes_at: new Date(closesAt), requires_token: false, mode: 'recovery' };
+    }
+    const anyUser = Boolean(await db('users').first('id'));
+    if (anyUser) return closed('auto-open');
+    const closesAt = this.startedAt.getTime() + windowMs;
+    return { completed, window_open: now < closesAt, window_closes_at: new Date(closesAt), requires_token: false, mode: 'auto-open' };
+  }
+
+  async run(request: BootstrapRequest) {
+    const result = await this.db.transaction(async (trx) => {
+      await trx.raw('SELECT pg_advisory_xact_lock(?)', [BOOTSTRAP_LOCK]);
+      const status = await this.status(trx);
+      if (status.completed && status.mode !== 'recovery') throw Boom.conflict('bootstrap is already completed: an administrator exists');
+      if (!status.window_open) {
+        throw Boom.forbidden(
+          status.mode === 'closed'
+            ? 'bootstrap is closed: NODE_ENV=production requires SVC_BOOTSTRAP_TOKEN'
+            : `the bootstrap window is closed; create ${this.config.auth.bootstrap_trigger_file} on the server host to open a 10-minute recovery window`,
+        );
+      }
+      if (status.requires_token) {
+        if (!request.token) throw Boom.unauthorized('this server requires the bootstrap token (SVC_BOOTSTRAP_TOKEN)');
+        if (!sameSecret(request.token, this.config.auth.bootstrap_token ?? '')) throw Boom.unauthorized('invalid bootstrap token');
+      }
+      const { user } = await this.users.ensure(request.email, request.display_name ?? null, trx);
+      const [admin] = await trx('users').where({ id: user.id }).update({ is_admin: true, updated_at: trx.fn.now() }).returning('*');
+      if (request.public_key) await this.keys.add(admin.id, request.public_key, 'bootstrap', trx, { allowOwnDuplicate: true });
+      return { admin, mode: status.mode };
+    });
+    if (result.mode === 'recovery') this.removeTriggerFile();
+    const token = await this.tokens.issueForUser(result.admin, { ttlDays: request.ttl_days });
+    return { ...token, user: toUser(result.admin) };
+  }
+
+  private triggerFileTime(): number | null {
+    try {
+      return statSync(this.config.auth.bootstrap_trigger_file).mtimeMs;
+    } catch {
+      return null;
+    }
+  }
+
+  private removeTriggerFile(): void {
+    try {
+      unlinkSync(this.config.auth.bootstrap_trigger_file);
+    } catch {
+      /* already gone */
+    }
+  }
+}

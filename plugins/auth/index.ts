@@ -1,0 +1,15 @@
+import type { DomainPlugin } from '../../core/http/plugins.ts';
+import { Bootstrap } from './bootstrap.ts';
+import { SshLogin } from './ssh-login.ts';
+import { UserKeys } from './keys.ts';
+import { Identity } from './mint.ts';
+import { authRoutes } from './routes.ts';
+
+/** Bootstrap of the first admin, key-signature login, public keys, minting. */
+export const plugin: DomainPlugin = {
+  name: 'auth',
+  register(server, { container }) {
+    for (const cls of [UserKeys, Bootstrap, SshLogin, Identity]) container.registerSingleton(cls as never);
+    server.route(authRoutes(container));
+  },
+};

@@ -1,0 +1,66 @@
+import Boom from '@hapi/boom';
+import { inject, injectable } from 'tsyringe';
+import { Tokens } from '../../core/tokens.ts';
+import type { Db } from '../../core/db/knex.ts';
+import { Users, toUser } from '../../core/users.ts';
+import { TokenService } from '../../core/auth/tokens.ts';
+import type { RoleName } from '../../core/auth/permissions.ts';
+import type { Principal } from '../../core/auth/principal.ts';
+
+export interface MintRequest {
+  email: string;
+  org_id?: string;
+  project_id?: string;
+  role: RoleName;
+  ttl_days?: number;
+  display_name?: string;
+}
+
+/** Admin minting and the caller's own view of who they are. */
+@injectable()
+export class Identity {
+  constructor(
+    @inject(Tokens.Db) private readonly db: Db,
+    @inject(Users) private readonly users: Users,
+    @inject(TokenService) private readonly tokens: TokenService,
+  ) {}
+
+  /**
+   * Creates the user and the membership when missing (an existing membership keeps its role),
+   * and issues a token limited to that org or project whose role caps what the membership gives.
+   */
+  async mint(request: MintRequest) {
+    const scope = request.org_id ? { type: 'org' as const, id: request.org_id } : { type: 'project' as const, id: request.project_id! };
+    const user = await this.db.transaction(async (trx) => {
+      const table = scope.type === 'org' ? 'orgs' : 'projects';
+      if (!(await trx(table).where({ id: scope.id }).first('id'))) throw Boom.notFound(`${scope.type} ${scope.id} not found`);
+      const { user } = await this.users.ensure(request.email, request.display_name ?? null, trx);
+      const members = scope.type === 'org' ? 'org_members' : 'project_members';
+      const key = scope.type === 'org' ? 'org_id' : 'project_id';
+      await trx(members).insert({ [key]: scope.id, user_id: user.id, role: request.role }).onConflict([key, 'user_id']).ignore();
+      return user;
+    });
+    const token = await this.tokens.issueForUser(user, { ttlDays: request.ttl_days, scope, role: request.role });
+    return { ...token, user: toUser(user), scope, role: request.role };
+  }
+
+  async me(principal: Principal) {
+    const user = (await this.users.findById(principal.id))!;
+    const orgs = await this.db('orgs')
+      .join('org_members', 'org_members.org_id', 'orgs.id')
+      .where({ 'org_members.user_id': user.id, 'orgs.deleted': false })
+      .orderBy('orgs.created_at', 'desc')
+      .select('orgs.id', 'orgs.name', 'orgs.slug', 'org_members.role');
+    const projects = await this.db('projects')
+      .join('project_members', 'project_members.project_id', 'projects.id')
+      .where({ 'project_members.user_id': user.id, 'projects.deleted': false })
+      .orderBy('projects.created_at', 'desc')
+      .select('projects.id', 'projects.org_id', 'projects.name', 'projects.slug', 'project_members.role');
+    return {
+      user: toUser(user),
+      token: { expires_at: principal.expiresAt, scope: principal.scope, role: principal.roleCap },
+      orgs,
+      projects,
+    };
+  }
+}

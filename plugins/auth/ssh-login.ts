@@ -1,0 +1,60 @@
+import { randomBytes } from 'node:crypto';
+import Boom from '@hapi/boom';
+import { inject, injectable } from 'tsyringe';
+import { Tokens, type Clock } from '../../core/tokens.ts';
+import type { Config } from '../../core/config/schema.ts';
+import type { Db } from '../../core/db/knex.ts';
+import { newId } from '../../core/ids.ts';
+import { Users, toUser } from '../../core/users.ts';
+import { TokenService } from '../../core/auth/tokens.ts';
+import { SshKeyError, verifySshSignature } from '../../core/auth/ssh.ts';
+import { UserKeys } from './keys.ts';
+
+export const SIGNATURE_NAMESPACE = 'svc-auth';
+
+/**
+ * Key-signature login: a single-use nonce, signed by the client with `ssh-keygen -Y sign -n svc-auth`.
+ * A challenge is issued for any e-mail (existence is not revealed) and consumed by the first verify,
+ * whatever its outcome, so a nonce cannot be tried twice.
+ */
+@injectable()
+export class SshLogin {
+  constructor(
+    @inject(Tokens.Db) private readonly db: Db,
+    @inject(Tokens.Config) private readonly config: Config,
+    @inject(Tokens.Clock) private readonly clock: Clock,
+    @inject(Users) private readonly users: Users,
+    @inject(UserKeys) private readonly keys: UserKeys,
+    @inject(TokenService) private readonly tokens: TokenService,
+  ) {}
+
+  async challenge(email: string) {
+    const row = {
+      id: newId('chl'),
+      email,
+      nonce: randomBytes(32).toString('base64url'),
+      expires_at: new Date(this.clock.now().getTime() + this.config.auth.challenge_ttl_seconds * 1000),
+    };
+    await this.db('auth_challenges').insert(row);
+    return { challenge_id: row.id, nonce: row.nonce, namespace: SIGNATURE_NAMESPACE, expires_at: row.expires_at };
+  }
+
+  async verify(challengeId: string, signature: string, ttlDays?: number) {
+    const [challenge] = await this.db('auth_challenges').where({ id: challengeId }).whereNull('used_at').update({ used_at: this.db.fn.now() }).returning('*');
+    if (!challenge) throw Boom.unauthorized('challenge unknown or already used');
+    if (new Date(challenge.expires_at).getTime() <= this.clock.now().getTime()) throw Boom.unauthorized('challenge expired');
+    let signed;
+    try {
+      signed = verifySshSignature(signature, challenge.nonce, SIGNATURE_NAMESPACE);
+    } catch (e) {
+      if (e instanceof SshKeyError) throw Boom.unauthorized(`signature rejected: ${e.message}`);
+      throw e;
+    }
+    const user = await this.users.findByEmail(challenge.email);
+    if (!user || !(await this.keys.findForUser(user.id, signed.key.fingerprint))) {
+      throw Boom.unauthorized(`no key ${signed.key.fingerprint} is registered for ${challenge.email}`);
+    }
+    const token = await this.tokens.issueForUser(user, { ttlDays });
+    return { ...token, user: toUser(user) };
+  }
+}

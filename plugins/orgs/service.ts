@@ -1,0 +1,94 @@
+import Boom from '@hapi/boom';
+import { inject, injectable } from 'tsyringe';
+import { Tokens } from '../../core/tokens.ts';
+import type { Db } from '../../core/db/knex.ts';
+import { newId } from '../../core/ids.ts';
+import { Access } from '../../core/auth/access.ts';
+import { Memberships } from '../../core/auth/memberships.ts';
+import { ROLE_PERMISSIONS } from '../../core/auth/permissions.ts';
+import type { Grant, Principal } from '../../core/auth/principal.ts';
+import { conflictingFields, isUniqueViolation } from '../../core/http/unique.ts';
+import { orgSlugFrom, randomAlphanumeric } from '../../core/slugs.ts';
+import { OrgRepository, toOrg, type Org } from './repository.ts';
+
+export interface OrgInput {
+  name: string;
+  slug?: string;
+  id?: string;
+}
+
+const SLUG_ATTEMPTS = 5;
+
+@injectable()
+export class OrgService {
+  constructor(
+    @inject(Tokens.Db) private readonly db: Db,
+    @inject(OrgRepository) private readonly orgs: OrgRepository,
+    @inject(Memberships) private readonly memberships: Memberships,
+    @inject(Access) private readonly access: Access,
+  ) {}
+
+  /** Creates the org with the caller as owner. A chosen slug must be free; a derived one is varied. */
+  async create(principal: Principal, input: OrgInput): Promise<Org> {
+    requireUnscoped(principal);
+    const derived = input.slug === undefined;
+    let slug = input.slug ?? orgSlugFrom(input.name);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.insertOwned(principal, { id: input.id ?? newId('org'), name: input.name, slug });
+      } catch (e) {
+        if (isUniqueViolation(e, 'orgs_pkey')) throw Boom.conflict(`org ${input.id} already exists`);
+        if (!isUniqueViolation(e, 'orgs_slug_unique')) throw e;
+        if (!derived || attempt >= SLUG_ATTEMPTS) throw Boom.conflict(`org slug '${slug}' is taken`);
+        slug = `${orgSlugFrom(input.name).slice(0, 56)}-${randomAlphanumeric(6)}`;
+      }
+    }
+  }
+
+  /** Find-or-create by id, else by slug (given or derived from the name); 409 when it exists with other parameters. */
+  async ensure(principal: Principal, input: OrgInput): Promise<Org> {
+    requireUnscoped(principal);
+    const slug = input.slug ?? orgSlugFrom(input.name);
+    const found = input.id ? await this.orgs.byId(input.id) : await this.orgs.bySlug(slug);
+    if (!found) {
+      try {
+        return await this.insertOwned(principal, { id: input.id ?? newId('org'), name: input.name, slug });
+      } catch (e) {
+        if (!isUniqueViolation(e)) throw e;
+        return this.ensure(principal, input); // lost a race: compare against the winner
+      }
+    }
+    if (!(await this.access.grantOn(principal, { org: found.id }))) throw Boom.conflict(`an org with slug '${found.slug}' already exists`);
+    const differs = conflictingFields({ name: input.name, slug: input.slug, id: input.id }, found as unknown as Record<string, unknown>);
+    if (found.deleted) differs.push('deleted');
+    if (differs.length) throw Boom.conflict(`org ${found.id} exists with different ${differs.join(', ')}`);
+    return toOrg(found);
+  }
+
+  async get(id: string): Promise<Org> {
+    return toOrg((await this.orgs.byId(id))!);
+  }
+
+  async update(grant: Grant, changes: { name?: string; slug?: string; deleted?: boolean }): Promise<Org> {
+    if (changes.deleted !== undefined && !ROLE_PERMISSIONS[grant.role].has('orgs:delete')) throw Boom.forbidden('missing permission orgs:delete');
+    try {
+      return toOrg(await this.orgs.update(grant.orgId, changes));
+    } catch (e) {
+      if (isUniqueViolation(e, 'orgs_slug_unique')) throw Boom.conflict(`org slug '${changes.slug}' is taken`);
+      throw e;
+    }
+  }
+
+  private insertOwned(principal: Principal, row: { id: string; name: string; slug: string }): Promise<Org> {
+    return this.db.transaction(async (trx) => {
+      const org = await this.orgs.insert(row, trx);
+      await this.memberships.addOwner({ kind: 'org', id: org.id }, principal.id, trx);
+      return toOrg(org);
+    });
+  }
+}
+
+/** A token limited to one org or project cannot create orgs. */
+function requireUnscoped(principal: Principal): void {
+  if (principal.scope) throw Boom.forbidden(`a token scoped to ${principal.scope.type} ${principal.scope.id} cannot create orgs`);
+}

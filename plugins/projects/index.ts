@@ -1,0 +1,15 @@
+import type { DomainPlugin } from '../../core/http/plugins.ts';
+import { ProjectRepository } from './repository.ts';
+import { ProjectService } from './service.ts';
+import { projectRoutes } from './routes.ts';
+
+/** Projects and their members. */
+export const plugin: DomainPlugin = {
+  name: 'projects',
+  dependencies: ['orgs'],
+  register(server, { container }) {
+    container.registerSingleton(ProjectRepository);
+    container.registerSingleton(ProjectService);
+    server.route(projectRoutes(container));
+  },
+};
