@@ -59,7 +59,7 @@ export class Memberships {
     const { table, key } = TABLES[scope.kind];
     const query = this.db(table).join('users', 'users.id', `${table}.user_id`).where(`${table}.${key}`, scope.id)
       .select('users.email', 'users.display_name');
-    return paginate<MemberRow, Member>(query, page, toMember, table);
+    return paginate<MemberRow, Member>(query, page, toMember, table, 'user_id');
   }
 
   /** Adds by e-mail (creating the account if needed): 'created', 'unchanged', or 409 on another role. */

@@ -3,7 +3,8 @@ import type { Server } from '@hapi/hapi';
 import type { DependencyContainer } from 'tsyringe';
 import { TokenRejected, TokenService } from './tokens.ts';
 
-const BEARER = /^Bearer +([A-Za-z0-9\-_=]+\.[A-Za-z0-9\-_=]+\.[A-Za-z0-9\-_=]+)$/;
+// The scheme name is case-insensitive (RFC 7235 section 2.1): 'bearer <jwt>' is the same header.
+const BEARER = /^Bearer +([A-Za-z0-9\-_=]+\.[A-Za-z0-9\-_=]+\.[A-Za-z0-9\-_=]+)$/i;
 
 /** `Authorization: Bearer <jwt>` on every route that does not say `auth: false`. */
 export function installAuthScheme(server: Server, container: DependencyContainer): void {

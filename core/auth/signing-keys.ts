@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { inject, injectable } from 'tsyringe';
 import {
-  SignJWT, createLocalJWKSet, errors as joseErrors, exportJWK, exportPKCS8, generateKeyPair, importPKCS8, jwtVerify,
+  SignJWT, createLocalJWKSet, decodeProtectedHeader, errors as joseErrors, exportJWK, exportPKCS8, generateKeyPair, importPKCS8, jwtVerify,
   type JWK, type JWTPayload,
 } from 'jose';
 import { Tokens } from '../tokens.ts';
@@ -11,7 +11,7 @@ import type { Sealer } from '../crypto/sealer.ts';
 
 const ALG = 'RS256';
 const KEY_LOCK = 4701_0002;
-const RELOAD_AT_MOST_EVERY_MS = 5_000;
+const MAX_KID_CHARS = 200;
 
 export class InvalidTokenError extends Error {}
 
@@ -24,13 +24,15 @@ interface ActiveKey {
  * RS256 signing keys: generated on first start, private half sealed with the master key,
  * public halves published as a JWKS. Rotation makes a new active key; retired keys stay
  * published so tokens they signed keep verifying until they expire.
+ * Replicas share the table: each signs with the key that is active in the database (a rotation on
+ * another replica is picked up at the next token it issues) and loads a key it does not know as soon
+ * as a token names one that exists.
  */
 @injectable()
 export class SigningKeys {
   private active: ActiveKey | null = null;
   private published: JWK[] = [];
   private keySet: ReturnType<typeof createLocalJWKSet> | null = null;
-  private loadedAt = 0;
 
   constructor(
     @inject(Tokens.Db) private readonly db: Db,
@@ -64,30 +66,46 @@ export class SigningKeys {
 
   async sign(claims: Record<string, unknown>, subject: string, ttlSeconds: number): Promise<{ token: string; expiresAt: Date }> {
     if (!this.active) throw new Error('signing keys are not loaded');
+    const current = await this.db('signing_keys').where({ active: true }).first('kid');
+    if (current && current.kid !== this.active.kid) await this.load(); // rotated by another replica
     const now = Math.floor(Date.now() / 1000);
     const exp = now + ttlSeconds;
+    const active = this.active;
     const token = await new SignJWT(claims)
-      .setProtectedHeader({ alg: ALG, kid: this.active.kid, typ: 'JWT' })
+      .setProtectedHeader({ alg: ALG, kid: active.kid, typ: 'JWT' })
       .setIssuer(this.config.auth.issuer)
       .setSubject(subject)
       .setIssuedAt(now)
       .setExpirationTime(exp)
       .setJti(randomUUID())
-      .sign(this.active.privateKey);
+      .sign(active.privateKey);
     return { token, expiresAt: new Date(exp * 1000) };
   }
 
-  /** Verifies signature, issuer and expiry; reloads keys once when another replica rotated. */
+  /** Verifies signature, issuer and expiry; reloads keys once when another replica made the token's key. */
   async verify(token: string): Promise<JWTPayload> {
     try {
       return await this.verifyWithLoaded(token);
     } catch (e) {
-      if (e instanceof joseErrors.JWKSNoMatchingKey && Date.now() - this.loadedAt > RELOAD_AT_MOST_EVERY_MS) {
+      if (e instanceof joseErrors.JWKSNoMatchingKey && (await this.isStoredButNotLoaded(token))) {
         await this.load();
         return this.verifyWithLoaded(token);
       }
       throw e;
     }
+  }
+
+  /** One primary-key lookup, so made-up kids cannot make every request reload all keys. */
+  private async isStoredButNotLoaded(token: string): Promise<boolean> {
+    let kid: unknown;
+    try {
+      kid = decodeProtectedHeader(token).kid;
+    } catch {
+      return false;
+    }
+    if (typeof kid !== 'string' || kid.length === 0 || kid.length > MAX_KID_CHARS) return false;
+    if (this.published.some((k) => k.kid === kid)) return false;
+    return Boolean(await this.db('signing_keys').where({ kid }).first('kid'));
   }
 
   private async verifyWithLoaded(token: string): Promise<JWTPayload> {
@@ -117,6 +135,5 @@ export class SigningKeys {
     this.active = { kid: active.kid, privateKey: await importPKCS8(pem, ALG) };
     this.published = rows.map((r) => r.public_jwk as JWK);
     this.keySet = createLocalJWKSet({ keys: this.published });
-    this.loadedAt = Date.now();
   }
 }

@@ -9,13 +9,16 @@ const adapterChoice = Joi.object({
   options: Joi.object().unknown(true).default({}),
 });
 
-/** A list given either as YAML list or as a comma-separated string (the form env overrides take). */
-const list = (item: Joi.Schema) =>
-  Joi.array()
-    .items(item)
-    .single()
-    .prefs({ convert: true })
-    .custom((value: unknown[]) => value.flatMap((v) => (typeof v === 'string' ? v.split(',').map((s) => s.trim()).filter(Boolean) : [v])));
+/** Arrays also accept a comma-separated string, the form environment overrides take. */
+const CommaJoi = Joi.extend({
+  type: 'array',
+  base: Joi.array(),
+  coerce: {
+    from: 'string',
+    method: (value: string) => ({ value: value.split(',').map((s) => s.trim()).filter(Boolean) }),
+  },
+});
+const list = (item: Joi.Schema) => CommaJoi.array().items(item);
 
 export const configSchema = Joi.object({
   env: Joi.string().valid('development', 'production', 'test').required(),

@@ -58,7 +58,12 @@ export async function startEmbeddedPostgres(dataDir: string, port = 0, log: (lin
       chownSync(pgDir, uid, gid);
       chownSync(socketDir, uid, gid);
     }
-    await pg.initialise();
+    try {
+      await pg.initialise();
+    } catch (e) {
+      const hint = asRoot ? ` (as root, PostgreSQL runs as the postgres user, which must be able to enter ${dataDir} and every folder above it)` : '';
+      throw new Error(`embedded PostgreSQL could not initialise ${pgDir}: ${(e as Error).message.trim()}${hint}`);
+    }
   } else if (asRoot) {
     const { uid, gid } = postgresIds();
     chownSync(socketDir, uid, gid);

@@ -34,19 +34,22 @@ export const pageSchema = (item: Joi.Schema, label: string) =>
   }).label(label);
 
 /**
- * One page of `query`, newest first (`created_at` then id, both descending), with the total
- * counted by a window function in the same statement; an empty page past the end counts apart.
+ * One page of `query`, newest first (`created_at` then a unique tie-breaker column, both
+ * descending), with the total counted by a window function in the same statement; an empty page
+ * past the end counts apart. `tiebreak` names a column of `table` that is unique within the
+ * query's rows (`id` by default; membership tables have none and pass `user_id`).
  */
 export async function paginate<Row, T>(
   query: Knex.QueryBuilder,
   { limit, offset }: Pick<ListQuery, 'limit' | 'offset'>,
   toItem: (row: Row) => T,
   table: string,
+  tiebreak = 'id',
 ): Promise<Page<T>> {
   const rows = await query
     .clone()
     .select(`${table}.*`, query.client.raw('count(*) OVER () AS _total'))
-    .orderBy([{ column: `${table}.created_at`, order: 'desc' }, { column: `${table}.id`, order: 'desc' }])
+    .orderBy([{ column: `${table}.created_at`, order: 'desc' }, { column: `${table}.${tiebreak}`, order: 'desc' }])
     .limit(limit)
     .offset(offset);
   const total = rows.length > 0 ? Number(rows[0]._total) : offset > 0 ? Number((await query.clone().clearSelect().clearOrder().count({ n: '*' }).first()).n) : 0;

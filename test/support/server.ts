@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -35,7 +35,8 @@ export async function startTestServer(opts: { env?: Record<string, string>; over
       data_dir: dataDir,
       database: { url: database.url },
       auth: { bootstrap_trigger_file: triggerFile },
-      secrets: { master_key: randomBytes(32).toString('hex') },
+      // Replicas sharing a database must share the master key too.
+      secrets: { master_key: createHash('sha256').update(database.url).digest('hex') },
       ...opts.overrides,
     },
   });

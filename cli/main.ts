@@ -1,0 +1,107 @@
+import { splitGlobals } from './args.ts';
+import { AUTH_USAGE, runAuth } from './commands/auth.ts';
+import { CONFIG_USAGE, runConfig } from './commands/config.ts';
+import { ORG_USAGE, runOrg } from './commands/org.ts';
+import { PROJECT_USAGE, runProject } from './commands/project.ts';
+import { DEFAULT_API_URL, resolveContext, type Context } from './config.ts';
+import { ApiError, CliError, UsageError } from './errors.ts';
+
+export const USAGE = `usage: svc [global flags] <command> [args]
+
+Commands:
+  auth      bootstrap, login (SSH key), logout, whoami, keys, mint       svc auth --help
+  org       organizations and their members                              svc org --help
+  project   projects and their members                                   svc project --help
+  config    profiles: API URL, default org and project                   svc config --help
+  serve     run the svc server (svc serve --help)
+
+Global flags (accepted anywhere):
+  --api-url URL      API base URL
+  --profile NAME     profile in ~/.svc/config.json (also SVC_PROFILE)
+  --org ORG_ID       org to act on (default: the profile's org)
+  --project ID       project to act on (default: the profile's project)
+  --json             print the API's JSON response instead of tables
+  -h, --help         show help
+
+API URL: --api-url, else SVC_API_URL, else the profile's api_url, else ${DEFAULT_API_URL}.
+Token: SVC_TOKEN, else the token stored by \`svc auth login\` for that API URL.
+
+Files (~ is $HOME):
+  ~/.svc/config.json        {"current_profile": "default",
+                             "profiles": {"default": {"api_url": "...", "org": "...", "project": "..."}}}
+  ~/.svc/credentials.json   {"<api_url>": {"access_token": "...", "expires_at": "...", "email": "..."}}
+                            keyed by API URL without trailing slash; mode 0600, directory 0700
+
+Exit codes: 0 ok, 1 request or runtime error, 2 usage error.`;
+
+type Runner = (ctx: Context, args: string[]) => Promise<number>;
+
+const GROUPS: Record<string, { run: Runner; usage: string }> = {
+  auth: { run: runAuth, usage: AUTH_USAGE },
+  org: { run: runOrg, usage: ORG_USAGE },
+  project: { run: runProject, usage: PROJECT_USAGE },
+  config: { run: runConfig, usage: CONFIG_USAGE },
+};
+
+const groupOf = (name: string | undefined) => (name !== undefined && Object.hasOwn(GROUPS, name) ? GROUPS[name] : undefined);
+
+/**
+ * Run the CLI. Returns the exit code, or undefined for `svc serve`, whose server keeps the
+ * process alive until SIGTERM.
+ */
+export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number | undefined> {
+  try {
+    const { globals, rest, serveArgs } = splitGlobals(argv);
+    if (serveArgs) {
+      const { serve } = await import('../core/main.ts');
+      await serve(serveArgs);
+      return undefined;
+    }
+    let [name, ...args] = rest;
+    if (name === 'help') {
+      globals.help = true;
+      [name, ...args] = args;
+    }
+    if (globals.help) {
+      process.stdout.write(`${groupOf(name)?.usage ?? USAGE}\n`);
+      return 0;
+    }
+    if (name === undefined) throw new UsageError('missing command', USAGE);
+    const group = groupOf(name);
+    if (!group) throw new UsageError(`unknown command "${name}"`, USAGE);
+    const ctx = resolveContext(globals, env);
+    if (ctx.profileMissing && name !== 'config') {
+      throw new CliError(
+        `profile "${ctx.profileName}" is not defined in ~/.svc/config.json`,
+        `create it with \`svc config set api-url URL --profile ${ctx.profileName}\``,
+      );
+    }
+    return await group.run(ctx, args);
+  } catch (error) {
+    return report(error);
+  }
+}
+
+/** Print an error the way the CLI promises and return its exit code. */
+export function report(error: unknown): number {
+  const print = (line: string) => process.stderr.write(`${line}\n`);
+  if (error instanceof UsageError) {
+    print(`svc: ${error.message}`);
+    print('');
+    print(error.usage ?? USAGE);
+    return 2;
+  }
+  if (error instanceof ApiError) {
+    print(`svc: ${error.message} (${error.statusCode})`);
+    if (error.hint) print(`svc: hint: ${error.hint}`);
+    return 1;
+  }
+  if (error instanceof CliError) {
+    print(`svc: ${error.message}`);
+    if (error.hint) print(`svc: hint: ${error.hint}`);
+    return 1;
+  }
+  const detail = error instanceof Error ? (process.env.SVC_DEBUG ? (error.stack ?? error.message) : error.message) : String(error);
+  print(`svc: ${detail}`);
+  return 1;
+}

@@ -1,0 +1,152 @@
+import test from 'ava';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { freePort } from '../../core/db/embedded.ts';
+import { createTestDatabase } from '../support/database.ts';
+import { call, startTestServer } from '../support/server.ts';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const FIXTURE_PLUGIN = fileURLToPath(new URL('../fixtures/plugins/undeclared-access.ts', import.meta.url));
+
+/** `svc serve` as `npm start` runs it, with only the variables given (no DATABASE_URL unless set). */
+function serveProcess(env: Record<string, string>): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'core/main.ts', 'serve'], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/root', SVC_LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout!.on('data', (d) => (output += d));
+  child.stderr!.on('data', (d) => (output += d));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return { child, output: () => output, exited };
+}
+
+async function waitForHealth(url: string, proc: ReturnType<typeof serveProcess>, deadlineMs = 90_000): Promise<any> {
+  const until = Date.now() + deadlineMs;
+  let exited = false;
+  void proc.exited.then(() => (exited = true));
+  while (Date.now() < until) {
+    if (exited) throw new Error(`svc serve exited before answering: ${proc.output()}`);
+    try {
+      const res = await fetch(`${url}/health`);
+      if (res.status === 200) return res.json();
+    } catch {
+      /* not up yet */
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`no healthy answer from ${url}`);
+}
+
+const accepts = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.once('connect', () => (socket.destroy(), resolve(true)));
+    socket.once('error', () => resolve(false));
+  });
+
+test.serial('npm start: embedded PostgreSQL, all roles, data kept across restarts, SIGTERM stops everything', async (t) => {
+  t.timeout(240_000);
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'svc-start-'));
+  chmodSync(dataDir, 0o755); // as root, the embedded PostgreSQL runs as the postgres user and must enter it
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  try {
+    const first = serveProcess({ PORT: String(port), SVC_DATA_DIR: dataDir });
+    const health = await waitForHealth(url, first);
+    t.deepEqual(health.roles, ['api', 'orchestrator', 'worker']);
+    t.true(health.database.ok);
+    const boot = await fetch(`${url}/auth/bootstrap`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'first@example.com' }) });
+    t.is(boot.status, 201);
+    const pgPort = Number(readFileSync(path.join(dataDir, 'postgres.port'), 'utf8'));
+    t.true(await accepts(pgPort));
+
+    first.child.kill('SIGTERM');
+    t.is(await first.exited, 0, first.output());
+    t.false(await accepts(pgPort), 'the embedded PostgreSQL stops with the server');
+
+    const second = serveProcess({ PORT: String(port), SVC_DATA_DIR: dataDir });
+    await waitForHealth(url, second);
+    const status = await (await fetch(`${url}/auth/bootstrap/status`)).json();
+    t.true(status.completed, 'the admin created before the restart is still there');
+    second.child.kill('SIGTERM');
+    t.is(await second.exited, 0, second.output());
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
+test('an invalid setting stops the start with its path and reason', async (t) => {
+  const proc = serveProcess({ PORT: 'abc', DATABASE_URL: 'postgres://unused@127.0.0.1:1/x' });
+  t.is(await proc.exited, 78);
+  t.regex(proc.output(), /server\.port: "server\.port" must be a number \(from PORT\)/);
+});
+
+test('replicas starting together on one database migrate once', async (t) => {
+  const database = await createTestDatabase();
+  const started = await Promise.allSettled([startTestServer({ database }), startTestServer({ database })]);
+  try {
+    const [a, b] = started.map((r) => (r.status === 'fulfilled' ? r.value : t.fail(String(r.reason)) as never));
+    const rows = await a.kernel.db('knex_migrations').select('name');
+    t.deepEqual(rows.map((r) => r.name), ['001_kernel.ts']);
+    t.is((await a.kernel.db('signing_keys').where({ active: true })).length, 1, 'one signing key for all replicas');
+    t.is((await call(b.server, 'GET', '/health')).statusCode, 200);
+  } finally {
+    for (const r of started) if (r.status === 'fulfilled') await r.value.stop();
+    await database.drop();
+  }
+});
+
+test('the config decides which domain plugins load', async (t) => {
+  const s = await startTestServer({ overrides: { plugins: ['discovery', 'auth', 'orgs'] } });
+  try {
+    t.is((await call(s.server, 'GET', '/orgs')).statusCode, 401);
+    t.is((await call(s.server, 'GET', '/projects')).statusCode, 404);
+  } finally {
+    await s.stop();
+  }
+});
+
+test('a plugin whose dependency is left out fails the boot by name', async (t) => {
+  const err = await t.throwsAsync(startTestServer({ overrides: { plugins: ['discovery', 'auth', 'projects'] } }));
+  t.regex(err!.message, /orgs/);
+});
+
+test('an unknown plugin fails the boot by name', async (t) => {
+  const err = await t.throwsAsync(startTestServer({ overrides: { plugins: ['discovery', 'no-such-domain'] } }));
+  t.regex(err!.message, /plugin 'no-such-domain' could not be loaded/);
+});
+
+test('a route that declares no access fails the boot', async (t) => {
+  const err = await t.throwsAsync(startTestServer({ overrides: { plugins: ['discovery', FIXTURE_PLUGIN] } }));
+  t.regex(err!.message, /route GET \/oops declares no access/);
+});
+
+test('adapters: an unknown port or adapter name fails the boot with its config path', async (t) => {
+  const unknownPort = await t.throwsAsync(startTestServer({ overrides: { adapters: { teleporter: { use: 'x' } } } }));
+  t.regex(unknownPort!.message, /adapters\.teleporter: unknown port/);
+  const unknownAdapter = await t.throwsAsync(
+    startTestServer({ overrides: { roles: ['api', 'orchestrator'], adapters: { scheduler: { use: 'no-such-scheduler' } } } }),
+  );
+  t.regex(unknownAdapter!.message, /adapters\.scheduler\.use: 'no-such-scheduler' is neither a built-in scheduler adapter/);
+});
+
+test('errors keep the {statusCode, error, message} shape', async (t) => {
+  const s = await startTestServer();
+  try {
+    const malformed = await s.server.inject({ method: 'POST', url: '/auth/challenge', payload: '{"email":', headers: { 'content-type': 'application/json' } });
+    t.is(malformed.statusCode, 400);
+    t.deepEqual(Object.keys(JSON.parse(malformed.payload)).sort(), ['error', 'message', 'statusCode']);
+    const unknown = await call(s.server, 'GET', '/no/such/route');
+    t.is(unknown.statusCode, 404);
+    t.is(unknown.body.error, 'Not Found');
+    t.truthy(unknown.headers['x-request-id']);
+  } finally {
+    await s.stop();
+  }
+});
