@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 
 const ALPHANUMERIC = 'abcdefghijklmnopqrstuvwxyz0123456789';
 
@@ -7,10 +7,13 @@ export function randomAlphanumeric(n: number): string {
   return [...randomBytes(n)].map((b) => ALPHANUMERIC[b % ALPHANUMERIC.length]).join('');
 }
 
-/** An org slug from a name: lower case, words joined by '-', at most 63 characters. */
+/**
+ * An org slug from a name: lower case, words joined by '-', at most 63 characters. A name without
+ * letters or digits gets `org-` and a hash of the name: deterministic, so ensure by name finds it again.
+ */
 export function orgSlugFrom(name: string): string {
   const slug = name.normalize('NFKD').toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 63).replace(/-+$/, '');
-  return slug || `org-${randomAlphanumeric(6)}`;
+  return slug || `org-${createHash('sha256').update(name).digest('hex').slice(0, 8)}`;
 }
 
 export const ORG_SLUG = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;

@@ -3,7 +3,7 @@ import Joi from 'joi';
 import type { ServerRoute } from '@hapi/hapi';
 import type { DependencyContainer } from 'tsyringe';
 import { grantOf, requires } from '../http/access.ts';
-import { errorResponses, roleSchema, userId } from '../http/schemas.ts';
+import { docs, roleSchema, userId } from '../http/schemas.ts';
 import { listQuerySchema, pageSchema, type ListQuery } from '../http/lists.ts';
 import { emailSchema } from '../users.ts';
 import { Memberships, memberSchema, type MembershipScope } from './memberships.ts';
@@ -26,7 +26,6 @@ export function memberRoutes(container: DependencyContainer, { kind, param, idSc
   const params = Joi.object({ [param]: idSchema.required() });
   const memberParams = params.keys({ user_id: userId.required() });
   const scopeOf = (id: string): MembershipScope => ({ kind, id });
-  const docs = (...codes: number[]) => ({ 'hapi-swagger': { responses: errorResponses(...codes) } });
 
   return [
     {
@@ -72,7 +71,7 @@ export function memberRoutes(container: DependencyContainer, { kind, param, idSc
       path: `${base}/{user_id}`,
       options: {
         tags, description: `Remove a ${kind} member`,
-        plugins: { ...requires('members:write', target), ...docs(400, 401, 403, 404, 422) },
+        plugins: { ...requires('members:write', target), ...docs(204, 400, 401, 403, 404, 422) },
         validate: { params: memberParams },
       },
       handler: async (request, h) => {

@@ -22,11 +22,15 @@ export const errorSchema = Joi.object({
   .unknown(true)
   .label('Error');
 
-/** Standard error responses a route may answer, for the OpenAPI document. */
-export function errorResponses(...codes: number[]): Record<number, { description: string; schema: Joi.Schema }> {
-  const text: Record<number, string> = {
-    400: 'Invalid input', 401: 'Missing or invalid token', 403: 'Missing permission', 404: 'Not found',
-    409: 'State conflict', 413: 'Payload too large', 422: 'Business rule violated', 503: 'Unavailable',
-  };
-  return Object.fromEntries(codes.map((c) => [c, { description: text[c] ?? 'Error', schema: errorSchema }]));
+const RESPONSE_TEXT: Record<number, string> = {
+  204: 'Done; no content', 400: 'Invalid input', 401: 'Missing or invalid token', 403: 'Missing permission', 404: 'Not found',
+  409: 'State conflict', 413: 'Payload too large', 422: 'Business rule violated', 503: 'Unavailable',
+};
+
+/** The non-2xx (and 204) responses a route may answer, for the OpenAPI document: `plugins: {...docs(400, 404)}`. */
+export function docs(...codes: number[]) {
+  const responses = Object.fromEntries(
+    codes.map((c) => [c, c === 204 ? { description: RESPONSE_TEXT[c] } : { description: RESPONSE_TEXT[c] ?? 'Error', schema: errorSchema }]),
+  );
+  return { 'hapi-swagger': { responses } };
 }

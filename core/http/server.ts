@@ -51,6 +51,8 @@ export async function createServer(container: DependencyContainer): Promise<Serv
         logRequestStart: false,
         redact: { paths: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-svc-bootstrap-token"]'], censor: '[redacted]' },
         ignorePaths: ['/health'],
+        // a client that drops its connection is routine, not a server error
+        ignoredEventTags: { log: ['client'] },
       },
     },
     Inert,

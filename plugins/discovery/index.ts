@@ -80,7 +80,10 @@ export const plugin: DomainPlugin = {
       {
         method: 'GET',
         path: '/openapi.yaml',
-        options: { auth: false, description: 'The OpenAPI document as YAML', tags: ['api', 'discovery'] },
+        options: {
+          auth: false, description: 'The OpenAPI document as YAML', tags: ['api', 'discovery'],
+          plugins: { 'hapi-swagger': { responses: { 200: { description: 'application/yaml', schema: Joi.string().label('OpenApiYaml') } } } },
+        },
         handler: async (request, h) => {
           const res = await request.server.inject({ method: 'GET', url: '/openapi.json' });
           if (res.statusCode !== 200) throw Boom.internal('the OpenAPI document could not be built');

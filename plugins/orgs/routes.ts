@@ -2,7 +2,7 @@ import { paramsOf, queryOf } from '../../core/http/request.ts';
 import type { ServerRoute } from '@hapi/hapi';
 import type { DependencyContainer } from 'tsyringe';
 import { authenticated, grantOf, principalOf, requires } from '../../core/http/access.ts';
-import { errorResponses, orgId } from '../../core/http/schemas.ts';
+import { docs, orgId } from '../../core/http/schemas.ts';
 import { pageSchema, type ListQuery } from '../../core/http/lists.ts';
 import { memberRoutes } from '../../core/auth/member-routes.ts';
 import * as S from './schemas.ts';
@@ -10,7 +10,6 @@ import { OrgRepository } from './repository.ts';
 import { OrgService, type OrgInput } from './service.ts';
 
 const tags = ['api', 'orgs'];
-const docs = (...codes: number[]) => ({ 'hapi-swagger': { responses: errorResponses(...codes) } });
 
 export function orgRoutes(container: DependencyContainer): ServerRoute[] {
   const service = container.resolve(OrgService);
@@ -43,7 +42,7 @@ export function orgRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/orgs',
       options: {
-        tags, description: 'Orgs the caller belongs to, newest first',
+        tags, description: 'Orgs the caller belongs to (every org for the system administrator), newest first',
         plugins: { ...authenticated, ...docs(400, 401) },
         validate: { query: S.listOrgsQuery },
         response: { schema: pageSchema(S.orgSchema, 'OrgList') },
@@ -77,7 +76,7 @@ export function orgRoutes(container: DependencyContainer): ServerRoute[] {
       path: '/orgs/{org_id}',
       options: {
         tags, description: 'Soft-delete the org (same as PATCH {deleted: true})',
-        plugins: { ...requires('orgs:delete', 'org'), ...docs(400, 401, 403, 404) },
+        plugins: { ...requires('orgs:delete', 'org'), ...docs(204, 400, 401, 403, 404) },
         validate: { params: S.orgParams },
       },
       handler: async (request, h) => {

@@ -9,7 +9,7 @@ import { ROLE_PERMISSIONS } from '../../core/auth/permissions.ts';
 import type { Grant, Principal } from '../../core/auth/principal.ts';
 import { conflictingFields, isUniqueViolation } from '../../core/http/unique.ts';
 import { orgSlugFrom, randomAlphanumeric } from '../../core/slugs.ts';
-import { OrgRepository, toOrg, type Org } from './repository.ts';
+import { OrgRepository, toOrg, type Org, type OrgRow } from './repository.ts';
 
 export interface OrgInput {
   name: string;
@@ -45,20 +45,38 @@ export class OrgService {
     }
   }
 
-  /** Find-or-create by id, else by slug (given or derived from the name); 409 when it exists with other parameters. */
+  /**
+   * Find-or-create by id, else by slug (given or derived from the name); 409 when it exists with
+   * other parameters. A lost race against a concurrent ensure on the same key finds the winner on
+   * the next lookup. With an id as the key, the slug may be held by another org: a given slug is
+   * then a conflict, a derived one is varied as on create.
+   */
   async ensure(principal: Principal, input: OrgInput): Promise<Org> {
     requireUnscoped(principal);
-    const slug = input.slug ?? orgSlugFrom(input.name);
-    const found = input.id ? await this.orgs.byId(input.id) : await this.orgs.bySlug(slug);
-    if (!found) {
+    let slug = input.slug ?? orgSlugFrom(input.name);
+    for (let attempt = 0; ; attempt++) {
+      const found = input.id ? await this.orgs.byId(input.id) : await this.orgs.bySlug(slug);
+      if (found) return this.compare(principal, input, found);
       try {
         return await this.insertOwned(principal, { id: input.id ?? newId('org'), name: input.name, slug });
       } catch (e) {
         if (!isUniqueViolation(e)) throw e;
-        return this.ensure(principal, input); // lost a race: compare against the winner
+        if (attempt >= SLUG_ATTEMPTS) throw Boom.conflict(`org slug '${slug}' is taken`);
+        if (input.id && isUniqueViolation(e, 'orgs_slug_unique')) {
+          const holder = await this.orgs.bySlug(slug);
+          if (holder && holder.id !== input.id) {
+            if (input.slug !== undefined) throw Boom.conflict(`org slug '${slug}' is taken`);
+            slug = `${orgSlugFrom(input.name).slice(0, 56)}-${randomAlphanumeric(6)}`;
+          }
+        }
       }
     }
-    if (!(await this.access.grantOn(principal, { org: found.id }))) throw Boom.conflict(`an org with slug '${found.slug}' already exists`);
+  }
+
+  private async compare(principal: Principal, input: OrgInput, found: OrgRow): Promise<Org> {
+    if (!(await this.access.grantOn(principal, { org: found.id }))) {
+      throw Boom.conflict(input.id ? `org ${input.id} already exists` : `an org with slug '${found.slug}' already exists`);
+    }
     const differs = conflictingFields({ name: input.name, slug: input.slug, id: input.id }, found as unknown as Record<string, unknown>);
     if (found.deleted) differs.push('deleted');
     if (differs.length) throw Boom.conflict(`org ${found.id} exists with different ${differs.join(', ')}`);

@@ -36,7 +36,9 @@ export class ProjectRepository {
   list(principal: Principal, query: ListQuery & { org_id?: string }) {
     let q = this.access.visibleProjects(principal, this.db('projects'));
     if (query.org_id) q = q.where('projects.org_id', query.org_id);
-    if (!query.include_deleted) q = q.where('projects.deleted', false);
+    if (!query.include_deleted) {
+      q = q.where('projects.deleted', false).whereIn('projects.org_id', this.db('orgs').select('id').where('deleted', false));
+    }
     return paginate<ProjectRow, Project>(q, query, toProject, 'projects');
   }
 

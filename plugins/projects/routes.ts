@@ -2,7 +2,7 @@ import { paramsOf, queryOf } from '../../core/http/request.ts';
 import type { ServerRoute } from '@hapi/hapi';
 import type { DependencyContainer } from 'tsyringe';
 import { grantOf, principalOf, requires, authenticated } from '../../core/http/access.ts';
-import { errorResponses, projectId } from '../../core/http/schemas.ts';
+import { docs, projectId } from '../../core/http/schemas.ts';
 import { pageSchema, type ListQuery } from '../../core/http/lists.ts';
 import { memberRoutes } from '../../core/auth/member-routes.ts';
 import * as S from './schemas.ts';
@@ -10,7 +10,6 @@ import { ProjectRepository } from './repository.ts';
 import { ProjectService, type ProjectChanges, type ProjectInput } from './service.ts';
 
 const tags = ['api', 'projects'];
-const docs = (...codes: number[]) => ({ 'hapi-swagger': { responses: errorResponses(...codes) } });
 
 export function projectRoutes(container: DependencyContainer): ServerRoute[] {
   const service = container.resolve(ProjectService);
@@ -77,7 +76,7 @@ export function projectRoutes(container: DependencyContainer): ServerRoute[] {
       path: '/projects/{project_id}',
       options: {
         tags, description: 'Soft-delete the project (same as PATCH {deleted: true})',
-        plugins: { ...requires('projects:delete', 'project'), ...docs(400, 401, 403, 404) },
+        plugins: { ...requires('projects:delete', 'project'), ...docs(204, 400, 401, 403, 404) },
         validate: { params: S.projectParams },
       },
       handler: async (request, h) => {

@@ -4,7 +4,7 @@ import { listQuerySchema } from '../../core/http/lists.ts';
 import { PROJECT_SLUG } from '../../core/slugs.ts';
 
 /** HTTPS, SSH (ssh:// or scp-like user@host:path) and file:// with an absolute path. */
-const REPO_URL = /^(https:\/\/[^\s/]+\/\S+|ssh:\/\/\S+|[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:\S+|file:\/\/\/\S*)$/;
+const REPO_URL = /^(https:\/\/[^\s/]+\/\S+|ssh:\/\/\S+|[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:\S+|file:\/\/\/\S+)$/;
 const BRANCH = /^(?!\/|.*\/$|.*\.\.|.*@\{|.*\.lock$)[A-Za-z0-9._\/-]{1,200}$/;
 
 const name = Joi.string().trim().min(1).max(200);

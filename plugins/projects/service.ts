@@ -1,5 +1,7 @@
 import Boom from '@hapi/boom';
 import { inject, injectable } from 'tsyringe';
+import { Tokens } from '../../core/tokens.ts';
+import type { Db } from '../../core/db/knex.ts';
 import { newId } from '../../core/ids.ts';
 import { Access } from '../../core/auth/access.ts';
 import { ROLE_PERMISSIONS } from '../../core/auth/permissions.ts';
@@ -30,17 +32,26 @@ const SLUG_ATTEMPTS = 8;
 @injectable()
 export class ProjectService {
   constructor(
+    @inject(Tokens.Db) private readonly db: Db,
     @inject(ProjectRepository) private readonly projects: ProjectRepository,
     @inject(Access) private readonly access: Access,
   ) {}
 
-  /** A chosen slug must be free (409); one derived from the name is varied until it is. */
-  async create(input: ProjectInput): Promise<Project> {
+  /**
+   * A chosen slug must be free (409); one derived from the name is varied until it is. Inside the
+   * caller's transaction `db` each insert runs under a savepoint, so a collision does not abort it.
+   */
+  async create(input: ProjectInput, db: Db = this.db): Promise<Project> {
+    const org = await db('orgs').where({ id: input.org_id }).first('deleted');
+    if (org?.deleted) throw Boom.badData(`org ${input.org_id} is deleted; restore it before adding projects`);
     const derived = input.slug === undefined;
     let slug = input.slug ?? projectSlugFrom(input.name);
     for (let attempt = 0; ; attempt++) {
       try {
-        return toProject(await this.projects.insert(this.fields(input, slug)));
+        const row = db.isTransaction
+          ? await db.transaction((sp) => this.projects.insert(this.fields(input, slug), sp))
+          : await this.projects.insert(this.fields(input, slug), db);
+        return toProject(row);
       } catch (e) {
         if (isUniqueViolation(e, 'projects_pkey')) throw Boom.conflict(`project ${input.id} already exists`);
         if (!isUniqueViolation(e, 'projects_slug_unique')) throw e;
@@ -52,6 +63,7 @@ export class ProjectService {
 
   /** Find-or-create by id, else slug, else name within the org; 409 when it exists with other parameters. */
   async ensure(principal: Principal, input: ProjectInput): Promise<Project> {
+    if (!input.id && !input.slug) return this.ensureByName(principal, input);
     const found = await this.find(input);
     if (!found) {
       try {
@@ -64,6 +76,20 @@ export class ProjectService {
       }
     }
     return this.compare(principal, input, found);
+  }
+
+  /**
+   * No unique constraint backs the (org, name) key and a derived slug is varied on collision, so
+   * concurrent ensures by name would each create a project: they serialize on an advisory lock
+   * held until the creating transaction commits.
+   */
+  private async ensureByName(principal: Principal, input: ProjectInput): Promise<Project> {
+    const result = await this.db.transaction(async (trx) => {
+      await trx.raw('SELECT pg_advisory_xact_lock(hashtext(?), hashtext(?))', ['projects.ensure', `${input.org_id}\n${input.name}`]);
+      const found = await this.projects.byName(input.org_id, input.name, trx);
+      return found ? { found } : { created: await this.create(input, trx) };
+    });
+    return result.created ?? this.compare(principal, input, result.found!);
   }
 
   async get(id: string): Promise<Project> {
@@ -86,7 +112,10 @@ export class ProjectService {
   }
 
   private async compare(principal: Principal, input: ProjectInput, found: ProjectRow): Promise<Project> {
-    if (!(await this.access.grantOn(principal, { project: found.id }))) throw Boom.conflict(`a project with slug '${found.slug}' already exists`);
+    if (!(await this.access.grantOn(principal, { project: found.id }))) {
+      // Name only what the caller already gave: the key they asked by.
+      throw Boom.conflict(input.id ? `project ${input.id} already exists` : `a project with slug '${found.slug}' already exists`);
+    }
     const differs = conflictingFields(
       { id: input.id, org_id: input.org_id, name: input.name, slug: input.slug, repo_url: input.repo_url, branch: input.branch },
       found as unknown as Record<string, unknown>,

@@ -1,0 +1,55 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { freePort } from '../core/db/embedded.ts';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+export interface BenchServer {
+  url: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * `svc serve --roles api` in its own process (so the load generator does not share its event
+ * loop), on DATABASE_URL when set, else on a fresh embedded PostgreSQL.
+ */
+export async function startBenchServer(): Promise<BenchServer> {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'svc-bench-'));
+  chmodSync(dataDir, 0o755);
+  const port = await freePort();
+  const env: Record<string, string> = { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/root', PORT: String(port), SVC_DATA_DIR: dataDir, SVC_LOG_LEVEL: 'warn', SVC_ROLES: 'api' };
+  if (process.env.DATABASE_URL) env.DATABASE_URL = await freshDatabase(process.env.DATABASE_URL);
+  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'core/main.ts', 'serve'], { cwd: ROOT, env, stdio: ['ignore', 'inherit', 'inherit'] });
+  const url = `http://127.0.0.1:${port}`;
+  const until = Date.now() + 120_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error('the bench server exited');
+    if (Date.now() > until) throw new Error('the bench server did not start');
+    if (await fetch(`${url}/health`).then((r) => r.ok, () => false)) break;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return {
+    url,
+    stop: async () => {
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function freshDatabase(serverUrl: string): Promise<string> {
+  const pg = (await import('pg')).default;
+  const name = `svc_bench_${Date.now()}`;
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
