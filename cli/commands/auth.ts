@@ -20,7 +20,7 @@ export const AUTH_USAGE = `usage: svc auth <command> [flags]
   keys list                      your registered SSH public keys
   keys add PATH.pub [--label L]  register an SSH public key
   keys remove KEY_ID             remove an SSH public key
-  mint --email E (--org ID | --project ID) [--role R] [--ttl-days N]
+  mint --email E (--org ID | --project ID) [--role R] [--ttl-days N] [--key PATH.pub]
                                  mint a scoped token for a user (system admins); prints it, does not store it`;
 
 interface TokenResponse {
@@ -197,13 +197,14 @@ async function keys(ctx: Context, args: string[]): Promise<number> {
 }
 
 async function mint(ctx: Context, args: string[]): Promise<number> {
-  const options = { email: { type: 'string' }, role: { type: 'string' }, 'ttl-days': { type: 'string' } } as const;
+  const options = { email: { type: 'string' }, role: { type: 'string' }, 'ttl-days': { type: 'string' }, key: { type: 'string' } } as const;
   const { values } = parseCommand(args, options, AUTH_USAGE, { min: 0, max: 0 });
   const email = requireFlag(values.email, 'email', AUTH_USAGE);
   // Only explicit flags: a profile's default org must not silently scope a minted token.
   const { org, project } = ctx.flags;
   if (Boolean(org) === Boolean(project)) throw new UsageError('give exactly one of --org ID or --project ID', AUTH_USAGE);
-  const body = { email, org_id: org, project_id: project, role: values.role, ttl_days: ttlDays(values['ttl-days']) };
+  const public_key = values.key === undefined ? undefined : await readPublicKey(values.key);
+  const body = { email, org_id: org, project_id: project, role: values.role, ttl_days: ttlDays(values['ttl-days']), public_key };
   const response = await apiRequest<TokenResponse>(ctx, 'POST', '/auth/mint', { body });
   if (ctx.json) {
     printJson(response);

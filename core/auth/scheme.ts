@@ -6,19 +6,30 @@ import { TokenRejected, TokenService } from './tokens.ts';
 // The scheme name is case-insensitive (RFC 7235 section 2.1): 'bearer <jwt>' is the same header.
 const BEARER = /^Bearer +([A-Za-z0-9\-_=]+\.[A-Za-z0-9\-_=]+\.[A-Za-z0-9\-_=]+)$/i;
 
+/**
+ * 401 with the documented body `{statusCode, error, message}` (no Boom `attributes`) and an RFC 6750
+ * challenge header: `Bearer` alone when no credentials came, else `Bearer error="<code>", error_description="<message>"`.
+ */
+function unauthorized(message: string, code?: 'invalid_request' | 'invalid_token'): Boom.Boom {
+  const err = Boom.unauthorized(message);
+  const quoted = message.replace(/["\\]/g, '');
+  err.output.headers['WWW-Authenticate'] = code ? `Bearer error="${code}", error_description="${quoted}"` : 'Bearer';
+  return err;
+}
+
 /** `Authorization: Bearer <jwt>` on every route that does not say `auth: false`. */
 export function installAuthScheme(server: Server, container: DependencyContainer): void {
   const tokens = container.resolve(TokenService);
   server.auth.scheme('svc-bearer', () => ({
     authenticate: async (request, h) => {
       const header = request.headers.authorization;
-      if (!header) throw Boom.unauthorized('missing bearer token', 'Bearer');
+      if (!header) throw unauthorized('missing bearer token');
       const match = BEARER.exec(String(header).trim());
-      if (!match) throw Boom.unauthorized('malformed authorization header: expected Bearer <token>', 'Bearer');
+      if (!match) throw unauthorized('malformed authorization header: expected Bearer <token>', 'invalid_request');
       try {
         return h.authenticated({ credentials: { principal: await tokens.authenticate(match[1]) } });
       } catch (e) {
-        if (e instanceof TokenRejected) throw Boom.unauthorized(e.message, 'Bearer');
+        if (e instanceof TokenRejected) throw unauthorized(e.message, 'invalid_token');
         throw e;
       }
     },

@@ -60,7 +60,11 @@ export class SigningKeys {
     return kid;
   }
 
-  jwks(): { keys: JWK[] } {
+  /** The published keys as the database has them now (another replica may have rotated). */
+  async jwks(): Promise<{ keys: JWK[] }> {
+    const stored = await this.db('signing_keys').pluck('kid');
+    const loaded = new Set(this.published.map((k) => k.kid));
+    if (stored.length !== loaded.size || stored.some((kid) => !loaded.has(kid))) await this.load();
     return { keys: this.published };
   }
 

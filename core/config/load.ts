@@ -36,7 +36,8 @@ type Tree = Record<string, unknown>;
 
 const isTree = (v: unknown): v is Tree => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-function merge(base: Tree, over: Tree): Tree {
+/** Deep merge of config trees: mappings merge key by key, anything else in `over` replaces. */
+export function merge(base: Tree, over: Tree): Tree {
   const out: Tree = { ...base };
   for (const [k, v] of Object.entries(over)) out[k] = isTree(v) && isTree(out[k]) ? merge(out[k] as Tree, v) : v;
   return out;

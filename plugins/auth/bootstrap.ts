@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { statSync, unlinkSync } from 'node:fs';
+import { lstatSync, unlinkSync } from 'node:fs';
 import Boom from '@hapi/boom';
+import type { Logger } from 'pino';
 import { inject, injectable } from 'tsyringe';
 import { Tokens, type Clock } from '../../core/tokens.ts';
 import type { Config } from '../../core/config/schema.ts';
@@ -40,6 +41,8 @@ function sameSecret(a: string, b: string): boolean {
  * open until an admin exists), closed (production without a token), recovery (the trigger file is
  * present: open for 10 minutes from its modification time, even after completion; the file is
  * deleted on success), auto-open (no user exists: open for 10 minutes from this server's start).
+ * The trigger file counts only when it is a regular file owned by the server's user or root: its
+ * default place is /tmp, where any local account could otherwise open an unauthenticated window.
  */
 @injectable()
 export class Bootstrap {
@@ -47,6 +50,7 @@ export class Bootstrap {
     @inject(Tokens.Db) private readonly db: Db,
     @inject(Tokens.Config) private readonly config: Config,
     @inject(Tokens.Clock) private readonly clock: Clock,
+    @inject(Tokens.Logger) private readonly logger: Logger,
     @inject(Tokens.StartedAt) private readonly startedAt: Date,
     @inject(Users) private readonly users: Users,
     @inject(UserKeys) private readonly keys: UserKeys,
@@ -94,26 +98,38 @@ export class Bootstrap {
       const { user } = await this.users.ensure(request.email, request.display_name ?? null, trx);
       const [admin] = await trx('users').where({ id: user.id }).update({ is_admin: true, updated_at: trx.fn.now() }).returning('*');
       if (request.public_key) await this.keys.add(admin.id, request.public_key, 'bootstrap', trx, { allowOwnDuplicate: true });
-      return { admin, mode: status.mode };
+      // Still under the lock: a concurrent request (on any replica) waiting for it then finds the window closed.
+      if (status.mode === 'recovery') this.removeTriggerFile();
+      return admin;
     });
-    if (result.mode === 'recovery') this.removeTriggerFile();
-    const token = await this.tokens.issueForUser(result.admin, { ttlDays: request.ttl_days });
-    return { ...token, user: toUser(result.admin) };
+    const token = await this.tokens.issueForUser(result, { ttlDays: request.ttl_days });
+    return { ...token, user: toUser(result) };
   }
 
   private triggerFileTime(): number | null {
+    const file = this.config.auth.bootstrap_trigger_file;
+    let stat;
     try {
-      return statSync(this.config.auth.bootstrap_trigger_file).mtimeMs;
+      stat = lstatSync(file); // not stat: a symlink planted by someone else must not count
     } catch {
       return null;
     }
+    const uid = process.getuid?.();
+    if (!stat.isFile() || (uid !== undefined && stat.uid !== uid && stat.uid !== 0)) {
+      this.logger.warn({ file, uid: stat.uid }, 'ignoring the bootstrap trigger file: not a regular file owned by this user or root');
+      return null;
+    }
+    return stat.mtimeMs;
   }
 
   private removeTriggerFile(): void {
+    const file = this.config.auth.bootstrap_trigger_file;
     try {
-      unlinkSync(this.config.auth.bootstrap_trigger_file);
-    } catch {
-      /* already gone */
+      unlinkSync(file);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') {
+        this.logger.warn({ file, err: e }, 'could not delete the bootstrap trigger file: the recovery window stays open until it is removed');
+      }
     }
   }
 }

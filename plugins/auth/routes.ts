@@ -1,9 +1,10 @@
 import { paramsOf, queryOf } from '../../core/http/request.ts';
+import Boom from '@hapi/boom';
 import Joi from 'joi';
-import type { ServerRoute } from '@hapi/hapi';
+import type { Request, ServerRoute } from '@hapi/hapi';
 import type { DependencyContainer } from 'tsyringe';
 import { authenticated, principalOf, systemAdmin } from '../../core/http/access.ts';
-import { errorResponses } from '../../core/http/schemas.ts';
+import { docs } from '../../core/http/schemas.ts';
 import { listQuerySchema, pageSchema, type ListQuery } from '../../core/http/lists.ts';
 import { SigningKeys } from '../../core/auth/signing-keys.ts';
 import * as S from './schemas.ts';
@@ -13,7 +14,18 @@ import { UserKeys } from './keys.ts';
 import { Identity, type MintRequest } from './mint.ts';
 
 const tags = ['api', 'auth'];
-const docs = (...codes: number[]) => ({ 'hapi-swagger': { responses: errorResponses(...codes) } });
+
+/**
+ * The account's login keys are managed with an unscoped token only: a token minted into one org or
+ * project could otherwise register a key, log in with it and come back with the whole account.
+ */
+function accountOwner(request: Request): string {
+  const principal = principalOf(request);
+  if (principal.scope) {
+    throw Boom.forbidden(`a token scoped to ${principal.scope.type} ${principal.scope.id} cannot manage SSH keys; use a login token`);
+  }
+  return principal.id;
+}
 
 export function authRoutes(container: DependencyContainer): ServerRoute[] {
   const bootstrap = container.resolve(Bootstrap);
@@ -68,44 +80,44 @@ export function authRoutes(container: DependencyContainer): ServerRoute[] {
     {
       method: 'GET',
       path: '/auth/me',
-      options: { tags, description: 'The caller: account, token scope, orgs and projects', plugins: { ...authenticated, ...docs(401) }, response: { schema: S.meResponse } },
+      options: { tags, description: 'The caller: account, token scope, and the orgs and projects it belongs to (within the token scope)', plugins: { ...authenticated, ...docs(401) }, response: { schema: S.meResponse } },
       handler: (request) => identity.me(principalOf(request)),
     },
     {
       method: 'POST',
       path: '/auth/keys',
       options: {
-        tags, description: 'Register an SSH public key on your own account',
-        plugins: { ...authenticated, ...docs(400, 401, 409) },
+        tags, description: 'Register an SSH public key on your own account (not with an org- or project-scoped token)',
+        plugins: { ...authenticated, ...docs(400, 401, 403, 409) },
         validate: { payload: S.keyRequest },
         response: { status: { 201: S.keyResponse } },
       },
       handler: async (request, h) => {
         const { public_key, label } = request.payload as { public_key: string; label?: string };
-        return h.response(await keys.add(principalOf(request).id, public_key, label ?? null)).code(201);
+        return h.response(await keys.add(accountOwner(request), public_key, label ?? null)).code(201);
       },
     },
     {
       method: 'GET',
       path: '/auth/keys',
       options: {
-        tags, description: 'Your registered SSH public keys',
-        plugins: { ...authenticated, ...docs(400, 401) },
+        tags, description: 'Your registered SSH public keys (not with a scoped token)',
+        plugins: { ...authenticated, ...docs(400, 401, 403) },
         validate: { query: listQuerySchema },
         response: { schema: pageSchema(S.keyResponse, 'PublicKeyList') },
       },
-      handler: (request) => keys.list(principalOf(request).id, queryOf<ListQuery>(request)),
+      handler: (request) => keys.list(accountOwner(request), queryOf<ListQuery>(request)),
     },
     {
       method: 'DELETE',
       path: '/auth/keys/{key_id}',
       options: {
-        tags, description: 'Remove one of your SSH public keys',
-        plugins: { ...authenticated, ...docs(400, 401, 404) },
+        tags, description: 'Remove one of your SSH public keys (not with a scoped token)',
+        plugins: { ...authenticated, ...docs(204, 400, 401, 403, 404) },
         validate: { params: Joi.object({ key_id: S.keyId.required() }) },
       },
       handler: async (request, h) => {
-        await keys.remove(principalOf(request).id, paramsOf(request).key_id);
+        await keys.remove(accountOwner(request), paramsOf(request).key_id);
         return h.response().code(204);
       },
     },

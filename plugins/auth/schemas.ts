@@ -63,6 +63,7 @@ export const mintRequest = Joi.object({
   role: roleSchema.default('member'),
   ttl_days: ttlDays,
   display_name: Joi.string().trim().min(1).max(200),
+  public_key: publicKey.description("registers this SSH public key on the user's account"),
 })
   .xor('org_id', 'project_id')
   .label('MintRequest');

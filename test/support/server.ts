@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Server } from '@hapi/hapi';
-import { loadConfig } from '../../core/config/load.ts';
+import { loadConfig, merge } from '../../core/config/load.ts';
 import { startKernel, type Kernel } from '../../core/kernel.ts';
 import { createTestDatabase, type TestDatabase } from './database.ts';
 
@@ -31,14 +31,16 @@ export async function startTestServer(opts: { env?: Record<string, string>; over
   const triggerFile = path.join(dataDir, 'bootstrap-enable');
   const config = loadConfig({
     env: { SVC_CONFIG: TEST_CONFIG, ...opts.env },
-    overrides: {
-      data_dir: dataDir,
-      database: { url: database.url },
-      auth: { bootstrap_trigger_file: triggerFile },
-      // Replicas sharing a database must share the master key too.
-      secrets: { master_key: createHash('sha256').update(database.url).digest('hex') },
-      ...opts.overrides,
-    },
+    overrides: merge(
+      {
+        data_dir: dataDir,
+        database: { url: database.url },
+        auth: { bootstrap_trigger_file: triggerFile },
+        // Replicas sharing a database must share the master key too.
+        secrets: { master_key: createHash('sha256').update(database.url).digest('hex') },
+      },
+      opts.overrides ?? {},
+    ),
   });
   const kernel = await startKernel(config);
   return {
