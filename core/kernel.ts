@@ -59,7 +59,7 @@ export async function startKernel(config: Config, opts: KernelOptions = {}): Pro
       databaseUrl = embedded.url;
       logger.info({ dataDir: config.data_dir }, 'embedded PostgreSQL started');
     }
-    const db = createKnex(databaseUrl, config.database.pool_max);
+    const db = createKnex(databaseUrl, config.database.pool_max, logger);
     undo.push(() => db.destroy());
     const applied = await migrate(db, databaseUrl);
     if (applied.length) logger.info({ migrations: applied }, 'migrations applied');

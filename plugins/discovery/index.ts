@@ -5,6 +5,9 @@ import type { DomainPlugin } from '../../core/http/plugins.ts';
 import { Tokens } from '../../core/tokens.ts';
 import { SigningKeys } from '../../core/auth/signing-keys.ts';
 
+/** A load balancer wants an answer, not a hung probe: past this the database counts as down. */
+const HEALTH_DB_TIMEOUT_MS = 2_000;
+
 const healthSchema = Joi.object({
   status: Joi.string().valid('ok', 'unavailable').required(),
   version: Joi.string().required(),
@@ -46,7 +49,10 @@ export const plugin: DomainPlugin = {
         },
         handler: async (_request, h) => {
           const t0 = performance.now();
-          const ok = await db.raw('SELECT 1').then(() => true, () => false);
+          const ok = await Promise.race([
+            db.raw('SELECT 1').then(() => true, () => false),
+            new Promise<boolean>((resolve) => setTimeout(resolve, HEALTH_DB_TIMEOUT_MS, false).unref()),
+          ]);
           const body = {
             status: ok ? 'ok' : 'unavailable',
             version: '0.1.0',

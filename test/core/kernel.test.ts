@@ -13,8 +13,8 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const FIXTURE_PLUGIN = fileURLToPath(new URL('../fixtures/plugins/undeclared-access.ts', import.meta.url));
 
 /** `svc serve` as `npm start` runs it, with only the variables given (no DATABASE_URL unless set). */
-function serveProcess(env: Record<string, string>): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'core/main.ts', 'serve'], {
+function serveProcess(env: Record<string, string>, command = ['--import', 'tsx', 'core/main.ts', 'serve']): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
+  const child = spawn(process.execPath, command, {
     cwd: ROOT,
     env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/root', SVC_LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -70,14 +70,31 @@ test.serial('npm start: embedded PostgreSQL, all roles, data kept across restart
     t.is(await first.exited, 0, first.output());
     t.false(await accepts(pgPort), 'the embedded PostgreSQL stops with the server');
 
-    const second = serveProcess({ PORT: String(port), SVC_DATA_DIR: dataDir });
-    await waitForHealth(url, second);
-    const status = await (await fetch(`${url}/auth/bootstrap/status`)).json();
+    // A new port: the old one may have been handed to another test meanwhile.
+    const secondUrl = `http://127.0.0.1:${await freePort()}`;
+    const second = serveProcess({ PORT: new URL(secondUrl).port, SVC_DATA_DIR: dataDir });
+    await waitForHealth(secondUrl, second);
+    const status = await (await fetch(`${secondUrl}/auth/bootstrap/status`)).json();
     t.true(status.completed, 'the admin created before the restart is still there');
     second.child.kill('SIGTERM');
     t.is(await second.exited, 0, second.output());
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
+test('`svc serve --roles api --port N` runs only the api role on the given port', async (t) => {
+  const database = await createTestDatabase();
+  const port = await freePort();
+  const proc = serveProcess({ DATABASE_URL: database.url, SVC_DATA_DIR: mkdtempSync(path.join(tmpdir(), 'svc-roles-')) }, ['cli/bin.js', 'serve', '--roles', 'api', '--port', String(port)]);
+  try {
+    const health = await waitForHealth(`http://127.0.0.1:${port}`, proc);
+    t.deepEqual(health.roles, ['api']);
+    proc.child.kill('SIGTERM');
+    t.is(await proc.exited, 0, proc.output());
+  } finally {
+    proc.child.kill('SIGKILL');
+    await database.drop();
   }
 });
 

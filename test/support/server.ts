@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Server } from '@hapi/hapi';
+import type { Logger } from 'pino';
 import { loadConfig, merge } from '../../core/config/load.ts';
 import { startKernel, type Kernel } from '../../core/kernel.ts';
 import { createTestDatabase, type TestDatabase } from './database.ts';
@@ -25,7 +26,15 @@ export interface TestServer {
  * `env` sets environment variables as the config loader reads them (SVC_BOOTSTRAP_TOKEN, NODE_ENV, …);
  * the machine's own environment is not read.
  */
-export async function startTestServer(opts: { env?: Record<string, string>; overrides?: Record<string, unknown>; database?: TestDatabase } = {}): Promise<TestServer> {
+export interface TestServerOptions {
+  env?: Record<string, string>;
+  overrides?: Record<string, unknown>;
+  /** Share one database between servers (replicas); the caller drops it. */
+  database?: TestDatabase;
+  logger?: Logger;
+}
+
+export async function startTestServer(opts: TestServerOptions = {}): Promise<TestServer> {
   const database = opts.database ?? (await createTestDatabase());
   const dataDir = mkdtempSync(path.join(tmpdir(), 'svc-test-data-'));
   const triggerFile = path.join(dataDir, 'bootstrap-enable');
@@ -42,7 +51,7 @@ export async function startTestServer(opts: { env?: Record<string, string>; over
       opts.overrides ?? {},
     ),
   });
-  const kernel = await startKernel(config);
+  const kernel = await startKernel(config, { logger: opts.logger });
   return {
     kernel,
     server: kernel.server!,
