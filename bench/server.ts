@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../core/db/embedded.ts';
+import { createTestDatabase } from '../test/support/database.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -21,7 +22,8 @@ export async function startBenchServer(): Promise<BenchServer> {
   chmodSync(dataDir, 0o755);
   const port = await freePort();
   const env: Record<string, string> = { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/root', PORT: String(port), SVC_DATA_DIR: dataDir, SVC_LOG_LEVEL: 'warn', SVC_ROLES: 'api' };
-  if (process.env.DATABASE_URL) env.DATABASE_URL = await freshDatabase(process.env.DATABASE_URL);
+  const database = process.env.DATABASE_URL ? await createTestDatabase() : null;
+  if (database) env.DATABASE_URL = database.url;
   const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'core/main.ts', 'serve'], { cwd: ROOT, env, stdio: ['ignore', 'inherit', 'inherit'] });
   const url = `http://127.0.0.1:${port}`;
   const until = Date.now() + 120_000;
@@ -38,18 +40,7 @@ export async function startBenchServer(): Promise<BenchServer> {
       child.kill('SIGTERM');
       await exited;
       rmSync(dataDir, { recursive: true, force: true });
+      await database?.drop();
     },
   };
-}
-
-async function freshDatabase(serverUrl: string): Promise<string> {
-  const pg = (await import('pg')).default;
-  const name = `svc_bench_${Date.now()}`;
-  const admin = new pg.Client({ connectionString: serverUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
-  return url.toString();
 }
