@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -20,6 +20,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   const container = await startContainerIfDocker();
   if (container) return container;
   const dir = mkdtempSync(path.join(tmpdir(), 'svc-test-pg-'));
+  chmodSync(dir, 0o755); // as root, PostgreSQL runs as the postgres user, which must enter the folder
   const embedded = await startEmbeddedPostgres(dir);
   return {
     url: embedded.url,
