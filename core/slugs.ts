@@ -16,6 +16,9 @@ export function orgSlugFrom(name: string): string {
   return slug || `org-${createHash('sha256').update(name).digest('hex').slice(0, 8)}`;
 }
 
+/** Another org slug after a collision: the derived one with a random suffix. */
+export const varyOrgSlug = (name: string): string => `${orgSlugFrom(name).slice(0, 56)}-${randomAlphanumeric(6)}`;
+
 export const ORG_SLUG = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 
 /** Project slugs are 4 to 8 lower-case letters and digits; they prefix job ids. */

@@ -8,7 +8,7 @@ import { Memberships } from '../../core/auth/memberships.ts';
 import { ROLE_PERMISSIONS } from '../../core/auth/permissions.ts';
 import type { Grant, Principal } from '../../core/auth/principal.ts';
 import { conflictingFields, isUniqueViolation } from '../../core/http/unique.ts';
-import { orgSlugFrom, randomAlphanumeric } from '../../core/slugs.ts';
+import { orgSlugFrom, varyOrgSlug } from '../../core/slugs.ts';
 import { OrgRepository, toOrg, type Org, type OrgRow } from './repository.ts';
 
 export interface OrgInput {
@@ -40,7 +40,7 @@ export class OrgService {
         if (isUniqueViolation(e, 'orgs_pkey')) throw Boom.conflict(`org ${input.id} already exists`);
         if (!isUniqueViolation(e, 'orgs_slug_unique')) throw e;
         if (!derived || attempt >= SLUG_ATTEMPTS) throw Boom.conflict(`org slug '${slug}' is taken`);
-        slug = `${orgSlugFrom(input.name).slice(0, 56)}-${randomAlphanumeric(6)}`;
+        slug = varyOrgSlug(input.name);
       }
     }
   }
@@ -66,7 +66,7 @@ export class OrgService {
           const holder = await this.orgs.bySlug(slug);
           if (holder && holder.id !== input.id) {
             if (input.slug !== undefined) throw Boom.conflict(`org slug '${slug}' is taken`);
-            slug = `${orgSlugFrom(input.name).slice(0, 56)}-${randomAlphanumeric(6)}`;
+            slug = varyOrgSlug(input.name);
           }
         }
       }

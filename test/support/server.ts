@@ -38,20 +38,30 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
   const database = opts.database ?? (await createTestDatabase());
   const dataDir = mkdtempSync(path.join(tmpdir(), 'svc-test-data-'));
   const triggerFile = path.join(dataDir, 'bootstrap-enable');
-  const config = loadConfig({
-    env: { SVC_CONFIG: TEST_CONFIG, ...opts.env },
-    overrides: merge(
-      {
-        data_dir: dataDir,
-        database: { url: database.url },
-        auth: { bootstrap_trigger_file: triggerFile },
-        // Replicas sharing a database must share the master key too.
-        secrets: { master_key: createHash('sha256').update(database.url).digest('hex') },
-      },
-      opts.overrides ?? {},
-    ),
-  });
-  const kernel = await startKernel(config, { logger: opts.logger });
+  const cleanup = async () => {
+    if (!opts.database) await database.drop();
+    rmSync(dataDir, { recursive: true, force: true });
+  };
+  let kernel: Kernel;
+  try {
+    const config = loadConfig({
+      env: { SVC_CONFIG: TEST_CONFIG, ...opts.env },
+      overrides: merge(
+        {
+          data_dir: dataDir,
+          database: { url: database.url },
+          auth: { bootstrap_trigger_file: triggerFile },
+          // Replicas sharing a database must share the master key too.
+          secrets: { master_key: createHash('sha256').update(database.url).digest('hex') },
+        },
+        opts.overrides ?? {},
+      ),
+    });
+    kernel = await startKernel(config, { logger: opts.logger });
+  } catch (e) {
+    await cleanup(); // a boot that fails on purpose must not leave its database behind
+    throw e;
+  }
   return {
     kernel,
     server: kernel.server!,
@@ -60,8 +70,7 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
     triggerFile,
     stop: async () => {
       await kernel.stop();
-      if (!opts.database) await database.drop();
-      rmSync(dataDir, { recursive: true, force: true });
+      await cleanup();
     },
   };
 }
