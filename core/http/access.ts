@@ -13,7 +13,9 @@ import type { Grant, Principal } from '../auth/principal.ts';
  */
 export type RouteAccess = 'authenticated' | 'system_admin' | { permission: Permission; target: string };
 
-export type TargetResolver = (request: Request) => TargetPointer | null | Promise<TargetPointer | null>;
+/** `notFound`: the 404 message when the caller cannot see the target, so a job's project id is never revealed. */
+export type ResolvedTarget = TargetPointer & { notFound?: string };
+export type TargetResolver = (request: Request) => ResolvedTarget | null | Promise<ResolvedTarget | null>;
 
 declare module '@hapi/hapi' {
   interface PluginSpecificConfiguration {
@@ -74,7 +76,12 @@ export function installAccessCheck(server: Server, access: Access, targets: Acce
     }
     const pointer = await targets.get(declared.target)(request);
     if (!pointer) throw Boom.notFound('not found');
-    request.app.grant = await access.authorize(principal, declared.permission, pointer);
+    try {
+      request.app.grant = await access.authorize(principal, declared.permission, pointer);
+    } catch (e) {
+      if (pointer.notFound && Boom.isBoom(e) && e.output.statusCode === 404) throw Boom.notFound(pointer.notFound);
+      throw e;
+    }
     return h.continue;
   });
 

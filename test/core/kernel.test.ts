@@ -1,6 +1,6 @@
 import test from 'ava';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -110,7 +110,8 @@ test('replicas starting together on one database migrate once', async (t) => {
   try {
     const [a, b] = started.map((r) => (r.status === 'fulfilled' ? r.value : t.fail(String(r.reason)) as never));
     const rows = await a.kernel.db('knex_migrations').select('name');
-    t.deepEqual(rows.map((r) => r.name), ['001_kernel.ts']);
+    const files = readdirSync(path.join(ROOT, 'migrations')).filter((f) => f.endsWith('.ts')).sort();
+    t.deepEqual(rows.map((r) => r.name), files, 'each migration applied exactly once');
     t.is((await a.kernel.db('signing_keys').where({ active: true })).length, 1, 'one signing key for all replicas');
     t.is((await call(b.server, 'GET', '/health')).statusCode, 200);
   } finally {

@@ -1,0 +1,131 @@
+import { randomBytes } from 'node:crypto';
+import Boom from '@hapi/boom';
+import { inject, injectable } from 'tsyringe';
+import { Tokens } from '../../core/tokens.ts';
+import type { Db } from '../../core/db/knex.ts';
+import { ROLE_PERMISSIONS, type Permission } from '../../core/auth/permissions.ts';
+import type { Grant, Principal } from '../../core/auth/principal.ts';
+import { isUniqueViolation } from '../../core/http/unique.ts';
+import { ManifestDefaultsToken, type ManifestDefaults } from '../../core/ports/manifest.ts';
+import { JobRepository, toJob, type Job, type JobRow } from './repository.ts';
+import { createJobSchema } from './schemas.ts';
+
+/** Jobs nest at most three levels: root (depth 0), child, grandchild. */
+export const MAX_DEPTH = 2;
+const TITLE_MAX = 80;
+const ID_ATTEMPTS = 5;
+const SECRET_EXPRESSION = /\$\{secret\.[A-Za-z0-9_]+\}/;
+const HARNESS_FIELDS = ['harness', 'harness_profile', 'harness_variant', 'harness_options', 'model', 'reasoning_effort', 'harness_profile_override'] as const;
+
+export type CreateJobInput = Record<string, unknown> & { description: string; parent_id?: string | null };
+
+/** The first line of the description, cut at a word near the limit. */
+export function titleFrom(description: string): string {
+  const line = description.trim().split('\n')[0].trim();
+  if (line.length <= TITLE_MAX) return line;
+  const cut = line.slice(0, TITLE_MAX - 1);
+  const space = cut.lastIndexOf(' ');
+  return `${(space > TITLE_MAX / 2 ? cut.slice(0, space) : cut).trimEnd()}…`;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Manifest defaults under explicit fields; objects (hints, git, workspace) merge key by key. */
+export function withDefaults(defaults: Record<string, unknown>, explicit: CreateJobInput): CreateJobInput {
+  const out: Record<string, unknown> = { ...defaults, ...explicit };
+  for (const key of ['hints', 'git', 'workspace', 'harness_options']) {
+    if (isObject(defaults[key]) && isObject(explicit[key])) out[key] = { ...defaults[key], ...explicit[key] };
+  }
+  return out as CreateJobInput;
+}
+
+@injectable()
+export class JobCreation {
+  constructor(
+    @inject(Tokens.Db) private readonly db: Db,
+    @inject(JobRepository) private readonly jobs: JobRepository,
+    @inject(ManifestDefaultsToken) private readonly manifest: ManifestDefaults,
+  ) {}
+
+  async create(principal: Principal, grant: Grant, explicit: CreateJobInput): Promise<Job> {
+    requireOverridePermissions(grant, explicit);
+    const input = withDefaults(await this.validDefaults(grant.projectId!), explicit);
+    return this.db.transaction(async (trx) => {
+      const project = await trx('projects').where({ id: grant.projectId }).first('slug', 'deleted');
+      if (project.deleted) throw Boom.badData(`project ${grant.projectId} is deleted`);
+      const placement = input.parent_id ? await this.childPlacement(input.parent_id, grant.projectId!, trx) : null;
+      const row = this.row(principal, grant.projectId!, input, placement?.depth ?? 0);
+      if (placement) return toJob(await this.jobs.insert({ ...row, id: placement.id }, trx));
+      for (let attempt = 1; ; attempt++) {
+        const id = `${project.slug}-${randomBytes(4).toString('hex')}`;
+        try {
+          // A savepoint, so a colliding id does not abort the transaction.
+          return toJob(await trx.transaction((sp) => this.jobs.insert({ ...row, id }, sp)));
+        } catch (e) {
+          if (!isUniqueViolation(e, 'jobs_pkey') || attempt >= ID_ATTEMPTS) throw e;
+        }
+      }
+    });
+  }
+
+  /** Manifest defaults pass the same validation as a request; invalid ones are a server-side error to report. */
+  private async validDefaults(projectId: string): Promise<Record<string, unknown>> {
+    const defaults = await this.manifest.jobDefaults(projectId);
+    const { error } = createJobSchema.fork(['description'], (s) => s.optional()).validate(defaults);
+    if (error) throw Boom.badData(`the project manifest's x-svc.defaults are invalid: ${error.message}`);
+    return defaults;
+  }
+
+  private async childPlacement(parentId: string, projectId: string, trx: Db): Promise<{ id: string; depth: number }> {
+    const parent = await this.jobs.lock(parentId, trx);
+    if (!parent || parent.project_id !== projectId) throw Boom.badData(`parent job ${parentId} is not a job of project ${projectId}`);
+    if (parent.depth >= MAX_DEPTH) throw Boom.badData(`job ${parentId} is at the deepest level: jobs nest at most ${MAX_DEPTH + 1} levels`);
+    if (parent.phase === 'done' || parent.phase === 'cancelled') throw Boom.conflict(`parent job ${parentId} is ${parent.phase}`);
+    return { id: `${parent.id}.${await this.jobs.nextChildNumber(parent.id, trx)}`, depth: parent.depth + 1 };
+  }
+
+  private row(principal: Principal, projectId: string, input: CreateJobInput, depth: number): Omit<JobRow, 'id' | 'child_count' | 'created_at' | 'updated_at'> {
+    const harness = Object.fromEntries(HARNESS_FIELDS.filter((f) => input[f] !== undefined).map((f) => [f, input[f]]));
+    return {
+      project_id: projectId,
+      parent_id: (input.parent_id as string | null) ?? null,
+      depth,
+      title: (input.title as string | undefined) ?? titleFrom(input.description),
+      description: input.description,
+      issue_type: (input.issue_type as string) ?? 'task',
+      labels: (input.labels as string[]) ?? [],
+      phase: (input.phase as JobRow['phase']) ?? 'ready',
+      priority: (input.priority as number) ?? 2,
+      assignee: (input.assignee as string | null) ?? null,
+      review_required: (input.review_required as string) ?? 'none',
+      review_status: null,
+      hints: { permission_policy: 'yolo', ...(input.hints as Record<string, unknown>) },
+      git: (input.git as Record<string, unknown>) ?? null,
+      resolved_git: null,
+      workspace: (input.workspace as Record<string, unknown>) ?? null,
+      env_name: (input.env_name as string | null) ?? null,
+      execution_mode: (input.execution_mode as string) ?? 'persistent',
+      harness,
+      env_overrides: (input.env_overrides as Record<string, string>) ?? null,
+      resource_refs: (input.resource_refs as Record<string, unknown>[]) ?? [],
+      defer_until: input.defer_until ? new Date(input.defer_until as string) : null,
+      due_at: input.due_at ? new Date(input.due_at as string) : null,
+      created_by: principal.id,
+      closed_at: null,
+      close_reason: null,
+    };
+  }
+}
+
+/** Overrides need `jobs:harness_override`; secret-backed env values need `secrets:read` too. */
+function requireOverridePermissions(grant: Grant, input: CreateJobInput): void {
+  const held = ROLE_PERMISSIONS[grant.role];
+  const need = (p: Permission, why: string) => {
+    if (!held.has(p)) throw Boom.forbidden(`missing permission ${p} (${why})`);
+  };
+  if (input.harness_profile_override !== undefined) need('jobs:harness_override', 'harness_profile_override');
+  if (input.env_overrides !== undefined) {
+    need('jobs:harness_override', 'env_overrides');
+    if (Object.values(input.env_overrides as Record<string, string>).some((v) => SECRET_EXPRESSION.test(v))) need('secrets:read', 'secret-backed env_overrides');
+  }
+}
