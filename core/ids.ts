@@ -24,7 +24,7 @@ function encode(bytes: Buffer): string {
   return out;
 }
 
-export type IdPrefix = 'org' | 'proj' | 'usr' | 'key' | 'chl' | 'sk';
+export type IdPrefix = 'org' | 'proj' | 'usr' | 'key' | 'chl' | 'sk' | 'att';
 
 export const newId = (prefix: IdPrefix): string => `${prefix}_${encode(uuidv7Bytes())}`;
 

@@ -1,7 +1,6 @@
-import 'reflect-metadata';
 import { mkdirSync } from 'node:fs';
 import type { Server } from '@hapi/hapi';
-import { container as rootContainer, type DependencyContainer } from 'tsyringe';
+import { container as rootContainer, type DependencyContainer } from './di.ts';
 import type { Logger } from 'pino';
 import type { Config } from './config/schema.ts';
 import { Tokens, systemClock } from './tokens.ts';
@@ -33,6 +32,8 @@ export interface Kernel {
 
 export interface KernelOptions {
   logger?: Logger;
+  /** Registers services before the plugins load (embedding, tests): a plugin keeps what is already registered. */
+  configure?: (container: DependencyContainer) => void;
 }
 
 /**
@@ -74,6 +75,7 @@ export async function startKernel(config: Config, opts: KernelOptions = {}): Pro
     container.registerInstance(Tokens.StartedAt, new Date());
     for (const cls of [SigningKeys, TokenService, Access, AccessTargets, Users, Memberships]) container.registerSingleton(cls as never);
     await container.resolve(SigningKeys).ensureActive();
+    opts.configure?.(container);
 
     const deps: AdapterDeps = { config, db, databaseUrl, logger };
     const roles: RoleProcess[] = [];

@@ -1,5 +1,5 @@
 import Joi from 'joi';
-import { inject, injectable } from 'tsyringe';
+import { inject, injectable } from './di.ts';
 import { Tokens } from './tokens.ts';
 import type { Db } from './db/knex.ts';
 import { newId } from './ids.ts';

@@ -1,6 +1,6 @@
 import Boom from '@hapi/boom';
 import type { Knex } from 'knex';
-import { inject, injectable } from 'tsyringe';
+import { inject, injectable } from '../di.ts';
 import { Tokens } from '../tokens.ts';
 import type { Db } from '../db/knex.ts';
 import { ROLE_PERMISSIONS, strongerRole, weakerRole, type Permission, type RoleName } from './permissions.ts';

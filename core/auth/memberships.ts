@@ -1,6 +1,6 @@
 import Boom from '@hapi/boom';
 import Joi from 'joi';
-import { inject, injectable } from 'tsyringe';
+import { inject, injectable } from '../di.ts';
 import { Tokens } from '../tokens.ts';
 import type { Db } from '../db/knex.ts';
 import { Users } from '../users.ts';

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { inject, injectable } from 'tsyringe';
+import { inject, injectable } from '../di.ts';
 import {
   SignJWT, createLocalJWKSet, decodeProtectedHeader, errors as joseErrors, exportJWK, exportPKCS8, generateKeyPair, importPKCS8, jwtVerify,
   type JWK, type JWTPayload,

@@ -1,4 +1,4 @@
-import { inject, injectable } from 'tsyringe';
+import { inject, injectable } from '../di.ts';
 import { errors as joseErrors } from 'jose';
 import { Tokens } from '../tokens.ts';
 import type { Config } from '../config/schema.ts';

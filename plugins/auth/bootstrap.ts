@@ -2,7 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { lstatSync, unlinkSync } from 'node:fs';
 import Boom from '@hapi/boom';
 import type { Logger } from 'pino';
-import { inject, injectable } from 'tsyringe';
+import { inject, injectable } from '../../core/di.ts';
 import { Tokens, type Clock } from '../../core/tokens.ts';
 import type { Config } from '../../core/config/schema.ts';
 import type { Db } from '../../core/db/knex.ts';

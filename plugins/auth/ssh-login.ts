@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import Boom from '@hapi/boom';
-import { inject, injectable } from 'tsyringe';
+import { inject, injectable } from '../../core/di.ts';
 import { Tokens, type Clock } from '../../core/tokens.ts';
 import type { Config } from '../../core/config/schema.ts';
 import type { Db } from '../../core/db/knex.ts';

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import Boom from '@hapi/boom';
-import { inject, injectable } from 'tsyringe';
+import { inject, injectable } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
 import { ROLE_PERMISSIONS, type Permission } from '../../core/auth/permissions.ts';

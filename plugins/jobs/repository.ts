@@ -1,4 +1,4 @@
-import { inject, injectable } from 'tsyringe';
+import { inject, injectable } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
 import { paginate, type ListQuery } from '../../core/http/lists.ts';

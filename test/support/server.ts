@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import type { Server } from '@hapi/hapi';
 import type { Logger } from 'pino';
 import { loadConfig, merge } from '../../core/config/load.ts';
-import { startKernel, type Kernel } from '../../core/kernel.ts';
+import { startKernel, type Kernel, type KernelOptions } from '../../core/kernel.ts';
 import { createTestDatabase, type TestDatabase } from './database.ts';
 
 const TEST_CONFIG = fileURLToPath(new URL('../../config/test.yaml', import.meta.url));
@@ -32,6 +32,7 @@ export interface TestServerOptions {
   /** Share one database between servers (replicas); the caller drops it. */
   database?: TestDatabase;
   logger?: Logger;
+  configure?: KernelOptions['configure'];
 }
 
 export async function startTestServer(opts: TestServerOptions = {}): Promise<TestServer> {
@@ -57,7 +58,7 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
         opts.overrides ?? {},
       ),
     });
-    kernel = await startKernel(config, { logger: opts.logger });
+    kernel = await startKernel(config, { logger: opts.logger, configure: opts.configure });
   } catch (e) {
     await cleanup(); // a boot that fails on purpose must not leave its database behind
     throw e;

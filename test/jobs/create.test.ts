@@ -1,0 +1,180 @@
+import test from 'ava';
+import { ManifestDefaultsToken } from '../../core/ports/manifest.ts';
+import { titleFrom, withDefaults } from '../../plugins/jobs/create.ts';
+import { as, bootstrapAdmin, startTestServer, userInOrg, type TestServer } from '../support/server.ts';
+
+const manifestDefaults: Record<string, Record<string, unknown>> = {};
+let s: TestServer;
+let admin: ReturnType<typeof as>;
+let adminToken = '';
+let orgId = '';
+let projectId = '';
+let otherProjectId = '';
+let memberToken = '';
+
+test.before(async () => {
+  s = await startTestServer({
+    configure: (c) => c.registerInstance(ManifestDefaultsToken, { jobDefaults: async (id) => manifestDefaults[id] ?? {} }),
+  });
+  adminToken = (await bootstrapAdmin(s.server)).token;
+  admin = as(s.server, adminToken);
+  orgId = (await admin.post('/orgs', { name: 'Jobs Org' })).body.id;
+  projectId = (await admin.post('/projects', { org_id: orgId, name: 'App', slug: 'jobapp' })).body.id;
+  otherProjectId = (await admin.post('/projects', { org_id: orgId, name: 'Other', slug: 'other1' })).body.id;
+  memberToken = await userInOrg(s.server, adminToken, orgId, 'member@example.com', 'member');
+});
+test.after.always(async () => {
+  await s?.stop();
+});
+
+const jobs = (project = projectId) => `/projects/${project}/jobs`;
+const countJobs = async () => Number((await s.kernel.db('jobs').count({ n: '*' }).first())!.n);
+
+test('only description is required; the spec defaults apply', async (t) => {
+  const res = await admin.post(jobs(), { description: 'Fix the login bug\n\nSteps: …' });
+  t.is(res.statusCode, 201, JSON.stringify(res.body));
+  t.regex(res.body.id, /^jobapp-[0-9a-f]{8}$/);
+  t.like(res.body, {
+    project_id: projectId, parent_id: null, depth: 0, title: 'Fix the login bug', issue_type: 'task', labels: [], phase: 'ready',
+    priority: 2, assignee: null, review_required: 'none', review_status: null, execution_mode: 'persistent', git: null,
+    resolved_git: null, closed_at: null, close_reason: null, hints: { permission_policy: 'yolo' },
+  });
+  t.deepEqual((await admin.get(`/jobs/${res.body.id}`)).body, res.body);
+});
+
+test('titles come from the first line, cut at a word', (t) => {
+  t.is(titleFrom('  short line  \nrest'), 'short line');
+  const long = titleFrom('word '.repeat(40));
+  t.true(long.length <= 80);
+  t.true(long.endsWith('…'));
+  t.false(long.includes('wor…'), 'cut at a word boundary');
+});
+
+test.serial('children are {parent}.{n}, numbered per parent, at most three levels deep (422 beyond)', async (t) => {
+  const root = (await admin.post(jobs(), { description: 'root' })).body;
+  const first = await admin.post(jobs(), { description: 'a', parent_id: root.id });
+  const second = await admin.post(jobs(), { description: 'b', parent_id: root.id });
+  t.is(first.body.id, `${root.id}.1`);
+  t.is(second.body.id, `${root.id}.2`);
+  t.is(first.body.depth, 1);
+  const grandchild = await admin.post(jobs(), { description: 'c', parent_id: first.body.id });
+  t.is(grandchild.body.id, `${root.id}.1.1`);
+  t.is(grandchild.body.depth, 2);
+  const before = await countJobs();
+  const tooDeep = await admin.post(jobs(), { description: 'd', parent_id: grandchild.body.id });
+  t.is(tooDeep.statusCode, 422);
+  t.is(tooDeep.body.message, `job ${grandchild.body.id} is at the deepest level: jobs nest at most 3 levels`);
+  t.is(await countJobs(), before);
+});
+
+test('concurrent children get distinct numbers', async (t) => {
+  const root = (await admin.post(jobs(), { description: 'busy parent' })).body;
+  const made = await Promise.all(Array.from({ length: 8 }, (_, i) => admin.post(jobs(), { description: `c${i}`, parent_id: root.id })));
+  t.deepEqual(made.map((r) => r.statusCode), Array(8).fill(201));
+  t.deepEqual(made.map((r) => r.body.id).sort(), Array.from({ length: 8 }, (_, i) => `${root.id}.${i + 1}`).sort());
+});
+
+test.serial('a parent from another project is 422 and writes nothing', async (t) => {
+  const foreign = (await admin.post(jobs(otherProjectId), { description: 'elsewhere' })).body;
+  const before = await countJobs();
+  const res = await admin.post(jobs(), { description: 'x', parent_id: foreign.id });
+  t.is(res.statusCode, 422);
+  t.is(res.body.message, `parent job ${foreign.id} is not a job of project ${projectId}`);
+  t.is(await countJobs(), before);
+});
+
+test.serial('bad values are 400 naming the field, and nothing is written', async (t) => {
+  const before = await countJobs();
+  const cases: [Record<string, unknown>, RegExp][] = [
+    [{}, /"description" is required/],
+    [{ description: 'x', priority: 5 }, /"priority" must be less than or equal to 4/],
+    [{ description: 'x', priority: -1 }, /"priority" must be greater than or equal to 0/],
+    [{ description: 'x', issue_type: 'story' }, /"issue_type" must be one of/],
+    [{ description: 'x', review_required: 'maybe' }, /"review_required" must be one of/],
+    [{ description: 'x', execution_mode: 'forever' }, /"execution_mode" must be one of/],
+    [{ description: 'x', hints: { permission_policy: 'sudo' } }, /"hints.permission_policy" must be one of/],
+    [{ description: 'x', reasoning_effort: 'max' }, /"reasoning_effort" must be one of/],
+    [{ description: 'x', defer_until: 'tomorrow' }, /"defer_until" must be in ISO 8601 date format/],
+    [{ description: 'x', due_at: '2026-13-45' }, /"due_at" must be in ISO 8601 date format/],
+    [{ description: 'x', git: { ref_policy: 'explicit' } }, /"git.ref" is required when "git.ref_policy" is explicit/],
+    [{ description: 'x', harness: 'harness_z' }, /"harness" must be one of/],
+    [{ description: 'x', bogus: 1 }, /"bogus" is not allowed/],
+    [{ description: 'x', parent_id: 'not a job' }, /"parent_id" with value "not a job" fails to match/],
+  ];
+  for (const [payload, message] of cases) {
+    const res = await admin.post(jobs(), payload);
+    t.is(res.statusCode, 400, JSON.stringify(payload));
+    t.regex(res.body.message, message);
+  }
+  t.is(await countJobs(), before);
+});
+
+test('overrides need jobs:harness_override, secret-backed values secrets:read too (403 naming them)', async (t) => {
+  const member = as(s.server, memberToken);
+  const override = await member.post(jobs(), { description: 'x', harness_profile_override: { entries: [] } });
+  t.is(override.statusCode, 403);
+  t.is(override.body.message, 'missing permission jobs:harness_override (harness_profile_override)');
+  const env = await member.post(jobs(), { description: 'x', env_overrides: { DEBUG: '1' } });
+  t.is(env.statusCode, 403);
+  t.regex(env.body.message, /missing permission jobs:harness_override/);
+  t.is((await member.post(jobs(), { description: 'plain job' })).statusCode, 201, 'members create jobs');
+  const asAdmin = await admin.post(jobs(), { description: 'x', env_overrides: { TOKEN: '${secret.API_TOKEN}', MODE: 'fast' } });
+  t.is(asAdmin.statusCode, 201, 'admins hold both');
+});
+
+test.serial('manifest defaults merge under explicit fields; objects merge key by key', async (t) => {
+  manifestDefaults[projectId] = { priority: 1, labels: ['from-manifest'], hints: { timeout_seconds: 600, worker_type: 'node-worker' }, git: { push: 'on_success', commit: 'auto' } };
+  try {
+    const res = await admin.post(jobs(), { description: 'with defaults', labels: ['mine'], hints: { worker_type: 'rust-worker' }, git: { commit: 'required' } });
+    t.is(res.statusCode, 201, JSON.stringify(res.body));
+    t.is(res.body.priority, 1);
+    t.deepEqual(res.body.labels, ['mine']);
+    t.like(res.body.hints, { timeout_seconds: 600, worker_type: 'rust-worker', permission_policy: 'yolo' });
+    t.deepEqual(res.body.git, { push: 'on_success', commit: 'required' });
+    manifestDefaults[projectId] = { priority: 9 };
+    const broken = await admin.post(jobs(), { description: 'bad defaults' });
+    t.is(broken.statusCode, 422);
+    t.regex(broken.body.message, /x-svc\.defaults are invalid: "priority" must be less than or equal to 4/);
+  } finally {
+    delete manifestDefaults[projectId];
+  }
+  t.deepEqual(withDefaults({ hints: { a: 1 } }, { description: 'x' }).hints, { a: 1 });
+});
+
+test('lists filter by phase, label, priority, parent and assignee, newest first', async (t) => {
+  const project = (await admin.post('/projects', { org_id: orgId, name: 'Filters', slug: 'filt1' })).body.id;
+  const a = (await admin.post(jobs(project), { description: 'a', labels: ['ui'], priority: 0 })).body;
+  const b = (await admin.post(jobs(project), { description: 'b', labels: ['api'], phase: 'backlog', assignee: 'bob' })).body;
+  const c = (await admin.post(jobs(project), { description: 'c', parent_id: a.id })).body;
+  const ids = async (q: string) => (await admin.get(`${jobs(project)}?${q}`)).body.data.map((j: { id: string }) => j.id);
+  t.deepEqual(await ids(''), [c.id, b.id, a.id]);
+  t.deepEqual(await ids('label=ui'), [a.id]);
+  t.deepEqual(await ids('phase=backlog'), [b.id]);
+  t.deepEqual(await ids('priority=0'), [a.id]);
+  t.deepEqual(await ids(`parent_id=${a.id}`), [c.id]);
+  t.deepEqual(await ids('assignee=bob'), [b.id]);
+  t.is((await admin.get(`${jobs(project)}?phase=nope`)).statusCode, 400);
+});
+
+test('PATCH moves between planning phases; other moves are 409 naming the phase; cancel closes', async (t) => {
+  const job = (await admin.post(jobs(), { description: 'plan me', phase: 'idea' })).body;
+  t.is((await admin.patch(`/jobs/${job.id}`, { phase: 'backlog' })).body.phase, 'backlog');
+  const skip = await admin.patch(`/jobs/${job.id}`, { phase: 'done' });
+  t.is(skip.statusCode, 409);
+  t.is(skip.body.message, `job ${job.id} is backlog: it cannot move to done this way`);
+  const cancelled = await admin.patch(`/jobs/${job.id}`, { phase: 'cancelled', close_reason: 'superseded' });
+  t.like(cancelled.body, { phase: 'cancelled', close_reason: 'superseded' });
+  t.truthy(cancelled.body.closed_at);
+  t.is((await admin.patch(`/jobs/${job.id}`, { phase: 'ready' })).statusCode, 409, 'cancelled is terminal');
+});
+
+test('unknown, malformed and invisible jobs', async (t) => {
+  t.is((await admin.get('/jobs/jobapp-00000000')).statusCode, 404);
+  t.is((await admin.get('/jobs/NOT-A-JOB')).statusCode, 400);
+  const job = (await admin.post(jobs(), { description: 'private' })).body;
+  const outsider = as(s.server, await userInOrg(s.server, adminToken, (await admin.post('/orgs', { name: 'Elsewhere' })).body.id, 'outsider@example.com'));
+  const res = await outsider.get(`/jobs/${job.id}`);
+  t.is(res.statusCode, 404);
+  t.is(res.body.message, `job ${job.id} not found`, 'the project id is not revealed');
+  t.is((await outsider.post(jobs(), { description: 'x' })).statusCode, 404);
+});
