@@ -17,7 +17,7 @@ import { Users } from './users.ts';
 import { AccessTargets } from './http/access.ts';
 import { createServer } from './http/server.ts';
 import { checkAdapterKinds, createAdapter, type AdapterDeps } from './adapters.ts';
-import { orchestratorRole, workerRole, type RoleProcess } from './roles.ts';
+import { RoleServices, schedulerService } from './roles.ts';
 
 export interface Kernel {
   config: Config;
@@ -25,8 +25,8 @@ export interface Kernel {
   db: Db;
   databaseUrl: string;
   logger: Logger;
-  /** Present when the api role runs. */
-  server: Server | null;
+  /** Listening when the api role runs; initialized (plugins loaded, not listening) otherwise. */
+  server: Server;
   stop(): Promise<void>;
 }
 
@@ -77,22 +77,27 @@ export async function startKernel(config: Config, opts: KernelOptions = {}): Pro
     await container.resolve(SigningKeys).ensureActive();
     opts.configure?.(container);
 
-    const deps: AdapterDeps = { config, db, databaseUrl, logger };
-    const roles: RoleProcess[] = [];
-    if (config.roles.includes('orchestrator')) roles.push(orchestratorRole(container, await createAdapter('scheduler', config.adapters.scheduler, deps)));
-    if (config.roles.includes('worker')) roles.push(workerRole());
-
-    let server: Server | null = null;
-    if (config.roles.includes('api')) {
-      server = await createServer(container);
-      await server.start();
-      const api = server;
-      undo.push(() => api.stop({ timeout: config.server.shutdown_timeout_ms }));
-      logger.info({ url: server.info.uri, roles: config.roles }, 'svc listening');
+    const roleServices = new RoleServices();
+    container.registerInstance(RoleServices, roleServices);
+    if (config.roles.includes('orchestrator')) {
+      const scheduler = await createAdapter('scheduler', config.adapters.scheduler, { config, db, databaseUrl, logger } satisfies AdapterDeps);
+      roleServices.add('orchestrator', schedulerService(container, scheduler));
     }
-    for (const role of roles) {
-      await role.start();
-      undo.push(() => role.stop());
+
+    // Plugins always load (they add the roles' background services); only the api role listens.
+    const server = await createServer(container);
+    if (config.roles.includes('api')) {
+      await server.start();
+      logger.info({ url: server.info.uri, roles: config.roles }, 'svc listening');
+    } else {
+      await server.initialize();
+    }
+    undo.push(() => server.stop({ timeout: config.server.shutdown_timeout_ms }));
+    for (const role of config.roles) {
+      for (const service of roleServices.of(role)) {
+        await service.start();
+        undo.push(() => service.stop());
+      }
     }
     return { config, container, db, databaseUrl, logger, server, stop };
   } catch (e) {

@@ -1,25 +1,38 @@
-import type { DependencyContainer } from 'tsyringe';
+import type { DependencyContainer } from './di.ts';
 import type { Role } from './config/schema.ts';
 import { Tokens } from './tokens.ts';
 import type { Scheduler } from './ports/scheduler.ts';
 
-/** A role the kernel starts and stops; each domain that needs one hooks into these seams. */
-export interface RoleProcess {
-  readonly role: Role;
+/** Background work that runs while a role runs: a domain's claimer, reaper, event router. */
+export interface RoleService {
+  name: string;
   start(): Promise<void>;
   stop(): Promise<void>;
 }
 
+/**
+ * Domains add their background services to a role when their plugin registers; the kernel starts
+ * them when that role runs here, after the role's own seams, and stops them first.
+ */
+export class RoleServices {
+  private readonly services = new Map<Role, RoleService[]>();
+
+  add(role: Role, service: RoleService): void {
+    this.services.set(role, [...(this.services.get(role) ?? []), service]);
+  }
+
+  of(role: Role): RoleService[] {
+    return this.services.get(role) ?? [];
+  }
+}
+
 const HOUSEKEEPING_EVERY_MS = 60_000;
 
-/**
- * The orchestrator owns time: it starts the scheduler and its periodic housekeeping. Job claiming,
- * event routing and the rest arrive with their domains.
- */
-export function orchestratorRole(container: DependencyContainer, scheduler: Scheduler): RoleProcess {
+/** The orchestrator owns time: the scheduler and its periodic housekeeping. */
+export function schedulerService(container: DependencyContainer, scheduler: Scheduler): RoleService {
   const db = container.resolve(Tokens.Db);
   return {
-    role: 'orchestrator',
+    name: 'scheduler',
     async start() {
       scheduler.define('svc.housekeeping', async () => {
         await db('auth_challenges').where('expires_at', '<', db.raw("now() - interval '1 hour'")).delete();
@@ -29,9 +42,4 @@ export function orchestratorRole(container: DependencyContainer, scheduler: Sche
     },
     stop: () => scheduler.stop(),
   };
-}
-
-/** The worker role executes attempts; until execution lands it only marks its place in the lifecycle. */
-export function workerRole(): RoleProcess {
-  return { role: 'worker', start: async () => {}, stop: async () => {} };
 }
