@@ -1,6 +1,7 @@
 import { splitGlobals } from './args.ts';
 import { AUTH_USAGE, runAuth } from './commands/auth.ts';
 import { CONFIG_USAGE, runConfig } from './commands/config.ts';
+import { JOB_USAGE, runJob } from './commands/job.ts';
 import { ORG_USAGE, runOrg } from './commands/org.ts';
 import { PROJECT_USAGE, runProject } from './commands/project.ts';
 import { DEFAULT_API_URL, resolveContext, type Context } from './config.ts';
@@ -12,6 +13,7 @@ Commands:
   auth      bootstrap, login (SSH key), logout, whoami, keys, mint       svc auth --help
   org       organizations and their members                              svc org --help
   project   projects and their members                                   svc project --help
+  job       jobs: create, list, review, relations, attachments, attempts  svc job --help
   config    profiles: API URL, default org and project                   svc config --help
   serve     run the svc server (svc serve --help)
 
@@ -40,6 +42,7 @@ const GROUPS: Record<string, { run: Runner; usage: string }> = {
   auth: { run: runAuth, usage: AUTH_USAGE },
   org: { run: runOrg, usage: ORG_USAGE },
   project: { run: runProject, usage: PROJECT_USAGE },
+  job: { run: runJob, usage: JOB_USAGE },
   config: { run: runConfig, usage: CONFIG_USAGE },
 };
 

@@ -7,6 +7,17 @@ import { JobRepository } from './repository.ts';
 import { JobCreation } from './create.ts';
 import { JobService } from './service.ts';
 import { jobRoutes } from './routes.ts';
+import { AttemptHistory, AttemptRepository } from './attempts.ts';
+import { Claims } from './claims.ts';
+import { Review, ReviewLog } from './review.ts';
+import { claimRoutes } from './claim-routes.ts';
+import { JobRelations, RelationRepository } from './relations.ts';
+import { ContextRepository, JobContext } from './context.ts';
+import { relationRoutes } from './relation-routes.ts';
+import { AttachmentRepository, AttachmentService } from './attachments.ts';
+import { attachmentRoutes } from './attachment-routes.ts';
+import { JobDispatcher } from './dispatcher.ts';
+import { RoleServices } from '../../core/roles.ts';
 
 /** Jobs: the resource, its phases, relations, review and attempts. */
 export const plugin: DomainPlugin = {
@@ -15,6 +26,9 @@ export const plugin: DomainPlugin = {
   register(server, { container }) {
     if (!container.isRegistered(ManifestDefaultsToken)) container.registerInstance(ManifestDefaultsToken, noManifestDefaults);
     for (const cls of [JobRepository, JobCreation, JobService]) container.registerSingleton(cls as never);
+    for (const cls of [AttemptRepository, AttemptHistory, Claims, ReviewLog, Review]) container.registerSingleton(cls as never);
+    for (const cls of [RelationRepository, JobRelations, ContextRepository, JobContext]) container.registerSingleton(cls as never);
+    for (const cls of [AttachmentRepository, AttachmentService]) container.registerSingleton(cls as never);
     const db = container.resolve(Tokens.Db);
     // /jobs/{job_id} routes act on the job's project.
     container.resolve(AccessTargets).register('job', async (request) => {
@@ -24,5 +38,9 @@ export const plugin: DomainPlugin = {
       return { project: job.project_id, notFound };
     });
     server.route(jobRoutes(container));
+    server.route(claimRoutes(container));
+    server.route(relationRoutes(container));
+    server.route(attachmentRoutes(container));
+    container.resolve(RoleServices).add('orchestrator', new JobDispatcher(container));
   },
 };

@@ -57,7 +57,7 @@ export function jobRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'PATCH',
       path: '/jobs/{job_id}',
       options: {
-        tags, description: 'Change fields; phase moves only between idea, backlog and ready, or to cancelled from them (other moves: 409)',
+        tags, description: 'Change fields; phase moves between idea, backlog and ready, or to cancelled from any unfinished phase (a running attempt ends); other moves: 409',
         plugins: { ...requires('jobs:write', 'job'), ...docs(400, 401, 403, 404, 409) },
         validate: { params: jobParams, payload: S.updateJobSchema },
         response: { schema: S.jobSchema },

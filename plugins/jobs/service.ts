@@ -4,6 +4,7 @@ import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
 import { JobRepository, toJob, type Job, type JobFilters, type JobRow } from './repository.ts';
 import type { Phase } from './schemas.ts';
+import { Claims } from './claims.ts';
 
 /** Phases a person may move a job between with PATCH; active, review and done are reached by the work itself. */
 const PLANNING: Phase[] = ['idea', 'backlog', 'ready'];
@@ -20,6 +21,7 @@ export class JobService {
   constructor(
     @inject(Tokens.Db) private readonly db: Db,
     @inject(JobRepository) private readonly jobs: JobRepository,
+    @inject(Claims) private readonly claims: Claims,
   ) {}
 
   async get(id: string): Promise<Job> {
@@ -32,7 +34,7 @@ export class JobService {
     return this.jobs.list(projectId, filters);
   }
 
-  /** Field changes, and the planning moves of the phase table (idea, backlog, ready, and cancelling from them). */
+  /** Field changes, the planning moves (idea, backlog, ready, cancelling from them), and cancelling work under way (active, review). */
   async update(id: string, changes: JobChanges): Promise<Job> {
     return this.db.transaction(async (trx) => {
       const job = (await this.jobs.lock(id, trx))!;
@@ -42,7 +44,8 @@ export class JobService {
       if (defer_until !== undefined) patch.defer_until = defer_until ? new Date(defer_until) : null;
       if (due_at !== undefined) patch.due_at = due_at ? new Date(due_at) : null;
       if (changes.close_reason !== undefined && phase !== 'cancelled') throw Boom.badRequest('"close_reason" goes with phase cancelled');
-      if (phase && phase !== job.phase) Object.assign(patch, planningMove(job, phase, changes.close_reason ?? undefined));
+      if (phase === 'cancelled' && (job.phase === 'active' || job.phase === 'review')) Object.assign(patch, await this.claims.cancelWork(job, changes.close_reason ?? undefined, trx));
+      else if (phase && phase !== job.phase) Object.assign(patch, planningMove(job, phase, changes.close_reason ?? undefined));
       return toJob(await this.jobs.update(id, patch, trx));
     });
   }

@@ -1,0 +1,122 @@
+/** Human renderings of job responses: a one-line summary, nested key/value blocks, the context and the tree. */
+import { cell, formatFields, type Column } from '../output.ts';
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+export const JOB_FIELDS = [
+  'id', 'project_id', 'parent_id', 'title', 'phase', 'priority', 'issue_type', 'labels', 'assignee',
+  'review_required', 'review_status', 'defer_until', 'due_at', 'created_at', 'updated_at', 'closed_at', 'close_reason',
+];
+
+export const JOB_COLUMNS: Column[] = [{ key: 'id' }, { key: 'phase' }, { key: 'priority', header: 'PRI' }, { key: 'title' }];
+
+/** `id  [phase]  P2  title` (or `{job}` inside a wrapper). */
+export function jobLine(v: unknown): string {
+  if (!isObj(v)) return cell(v);
+  const job = isObj(v.job) ? v.job : v;
+  const parts = [
+    job.id === undefined ? undefined : String(job.id),
+    job.phase ? `[${String(job.phase)}]` : undefined,
+    job.priority !== undefined && job.priority !== null ? `P${String(job.priority)}` : undefined,
+    job.title ? cell(job.title) : undefined,
+  ];
+  return parts.filter((p) => p !== undefined).join('  ');
+}
+
+/** Nested objects as indented `key: value` blocks; arrays of objects as `- ` items. */
+export function formatNested(value: unknown, indent = ''): string {
+  if (!isObj(value)) return `${indent}${cell(value)}`;
+  const lines: string[] = [];
+  const scalars: [string, unknown][] = [];
+  const flush = () => {
+    if (scalars.length) lines.push(...formatFields(scalars).split('\n').map((l) => indent + l));
+    scalars.length = 0;
+  };
+  for (const [key, v] of Object.entries(value)) {
+    if (isObj(v) && Object.keys(v).length > 0) {
+      flush();
+      lines.push(`${indent}${key}:`, formatNested(v, `${indent}  `));
+    } else if (Array.isArray(v) && v.some(isObj)) {
+      flush();
+      lines.push(`${indent}${key}:`);
+      for (const item of v) lines.push(formatNested(item, `${indent}    `).replace(/^( *) {2}/, '$1- '));
+    } else {
+      scalars.push([key, v]);
+    }
+  }
+  flush();
+  return lines.join('\n');
+}
+
+/**
+ * A relation as the API reads it, `{job_id} <relation_type> {related_job_id}`, then the phase and title of
+ * `related` (the job at the other end); anything else as a job line.
+ */
+export function relationLine(v: unknown): string {
+  if (!isObj(v) || !v.relation_type || !v.job_id || !v.related_job_id) return jobLine(v);
+  const other = isObj(v.related) ? v.related : {};
+  return [`${String(v.job_id)} ${String(v.relation_type)} ${String(v.related_job_id)}`, other.phase ? `[${String(other.phase)}]` : undefined, other.title ? cell(other.title) : undefined]
+    .filter((p) => p !== undefined)
+    .join('  ');
+}
+
+/** `title:` then one indented line per item, or `title: none`. */
+export const section = (title: string, items: unknown, line: (v: unknown) => string = jobLine): string[] => {
+  const rows = Array.isArray(items) ? items : [];
+  return [`${title}:${rows.length ? '' : ' none'}`, ...rows.map((r) => `  ${line(r)}`)];
+};
+
+/** GET /jobs/{id}/context for people: the job, where it stands, its family and its relations. */
+export function formatContext(body: unknown): string {
+  const c = isObj(body) ? body : {};
+  const job = isObj(c.job) ? c.job : {};
+  const relations = isObj(c.relations) ? c.relations : {};
+  const effective = c.effective_phase ?? job.phase;
+  const notes = [
+    effective !== job.phase ? `job phase ${cell(job.phase)}` : undefined,
+    c.blocked && effective !== 'blocked' ? 'blocked' : undefined,
+    c.waiting && effective !== 'waiting' ? 'waiting' : undefined,
+  ].filter(Boolean);
+  const head: [string, unknown][] = [
+    ['job', jobLine(job)],
+    ['effective_phase', `${cell(effective)}${notes.length ? ` (${notes.join('; ')})` : ''}`],
+    ['parent', c.parent ? jobLine(c.parent) : null],
+  ];
+  const attempt = isObj(c.latest_attempt) ? c.latest_attempt : null;
+  const lines = [formatFields(head), ...section('children', c.children)];
+  for (const key of ['dependencies', 'dependents', 'blocking']) lines.push(...section(key, relations[key], relationLine));
+  lines.push(`latest_attempt:${attempt ? '' : ' none'}`);
+  if (attempt) {
+    const keys = ['id', 'attempt_number', 'status', 'result_summary', 'started_at', 'ended_at'].filter((k) => k in attempt);
+    lines.push(...formatFields(keys.map((k) => [k, attempt[k]])).split('\n').map((l) => `  ${l}`));
+  }
+  if (c.latest_rejection_reason) lines.push(formatFields([['latest_rejection_reason', c.latest_rejection_reason]]));
+  return lines.join('\n');
+}
+
+interface TreeNode {
+  job: Obj;
+  children: TreeNode[];
+}
+
+/** GET /jobs/{id}/tree nests `{job, children: [{job, children}]}`. */
+export function treeNodes(body: unknown): TreeNode[] {
+  const nested = (v: Obj): TreeNode => ({
+    job: isObj(v.job) ? v.job : v,
+    children: (Array.isArray(v.children) ? v.children : []).filter(isObj).map(nested),
+  });
+  return isObj(body) ? [nested(body)] : [];
+}
+
+/** The tree drawn with guides: `├── child`, `│   └── grandchild`. */
+export function formatTree(body: unknown): string {
+  const lines: string[] = [];
+  const walk = (node: TreeNode, prefix: string, last: boolean, root: boolean) => {
+    lines.push(root ? jobLine(node.job) : `${prefix}${last ? '└── ' : '├── '}${jobLine(node.job)}`);
+    const next = root ? '' : `${prefix}${last ? '    ' : '│   '}`;
+    node.children.forEach((child, i) => walk(child, next, i === node.children.length - 1, false));
+  };
+  for (const root of treeNodes(body)) walk(root, '', true, true);
+  return lines.length ? lines.join('\n') : 'No jobs.';
+}

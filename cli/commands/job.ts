@@ -1,0 +1,247 @@
+import { intFlag, parseCommand, requireFlag } from '../args.ts';
+import type { Context } from '../config.ts';
+import { UsageError } from '../errors.ts';
+import { apiRequest, seg } from '../http.ts';
+import { printDone, printJson, printList, printObject, write, type Column, type ListBody } from '../output.ts';
+import { runAttachments } from './job-files.ts';
+import { JOB_COLUMNS, JOB_FIELDS, formatContext, formatNested, formatTree, relationLine, section } from './job-views.ts';
+
+export const JOB_USAGE = `usage: svc job <command> [flags]
+
+  create --description TEXT [--title T] [--priority 0-4] [--issue-type T] [--label L]... [--parent ID]
+         [--review-required none|human|agent] [--harness H] [--defer-until ISO] [--due-at ISO]
+         [--phase idea|backlog|ready] [--hints JSON] [--git JSON]
+  list [--phase P] [--label L] [--assignee A] [--issue-type T] [--priority N] [--parent ID]
+       [--due-before ISO] [--limit N] [--offset N]
+  get ID
+  update ID [--title T] [--description TEXT] [--priority N] [--phase P] [--issue-type T] [--label L]...
+            [--assignee A | --unassign] [--review-required R] [--defer-until ISO|none] [--due-at ISO|none] [--hints JSON]
+  cancel ID [--reason R]               move to cancelled (from idea, backlog or ready)
+  context ID                           the job, its parent, children, relations and latest attempt
+  tree ID                              the job and its descendants
+  claim ID                             start an attempt (prints the attempt id and lease token)
+  release ID --attempt ATTEMPT_ID --token LEASE_TOKEN
+  submit ID --summary S                send the active job to review
+  approve ID [--comment C]
+  reject ID --reason R
+  deps list ID
+  deps add ID --on RELATED_ID [--type blocked_by|blocks|waits_for|conditional_blocks]   (default blocked_by)
+  deps remove ID RELATED_ID
+  attachments list ID [--limit N] [--offset N]
+  attachments add ID FILE [--name N] [--mime TYPE]      name defaults to the file's, type to its extension's
+  attachments get ID NAME [--output FILE]              the bytes to FILE or stdout (--json: the metadata)
+  attachments remove ID NAME
+  attempts ID [N] [--limit N] [--offset N]   the job's attempts (newest first), or attempt number N
+  receipt ID [--attempt ATTEMPT_ID]    execution receipt of the latest (or the given) attempt
+  compare ID --a N --b N [--include-receipt]
+
+create, list and attempts act on --project, else the profile's project (svc config set project ID).`;
+
+type Body = Record<string, unknown>;
+type Options = Parameters<typeof parseCommand>[1];
+
+function requireProject(ctx: Context): string {
+  if (!ctx.project) throw new UsageError("--project is required (or set the profile's project: `svc config set project ID`)", JOB_USAGE);
+  return ctx.project;
+}
+
+/** A JSON object flag such as --hints '{"max_attempts": 3}'. */
+function jsonFlag(value: string | undefined, name: string): Body | undefined {
+  if (value === undefined) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch (error) {
+    throw new UsageError(`--${name} must be JSON: ${(error as Error).message}`, JOB_USAGE);
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new UsageError(`--${name} must be a JSON object`, JOB_USAGE);
+  return parsed as Body;
+}
+
+/** A repeatable flag's values (node's parseArgs gives an array with `multiple: true`). */
+const many = (value: unknown): string[] | undefined => (value === undefined ? undefined : ([] as string[]).concat(value as string | string[]));
+/** `none` clears a nullable field. */
+const orNull = (value: string | undefined): string | null | undefined => (value === 'none' ? null : value);
+const int = (value: string | undefined, name: string) => intFlag(value, name, JOB_USAGE);
+
+const CREATE_OPTIONS = {
+  description: { type: 'string' }, title: { type: 'string' }, priority: { type: 'string' }, 'issue-type': { type: 'string' },
+  label: { type: 'string', multiple: true }, parent: { type: 'string' }, 'review-required': { type: 'string' }, harness: { type: 'string' },
+  'defer-until': { type: 'string' }, 'due-at': { type: 'string' }, phase: { type: 'string' }, hints: { type: 'string' }, git: { type: 'string' },
+} as const;
+const LIST_OPTIONS = {
+  phase: { type: 'string' }, label: { type: 'string' }, assignee: { type: 'string' }, 'issue-type': { type: 'string' }, priority: { type: 'string' },
+  parent: { type: 'string' }, 'due-before': { type: 'string' }, limit: { type: 'string' }, offset: { type: 'string' },
+} as const;
+const UPDATE_OPTIONS = {
+  title: { type: 'string' }, description: { type: 'string' }, priority: { type: 'string' }, phase: { type: 'string' }, 'issue-type': { type: 'string' },
+  label: { type: 'string', multiple: true }, assignee: { type: 'string' }, unassign: { type: 'boolean' }, 'review-required': { type: 'string' },
+  'defer-until': { type: 'string' }, 'due-at': { type: 'string' }, hints: { type: 'string' },
+} as const;
+
+const ATTEMPT_COLUMNS: Column[] = [
+  { key: 'attempt_number', header: '#' }, { key: 'id' }, { key: 'status' }, { key: 'started_at', header: 'STARTED' },
+  { key: 'ended_at', header: 'ENDED' }, { key: 'result_summary', header: 'SUMMARY' },
+];
+
+export async function runJob(ctx: Context, args: string[]): Promise<number> {
+  const [command, ...rest] = args;
+  const jobPath = (id: string, tail = '') => `/jobs/${seg(id)}${tail}`;
+  /** A job body (or the job inside `{job, ...}`) as key: value; --json prints the body as it came. */
+  const showJob = (body: unknown) => {
+    if (ctx.json) return printJson(body);
+    const b = (body ?? {}) as Body;
+    const job = b.job && typeof b.job === 'object' ? (b.job as Body) : b;
+    printObject(ctx, job, JOB_FIELDS);
+    // {job, attempt}: the attempt (with its lease token) follows the job.
+    if (job !== b) for (const [key, value] of Object.entries(b)) if (key !== 'job') write(`${key}:\n${formatNested(value, '  ')}`);
+  };
+  const showNested = (body: unknown) => (ctx.json ? printJson(body) : write(formatNested(body)));
+  const one = <O extends Options>(options: O = {} as O, max = 1) => parseCommand(rest, options, JOB_USAGE, { min: 1, max });
+  const post = async (id: string, action: string, body: Body) => showJob(await apiRequest(ctx, 'POST', jobPath(id, `/${action}`), { body }));
+
+  switch (command) {
+    case 'create': {
+      const { values: v } = parseCommand(rest, CREATE_OPTIONS, JOB_USAGE, { min: 0, max: 0 });
+      const body = {
+        description: requireFlag(v.description, 'description', JOB_USAGE), title: v.title, priority: int(v.priority, 'priority'),
+        issue_type: v['issue-type'], labels: many(v.label), parent_id: v.parent, review_required: v['review-required'], harness: v.harness,
+        defer_until: v['defer-until'], due_at: v['due-at'], phase: v.phase, hints: jsonFlag(v.hints, 'hints'), git: jsonFlag(v.git, 'git'),
+      };
+      showJob(await apiRequest(ctx, 'POST', `/projects/${seg(requireProject(ctx))}/jobs`, { body }));
+      return 0;
+    }
+    case 'list': {
+      const { values: v } = parseCommand(rest, LIST_OPTIONS, JOB_USAGE, { min: 0, max: 0 });
+      const query = {
+        phase: v.phase, label: v.label, assignee: v.assignee, issue_type: v['issue-type'], priority: int(v.priority, 'priority'),
+        parent_id: v.parent, due_before: v['due-before'], limit: int(v.limit, 'limit'), offset: int(v.offset, 'offset'),
+      };
+      printList(ctx, await apiRequest<ListBody>(ctx, 'GET', `/projects/${seg(requireProject(ctx))}/jobs`, { query }), JOB_COLUMNS, 'jobs');
+      return 0;
+    }
+    case 'get':
+      showJob(await apiRequest(ctx, 'GET', jobPath(one().positionals[0])));
+      return 0;
+    case 'update': {
+      const { values: v, positionals } = one(UPDATE_OPTIONS);
+      if (v.unassign && v.assignee !== undefined) throw new UsageError('pass --assignee or --unassign, not both', JOB_USAGE);
+      const body = {
+        title: v.title, description: v.description, priority: int(v.priority, 'priority'), phase: v.phase, issue_type: v['issue-type'],
+        labels: many(v.label), assignee: v.unassign ? null : v.assignee, review_required: v['review-required'],
+        defer_until: orNull(v['defer-until']), due_at: orNull(v['due-at']), hints: jsonFlag(v.hints, 'hints'),
+      };
+      if (Object.values(body).every((x) => x === undefined)) throw new UsageError('nothing to update: pass at least one field flag', JOB_USAGE);
+      showJob(await apiRequest(ctx, 'PATCH', jobPath(positionals[0]), { body }));
+      return 0;
+    }
+    case 'cancel': {
+      const { values, positionals } = one({ reason: { type: 'string' } });
+      showJob(await apiRequest(ctx, 'PATCH', jobPath(positionals[0]), { body: { phase: 'cancelled', close_reason: values.reason } }));
+      return 0;
+    }
+    case 'context': {
+      const body = await apiRequest(ctx, 'GET', jobPath(one().positionals[0], '/context'));
+      if (ctx.json) printJson(body);
+      else write(formatContext(body));
+      return 0;
+    }
+    case 'tree': {
+      const body = await apiRequest(ctx, 'GET', jobPath(one().positionals[0], '/tree'));
+      if (ctx.json) printJson(body);
+      else write(formatTree(body));
+      return 0;
+    }
+    case 'claim':
+      await post(one().positionals[0], 'claim', {});
+      return 0;
+    case 'release': {
+      const { values, positionals } = one({ attempt: { type: 'string' }, token: { type: 'string' } });
+      const body = { attempt_id: requireFlag(values.attempt, 'attempt', JOB_USAGE), lease_token: requireFlag(values.token, 'token', JOB_USAGE) };
+      await post(positionals[0], 'release', body);
+      return 0;
+    }
+    case 'submit': {
+      const { values, positionals } = one({ summary: { type: 'string' } });
+      await post(positionals[0], 'submit', { summary: requireFlag(values.summary, 'summary', JOB_USAGE) });
+      return 0;
+    }
+    case 'approve': {
+      const { values, positionals } = one({ comment: { type: 'string' } });
+      await post(positionals[0], 'approve', { comment: values.comment });
+      return 0;
+    }
+    case 'reject': {
+      const { values, positionals } = one({ reason: { type: 'string' } });
+      await post(positionals[0], 'reject', { reason: requireFlag(values.reason, 'reason', JOB_USAGE) });
+      return 0;
+    }
+    case 'deps':
+      return runDeps(ctx, rest, jobPath);
+    case 'attachments':
+      return runAttachments(ctx, rest, JOB_USAGE);
+    case 'attempts': {
+      const { values, positionals } = one({ limit: { type: 'string' }, offset: { type: 'string' } }, 2);
+      const [id, n] = positionals;
+      if (n !== undefined) int(n, 'attempt number');
+      const path = `/projects/${seg(requireProject(ctx))}/jobs/${seg(id)}/attempts${n === undefined ? '' : `/${seg(n)}`}`;
+      if (n !== undefined) {
+        showNested(await apiRequest(ctx, 'GET', path));
+        return 0;
+      }
+      const query = { limit: int(values.limit, 'limit'), offset: int(values.offset, 'offset') };
+      printList(ctx, await apiRequest<ListBody>(ctx, 'GET', path, { query }), ATTEMPT_COLUMNS, 'attempts');
+      return 0;
+    }
+    case 'receipt': {
+      const { values, positionals } = one({ attempt: { type: 'string' } });
+      const tail = values.attempt === undefined ? '/receipt' : `/attempts/${seg(values.attempt)}/receipt`;
+      showNested(await apiRequest(ctx, 'GET', jobPath(positionals[0], tail)));
+      return 0;
+    }
+    case 'compare': {
+      const { values, positionals } = one({ a: { type: 'string' }, b: { type: 'string' }, 'include-receipt': { type: 'boolean' } });
+      const query = {
+        a: int(requireFlag(values.a, 'a', JOB_USAGE), 'a'), b: int(requireFlag(values.b, 'b', JOB_USAGE), 'b'),
+        include_receipt: values['include-receipt'] ? true : undefined,
+      };
+      showNested(await apiRequest(ctx, 'GET', jobPath(positionals[0], '/compare'), { query }));
+      return 0;
+    }
+    case undefined:
+      throw new UsageError('missing job command', JOB_USAGE);
+    default:
+      throw new UsageError(`unknown job command "${command}"`, JOB_USAGE);
+  }
+}
+
+async function runDeps(ctx: Context, args: string[], jobPath: (id: string, tail?: string) => string): Promise<number> {
+  const [command, ...rest] = args;
+  switch (command) {
+    case 'list': {
+      const { positionals } = parseCommand(rest, {}, JOB_USAGE, { min: 1, max: 1 });
+      const body = await apiRequest<Body>(ctx, 'GET', jobPath(positionals[0], '/dependencies'));
+      if (ctx.json) printJson(body);
+      else write([...section('dependencies', body.dependencies, relationLine), ...section('dependents', body.dependents, relationLine)].join('\n'));
+      return 0;
+    }
+    case 'add': {
+      const { values, positionals } = parseCommand(rest, { on: { type: 'string' }, type: { type: 'string' } }, JOB_USAGE, { min: 1, max: 1 });
+      const body = { related_job_id: requireFlag(values.on, 'on', JOB_USAGE), relation_type: values.type ?? 'blocked_by' };
+      const created = await apiRequest(ctx, 'POST', jobPath(positionals[0], '/dependencies'), { body });
+      if (ctx.json) printJson(created);
+      else write(`Job ${positionals[0]} ${body.relation_type} ${body.related_job_id}.`);
+      return 0;
+    }
+    case 'remove': {
+      const { positionals } = parseCommand(rest, {}, JOB_USAGE, { min: 2, max: 2 });
+      await apiRequest(ctx, 'DELETE', jobPath(positionals[0], `/dependencies/${seg(positionals[1])}`));
+      printDone(ctx, `Removed the relation between ${positionals[0]} and ${positionals[1]}.`);
+      return 0;
+    }
+    case undefined:
+      throw new UsageError('missing deps command (list, add, remove)', JOB_USAGE);
+    default:
+      throw new UsageError(`unknown deps command "${command}"`, JOB_USAGE);
+  }
+}

@@ -1,0 +1,134 @@
+/**
+ * End to end: `svc job …` (node cli/bin.js, a subprocess) against the real server on a fresh database,
+ * for every job endpoint that exists (receipt and compare do not yet).
+ */
+import test from 'ava';
+import { randomBytes } from 'node:crypto';
+import { readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { runCli, tempHome, type CliResult } from './helpers.ts';
+import { bootstrapAdmin, startTestServer, type TestServer } from '../support/server.ts';
+
+let server: TestServer;
+let home = '';
+let token = '';
+
+test.before(async () => {
+  server = await startTestServer();
+  token = (await bootstrapAdmin(server.server)).token;
+  home = await tempHome();
+});
+test.after.always(async () => {
+  await server?.stop();
+  if (home) await rm(home, { recursive: true, force: true });
+});
+
+test('svc job: create, list, get, update, attachments, relations, context, tree, claim, review, attempts, cancel', async (t) => {
+  t.timeout(120_000);
+  const show = (args: string[], r: CliResult) => `svc ${args.join(' ')} → exit ${r.code}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`;
+  const svc = (args: string[]) => runCli(home, args, { SVC_API_URL: server.url, SVC_TOKEN: token });
+  const ok = async (args: string[]) => {
+    const r = await svc(args);
+    t.is(r.code, 0, show(args, r));
+    if (r.code !== 0) throw new Error(show(args, r));
+    return r.stdout;
+  };
+  const json = async (args: string[]) => JSON.parse(await ok([...args, '--json']));
+
+  const org = (await json(['org', 'create', 'Jobs E2E'])).id;
+  const project = (await json(['project', 'create', 'Web', '--org', org, '--slug', 'webapp'])).id;
+
+  // --- create, list, get, update ------------------------------------------------------------------
+  const first = await json(['job', 'create', '--project', project, '--description', 'Fix the login bug\n\nIt 500s.', '--priority', '1',
+    '--label', 'auth', '--label', 'web', '--hints', '{"max_attempts":2}', '--issue-type', 'bug']);
+  t.regex(first.id, /^webapp-[0-9a-f]{8}$/);
+  t.like(first, { project_id: project, title: 'Fix the login bug', priority: 1, labels: ['auth', 'web'], issue_type: 'bug', phase: 'ready',
+    hints: { max_attempts: 2, permission_policy: 'yolo' } });
+  const second = await json(['job', 'create', '--project', project, '--description', 'Write docs', '--title', 'Docs', '--phase', 'backlog']);
+  t.like(second, { title: 'Docs', phase: 'backlog', priority: 2 });
+
+  const table = (await ok(['job', 'list', '--project', project])).trimEnd().split('\n');
+  t.regex(table[0], /^ID +PHASE +PRI +TITLE$/);
+  t.deepEqual(table.slice(1).map((l) => l.split(/ {2,}/)), [[second.id, 'backlog', '2', 'Docs'], [first.id, 'ready', '1', 'Fix the login bug']]);
+  t.deepEqual((await json(['job', 'list', '--project', project, '--phase', 'backlog'])).data.map((j: { id: string }) => j.id), [second.id]);
+  t.deepEqual((await json(['job', 'list', '--project', project, '--label', 'auth', '--limit', '1'])).pagination, { limit: 1, offset: 0, count: 1, total: 1, has_more: false });
+
+  const got = await ok(['job', 'get', first.id]);
+  t.regex(got, new RegExp(`^id: +${first.id}$`, 'm'));
+  t.regex(got, /^title: +Fix the login bug$/m);
+  t.deepEqual(await json(['job', 'get', first.id]), first);
+
+  const updated = await json(['job', 'update', first.id, '--title', 'Fix login for good', '--priority', '0', '--phase', 'backlog', '--label', 'auth']);
+  t.like(updated, { id: first.id, title: 'Fix login for good', priority: 0, phase: 'backlog', labels: ['auth'] });
+
+  // --- attachments --------------------------------------------------------------------------------
+  const bytes = randomBytes(100_000);
+  await writeFile(join(home, 'dump.bin'), bytes);
+  await writeFile(join(home, 'notes.md'), '# Notes\nüñí\n');
+  const added = await ok(['job', 'attachments', 'add', first.id, join(home, 'notes.md')]);
+  t.regex(added, /^name: +notes\.md$/m);
+  t.regex(added, /^mime_type: +text\/markdown$/m);
+  t.like(await json(['job', 'attachments', 'add', first.id, join(home, 'dump.bin'), '--name', 'dump data.bin']), { name: 'dump data.bin', mime_type: null, size_bytes: bytes.length });
+
+  const dup = await svc(['job', 'attachments', 'add', first.id, join(home, 'notes.md')]);
+  t.is(dup.code, 1, show(['attachments', 'add', 'dup'], dup));
+  t.is(dup.stderr, `svc: job ${first.id} already has an attachment named "notes.md" (409)\n`);
+
+  const listed = await json(['job', 'attachments', 'list', first.id]);
+  t.deepEqual(listed.data.map((a: { name: string; size_bytes: number }) => [a.name, a.size_bytes]), [['dump data.bin', bytes.length], ['notes.md', Buffer.byteLength('# Notes\nüñí\n')]]);
+  t.regex(await ok(['job', 'attachments', 'list', first.id]), /^NAME +SIZE +TYPE +CREATED\ndump data\.bin +100000 +- +\S+\nnotes\.md +\d+ +text\/markdown +\S+\n$/);
+
+  const out = join(home, 'back.bin');
+  t.is(await ok(['job', 'attachments', 'get', first.id, 'dump data.bin', '--output', out]), `Saved dump data.bin (${bytes.length} bytes) to ${out}.\n`);
+  t.true((await readFile(out)).equals(bytes));
+  t.is(await ok(['job', 'attachments', 'get', first.id, 'notes.md']), '# Notes\nüñí\n');
+  t.like(await json(['job', 'attachments', 'get', first.id, 'notes.md']), { name: 'notes.md', job_id: first.id });
+
+  t.is(await ok(['job', 'attachments', 'remove', first.id, 'notes.md']), `Removed attachment notes.md from job ${first.id}.\n`);
+  t.deepEqual((await json(['job', 'attachments', 'list', first.id])).data.map((a: { name: string }) => a.name), ['dump data.bin']);
+  const gone = await svc(['job', 'attachments', 'get', first.id, 'notes.md', '--output', join(home, 'x')]);
+  t.is(gone.code, 1);
+  t.is(gone.stderr, `svc: attachment "notes.md" not found on job ${first.id} (404)\n`);
+
+  // --- relations, context, tree, claim, review, attempts ----------------------------------------------
+  const root = await json(['job', 'create', '--project', project, '--description', 'Root']);
+  const child = await json(['job', 'create', '--project', project, '--description', 'Child', '--parent', root.id]);
+  const blocker = await json(['job', 'create', '--project', project, '--description', 'Blocker']);
+  t.is(child.id, `${root.id}.1`);
+  t.is(await ok(['job', 'deps', 'add', child.id, '--on', blocker.id]), `Job ${child.id} blocked_by ${blocker.id}.\n`);
+  const rel = `${child.id} blocked_by ${blocker.id}  [ready]  Blocker`;
+  t.is(await ok(['job', 'deps', 'list', child.id]), `dependencies:\n  ${rel}\ndependents: none\n`);
+  const context = await ok(['job', 'context', child.id]);
+  t.regex(context, new RegExp(`^parent: +${root.id}  \\[ready\\]  P2  Root$`, 'm'));
+  t.regex(context, /^effective_phase: +blocked \(job phase ready\)$/m);
+  t.true(context.includes(`blocking:\n  ${rel}\n`), context);
+  t.is(await ok(['job', 'tree', root.id]), `${root.id}  [ready]  P2  Root\n└── ${child.id}  [ready]  P2  Child\n`);
+  const blocked = await svc(['job', 'claim', child.id]);
+  t.is(blocked.code, 1);
+  t.regex(blocked.stderr, new RegExp(`${blocker.id}.*\\(409\\)`));
+  t.is(await ok(['job', 'deps', 'remove', child.id, blocker.id]), `Removed the relation between ${child.id} and ${blocker.id}.\n`);
+
+  const claimed = await json(['job', 'claim', child.id]);
+  t.like(claimed, { job: { id: child.id, phase: 'active' }, attempt: { attempt_number: 1, status: 'running' } });
+  t.like(await json(['job', 'release', child.id, '--attempt', claimed.attempt.id, '--token', claimed.attempt.lease_token]), { job: { phase: 'ready' } });
+  t.regex(await ok(['job', 'claim', child.id]), /^attempt:\n(.*\n)*  lease_token: +\S+$/m);
+  t.like(await json(['job', 'submit', child.id, '--summary', 'Did it']), { phase: 'review' });
+  t.regex(await ok(['job', 'approve', child.id, '--comment', 'ok']), /^phase: +done$/m);
+  const attempts = (await ok(['job', 'attempts', child.id, '--project', project])).trimEnd().split('\n');
+  t.regex(attempts[0], /^# +ID +STATUS +STARTED +ENDED +SUMMARY$/);
+  t.deepEqual(attempts.slice(1).map((l) => l.split(/ +/).slice(0, 1)), [['2'], ['1']]);
+  t.like(await json(['job', 'attempts', child.id, '1', '--project', project]), { attempt_number: 1, status: 'cancelled' });
+
+  // --- cancel, errors -------------------------------------------------------------------------------
+  const cancelled = await json(['job', 'cancel', first.id, '--reason', 'superseded']);
+  t.like(cancelled, { id: first.id, phase: 'cancelled', close_reason: 'superseded' });
+  t.truthy(cancelled.closed_at);
+  t.regex(await ok(['job', 'cancel', second.id]), /^phase: +cancelled$/m);
+
+  const missing = await svc(['job', 'get', 'webapp-00000000']);
+  t.is(missing.code, 1);
+  t.is(missing.stderr, 'svc: job webapp-00000000 not found (404)\n');
+  const bad = await svc(['job', 'create', '--project', project, '--description', 'x', '--priority', '9']);
+  t.is(bad.code, 1);
+  t.regex(bad.stderr, /^svc: "priority" must be less than or equal to 4 \(400\)\n$/);
+});
