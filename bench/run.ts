@@ -1,63 +1,37 @@
-import autocannon from 'autocannon';
-import { startBenchServer } from './server.ts';
+/**
+ * `npm run bench` runs every group: kernel (bench/kernel.ts), then jobs (bench/jobs.ts).
+ * `npm run bench -- kernel` or `-- jobs` runs one group; `-- claim`, `-- dispatch`, `-- ingest`
+ * pick scenarios of the jobs group. Each prints a table with the goal beside each figure and
+ * checks what the load wrote; a failed check exits 1 (a missed goal does not).
+ *
+ * The database: a fresh one from the test helper (beside DATABASE_URL when set, else an embedded
+ * PostgreSQL), dropped at the end. Knobs (environment):
+ *   BENCH_DURATION=10, BENCH_CONNECTIONS=16        autocannon scenarios (kernel, jobs ingest)
+ *   BENCH_CLAIM_JOBS=20000, BENCH_CLAIMERS=8       claim backlog and claimers
+ *   BENCH_CLAIM_RUNS=process:1,process:32,inproc:32  claimer placement and claimNext batch per run
+ *   BENCH_CLAIM_SECONDS=12                         time limit of each claim run
+ *   BENCH_DISPATCH_JOBS=500, BENCH_DISPATCH_EVERY_MS=20  dispatch latency
+ */
+const GROUPS = ['kernel', 'jobs'] as const;
+const JOB_SCENARIOS = ['claim', 'dispatch', 'ingest'] as const;
 
-const DURATION_S = Number(process.env.BENCH_DURATION ?? 10);
-const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
-
-interface Scenario {
-  name: string;
-  method: 'GET' | 'POST';
-  path: string;
-  body?: () => string;
+const args = process.argv.slice(2);
+const unknown = args.filter((a) => !(GROUPS as readonly string[]).includes(a) && !(JOB_SCENARIOS as readonly string[]).includes(a));
+if (unknown.length) {
+  console.error(`unknown benchmark ${unknown.join(', ')}: choose from ${[...GROUPS, ...JOB_SCENARIOS].join(', ')}`);
+  process.exit(2);
 }
+const scenarios = JOB_SCENARIOS.filter((s) => args.includes(s));
+const groups = GROUPS.filter((g) => args.length === 0 || args.includes(g) || (g === 'jobs' && scenarios.length > 0));
 
-async function json(url: string, method: string, body?: unknown, token?: string): Promise<any> {
-  const res = await fetch(url, {
-    method,
-    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  if (!res.ok) throw new Error(`${method} ${url}: ${res.status} ${await res.text()}`);
-  return res.json();
+const started = Date.now();
+const failures: string[] = [];
+for (const group of groups) {
+  if (group === 'kernel') failures.push(...(await (await import('./kernel.ts')).runKernelBench()));
+  else failures.push(...(await (await import('./jobs.ts')).runJobsBench(scenarios.length ? scenarios : [...JOB_SCENARIOS])));
 }
-
-async function measure(url: string, token: string, s: Scenario) {
-  const result = await autocannon({
-    url: url + s.path,
-    connections: CONNECTIONS,
-    duration: DURATION_S,
-    method: s.method,
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-    requests: [{ method: s.method, path: s.path, setupRequest: (req: any) => (s.body ? { ...req, body: s.body() } : req) }],
-  });
-  const ok = result['2xx'];
-  return {
-    scenario: s.name,
-    'req/s': Math.round(result.requests.average),
-    'p50 ms': result.latency.p50,
-    'p99 ms': result.latency.p99,
-    ok,
-    errors: result.non2xx + result.errors + result.timeouts,
-  };
-}
-
-const server = await startBenchServer();
-try {
-  const admin = await json(`${server.url}/auth/bootstrap`, 'POST', { email: 'bench@example.com' });
-  const token = admin.access_token;
-  const org = await json(`${server.url}/orgs`, 'POST', { name: 'Bench' }, token);
-  const project = await json(`${server.url}/projects`, 'POST', { org_id: org.id, name: 'Bench', slug: 'bench' }, token);
-  let n = 0;
-  const scenarios: Scenario[] = [
-    { name: 'POST /orgs/ensure (create)', method: 'POST', path: '/orgs/ensure', body: () => JSON.stringify({ name: `bench org ${process.pid}-${n++}` }) },
-    { name: 'POST /orgs/ensure (identical)', method: 'POST', path: '/orgs/ensure', body: () => JSON.stringify({ name: 'Bench' }) },
-    { name: 'GET /projects/{id}', method: 'GET', path: `/projects/${project.id}` },
-    { name: 'GET /projects (list)', method: 'GET', path: '/projects?limit=10' },
-  ];
-  const rows = [];
-  for (const s of scenarios) rows.push(await measure(server.url, token, s));
-  console.log(`\nsvc kernel benchmark: ${CONNECTIONS} connections, ${DURATION_S} s per scenario, server in its own process (api role)\n`);
-  console.table(rows);
-} finally {
-  await server.stop();
-}
+console.log(`\nbenchmark finished in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+if (failures.length) console.error(`\n${failures.length} correctness check(s) failed:\n  ${failures.join('\n  ')}`);
+// Everything is stopped and dropped by now, but Agenda (the orchestrator's scheduler) leaves a
+// lock-lifetime timer running after stop() that would hold the process for about a minute.
+process.exit(failures.length ? 1 : 0);

@@ -10,37 +10,48 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 export interface BenchServer {
   url: string;
+  /** The server's database, so a benchmark can check what its requests wrote. */
+  databaseUrl: string;
   stop(): Promise<void>;
 }
 
 /**
  * `svc serve --roles api` in its own process (so the load generator does not share its event
- * loop), on DATABASE_URL when set, else on a fresh embedded PostgreSQL.
+ * loop), on a fresh database from the test helper: beside DATABASE_URL when set, else an embedded
+ * PostgreSQL (started by this process and handed to the server as DATABASE_URL).
  */
 export async function startBenchServer(): Promise<BenchServer> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'svc-bench-'));
   chmodSync(dataDir, 0o755);
-  const port = await freePort();
-  const env: Record<string, string> = { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/root', PORT: String(port), SVC_DATA_DIR: dataDir, SVC_LOG_LEVEL: 'warn', SVC_ROLES: 'api' };
-  const database = process.env.DATABASE_URL ? await createTestDatabase() : null;
-  if (database) env.DATABASE_URL = database.url;
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'core/main.ts', 'serve'], { cwd: ROOT, env, stdio: ['ignore', 'inherit', 'inherit'] });
-  const url = `http://127.0.0.1:${port}`;
-  const until = Date.now() + 120_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error('the bench server exited');
-    if (Date.now() > until) throw new Error('the bench server did not start');
-    if (await fetch(`${url}/health`).then((r) => r.ok, () => false)) break;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  return {
-    url,
-    stop: async () => {
-      const exited = new Promise((r) => child.once('exit', r));
+  const database = await createTestDatabase();
+  let child: ChildProcess | null = null;
+  const stop = async () => {
+    if (child && child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((r) => child!.once('exit', r));
       child.kill('SIGTERM');
       await exited;
-      rmSync(dataDir, { recursive: true, force: true });
-      await database?.drop();
-    },
+    }
+    rmSync(dataDir, { recursive: true, force: true });
+    await database.drop();
   };
+  try {
+    const port = await freePort();
+    const env: Record<string, string> = {
+      PATH: process.env.PATH!, HOME: process.env.HOME ?? '/root', PORT: String(port), SVC_DATA_DIR: dataDir, SVC_LOG_LEVEL: 'warn', SVC_ROLES: 'api',
+      DATABASE_URL: database.url,
+    };
+    child = spawn(process.execPath, ['--import', 'tsx', 'core/main.ts', 'serve'], { cwd: ROOT, env, stdio: ['ignore', 'inherit', 'inherit'] });
+    const url = `http://127.0.0.1:${port}`;
+    const until = Date.now() + 120_000;
+    for (;;) {
+      if (child.exitCode !== null) throw new Error('the bench server exited');
+      if (Date.now() > until) throw new Error('the bench server did not start');
+      if (await fetch(`${url}/health`).then((r) => r.ok, () => false)) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    return { url, databaseUrl: database.url, stop };
+  } catch (e) {
+    await stop();
+    throw e;
+  }
 }

@@ -8,6 +8,7 @@ import type { ListQuery, Page } from '../../core/http/lists.ts';
 import { timestamp } from '../../core/http/schemas.ts';
 import { JobRepository, type JobRow } from './repository.ts';
 import { noUnfinishedBlockers } from './blockers.ts';
+import { ReceiptStore } from './receipt-store.ts';
 import { jobId } from './schemas.ts';
 
 export const ATTEMPT_STATUSES = ['running', 'succeeded', 'failed', 'cancelled'] as const;
@@ -76,7 +77,10 @@ const GATE_LOCK_SPACE = 0x5ca7e;
 
 @injectable()
 export class AttemptRepository {
-  constructor(@inject(Tokens.Db) private readonly db: Db) {}
+  constructor(
+    @inject(Tokens.Db) private readonly db: Db,
+    @inject(ReceiptStore) private readonly receipts: ReceiptStore = new ReceiptStore(db),
+  ) {}
 
   /** A running attempt numbered after the job's last one; call under the job's row lock. */
   async open(jobId: string, owner: string, leaseSeconds: number, trx: Db): Promise<ClaimedAttempt> {
@@ -134,12 +138,16 @@ export class AttemptRepository {
     return rows;
   }
 
-  /** Ends the attempt and frees its gates: however an attempt ends, both happen together. */
+  /**
+   * Ends the attempt, frees its gates and writes its immutable receipt: however an attempt ends
+   * (complete, release, submit, reaping, cancel), all three happen together, here.
+   */
   async end(attemptId: string, ending: AttemptEnding, trx: Db): Promise<AttemptRow> {
     const changes: Record<string, unknown> = { ...ending, ended_at: trx.fn.now() };
     if (ending.result_json) changes.result_json = JSON.stringify(ending.result_json);
     const [row] = await trx('job_attempts').where({ id: attemptId }).update(changes).returning('*');
     await trx('job_gates').where({ attempt_id: attemptId }).delete();
+    await this.receipts.write(row, trx);
     return row;
   }
 

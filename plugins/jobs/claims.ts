@@ -185,8 +185,8 @@ export class Claims {
     if (blockers.length) throw Boom.conflict(`job ${job.id} is blocked by ${blockers.map((b) => `${b.id} (${b.phase})`).join(', ')}`);
   }
 
-  /** The attempt, row-locked, when `leaseToken` holds its live lease: fencing for every write that ends or extends it. */
-  private async fence(jobId: string, attemptId: string, leaseToken: string, trx: Db): Promise<AttemptRow> {
+  /** The attempt, row-locked, when `leaseToken` holds its live lease: fencing for every write of its runner (end, heartbeat, usage, phases). */
+  async fence(jobId: string, attemptId: string, leaseToken: string, trx: Db): Promise<AttemptRow> {
     const found = await this.attempts.lock(jobId, attemptId, trx);
     if (!found) throw Boom.notFound(`attempt ${attemptId} of job ${jobId} not found`);
     const { lease_live: live, ...attempt } = found;

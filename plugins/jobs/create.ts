@@ -17,6 +17,9 @@ const ID_ATTEMPTS = 5;
 const SECRET_EXPRESSION = /\$\{secret\.[A-Za-z0-9_]+\}/;
 const HARNESS_FIELDS = ['harness', 'harness_profile', 'harness_variant', 'harness_options', 'model', 'reasoning_effort', 'harness_profile_override'] as const;
 
+/** What `x-svc.defaults` may hold: a create request without the description. Built once. */
+const DEFAULTS_SCHEMA = createJobSchema.fork(['description'], (s) => s.optional());
+
 export type CreateJobInput = Record<string, unknown> & { description: string; parent_id?: string | null };
 
 /** The first line of the description, cut at a word near the limit. */
@@ -71,7 +74,7 @@ export class JobCreation {
   /** Manifest defaults pass the same validation as a request; invalid ones are a server-side error to report. */
   private async validDefaults(projectId: string): Promise<Record<string, unknown>> {
     const defaults = await this.manifest.jobDefaults(projectId);
-    const { error } = createJobSchema.fork(['description'], (s) => s.optional()).validate(defaults);
+    const { error } = DEFAULTS_SCHEMA.validate(defaults);
     if (error) throw Boom.badData(`the project manifest's x-svc.defaults are invalid: ${error.message}`);
     return defaults;
   }

@@ -18,15 +18,20 @@ import { AttachmentRepository, AttachmentService } from './attachments.ts';
 import { attachmentRoutes } from './attachment-routes.ts';
 import { JobDispatcher } from './dispatcher.ts';
 import { RoleServices } from '../../core/roles.ts';
+import { ReceiptStore } from './receipt-store.ts';
+import { Receipts } from './receipts.ts';
+import { AttemptComparison } from './compare.ts';
+import { receiptRoutes } from './receipt-routes.ts';
 
-/** Jobs: the resource, its phases, relations, review and attempts. */
+/** Jobs: the resource, its phases, relations, review, attempts and their receipts. */
 export const plugin: DomainPlugin = {
   name: 'jobs',
   dependencies: ['projects'],
   register(server, { container }) {
     if (!container.isRegistered(ManifestDefaultsToken)) container.registerInstance(ManifestDefaultsToken, noManifestDefaults);
     for (const cls of [JobRepository, JobCreation, JobService]) container.registerSingleton(cls as never);
-    for (const cls of [AttemptRepository, AttemptHistory, Claims, ReviewLog, Review]) container.registerSingleton(cls as never);
+    for (const cls of [ReceiptStore, AttemptRepository, AttemptHistory, Claims, ReviewLog, Review]) container.registerSingleton(cls as never);
+    for (const cls of [Receipts, AttemptComparison]) container.registerSingleton(cls as never);
     for (const cls of [RelationRepository, JobRelations, ContextRepository, JobContext]) container.registerSingleton(cls as never);
     for (const cls of [AttachmentRepository, AttachmentService]) container.registerSingleton(cls as never);
     const db = container.resolve(Tokens.Db);
@@ -41,6 +46,7 @@ export const plugin: DomainPlugin = {
     server.route(claimRoutes(container));
     server.route(relationRoutes(container));
     server.route(attachmentRoutes(container));
+    server.route(receiptRoutes(container));
     container.resolve(RoleServices).add('orchestrator', new JobDispatcher(container));
   },
 };

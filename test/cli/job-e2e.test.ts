@@ -1,6 +1,6 @@
 /**
  * End to end: `svc job …` (node cli/bin.js, a subprocess) against the real server on a fresh database,
- * for every job endpoint that exists (receipt and compare do not yet).
+ * for every job endpoint, receipt and compare included.
  */
 import test from 'ava';
 import { randomBytes } from 'node:crypto';
@@ -23,7 +23,15 @@ test.after.always(async () => {
   if (home) await rm(home, { recursive: true, force: true });
 });
 
-test('svc job: create, list, get, update, attachments, relations, context, tree, claim, review, attempts, cancel', async (t) => {
+/** What a runner reports while an attempt runs (no CLI command records usage: the worker does). */
+async function recordUsage(jobId: string, attemptId: string, leaseToken: string, calls: unknown[]): Promise<void> {
+  const res = await fetch(`${server.url}/jobs/${jobId}/attempts/${attemptId}/usage`, {
+    method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ lease_token: leaseToken, calls }),
+  });
+  if (res.status !== 201) throw new Error(`usage: ${res.status} ${await res.text()}`);
+}
+
+test('svc job: create, list, get, update, attachments, relations, context, tree, claim, review, attempts, receipts, compare, cancel', async (t) => {
   t.timeout(120_000);
   const show = (args: string[], r: CliResult) => `svc ${args.join(' ')} → exit ${r.code}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`;
   const svc = (args: string[]) => runCli(home, args, { SVC_API_URL: server.url, SVC_TOKEN: token });
@@ -110,14 +118,43 @@ test('svc job: create, list, get, update, attachments, relations, context, tree,
 
   const claimed = await json(['job', 'claim', child.id]);
   t.like(claimed, { job: { id: child.id, phase: 'active' }, attempt: { attempt_number: 1, status: 'running' } });
+  await recordUsage(child.id, claimed.attempt.id, claimed.attempt.lease_token, [{ model: 'claude-sonnet-4-5', input_tokens: 1000, output_tokens: 100 }]);
   t.like(await json(['job', 'release', child.id, '--attempt', claimed.attempt.id, '--token', claimed.attempt.lease_token]), { job: { phase: 'ready' } });
-  t.regex(await ok(['job', 'claim', child.id]), /^attempt:\n(.*\n)*  lease_token: +\S+$/m);
+  const reclaimed = await ok(['job', 'claim', child.id]);
+  t.regex(reclaimed, /^attempt:\n(.*\n)*  lease_token: +\S+$/m);
+  const [, secondAttempt] = /^attempt:\n(?:.*\n)*?  id: +(\S+)$/m.exec(reclaimed) ?? [];
+  const [, secondToken] = /^  lease_token: +(\S+)$/m.exec(reclaimed) ?? [];
+  await recordUsage(child.id, secondAttempt, secondToken, [{ model: 'gpt-5', input_tokens: 2000, output_tokens: 1000 }, { model: 'acme-llm-7', input_tokens: 5, output_tokens: 5 }]);
   t.like(await json(['job', 'submit', child.id, '--summary', 'Did it']), { phase: 'review' });
   t.regex(await ok(['job', 'approve', child.id, '--comment', 'ok']), /^phase: +done$/m);
   const attempts = (await ok(['job', 'attempts', child.id, '--project', project])).trimEnd().split('\n');
   t.regex(attempts[0], /^# +ID +STATUS +STARTED +ENDED +SUMMARY$/);
   t.deepEqual(attempts.slice(1).map((l) => l.split(/ +/).slice(0, 1)), [['2'], ['1']]);
   t.like(await json(['job', 'attempts', child.id, '1', '--project', project]), { attempt_number: 1, status: 'cancelled' });
+
+  // --- receipts and compare -------------------------------------------------------------------------
+  const latest = await json(['job', 'receipt', child.id]);
+  t.like(latest, { attempt_id: secondAttempt, attempt_number: 2, status: 'succeeded', result_status: 'success',
+    llm: { calls: 2, input_tokens: 2005, output_tokens: 1005 }, cost: { base_cost_usd: 0.0125, pricing: 'partial', unpriced_models: ['acme-llm-7'] } });
+  const human = await ok(['job', 'receipt', child.id]);
+  t.regex(human, /^timing:\n  started_at: +\S+\n  ended_at: +\S+\n  billable_ms: +\d+$/m);
+  t.regex(human, /^cost:\n  base_cost_usd: +0\.0125\n/m);
+  t.regex(human, /^    gpt-5:\n      calls: +1$/m);
+  t.like(await json(['job', 'receipt', child.id, '--attempt', claimed.attempt.id]), { attempt_number: 1, status: 'cancelled', cost: { base_cost_usd: 0.0045, pricing: 'priced' } });
+  const compared = await json(['job', 'compare', child.id, '--a', '1', '--b', '2']);
+  t.deepEqual(compared.differences.status, { a: 'cancelled', b: 'succeeded', changed: true });
+  t.like(compared.differences.tokens, { a: { total_tokens: 1100 }, b: { total_tokens: 3010 }, changed: true, delta: { total_tokens: 1910 } });
+  t.deepEqual(compared.differences.cost_usd, { a: 0.0045, b: 0.0125, changed: true, delta: 0.008 });
+  t.false('receipt' in compared.a);
+  const withReceipts = await json(['job', 'compare', child.id, '--a', '1', '--b', '2', '--include-receipt']);
+  t.deepEqual(withReceipts.b.receipt, latest);
+  t.regex(await ok(['job', 'compare', child.id, '--a', '2', '--b', '2']), /^  status:\n    a: +succeeded\n    b: +succeeded\n    changed: +false$/m);
+  const noAttempt = await svc(['job', 'compare', child.id, '--a', '1', '--b', '9']);
+  t.is(noAttempt.code, 1);
+  t.is(noAttempt.stderr, `svc: attempt 9 (b) of job ${child.id} not found (404)\n`);
+  const noReceipt = await svc(['job', 'receipt', root.id]);
+  t.is(noReceipt.code, 1);
+  t.is(noReceipt.stderr, `svc: job ${root.id} has no receipt yet (404)\n`);
 
   // --- cancel, errors -------------------------------------------------------------------------------
   const cancelled = await json(['job', 'cancel', first.id, '--reason', 'superseded']);
