@@ -1,5 +1,5 @@
 import Boom from '@hapi/boom';
-import { inject, injectable } from 'tsyringe';
+import { inject, injectable } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
 import { unfinishedBlockers } from './blockers.ts';
