@@ -377,7 +377,7 @@ export async function runJobsBench(which: readonly string[]): Promise<string[]> 
       `claim throughput: ${fmt.int(CLAIM_JOBS)} ready no-op jobs put in by one INSERT … SELECT into the real jobs table (trigger and indexes on, distinct created_at, ANALYZE after), ` +
         `then ${CLAIMERS} claimers calling the plugin's Claims.claimNext(owner, batch) until nothing is ready or ${CLAIM_SECONDS} s are up; ` +
         `"in own processes": each claimer a Node process with one connection (separate orchestrators); "in one process, one pool": ${CLAIMERS} concurrent loops in this process over one knex pool of ${CLAIMERS}`,
-      'claims/s = jobs claimed ÷ wall time from the start signal to the last claimer stopping; a call = one claimNext transaction (BEGIN, SKIP LOCKED scan, INSERT attempt + UPDATE job per job, COMMIT)',
+      'claims/s = jobs claimed ÷ wall time from the start signal to the last claimer stopping; a call = one claimNext transaction (BEGIN, one SKIP LOCKED scan + INSERT attempts + UPDATE jobs statement for the gate-less jobs, per-job gate path for gated ones, COMMIT)',
       'the checks: every id handed out once, and in the database exactly one attempt (number 1, running) per claimed job, the claimed jobs active, the rest still ready',
     );
   }

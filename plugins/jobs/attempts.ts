@@ -72,6 +72,11 @@ export const gateKeysOf = (job: Pick<JobRow, 'hints'>): string[] => (Array.isArr
 const scopedGate = (projectId: string, key: string) => `${projectId}:${key}`;
 /** The same scoping as SQL over two expressions (for scans). */
 const scopedGateSql = (projectExpr: string, keyExpr: string) => `${projectExpr} || ':' || ${keyExpr}`;
+/** Every job_attempts column (the compiler insists on all of them), for statements that return attempts beside jobs. */
+const ATTEMPT_COLUMNS = Object.keys({
+  id: 1, job_id: 1, attempt_number: 1, status: 1, result_status: 1, result_json: 1, result_summary: 1, error: 1,
+  lease_owner: 1, lease_token: 1, lease_expires_at: 1, git: 1, started_at: 1, ended_at: 1,
+} satisfies Record<keyof AttemptRow, 1>);
 /** Claimers mark the gate keys they are taking with transaction-scoped advisory locks in this namespace. */
 const GATE_LOCK_SPACE = 0x5ca7e;
 
@@ -121,21 +126,50 @@ export class AttemptRepository {
   }
 
   /**
-   * Jobs ready for their next attempt, row-locked, in claim order: ready, not deferred, nothing
-   * unfinished they wait for, no gate held by a running attempt; rows other claimers hold are skipped.
+   * One claim batch in one statement. Picks the next `limit` claimable jobs (ready, not deferred,
+   * nothing unfinished they wait for, no gate held by a running attempt; not in `exclude`) in claim
+   * order, row-locked, skipping rows other claimers hold. The gate-less ones are claimed on the spot,
+   * as `open` plus the job update of `Claims.start` would: a running attempt numbered after the job's
+   * last, with a lease for `owner` on the database clock, and the job active for `owner` (no receipt:
+   * receipts are written when attempts end). Gated ones come back locked with no attempt, for the
+   * per-job path (advisory locks and job_gates). Rows are in claim order.
    */
-  async claimable(limit: number, exclude: string[], trx: Db): Promise<JobRow[]> {
+  async claimBatch(owner: string, limit: number, leaseSeconds: number, exclude: string[], trx: Db): Promise<{ job: JobRow; attempt: ClaimedAttempt | null }[]> {
+    const gateless = (a: string) => `(CASE WHEN jsonb_typeof(${a}.hints->'gates') = 'array' THEN jsonb_array_length(${a}.hints->'gates') = 0 ELSE true END)`;
     const { rows } = await trx.raw(
-      `SELECT j.* FROM jobs j
-       WHERE j.phase = 'ready' AND (j.defer_until IS NULL OR j.defer_until <= now()) AND j.id <> ALL(?::text[])
-         AND ${noUnfinishedBlockers('j')}
-         AND NOT EXISTS (SELECT 1 FROM job_gates g WHERE g.gate_key IN (
-               SELECT ${scopedGateSql('j.project_id', 'k')} FROM jsonb_array_elements_text(coalesce(j.hints->'gates', '[]')) AS k))
-       ORDER BY j.priority, j.created_at, j.id
-       LIMIT ? FOR UPDATE OF j SKIP LOCKED`,
-      [exclude, limit],
+      `WITH picked AS MATERIALIZED (
+         SELECT j.* FROM jobs j
+         WHERE j.phase = 'ready' AND (j.defer_until IS NULL OR j.defer_until <= now()) AND j.id <> ALL(?::text[])
+           AND ${noUnfinishedBlockers('j')}
+           AND NOT EXISTS (SELECT 1 FROM job_gates g WHERE g.gate_key IN (
+                 SELECT ${scopedGateSql('j.project_id', 'k')} FROM jsonb_array_elements_text(coalesce(j.hints->'gates', '[]')) AS k))
+         ORDER BY j.priority, j.created_at, j.id
+         LIMIT ? FOR UPDATE OF j SKIP LOCKED),
+       opened AS (
+         INSERT INTO job_attempts (id, job_id, attempt_number, status, lease_owner, lease_token, lease_expires_at)
+         SELECT gen_random_uuid(), p.id, coalesce((SELECT max(x.attempt_number) FROM job_attempts x WHERE x.job_id = p.id), 0) + 1,
+                'running', ?::text, gen_random_uuid(), now() + make_interval(secs => ?::float8)
+         FROM picked p WHERE ${gateless('p')}
+         RETURNING *),
+       activated AS (
+         UPDATE jobs j SET phase = 'active', assignee = ?::text, updated_at = now()
+         FROM opened o WHERE j.id = o.job_id
+         RETURNING j.*)
+       SELECT c.*, ${ATTEMPT_COLUMNS.map((col) => `o.${col} AS "attempt.${col}"`).join(', ')}
+       FROM (SELECT * FROM activated UNION ALL SELECT * FROM picked p WHERE NOT ${gateless('p')}) c
+       LEFT JOIN opened o ON o.job_id = c.id
+       ORDER BY c.priority, c.created_at, c.id`,
+      [exclude, limit, owner, leaseSeconds, owner],
     );
-    return rows;
+    return rows.map((row: Record<string, unknown>) => {
+      const job: Record<string, unknown> = {};
+      const attempt: Record<string, unknown> = {};
+      for (const [k, v] of Object.entries(row)) {
+        if (k.startsWith('attempt.')) attempt[k.slice('attempt.'.length)] = v;
+        else job[k] = v;
+      }
+      return { job: job as unknown as JobRow, attempt: attempt.id ? (attempt as unknown as ClaimedAttempt) : null };
+    });
   }
 
   /**

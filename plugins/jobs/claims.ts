@@ -4,7 +4,7 @@ import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
 import { JobRepository, toJob, type Job, type JobRow } from './repository.ts';
 import { unfinishedBlockers } from './blockers.ts';
-import { AttemptRepository, gateKeysOf, toAttempt, type Attempt, type AttemptEnding, type AttemptRow, type ClaimedAttempt, type ResultStatus } from './attempts.ts';
+import { AttemptRepository, toAttempt, type Attempt, type AttemptEnding, type AttemptRow, type ClaimedAttempt, type ResultStatus } from './attempts.ts';
 
 export const DEFAULT_LEASE_SECONDS = 300;
 export const MAX_LEASE_SECONDS = 86_400;
@@ -81,6 +81,11 @@ export class Claims {
   /**
    * Claims up to `limit` jobs for `owner` in priority then age order, skipping rows other claimers
    * hold (SKIP LOCKED) and jobs whose gates are taken; safe with any number of concurrent callers.
+   * Each round is one statement (AttemptRepository.claimBatch) that picks the next jobs in claim
+   * order and claims the gate-less ones at once; gated ones among them then go one by one through
+   * `start` (advisory locks, job_gates) in a savepoint each. Gated and gate-less jobs compete for the
+   * same picks in the same order, so priority order holds across both; the one trade-off: a gated
+   * job that loses its gate to another claimer leaves its slot to the next round's picks.
    */
   claimNext(owner: string, limit: number, { leaseSeconds = DEFAULT_LEASE_SECONDS }: ClaimOptions = {}): Promise<Claimed[]> {
     return this.db.transaction(async (trx) => {
@@ -88,10 +93,10 @@ export class Claims {
       const passed: string[] = [];
       while (claimed.length < limit) {
         const wanted = limit - claimed.length;
-        const candidates = await this.attempts.claimable(wanted, passed, trx);
-        for (const job of candidates) {
+        const picks = await this.attempts.claimBatch(owner, wanted, leaseSeconds, passed, trx);
+        for (const { job, attempt } of picks) {
           passed.push(job.id);
-          if (gateKeysOf(job).length === 0) claimed.push(await this.start(job, owner, leaseSeconds, trx));
+          if (attempt) claimed.push({ job: toJob(job), attempt });
           else {
             // A savepoint: a gate taken meanwhile undoes this job's attempt only.
             const result = await trx.transaction((sp) => this.start(job, owner, leaseSeconds, sp)).catch((e) => {
@@ -101,7 +106,7 @@ export class Claims {
             if (result) claimed.push(result);
           }
         }
-        if (candidates.length < wanted) break;
+        if (picks.length < wanted) break;
       }
       return claimed;
     });

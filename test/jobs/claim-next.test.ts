@@ -145,3 +145,31 @@ test.serial('concurrency: claimers that never finish still take each job once; g
   t.is(all.length, 91, '90 ungated jobs and one of the 30 sharing the gate');
   t.is(Number((await w.db('job_gates').count({ n: '*' }).first())!.n), 1);
 });
+
+test.serial('claimNext: a mixed batch (gated and gate-less, priorities, deferred, blocked, a retry) claims the right jobs in claim order', async (t) => {
+  const [gate, other] = [unique('g'), unique('g')];
+  const jobs: Record<string, any> = {};
+  for (const [name, body] of [
+    ['gated-p0', { priority: 0, hints: { gates: [gate] } }], ['free-p0', { priority: 0 }], ['deferred', { priority: 0, defer_until: new Date(Date.now() + 60_000).toISOString() }],
+    ['blocked', { priority: 0 }], ['free-p1', { priority: 1 }], ['gated-p1', { priority: 1, hints: { gates: [other] } }],
+    ['same-gate-p1', { priority: 1, hints: { gates: [gate] } }], ['retry-p2', { priority: 2 }], ['free-p4', { priority: 4 }],
+  ] as const) jobs[name] = await newJob(w, body);
+  await blockedBy(w, jobs.blocked.id, jobs['free-p4'].id);
+  const first = await w.claims.claim(jobs['retry-p2'].id, 'earlier');
+  await w.claims.release(jobs['retry-p2'].id, first.attempt.id, first.attempt.lease_token);
+
+  // 5 picks: same-gate-p1 loses the gate gated-p0 took in this batch; its slot goes to retry-p2.
+  const batch = await w.claims.claimNext('mixed', 5, { leaseSeconds: 60 });
+  t.deepEqual(batch.map((c) => c.job.id), ['gated-p0', 'free-p0', 'free-p1', 'gated-p1', 'retry-p2'].map((n) => jobs[n].id));
+  const { rows: [{ now }] } = await w.db.raw('SELECT now() AS now');
+  for (const c of batch) {
+    t.like(c.job, { phase: 'active', assignee: 'mixed' });
+    t.like(await w.db('jobs').where({ id: c.job.id }).first(), { phase: 'active', assignee: 'mixed' });
+    t.like(c.attempt, { job_id: c.job.id, attempt_number: c.job.id === jobs['retry-p2'].id ? 2 : 1, status: 'running', lease_owner: 'mixed', ended_at: null });
+    t.regex(c.attempt.lease_token, /^[0-9a-f-]{36}$/);
+    t.true(Math.abs(c.attempt.lease_expires_at!.getTime() - now.getTime() - 60_000) < 5_000);
+  }
+  t.is(Number((await w.db('attempt_receipts').whereIn('attempt_id', batch.map((c) => c.attempt.id)).count({ n: '*' }).first())!.n), 0, 'no receipt until an attempt ends');
+  t.deepEqual((await w.claims.claimNext('mixed', 10)).map((c) => c.job.id), [jobs['free-p4'].id], 'deferred, blocked and same-gate jobs stay ready');
+  for (const n of ['deferred', 'blocked', 'same-gate-p1']) t.like(await w.db('jobs').where({ id: jobs[n].id }).first(), { phase: 'ready', assignee: null });
+});
