@@ -43,7 +43,7 @@ test('the orchestrator claims ready jobs as they appear and hands them to the wo
     const { admin, create } = await projectFor(s, 'disp1');
     const jobs = [await create({ priority: 3 }), await create({ priority: 0 }), await create()];
     await until(() => worker.received.length === 3, 'three dispatches');
-    t.deepEqual(new Set(worker.received.map((a) => a.jobId)), new Set(jobs.map((j) => j.id)));
+    t.deepEqual(worker.received.map((a) => a.jobId).sort(), jobs.map((j) => j.id).sort());
     for (const job of jobs) t.is((await admin.get(`/jobs/${job.id}`)).body.phase, 'active');
     for (const a of worker.received) {
       t.is(a.attemptNumber, 1);
