@@ -11,7 +11,7 @@ import type { Role } from '../core/config/schema.ts';
 import { as, bootstrapAdmin, startTestServer } from '../test/support/server.ts';
 import { startBenchServer } from './server.ts';
 import { claimLoop, claimsOver, type ClaimLog } from './claim-loop.ts';
-import { ascending, checkRow, clock, cpuMeter, fmt, goalRow, json, percentile, pgWaits, printTable, type Row } from './lib.ts';
+import { ascending, checkRow, clock, cpuMeter, fmt, goalRow, json, percentile, pgWaits, printTable, seedProject, type Row } from './lib.ts';
 
 const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 
@@ -308,11 +308,8 @@ function ingestBody(n: number): string {
 async function apiIngest(failures: string[]): Promise<Row[]> {
   const server = await startBenchServer();
   try {
-    const admin = await json(`${server.url}/auth/bootstrap`, 'POST', { email: 'bench@example.com' });
-    const token = admin.access_token;
-    const org = await json(`${server.url}/orgs`, 'POST', { name: 'Bench' }, token);
-    const project = await json(`${server.url}/projects`, 'POST', { org_id: org.id, name: 'Bench', slug: 'bench' }, token);
-    const path = `/projects/${project.id}/jobs`;
+    const { token, projectId } = await seedProject(server.url);
+    const path = `/projects/${projectId}/jobs`;
     let n = 0;
     const acked: string[] = [];
     const waits = await pgWaits(server.databaseUrl);
@@ -339,7 +336,7 @@ async function apiIngest(failures: string[]): Promise<Row[]> {
     try {
       const { rows: [r] } = await check.raw(
         'SELECT (SELECT count(*) FROM jobs WHERE project_id = ?) AS rows, (SELECT count(*) FROM jobs WHERE id = ANY(?::text[])) AS acked_found',
-        [project.id, acked],
+        [projectId, acked],
       );
       counts = r;
     } finally {

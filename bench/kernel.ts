@@ -1,6 +1,6 @@
 import autocannon from 'autocannon';
 import { startBenchServer } from './server.ts';
-import { checkRow, cpuMeter, fmt, json, pgWaits, printTable, type Row } from './lib.ts';
+import { checkRow, cpuMeter, fmt, pgWaits, printTable, seedProject, type Row } from './lib.ts';
 
 const DURATION_S = Number(process.env.BENCH_DURATION ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
@@ -41,15 +41,12 @@ export async function runKernelBench(): Promise<string[]> {
   const failures: string[] = [];
   const server = await startBenchServer();
   try {
-    const admin = await json(`${server.url}/auth/bootstrap`, 'POST', { email: 'bench@example.com' });
-    const token = admin.access_token;
-    const org = await json(`${server.url}/orgs`, 'POST', { name: 'Bench' }, token);
-    const project = await json(`${server.url}/projects`, 'POST', { org_id: org.id, name: 'Bench', slug: 'bench' }, token);
+    const { token, projectId } = await seedProject(server.url);
     let n = 0;
     const scenarios: Scenario[] = [
       { name: 'POST /orgs/ensure (create)', method: 'POST', path: '/orgs/ensure', body: () => JSON.stringify({ name: `bench org ${process.pid}-${n++}` }) },
       { name: 'POST /orgs/ensure (identical)', method: 'POST', path: '/orgs/ensure', body: () => JSON.stringify({ name: 'Bench' }) },
-      { name: 'GET /projects/{id}', method: 'GET', path: `/projects/${project.id}` },
+      { name: 'GET /projects/{id}', method: 'GET', path: `/projects/${projectId}` },
       { name: 'GET /projects (list)', method: 'GET', path: '/projects?limit=10' },
     ];
     const rows: Row[] = [];

@@ -72,6 +72,15 @@ export async function json(url: string, method: string, body?: unknown, token?: 
 }
 
 /** Wall-clock milliseconds comparable across processes on this machine (sub-millisecond resolution). */
+/** The first admin, an org and a project on a fresh bench server, through the API. */
+export async function seedProject(url: string): Promise<{ token: string; projectId: string }> {
+  const admin = await json(`${url}/auth/bootstrap`, 'POST', { email: 'bench@example.com' });
+  const token = admin.access_token;
+  const org = await json(`${url}/orgs`, 'POST', { name: 'Bench' }, token);
+  const project = await json(`${url}/projects`, 'POST', { org_id: org.id, name: 'Bench', slug: 'bench' }, token);
+  return { token, projectId: project.id };
+}
+
 export const clock = (): number => performance.timeOrigin + performance.now();
 
 // ─── CPU accounting: what limits a figure on a small machine ────────────────────────────────
