@@ -11,7 +11,7 @@ import type { Role } from '../core/config/schema.ts';
 import { as, bootstrapAdmin, startTestServer } from '../test/support/server.ts';
 import { startBenchServer } from './server.ts';
 import { claimLoop, claimsOver, type ClaimLog } from './claim-loop.ts';
-import { ascending, checkRow, clock, cpuMeter, fmt, goalRow, json, percentile, pgWaits, printTable, seedProject, type Row } from './lib.ts';
+import { ascending, checkRow, clock, cpuMeter, fmt, goalRow, percentile, pgWaits, printTable, seedProject, type Row } from './lib.ts';
 
 const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 
