@@ -27,5 +27,3 @@ function encode(bytes: Buffer): string {
 export type IdPrefix = 'org' | 'proj' | 'usr' | 'key' | 'chl' | 'sk' | 'att';
 
 export const newId = (prefix: IdPrefix): string => `${prefix}_${encode(uuidv7Bytes())}`;
-
-export const idPattern = (prefix: IdPrefix): RegExp => new RegExp(`^${prefix}_${TYPEID_SUFFIX}$`);

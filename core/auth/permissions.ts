@@ -79,8 +79,6 @@ export const ROLE_PERMISSIONS: Record<RoleName, ReadonlySet<Permission>> = {
 
 const RANK: Record<RoleName, number> = { member: 1, admin: 2, owner: 3 };
 
-export const roleAtLeast = (role: RoleName, floor: RoleName): boolean => RANK[role] >= RANK[floor];
-
 /** The stronger of two roles; either may be absent. */
 export function strongerRole(a: RoleName | null | undefined, b: RoleName | null | undefined): RoleName | null {
   if (!a) return b ?? null;

@@ -13,8 +13,6 @@ const ALG = 'RS256';
 const KEY_LOCK = 4701_0002;
 const MAX_KID_CHARS = 200;
 
-export class InvalidTokenError extends Error {}
-
 interface ActiveKey {
   kid: string;
   privateKey: CryptoKey;

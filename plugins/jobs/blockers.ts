@@ -10,17 +10,23 @@ export const WAITS_FOR_RELATED = ['blocked_by', 'waits_for'] as const;
 export const RELATED_WAITS = ['blocks', 'conditional_blocks'] as const;
 export const FINISHED_PHASES = ['done', 'cancelled'] as const;
 
+/** A constant list as SQL literals: the lists above are the only text the queries below put in. */
+const sqlList = (values: readonly string[]) => values.map((v) => `'${v}'`).join(', ');
+const WAITING = sqlList(WAITS_FOR_RELATED);
+const WAITED_ON = sqlList(RELATED_WAITS);
+const FINISHED = sqlList(FINISHED_PHASES);
+
 /** SQL selecting `blocker_id` for every job `?` waits for (finished or not); one bound parameter per `?`. */
 export const BLOCKERS_SQL = `
-  SELECT related_job_id AS blocker_id FROM job_relations WHERE job_id = ? AND relation_type IN ('blocked_by', 'waits_for')
+  SELECT related_job_id AS blocker_id FROM job_relations WHERE job_id = ? AND relation_type IN (${WAITING})
   UNION
-  SELECT job_id AS blocker_id FROM job_relations WHERE related_job_id = ? AND relation_type IN ('blocks', 'conditional_blocks')`;
+  SELECT job_id AS blocker_id FROM job_relations WHERE related_job_id = ? AND relation_type IN (${WAITED_ON})`;
 
 /** The jobs that `jobId` still waits for, with their phases, oldest relation first. */
 export async function unfinishedBlockers(db: Db, jobId: string): Promise<{ id: string; phase: string }[]> {
   const { rows } = await db.raw(
     `SELECT j.id, j.phase FROM (${BLOCKERS_SQL}) b JOIN jobs j ON j.id = b.blocker_id
-     WHERE j.phase NOT IN ('done', 'cancelled') ORDER BY j.id`,
+     WHERE j.phase NOT IN (${FINISHED}) ORDER BY j.id`,
     [jobId, jobId],
   );
   return rows;
@@ -32,7 +38,7 @@ export async function unfinishedBlockers(db: Db, jobId: string): Promise<{ id: s
  */
 export const noUnfinishedBlockers = (alias: string) => `NOT EXISTS (
     SELECT 1 FROM job_relations r JOIN jobs b ON b.id = r.related_job_id
-    WHERE r.job_id = ${alias}.id AND r.relation_type IN ('blocked_by', 'waits_for') AND b.phase NOT IN ('done', 'cancelled'))
+    WHERE r.job_id = ${alias}.id AND r.relation_type IN (${WAITING}) AND b.phase NOT IN (${FINISHED}))
   AND NOT EXISTS (
     SELECT 1 FROM job_relations r JOIN jobs b ON b.id = r.job_id
-    WHERE r.related_job_id = ${alias}.id AND r.relation_type IN ('blocks', 'conditional_blocks') AND b.phase NOT IN ('done', 'cancelled'))`;
+    WHERE r.related_job_id = ${alias}.id AND r.relation_type IN (${WAITED_ON}) AND b.phase NOT IN (${FINISHED}))`;
