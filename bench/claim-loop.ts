@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Db } from '../core/db/knex.ts';
 import { container } from '../core/di.ts';
 import { Tokens } from '../core/tokens.ts';
+import { createLogger } from '../core/logger.ts';
 import { Claims } from '../plugins/jobs/claims.ts';
 import { clock } from './lib.ts';
 
@@ -24,6 +25,7 @@ export interface ClaimLog {
 export function claimsOver(db: Db): Claims {
   const scope = container.createChildContainer();
   scope.registerInstance(Tokens.Db, db);
+  scope.registerInstance(Tokens.Logger, createLogger('silent'));
   return scope.resolve(Claims);
 }
 

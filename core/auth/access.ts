@@ -3,6 +3,7 @@ import type { Knex } from 'knex';
 import { inject, injectable } from '../di.ts';
 import { Tokens } from '../tokens.ts';
 import type { Db } from '../db/knex.ts';
+import { Batcher } from '../batcher.ts';
 import { ROLE_PERMISSIONS, strongerRole, weakerRole, type Permission, type RoleName } from './permissions.ts';
 import type { Grant, Principal } from './principal.ts';
 
@@ -16,6 +17,8 @@ export type TargetPointer = { org: string } | { project: string };
  */
 @injectable()
 export class Access {
+  private readonly memberships = new Batcher<TargetKey, MembershipRow | undefined>((keys) => this.membershipRows(keys));
+
   constructor(@inject(Tokens.Db) private readonly db: Db) {}
 
   async authorize(principal: Principal, permission: Permission, target: TargetPointer): Promise<Grant> {
@@ -29,7 +32,9 @@ export class Access {
 
   /** The caller's effective role on the target, or null when it is not visible to them. */
   async grantOn(principal: Principal, target: TargetPointer): Promise<Grant | null> {
-    const row = 'project' in target ? await this.projectRow(principal.id, target.project) : await this.orgRow(principal.id, target.org);
+    const row = await this.memberships.submit(
+      'project' in target ? { userId: principal.id, orgId: null, projectId: target.project } : { userId: principal.id, orgId: target.org, projectId: null },
+    );
     if (!row) return null;
     const projectId = 'project' in target ? target.project : null;
     if (principal.scope) {
@@ -65,20 +70,30 @@ export class Access {
     );
   }
 
-  private orgRow(userId: string, orgId: string): Promise<MembershipRow | undefined> {
-    return this.db('orgs as o')
-      .leftJoin('org_members as om', (j) => j.on('om.org_id', 'o.id').andOnVal('om.user_id', userId))
-      .where('o.id', orgId)
-      .first('o.id as org_id', 'om.role as org_role', this.db.raw('NULL as project_role'));
+  /**
+   * The membership rows for many (user, target) pairs in one statement: concurrent requests share
+   * a round trip. A row per pair whose org or project exists.
+   */
+  private async membershipRows(keys: TargetKey[]): Promise<(MembershipRow | undefined)[]> {
+    const { rows } = await this.db.raw<{ rows: (MembershipRow & { i: string })[] }>(
+      `SELECT k.i, coalesce(p.org_id, o.id) AS org_id, om.role AS org_role, pm.role AS project_role
+       FROM unnest(?::text[], ?::text[], ?::text[]) WITH ORDINALITY AS k(user_id, org_id, project_id, i)
+       LEFT JOIN projects p ON p.id = k.project_id
+       LEFT JOIN orgs o ON o.id = k.org_id
+       LEFT JOIN org_members om ON om.org_id = coalesce(p.org_id, o.id) AND om.user_id = k.user_id
+       LEFT JOIN project_members pm ON pm.project_id = p.id AND pm.user_id = k.user_id
+       WHERE p.id IS NOT NULL OR o.id IS NOT NULL`,
+      [keys.map((k) => k.userId), keys.map((k) => k.orgId) as string[], keys.map((k) => k.projectId) as string[]], // nulls bind as SQL NULL
+    );
+    const byIndex = new Map(rows.map((r) => [Number(r.i), r]));
+    return keys.map((_, i) => byIndex.get(i + 1));
   }
+}
 
-  private projectRow(userId: string, projectId: string): Promise<MembershipRow | undefined> {
-    return this.db('projects as p')
-      .leftJoin('org_members as om', (j) => j.on('om.org_id', 'p.org_id').andOnVal('om.user_id', userId))
-      .leftJoin('project_members as pm', (j) => j.on('pm.project_id', 'p.id').andOnVal('pm.user_id', userId))
-      .where('p.id', projectId)
-      .first('p.org_id', 'om.role as org_role', 'pm.role as project_role');
-  }
+interface TargetKey {
+  userId: string;
+  orgId: string | null;
+  projectId: string | null;
 }
 
 interface MembershipRow {

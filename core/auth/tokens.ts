@@ -1,13 +1,22 @@
 import { inject, injectable } from '../di.ts';
-import { errors as joseErrors } from 'jose';
+import { errors as joseErrors, type JWTPayload } from 'jose';
 import { Tokens } from '../tokens.ts';
 import type { Config } from '../config/schema.ts';
 import type { Db } from '../db/knex.ts';
+import { Batcher } from '../batcher.ts';
 import { SigningKeys } from './signing-keys.ts';
 import { ROLE_NAMES, type RoleName } from './permissions.ts';
 import type { Principal, TokenScope } from './principal.ts';
 
 const DAY_SECONDS = 86_400;
+/** Verified tokens remembered (signature and claims only; the user is still read every time). */
+const VERIFIED_CACHE_SIZE = 10_000;
+
+interface UserRow {
+  id: string;
+  email: string;
+  is_admin: boolean;
+}
 
 export class TokenRejected extends Error {}
 
@@ -26,6 +35,14 @@ export interface IssueOptions {
 /** Issues service tokens for users and turns a presented Bearer token back into a Principal. */
 @injectable()
 export class TokenService {
+  private readonly verified = new Map<string, JWTPayload>();
+  /** Concurrent requests share one users query. */
+  private readonly users = new Batcher<string, UserRow | undefined>(async (ids) => {
+    const rows: UserRow[] = await this.db('users').whereRaw('id = ANY(?)', [[...new Set(ids)]]).select('id', 'email', 'is_admin');
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    return ids.map((id) => byId.get(id));
+  });
+
   constructor(
     @inject(SigningKeys) private readonly keys: SigningKeys,
     @inject(Tokens.Db) private readonly db: Db,
@@ -43,20 +60,37 @@ export class TokenService {
 
   /** The user is read on every request, so a removed user or a revoked admin flag counts at once. */
   async authenticate(token: string): Promise<Principal> {
-    let payload;
+    const payload = await this.verify(token);
+    if (payload.typ !== 'user' || typeof payload.sub !== 'string') throw new TokenRejected('invalid token');
+    const user = await this.users.submit(payload.sub);
+    if (!user) throw new TokenRejected('the user of this token no longer exists');
+    const scope = parseScope(payload.scope);
+    const role = typeof payload.role === 'string' && (ROLE_NAMES as readonly string[]).includes(payload.role) ? (payload.role as RoleName) : null;
+    const expiresAt = new Date((payload.exp ?? 0) * 1000).toISOString();
+    return { kind: 'user', id: user.id, email: user.email, isAdmin: user.is_admin && !scope, scope, roleCap: role, expiresAt };
+  }
+
+  /**
+   * Signature, issuer and expiry. A verified token is remembered until it expires (signing keys
+   * stay published while tokens they signed live, so the answer cannot change before then).
+   */
+  private async verify(token: string): Promise<JWTPayload> {
+    const known = this.verified.get(token);
+    if (known) {
+      if ((known.exp ?? 0) * 1000 > Date.now()) return known;
+      this.verified.delete(token);
+      throw new TokenRejected('token expired');
+    }
+    let payload: JWTPayload;
     try {
       payload = await this.keys.verify(token);
     } catch (e) {
       if (e instanceof joseErrors.JWTExpired) throw new TokenRejected('token expired');
       throw new TokenRejected('invalid token');
     }
-    if (payload.typ !== 'user' || typeof payload.sub !== 'string') throw new TokenRejected('invalid token');
-    const user = await this.db('users').where({ id: payload.sub }).first('id', 'email', 'is_admin');
-    if (!user) throw new TokenRejected('the user of this token no longer exists');
-    const scope = parseScope(payload.scope);
-    const role = typeof payload.role === 'string' && (ROLE_NAMES as readonly string[]).includes(payload.role) ? (payload.role as RoleName) : null;
-    const expiresAt = new Date((payload.exp ?? 0) * 1000).toISOString();
-    return { kind: 'user', id: user.id, email: user.email, isAdmin: user.is_admin && !scope, scope, roleCap: role, expiresAt };
+    if (this.verified.size >= VERIFIED_CACHE_SIZE) this.verified.delete(this.verified.keys().next().value!);
+    this.verified.set(token, payload);
+    return payload;
   }
 }
 

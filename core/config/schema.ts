@@ -30,6 +30,7 @@ export const configSchema = Joi.object({
     public_url: Joi.string().uri().allow(null).required(),
     shutdown_timeout_ms: Joi.number().integer().min(0).required(),
     response_validation: Joi.string().valid('error', 'log', 'off').required(),
+    response_validation_sample: Joi.number().min(0).max(100).required(),
   }).required(),
   database: Joi.object({
     url: Joi.string().allow(null, '').required(),
@@ -72,6 +73,7 @@ export interface Config {
     public_url: string | null;
     shutdown_timeout_ms: number;
     response_validation: 'error' | 'log' | 'off';
+    response_validation_sample: number;
   };
   database: { url: string | null; pool_max: number; embedded_port: number };
   log: { level: string };

@@ -37,7 +37,7 @@ export async function createServer(container: DependencyContainer): Promise<Serv
     router: { stripTrailingSlash: true },
     routes: {
       validate: { failAction: validationFailed, options: { abortEarly: false } },
-      response: responseValidation === 'off' ? undefined : { failAction: responseValidation, options: { abortEarly: false } },
+      response: responseValidation === 'off' ? undefined : { failAction: responseValidation, sample: config.server.response_validation_sample, options: { abortEarly: false } },
       payload: { maxBytes: 1024 * 1024 },
     },
   });

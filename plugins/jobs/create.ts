@@ -5,9 +5,9 @@ import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
 import { ROLE_PERMISSIONS, type Permission } from '../../core/auth/permissions.ts';
 import type { Grant, Principal } from '../../core/auth/principal.ts';
-import { isUniqueViolation } from '../../core/http/unique.ts';
 import { ManifestDefaultsToken, type ManifestDefaults } from '../../core/ports/manifest.ts';
-import { JobRepository, toJob, type Job, type JobRow } from './repository.ts';
+import { Batcher } from '../../core/batcher.ts';
+import { JobRepository, toJob, type Job, type JobRow, type NewRootJob } from './repository.ts';
 import { createJobSchema } from './schemas.ts';
 
 /** Jobs nest at most three levels: root (depth 0), child, grandchild. */
@@ -19,6 +19,8 @@ const HARNESS_FIELDS = ['harness', 'harness_profile', 'harness_variant', 'harnes
 
 /** What `x-svc.defaults` may hold: a create request without the description. Built once. */
 const DEFAULTS_SCHEMA = createJobSchema.fork(['description'], (s) => s.optional());
+
+type NewRow = Omit<NewRootJob, 'suffix'> & Pick<JobRow, 'parent_id' | 'depth'>;
 
 export type CreateJobInput = Record<string, unknown> & { description: string; parent_id?: string | null };
 
@@ -50,30 +52,38 @@ export class JobCreation {
     @inject(ManifestDefaultsToken) private readonly manifest: ManifestDefaults,
   ) {}
 
+  private readonly roots = new Batcher<NewRootJob, JobRow | null>((rows) => this.jobs.insertRoots(rows));
+
   async create(principal: Principal, grant: Grant, explicit: CreateJobInput): Promise<Job> {
     requireOverridePermissions(grant, explicit);
     const input = withDefaults(await this.validDefaults(grant.projectId!), explicit);
+    if (!input.parent_id) return this.createRoot(this.row(principal, grant.projectId!, input, 0));
     return this.db.transaction(async (trx) => {
-      const project = await trx('projects').where({ id: grant.projectId }).first('slug', 'deleted');
-      if (project.deleted) throw Boom.badData(`project ${grant.projectId} is deleted`);
-      const placement = input.parent_id ? await this.childPlacement(input.parent_id, grant.projectId!, trx) : null;
-      const row = this.row(principal, grant.projectId!, input, placement?.depth ?? 0);
-      if (placement) return toJob(await this.jobs.insert({ ...row, id: placement.id }, trx));
-      for (let attempt = 1; ; attempt++) {
-        const id = `${project.slug}-${randomBytes(4).toString('hex')}`;
-        try {
-          // A savepoint, so a colliding id does not abort the transaction.
-          return toJob(await trx.transaction((sp) => this.jobs.insert({ ...row, id }, sp)));
-        } catch (e) {
-          if (!isUniqueViolation(e, 'jobs_pkey') || attempt >= ID_ATTEMPTS) throw e;
-        }
-      }
+      await this.requireLiveProject(grant.projectId!, trx);
+      const placement = await this.childPlacement(input.parent_id!, grant.projectId!, trx);
+      return toJob(await this.jobs.insert({ ...this.row(principal, grant.projectId!, input, placement.depth), id: placement.id }, trx));
     });
+  }
+
+  /** Concurrent creations share one INSERT; an id already taken is drawn again. */
+  private async createRoot(row: NewRow): Promise<Job> {
+    for (let attempt = 1; attempt <= ID_ATTEMPTS; attempt++) {
+      const created = await this.roots.submit({ ...row, suffix: randomBytes(4).toString('hex') });
+      if (created) return toJob(created);
+      await this.requireLiveProject(row.project_id);
+    }
+    throw new Error(`no free job id in project ${row.project_id} after ${ID_ATTEMPTS} draws`);
+  }
+
+  private async requireLiveProject(projectId: string, trx: Db = this.db): Promise<void> {
+    const project = await trx('projects').where({ id: projectId }).first('deleted');
+    if (!project || project.deleted) throw Boom.badData(`project ${projectId} is deleted`);
   }
 
   /** Manifest defaults pass the same validation as a request; invalid ones are a server-side error to report. */
   private async validDefaults(projectId: string): Promise<Record<string, unknown>> {
     const defaults = await this.manifest.jobDefaults(projectId);
+    if (Object.keys(defaults).length === 0) return defaults;
     const { error } = DEFAULTS_SCHEMA.validate(defaults);
     if (error) throw Boom.badData(`the project manifest's x-svc.defaults are invalid: ${error.message}`);
     return defaults;
@@ -87,7 +97,7 @@ export class JobCreation {
     return { id: `${parent.id}.${await this.jobs.nextChildNumber(parent.id, trx)}`, depth: parent.depth + 1 };
   }
 
-  private row(principal: Principal, projectId: string, input: CreateJobInput, depth: number): Omit<JobRow, 'id' | 'child_count' | 'created_at' | 'updated_at'> {
+  private row(principal: Principal, projectId: string, input: CreateJobInput, depth: number): NewRow {
     const harness = Object.fromEntries(HARNESS_FIELDS.filter((f) => input[f] !== undefined).map((f) => [f, input[f]]));
     return {
       project_id: projectId,
@@ -101,10 +111,8 @@ export class JobCreation {
       priority: (input.priority as number) ?? 2,
       assignee: (input.assignee as string | null) ?? null,
       review_required: (input.review_required as string) ?? 'none',
-      review_status: null,
       hints: { permission_policy: 'yolo', ...(input.hints as Record<string, unknown>) },
       git: (input.git as Record<string, unknown>) ?? null,
-      resolved_git: null,
       workspace: (input.workspace as Record<string, unknown>) ?? null,
       env_name: (input.env_name as string | null) ?? null,
       execution_mode: (input.execution_mode as string) ?? 'persistent',
@@ -114,8 +122,6 @@ export class JobCreation {
       defer_until: input.defer_until ? new Date(input.defer_until as string) : null,
       due_at: input.due_at ? new Date(input.due_at as string) : null,
       created_by: principal.id,
-      closed_at: null,
-      close_reason: null,
     };
   }
 }

@@ -7,12 +7,12 @@ import { Tokens } from '../../core/tokens.ts';
 import type { RoleService } from '../../core/roles.ts';
 import { WorkerDispatcherToken, type WorkerDispatcher } from '../../core/ports/worker.ts';
 import { Claims } from './claims.ts';
+import { WAKE_CHANNEL } from './wakeups.ts';
 
 /** The backstop when a notification is missed (or a deferral simply runs out). */
 const POLL_EVERY_MS = 1_000;
 const REAP_EVERY_MS = 5_000;
 const MAX_BATCH = 32;
-const CHANNEL = 'svc_jobs';
 
 /**
  * The orchestrator's claimer: woken by NOTIFY on svc_jobs (and polled every second), it claims
@@ -109,7 +109,7 @@ export class JobDispatcher implements RoleService {
       setTimeout(() => void this.listen().catch(() => undefined), POLL_EVERY_MS).unref();
     });
     await client.connect();
-    await client.query(`LISTEN ${CHANNEL}`);
+    await client.query(`LISTEN ${WAKE_CHANNEL}`);
     this.listener = client;
   }
 }

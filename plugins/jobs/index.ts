@@ -4,6 +4,7 @@ import { AccessTargets } from '../../core/http/access.ts';
 import { Tokens } from '../../core/tokens.ts';
 import { ManifestDefaultsToken, noManifestDefaults } from '../../core/ports/manifest.ts';
 import { JobRepository } from './repository.ts';
+import { JobWakeups } from './wakeups.ts';
 import { JobCreation } from './create.ts';
 import { JobService } from './service.ts';
 import { jobRoutes } from './routes.ts';
@@ -29,7 +30,7 @@ export const plugin: DomainPlugin = {
   dependencies: ['projects'],
   register(server, { container }) {
     if (!container.isRegistered(ManifestDefaultsToken)) container.registerInstance(ManifestDefaultsToken, noManifestDefaults);
-    for (const cls of [JobRepository, JobCreation, JobService]) container.registerSingleton(cls as never);
+    for (const cls of [JobWakeups, JobRepository, JobCreation, JobService]) container.registerSingleton(cls as never);
     for (const cls of [ReceiptStore, AttemptRepository, AttemptHistory, Claims, ReviewLog, Review]) container.registerSingleton(cls as never);
     for (const cls of [Receipts, AttemptComparison]) container.registerSingleton(cls as never);
     for (const cls of [RelationRepository, JobRelations, ContextRepository, JobContext]) container.registerSingleton(cls as never);

@@ -3,6 +3,7 @@ import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
 import { paginate, type ListQuery } from '../../core/http/lists.ts';
 import type { Phase } from './schemas.ts';
+import { JobWakeups, wakes } from './wakeups.ts';
 
 export interface JobRow {
   id: string;
@@ -56,7 +57,10 @@ export interface JobFilters extends ListQuery {
 
 @injectable()
 export class JobRepository {
-  constructor(@inject(Tokens.Db) private readonly db: Db) {}
+  constructor(
+    @inject(Tokens.Db) private readonly db: Db,
+    @inject(JobWakeups) private readonly wakeups: JobWakeups,
+  ) {}
 
   byId(id: string, trx: Db = this.db): Promise<JobRow | undefined> {
     return trx('jobs').where({ id }).first();
@@ -81,11 +85,33 @@ export class JobRepository {
 
   async insert(row: Partial<JobRow> & Pick<JobRow, 'id' | 'project_id' | 'title'>, trx: Db = this.db): Promise<JobRow> {
     const [created] = await trx('jobs').insert(serialize(row)).returning('*');
+    if (wakes(created.phase)) this.wakeups.afterCommit(trx);
     return created;
+  }
+
+  /**
+   * Root jobs in one autocommit statement, each with the id `{project slug}-{suffix}`. The answer
+   * holds each input's row, or null where none was written: the id was taken or the project is deleted.
+   */
+  async insertRoots(rows: NewRootJob[]): Promise<(JobRow | null)[]> {
+    const { rows: created } = await this.db.raw<{ rows: JobRow[] }>(
+      `INSERT INTO jobs (id, project_id, depth, ${ROOT_COLUMNS.join(', ')}, created_at, updated_at)
+       SELECT p.slug || '-' || r.suffix, p.id, 0, ${ROOT_COLUMNS.map((c) => `r.${c}`).join(', ')}, clock_timestamp(), clock_timestamp()
+       FROM jsonb_to_recordset(?::jsonb) AS r(i int, suffix text, project_id text, ${ROOT_COLUMNS.map((c) => `${c} ${ROOT_COLUMN_TYPES[c]}`).join(', ')})
+       JOIN projects p ON p.id = r.project_id AND NOT p.deleted
+       ORDER BY r.i
+       ON CONFLICT (id) DO NOTHING
+       RETURNING *`,
+      [JSON.stringify(rows.map((r, i) => ({ ...r, i })))],
+    );
+    if (created.some((r) => wakes(r.phase))) this.wakeups.notify();
+    const byKey = new Map(created.map((r) => [`${r.project_id} ${r.id.slice(r.id.lastIndexOf('-') + 1)}`, r]));
+    return rows.map((r) => byKey.get(`${r.project_id} ${r.suffix}`) ?? null);
   }
 
   async update(id: string, changes: Partial<JobRow>, trx: Db = this.db): Promise<JobRow> {
     const [row] = await trx('jobs').where({ id }).update({ ...serialize(changes), updated_at: trx.fn.now() }).returning('*');
+    if ((changes.phase !== undefined || changes.defer_until !== undefined) && wakes(row.phase)) this.wakeups.afterCommit(trx);
     return row;
   }
 
@@ -95,6 +121,16 @@ export class JobRepository {
     return row.child_count;
   }
 }
+
+/** The columns a new root job sets from its request, with their SQL types. */
+const ROOT_COLUMN_TYPES = {
+  title: 'text', description: 'text', issue_type: 'text', labels: 'text[]', phase: 'text', priority: 'smallint', assignee: 'text',
+  review_required: 'text', hints: 'jsonb', git: 'jsonb', workspace: 'jsonb', env_name: 'text', execution_mode: 'text', harness: 'jsonb',
+  env_overrides: 'jsonb', resource_refs: 'jsonb', defer_until: 'timestamptz', due_at: 'timestamptz', created_by: 'text',
+} as const;
+const ROOT_COLUMNS = Object.keys(ROOT_COLUMN_TYPES) as (keyof typeof ROOT_COLUMN_TYPES)[];
+
+export type NewRootJob = Pick<JobRow, 'project_id' | (typeof ROOT_COLUMNS)[number]> & { suffix: string };
 
 /** jsonb columns get JSON text: pg would send a JS array as a Postgres array. */
 const JSON_COLUMNS = ['hints', 'git', 'resolved_git', 'workspace', 'harness', 'env_overrides', 'resource_refs'] as const;

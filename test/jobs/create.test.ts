@@ -1,6 +1,7 @@
 import test from 'ava';
 import { ManifestDefaultsToken } from '../../core/ports/manifest.ts';
 import { titleFrom, withDefaults } from '../../plugins/jobs/create.ts';
+import { JobRepository } from '../../plugins/jobs/repository.ts';
 import { as, bootstrapAdmin, startTestServer, userInOrg, type TestServer } from '../support/server.ts';
 
 const manifestDefaults: Record<string, Record<string, unknown>> = {};
@@ -72,6 +73,51 @@ test('concurrent children get distinct numbers', async (t) => {
   const made = await Promise.all(Array.from({ length: 8 }, (_, i) => admin.post(jobs(), { description: `c${i}`, parent_id: root.id })));
   t.deepEqual(made.map((r) => r.statusCode), Array(8).fill(201));
   t.deepEqual(made.map((r) => r.body.id).sort(), Array.from({ length: 8 }, (_, i) => `${root.id}.${i + 1}`).sort());
+});
+
+test('concurrent root creations (one INSERT for many) each get their own fields and a distinct id', async (t) => {
+  const bodies = Array.from({ length: 40 }, (_, i) => ({
+    description: `batch ${i}\n\ndetails`, priority: i % 5, labels: [`l${i}`, 'batch'], hints: { max_attempts: 1 + (i % 3) },
+    git: { branch: `b/${i}` }, due_at: new Date(Date.UTC(2027, 0, 1 + (i % 28))).toISOString(), phase: i % 2 ? 'backlog' : 'ready',
+  }));
+  const made = await Promise.all(bodies.map((b) => admin.post(jobs(), b)));
+  t.deepEqual(made.map((r) => r.statusCode), Array(40).fill(201));
+  t.is(new Set(made.map((r) => r.body.id)).size, 40);
+  made.forEach((r, i) => {
+    t.regex(r.body.id, /^jobapp-[0-9a-f]{8}$/);
+    t.like(r.body, { title: `batch ${i}`, priority: i % 5, labels: [`l${i}`, 'batch'], phase: bodies[i].phase, git: { branch: `b/${i}` }, due_at: bodies[i].due_at });
+    t.deepEqual(r.body.hints, { permission_policy: 'yolo', max_attempts: 1 + (i % 3) });
+  });
+  const stored = await Promise.all(made.map((r) => admin.get(`/jobs/${r.body.id}`)));
+  t.deepEqual(stored.map((r) => r.body), made.map((r) => r.body));
+});
+
+test.serial('a taken id is drawn again: the batch insert answers null for it and writes the others', async (t) => {
+  const repo = s.kernel.container.resolve(JobRepository);
+  const taken = (await admin.post(jobs(), { description: 'first' })).body.id as string;
+  const suffix = taken.slice('jobapp-'.length);
+  const row = { project_id: projectId, title: 't', description: 'd', issue_type: 'task', labels: [], phase: 'ready' as const, priority: 2, assignee: null,
+    review_required: 'none', hints: {}, git: null, workspace: null, env_name: null, execution_mode: 'persistent', harness: {}, env_overrides: null,
+    resource_refs: [], defer_until: null, due_at: null, created_by: null };
+  const before = await countJobs();
+  const [clash, fresh] = await repo.insertRoots([{ ...row, suffix }, { ...row, suffix: 'feedf00d' }]);
+  t.is(clash, null);
+  t.is(fresh!.id, 'jobapp-feedf00d');
+  t.is(await countJobs(), before + 1);
+  t.is((await admin.get(`/jobs/${taken}`)).body.title, 'first', 'the existing job is untouched');
+});
+
+test.serial('creating in a deleted project is 422 and writes nothing', async (t) => {
+  const doomed = (await admin.post('/projects', { org_id: orgId, name: 'Doomed', slug: 'doomed' })).body.id;
+  const parent = (await admin.post(jobs(doomed), { description: 'parent' })).body.id;
+  t.is((await admin.delete(`/projects/${doomed}`)).statusCode, 204);
+  const before = await countJobs();
+  for (const body of [{ description: 'root' }, { description: 'child', parent_id: parent }]) {
+    const res = await admin.post(jobs(doomed), body);
+    t.is(res.statusCode, 422, JSON.stringify(res.body));
+    t.is(res.body.message, `project ${doomed} is deleted`);
+  }
+  t.is(await countJobs(), before);
 });
 
 test.serial('a parent from another project is 422 and writes nothing', async (t) => {
