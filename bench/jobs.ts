@@ -6,6 +6,7 @@ import { createKnex, type Db } from '../core/db/knex.ts';
 import { createLogger } from '../core/logger.ts';
 import { JobCreation } from '../plugins/jobs/create.ts';
 import type { Grant, Principal } from '../core/auth/principal.ts';
+import { ROLE_PERMISSIONS } from '../core/auth/permissions.ts';
 import { WorkerDispatcherToken, type ClaimedAttempt, type WorkerDispatcher } from '../core/ports/worker.ts';
 import type { DependencyContainer } from '../core/di.ts';
 import type { Role } from '../core/config/schema.ts';
@@ -231,9 +232,9 @@ async function dispatchLatency(failures: string[]): Promise<Row[]> {
   const { srv, userId, projectId, slug } = await kernelWithProject(['orchestrator'], (c) => c.registerInstance(WorkerDispatcherToken, worker));
   // Jobs go in through the plugin's own creation path (its batched INSERT and the wake-up after commit), without HTTP.
   const creation = srv.kernel.container.resolve(JobCreation);
-  const principal: Principal = { kind: 'user', id: userId, email: 'bench@example.com', isAdmin: true, scope: null, roleCap: null, expiresAt: '' };
+  const principal: Principal = { kind: 'user', id: userId, email: 'bench@example.com', isAdmin: true, scope: null, roleCap: null, expiresAt: '', permissions: null };
   const { rows: [{ org_id: orgId }] } = await srv.kernel.db.raw('SELECT org_id FROM projects WHERE id = ?', [projectId]);
-  const grant: Grant = { orgId, projectId, role: 'owner' };
+  const grant: Grant = { orgId, projectId, role: 'owner', permissions: ROLE_PERMISSIONS.owner };
   const committedAt = new Map<string, number>();
   const insertRtt: number[] = [];
   const total = DISPATCH_WARMUP + DISPATCH_JOBS;

@@ -1,9 +1,12 @@
 import { splitGlobals } from './args.ts';
+import { ACCESS_REQUEST_USAGE, runAccessRequest } from './commands/access-request.ts';
 import { AUTH_USAGE, runAuth } from './commands/auth.ts';
 import { CONFIG_USAGE, runConfig } from './commands/config.ts';
+import { INVITE_USAGE, runInvite } from './commands/invite.ts';
 import { JOB_USAGE, runJob } from './commands/job.ts';
 import { ORG_USAGE, runOrg } from './commands/org.ts';
 import { PROJECT_USAGE, runProject } from './commands/project.ts';
+import { SECRETS_USAGE, runSecrets } from './commands/secrets.ts';
 import { DEFAULT_API_URL, resolveContext, type Context } from './config.ts';
 import { ApiError, CliError, UsageError } from './errors.ts';
 
@@ -13,7 +16,10 @@ Commands:
   auth      bootstrap, login (SSH key), logout, whoami, keys, mint       svc auth --help
   org       organizations and their members                              svc org --help
   project   projects and their members                                   svc project --help
+  invite    org invites: create, list, revoke, accept                    svc invite --help
+  access-request  ask to join an org; admins list, approve, reject       svc access-request --help
   job       jobs: create, list, review, relations, attachments, attempts  svc job --help
+  secrets   project, org, user and system secrets; master-key rekey      svc secrets --help
   config    profiles: API URL, default org and project                   svc config --help
   serve     run the svc server (svc serve --help)
 
@@ -42,7 +48,10 @@ const GROUPS: Record<string, { run: Runner; usage: string }> = {
   auth: { run: runAuth, usage: AUTH_USAGE },
   org: { run: runOrg, usage: ORG_USAGE },
   project: { run: runProject, usage: PROJECT_USAGE },
+  invite: { run: runInvite, usage: INVITE_USAGE },
+  'access-request': { run: runAccessRequest, usage: ACCESS_REQUEST_USAGE },
   job: { run: runJob, usage: JOB_USAGE },
+  secrets: { run: runSecrets, usage: SECRETS_USAGE },
   config: { run: runConfig, usage: CONFIG_USAGE },
 };
 

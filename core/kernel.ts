@@ -11,6 +11,8 @@ import { Sealer, loadMasterKey } from './crypto/sealer.ts';
 import { createLogger } from './logger.ts';
 import { SigningKeys } from './auth/signing-keys.ts';
 import { Access } from './auth/access.ts';
+import { PermissionResolver } from './auth/resolver.ts';
+import { MachineTokens } from './auth/machine-tokens.ts';
 import { TokenService } from './auth/tokens.ts';
 import { Memberships } from './auth/memberships.ts';
 import { Users } from './users.ts';
@@ -73,7 +75,7 @@ export async function startKernel(config: Config, opts: KernelOptions = {}): Pro
     container.registerInstance(Tokens.Sealer, sealer);
     container.registerInstance(Tokens.Clock, systemClock);
     container.registerInstance(Tokens.StartedAt, new Date());
-    for (const cls of [SigningKeys, TokenService, Access, AccessTargets, Users, Memberships]) container.registerSingleton(cls as never);
+    for (const cls of [SigningKeys, MachineTokens, TokenService, PermissionResolver, Access, AccessTargets, Users, Memberships]) container.registerSingleton(cls as never);
     await container.resolve(SigningKeys).ensureActive();
     opts.configure?.(container);
 

@@ -4,6 +4,7 @@ import { CliError, UsageError } from '../errors.ts';
 import { apiRequest, seg } from '../http.ts';
 import { formatFields, formatTable, note, printDone, printJson, printList, printObject, write } from '../output.ts';
 import { defaultPrivateKey, defaultPublicKey, DEFAULT_PRIVATE_KEYS, readPublicKey, signMessage } from '../ssh.ts';
+import { answerChallenge, nostrPublicKey, readSecretKey, type NostrChallenge } from '../nostr.ts';
 
 export const AUTH_USAGE = `usage: svc auth <command> [flags]
 
@@ -15,10 +16,16 @@ export const AUTH_USAGE = `usage: svc auth <command> [flags]
   login --email E [--key PRIVATE_KEY] [--ttl-days N]
                                  sign a server challenge with ssh-keygen and store the token
                                  (default key: first of ~/.ssh/${DEFAULT_PRIVATE_KEYS.join(', ')})
+  login --nostr --key-file F [--email E] [--ttl-days N]
+                                 Schnorr login with the hex secret key in F (mode 0600); without
+                                 --email the challenge is for the key itself
   logout                         forget the stored token for this API URL
   whoami                         the current user, token, orgs and projects
   keys list                      your registered SSH public keys
   keys add PATH.pub [--label L]  register an SSH public key
+  keys add --nostr HEX [--label L]
+                                 register a hex Nostr public key
+  keys list --nostr              your registered Nostr public keys
   keys remove KEY_ID             remove an SSH public key
   mint --email E (--org ID | --project ID) [--role R] [--ttl-days N] [--key PATH.pub]
                                  mint a scoped token for a user (system admins); prints it, does not store it`;
@@ -104,7 +111,23 @@ async function bootstrap(ctx: Context, args: string[]): Promise<number> {
   return 0;
 }
 
+const hasFlag = (args: string[], name: string): boolean => args.some((a) => a === `--${name}` || a.startsWith(`--${name}=`));
+
+/** `login --nostr`: sign the challenge nonce as a kind-22242 event with the key in --key-file. */
+async function nostrLogin(ctx: Context, args: string[]): Promise<number> {
+  const options = { nostr: { type: 'boolean' }, 'key-file': { type: 'string' }, email: { type: 'string' }, 'ttl-days': { type: 'string' } } as const;
+  const { values } = parseCommand(args, options, AUTH_USAGE, { min: 0, max: 0 });
+  const secret = await readSecretKey(requireFlag(values['key-file'], 'key-file', AUTH_USAGE));
+  const ttl_days = ttlDays(values['ttl-days']);
+  const subject = values.email ? { email: values.email } : { pubkey: nostrPublicKey(secret) };
+  const challenge = await apiRequest<NostrChallenge>(ctx, 'POST', '/auth/nostr/challenge', { body: subject, auth: false });
+  const response = await apiRequest<TokenResponse>(ctx, 'POST', '/auth/nostr/verify', { body: answerChallenge(secret, challenge, ttl_days), auth: false });
+  storeToken(ctx, response, 'Logged in');
+  return 0;
+}
+
 async function login(ctx: Context, args: string[]): Promise<number> {
+  if (hasFlag(args, 'nostr')) return nostrLogin(ctx, args);
   const options = { email: { type: 'string' }, key: { type: 'string' }, 'ttl-days': { type: 'string' } } as const;
   const { values } = parseCommand(args, options, AUTH_USAGE, { min: 0, max: 0 });
   const email = requireFlag(values.email, 'email', AUTH_USAGE);
@@ -173,8 +196,25 @@ async function whoami(ctx: Context, args: string[]): Promise<number> {
   return 0;
 }
 
+const NOSTR_KEY_COLUMNS = [{ key: 'id' }, { key: 'pubkey' }, { key: 'label' }, { key: 'created_at', header: 'CREATED' }];
+
+async function nostrKeys(ctx: Context, command: string, args: string[]): Promise<number> {
+  if (command === 'add') {
+    const { values } = parseCommand(args, { nostr: { type: 'string' }, label: { type: 'string' } }, AUTH_USAGE, { min: 0, max: 0 });
+    const body = { public_key: requireFlag(values.nostr, 'nostr', AUTH_USAGE), label: values.label };
+    printObject(ctx, await apiRequest(ctx, 'POST', '/auth/nostr-keys', { body }));
+    return 0;
+  }
+  const options = { nostr: { type: 'boolean' }, limit: { type: 'string' }, offset: { type: 'string' } } as const;
+  const { values } = parseCommand(args, options, AUTH_USAGE, { min: 0, max: 0 });
+  const query = { limit: intFlag(values.limit, 'limit', AUTH_USAGE), offset: intFlag(values.offset, 'offset', AUTH_USAGE) };
+  printList(ctx, await apiRequest(ctx, 'GET', '/auth/nostr-keys', { query }), NOSTR_KEY_COLUMNS, 'keys');
+  return 0;
+}
+
 async function keys(ctx: Context, args: string[]): Promise<number> {
   const [command, ...rest] = args;
+  if ((command === 'add' || command === 'list') && hasFlag(rest, 'nostr')) return nostrKeys(ctx, command, rest);
   if (command === 'list') {
     const { values } = parseCommand(rest, { limit: { type: 'string' }, offset: { type: 'string' } }, AUTH_USAGE, { min: 0, max: 0 });
     const query = { limit: intFlag(values.limit, 'limit', AUTH_USAGE), offset: intFlag(values.offset, 'offset', AUTH_USAGE) };

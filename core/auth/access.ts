@@ -3,12 +3,16 @@ import type { Knex } from 'knex';
 import { inject, injectable } from '../di.ts';
 import { Tokens } from '../tokens.ts';
 import type { Db } from '../db/knex.ts';
-import { Batcher } from '../batcher.ts';
-import { ROLE_PERMISSIONS, strongerRole, weakerRole, type Permission, type RoleName } from './permissions.ts';
+import { PERMISSIONS, ROLE_PERMISSIONS, weakerRole, type Permission } from './permissions.ts';
 import type { Grant, Principal } from './principal.ts';
+import { PermissionResolver, type Actor, type Resolution } from './resolver.ts';
 
-/** What a route acts on: an org or a project, by id. */
-export type TargetPointer = { org: string } | { project: string };
+/** What a route acts on: an org or a project, by id, and for job routes the job. */
+export type TargetPointer = ({ org: string } | { project: string }) & { job?: string };
+
+const ALL_PERMISSIONS: ReadonlySet<Permission> = new Set(Object.keys(PERMISSIONS) as Permission[]);
+
+const intersect = (a: ReadonlySet<Permission>, b: ReadonlySet<Permission>): Set<Permission> => new Set([...a].filter((p) => b.has(p)));
 
 /**
  * The one authorization decision: does this principal hold `permission` on this org or project?
@@ -17,89 +21,92 @@ export type TargetPointer = { org: string } | { project: string };
  */
 @injectable()
 export class Access {
-  private readonly memberships = new Batcher<TargetKey, MembershipRow | undefined>((keys) => this.membershipRows(keys));
-
-  constructor(@inject(Tokens.Db) private readonly db: Db) {}
+  constructor(
+    @inject(Tokens.Db) private readonly db: Db,
+    @inject(PermissionResolver) private readonly resolver: PermissionResolver,
+  ) {}
 
   async authorize(principal: Principal, permission: Permission, target: TargetPointer): Promise<Grant> {
     const grant = await this.grantOn(principal, target);
     if (!grant) throw notFound(target);
-    if (!ROLE_PERMISSIONS[grant.role].has(permission)) {
-      throw Boom.forbidden(`missing permission ${permission}`, { permission });
-    }
+    if (!grant.permissions.has(permission)) throw Boom.forbidden(`missing permission ${permission}`, { permission });
     return grant;
   }
 
-  /** The caller's effective role on the target, or null when it is not visible to them. */
+  /** What the caller may do on the target, or null when it is not visible to them. */
   async grantOn(principal: Principal, target: TargetPointer): Promise<Grant | null> {
-    const row = await this.memberships.submit(
-      'project' in target ? { userId: principal.id, orgId: null, projectId: target.project } : { userId: principal.id, orgId: target.org, projectId: null },
-    );
-    if (!row) return null;
-    const projectId = 'project' in target ? target.project : null;
-    if (principal.scope) {
-      const inScope = principal.scope.type === 'org' ? row.org_id === principal.scope.id : projectId === principal.scope.id;
-      if (!inScope) return null;
+    if (principal.job) return this.jobGrant(principal, target);
+    const actor: Actor = { type: principal.kind === 'service_account' ? 'service_account' : 'user', id: principal.id };
+    const resolved = await this.resolver.resolve(actor, target);
+    if (!resolved || !inScope(principal, resolved)) return null;
+    if (principal.isAdmin) return { orgId: resolved.orgId, projectId: resolved.projectId, role: 'owner', permissions: ALL_PERMISSIONS };
+    if (resolved.sources.length === 0) return null;
+    let { role, permissions } = resolved;
+    if (principal.roleCap) {
+      role = role && weakerRole(role, principal.roleCap);
+      permissions = intersect(permissions, ROLE_PERMISSIONS[principal.roleCap]);
     }
-    let role: RoleName | null = principal.isAdmin ? 'owner' : strongerRole(row.org_role, row.project_role);
-    if (!role) return null;
-    if (principal.roleCap) role = weakerRole(role, principal.roleCap);
-    return { orgId: row.org_id, projectId, role };
+    if (principal.permissions) permissions = intersect(permissions, principal.permissions);
+    return { orgId: resolved.orgId, projectId: resolved.projectId, role, permissions };
+  }
+
+  /** A job token reaches its own project, and of job routes only its own job's, with its listed permissions. */
+  private jobGrant(principal: Principal, target: TargetPointer): Grant | null {
+    const job = principal.job!;
+    if (!('project' in target) || target.project !== job.projectId) return null;
+    if (target.job !== undefined && target.job !== job.id) return null;
+    return { orgId: job.orgId, projectId: job.projectId, role: null, permissions: principal.permissions ?? new Set() };
   }
 
   /** Narrows an `orgs` query to those the principal can see. */
   visibleOrgs(principal: Principal, query: Knex.QueryBuilder, orgIdColumn = 'orgs.id'): Knex.QueryBuilder {
     if (principal.scope) return query.where(orgIdColumn, principal.scope.type === 'org' ? principal.scope.id : null);
     if (principal.isAdmin) return query;
-    return query.whereExists((q) =>
-      q.select(this.db.raw('1')).from('org_members as vm').whereRaw('vm.org_id = ??', [orgIdColumn]).andWhere('vm.user_id', principal.id),
+    if (principal.kind !== 'user') return query.whereRaw('false');
+    return query.where((w) =>
+      w
+        .whereExists((q) => q.select(this.db.raw('1')).from('org_members as vm').whereRaw('vm.org_id = ??', [orgIdColumn]).andWhere('vm.user_id', principal.id))
+        .orWhereExists((q) => this.bindingsOf(q, principal.id).whereRaw('vb.org_id = ??', [orgIdColumn]).whereNull('vb.project_id')),
     );
   }
 
-  /** Narrows a `projects` query: org members see the org's projects, project members their project. */
+  /** Narrows a `projects` query: org members see the org's projects, project members their project; bindings likewise. */
   visibleProjects(principal: Principal, query: Knex.QueryBuilder): Knex.QueryBuilder {
     if (principal.scope?.type === 'project') return query.where('projects.id', principal.scope.id);
     if (principal.scope?.type === 'org') return query.where('projects.org_id', principal.scope.id);
     if (principal.isAdmin) return query;
+    if (principal.kind !== 'user') return query.whereRaw('false');
     return query.where((w) =>
       w
         .whereExists((q) => q.select(this.db.raw('1')).from('org_members as vm').whereRaw('vm.org_id = projects.org_id').andWhere('vm.user_id', principal.id))
         .orWhereExists((q) =>
           q.select(this.db.raw('1')).from('project_members as vp').whereRaw('vp.project_id = projects.id').andWhere('vp.user_id', principal.id),
+        )
+        .orWhereExists((q) =>
+          this.bindingsOf(q, principal.id).whereRaw('vb.org_id = projects.org_id').where((b) => b.whereNull('vb.project_id').orWhereRaw('vb.project_id = projects.id')),
         ),
     );
   }
 
-  /**
-   * The membership rows for many (user, target) pairs in one statement: concurrent requests share
-   * a round trip. A row per pair whose org or project exists.
-   */
-  private async membershipRows(keys: TargetKey[]): Promise<(MembershipRow | undefined)[]> {
-    const { rows } = await this.db.raw<{ rows: (MembershipRow & { i: string })[] }>(
-      `SELECT k.i, coalesce(p.org_id, o.id) AS org_id, om.role AS org_role, pm.role AS project_role
-       FROM unnest(?::text[], ?::text[], ?::text[]) WITH ORDINALITY AS k(user_id, org_id, project_id, i)
-       LEFT JOIN projects p ON p.id = k.project_id
-       LEFT JOIN orgs o ON o.id = k.org_id
-       LEFT JOIN org_members om ON om.org_id = coalesce(p.org_id, o.id) AND om.user_id = k.user_id
-       LEFT JOIN project_members pm ON pm.project_id = p.id AND pm.user_id = k.user_id
-       WHERE p.id IS NOT NULL OR o.id IS NOT NULL`,
-      [keys.map((k) => k.userId), keys.map((k) => k.orgId) as string[], keys.map((k) => k.projectId) as string[]], // nulls bind as SQL NULL
-    );
-    const byIndex = new Map(rows.map((r) => [Number(r.i), r]));
-    return keys.map((_, i) => byIndex.get(i + 1));
+  /** Bindings that apply to a user: on the user, or on a group the user is in. */
+  private bindingsOf(q: Knex.QueryBuilder, userId: string): Knex.QueryBuilder {
+    return q
+      .select(this.db.raw('1'))
+      .from('access_bindings as vb')
+      .where((w) =>
+        w
+          .where({ 'vb.principal_type': 'user', 'vb.principal_id': userId })
+          .orWhere((g) =>
+            g.where('vb.principal_type', 'group').whereIn('vb.principal_id', this.db('access_group_members').where({ principal_type: 'user', principal_id: userId }).select('group_id')),
+          ),
+      );
   }
 }
 
-interface TargetKey {
-  userId: string;
-  orgId: string | null;
-  projectId: string | null;
-}
-
-interface MembershipRow {
-  org_id: string;
-  org_role: RoleName | null;
-  project_role: RoleName | null;
+/** A token scoped to an org or project sees nothing outside it. */
+function inScope(principal: Principal, resolved: Resolution): boolean {
+  if (!principal.scope) return true;
+  return principal.scope.type === 'org' ? resolved.orgId === principal.scope.id : resolved.projectId === principal.scope.id;
 }
 
 export function notFound(target: TargetPointer): Boom.Boom {

@@ -63,7 +63,7 @@ export class Memberships {
   }
 
   /** Adds by e-mail (creating the account if needed): 'created', 'unchanged', or 409 on another role. */
-  async add(scope: MembershipScope, email: string, role: RoleName, actorRole: RoleName): Promise<{ member: Member; created: boolean }> {
+  async add(scope: MembershipScope, email: string, role: RoleName, actorRole: RoleName | null): Promise<{ member: Member; created: boolean }> {
     if (role === 'owner') requireOwner(actorRole, 'grant the owner role');
     const { table, key } = TABLES[scope.kind];
     return this.db.transaction(async (trx) => {
@@ -79,7 +79,7 @@ export class Memberships {
     });
   }
 
-  async setRole(scope: MembershipScope, userId: string, role: RoleName, actorRole: RoleName): Promise<Member> {
+  async setRole(scope: MembershipScope, userId: string, role: RoleName, actorRole: RoleName | null): Promise<Member> {
     const { table, key } = TABLES[scope.kind];
     return this.db.transaction(async (trx) => {
       await this.lockScope(scope, trx);
@@ -93,7 +93,7 @@ export class Memberships {
     });
   }
 
-  async remove(scope: MembershipScope, userId: string, actorRole: RoleName): Promise<void> {
+  async remove(scope: MembershipScope, userId: string, actorRole: RoleName | null): Promise<void> {
     const { table, key } = TABLES[scope.kind];
     await this.db.transaction(async (trx) => {
       await this.lockScope(scope, trx);
@@ -132,6 +132,6 @@ export class Memberships {
   }
 }
 
-function requireOwner(actorRole: RoleName, what: string): void {
+function requireOwner(actorRole: RoleName | null, what: string): void {
   if (actorRole !== 'owner') throw Boom.forbidden(`only an owner can ${what}`);
 }

@@ -1,4 +1,4 @@
-import type { RoleName } from './permissions.ts';
+import type { Permission, RoleName } from './permissions.ts';
 
 /** A token can be limited to one org or one project (minted and service-account tokens). */
 export interface TokenScope {
@@ -8,9 +8,11 @@ export interface TokenScope {
 
 /** Who is calling, as the auth scheme established it for this request. */
 export interface Principal {
-  kind: 'user';
+  kind: 'user' | 'service_account' | 'job';
+  /** The user, service account or job id. */
   id: string;
-  email: string;
+  /** Users only. */
+  email: string | null;
   /** System administrator; never true for a scoped token. */
   isAdmin: boolean;
   scope: TokenScope | null;
@@ -18,11 +20,18 @@ export interface Principal {
   roleCap: RoleName | null;
   /** When the presented token expires (ISO 8601). */
   expiresAt: string;
+  /** Service-account and job tokens name their permissions; they never exceed them. Null for user tokens. */
+  permissions: ReadonlySet<Permission> | null;
+  /** A job token's job, attempt, and where it runs: it reaches nothing else. */
+  job?: { id: string; attemptId: string; projectId: string; orgId: string };
 }
 
 /** What an authorized request may act on, left on `request.app.grant` for the handler. */
 export interface Grant {
   orgId: string;
   projectId: string | null;
-  role: RoleName;
+  /** The strongest built-in role the caller holds here (null when only custom roles or a token's list grant anything). */
+  role: RoleName | null;
+  /** Everything the caller may do here, after the token's scope, role cap and permission list. */
+  permissions: ReadonlySet<Permission>;
 }

@@ -2,6 +2,7 @@ import Boom from '@hapi/boom';
 import type { Server } from '@hapi/hapi';
 import type { DependencyContainer } from 'tsyringe';
 import { TokenRejected, TokenService } from './tokens.ts';
+import { isNostrHeader, NostrRequestAuth, type NostrArtifacts } from './nostr-request.ts';
 
 // The scheme name is case-insensitive (RFC 7235 section 2.1): 'bearer <jwt>' is the same header.
 const BEARER = /^Bearer +([A-Za-z0-9\-_=]+\.[A-Za-z0-9\-_=]+\.[A-Za-z0-9\-_=]+)$/i;
@@ -17,13 +18,24 @@ function unauthorized(message: string, code?: 'invalid_request' | 'invalid_token
   return err;
 }
 
-/** `Authorization: Bearer <jwt>` on every route that does not say `auth: false`. */
+/**
+ * `Authorization: Bearer <jwt>` on every route that does not say `auth: false`; or `Authorization: Nostr
+ * <signed event>` (docs/nostr.md), whose body hash is checked by `payload` once hapi has read the body.
+ */
 export function installAuthScheme(server: Server, container: DependencyContainer): void {
   const tokens = container.resolve(TokenService);
+  const nostr = container.resolve(NostrRequestAuth);
   server.auth.scheme('svc-bearer', () => ({
+    options: { payload: true },
+    payload: (request, h) => {
+      const artifacts = request.auth.artifacts as Partial<NostrArtifacts> | null;
+      if (artifacts?.nostrEvent) nostr.checkPayload(request, artifacts as NostrArtifacts);
+      return h.continue;
+    },
     authenticate: async (request, h) => {
       const header = request.headers.authorization;
       if (!header) throw unauthorized('missing bearer token');
+      if (isNostrHeader(String(header))) return h.authenticated(await nostr.authenticate(request, String(header)));
       const match = BEARER.exec(String(header).trim());
       if (!match) throw unauthorized('malformed authorization header: expected Bearer <token>', 'invalid_request');
       try {

@@ -5,6 +5,7 @@ import type { Config } from '../config/schema.ts';
 import type { Db } from '../db/knex.ts';
 import { Batcher } from '../batcher.ts';
 import { SigningKeys } from './signing-keys.ts';
+import { MachineTokens, TokenRejected } from './machine-tokens.ts';
 import { ROLE_NAMES, type RoleName } from './permissions.ts';
 import type { Principal, TokenScope } from './principal.ts';
 
@@ -18,7 +19,7 @@ interface UserRow {
   is_admin: boolean;
 }
 
-export class TokenRejected extends Error {}
+export { TokenRejected };
 
 export interface IssuedToken {
   access_token: string;
@@ -45,6 +46,7 @@ export class TokenService {
 
   constructor(
     @inject(SigningKeys) private readonly keys: SigningKeys,
+    @inject(MachineTokens) private readonly machines: MachineTokens,
     @inject(Tokens.Db) private readonly db: Db,
     @inject(Tokens.Config) private readonly config: Config,
   ) {}
@@ -58,16 +60,17 @@ export class TokenService {
     return { access_token: token, token_type: 'Bearer', expires_at: expiresAt.toISOString() };
   }
 
-  /** The user is read on every request, so a removed user or a revoked admin flag counts at once. */
+  /** The user (or service-account token, or job attempt) is read on every request, so a removal or revocation counts at once. */
   async authenticate(token: string): Promise<Principal> {
     const payload = await this.verify(token);
-    if (payload.typ !== 'user' || typeof payload.sub !== 'string') throw new TokenRejected('invalid token');
+    if (payload.typ !== 'user') return this.machines.principalFor(payload);
+    if (typeof payload.sub !== 'string') throw new TokenRejected('invalid token');
     const user = await this.users.submit(payload.sub);
     if (!user) throw new TokenRejected('the user of this token no longer exists');
     const scope = parseScope(payload.scope);
     const role = typeof payload.role === 'string' && (ROLE_NAMES as readonly string[]).includes(payload.role) ? (payload.role as RoleName) : null;
     const expiresAt = new Date((payload.exp ?? 0) * 1000).toISOString();
-    return { kind: 'user', id: user.id, email: user.email, isAdmin: user.is_admin && !scope, scope, roleCap: role, expiresAt };
+    return { kind: 'user', id: user.id, email: user.email, isAdmin: user.is_admin && !scope, scope, roleCap: role, expiresAt, permissions: null };
   }
 
   /**

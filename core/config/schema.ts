@@ -52,6 +52,11 @@ export const configSchema = Joi.object({
     bootstrap_window_minutes: Joi.number().min(0).required(),
     bootstrap_trigger_file: Joi.string().required(),
     identity_provider_url: Joi.string().uri().allow(null).required(),
+    sso: Joi.object({
+      secret: Joi.string().min(32).allow(null, '').required(),
+      issuer: Joi.string().allow(null, '').required(),
+      audience: Joi.string().min(1).required(),
+    }).required(),
   }).required(),
   secrets: Joi.object({
     master_key: Joi.string().allow(null, '').required(),
@@ -87,6 +92,8 @@ export interface Config {
     bootstrap_window_minutes: number;
     bootstrap_trigger_file: string;
     identity_provider_url: string | null;
+    /** Web sign-on: identity-provider tokens (HS256 with `secret`) exchanged at POST /auth/exchange. */
+    sso: { secret: string | null; issuer: string | null; audience: string };
   };
   secrets: { master_key: string | null };
 }

@@ -9,6 +9,7 @@ import { Users, toUser } from '../../core/users.ts';
 import { TokenService } from '../../core/auth/tokens.ts';
 import { SshKeyError, verifySshSignature } from '../../core/auth/ssh.ts';
 import { UserKeys } from './keys.ts';
+import { Invites } from './invites.ts';
 
 export const SIGNATURE_NAMESPACE = 'svc-auth';
 
@@ -26,6 +27,7 @@ export class SshLogin {
     @inject(Users) private readonly users: Users,
     @inject(UserKeys) private readonly keys: UserKeys,
     @inject(TokenService) private readonly tokens: TokenService,
+    @inject(Invites) private readonly invites: Invites,
   ) {}
 
   async challenge(email: string) {
@@ -54,6 +56,7 @@ export class SshLogin {
     if (!user || !(await this.keys.findForUser(user.id, signed.key.fingerprint))) {
       throw Boom.unauthorized(`no key ${signed.key.fingerprint} is registered for ${challenge.email}`);
     }
+    await this.invites.applyPending(user); // invites to this e-mail join their orgs at login
     const token = await this.tokens.issueForUser(user, { ttlDays });
     return { ...token, user: toUser(user) };
   }

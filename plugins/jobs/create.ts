@@ -128,7 +128,7 @@ export class JobCreation {
 
 /** Overrides need `jobs:harness_override`; secret-backed env values need `secrets:read` too. */
 function requireOverridePermissions(grant: Grant, input: CreateJobInput): void {
-  const held = ROLE_PERMISSIONS[grant.role];
+  const held = grant.permissions;
   const need = (p: Permission, why: string) => {
     if (!held.has(p)) throw Boom.forbidden(`missing permission ${p} (${why})`);
   };

@@ -39,9 +39,9 @@ export const plugin: DomainPlugin = {
     // /jobs/{job_id} routes act on the job's project.
     container.resolve(AccessTargets).register('job', async (request) => {
       const notFound = `job ${request.params.job_id} not found`;
-      const job = await db('jobs').where({ id: request.params.job_id }).first('project_id');
+      const job = await db('jobs').where({ id: request.params.job_id }).first('id', 'project_id');
       if (!job) throw Boom.notFound(notFound);
-      return { project: job.project_id, notFound };
+      return { project: job.project_id, job: job.id as string, notFound };
     });
     server.route(jobRoutes(container));
     server.route(claimRoutes(container));

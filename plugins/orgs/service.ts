@@ -88,7 +88,7 @@ export class OrgService {
   }
 
   async update(grant: Grant, changes: { name?: string; slug?: string; deleted?: boolean }): Promise<Org> {
-    if (changes.deleted !== undefined && !ROLE_PERMISSIONS[grant.role].has('orgs:delete')) throw Boom.forbidden('missing permission orgs:delete');
+    if (changes.deleted !== undefined && !grant.permissions.has('orgs:delete')) throw Boom.forbidden('missing permission orgs:delete');
     try {
       return toOrg(await this.orgs.update(grant.orgId, changes));
     } catch (e) {

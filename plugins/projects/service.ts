@@ -99,7 +99,7 @@ export class ProjectService {
   async update(grant: Grant, changes: ProjectChanges): Promise<Project> {
     const current = (await this.projects.byId(grant.projectId!))!;
     if (changes.slug !== undefined && changes.slug !== current.slug) throw Boom.badData(`"slug" is immutable (it is '${current.slug}')`);
-    if (changes.deleted !== undefined && !ROLE_PERMISSIONS[grant.role].has('projects:delete')) throw Boom.forbidden('missing permission projects:delete');
+    if (changes.deleted !== undefined && !grant.permissions.has('projects:delete')) throw Boom.forbidden('missing permission projects:delete');
     const { slug: _immutable, ...rest } = changes;
     if (!Object.keys(rest).length) return toProject(current);
     return toProject(await this.projects.update(current.id, rest));

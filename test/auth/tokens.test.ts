@@ -216,7 +216,7 @@ test('GET /auth/config describes issuer, JWKS, algorithms, namespace and TTL bou
   });
   t.regex(res.body.jwks_uri, /^https?:\/\/[^/]+\/\.well-known\/jwks\.json$/);
   t.true(Array.isArray(res.body.login_methods) && res.body.login_methods.includes('ssh-signature'));
-  t.deepEqual(Object.keys(res.body).sort(), ['algorithms', 'identity_provider_url', 'issuer', 'jwks_uri', 'login_methods', 'ssh_signature_namespace', 'token_ttl_days']);
+  t.deepEqual(Object.keys(res.body).sort(), ['algorithms', 'identity_provider_url', 'issuer', 'jwks_uri', 'login_methods', 'ssh_signature_namespace', 'sso', 'token_ttl_days']);
 });
 
 test('rotation: old tokens keep working, new ones carry the new kid, JWKS has both; only the admin rotates', async (t) => {

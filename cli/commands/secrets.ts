@@ -1,0 +1,108 @@
+import { readFileSync } from 'node:fs';
+import { intFlag, parseCommand, requireFlag } from '../args.ts';
+import type { Context } from '../config.ts';
+import { ApiError, CliError, UsageError } from '../errors.ts';
+import { apiRequest, seg } from '../http.ts';
+import { printDone, printList, printObject, type Column, type ListBody } from '../output.ts';
+import { runRekey } from './secrets-rekey.ts';
+
+export const SECRETS_USAGE = `usage: svc secrets <command> [flags]
+
+  set NAME --scope S [--value V | --from-file F] [--type T]   create or replace
+                           without --value or --from-file the value is read from stdin
+                           (one trailing newline dropped); --value stays in shell history
+  list --scope S [--limit N] [--offset N]
+  delete NAME --scope S
+  rekey --old-key-file F --new-key-file F [--database-url URL]
+                           server maintenance: re-encrypt every stored value from the old
+                           master key to the new one, in one transaction, straight in the
+                           database (DATABASE_URL); stop the servers first, start them on the new key
+
+Scopes: project (--project or the profile's project), org (--org or the profile's org),
+        user (yourself), system (system administrator).
+Types:  env (default), file, code_host_token, ssh_key.
+Values are never shown: the API returns names, types and times only.`;
+
+const SCOPES = ['project', 'org', 'user', 'system'];
+const SECRET_FIELDS = ['name', 'type', 'scope', 'created_at', 'updated_at'];
+const scopeOption = { scope: { type: 'string' } } as const;
+
+/** The collection path of the scope the flags name. */
+async function basePath(ctx: Context, scope: string | undefined): Promise<string> {
+  const chosen = requireFlag(scope, 'scope', SECRETS_USAGE);
+  switch (chosen) {
+    case 'project':
+      if (!ctx.project) throw new UsageError('--scope project needs a project (--project ID or `svc config set project ID`)', SECRETS_USAGE);
+      return `/projects/${seg(ctx.project)}/secrets`;
+    case 'org':
+      if (!ctx.org) throw new UsageError('--scope org needs an org (--org ID or `svc config set org ID`)', SECRETS_USAGE);
+      return `/orgs/${seg(ctx.org)}/secrets`;
+    case 'user': {
+      const me = await apiRequest<{ user: { id: string } }>(ctx, 'GET', '/auth/me');
+      return `/users/${seg(me.user.id)}/secrets`;
+    }
+    case 'system':
+      return '/system/secrets';
+    default:
+      throw new UsageError(`--scope must be one of ${SCOPES.join(', ')}, got "${chosen}"`, SECRETS_USAGE);
+  }
+}
+
+async function readValue(values: { value?: string; 'from-file'?: string }): Promise<string> {
+  if (values.value !== undefined && values['from-file'] !== undefined) throw new UsageError('pass either --value or --from-file, not both', SECRETS_USAGE);
+  if (values.value !== undefined) return values.value;
+  if (values['from-file'] !== undefined) {
+    try {
+      return readFileSync(values['from-file'], 'utf8');
+    } catch (error) {
+      throw new CliError(`cannot read ${values['from-file']}: ${(error as Error).message}`);
+    }
+  }
+  if (process.stdin.isTTY) throw new UsageError('no value: pass --value or --from-file, or pipe it on stdin', SECRETS_USAGE);
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+}
+
+export async function runSecrets(ctx: Context, args: string[]): Promise<number> {
+  const [command, ...rest] = args;
+  switch (command) {
+    case 'set': {
+      const options = { ...scopeOption, value: { type: 'string' }, 'from-file': { type: 'string' }, type: { type: 'string' } } as const;
+      const { values, positionals } = parseCommand(rest, options, SECRETS_USAGE, { min: 1, max: 1 });
+      const base = await basePath(ctx, values.scope);
+      const value = await readValue(values);
+      if (value === '') throw new UsageError('the value is empty', SECRETS_USAGE);
+      const name = positionals[0];
+      let body: unknown;
+      try {
+        body = await apiRequest(ctx, 'POST', base, { body: { name, value, type: values.type } });
+      } catch (error) {
+        if (!(error instanceof ApiError) || error.statusCode !== 409) throw error;
+        body = await apiRequest(ctx, 'PUT', `${base}/${seg(name)}`, { body: { value, type: values.type } });
+      }
+      printObject(ctx, body, SECRET_FIELDS);
+      return 0;
+    }
+    case 'list': {
+      const options = { ...scopeOption, limit: { type: 'string' }, offset: { type: 'string' } } as const;
+      const { values } = parseCommand(rest, options, SECRETS_USAGE, { min: 0, max: 0 });
+      const query = { limit: intFlag(values.limit, 'limit', SECRETS_USAGE), offset: intFlag(values.offset, 'offset', SECRETS_USAGE) };
+      const columns: Column[] = [{ key: 'name' }, { key: 'type' }, { key: 'scope' }, { key: 'updated_at', header: 'UPDATED' }];
+      printList(ctx, await apiRequest<ListBody>(ctx, 'GET', await basePath(ctx, values.scope), { query }), columns, 'secrets');
+      return 0;
+    }
+    case 'delete': {
+      const { values, positionals } = parseCommand(rest, scopeOption, SECRETS_USAGE, { min: 1, max: 1 });
+      await apiRequest(ctx, 'DELETE', `${await basePath(ctx, values.scope)}/${seg(positionals[0])}`);
+      printDone(ctx, `Deleted ${values.scope} secret ${positionals[0]}.`);
+      return 0;
+    }
+    case 'rekey':
+      return runRekey(ctx, rest, SECRETS_USAGE);
+    case undefined:
+      throw new UsageError('missing secrets command', SECRETS_USAGE);
+    default:
+      throw new UsageError(`unknown secrets command "${command}"`, SECRETS_USAGE);
+  }
+}

@@ -1,0 +1,88 @@
+import type { JWTPayload } from 'jose';
+import { inject, injectable } from '../di.ts';
+import { Tokens } from '../tokens.ts';
+import type { Db } from '../db/knex.ts';
+import { Batcher } from '../batcher.ts';
+import { SigningKeys } from './signing-keys.ts';
+import { isPermission, type Permission } from './permissions.ts';
+import type { Principal } from './principal.ts';
+
+/** A presented token was refused: the message says why (401). */
+export class TokenRejected extends Error {}
+
+interface ServiceTokenRow {
+  id: string;
+  service_account_id: string;
+  scope_type: 'org' | 'project';
+  scope_id: string;
+  permissions: string[];
+  revoked_at: Date | null;
+}
+
+export interface JobTokenRequest {
+  jobId: string;
+  attemptId: string;
+  projectId: string;
+  orgId: string;
+  permissions: Permission[];
+  ttlSeconds: number;
+}
+
+const permissionSet = (names: unknown): Set<Permission> => new Set((Array.isArray(names) ? names : []).filter((p): p is Permission => typeof p === 'string' && isPermission(p)));
+
+/**
+ * Tokens for machines: service-account tokens (their row is read on every request, so a revoked
+ * token stops at once) and job tokens (valid while their attempt runs, and never past its timeout).
+ */
+@injectable()
+export class MachineTokens {
+  private readonly serviceTokens = new Batcher<string, ServiceTokenRow | undefined>(async (ids) => {
+    const rows: ServiceTokenRow[] = await this.db('service_account_tokens').whereRaw('id = ANY(?)', [[...new Set(ids)]]);
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    return ids.map((id) => byId.get(id));
+  });
+  private readonly runningAttempts = new Batcher<string, boolean>(async (ids) => {
+    const running = new Set<string>(await this.db('job_attempts').whereRaw('id::text = ANY(?)', [[...new Set(ids)]]).where({ status: 'running' }).pluck('id'));
+    return ids.map((id) => running.has(id));
+  });
+
+  constructor(
+    @inject(Tokens.Db) private readonly db: Db,
+    @inject(SigningKeys) private readonly keys: SigningKeys,
+  ) {}
+
+  /** Signs a token for a stored service-account token row. */
+  async signServiceToken(row: ServiceTokenRow & { expires_at: Date }): Promise<string> {
+    const ttl = Math.max(1, Math.floor((row.expires_at.getTime() - Date.now()) / 1000));
+    const { token } = await this.keys.sign({ typ: 'service_account', tid: row.id }, row.service_account_id, ttl);
+    return token;
+  }
+
+  /** A token for one attempt of one job, with an explicit permission list; exposed to the job as SVC_JOB_TOKEN. */
+  async signJobToken(req: JobTokenRequest): Promise<{ token: string; expiresAt: Date }> {
+    const claims = { typ: 'job', attempt_id: req.attemptId, project_id: req.projectId, org_id: req.orgId, permissions: req.permissions };
+    return this.keys.sign(claims, req.jobId, req.ttlSeconds);
+  }
+
+  async principalFor(payload: JWTPayload): Promise<Principal> {
+    const expiresAt = new Date((payload.exp ?? 0) * 1000).toISOString();
+    if (payload.typ === 'service_account' && typeof payload.tid === 'string') {
+      const row = await this.serviceTokens.submit(payload.tid);
+      if (!row || row.service_account_id !== payload.sub) throw new TokenRejected('the service account of this token no longer exists');
+      if (row.revoked_at) throw new TokenRejected('token revoked');
+      return {
+        kind: 'service_account', id: row.service_account_id, email: null, isAdmin: false, scope: { type: row.scope_type, id: row.scope_id },
+        roleCap: null, expiresAt, permissions: permissionSet(row.permissions),
+      };
+    }
+    if (payload.typ === 'job' && typeof payload.sub === 'string' && typeof payload.attempt_id === 'string' && typeof payload.project_id === 'string' && typeof payload.org_id === 'string') {
+      if (!(await this.runningAttempts.submit(payload.attempt_id))) throw new TokenRejected('the attempt of this job token has ended');
+      return {
+        kind: 'job', id: payload.sub, email: null, isAdmin: false, scope: { type: 'project', id: payload.project_id }, roleCap: null, expiresAt,
+        permissions: permissionSet(payload.permissions),
+        job: { id: payload.sub, attemptId: payload.attempt_id, projectId: payload.project_id, orgId: payload.org_id },
+      };
+    }
+    throw new TokenRejected('invalid token');
+  }
+}

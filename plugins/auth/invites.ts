@@ -1,0 +1,194 @@
+import { createHash, randomBytes } from 'node:crypto';
+import Boom from '@hapi/boom';
+import { inject, injectable } from '../../core/di.ts';
+import { Tokens, type Clock } from '../../core/tokens.ts';
+import type { Db } from '../../core/db/knex.ts';
+import { newId } from '../../core/ids.ts';
+import { paginate, type ListQuery } from '../../core/http/lists.ts';
+import { strongerRole, type RoleName } from '../../core/auth/permissions.ts';
+import type { Principal } from '../../core/auth/principal.ts';
+import type { UserRow } from '../../core/users.ts';
+import { SshKeyError, parsePublicKey } from '../../core/auth/ssh.ts';
+
+export const DEFAULT_INVITE_DAYS = 7;
+const CODE_PREFIX = 'svcinv_';
+const DAY_MS = 86_400_000;
+
+export interface InviteRow {
+  id: string;
+  org_id: string;
+  role: RoleName;
+  code_hash: string;
+  email: string | null;
+  provider_hint: string | null;
+  identity_hint: string | null;
+  redirect_url: string | null;
+  app: Record<string, unknown> | null;
+  created_by: string | null;
+  expires_at: Date;
+  accepted_at: Date | null;
+  accepted_by: string | null;
+  revoked_at: Date | null;
+  created_at: Date;
+}
+
+export interface InviteInput {
+  org_id: string;
+  role: RoleName;
+  email?: string;
+  provider_hint?: string;
+  identity_hint?: string;
+  redirect_url?: string;
+  expires_in_days?: number;
+  expires_at?: Date;
+  app?: Record<string, unknown>;
+}
+
+/** Who creates or decides: a user id (null for a service account) and the built-in role held there. */
+export interface Actor {
+  userId: string | null;
+  role: RoleName | null;
+}
+
+export type InviteStatus = 'pending' | 'accepted' | 'revoked' | 'expired';
+
+export function inviteStatus(row: InviteRow, now: Date): InviteStatus {
+  if (row.accepted_at) return 'accepted';
+  if (row.revoked_at) return 'revoked';
+  return new Date(row.expires_at).getTime() <= now.getTime() ? 'expired' : 'pending';
+}
+
+export const toInvite = (r: InviteRow, now: Date) => ({
+  id: r.id,
+  org_id: r.org_id,
+  role: r.role,
+  status: inviteStatus(r, now),
+  email: r.email,
+  provider_hint: r.provider_hint,
+  identity_hint: r.identity_hint,
+  redirect_url: r.redirect_url,
+  app: r.app,
+  created_by: r.created_by,
+  expires_at: r.expires_at,
+  accepted_at: r.accepted_at,
+  accepted_by: r.accepted_by,
+  revoked_at: r.revoked_at,
+  created_at: r.created_at,
+});
+
+export const hashCode = (code: string) => createHash('sha256').update(code).digest('hex');
+
+/**
+ * An SSH key hint is stored as its canonical "<type> <base64>" line, a 64-hex (nostr) key in lower
+ * case; anything else (a fingerprint, say) as given.
+ */
+export function normalizeIdentityHint(hint: string): string {
+  const trimmed = hint.trim();
+  if (/^[0-9a-fA-F]{64}$/.test(trimmed)) return trimmed.toLowerCase();
+  if (/^(ssh-|ecdsa-)/.test(trimmed)) {
+    try {
+      return parsePublicKey(trimmed).openssh;
+    } catch (e) {
+      if (e instanceof SshKeyError) throw Boom.badRequest(`"identity_hint" ${e.message}`);
+      throw e;
+    }
+  }
+  return trimmed;
+}
+
+/** Gives the user `role` in the org, or keeps a stronger role they already hold. */
+export async function grantOrgRole(trx: Db, orgId: string, userId: string, role: RoleName): Promise<RoleName> {
+  const existing = await trx('org_members').where({ org_id: orgId, user_id: userId }).forUpdate().first('role');
+  if (!existing) {
+    await trx('org_members').insert({ org_id: orgId, user_id: userId, role });
+    return role;
+  }
+  const effective = strongerRole(existing.role, role)!;
+  if (effective !== existing.role) await trx('org_members').where({ org_id: orgId, user_id: userId }).update({ role: effective, updated_at: trx.fn.now() });
+  return effective;
+}
+
+/**
+ * Org invites: a single-use code (shown once, stored hashed) that grants a role in one org. An
+ * invite with an e-mail also applies by itself when that account signs in (web exchange or SSH
+ * login); one with an identity hint when that key first authenticates (see invites-identity.ts).
+ * No mail is sent: there is no mail adapter, so the inviter passes the code on.
+ */
+@injectable()
+export class Invites {
+  constructor(
+    @inject(Tokens.Db) private readonly db: Db,
+    @inject(Tokens.Clock) private readonly clock: Clock,
+  ) {}
+
+  async create(input: InviteInput, actor: Actor) {
+    if (input.role === 'owner' && actor.role !== 'owner') throw Boom.forbidden('only an owner can invite an owner');
+    const org = await this.db('orgs').where({ id: input.org_id }).first('deleted');
+    if (org?.deleted) throw Boom.badData(`org ${input.org_id} is deleted`);
+    const now = this.clock.now();
+    const expiresAt = input.expires_at ?? new Date(now.getTime() + (input.expires_in_days ?? DEFAULT_INVITE_DAYS) * DAY_MS);
+    const code = CODE_PREFIX + randomBytes(24).toString('base64url');
+    const [row] = await this.db('invites')
+      .insert({
+        id: newId('inv'),
+        org_id: input.org_id,
+        role: input.role,
+        code_hash: hashCode(code),
+        email: input.email ?? null,
+        provider_hint: input.provider_hint ?? null,
+        identity_hint: input.identity_hint ? normalizeIdentityHint(input.identity_hint) : null,
+        redirect_url: input.redirect_url ?? null,
+        app: input.app ? JSON.stringify(input.app) : null,
+        created_by: actor.userId,
+        expires_at: expiresAt,
+      })
+      .returning('*');
+    return { ...toInvite(row, now), code, email_sent: false };
+  }
+
+  list(orgId: string, page: Pick<ListQuery, 'limit' | 'offset'>) {
+    const now = this.clock.now();
+    return paginate<InviteRow, ReturnType<typeof toInvite>>(this.db('invites').where({ org_id: orgId }), page, (r) => toInvite(r, now), 'invites');
+  }
+
+  /** Revoking twice is fine; an accepted invite cannot be revoked (remove the member instead). */
+  async revoke(orgId: string, inviteId: string): Promise<void> {
+    const row: InviteRow | undefined = await this.db('invites').where({ id: inviteId, org_id: orgId }).first();
+    if (!row) throw Boom.notFound(`invite ${inviteId} not found`);
+    if (row.accepted_at) throw Boom.conflict(`invite ${inviteId} was already accepted; remove the member instead`);
+    await this.db('invites').where({ id: inviteId }).whereNull('revoked_at').update({ revoked_at: this.db.fn.now() });
+  }
+
+  /** 404 for an unknown code; 410 once used, revoked or expired; 403 when it names another e-mail. */
+  async accept(code: string, principal: Principal) {
+    if (principal.kind !== 'user' || !principal.email) throw Boom.forbidden('only a user account can accept an invite');
+    if (principal.scope) throw Boom.forbidden(`a token scoped to ${principal.scope.type} ${principal.scope.id} cannot accept invites; use a login token`);
+    const email = principal.email;
+    return this.db.transaction(async (trx) => {
+      const row: InviteRow | undefined = await trx('invites').where({ code_hash: hashCode(code) }).forUpdate().first();
+      if (!row) throw Boom.notFound('invite not found');
+      const now = this.clock.now();
+      const status = inviteStatus(row, now);
+      if (status !== 'pending') throw Boom.resourceGone(`invite ${status === 'accepted' ? 'already used' : status}`);
+      if (row.email && row.email.toLowerCase() !== email.toLowerCase()) throw Boom.forbidden('this invite is for another e-mail address');
+      const role = await grantOrgRole(trx, row.org_id, principal.id, row.role);
+      const [used] = await trx('invites').where({ id: row.id }).update({ accepted_at: now, accepted_by: principal.id }).returning('*');
+      return { invite: toInvite(used, now), membership: { org_id: row.org_id, role } };
+    });
+  }
+
+  /** Applies every pending invite addressed to the user's e-mail; returns the orgs joined. */
+  async applyPending(user: Pick<UserRow, 'id' | 'email'>, trx?: Db): Promise<string[]> {
+    if (!trx) return this.db.transaction((t) => this.applyPending(user, t));
+    const now = this.clock.now();
+    const used: InviteRow[] = await trx('invites')
+      .whereRaw('lower(email) = lower(?)', [user.email])
+      .whereNull('accepted_at')
+      .whereNull('revoked_at')
+      .where('expires_at', '>', now)
+      .update({ accepted_at: now, accepted_by: user.id })
+      .returning('*');
+    for (const row of used) await grantOrgRole(trx, row.org_id, user.id, row.role);
+    return used.map((r) => r.org_id);
+  }
+}

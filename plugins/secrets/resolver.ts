@@ -1,0 +1,68 @@
+import Boom from '@hapi/boom';
+import { inject, injectable } from '../../core/di.ts';
+import { Tokens } from '../../core/tokens.ts';
+import type { Db } from '../../core/db/knex.ts';
+import type { Sealer } from '../../core/crypto/sealer.ts';
+import type { SecretContext, SecretResolver as SecretResolverPort } from '../../core/ports/secrets.ts';
+import { SecretRepository, ownerOf } from './repository.ts';
+import { SECRET_NAME } from './schemas.ts';
+import { secretContext, type SecretOwner } from './sealing.ts';
+
+/** `${secret.NAME}`; anything between the braces is captured so a malformed name is reported, not left in place. */
+const EXPRESSION = /\$\{secret\.([^}]*)\}/g;
+
+const describe = (owner: SecretOwner) => (owner.scope === 'system' ? 'system' : `${owner.scope} ${owner.id}`);
+
+/** Secret values for a job: the first of project, user, org, system that holds the name. */
+@injectable()
+export class SecretResolver implements SecretResolverPort {
+  constructor(
+    @inject(Tokens.Db) private readonly db: Db,
+    @inject(SecretRepository) private readonly secrets: SecretRepository,
+    @inject(Tokens.Sealer) private readonly sealer: Sealer,
+  ) {}
+
+  async resolve(name: string, ctx: SecretContext): Promise<string> {
+    return (await this.resolveAll([name], ctx)).get(name)!;
+  }
+
+  async expand(text: string, ctx: SecretContext): Promise<string> {
+    const names = [...new Set([...text.matchAll(EXPRESSION)].map((m) => m[1]))];
+    if (!names.length) return text;
+    const bad = names.find((n) => !SECRET_NAME.test(n));
+    if (bad !== undefined) throw Boom.badData(`\${secret.${bad}} is not a valid secret expression: names are upper-case letters, digits and underscores`);
+    const values = await this.resolveAll(names, ctx);
+    return text.replace(EXPRESSION, (_, name: string) => values.get(name)!);
+  }
+
+  /** Values by name, all found or a 422 naming the first missing one and every scope searched. */
+  async resolveAll(names: string[], ctx: SecretContext): Promise<Map<string, string>> {
+    const owners = await this.searchOrder(ctx);
+    const rows = await this.secrets.find(names, owners);
+    const rank = (o: SecretOwner) => owners.findIndex((x) => x.scope === o.scope && x.id === o.id);
+    const values = new Map<string, string>();
+    for (const name of names) {
+      const row = rows.filter((r) => r.name === name).sort((a, b) => rank(ownerOf(a)) - rank(ownerOf(b)))[0];
+      if (!row) throw Boom.badData(`secret ${name} not found; searched ${owners.map(describe).join(', ')}`);
+      values.set(name, this.sealer.open(row.value_enc, secretContext(ownerOf(row), name)));
+    }
+    return values;
+  }
+
+  /** The org is the project's own: a job cannot name another org to reach its secrets. */
+  private async searchOrder(ctx: SecretContext): Promise<SecretOwner[]> {
+    let orgId = ctx.orgId ?? null;
+    if (ctx.projectId) {
+      const project = await this.db('projects').where({ id: ctx.projectId }).first('org_id');
+      if (!project) throw Boom.badData(`project ${ctx.projectId} not found`);
+      if (orgId && orgId !== project.org_id) throw Boom.badData(`project ${ctx.projectId} is not in org ${orgId}`);
+      orgId = project.org_id as string;
+    }
+    const owners: SecretOwner[] = [];
+    if (ctx.projectId) owners.push({ scope: 'project', id: ctx.projectId });
+    if (ctx.userId) owners.push({ scope: 'user', id: ctx.userId });
+    if (orgId) owners.push({ scope: 'org', id: orgId });
+    owners.push({ scope: 'system', id: null });
+    return owners;
+  }
+}

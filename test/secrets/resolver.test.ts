@@ -1,0 +1,86 @@
+import test from 'ava';
+import Boom from '@hapi/boom';
+import { as } from '../support/server.ts';
+import { newUser, setup, type Ctx } from '../orgs/helpers.ts';
+import { SecretResolverToken, type SecretResolver } from '../../core/ports/secrets.ts';
+import { SecretResolver as SecretResolverClass } from '../../plugins/secrets/resolver.ts';
+
+let ctx: Ctx;
+let resolver: SecretResolver;
+let orgId: string;
+let projectId: string;
+let otherOrgProject: string;
+let userId: string;
+
+test.before(async () => {
+  ctx = await setup();
+  resolver = ctx.srv.kernel.container.resolve(SecretResolverToken);
+  const admin = as(ctx.srv.server, ctx.adminToken);
+  orgId = (await admin.post('/orgs', { name: 'Resolve Org' })).body.id;
+  projectId = (await admin.post('/projects', { org_id: orgId, name: 'Resolve', slug: 'resolv' })).body.id;
+  const otherOrg = (await admin.post('/orgs', { name: 'Other Org' })).body.id;
+  otherOrgProject = (await admin.post('/projects', { org_id: otherOrg, name: 'Elsewhere', slug: 'elsew' })).body.id;
+  const user = await newUser(ctx, 'runner');
+  userId = user.id;
+  const put = async (base: string, name: string, value: string, token = ctx.adminToken) => {
+    const res = await as(ctx.srv.server, token).post(base, { name, value });
+    if (res.statusCode !== 201) throw new Error(`${base} ${name}: ${res.statusCode} ${JSON.stringify(res.body)}`);
+  };
+  for (const name of ['ALL_FOUR']) {
+    await put(`/projects/${projectId}/secrets`, name, 'from-project');
+    await put(`/users/${userId}/secrets`, name, 'from-user', user.token);
+    await put(`/orgs/${orgId}/secrets`, name, 'from-org');
+    await put('/system/secrets', name, 'from-system');
+  }
+  await put(`/users/${userId}/secrets`, 'USER_ORG_SYSTEM', 'user-wins', user.token);
+  await put(`/orgs/${orgId}/secrets`, 'USER_ORG_SYSTEM', 'org-loses');
+  await put('/system/secrets', 'USER_ORG_SYSTEM', 'system-loses');
+  await put(`/orgs/${orgId}/secrets`, 'ORG_SYSTEM', 'org-wins');
+  await put('/system/secrets', 'ORG_SYSTEM', 'system-loses');
+  await put('/system/secrets', 'SYSTEM_ONLY', 'system-value');
+  await put(`/projects/${otherOrgProject}/secrets`, 'OTHER_PROJECT', 'not-yours');
+});
+test.after.always(async () => {
+  await ctx?.srv.stop();
+});
+
+test('the implementation is registered under the port token', (t) => {
+  t.true(resolver instanceof SecretResolverClass);
+});
+
+test('project over user over org over system', async (t) => {
+  const job = { projectId, userId };
+  t.is(await resolver.resolve('ALL_FOUR', job), 'from-project');
+  t.is(await resolver.resolve('USER_ORG_SYSTEM', job), 'user-wins');
+  t.is(await resolver.resolve('ORG_SYSTEM', job), 'org-wins');
+  t.is(await resolver.resolve('SYSTEM_ONLY', job), 'system-value');
+  t.is(await resolver.resolve('ALL_FOUR', { userId }), 'from-user');
+  t.is(await resolver.resolve('ALL_FOUR', { orgId }), 'from-org');
+  t.is(await resolver.resolve('ALL_FOUR', {}), 'from-system');
+});
+
+test('the org is the project\'s own; another org cannot be named to reach its secrets', async (t) => {
+  t.is(await resolver.resolve('ORG_SYSTEM', { projectId }), 'org-wins');
+  const err = await t.throwsAsync(resolver.resolve('ORG_SYSTEM', { projectId: otherOrgProject, orgId }));
+  t.is(Boom.isBoom(err) && err.output.statusCode, 422);
+  await t.throwsAsync(resolver.resolve('OTHER_PROJECT', { projectId, userId }), { message: /OTHER_PROJECT not found/ });
+});
+
+test('a missing secret is a 422 naming it and every scope searched', async (t) => {
+  const err = await t.throwsAsync(resolver.resolve('NOT_THERE', { projectId, userId }));
+  t.true(Boom.isBoom(err));
+  t.is((err as Boom.Boom).output.statusCode, 422);
+  t.is(err!.message, `secret NOT_THERE not found; searched project ${projectId}, user ${userId}, org ${orgId}, system`);
+  const bare = await t.throwsAsync(resolver.resolve('NOT_THERE', {}));
+  t.is(bare!.message, 'secret NOT_THERE not found; searched system');
+});
+
+test('expand replaces every ${secret.NAME}', async (t) => {
+  const text = 'a=${secret.ALL_FOUR} b=${secret.ORG_SYSTEM} again=${secret.ALL_FOUR} keep=${env.HOME} $secret.ALL_FOUR';
+  t.is(await resolver.expand(text, { projectId, userId }), 'a=from-project b=org-wins again=from-project keep=${env.HOME} $secret.ALL_FOUR');
+  t.is(await resolver.expand('no expressions', {}), 'no expressions');
+  await t.throwsAsync(resolver.expand('x=${secret.ALL_FOUR} y=${secret.GONE}', { projectId }), { message: /^secret GONE not found; searched project/ });
+  const bad = await t.throwsAsync(resolver.expand('${secret.lower}', { projectId }));
+  t.is((bad as Boom.Boom).output.statusCode, 422);
+  t.regex(bad!.message, /\$\{secret\.lower\} is not a valid secret expression/);
+});
