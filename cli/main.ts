@@ -1,4 +1,5 @@
 import { splitGlobals } from './args.ts';
+import { ACCESS_USAGE, runAccess } from './commands/access.ts';
 import { ACCESS_REQUEST_USAGE, runAccessRequest } from './commands/access-request.ts';
 import { AUTH_USAGE, runAuth } from './commands/auth.ts';
 import { CONFIG_USAGE, runConfig } from './commands/config.ts';
@@ -6,6 +7,7 @@ import { INVITE_USAGE, runInvite } from './commands/invite.ts';
 import { JOB_USAGE, runJob } from './commands/job.ts';
 import { ORG_USAGE, runOrg } from './commands/org.ts';
 import { PROJECT_USAGE, runProject } from './commands/project.ts';
+import { SA_USAGE, runSa } from './commands/sa.ts';
 import { SECRETS_USAGE, runSecrets } from './commands/secrets.ts';
 import { DEFAULT_API_URL, resolveContext, type Context } from './config.ts';
 import { ApiError, CliError, UsageError } from './errors.ts';
@@ -18,6 +20,8 @@ Commands:
   project   projects and their members                                   svc project --help
   invite    org invites: create, list, revoke, accept                    svc invite --help
   access-request  ask to join an org; admins list, approve, reject       svc access-request --help
+  access    custom roles, bindings, groups; can / explain permissions    svc access --help
+  sa        service accounts and their tokens: create, mint, revoke      svc sa --help
   job       jobs: create, list, review, relations, attachments, attempts  svc job --help
   secrets   project, org, user and system secrets; master-key rekey      svc secrets --help
   config    profiles: API URL, default org and project                   svc config --help
@@ -50,6 +54,8 @@ const GROUPS: Record<string, { run: Runner; usage: string }> = {
   project: { run: runProject, usage: PROJECT_USAGE },
   invite: { run: runInvite, usage: INVITE_USAGE },
   'access-request': { run: runAccessRequest, usage: ACCESS_REQUEST_USAGE },
+  access: { run: runAccess, usage: ACCESS_USAGE },
+  sa: { run: runSa, usage: SA_USAGE },
   job: { run: runJob, usage: JOB_USAGE },
   secrets: { run: runSecrets, usage: SECRETS_USAGE },
   config: { run: runConfig, usage: CONFIG_USAGE },

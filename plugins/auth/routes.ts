@@ -80,7 +80,7 @@ export function authRoutes(container: DependencyContainer): ServerRoute[] {
     {
       method: 'GET',
       path: '/auth/me',
-      options: { tags, description: 'The caller: account, token scope, and the orgs and projects it belongs to (within the token scope)', plugins: { ...authenticated, ...docs(401) }, response: { schema: S.meResponse } },
+      options: { tags, description: 'The caller: account, token scope, and the orgs and projects it belongs to (within the token scope)', plugins: { ...authenticated, ...docs(401, 403) }, response: { schema: S.meResponse } },
       handler: (request) => identity.me(principalOf(request)),
     },
     {

@@ -40,6 +40,10 @@ test.serial('a project-scoped token with explicit permissions does exactly that:
   t.is((await api.get(`/projects/${otherProjectId}`)).statusCode, 404, 'outside its scope');
   t.is((await api.get(`/orgs/${orgId}`)).statusCode, 404);
   t.deepEqual((await api.get('/projects')).body.data.map((p: { id: string }) => p.id), [projectId]);
+  const me = await api.get('/auth/me');
+  t.is(me.statusCode, 403);
+  t.regex(me.body.message, /describes a user; this is a service account token/);
+  t.is((await api.post('/orgs', { name: 'Bot org' })).statusCode, 403, 'a scoped token creates no orgs');
 });
 
 test.serial('tokens are listed without values and revoking one stops it at once', async (t) => {
