@@ -3,16 +3,9 @@ import { createHash } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
 import { schnorr } from '@noble/curves/secp256k1.js';
 import { CliError } from './errors.ts';
+import { eventId, HTTP_AUTH_EVENT_KIND, LOGIN_EVENT_KIND, type NostrEvent } from '../core/auth/nostr.ts';
 
-export interface SignedEvent {
-  id: string;
-  pubkey: string;
-  created_at: number;
-  kind: number;
-  tags: string[][];
-  content: string;
-  sig: string;
-}
+export type SignedEvent = NostrEvent;
 
 const toHex = (bytes: Uint8Array): string => Buffer.from(bytes).toString('hex');
 
@@ -52,8 +45,7 @@ export function signEvent(secret: Uint8Array, event: { kind: number; tags?: stri
     tags: event.tags ?? [],
     content: event.content ?? '',
   };
-  const serialized = JSON.stringify([0, unsigned.pubkey, unsigned.created_at, unsigned.kind, unsigned.tags, unsigned.content]);
-  const id = createHash('sha256').update(serialized, 'utf8').digest('hex');
+  const id = eventId(unsigned);
   return { id, ...unsigned, sig: toHex(schnorr.sign(Buffer.from(id, 'hex'), secret)) };
 }
 
@@ -61,12 +53,11 @@ export function signEvent(secret: Uint8Array, event: { kind: number; tags?: stri
 export function nostrAuthorization(secret: Uint8Array, method: string, url: string, body?: string | Buffer, createdAt?: number): string {
   const tags = [['u', url], ['method', method.toUpperCase()]];
   if (body !== undefined && body.length > 0) tags.push(['payload', createHash('sha256').update(body).digest('hex')]);
-  const event = signEvent(secret, { kind: 27235, tags, created_at: createdAt });
+  const event = signEvent(secret, { kind: HTTP_AUTH_EVENT_KIND, tags, created_at: createdAt });
   return `Nostr ${Buffer.from(JSON.stringify(event)).toString('base64')}`;
 }
 
-/** Kind of the event that answers a login challenge. Fixed here: a server cannot make the client sign another kind. */
-const LOGIN_EVENT_KIND = 22242;
+// The login event kind is the client's own constant: a server cannot make the client sign another kind.
 
 export interface NostrChallenge {
   challenge_id: string;
