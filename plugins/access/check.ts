@@ -65,7 +65,7 @@ export class AccessCheck {
         ? `granted by ${sources.filter((s) => s.grants.length).map(describe).join('; ')}`
         : resolved.sources.length === 0
           ? `no membership, binding or group gives ${principal.type.replace('_', ' ')} ${principal.id} anything on ${where}`
-          : `missing ${missing.join(', ')}: ${sources.map(describe).join('; ')} do not give it`;
+          : `missing ${missing.join(', ')}: not given by ${sources.map(describe).join('; ')}`;
     return { allowed: missing.length === 0, principal, target, required: needs, sources, reason };
   }
 }

@@ -54,7 +54,7 @@ export const groupMember = Joi.object({
   principal_id: principalId.required(),
 }).label('AccessGroupMember');
 export const groupMemberSchema = groupMember.keys({ group_id: groupId.required(), created_at: timestamp.required() }).label('AccessGroupMemberRecord');
-export const groupMemberParams = groupParams.keys({ principal_type: Joi.string().valid('user', 'service_account').required(), principal_id: Joi.string().max(100).required() });
+export const groupMemberParams = groupParams.keys({ principal_type: Joi.string().valid('user', 'service_account').required(), principal_id: principalId.required() });
 
 // ─── bindings ────────────────────────────────────────────────────────────
 const roleRef = Joi.alternatives().try(Joi.string().valid(...ROLE_NAMES), roleId).description('a built-in role (owner, admin, member) or a custom role id');
@@ -90,7 +90,9 @@ export const createServiceAccount = Joi.object({
   description,
   role: roleRef.description('bind this role to the new account (org-wide, or on project_id)'),
   project_id: projectId.allow(null),
-}).label('CreateServiceAccount');
+})
+  .with('project_id', 'role')
+  .label('CreateServiceAccount');
 export const updateServiceAccount = Joi.object({ description }).min(1).label('UpdateServiceAccount');
 export const serviceAccountParams = orgParams.keys({ sa_id: serviceAccountId.required() });
 export const serviceAccountSchema = Joi.object({

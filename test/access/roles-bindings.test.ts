@@ -118,7 +118,7 @@ test.serial('can and explain: memberships, missing permissions, resource actions
   const why = await owner.api.get(`/orgs/${orgId}/access/explain?principal_type=user&principal_id=${member.id}&permission=secrets:write`);
   t.false(why.body.allowed);
   t.deepEqual(why.body.required, ['secrets:write']);
-  t.regex(why.body.reason, /^missing secrets:write: org membership as member do not give it/);
+  t.regex(why.body.reason, /^missing secrets:write: not given by org membership as member$/);
   const stranger = await newUser(ctx, 'stranger');
   const none = await owner.api.get(`/orgs/${orgId}/access/explain?principal_type=user&principal_id=${stranger.id}&permission=jobs:read`);
   t.false(none.body.allowed);

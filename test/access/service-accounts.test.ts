@@ -84,6 +84,10 @@ test.serial('service-principals is the same collection; deleting an account stop
   t.is((await owner.api.get(`${sas('service-principals')}/${sa.id}`)).body.name, 'alias');
   t.true((await owner.api.get(sas('service-principals'))).body.data.some((a: { id: string }) => a.id === sa.id));
   t.is((await owner.api.post(sas(), { name: 'alias' })).statusCode, 409);
+  const orphanProject = await owner.api.post(sas(), { name: 'no-role', project_id: projectId });
+  t.is(orphanProject.statusCode, 400);
+  t.regex(orphanProject.body.message, /"project_id" missing required peer "role"/);
+  t.is((await owner.api.delete(`/orgs/${orgId}/access/groups/grp_01h455vb4pex5vsknk084sn02q/members/user/not-an-id`)).statusCode, 400);
   const stranger = await newUser(ctx, 'sa-stranger');
   const theirs = (await stranger.api.post('/orgs', { name: 'Theirs' })).body.id;
   t.is((await stranger.api.get(`/orgs/${theirs}/service-accounts/${sa.id}`)).statusCode, 404);

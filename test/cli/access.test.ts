@@ -57,7 +57,7 @@ test.serial('roles, bindings, can and explain', async (t) => {
   t.is((await svc(can, 1)).stdout, 'denied\n');
   t.deepEqual(await json(can, 1), { allowed: false });
   const why = await svc(['access', 'explain', '--user', bobId, '--permission', 'builds:write']);
-  t.regex(why.stdout, /^answer: +denied\nprincipal: +user usr_\S+\ntarget: +org org_\S+\nrequired: +builds:write\nreason: +missing builds:write: org membership as member do not give it\n\n/);
+  t.regex(why.stdout, /^answer: +denied\nprincipal: +user usr_\S+\ntarget: +org org_\S+\nrequired: +builds:write\nreason: +missing builds:write: not given by org membership as member\n\n/);
   t.regex(why.stdout, /\nKIND +ROLE +BINDING +PROJECT +VIA_GROUP +GRANTS\norg_membership +member +- +- +- +-\n$/);
 
   const binding = await svc(['access', 'bindings', 'create', '--role', roleId, '--user', bobId]);
