@@ -8,6 +8,7 @@ import type { ListQuery, Page } from '../../core/http/lists.ts';
 import { timestamp } from '../../core/http/schemas.ts';
 import { JobRepository, type JobRow } from './repository.ts';
 import { noUnfinishedBlockers } from './blockers.ts';
+import { isWorkflowRootSql } from './rollup.ts';
 import { ReceiptStore } from './receipt-store.ts';
 import { jobId } from './schemas.ts';
 
@@ -140,7 +141,7 @@ export class AttemptRepository {
       `WITH picked AS MATERIALIZED (
          SELECT j.* FROM jobs j
          WHERE j.phase = 'ready' AND (j.defer_until IS NULL OR j.defer_until <= now()) AND j.id <> ALL(?::text[])
-           AND ${noUnfinishedBlockers('j')}
+           AND ${noUnfinishedBlockers('j')} AND NOT ${isWorkflowRootSql('j')}
            AND NOT EXISTS (SELECT 1 FROM job_gates g WHERE g.gate_key IN (
                  SELECT ${scopedGateSql('j.project_id', 'k')} FROM jsonb_array_elements_text(coalesce(j.hints->'gates', '[]')) AS k))
          ORDER BY j.priority, j.created_at, j.id

@@ -2,6 +2,7 @@ import Boom from '@hapi/boom';
 import { inject, injectable } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
+import { refuseWorkflowRootClaim } from './rollup.ts';
 import { JobRepository, toJob, type Job, type JobRow } from './repository.ts';
 import { unfinishedBlockers } from './blockers.ts';
 import { AttemptRepository, toAttempt, type Attempt, type AttemptEnding, type AttemptRow, type ClaimedAttempt, type ResultStatus } from './attempts.ts';
@@ -73,6 +74,7 @@ export class Claims {
       const job = await this.locked(jobId, trx);
       if (job.phase !== 'ready') throw Boom.conflict(`job ${jobId} is ${job.phase}: only a ready job can be claimed`);
       if (job.defer_until && job.defer_until > new Date()) throw Boom.conflict(`job ${jobId} is deferred until ${job.defer_until.toISOString()}`);
+      refuseWorkflowRootClaim(job);
       await this.requireUnblocked(job, trx);
       return this.start(job, owner, leaseSeconds, trx);
     });

@@ -4,6 +4,7 @@ import type { Db } from '../../core/db/knex.ts';
 import { paginate, type ListQuery } from '../../core/http/lists.ts';
 import type { Phase } from './schemas.ts';
 import { JobWakeups, wakes } from './wakeups.ts';
+import { rollUp } from './rollup.ts';
 
 export interface JobRow {
   id: string;
@@ -112,6 +113,7 @@ export class JobRepository {
   async update(id: string, changes: Partial<JobRow>, trx: Db = this.db): Promise<JobRow> {
     const [row] = await trx('jobs').where({ id }).update({ ...serialize(changes), updated_at: trx.fn.now() }).returning('*');
     if ((changes.phase !== undefined || changes.defer_until !== undefined) && wakes(row.phase)) this.wakeups.afterCommit(trx);
+    if (row.parent_id && (changes.phase === 'done' || changes.phase === 'cancelled')) await rollUp(this, row, trx);
     return row;
   }
 
