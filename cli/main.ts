@@ -5,6 +5,9 @@ import { AUTH_USAGE, runAuth } from './commands/auth.ts';
 import { CONFIG_USAGE, runConfig } from './commands/config.ts';
 import { INVITE_USAGE, runInvite } from './commands/invite.ts';
 import { JOB_USAGE, runJob } from './commands/job.ts';
+import { MANIFEST_USAGE, runManifest } from './commands/manifest.ts';
+import { PIPELINE_USAGE, runPipeline } from './commands/pipeline.ts';
+import { WORKFLOW_USAGE, runWorkflow } from './commands/workflow.ts';
 import { ORG_USAGE, runOrg } from './commands/org.ts';
 import { PROJECT_USAGE, runProject } from './commands/project.ts';
 import { SA_USAGE, runSa } from './commands/sa.ts';
@@ -23,6 +26,9 @@ Commands:
   access    custom roles, bindings, groups; can / explain permissions    svc access --help
   sa        service accounts and their tokens: create, mint, revoke      svc sa --help
   job       jobs: create, list, review, relations, attachments, attempts  svc job --help
+  manifest  project manifest: sync, validate, show                      svc manifest --help
+  workflow  workflows in the project manifest: list, show               svc workflow --help
+  pipeline  pipelines in the project manifest: list, show               svc pipeline --help
   secrets   project, org, user and system secrets; master-key rekey      svc secrets --help
   config    profiles: API URL, default org and project                   svc config --help
   serve     run the svc server (svc serve --help)
@@ -57,6 +63,9 @@ const GROUPS: Record<string, { run: Runner; usage: string }> = {
   access: { run: runAccess, usage: ACCESS_USAGE },
   sa: { run: runSa, usage: SA_USAGE },
   job: { run: runJob, usage: JOB_USAGE },
+  manifest: { run: runManifest, usage: MANIFEST_USAGE },
+  workflow: { run: runWorkflow, usage: WORKFLOW_USAGE },
+  pipeline: { run: runPipeline, usage: PIPELINE_USAGE },
   secrets: { run: runSecrets, usage: SECRETS_USAGE },
   config: { run: runConfig, usage: CONFIG_USAGE },
 };

@@ -1,4 +1,5 @@
 import type { InjectionToken } from 'tsyringe';
+import type { StoredManifest } from '../manifest/types.ts';
 
 /**
  * What job creation reads from a project's synced manifest: `x-svc.defaults`, merged under the
@@ -12,3 +13,16 @@ export interface ManifestDefaults {
 export const ManifestDefaultsToken = Symbol('ManifestDefaults') as InjectionToken<ManifestDefaults>;
 
 export const noManifestDefaults: ManifestDefaults = { jobDefaults: async () => ({}) };
+
+/**
+ * The synced manifests of a project, for domains that act on workflows, pipelines, services or
+ * environments. Registered by the manifest plugin (load it before the plugins that read it).
+ */
+export interface ManifestReader {
+  /** The newest synced version, or null when none was synced. */
+  current(projectId: string): Promise<StoredManifest | null>;
+  /** The newest synced version with this hash (to check a caller's `manifest_hash`), or null. */
+  byHash(projectId: string, manifestHash: string): Promise<StoredManifest | null>;
+}
+
+export const ManifestReaderToken = Symbol('ManifestReader') as InjectionToken<ManifestReader>;

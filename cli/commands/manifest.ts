@@ -1,0 +1,84 @@
+import { readFile } from 'node:fs/promises';
+import { parseCommand } from '../args.ts';
+import type { Context } from '../config.ts';
+import { ApiError, CliError, UsageError } from '../errors.ts';
+import { apiRequest, seg } from '../http.ts';
+import { note, printJson, printObject, write } from '../output.ts';
+
+export const MANIFEST_USAGE = `usage: svc manifest <command> [flags]
+
+  sync [--file F | --ref REF]      store a new version: from a local file, or from .svc/manifest.yaml
+                                   in the project repository at REF (default: the project branch)
+  validate [--file F | --ref REF]  check without storing; exits 1 when invalid
+  show [--yaml]                    the current manifest (--yaml: only its text)
+
+The project comes from --project, else the profile's project. Problems print as "path: message".`;
+
+const SHOWN = ['project_id', 'manifest_hash', 'git_sha', 'ref', 'synced_at', 'synced_by'];
+
+interface Problem {
+  path: string;
+  message: string;
+}
+
+export function requireProject(ctx: Context, usage: string): string {
+  if (!ctx.project) throw new UsageError("--project is required (or set the profile's project: `svc config set project ID`)", usage);
+  return ctx.project;
+}
+
+const printProblems = (errors: Problem[]) => errors.forEach((e) => note(`${e.path || '(manifest)'}: ${e.message}`));
+
+async function sourceBody(values: { file?: string; ref?: string }): Promise<Record<string, string>> {
+  if (values.file !== undefined && values.ref !== undefined) throw new UsageError('pass --file or --ref, not both', MANIFEST_USAGE);
+  if (values.ref !== undefined) return { ref: values.ref };
+  if (values.file === undefined) return {};
+  try {
+    return { yaml: await readFile(values.file, 'utf8') };
+  } catch (error) {
+    throw new CliError(`cannot read ${values.file}: ${(error as Error).message}`);
+  }
+}
+
+export async function runManifest(ctx: Context, args: string[]): Promise<number> {
+  const [command, ...rest] = args;
+  const base = () => `/projects/${seg(requireProject(ctx, MANIFEST_USAGE))}/manifest`;
+  const sourceOptions = { file: { type: 'string' }, ref: { type: 'string' } } as const;
+  switch (command) {
+    case 'sync': {
+      const { values } = parseCommand(rest, sourceOptions, MANIFEST_USAGE, { min: 0, max: 0 });
+      try {
+        printObject(ctx, await apiRequest(ctx, 'POST', base(), { body: await sourceBody(values) }), SHOWN);
+      } catch (error) {
+        const errors = error instanceof ApiError ? (error.body as { errors?: Problem[] } | undefined)?.errors : undefined;
+        if (!errors) throw error;
+        if (ctx.json) printJson((error as ApiError).body);
+        else printProblems(errors);
+        note(`svc: manifest not synced: ${errors.length} problem${errors.length === 1 ? '' : 's'}`);
+        return 1;
+      }
+      return 0;
+    }
+    case 'validate': {
+      const { values } = parseCommand(rest, sourceOptions, MANIFEST_USAGE, { min: 0, max: 0 });
+      const body = await apiRequest<{ valid: boolean; errors: Problem[]; manifest_hash: string | null }>(ctx, 'POST', `${base()}/validate`, { body: await sourceBody(values) });
+      if (ctx.json) printJson(body);
+      else if (body.valid) write(`Manifest is valid (${body.manifest_hash}).`);
+      else {
+        printProblems(body.errors);
+        write(`Manifest is invalid: ${body.errors.length} problem${body.errors.length === 1 ? '' : 's'}.`);
+      }
+      return body.valid ? 0 : 1;
+    }
+    case 'show': {
+      const { values } = parseCommand(rest, { yaml: { type: 'boolean' } }, MANIFEST_USAGE, { min: 0, max: 0 });
+      const body = await apiRequest<{ yaml: string }>(ctx, 'GET', base());
+      if (values.yaml && !ctx.json) process.stdout.write(body.yaml);
+      else printObject(ctx, body, SHOWN);
+      return 0;
+    }
+    case undefined:
+      throw new UsageError('missing manifest command', MANIFEST_USAGE);
+    default:
+      throw new UsageError(`unknown manifest command "${command}"`, MANIFEST_USAGE);
+  }
+}

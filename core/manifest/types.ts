@@ -1,0 +1,164 @@
+/**
+ * The parsed form of a project manifest (`.svc/manifest.yaml`), after validation and
+ * normalization: a step's `run: "cmd"` shorthand becomes `script: {run: "cmd"}`, so a step carries
+ * exactly one of `action`, `script` or `agent`. Keys the manifest holds beyond these are kept as
+ * they were written (the spec leaves the rest of the schema open).
+ */
+
+export type ResourceRefPolicy = 'inherit' | 'none' | string[];
+export type DbAccess = 'read_only' | 'read_write';
+export type EnvOverrides = Record<string, string>;
+
+/** Built-in action types a workflow or pipeline step may name. */
+export const ACTION_TYPES = ['build', 'release', 'deploy', 'run', 'job', 'create-pr', 'notify', 'env-ensure', 'env-delete'] as const;
+export type ActionType = (typeof ACTION_TYPES)[number];
+
+export interface ActionSpec {
+  type: ActionType;
+  /** The action's inputs (build: services, force_rebuild; deploy: env_name; …). */
+  with?: Record<string, unknown>;
+}
+
+export interface ScriptSpec {
+  /** Shell command run in the workspace (`script.command` in the YAML is read as `run`). */
+  run: string;
+  /** Seconds. */
+  timeout?: number;
+}
+
+export interface WorkflowAgentSpec {
+  name: string;
+  harness?: string;
+  harness_profile?: string;
+  toolchains?: string[];
+}
+
+export interface PipelineAgentSpec {
+  prompt: string;
+}
+
+/** Which of the three execution kinds a step uses. */
+export type StepKind = 'action' | 'script' | 'agent';
+
+interface StepBase {
+  name: string;
+  depends_on: string[];
+}
+
+export type WorkflowStep = StepBase & {
+  with_apis?: string[];
+  resource_refs?: ResourceRefPolicy;
+  env_overrides?: EnvOverrides;
+  /** Condition over inputs, event payload and earlier step results; evaluated at run time. */
+  if?: string;
+} & ({ action: ActionSpec } | { script: ScriptSpec } | { agent: WorkflowAgentSpec });
+
+export type PipelineStep = StepBase & ({ action: ActionSpec } | { script: ScriptSpec } | { agent: PipelineAgentSpec });
+
+export interface WorkflowDefinition {
+  with_apis?: string[];
+  db_access?: DbAccess;
+  resource_refs?: ResourceRefPolicy;
+  env_overrides?: EnvOverrides;
+  hints?: Record<string, unknown>;
+  trigger?: Record<string, unknown>;
+  steps: WorkflowStep[];
+}
+
+export interface PipelineDefinition {
+  trigger?: Record<string, unknown>;
+  steps: PipelineStep[];
+}
+
+/** One entry of an agent profile: a harness choice, or a reference to another profile. */
+export type AgentProfileEntry =
+  | { harness: string; model?: string; reasoning_effort?: 'low' | 'medium' | 'high' | 'x-high' }
+  | { profile: string };
+
+export interface AgentsConfig {
+  version: 1;
+  /** Ordered fallback lists by profile name. */
+  profiles?: Record<string, AgentProfileEntry[]>;
+  availability?: { drop_unavailable?: boolean };
+}
+
+export interface BrandingConfig {
+  app_name?: string;
+  primary_color?: string;
+  support_email?: string;
+}
+
+export interface AuthConfig {
+  login_method?: 'magic_link' | 'password_or_magic_link';
+  self_signup?: boolean;
+  invite_requires_password?: boolean;
+  org_access?: Record<string, unknown>;
+}
+
+export interface SvcExtension {
+  /** CreateJobRequest fields (without description) merged under every job's explicit fields. */
+  defaults?: Record<string, unknown>;
+  agents?: AgentsConfig;
+  /** App APIs by name, for `with_apis`. */
+  api_spec?: Record<string, unknown>;
+  branding?: BrandingConfig;
+  auth?: AuthConfig;
+}
+
+export type RegistrySetting =
+  | 'svc'
+  | 'none'
+  | { host: string; namespace?: string; auth?: { username_secret?: string; token_secret?: string } };
+
+export interface ServiceDefinition {
+  image?: string;
+  build?: { context?: string; dockerfile?: string };
+  [key: string]: unknown;
+}
+
+export interface EnvironmentDefinition {
+  type?: 'persistent' | 'temporary';
+  namespace?: string;
+  db_ref?: string;
+  kind?: string;
+  /** Pipeline run for this environment; must name a key of `pipelines`. */
+  pipeline?: string;
+  /** Inputs for that pipeline; run-time inputs override these keys. */
+  pipeline_inputs?: Record<string, unknown>;
+  [key: string]: unknown;
+}
+
+export interface Manifest {
+  workflows?: Record<string, WorkflowDefinition>;
+  pipelines?: Record<string, PipelineDefinition>;
+  'x-svc'?: SvcExtension;
+  registry?: RegistrySetting;
+  services?: Record<string, ServiceDefinition>;
+  environments?: Record<string, EnvironmentDefinition>;
+}
+
+/** One validation finding: where in the YAML (`workflows.deploy.steps[2].depends_on[0]`) and what. */
+export interface ManifestProblem {
+  path: string;
+  message: string;
+}
+
+/** A synced manifest version as stored. */
+export interface StoredManifest {
+  project_id: string;
+  /** `sha256:<64 hex>` over the canonical JSON of `parsed`. */
+  manifest_hash: string;
+  git_sha: string | null;
+  ref: string | null;
+  yaml: string;
+  parsed: Manifest;
+  synced_at: Date;
+  synced_by: string | null;
+}
+
+/** The step's execution kind. */
+export function stepKind(step: WorkflowStep | PipelineStep): StepKind {
+  if ('action' in step) return 'action';
+  if ('script' in step) return 'script';
+  return 'agent';
+}

@@ -1,0 +1,44 @@
+import { Problems, at, expectObject, isObject, isString } from './problems.ts';
+
+/** `registry`: 'svc' (native), 'none', or {host, namespace?, auth?: {username_secret?, token_secret?}}. */
+export function checkRegistry(problems: Problems, value: unknown): void {
+  if (value === undefined || value === 'svc' || value === 'none') return;
+  if (!isObject(value)) {
+    problems.add('registry', "registry must be 'svc', 'none' or a mapping with host");
+    return;
+  }
+  if (!isString(value.host)) problems.add('registry.host', 'registry.host is required');
+  if (value.namespace !== undefined && !isString(value.namespace)) problems.add('registry.namespace', 'registry.namespace must be a string');
+  if (value.auth !== undefined && expectObject(problems, value.auth, 'registry.auth')) {
+    for (const key of ['username_secret', 'token_secret']) {
+      if (value.auth[key] !== undefined && !isString(value.auth[key])) problems.add(`registry.auth.${key}`, `registry.auth.${key} must be a secret name`);
+    }
+  }
+}
+
+export function checkServices(problems: Problems, value: unknown): void {
+  if (value === undefined || !expectObject(problems, value, 'services')) return;
+  for (const [name, service] of Object.entries(value)) {
+    const path = at('services', name);
+    if (!expectObject(problems, service, path)) continue;
+    if (service.build !== undefined) expectObject(problems, service.build, at(path, 'build'));
+    if (service.image !== undefined && !isString(service.image)) problems.add(at(path, 'image'), 'image must be a string');
+  }
+}
+
+export function checkEnvironments(problems: Problems, value: unknown, pipelines: unknown): void {
+  if (value === undefined || !expectObject(problems, value, 'environments')) return;
+  const known = isObject(pipelines) ? pipelines : {};
+  for (const [name, env] of Object.entries(value)) {
+    const path = at('environments', name);
+    if (!expectObject(problems, env, path)) continue;
+    if (env.type !== undefined && env.type !== 'persistent' && env.type !== 'temporary') {
+      problems.add(at(path, 'type'), "type must be 'persistent' or 'temporary'");
+    }
+    if (env.pipeline !== undefined) {
+      if (!isString(env.pipeline)) problems.add(at(path, 'pipeline'), 'pipeline must be a pipeline name');
+      else if (!Object.hasOwn(known, env.pipeline)) problems.add(at(path, 'pipeline'), `Environment '${name}' names unknown pipeline '${env.pipeline}'`);
+    }
+    if (env.pipeline_inputs !== undefined) expectObject(problems, env.pipeline_inputs, at(path, 'pipeline_inputs'));
+  }
+}

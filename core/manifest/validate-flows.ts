@@ -1,0 +1,87 @@
+import { Problems, at, expectObject, index, isString, isStringList } from './problems.ts';
+import { checkStepGraph, checkStepKind, type StepOwner } from './validate-steps.ts';
+import { checkEnvOverrides, checkMergedSize } from './validate-env.ts';
+
+/** What the workflow checks need from elsewhere in the manifest. */
+export interface FlowContext {
+  /** API names declared under x-svc.api_spec; null when none are declared (then any name passes). */
+  apis: Set<string> | null;
+}
+
+function checkResourceRefs(problems: Problems, value: unknown, path: string): void {
+  if (value === undefined || value === 'inherit' || value === 'none' || isStringList(value)) return;
+  problems.add(path, "resource_refs must be 'inherit', 'none' or a list of resource names or labels");
+}
+
+function checkApis(problems: Problems, value: unknown, path: string, ctx: FlowContext): void {
+  if (value === undefined) return;
+  if (!isStringList(value)) {
+    problems.add(path, 'with_apis must be a list of API names');
+    return;
+  }
+  value.forEach((api, i) => {
+    if (ctx.apis && !ctx.apis.has(api)) problems.add(index(path, i), `Unknown API '${api}' in with_apis; declare it under x-svc.api_spec`);
+  });
+}
+
+function stepsOf(problems: Problems, def: Record<string, unknown>, path: string, required: boolean): unknown[] {
+  const where = at(path, 'steps');
+  if (def.steps === undefined && !required) return [];
+  if (!Array.isArray(def.steps) || (required && def.steps.length === 0)) {
+    problems.add(where, required ? 'steps must be a list with at least one step' : 'steps must be a list');
+    return [];
+  }
+  return def.steps;
+}
+
+function checkStepCommon(problems: Problems, step: unknown, path: string, owner: StepOwner): step is Record<string, unknown> {
+  if (!expectObject(problems, step, path)) return false;
+  if (!isString(step.name)) problems.add(at(path, 'name'), 'Step name is required');
+  checkStepKind(problems, step, path, owner);
+  return true;
+}
+
+export function checkWorkflows(problems: Problems, workflows: unknown, ctx: FlowContext): void {
+  if (workflows === undefined) return;
+  if (!expectObject(problems, workflows, 'workflows')) return;
+  for (const [name, def] of Object.entries(workflows)) {
+    const path = at('workflows', name);
+    if (!expectObject(problems, def, path)) continue;
+    const owner: StepOwner = { kind: 'workflow', name };
+    checkApis(problems, def.with_apis, at(path, 'with_apis'), ctx);
+    if (def.db_access !== undefined && def.db_access !== 'read_only' && def.db_access !== 'read_write') {
+      problems.add(at(path, 'db_access'), "db_access must be 'read_only' or 'read_write'");
+    }
+    checkResourceRefs(problems, def.resource_refs, at(path, 'resource_refs'));
+    for (const key of ['hints', 'trigger'] as const) if (def[key] !== undefined) expectObject(problems, def[key], at(path, key));
+    const shared = checkEnvOverrides(problems, def.env_overrides, at(path, 'env_overrides'));
+    const steps = stepsOf(problems, def, path, false);
+    steps.forEach((step, i) => {
+      const where = index(at(path, 'steps'), i);
+      if (!checkStepCommon(problems, step, where, owner)) return;
+      checkApis(problems, step.with_apis, at(where, 'with_apis'), ctx);
+      checkResourceRefs(problems, step.resource_refs, at(where, 'resource_refs'));
+      if (step.if !== undefined && !isString(step.if)) problems.add(at(where, 'if'), 'if must be an expression string');
+      const own = checkEnvOverrides(problems, step.env_overrides, at(where, 'env_overrides'));
+      const stepName = isString(step.name) ? step.name : `#${i}`;
+      checkMergedSize(problems, { ...shared, ...own }, at(where, 'env_overrides'), stepName, name);
+    });
+    if (steps.length === 0) checkMergedSize(problems, shared, at(path, 'env_overrides'), '(all)', name);
+    checkStepGraph(problems, steps, at(path, 'steps'), owner);
+  }
+}
+
+export function checkPipelines(problems: Problems, pipelines: unknown): void {
+  if (pipelines === undefined) return;
+  if (!expectObject(problems, pipelines, 'pipelines')) return;
+  for (const [name, def] of Object.entries(pipelines)) {
+    const path = at('pipelines', name);
+    if (!expectObject(problems, def, path)) continue;
+    const owner: StepOwner = { kind: 'pipeline', name };
+    if (def.trigger !== undefined) expectObject(problems, def.trigger, at(path, 'trigger'));
+    const steps = stepsOf(problems, def, path, true);
+    steps.forEach((step, i) => checkStepCommon(problems, step, index(at(path, 'steps'), i), owner));
+    checkStepGraph(problems, steps, at(path, 'steps'), owner);
+  }
+}
+

@@ -1,0 +1,71 @@
+import Boom from '@hapi/boom';
+import type { ServerRoute } from '@hapi/hapi';
+import type { DependencyContainer } from 'tsyringe';
+import { paramsOf, queryOf } from '../../core/http/request.ts';
+import { requires } from '../../core/http/access.ts';
+import { docs } from '../../core/http/schemas.ts';
+import { pageSchema, type Page } from '../../core/http/lists.ts';
+import type { Permission } from '../../core/auth/permissions.ts';
+import type { Manifest } from '../../core/manifest/types.ts';
+import * as S from './schemas.ts';
+import { ManifestRepository } from './repository.ts';
+
+type Named = { name: string } & Record<string, unknown>;
+
+interface Kind {
+  section: 'workflows' | 'pipelines';
+  noun: 'workflow' | 'pipeline';
+  permission: Permission;
+  label: string;
+}
+
+const KINDS: Kind[] = [
+  { section: 'workflows', noun: 'workflow', permission: 'workflows:read', label: 'Workflow' },
+  { section: 'pipelines', noun: 'pipeline', permission: 'pipelines:read', label: 'Pipeline' },
+];
+
+const definitions = (manifest: Manifest | null, section: Kind['section']): Named[] =>
+  Object.entries(manifest?.[section] ?? {}).map(([name, def]) => ({ name, ...(def as object) }));
+
+/** Read-only listing of the current manifest's workflows and pipelines, in manifest order. */
+export function definitionRoutes(container: DependencyContainer): ServerRoute[] {
+  const manifests = container.resolve(ManifestRepository);
+  return KINDS.flatMap((kind): ServerRoute[] => {
+    const item = S.definitionSchema(kind.label);
+    const tags = ['api', kind.section];
+    return [
+      {
+        method: 'GET',
+        path: `/projects/{project_id}/${kind.section}`,
+        options: {
+          tags, description: `${kind.label}s defined in the current manifest (empty when none was synced)`,
+          plugins: { ...requires(kind.permission, 'project'), ...docs(400, 401, 403, 404) },
+          validate: { params: S.projectParams, query: S.pageQuery },
+          response: { schema: pageSchema(item, `${kind.label}List`) },
+        },
+        handler: async (request): Promise<Page<Named>> => {
+          const { limit, offset } = queryOf<{ limit: number; offset: number }>(request);
+          const all = definitions(await manifests.currentParsed(paramsOf(request).project_id), kind.section);
+          const data = all.slice(offset, offset + limit);
+          return { data, pagination: { limit, offset, count: data.length, total: all.length, has_more: offset + data.length < all.length } };
+        },
+      },
+      {
+        method: 'GET',
+        path: `/projects/{project_id}/${kind.section}/{name}`,
+        options: {
+          tags, description: `One ${kind.noun} definition from the current manifest`,
+          plugins: { ...requires(kind.permission, 'project'), ...docs(400, 401, 403, 404) },
+          validate: { params: S.namedParams },
+          response: { schema: item },
+        },
+        handler: async (request) => {
+          const { project_id, name } = paramsOf(request);
+          const found = definitions(await manifests.currentParsed(project_id), kind.section).find((d) => d.name === name);
+          if (!found) throw Boom.notFound(`${kind.noun} '${name}' not found in the current manifest of project ${project_id}`);
+          return found;
+        },
+      },
+    ];
+  });
+}

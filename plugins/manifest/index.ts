@@ -1,0 +1,25 @@
+import type { DomainPlugin } from '../../core/http/plugins.ts';
+import { ManifestDefaultsToken, ManifestReaderToken } from '../../core/ports/manifest.ts';
+import { ManifestRepository } from './repository.ts';
+import { GitManifestSource } from './git-source.ts';
+import { ManifestService } from './service.ts';
+import { manifestRoutes } from './routes.ts';
+import { definitionRoutes } from './definition-routes.ts';
+
+/**
+ * The project manifest (`.svc/manifest.yaml`): sync, validation, stored versions, and the
+ * read-only workflow and pipeline listings. Load it before `jobs`, which reads its defaults.
+ */
+export const plugin: DomainPlugin = {
+  name: 'manifest',
+  dependencies: ['projects'],
+  register(server, { container }) {
+    for (const cls of [ManifestRepository, GitManifestSource, ManifestService]) container.registerSingleton(cls as never);
+    const repository = container.resolve(ManifestRepository);
+    // Keep what an embedder or test registered before the plugins loaded.
+    if (!container.isRegistered(ManifestReaderToken)) container.registerInstance(ManifestReaderToken, repository);
+    if (!container.isRegistered(ManifestDefaultsToken)) container.registerInstance(ManifestDefaultsToken, repository);
+    server.route(manifestRoutes(container));
+    server.route(definitionRoutes(container));
+  },
+};

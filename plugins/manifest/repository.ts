@@ -1,0 +1,51 @@
+import { inject, injectable } from '../../core/di.ts';
+import { Tokens } from '../../core/tokens.ts';
+import type { Db } from '../../core/db/knex.ts';
+import type { Manifest, StoredManifest } from '../../core/manifest/types.ts';
+import type { ManifestReader } from '../../core/ports/manifest.ts';
+
+interface ManifestRow extends StoredManifest {
+  id: string;
+}
+
+export type NewManifest = Omit<StoredManifest, 'synced_at'>;
+
+const COLUMNS = ['project_id', 'manifest_hash', 'git_sha', 'ref', 'yaml', 'parsed', 'synced_at', 'synced_by'];
+const strip = (row: ManifestRow | undefined): StoredManifest | null => {
+  if (!row) return null;
+  const { id: _id, ...stored } = row;
+  return stored;
+};
+
+/** Synced manifest versions, newest last; never updated or deleted through the API. */
+@injectable()
+export class ManifestRepository implements ManifestReader {
+  constructor(@inject(Tokens.Db) private readonly db: Db) {}
+
+  async insert(version: NewManifest): Promise<StoredManifest> {
+    const [row] = await this.db('manifests')
+      .insert({ ...version, parsed: JSON.stringify(version.parsed) })
+      .returning(['id', ...COLUMNS]);
+    return strip(row)!;
+  }
+
+  async current(projectId: string): Promise<StoredManifest | null> {
+    return strip(await this.db('manifests').where({ project_id: projectId }).orderBy('id', 'desc').first(['id', ...COLUMNS]));
+  }
+
+  async byHash(projectId: string, manifestHash: string): Promise<StoredManifest | null> {
+    const query = this.db('manifests').where({ project_id: projectId, manifest_hash: manifestHash });
+    return strip(await query.orderBy('id', 'desc').first(['id', ...COLUMNS]));
+  }
+
+  /** `x-svc.defaults` of the current manifest, `{}` without one. */
+  async jobDefaults(projectId: string): Promise<Record<string, unknown>> {
+    const row = await this.db('manifests').where({ project_id: projectId }).orderBy('id', 'desc').first(this.db.raw(`parsed -> 'x-svc' -> 'defaults' AS defaults`));
+    return (row?.defaults as Record<string, unknown> | null) ?? {};
+  }
+
+  /** The parsed form of the current manifest, or null. */
+  async currentParsed(projectId: string): Promise<Manifest | null> {
+    return (await this.current(projectId))?.parsed ?? null;
+  }
+}

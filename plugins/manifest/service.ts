@@ -1,0 +1,77 @@
+import Boom from '@hapi/boom';
+import { inject, injectable } from '../../core/di.ts';
+import { Tokens } from '../../core/tokens.ts';
+import type { Db } from '../../core/db/knex.ts';
+import type { Principal } from '../../core/auth/principal.ts';
+import { loadManifest } from '../../core/manifest/parse.ts';
+import type { ManifestProblem, StoredManifest } from '../../core/manifest/types.ts';
+import { ManifestRepository } from './repository.ts';
+import { GitManifestSource } from './git-source.ts';
+
+/** Where a manifest comes from: posted text, or the project's repository at a ref (default: its branch). */
+export interface ManifestSourceInput {
+  yaml?: string;
+  ref?: string;
+}
+
+interface Resolved {
+  yaml: string;
+  git_sha: string | null;
+  ref: string | null;
+}
+
+export interface ValidationAnswer {
+  valid: boolean;
+  errors: ManifestProblem[];
+  manifest_hash: string | null;
+}
+
+/** 422 carrying every problem: `{statusCode, error, message, errors: [{path, message}]}`. */
+function invalid(errors: ManifestProblem[]): Boom.Boom {
+  const more = errors.length > 1 ? ` (and ${errors.length - 1} more)` : '';
+  const first = errors[0];
+  const err = Boom.badData(`invalid manifest: ${first.path ? `${first.path}: ` : ''}${first.message}${more}`);
+  (err.output.payload as unknown as Record<string, unknown>).errors = errors;
+  return err;
+}
+
+@injectable()
+export class ManifestService {
+  constructor(
+    @inject(Tokens.Db) private readonly db: Db,
+    @inject(ManifestRepository) private readonly manifests: ManifestRepository,
+    @inject(GitManifestSource) private readonly git: GitManifestSource,
+  ) {}
+
+  async current(projectId: string): Promise<StoredManifest> {
+    const current = await this.manifests.current(projectId);
+    if (!current) throw Boom.notFound(`no manifest has been synced for project ${projectId}`);
+    return current;
+  }
+
+  /** Validates and stores a new version; an invalid manifest stores nothing. */
+  async sync(projectId: string, input: ManifestSourceInput, principal: Principal): Promise<StoredManifest> {
+    const project = await this.db('projects').where({ id: projectId }).first('deleted');
+    if (project?.deleted) throw Boom.badData(`project ${projectId} is deleted`);
+    const source = await this.resolve(projectId, input);
+    const result = loadManifest(source.yaml);
+    if (!result.ok) throw invalid(result.errors);
+    return this.manifests.insert({
+      project_id: projectId, manifest_hash: result.hash, ...source, parsed: result.manifest, synced_by: principal.id,
+    });
+  }
+
+  async validate(projectId: string, input: ManifestSourceInput): Promise<ValidationAnswer> {
+    const result = loadManifest((await this.resolve(projectId, input)).yaml);
+    return result.ok ? { valid: true, errors: [], manifest_hash: result.hash } : { valid: false, errors: result.errors, manifest_hash: null };
+  }
+
+  private async resolve(projectId: string, input: ManifestSourceInput): Promise<Resolved> {
+    if (input.yaml !== undefined) return { yaml: input.yaml, git_sha: null, ref: null };
+    const project = await this.db('projects').where({ id: projectId }).first('repo_url', 'branch');
+    if (!project?.repo_url) {
+      throw Boom.badData(`project ${projectId} has no repo_url: post {yaml}, or set the repository with PATCH /projects/${projectId}`);
+    }
+    return this.git.read(projectId, project.repo_url, input.ref ?? project.branch);
+  }
+}
