@@ -20,7 +20,7 @@ const HARNESS_FIELDS = ['harness', 'harness_profile', 'harness_variant', 'harnes
 /** What `x-svc.defaults` may hold: a create request without the description. Built once. */
 const DEFAULTS_SCHEMA = createJobSchema.fork(['description'], (s) => s.optional());
 
-type NewRow = Omit<NewRootJob, 'suffix'> & Pick<JobRow, 'parent_id' | 'depth'>;
+export type NewRow = Omit<NewRootJob, 'suffix'> & Pick<JobRow, 'parent_id' | 'depth'>;
 
 export type CreateJobInput = Record<string, unknown> & { description: string; parent_id?: string | null };
 
@@ -75,13 +75,13 @@ export class JobCreation {
     throw new Error(`no free job id in project ${row.project_id} after ${ID_ATTEMPTS} draws`);
   }
 
-  private async requireLiveProject(projectId: string, trx: Db = this.db): Promise<void> {
+  async requireLiveProject(projectId: string, trx: Db = this.db): Promise<void> {
     const project = await trx('projects').where({ id: projectId }).first('deleted');
     if (!project || project.deleted) throw Boom.badData(`project ${projectId} is deleted`);
   }
 
   /** Manifest defaults pass the same validation as a request; invalid ones are a server-side error to report. */
-  private async validDefaults(projectId: string): Promise<Record<string, unknown>> {
+  async validDefaults(projectId: string): Promise<Record<string, unknown>> {
     const defaults = await this.manifest.jobDefaults(projectId);
     if (Object.keys(defaults).length === 0) return defaults;
     const { error } = DEFAULTS_SCHEMA.validate(defaults);
@@ -89,7 +89,8 @@ export class JobCreation {
     return defaults;
   }
 
-  private async childPlacement(parentId: string, projectId: string, trx: Db): Promise<{ id: string; depth: number }> {
+  /** Locks the parent and draws the child's id `{parent}.{n}` (workflow invoke uses it too). */
+  async childPlacement(parentId: string, projectId: string, trx: Db): Promise<{ id: string; depth: number }> {
     const parent = await this.jobs.lock(parentId, trx);
     if (!parent || parent.project_id !== projectId) throw Boom.badData(`parent job ${parentId} is not a job of project ${projectId}`);
     if (parent.depth >= MAX_DEPTH) throw Boom.badData(`job ${parentId} is at the deepest level: jobs nest at most ${MAX_DEPTH + 1} levels`);
@@ -97,7 +98,8 @@ export class JobCreation {
     return { id: `${parent.id}.${await this.jobs.nextChildNumber(parent.id, trx)}`, depth: parent.depth + 1 };
   }
 
-  private row(principal: Principal, projectId: string, input: CreateJobInput, depth: number): NewRow {
+  /** The row a create request makes (shared with workflow invoke). */
+  row(principal: Principal, projectId: string, input: CreateJobInput, depth: number): NewRow {
     const harness = Object.fromEntries(HARNESS_FIELDS.filter((f) => input[f] !== undefined).map((f) => [f, input[f]]));
     return {
       project_id: projectId,
@@ -127,7 +129,7 @@ export class JobCreation {
 }
 
 /** Overrides need `jobs:harness_override`; secret-backed env values need `secrets:read` too. */
-function requireOverridePermissions(grant: Grant, input: CreateJobInput): void {
+export function requireOverridePermissions(grant: Grant, input: CreateJobInput): void {
   const held = grant.permissions;
   const need = (p: Permission, why: string) => {
     if (!held.has(p)) throw Boom.forbidden(`missing permission ${p} (${why})`);

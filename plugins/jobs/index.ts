@@ -23,6 +23,7 @@ import { ReceiptStore } from './receipt-store.ts';
 import { Receipts } from './receipts.ts';
 import { AttemptComparison } from './compare.ts';
 import { receiptRoutes } from './receipt-routes.ts';
+import { workflowRoutes } from './workflow-routes.ts';
 
 /** Jobs: the resource, its phases, relations, review, attempts and their receipts. */
 export const plugin: DomainPlugin = {
@@ -48,6 +49,7 @@ export const plugin: DomainPlugin = {
     server.route(relationRoutes(container));
     server.route(attachmentRoutes(container));
     server.route(receiptRoutes(container));
+    server.route(workflowRoutes(container));
     container.resolve(RoleServices).add('orchestrator', new JobDispatcher(container));
   },
 };
