@@ -1,6 +1,7 @@
 import { inject, injectable } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
+import { Batcher } from '../../core/batcher.ts';
 import type { Manifest, StoredManifest } from '../../core/manifest/types.ts';
 import type { ManifestReader } from '../../core/ports/manifest.ts';
 
@@ -39,10 +40,20 @@ export class ManifestRepository implements ManifestReader {
   }
 
   /** `x-svc.defaults` of the current manifest, `{}` without one. */
-  async jobDefaults(projectId: string): Promise<Record<string, unknown>> {
-    const row = await this.db('manifests').where({ project_id: projectId }).orderBy('id', 'desc').first(this.db.raw(`parsed -> 'x-svc' -> 'defaults' AS defaults`));
-    return (row?.defaults as Record<string, unknown> | null) ?? {};
+  jobDefaults(projectId: string): Promise<Record<string, unknown>> {
+    return this.defaults.submit(projectId);
   }
+
+  /** Job creations at the same moment share one query for their projects' defaults. */
+  private readonly defaults = new Batcher<string, Record<string, unknown>>(async (projectIds) => {
+    const { rows } = await this.db.raw<{ rows: { project_id: string; defaults: Record<string, unknown> | null }[] }>(
+      `SELECT DISTINCT ON (project_id) project_id, parsed -> 'x-svc' -> 'defaults' AS defaults
+       FROM manifests WHERE project_id = ANY(?) ORDER BY project_id, id DESC`,
+      [[...new Set(projectIds)]],
+    );
+    const byProject = new Map(rows.map((r) => [r.project_id, r.defaults ?? {}]));
+    return projectIds.map((id) => byProject.get(id) ?? {});
+  });
 
   /** The parsed form of the current manifest, or null. */
   async currentParsed(projectId: string): Promise<Manifest | null> {
