@@ -2,6 +2,7 @@ import Boom from '@hapi/boom';
 import type { Db } from '../../core/db/knex.ts';
 import { FINISHED_PHASES, WAITS_FOR_RELATED, RELATED_WAITS } from './blockers.ts';
 import type { JobRepository, JobRow } from './repository.ts';
+import { decideStepConditions } from './step-conditions.ts';
 
 /**
  * Workflow roots: a root job made by a workflow (`hints.workflow_name`) whose steps are its child
@@ -61,6 +62,9 @@ export async function rollUp(jobs: JobRepository, child: JobRow, trx: Db): Promi
     }
     return;
   }
+  await decideStepConditions(jobs, root, child, trx);
+  const stillRoot = await jobs.lock(root.id, trx);
+  if (!stillRoot || (FINISHED_PHASES as readonly string[]).includes(stillRoot.phase)) return; // a skip above may have finished it
   const open = await trx('jobs').where({ parent_id: root.id }).whereNotIn('phase', FINISHED_PHASES).first('id');
   if (!open) await jobs.update(root.id, { phase: 'done', closed_at }, trx);
 }
