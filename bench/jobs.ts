@@ -382,7 +382,7 @@ export async function runJobsBench(which: readonly string[]): Promise<string[]> 
     notes.push(
       `dispatch latency: a kernel with roles [orchestrator] in this process, its JobDispatcher handing attempts to a WorkerDispatcher registered via configure that timestamps each dispatch; ` +
         `jobs created one at a time every ${DISPATCH_EVERY_MS} ms through the jobs plugin's JobCreation.create (no HTTP) in the same process; ${DISPATCH_JOBS} measured after ${DISPATCH_WARMUP} warm-up jobs`,
-      'latency = dispatch callback time − the time create returned (its INSERT committed; the coalesced NOTIFY svc_jobs is sent right after commit)',
+      'latency = dispatch callback time − the time create returned (its INSERT committed); after commit the claimer in this process is woken directly, others by the coalesced NOTIFY svc_jobs',
     );
   }
   if (which.includes('ingest')) {

@@ -7,7 +7,7 @@ import { Tokens } from '../../core/tokens.ts';
 import type { RoleService } from '../../core/roles.ts';
 import { WorkerDispatcherToken, type WorkerDispatcher } from '../../core/ports/worker.ts';
 import { Claims } from './claims.ts';
-import { WAKE_CHANNEL } from './wakeups.ts';
+import { JobWakeups, WAKE_CHANNEL } from './wakeups.ts';
 
 /** The backstop when a notification is missed (or a deferral simply runs out). */
 const POLL_EVERY_MS = 1_000;
@@ -32,6 +32,7 @@ export class JobDispatcher implements RoleService {
   private running: Promise<void> | null = null;
   private again = false;
   private stopped = false;
+  private unsubscribe: () => void = () => undefined;
 
   constructor(private readonly container: DependencyContainer) {
     this.claims = container.resolve(Claims);
@@ -42,13 +43,17 @@ export class JobDispatcher implements RoleService {
   async start(): Promise<void> {
     this.worker = this.container.isRegistered(WorkerDispatcherToken, true) ? this.container.resolve(WorkerDispatcherToken) : null;
     if (!this.worker) this.logger.info('no worker dispatcher registered: ready jobs wait for external claims');
-    else await this.listen();
+    else {
+      this.unsubscribe = this.container.resolve(JobWakeups).onWake(() => this.wake());
+      await this.listen();
+    }
     this.timers.push(setInterval(() => this.wake(), POLL_EVERY_MS), setInterval(() => void this.reap(), REAP_EVERY_MS));
     this.wake();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.unsubscribe();
     for (const t of this.timers) clearInterval(t);
     await this.running;
     await this.listener?.end().catch(() => undefined);

@@ -26,6 +26,8 @@ export const wakes = (phase: Phase): boolean => WAKING_PHASES.has(phase);
 export class JobWakeups {
   private sending = false;
   private again = false;
+  /** Claimers in this process hear at once, without the NOTIFY round trip. */
+  private readonly local = new Set<() => void>();
 
   constructor(
     @inject(Tokens.Db) private readonly db: Db,
@@ -40,7 +42,14 @@ export class JobWakeups {
     trx.executionPromise.then(() => this.notify(), () => undefined);
   }
 
+  /** Calls `listener` on every wake-up this process sends; returns the way to stop. */
+  onWake(listener: () => void): () => void {
+    this.local.add(listener);
+    return () => this.local.delete(listener);
+  }
+
   notify(): void {
+    for (const listener of this.local) listener();
     if (this.sending) {
       this.again = true;
       return;
