@@ -90,3 +90,5 @@ export function strongerRole(a: RoleName | null | undefined, b: RoleName | null 
 export const weakerRole = (a: RoleName, b: RoleName): RoleName => (RANK[a] <= RANK[b] ? a : b);
 
 export const isPermission = (name: string): name is Permission => Object.hasOwn(PERMISSIONS, name);
+
+export const isRoleName = (name: unknown): name is RoleName => (ROLE_NAMES as readonly unknown[]).includes(name);

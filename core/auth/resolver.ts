@@ -2,7 +2,7 @@ import { inject, injectable } from '../di.ts';
 import { Tokens } from '../tokens.ts';
 import type { Db } from '../db/knex.ts';
 import { Batcher } from '../batcher.ts';
-import { isPermission, ROLE_NAMES, ROLE_PERMISSIONS, strongerRole, type Permission, type RoleName } from './permissions.ts';
+import { isPermission, isRoleName, ROLE_PERMISSIONS, strongerRole, type Permission, type RoleName } from './permissions.ts';
 
 /** Who permissions are resolved for: a user, a service account, or a group. */
 export type ActorType = 'user' | 'service_account' | 'group';
@@ -46,7 +46,6 @@ interface Row {
   bindings: { id: string; role: string; role_name: string | null; permissions: string[] | null; project_id: string | null; via_group: string | null }[];
 }
 
-const isBuiltIn = (role: string): role is RoleName => (ROLE_NAMES as readonly string[]).includes(role);
 
 /**
  * The one place permissions are worked out: memberships, then role bindings (direct or through a
@@ -66,10 +65,10 @@ export class PermissionResolver {
     if (row.org_role) sources.push({ kind: 'org_membership', role: row.org_role, permissions: [...ROLE_PERMISSIONS[row.org_role]] });
     if (row.project_role) sources.push({ kind: 'project_membership', role: row.project_role, permissions: [...ROLE_PERMISSIONS[row.project_role]] });
     for (const b of row.bindings) {
-      const permissions = isBuiltIn(b.role) ? [...ROLE_PERMISSIONS[b.role]] : (b.permissions ?? []).filter(isPermission);
+      const permissions = isRoleName(b.role) ? [...ROLE_PERMISSIONS[b.role]] : (b.permissions ?? []).filter(isPermission);
       sources.push({ kind: 'binding', binding_id: b.id, role: b.role, role_name: b.role_name ?? b.role, project_id: b.project_id, via_group: b.via_group, permissions });
     }
-    const builtIn = sources.map((s) => ('role' in s && isBuiltIn(s.role) ? s.role : null));
+    const builtIn = sources.map((s) => ('role' in s && isRoleName(s.role) ? s.role : null));
     return {
       orgId: row.org_id,
       projectId: row.project_id,

@@ -6,7 +6,7 @@ import type { Db } from '../db/knex.ts';
 import { Batcher } from '../batcher.ts';
 import { SigningKeys } from './signing-keys.ts';
 import { MachineTokens, TokenRejected } from './machine-tokens.ts';
-import { ROLE_NAMES, type RoleName } from './permissions.ts';
+import { isRoleName, type RoleName } from './permissions.ts';
 import type { Principal, TokenScope } from './principal.ts';
 
 const DAY_SECONDS = 86_400;
@@ -68,7 +68,7 @@ export class TokenService {
     const user = await this.users.submit(payload.sub);
     if (!user) throw new TokenRejected('the user of this token no longer exists');
     const scope = parseScope(payload.scope);
-    const role = typeof payload.role === 'string' && (ROLE_NAMES as readonly string[]).includes(payload.role) ? (payload.role as RoleName) : null;
+    const role = isRoleName(payload.role) ? payload.role : null;
     const expiresAt = new Date((payload.exp ?? 0) * 1000).toISOString();
     return { kind: 'user', id: user.id, email: user.email, isAdmin: user.is_admin && !scope, scope, roleCap: role, expiresAt, permissions: null };
   }

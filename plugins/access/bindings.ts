@@ -5,7 +5,7 @@ import type { Db } from '../../core/db/knex.ts';
 import { newId } from '../../core/ids.ts';
 import { paginate, type ListQuery } from '../../core/http/lists.ts';
 import { isUniqueViolation } from '../../core/http/unique.ts';
-import { ROLE_NAMES, ROLE_PERMISSIONS, type RoleName } from '../../core/auth/permissions.ts';
+import { isRoleName, ROLE_PERMISSIONS } from '../../core/auth/permissions.ts';
 import type { Grant } from '../../core/auth/principal.ts';
 import type { ActorType } from '../../core/auth/resolver.ts';
 import { AccessRoles } from './roles.ts';
@@ -23,8 +23,6 @@ export interface BindingRow {
 
 export type BindingInput = Pick<BindingRow, 'role' | 'principal_type' | 'principal_id'> & { project_id?: string | null };
 export type BindingFilters = ListQuery & { principal_type?: string; principal_id?: string; project_id?: string };
-
-const isBuiltIn = (role: string): role is RoleName => (ROLE_NAMES as readonly string[]).includes(role);
 
 /** A role given to a user, service account or group: org-wide, or for one project. */
 @injectable()
@@ -51,7 +49,7 @@ export class AccessBindings {
   /** The caller must hold every permission the role gives; a custom role's scope decides whether a project is named. */
   async create(grant: Grant, orgId: string, input: BindingInput, createdBy: string): Promise<BindingRow> {
     const projectId = input.project_id ?? null;
-    if (isBuiltIn(input.role)) {
+    if (isRoleName(input.role)) {
       requireGrantable(grant, ROLE_PERMISSIONS[input.role]);
     } else {
       const role = await this.roles.get(orgId, input.role).catch(() => {

@@ -1,14 +1,13 @@
-import { randomBytes } from 'node:crypto';
 import Boom from '@hapi/boom';
 import { inject, injectable, type DependencyContainer } from '../../core/di.ts';
 import { Tokens, type Clock } from '../../core/tokens.ts';
 import type { Config } from '../../core/config/schema.ts';
 import type { Db } from '../../core/db/knex.ts';
-import { newId } from '../../core/ids.ts';
 import { Users, toUser, type UserRow } from '../../core/users.ts';
 import { TokenService } from '../../core/auth/tokens.ts';
 import { NostrKeys } from '../../core/auth/nostr-keys.ts';
 import { LOGIN_EVENT_KIND, NostrEventError, verifyEvent, type NostrEvent } from '../../core/auth/nostr.ts';
+import { consumeChallenge, issueChallenge } from './challenges.ts';
 import { UnknownIdentityHandlerToken, type UnknownIdentityHandler } from '../../core/auth/identity-hooks.ts';
 
 /** Without a registered handler, a key registered to nobody logs nobody in. */
@@ -46,25 +45,13 @@ export class NostrLogin {
   ) {}
 
   async challenge(subject: ChallengeSubject) {
-    const row = {
-      id: newId('chl'),
-      email: 'email' in subject ? subject.email : null,
-      pubkey: 'pubkey' in subject ? subject.pubkey.toLowerCase() : null,
-      nonce: randomBytes(32).toString('base64url'),
-      expires_at: new Date(this.clock.now().getTime() + this.config.auth.challenge_ttl_seconds * 1000),
-    };
-    await this.db('nostr_challenges').insert(row);
+    const fields = { email: 'email' in subject ? subject.email : null, pubkey: 'pubkey' in subject ? subject.pubkey.toLowerCase() : null };
+    const row = await issueChallenge(this.db, 'nostr_challenges', fields, this.clock.now(), this.config.auth.challenge_ttl_seconds);
     return { challenge_id: row.id, nonce: row.nonce, kind: LOGIN_EVENT_KIND, expires_at: row.expires_at };
   }
 
   async verify(challengeId: string, event: NostrEvent, handler: UnknownIdentityHandler, ttlDays?: number) {
-    const [challenge]: ChallengeRow[] = await this.db('nostr_challenges')
-      .where({ id: challengeId })
-      .whereNull('used_at')
-      .update({ used_at: this.db.fn.now() })
-      .returning('*');
-    if (!challenge) throw Boom.unauthorized('challenge unknown or already used');
-    if (new Date(challenge.expires_at).getTime() <= this.clock.now().getTime()) throw Boom.unauthorized('challenge expired');
+    const challenge = await consumeChallenge<ChallengeRow>(this.db, 'nostr_challenges', challengeId, this.clock.now());
     if (event.kind !== LOGIN_EVENT_KIND) throw Boom.unauthorized(`signature rejected: event kind must be ${LOGIN_EVENT_KIND}`);
     if (event.content !== challenge.nonce) throw Boom.unauthorized('signature rejected: event content is not the challenge nonce');
     if (challenge.pubkey && event.pubkey !== challenge.pubkey) throw Boom.unauthorized('signature rejected: event pubkey is not the challenged key');

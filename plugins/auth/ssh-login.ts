@@ -1,14 +1,13 @@
-import { randomBytes } from 'node:crypto';
 import Boom from '@hapi/boom';
 import { inject, injectable } from '../../core/di.ts';
 import { Tokens, type Clock } from '../../core/tokens.ts';
 import type { Config } from '../../core/config/schema.ts';
 import type { Db } from '../../core/db/knex.ts';
-import { newId } from '../../core/ids.ts';
 import { Users, toUser } from '../../core/users.ts';
 import { TokenService } from '../../core/auth/tokens.ts';
 import { SshKeyError, verifySshSignature } from '../../core/auth/ssh.ts';
 import { UserKeys } from './keys.ts';
+import { consumeChallenge, issueChallenge } from './challenges.ts';
 import { Invites } from './invites.ts';
 
 export const SIGNATURE_NAMESPACE = 'svc-auth';
@@ -31,20 +30,12 @@ export class SshLogin {
   ) {}
 
   async challenge(email: string) {
-    const row = {
-      id: newId('chl'),
-      email,
-      nonce: randomBytes(32).toString('base64url'),
-      expires_at: new Date(this.clock.now().getTime() + this.config.auth.challenge_ttl_seconds * 1000),
-    };
-    await this.db('auth_challenges').insert(row);
+    const row = await issueChallenge(this.db, 'auth_challenges', { email }, this.clock.now(), this.config.auth.challenge_ttl_seconds);
     return { challenge_id: row.id, nonce: row.nonce, namespace: SIGNATURE_NAMESPACE, expires_at: row.expires_at };
   }
 
   async verify(challengeId: string, signature: string, ttlDays?: number) {
-    const [challenge] = await this.db('auth_challenges').where({ id: challengeId }).whereNull('used_at').update({ used_at: this.db.fn.now() }).returning('*');
-    if (!challenge) throw Boom.unauthorized('challenge unknown or already used');
-    if (new Date(challenge.expires_at).getTime() <= this.clock.now().getTime()) throw Boom.unauthorized('challenge expired');
+    const challenge = await consumeChallenge<{ email: string; nonce: string; expires_at: Date }>(this.db, 'auth_challenges', challengeId, this.clock.now());
     let signed;
     try {
       signed = verifySshSignature(signature, challenge.nonce, SIGNATURE_NAMESPACE);

@@ -9,6 +9,7 @@ import type { Db } from '../../core/db/knex.ts';
 export const WAITS_FOR_RELATED = ['blocked_by', 'waits_for'] as const;
 export const RELATED_WAITS = ['blocks', 'conditional_blocks'] as const;
 export const FINISHED_PHASES = ['done', 'cancelled'] as const;
+export const isFinished = (phase: string): boolean => (FINISHED_PHASES as readonly string[]).includes(phase);
 
 /** A constant list as SQL literals: the lists above are the only text the queries below put in. */
 const sqlList = (values: readonly string[]) => values.map((v) => `'${v}'`).join(', ');
@@ -21,6 +22,12 @@ export const BLOCKERS_SQL = `
   SELECT related_job_id AS blocker_id FROM job_relations WHERE job_id = ? AND relation_type IN (${WAITING})
   UNION
   SELECT job_id AS blocker_id FROM job_relations WHERE related_job_id = ? AND relation_type IN (${WAITED_ON})`;
+
+/** SQL selecting `dependent_id` for every job that waits for the job whose id is the SQL expression `jobId`. */
+export const dependentsSql = (jobId: string) => `
+  SELECT job_id AS dependent_id FROM job_relations WHERE related_job_id = ${jobId} AND relation_type IN (${WAITING})
+  UNION
+  SELECT related_job_id AS dependent_id FROM job_relations WHERE job_id = ${jobId} AND relation_type IN (${WAITED_ON})`;
 
 /** The jobs that `jobId` still waits for, with their phases, oldest relation first. */
 export async function unfinishedBlockers(db: Db, jobId: string): Promise<{ id: string; phase: string }[]> {

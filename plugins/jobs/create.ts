@@ -13,7 +13,8 @@ import { createJobSchema } from './schemas.ts';
 /** Jobs nest at most three levels: root (depth 0), child, grandchild. */
 export const MAX_DEPTH = 2;
 const TITLE_MAX = 80;
-const ID_ATTEMPTS = 5;
+/** Draws of a random root id before giving up (a collision of 8 hex digits is rare). */
+export const ID_ATTEMPTS = 5;
 const SECRET_EXPRESSION = /\$\{secret\.[A-Za-z0-9_]+\}/;
 const HARNESS_FIELDS = ['harness', 'harness_profile', 'harness_variant', 'harness_options', 'model', 'reasoning_effort', 'harness_profile_override'] as const;
 
@@ -33,7 +34,7 @@ export function titleFrom(description: string): string {
   return `${(space > TITLE_MAX / 2 ? cut.slice(0, space) : cut).trimEnd()}…`;
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+export const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Manifest defaults under explicit fields; objects (hints, git, workspace) merge key by key. */
 export function withDefaults(defaults: Record<string, unknown>, explicit: CreateJobInput): CreateJobInput {
@@ -75,9 +76,11 @@ export class JobCreation {
     throw new Error(`no free job id in project ${row.project_id} after ${ID_ATTEMPTS} draws`);
   }
 
-  async requireLiveProject(projectId: string, trx: Db = this.db): Promise<void> {
-    const project = await trx('projects').where({ id: projectId }).first('deleted');
+  /** The project's slug; a deleted project is 422. */
+  async requireLiveProject(projectId: string, trx: Db = this.db): Promise<string> {
+    const project = await trx('projects').where({ id: projectId }).first('slug', 'deleted');
     if (!project || project.deleted) throw Boom.badData(`project ${projectId} is deleted`);
+    return project.slug;
   }
 
   /** Manifest defaults pass the same validation as a request; invalid ones are a server-side error to report. */

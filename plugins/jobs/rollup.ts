@@ -1,6 +1,6 @@
 import Boom from '@hapi/boom';
 import type { Db } from '../../core/db/knex.ts';
-import { FINISHED_PHASES, WAITS_FOR_RELATED, RELATED_WAITS } from './blockers.ts';
+import { dependentsSql, FINISHED_PHASES, isFinished } from './blockers.ts';
 import type { JobRepository, JobRow } from './repository.ts';
 import { decideStepConditions } from './step-conditions.ts';
 
@@ -21,19 +21,13 @@ export function refuseWorkflowRootClaim(job: JobRow): void {
   if (isWorkflowRoot(job)) throw Boom.conflict(`job ${job.id} is the root of workflow ${job.hints.workflow_name}: it completes when its steps do`);
 }
 
-const list = (values: readonly string[]) => values.map((v) => `'${v}'`).join(', ');
-
 /** Every job that waits, directly or through others, for `jobId`. */
 async function dependentsOf(trx: Db, jobId: string): Promise<string[]> {
   const { rows } = await trx.raw(
     `WITH RECURSIVE dependents(id) AS (
        SELECT ?::text
        UNION
-       SELECT d.dependent_id FROM dependents JOIN LATERAL (
-         SELECT job_id AS dependent_id FROM job_relations WHERE related_job_id = dependents.id AND relation_type IN (${list(WAITS_FOR_RELATED)})
-         UNION
-         SELECT related_job_id FROM job_relations WHERE job_id = dependents.id AND relation_type IN (${list(RELATED_WAITS)})
-       ) d ON true
+       SELECT d.dependent_id FROM dependents JOIN LATERAL (${dependentsSql('dependents.id')}) d ON true
      )
      SELECT id FROM dependents WHERE id <> ? ORDER BY id`,
     [jobId, jobId],
@@ -49,14 +43,14 @@ async function dependentsOf(trx: Db, jobId: string): Promise<string[]> {
 export async function rollUp(jobs: JobRepository, child: JobRow, trx: Db): Promise<void> {
   if (!child.parent_id) return;
   const root = await jobs.lock(child.parent_id, trx);
-  if (!root || !isWorkflowRoot(root) || (FINISHED_PHASES as readonly string[]).includes(root.phase)) return;
+  if (!root || !isWorkflowRoot(root) || isFinished(root.phase)) return;
   const closed_at = new Date();
   if (child.phase === 'cancelled' && child.close_reason !== SKIPPED) {
     const why = `step ${child.id} did not complete: ${child.close_reason ?? 'cancelled'}`;
     await jobs.update(root.id, { phase: 'cancelled', closed_at, close_reason: why }, trx);
     for (const id of await dependentsOf(trx, child.id)) {
       const step = await jobs.lock(id, trx);
-      if (step && !(FINISHED_PHASES as readonly string[]).includes(step.phase) && step.phase !== 'active' && step.phase !== 'review') {
+      if (step && !isFinished(step.phase) && step.phase !== 'active' && step.phase !== 'review') {
         await jobs.update(id, { phase: 'cancelled', closed_at, close_reason: `step ${child.id} did not complete` }, trx);
       }
     }
@@ -64,7 +58,7 @@ export async function rollUp(jobs: JobRepository, child: JobRow, trx: Db): Promi
   }
   await decideStepConditions(jobs, root, child, trx);
   const stillRoot = await jobs.lock(root.id, trx);
-  if (!stillRoot || (FINISHED_PHASES as readonly string[]).includes(stillRoot.phase)) return; // a skip above may have finished it
+  if (!stillRoot || isFinished(stillRoot.phase)) return; // a skip above may have finished it
   const open = await trx('jobs').where({ parent_id: root.id }).whereNotIn('phase', FINISHED_PHASES).first('id');
   if (!open) await jobs.update(root.id, { phase: 'done', closed_at }, trx);
 }

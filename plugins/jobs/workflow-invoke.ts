@@ -9,7 +9,9 @@ import { ConditionError, parseCondition, evaluateCondition, referencedSteps } fr
 import { checkEnvOverrides, checkMergedSize } from '../../core/manifest/validate-env.ts';
 import { Problems } from '../../core/manifest/problems.ts';
 import { Tokens } from '../../core/tokens.ts';
-import { JobCreation, requireOverridePermissions, withDefaults, type CreateJobInput } from './create.ts';
+import { ID_ATTEMPTS, isObject, JobCreation, requireOverridePermissions, withDefaults, type CreateJobInput } from './create.ts';
+import { isFinished } from './blockers.ts';
+import { isUniqueViolation } from '../../core/http/unique.ts';
 import { JobRepository, type JobRow } from './repository.ts';
 import { RelationRepository } from './relations.ts';
 import { SKIPPED } from './rollup.ts';
@@ -30,7 +32,6 @@ export const MAX_INVOKE_WAIT_SECONDS = 60;
 export const INVOKE_POLL_MS = 200;
 /** Workflow jobs run at most this long unless the workflow or the caller says otherwise. */
 export const WORKFLOW_TIMEOUT_SECONDS = 1800;
-const ID_ATTEMPTS = 5;
 
 export interface InvokeBody {
   input?: Record<string, unknown>;
@@ -52,8 +53,6 @@ export interface Invocation {
   result_json?: unknown;
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-const FINISHED = ['done', 'cancelled'];
 
 /** What a step's condition decides at invoke time: run, skip, or wait for earlier steps' results. */
 type Decision = 'run' | 'skip' | 'later';
@@ -144,7 +143,7 @@ export class WorkflowInvocation {
         return await this.db.transaction((trx) => this.layOut(trx, principal, projectId, name, workflow, defaults, rootJob, body, decisions));
       } catch (err) {
         // A drawn root id already taken (8 hex digits: rare): draw again in a new transaction.
-        if (attempt < ID_ATTEMPTS && (err as { code?: string; constraint?: string }).code === '23505' && (err as { constraint?: string }).constraint === 'jobs_pkey') continue;
+        if (attempt < ID_ATTEMPTS && isUniqueViolation(err, 'jobs_pkey')) continue;
         throw err;
       }
     }
@@ -190,15 +189,14 @@ export class WorkflowInvocation {
     trx: Db, principal: Principal, projectId: string, name: string, workflow: WorkflowDefinition,
     defaults: Record<string, unknown>, rootJob: CreateJobInput, body: InvokeBody, decisions: Map<string, Decision>,
   ): Promise<Invocation> {
-    await this.creation.requireLiveProject(projectId, trx);
-    const project = await trx('projects').where({ id: projectId }).first('slug');
+    const slug = await this.creation.requireLiveProject(projectId, trx);
     const steps = workflow.steps;
     const single = steps.length === 1;
     const closed = { phase: 'cancelled' as const, closed_at: new Date(), close_reason: SKIPPED };
 
     const rootRow = this.creation.row(principal, projectId, this.checked(withDefaults(defaults, rootJob), `workflow ${name}`), 0);
     const rootSkipped = single && decisions.get(steps[0].name) === 'skip';
-    let root = await this.jobs.insert({ ...rootRow, id: `${project.slug}-${randomBytes(4).toString('hex')}`, ...(rootSkipped ? closed : {}) }, trx);
+    let root = await this.jobs.insert({ ...rootRow, id: `${slug}-${randomBytes(4).toString('hex')}`, ...(rootSkipped ? closed : {}) }, trx);
     if (single) return { job_id: root.id, project_id: projectId, status: root.phase };
 
     const ids = new Map<string, string>();
@@ -241,7 +239,7 @@ export class WorkflowInvocation {
     const deadline = Date.now() + seconds * 1000;
     for (;;) {
       const row = await this.jobs.byId(invocation.job_id);
-      if (row && FINISHED.includes(row.phase)) {
+      if (row && isFinished(row.phase)) {
         const result_json = invocation.step_jobs
           ? Object.fromEntries(await Promise.all(invocation.step_jobs.map(async (s) => [s.step_name, await this.latestResult(s.job_id)])))
           : await this.latestResult(invocation.job_id);
