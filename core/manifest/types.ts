@@ -53,7 +53,10 @@ export type WorkflowStep = StepBase & {
   if?: string;
 } & ({ action: ActionSpec } | { script: ScriptSpec } | { agent: WorkflowAgentSpec });
 
-export type PipelineStep = StepBase & ({ action: ActionSpec } | { script: ScriptSpec } | { agent: PipelineAgentSpec });
+export type PipelineStep = StepBase & {
+  /** The run stops before this step until someone approves it. */
+  approval?: boolean;
+} & ({ action: ActionSpec } | { script: ScriptSpec } | { agent: PipelineAgentSpec });
 
 export interface WorkflowDefinition {
   with_apis?: string[];
@@ -154,6 +157,19 @@ export interface StoredManifest {
   parsed: Manifest;
   synced_at: Date;
   synced_by: string | null;
+}
+
+/** What runs a step: its kind and that kind's spec (`{kind: 'script', script: {run}}`), as step jobs carry it in `hints.step`. */
+export function stepExecution(step: WorkflowStep | PipelineStep): Record<string, unknown> & { kind: StepKind } {
+  const kind = stepKind(step);
+  return { kind, [kind]: (step as unknown as Record<string, unknown>)[kind] };
+}
+
+/** One line saying what a step runs: `action build`, `script: make test`, `agent reviewer`. */
+export function describeStep(step: WorkflowStep | PipelineStep): string {
+  if ('action' in step) return `action ${step.action.type}`;
+  if ('script' in step) return `script: ${step.script.run}`;
+  return 'name' in step.agent ? `agent ${step.agent.name}` : `agent: ${step.agent.prompt.split('\n')[0]}`;
 }
 
 /** The step's execution kind. */

@@ -80,7 +80,11 @@ export function checkPipelines(problems: Problems, pipelines: unknown): void {
     const owner: StepOwner = { kind: 'pipeline', name };
     if (def.trigger !== undefined) expectObject(problems, def.trigger, at(path, 'trigger'));
     const steps = stepsOf(problems, def, path, true);
-    steps.forEach((step, i) => checkStepCommon(problems, step, index(at(path, 'steps'), i), owner));
+    steps.forEach((step, i) => {
+      const where = index(at(path, 'steps'), i);
+      if (!checkStepCommon(problems, step, where, owner)) return;
+      if (step.approval !== undefined && typeof step.approval !== 'boolean') problems.add(at(where, 'approval'), 'approval must be true or false');
+    });
     checkStepGraph(problems, steps, at(path, 'steps'), owner);
   }
 }

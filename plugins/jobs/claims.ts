@@ -96,6 +96,7 @@ export class Claims {
       while (claimed.length < limit) {
         const wanted = limit - claimed.length;
         const picks = await this.attempts.claimBatch(owner, wanted, leaseSeconds, passed, trx);
+        await this.jobs.phasesChanged(picks.filter((p) => p.attempt).map((p) => p.job), trx);
         for (const { job, attempt } of picks) {
           passed.push(job.id);
           if (attempt) claimed.push({ job: toJob(job), attempt });

@@ -7,14 +7,12 @@ import { ROLE_PERMISSIONS, type Permission } from '../../core/auth/permissions.t
 import type { Grant, Principal } from '../../core/auth/principal.ts';
 import { ManifestDefaultsToken, type ManifestDefaults } from '../../core/ports/manifest.ts';
 import { Batcher } from '../../core/batcher.ts';
-import { JobRepository, toJob, type Job, type JobRow, type NewRootJob } from './repository.ts';
+import { ID_ATTEMPTS, JobRepository, toJob, type Job, type JobRow, type NewRootJob } from './repository.ts';
 import { createJobSchema } from './schemas.ts';
 
 /** Jobs nest at most three levels: root (depth 0), child, grandchild. */
 export const MAX_DEPTH = 2;
 const TITLE_MAX = 80;
-/** Draws of a random root id before giving up (a collision of 8 hex digits is rare). */
-export const ID_ATTEMPTS = 5;
 const SECRET_EXPRESSION = /\$\{secret\.[A-Za-z0-9_]+\}/;
 const HARNESS_FIELDS = ['harness', 'harness_profile', 'harness_variant', 'harness_options', 'model', 'reasoning_effort', 'harness_profile_override'] as const;
 
@@ -43,6 +41,13 @@ export function withDefaults(defaults: Record<string, unknown>, explicit: Create
     if (isObject(defaults[key]) && isObject(explicit[key])) out[key] = { ...defaults[key], ...explicit[key] };
   }
   return out as CreateJobInput;
+}
+
+/** A request made by the platform (manifest defaults under it) through the job schema; invalid: 422 naming `what`. */
+export function checkedRequest(defaults: Record<string, unknown>, input: CreateJobInput, what: string): CreateJobInput {
+  const { error, value } = createJobSchema.validate(withDefaults(defaults, input));
+  if (error) throw Boom.badData(`${what} cannot be created: ${error.message}`);
+  return value;
 }
 
 @injectable()

@@ -3,6 +3,8 @@ import type { DomainPlugin } from '../../core/http/plugins.ts';
 import { AccessTargets } from '../../core/http/access.ts';
 import { Tokens } from '../../core/tokens.ts';
 import { ManifestDefaultsToken, noManifestDefaults } from '../../core/ports/manifest.ts';
+import { JobGraphsToken, JobPhaseListeners } from '../../core/ports/jobs.ts';
+import { JobGraphService } from './graphs.ts';
 import { JobRepository } from './repository.ts';
 import { JobWakeups } from './wakeups.ts';
 import { JobCreation } from './create.ts';
@@ -31,11 +33,13 @@ export const plugin: DomainPlugin = {
   dependencies: ['projects'],
   register(server, { container }) {
     if (!container.isRegistered(ManifestDefaultsToken)) container.registerInstance(ManifestDefaultsToken, noManifestDefaults);
-    for (const cls of [JobWakeups, JobRepository, JobCreation, JobService]) container.registerSingleton(cls as never);
+    for (const cls of [JobPhaseListeners, JobWakeups, JobRepository, JobCreation, JobService]) container.registerSingleton(cls as never);
     for (const cls of [ReceiptStore, AttemptRepository, AttemptHistory, Claims, ReviewLog, Review]) container.registerSingleton(cls as never);
     for (const cls of [Receipts, AttemptComparison]) container.registerSingleton(cls as never);
     for (const cls of [RelationRepository, JobRelations, ContextRepository, JobContext]) container.registerSingleton(cls as never);
     for (const cls of [AttachmentRepository, AttachmentService]) container.registerSingleton(cls as never);
+    container.registerSingleton(JobGraphService);
+    container.register(JobGraphsToken, { useToken: JobGraphService });
     const db = container.resolve(Tokens.Db);
     // /jobs/{job_id} routes act on the job's project.
     container.resolve(AccessTargets).register('job', async (request) => {

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { inject, injectable } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
@@ -5,6 +6,10 @@ import { paginate, type ListQuery } from '../../core/http/lists.ts';
 import type { Phase } from './schemas.ts';
 import { JobWakeups, wakes } from './wakeups.ts';
 import { rollUp } from './rollup.ts';
+import { JobPhaseListeners } from '../../core/ports/jobs.ts';
+
+/** Draws of a random root id before giving up (a collision of 8 hex digits is rare). */
+export const ID_ATTEMPTS = 5;
 
 export interface JobRow {
   id: string;
@@ -61,6 +66,7 @@ export class JobRepository {
   constructor(
     @inject(Tokens.Db) private readonly db: Db,
     @inject(JobWakeups) private readonly wakeups: JobWakeups,
+    @inject(JobPhaseListeners) private readonly listeners: JobPhaseListeners,
   ) {}
 
   byId(id: string, trx: Db = this.db): Promise<JobRow | undefined> {
@@ -90,6 +96,18 @@ export class JobRepository {
     return created;
   }
 
+  /** A root job `{slug}-{8 hex digits}` in `trx`, drawing the id again while it is taken. */
+  async insertRoot(slug: string, row: Partial<JobRow> & Pick<JobRow, 'project_id' | 'title'>, trx: Db): Promise<JobRow> {
+    for (let attempt = 1; attempt <= ID_ATTEMPTS; attempt++) {
+      const id = `${slug}-${randomBytes(4).toString('hex')}`;
+      const [created] = await trx('jobs').insert(serialize({ ...row, id })).onConflict('id').ignore().returning('*');
+      if (!created) continue;
+      if (wakes(created.phase)) this.wakeups.afterCommit(trx);
+      return created;
+    }
+    throw new Error(`no free job id in project ${row.project_id} after ${ID_ATTEMPTS} draws`);
+  }
+
   /**
    * Root jobs in one autocommit statement, each with the id `{project slug}-{suffix}`. The answer
    * holds each input's row, or null where none was written: the id was taken or the project is deleted.
@@ -113,8 +131,16 @@ export class JobRepository {
   async update(id: string, changes: Partial<JobRow>, trx: Db = this.db): Promise<JobRow> {
     const [row] = await trx('jobs').where({ id }).update({ ...serialize(changes), updated_at: trx.fn.now() }).returning('*');
     if ((changes.phase !== undefined || changes.defer_until !== undefined) && wakes(row.phase)) this.wakeups.afterCommit(trx);
-    if (row.parent_id && (changes.phase === 'done' || changes.phase === 'cancelled')) await rollUp(this, row, trx);
+    if (changes.phase !== undefined) {
+      if (row.parent_id && (changes.phase === 'done' || changes.phase === 'cancelled')) await rollUp(this, row, trx);
+      await this.listeners.changed([row], trx);
+    }
     return row;
+  }
+
+  /** Tells the domains that follow jobs about phases changed in bulk (a claim batch). */
+  phasesChanged(rows: JobRow[], trx: Db): Promise<void> {
+    return this.listeners.changed(rows, trx);
   }
 
   /** The next child number of `parentId`, taken under the parent's row lock. */

@@ -1,8 +1,8 @@
-import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { inject, injectable } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
+import { afterCommit } from '../../core/db/after-commit.ts';
 import type { Phase } from './schemas.ts';
 
 /** The channel claimers LISTEN on. */
@@ -36,10 +36,7 @@ export class JobWakeups {
 
   /** Notifies when `db` commits: at once outside a transaction, else when the outermost transaction commits. */
   afterCommit(db: Db): void {
-    let trx = db as Knex.Transaction;
-    if (!trx.isTransaction) return this.notify();
-    while (trx.parentTransaction) trx = trx.parentTransaction;
-    trx.executionPromise.then(() => this.notify(), () => undefined);
+    afterCommit(db, () => this.notify());
   }
 
   /** Calls `listener` on every wake-up this process sends; returns the way to stop. */

@@ -1,21 +1,18 @@
-import { randomBytes } from 'node:crypto';
 import Boom from '@hapi/boom';
 import type { DependencyContainer } from 'tsyringe';
 import type { Db } from '../../core/db/knex.ts';
 import type { Grant, Principal } from '../../core/auth/principal.ts';
 import { ManifestReaderToken, type ManifestReader } from '../../core/ports/manifest.ts';
-import { stepKind, type WorkflowDefinition, type WorkflowStep } from '../../core/manifest/types.ts';
+import { describeStep, stepExecution, type WorkflowDefinition, type WorkflowStep } from '../../core/manifest/types.ts';
 import { ConditionError, parseCondition, evaluateCondition, referencedSteps } from '../../core/manifest/conditions.ts';
 import { checkEnvOverrides, checkMergedSize } from '../../core/manifest/validate-env.ts';
 import { Problems } from '../../core/manifest/problems.ts';
 import { Tokens } from '../../core/tokens.ts';
-import { ID_ATTEMPTS, isObject, JobCreation, requireOverridePermissions, withDefaults, type CreateJobInput } from './create.ts';
+import { checkedRequest, isObject, JobCreation, requireOverridePermissions, type CreateJobInput } from './create.ts';
 import { isFinished } from './blockers.ts';
-import { isUniqueViolation } from '../../core/http/unique.ts';
 import { JobRepository, type JobRow } from './repository.ts';
 import { RelationRepository } from './relations.ts';
 import { SKIPPED } from './rollup.ts';
-import { createJobSchema } from './schemas.ts';
 
 /**
  * `POST /projects/{project_id}/workflows/{name}/invoke`: lays a workflow out as jobs in one
@@ -69,13 +66,9 @@ function decide(step: WorkflowStep, inputs: Record<string, unknown>): Decision {
   }
 }
 
-/** `hints.step`: what the execution issue runs for this step. */
+/** `hints.step`: what the execution issue runs for this step, with an `if` still to decide. */
 function stepHint(step: WorkflowStep, decision: Decision): Record<string, unknown> {
-  const kind = stepKind(step);
-  const spec = kind === 'action' ? (step as { action: unknown }).action : kind === 'script' ? (step as { script: unknown }).script : (step as { agent: unknown }).agent;
-  const hint: Record<string, unknown> = { kind, [kind]: spec };
-  if (step.if !== undefined && decision === 'later') hint.if = step.if;
-  return hint;
+  return { ...stepExecution(step), ...(step.if !== undefined && decision === 'later' ? { if: step.if } : {}) };
 }
 
 const unique = (values: string[]) => [...new Set(values)];
@@ -138,15 +131,7 @@ export class WorkflowInvocation {
     };
     const rootJob = single ? this.stepInput(name, workflow, steps[0], decisions.get(steps[0].name)!, body, rootInput) : rootInput;
 
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await this.db.transaction((trx) => this.layOut(trx, principal, projectId, name, workflow, defaults, rootJob, body, decisions));
-      } catch (err) {
-        // A drawn root id already taken (8 hex digits: rare): draw again in a new transaction.
-        if (attempt < ID_ATTEMPTS && isUniqueViolation(err, 'jobs_pkey')) continue;
-        throw err;
-      }
-    }
+    return this.db.transaction((trx) => this.layOut(trx, principal, projectId, name, workflow, defaults, rootJob, body, decisions));
   }
 
   /** The create request of one step: step settings over workflow settings over `base`. */
@@ -178,13 +163,6 @@ export class WorkflowInvocation {
     return input;
   }
 
-  /** A create request through the job schema (manifest values included), as a 422 naming the step. */
-  private checked(input: CreateJobInput, what: string): CreateJobInput {
-    const { error, value } = createJobSchema.validate(input);
-    if (error) throw Boom.badData(`${what} cannot be created: ${error.message}`);
-    return value;
-  }
-
   private async layOut(
     trx: Db, principal: Principal, projectId: string, name: string, workflow: WorkflowDefinition,
     defaults: Record<string, unknown>, rootJob: CreateJobInput, body: InvokeBody, decisions: Map<string, Decision>,
@@ -194,9 +172,9 @@ export class WorkflowInvocation {
     const single = steps.length === 1;
     const closed = { phase: 'cancelled' as const, closed_at: new Date(), close_reason: SKIPPED };
 
-    const rootRow = this.creation.row(principal, projectId, this.checked(withDefaults(defaults, rootJob), `workflow ${name}`), 0);
+    const rootRow = this.creation.row(principal, projectId, checkedRequest(defaults, rootJob, `workflow ${name}`), 0);
     const rootSkipped = single && decisions.get(steps[0].name) === 'skip';
-    let root = await this.jobs.insert({ ...rootRow, id: `${slug}-${randomBytes(4).toString('hex')}`, ...(rootSkipped ? closed : {}) }, trx);
+    let root = await this.jobs.insertRoot(slug, { ...rootRow, ...(rootSkipped ? closed : {}) }, trx);
     if (single) return { job_id: root.id, project_id: projectId, status: root.phase };
 
     const ids = new Map<string, string>();
@@ -213,7 +191,7 @@ export class WorkflowInvocation {
         parent_id: root.id,
       });
       const placement = await this.creation.childPlacement(root.id, projectId, trx);
-      const row = this.creation.row(principal, projectId, this.checked(withDefaults(defaults, input), `step '${step.name}' of workflow ${name}`), placement.depth);
+      const row = this.creation.row(principal, projectId, checkedRequest(defaults, input, `step '${step.name}' of workflow ${name}`), placement.depth);
       const child = await this.jobs.insert({ ...row, id: placement.id, ...(decision === 'skip' ? closed : {}) }, trx);
       ids.set(step.name, child.id);
       stepJobs.push({ job_id: child.id, step_name: step.name, ...(step.depends_on.length > 0 ? { depends_on: step.depends_on } : {}) });
@@ -270,10 +248,4 @@ function describe(name: string, inputs: Record<string, unknown>, workflow: Workf
   const own = (workflow as unknown as Record<string, unknown>).description;
   if (typeof own === 'string' && own.trim()) return own;
   return `Workflow ${name}: ${workflow.steps.map((s) => s.name).join(', ')}`;
-}
-
-function describeStep(step: WorkflowStep): string {
-  if ('action' in step) return `action ${step.action.type}`;
-  if ('script' in step) return `script: ${step.script.run}`;
-  return `agent ${step.agent.name}`;
 }

@@ -179,6 +179,16 @@ pipelines:
   ]);
 });
 
+test('a pipeline step may ask for approval with true or false, nothing else', (t) => {
+  t.deepEqual(errorsOf(`
+pipelines:
+  p:
+    steps:
+      - { name: a, run: x, approval: true }
+      - { name: b, run: y, approval: yes please }
+`), [{ path: 'pipelines.p.steps[1].approval', message: 'approval must be true or false' }]);
+});
+
 test('YAML syntax errors and duplicate keys are reported with their line; a non-mapping document is refused', (t) => {
   const dup = parseYaml('workflows:\n  a: {}\n  a: {}\n');
   t.is(dup.errors.length, 1);

@@ -1,0 +1,61 @@
+import type { InjectionToken } from 'tsyringe';
+import type { Db } from '../db/knex.ts';
+import type { Principal } from '../auth/principal.ts';
+
+export type JobPhase = 'idea' | 'backlog' | 'ready' | 'active' | 'review' | 'done' | 'cancelled';
+
+/** A job whose phase just changed, as other domains see it. */
+export interface JobPhaseChange {
+  id: string;
+  project_id: string;
+  phase: JobPhase;
+  close_reason: string | null;
+  hints: Record<string, unknown>;
+}
+
+export type JobPhaseListener = (jobs: JobPhaseChange[], trx: Db) => Promise<void>;
+
+/**
+ * Domains that follow jobs (pipeline runs) register here; the jobs domain calls every listener
+ * inside the transaction that changed the phases, so what follows a job commits with it.
+ * Registered per container by the jobs plugin.
+ */
+export class JobPhaseListeners {
+  private readonly listeners: JobPhaseListener[] = [];
+
+  add(listener: JobPhaseListener): void {
+    this.listeners.push(listener);
+  }
+
+  async changed(jobs: JobPhaseChange[], trx: Db): Promise<void> {
+    if (jobs.length === 0) return;
+    for (const listener of this.listeners) await listener(jobs, trx);
+  }
+}
+
+/** One job of a graph: a create request (as `POST /projects/{id}/jobs` takes it) and the keys it waits for. */
+export interface GraphJob {
+  key: string;
+  request: Record<string, unknown> & { description: string };
+  depends_on: string[];
+}
+
+/**
+ * Job creation and control for domains that lay work out as jobs (pipeline runs). Every method
+ * runs in the caller's transaction. Registered by the jobs plugin.
+ */
+export interface JobGraphs {
+  /**
+   * One root job per entry (manifest defaults under each request), and a `blocked_by` relation
+   * for every `depends_on` key. Returns key → job id. An invalid request is a 422 naming its key.
+   */
+  create(principal: Principal, projectId: string, jobs: GraphJob[], trx: Db): Promise<Map<string, string>>;
+  /** Cancels those of the jobs not finished yet; a running attempt ends. */
+  cancel(jobIds: string[], reason: string, trx: Db): Promise<void>;
+  /** Moves held jobs (phase backlog) to ready. */
+  release(jobIds: string[], trx: Db): Promise<void>;
+  /** The jobs in the Job response shape, in the order asked. */
+  read(jobIds: string[]): Promise<Record<string, unknown>[]>;
+}
+
+export const JobGraphsToken = Symbol('JobGraphs') as InjectionToken<JobGraphs>;

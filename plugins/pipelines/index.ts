@@ -1,0 +1,33 @@
+import Boom from '@hapi/boom';
+import type { DomainPlugin } from '../../core/http/plugins.ts';
+import { AccessTargets } from '../../core/http/access.ts';
+import { Tokens } from '../../core/tokens.ts';
+import { JobPhaseListeners } from '../../core/ports/jobs.ts';
+import { PipelineRunRepository } from './repository.ts';
+import { RunEventBus } from './bus.ts';
+import { PipelineRuns } from './runs.ts';
+import { pipelineRunRoutes } from './routes.ts';
+
+/**
+ * Pipeline runs: a run lays a manifest pipeline out as jobs (through the JobGraphs port) and
+ * follows them (a JobPhaseListener); approvals, cancel, and server-sent event streams.
+ */
+export const plugin: DomainPlugin = {
+  name: 'pipelines',
+  dependencies: ['projects', 'manifest', 'jobs'],
+  register(server, { container }) {
+    for (const cls of [RunEventBus, PipelineRunRepository]) container.registerSingleton(cls as never);
+    const service = new PipelineRuns(container);
+    container.resolve(JobPhaseListeners).add(service.follow);
+    const db = container.resolve(Tokens.Db);
+    // /pipeline-runs/{run_id} routes act on the run's project; an unknown run and a hidden one are both 404.
+    container.resolve(AccessTargets).register('pipeline_run', async (request) => {
+      const notFound = `pipeline run ${request.params.run_id} not found`;
+      const run = await db('pipeline_runs').where({ id: request.params.run_id }).first('project_id');
+      if (!run) throw Boom.notFound(notFound);
+      return { project: run.project_id, notFound };
+    });
+    server.route(pipelineRunRoutes(container, service));
+    server.ext('onPostStop', () => container.resolve(RunEventBus).close());
+  },
+};
