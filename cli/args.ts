@@ -94,3 +94,16 @@ export function requireFlag(value: string | undefined, name: string, usage: stri
   if (value === undefined || value === '') throw new UsageError(`--${name} is required`, usage);
   return value;
 }
+
+/** A flag holding a JSON object (`--inputs '{"a":1}'`); `what` names it in the error. */
+export function jsonObjectFlag(value: string | undefined, what: string, usage: string): Record<string, unknown> | undefined {
+  if (value === undefined) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch (error) {
+    throw new UsageError(`${what} must be JSON: ${(error as Error).message}`, usage);
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new UsageError(`${what} must be a JSON object`, usage);
+  return parsed as Record<string, unknown>;
+}

@@ -70,7 +70,7 @@ function networkMessage(base: string, method: string, url: URL, error: unknown):
 }
 
 /** The server's `message`, else its `error`, else the raw text or status line. */
-function errorMessage(body: unknown, text: string, statusText: string): string {
+export function errorMessage(body: unknown, text: string, statusText: string): string {
   if (body && typeof body === 'object') {
     const { message, error } = body as { message?: unknown; error?: unknown };
     if (typeof message === 'string' && message !== '') return message;

@@ -28,7 +28,7 @@ Commands:
   job       jobs: create, list, review, relations, attachments, attempts  svc job --help
   manifest  project manifest: sync, validate, show                      svc manifest --help
   workflow  workflows in the project manifest: list, show               svc workflow --help
-  pipeline  pipelines in the project manifest: list, show               svc pipeline --help
+  pipeline  pipelines: list, show; run, runs, logs, approve, cancel     svc pipeline --help
   secrets   project, org, user and system secrets; master-key rekey      svc secrets --help
   config    profiles: API URL, default org and project                   svc config --help
   serve     run the svc server (svc serve --help)

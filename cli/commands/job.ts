@@ -1,4 +1,4 @@
-import { intFlag, parseCommand, requireFlag } from '../args.ts';
+import { intFlag, jsonObjectFlag, parseCommand, requireFlag } from '../args.ts';
 import type { Context } from '../config.ts';
 import { UsageError } from '../errors.ts';
 import { apiRequest, seg } from '../http.ts';
@@ -43,19 +43,6 @@ type Options = Parameters<typeof parseCommand>[1];
 function requireProject(ctx: Context): string {
   if (!ctx.project) throw new UsageError("--project is required (or set the profile's project: `svc config set project ID`)", JOB_USAGE);
   return ctx.project;
-}
-
-/** A JSON object flag such as --hints '{"max_attempts": 3}'. */
-function jsonFlag(value: string | undefined, name: string): Body | undefined {
-  if (value === undefined) return undefined;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(value);
-  } catch (error) {
-    throw new UsageError(`--${name} must be JSON: ${(error as Error).message}`, JOB_USAGE);
-  }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new UsageError(`--${name} must be a JSON object`, JOB_USAGE);
-  return parsed as Body;
 }
 
 /** A repeatable flag's values (node's parseArgs gives an array with `multiple: true`). */
@@ -106,7 +93,7 @@ export async function runJob(ctx: Context, args: string[]): Promise<number> {
       const body = {
         description: requireFlag(v.description, 'description', JOB_USAGE), title: v.title, priority: int(v.priority, 'priority'),
         issue_type: v['issue-type'], labels: many(v.label), parent_id: v.parent, review_required: v['review-required'], harness: v.harness,
-        defer_until: v['defer-until'], due_at: v['due-at'], phase: v.phase, hints: jsonFlag(v.hints, 'hints'), git: jsonFlag(v.git, 'git'),
+        defer_until: v['defer-until'], due_at: v['due-at'], phase: v.phase, hints: jsonObjectFlag(v.hints, '--hints', JOB_USAGE), git: jsonObjectFlag(v.git, '--git', JOB_USAGE),
       };
       showJob(await apiRequest(ctx, 'POST', `/projects/${seg(requireProject(ctx))}/jobs`, { body }));
       return 0;
@@ -129,7 +116,7 @@ export async function runJob(ctx: Context, args: string[]): Promise<number> {
       const body = {
         title: v.title, description: v.description, priority: int(v.priority, 'priority'), phase: v.phase, issue_type: v['issue-type'],
         labels: many(v.label), assignee: v.unassign ? null : v.assignee, review_required: v['review-required'],
-        defer_until: orNull(v['defer-until']), due_at: orNull(v['due-at']), hints: jsonFlag(v.hints, 'hints'),
+        defer_until: orNull(v['defer-until']), due_at: orNull(v['due-at']), hints: jsonObjectFlag(v.hints, '--hints', JOB_USAGE),
       };
       if (Object.values(body).every((x) => x === undefined)) throw new UsageError('nothing to update: pass at least one field flag', JOB_USAGE);
       showJob(await apiRequest(ctx, 'PATCH', jobPath(positionals[0]), { body }));

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import type { Context } from '../config.ts';
-import { parseCommand } from '../args.ts';
+import { jsonObjectFlag, parseCommand } from '../args.ts';
 import { CliError, UsageError } from '../errors.ts';
 import { apiRequest, seg } from '../http.ts';
 import { printJson, printObject, write } from '../output.ts';
@@ -30,15 +30,7 @@ async function inputOf(values: { input?: string; 'input-file'?: string }): Promi
       throw new CliError(`cannot read ${values['input-file']}: ${(error as Error).message}`);
     }
   }
-  if (text === undefined) return undefined;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch (error) {
-    throw new UsageError(`the input is not JSON: ${(error as Error).message}`, WORKFLOW_USAGE);
-  }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new UsageError('the input must be a JSON object', WORKFLOW_USAGE);
-  return parsed as Record<string, unknown>;
+  return jsonObjectFlag(text, 'the input', WORKFLOW_USAGE);
 }
 
 interface Invocation {

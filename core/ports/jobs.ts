@@ -1,6 +1,6 @@
 import type { InjectionToken } from 'tsyringe';
 import type { Db } from '../db/knex.ts';
-import type { Principal } from '../auth/principal.ts';
+import type { Creator } from './launchers.ts';
 
 export type JobPhase = 'idea' | 'backlog' | 'ready' | 'active' | 'review' | 'done' | 'cancelled';
 
@@ -49,7 +49,7 @@ export interface JobGraphs {
    * One root job per entry (manifest defaults under each request), and a `blocked_by` relation
    * for every `depends_on` key. Returns key → job id. An invalid request is a 422 naming its key.
    */
-  create(principal: Principal, projectId: string, jobs: GraphJob[], trx: Db): Promise<Map<string, string>>;
+  create(creator: Creator, projectId: string, jobs: GraphJob[], trx: Db): Promise<Map<string, string>>;
   /** Cancels those of the jobs not finished yet; a running attempt ends. */
   cancel(jobIds: string[], reason: string, trx: Db): Promise<void>;
   /** Moves held jobs (phase backlog) to ready. */

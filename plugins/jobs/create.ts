@@ -5,6 +5,7 @@ import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
 import { ROLE_PERMISSIONS, type Permission } from '../../core/auth/permissions.ts';
 import type { Grant, Principal } from '../../core/auth/principal.ts';
+import type { Creator } from '../../core/ports/launchers.ts';
 import { ManifestDefaultsToken, type ManifestDefaults } from '../../core/ports/manifest.ts';
 import { Batcher } from '../../core/batcher.ts';
 import { ID_ATTEMPTS, JobRepository, toJob, type Job, type JobRow, type NewRootJob } from './repository.ts';
@@ -107,7 +108,7 @@ export class JobCreation {
   }
 
   /** The row a create request makes (shared with workflow invoke). */
-  row(principal: Principal, projectId: string, input: CreateJobInput, depth: number): NewRow {
+  row(creator: Creator, projectId: string, input: CreateJobInput, depth: number): NewRow {
     const harness = Object.fromEntries(HARNESS_FIELDS.filter((f) => input[f] !== undefined).map((f) => [f, input[f]]));
     return {
       project_id: projectId,
@@ -131,7 +132,7 @@ export class JobCreation {
       resource_refs: (input.resource_refs as Record<string, unknown>[]) ?? [],
       defer_until: input.defer_until ? new Date(input.defer_until as string) : null,
       due_at: input.due_at ? new Date(input.due_at as string) : null,
-      created_by: principal.id,
+      created_by: creator.id,
     };
   }
 }

@@ -2,7 +2,7 @@ import Boom from '@hapi/boom';
 import { inject, injectable } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
-import type { Principal } from '../../core/auth/principal.ts';
+import type { Creator } from '../../core/ports/launchers.ts';
 import type { GraphJob, JobGraphs } from '../../core/ports/jobs.ts';
 import { checkedRequest, JobCreation } from './create.ts';
 import { JobRepository, toJob, type JobRow } from './repository.ts';
@@ -21,12 +21,12 @@ export class JobGraphService implements JobGraphs {
     @inject(Tokens.Db) private readonly db: Db,
   ) {}
 
-  async create(principal: Principal, projectId: string, graph: GraphJob[], trx: Db): Promise<Map<string, string>> {
+  async create(creator: Creator, projectId: string, graph: GraphJob[], trx: Db): Promise<Map<string, string>> {
     const defaults = await this.creation.validDefaults(projectId);
     const slug = await this.creation.requireLiveProject(projectId, trx);
     const ids = new Map<string, string>();
     for (const { key, request } of graph) {
-      const row = this.creation.row(principal, projectId, checkedRequest(defaults, request, `job '${key}'`), 0);
+      const row = this.creation.row(creator, projectId, checkedRequest(defaults, request, `job '${key}'`), 0);
       ids.set(key, (await this.jobs.insertRoot(slug, row, trx)).id);
     }
     for (const { key, depends_on } of graph) {

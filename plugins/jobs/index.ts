@@ -26,6 +26,8 @@ import { Receipts } from './receipts.ts';
 import { AttemptComparison } from './compare.ts';
 import { receiptRoutes } from './receipt-routes.ts';
 import { workflowRoutes } from './workflow-routes.ts';
+import { WorkflowInvocation } from './workflow-invoke.ts';
+import { WorkflowLauncherToken } from '../../core/ports/launchers.ts';
 
 /** Jobs: the resource, its phases, relations, review, attempts and their receipts. */
 export const plugin: DomainPlugin = {
@@ -53,7 +55,11 @@ export const plugin: DomainPlugin = {
     server.route(relationRoutes(container));
     server.route(attachmentRoutes(container));
     server.route(receiptRoutes(container));
-    server.route(workflowRoutes(container));
+    const invocation = new WorkflowInvocation(container);
+    container.registerInstance(WorkflowLauncherToken, {
+      invokeWorkflow: async (creator, projectId, name, input, event) => ({ job_id: (await invocation.invoke(creator, projectId, null, name, { input, event })).job_id }),
+    });
+    server.route(workflowRoutes(invocation));
     container.resolve(RoleServices).add('orchestrator', new JobDispatcher(container));
   },
 };

@@ -21,11 +21,12 @@ async function stepContext(trx: Db, rootId: string): Promise<Record<string, { st
   return Object.fromEntries(rows.map((r: { name: string; phase: JobRow['phase']; close_reason: string | null; result: unknown }) => [r.name, { status: statusOf(r), result: r.result ?? null }]));
 }
 
-const requestOf = (root: JobRow): unknown => {
+/** A JSON-encoded hint of the root (`request_json`, `event_json`), or `fallback`. */
+const decoded = (root: JobRow, hint: string, fallback: unknown): unknown => {
   try {
-    return JSON.parse(String(root.hints.request_json ?? '{}'));
+    return typeof root.hints[hint] === 'string' ? JSON.parse(root.hints[hint] as string) : fallback;
   } catch {
-    return {};
+    return fallback;
   }
 };
 
@@ -34,15 +35,16 @@ const requestOf = (root: JobRow): unknown => {
  * transaction that finished its last blocker, so no claimer sees it unblocked before. A false
  * condition closes it as skipped (which decides its own dependents in turn).
  */
-export async function decideStepConditions(jobs: JobRepository, root: JobRow, finished: JobRow, trx: Db): Promise<void> {
-  const waiting: JobRow[] = await trx('jobs').where({ parent_id: root.id, phase: 'ready' }).whereRaw(`jsonb_typeof(hints->'step'->'if') = 'string'`).whereNot({ id: finished.id });
+export async function decideStepConditions(jobs: JobRepository, root: JobRow, finished: JobRow | null, trx: Db): Promise<void> {
+  const query = trx('jobs').where({ parent_id: root.id, phase: 'ready' }).whereRaw(`jsonb_typeof(hints->'step'->'if') = 'string'`);
+  const waiting: JobRow[] = await (finished ? query.whereNot({ id: finished.id }) : query);
   if (waiting.length === 0) return;
   for (const step of waiting) {
     if ((await unfinishedBlockers(trx, step.id)).length > 0) continue;
     const locked = await jobs.lock(step.id, trx);
     if (locked?.phase !== 'ready') continue; // decided meanwhile, by a skip deciding its dependents
     // Read afresh for each step: deciding one may have skipped others.
-    const context = { inputs: requestOf(root), event: null, steps: await stepContext(trx, root.id) };
+    const context = { inputs: decoded(root, 'request_json', {}), event: decoded(root, 'event_json', null), steps: await stepContext(trx, root.id) };
     if (!evaluateCondition(String((locked.hints.step as { if: string }).if), context)) {
       await jobs.update(step.id, { phase: 'cancelled', closed_at: new Date(), close_reason: SKIPPED }, trx);
     }

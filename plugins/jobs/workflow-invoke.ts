@@ -1,7 +1,8 @@
 import Boom from '@hapi/boom';
 import type { DependencyContainer } from 'tsyringe';
 import type { Db } from '../../core/db/knex.ts';
-import type { Grant, Principal } from '../../core/auth/principal.ts';
+import type { Grant } from '../../core/auth/principal.ts';
+import type { Creator, TriggeringEvent } from '../../core/ports/launchers.ts';
 import { ManifestReaderToken, type ManifestReader } from '../../core/ports/manifest.ts';
 import { describeStep, stepExecution, type WorkflowDefinition, type WorkflowStep } from '../../core/manifest/types.ts';
 import { ConditionError, parseCondition, evaluateCondition, referencedSteps } from '../../core/manifest/conditions.ts';
@@ -13,6 +14,7 @@ import { isFinished } from './blockers.ts';
 import { JobRepository, type JobRow } from './repository.ts';
 import { RelationRepository } from './relations.ts';
 import { SKIPPED } from './rollup.ts';
+import { decideStepConditions } from './step-conditions.ts';
 
 /**
  * `POST /projects/{project_id}/workflows/{name}/invoke`: lays a workflow out as jobs in one
@@ -34,6 +36,8 @@ export interface InvokeBody {
   input?: Record<string, unknown>;
   env_overrides?: Record<string, string>;
   hints?: Record<string, unknown>;
+  /** The event that triggered the invoke (never from the HTTP body): `if` conditions read its payload. */
+  event?: TriggeringEvent;
 }
 
 export interface StepJob {
@@ -54,12 +58,12 @@ export interface Invocation {
 /** What a step's condition decides at invoke time: run, skip, or wait for earlier steps' results. */
 type Decision = 'run' | 'skip' | 'later';
 
-function decide(step: WorkflowStep, inputs: Record<string, unknown>): Decision {
+function decide(step: WorkflowStep, inputs: Record<string, unknown>, event: Record<string, unknown> | null): Decision {
   if (step.if === undefined || step.if === null) return 'run';
   try {
     const cond = parseCondition(step.if as string | boolean);
     if (referencedSteps(cond).length > 0) return 'later';
-    return evaluateCondition(cond, { inputs, event: null }) ? 'run' : 'skip';
+    return evaluateCondition(cond, { inputs, event }) ? 'run' : 'skip';
   } catch (err) {
     if (err instanceof ConditionError) throw Boom.badData(`step '${step.name}' has an invalid if condition: ${err.message}`);
     throw err;
@@ -100,14 +104,14 @@ export class WorkflowInvocation {
     return workflows[name];
   }
 
-  async invoke(principal: Principal, grant: Grant, name: string, body: InvokeBody): Promise<Invocation> {
-    const projectId = grant.projectId!;
-    if (body.env_overrides !== undefined) requireOverridePermissions(grant, { description: '', env_overrides: body.env_overrides });
+  /** `grant` is the caller's (checked for env_overrides); null for the platform's own invokes (triggers). */
+  async invoke(creator: Creator, projectId: string, grant: Grant | null, name: string, body: InvokeBody): Promise<Invocation> {
+    if (body.env_overrides !== undefined && grant) requireOverridePermissions(grant, { description: '', env_overrides: body.env_overrides });
     const workflow = await this.definition(projectId, name);
     const inputs = body.input ?? {};
     const steps = workflow.steps ?? [];
     if (steps.length === 0) throw Boom.badData(`workflow ${name} has no steps`);
-    const decisions = new Map(steps.map((s) => [s.name, decide(s, inputs)]));
+    const decisions = new Map(steps.map((s) => [s.name, decide(s, inputs, body.event?.payload ?? null)]));
     const defaults = await this.creation.validDefaults(projectId);
     const requestJson = JSON.stringify(inputs);
     const label = `workflow:${name}`;
@@ -121,6 +125,7 @@ export class WorkflowInvocation {
       ...(body.hints ?? {}),
       workflow_name: name,
       request_json: requestJson,
+      ...(body.event ? { event_id: body.event.id, event_json: JSON.stringify(body.event.payload) } : {}),
     };
     const single = steps.length === 1;
     const rootInput: CreateJobInput = {
@@ -131,7 +136,7 @@ export class WorkflowInvocation {
     };
     const rootJob = single ? this.stepInput(name, workflow, steps[0], decisions.get(steps[0].name)!, body, rootInput) : rootInput;
 
-    return this.db.transaction((trx) => this.layOut(trx, principal, projectId, name, workflow, defaults, rootJob, body, decisions));
+    return this.db.transaction((trx) => this.layOut(trx, creator, projectId, name, workflow, defaults, rootJob, body, decisions));
   }
 
   /** The create request of one step: step settings over workflow settings over `base`. */
@@ -164,7 +169,7 @@ export class WorkflowInvocation {
   }
 
   private async layOut(
-    trx: Db, principal: Principal, projectId: string, name: string, workflow: WorkflowDefinition,
+    trx: Db, creator: Creator, projectId: string, name: string, workflow: WorkflowDefinition,
     defaults: Record<string, unknown>, rootJob: CreateJobInput, body: InvokeBody, decisions: Map<string, Decision>,
   ): Promise<Invocation> {
     const slug = await this.creation.requireLiveProject(projectId, trx);
@@ -172,7 +177,7 @@ export class WorkflowInvocation {
     const single = steps.length === 1;
     const closed = { phase: 'cancelled' as const, closed_at: new Date(), close_reason: SKIPPED };
 
-    const rootRow = this.creation.row(principal, projectId, checkedRequest(defaults, rootJob, `workflow ${name}`), 0);
+    const rootRow = this.creation.row(creator, projectId, checkedRequest(defaults, rootJob, `workflow ${name}`), 0);
     const rootSkipped = single && decisions.get(steps[0].name) === 'skip';
     let root = await this.jobs.insertRoot(slug, { ...rootRow, ...(rootSkipped ? closed : {}) }, trx);
     if (single) return { job_id: root.id, project_id: projectId, status: root.phase };
@@ -191,7 +196,7 @@ export class WorkflowInvocation {
         parent_id: root.id,
       });
       const placement = await this.creation.childPlacement(root.id, projectId, trx);
-      const row = this.creation.row(principal, projectId, checkedRequest(defaults, input, `step '${step.name}' of workflow ${name}`), placement.depth);
+      const row = this.creation.row(creator, projectId, checkedRequest(defaults, input, `step '${step.name}' of workflow ${name}`), placement.depth);
       const child = await this.jobs.insert({ ...row, id: placement.id, ...(decision === 'skip' ? closed : {}) }, trx);
       ids.set(step.name, child.id);
       stepJobs.push({ job_id: child.id, step_name: step.name, ...(step.depends_on.length > 0 ? { depends_on: step.depends_on } : {}) });
@@ -205,6 +210,11 @@ export class WorkflowInvocation {
     }
     // Every step skipped: nothing will finish a step, so the root is done now.
     if ([...decisions.values()].every((d) => d === 'skip')) root = await this.jobs.update(root.id, { phase: 'done', closed_at: new Date() }, trx);
+    else if ([...decisions.values()].includes('skip')) {
+      // Steps skipped now finish no transaction later: decide the conditions that waited only for them (their skips may finish the root).
+      await decideStepConditions(this.jobs, root, null, trx);
+      root = (await this.jobs.byId(root.id, trx))!;
+    }
     return { job_id: root.id, project_id: projectId, status: root.phase, step_jobs: stepJobs };
   }
 

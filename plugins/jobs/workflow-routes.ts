@@ -1,6 +1,5 @@
 import Joi from 'joi';
 import type { ServerRoute } from '@hapi/hapi';
-import type { DependencyContainer } from 'tsyringe';
 import { grantOf, principalOf, requires } from '../../core/http/access.ts';
 import { docs, projectId } from '../../core/http/schemas.ts';
 import { paramsOf, payloadOf, queryOf } from '../../core/http/request.ts';
@@ -45,8 +44,7 @@ export const invocationSchema = Joi.object({
  * ManifestReader port. 201: created (wait=false); 200: wait=true and the root finished in time,
  * with `result_json`; 202: wait=true and the wait ran out, the current status and no result.
  */
-export function workflowRoutes(container: DependencyContainer): ServerRoute[] {
-  const invocation = new WorkflowInvocation(container);
+export function workflowRoutes(invocation: WorkflowInvocation): ServerRoute[] {
   return [
     {
       method: 'POST',
@@ -61,7 +59,7 @@ export function workflowRoutes(container: DependencyContainer): ServerRoute[] {
       handler: async (request, h) => {
         const { wait, wait_seconds } = queryOf<{ wait: boolean; wait_seconds: number }>(request);
         const body = payloadOf<InvokeBody | null>(request) ?? {};
-        const created = await invocation.invoke(principalOf(request), grantOf(request), paramsOf(request).name, body);
+        const created = await invocation.invoke(principalOf(request), grantOf(request).projectId!, grantOf(request), paramsOf(request).name, body);
         if (!wait) return h.response(created).code(201);
         const finished = await invocation.waitFor(created, wait_seconds);
         if (finished) return h.response(finished).code(200);

@@ -4,6 +4,7 @@ import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
 import { newId } from '../../core/ids.ts';
 import type { Principal } from '../../core/auth/principal.ts';
+import type { Creator } from '../../core/ports/launchers.ts';
 import { emitEvent } from '../../core/events/emit.ts';
 import { ManifestReaderToken, type ManifestReader } from '../../core/ports/manifest.ts';
 import { JobGraphsToken, type GraphJob, type JobGraphs, type JobPhaseChange } from '../../core/ports/jobs.ts';
@@ -50,18 +51,18 @@ export class PipelineRuns {
     return { manifest, pipeline: pipelines[name] };
   }
 
-  async start(principal: Principal, projectId: string, name: string, request: RunRequest): Promise<Run> {
+  async start(creator: Creator, projectId: string, name: string, request: RunRequest): Promise<Run> {
     const { manifest, pipeline } = await this.definition(projectId, name);
     const inputs = { ...this.environmentInputs(manifest, name, request.env), ...(request.inputs ?? {}) };
     const steps = selectSteps(pipeline.steps, request.only_steps);
     const id = newId('prun');
     const graph: GraphJob[] = steps.map((step) => ({ key: step.name, depends_on: step.depends_on, request: stepRequest(id, name, step, request, inputs) }));
     return this.db.transaction(async (trx) => {
-      const jobIds = await this.graphs.create(principal, projectId, graph, trx);
+      const jobIds = await this.graphs.create(creator, projectId, graph, trx);
       await this.runs.insert(
         {
           id, project_id: projectId, pipeline_name: name, ref: request.ref ?? null, git_sha: request.ref && GIT_SHA.test(request.ref) ? request.ref : null,
-          env_name: request.env ?? null, inputs, only_steps: request.only_steps ?? null, manifest_hash: manifest.manifest_hash, created_by: principal.id,
+          env_name: request.env ?? null, inputs, only_steps: request.only_steps ?? null, manifest_hash: manifest.manifest_hash, created_by: creator.id,
         },
         steps.map((step, position) => ({
           run_id: id, name: step.name, position, job_id: jobIds.get(step.name)!, execution_type: stepKind(step), depends_on: step.depends_on, approval: step.approval === true,

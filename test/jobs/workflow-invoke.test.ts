@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { runCli, startFake, tempHome } from '../cli/helpers.ts';
 import { claimed, claimWorld, complete, jobRow, type World } from './claim-helpers.ts';
 import { assertError, memberOf, rows } from '../orgs/helpers.ts';
+import { WorkflowLauncherToken } from '../../core/ports/launchers.ts';
 
 const MANIFEST = `
 workflows:
@@ -42,6 +43,10 @@ workflows:
     steps:
       - { name: a, run: echo a, if: inputs.go }
       - { name: b, run: echo b, if: inputs.go, depends_on: [a] }
+  on-event:
+    steps:
+      - { name: first, run: echo first, if: "event.branch == 'main'" }
+      - { name: later, run: echo later, depends_on: [first], if: "steps.first.status == 'succeeded' && event.branch == 'main'" }
 x-svc:
   api_spec: { billing: billing API }
   agents:
@@ -267,6 +272,25 @@ test.serial('env_overrides from the caller need jobs:harness_override; outsiders
 test.serial('a body may be omitted', async (t) => {
   const res = await w.owner.api.post(`/projects/${w.projectA}/workflows/single/invoke`);
   t.is(res.statusCode, 201, JSON.stringify(res.body));
+});
+
+test.serial('a trigger invokes through the WorkflowLauncher port: the event payload feeds if conditions, now and later', async (t) => {
+  const launcher = w.ctx.srv.server.app.container.resolve(WorkflowLauncherToken);
+  const event = { id: 'evt_01h455vb4pex5vsknk084sn02q', type: 'vcshost.push', payload: { branch: 'main' } };
+  const { job_id } = await launcher.invokeWorkflow({ id: 'system' }, w.projectA, 'on-event', { sha: 'abc' }, event);
+  const root = await jobRow(w, job_id);
+  t.like(root.hints, { workflow_name: 'on-event', request_json: '{"sha":"abc"}', event_id: event.id, event_json: '{"branch":"main"}' });
+  t.is(root.created_by, 'system');
+  const [first, later] = await w.db('jobs').where({ parent_id: job_id }).orderBy('id');
+  t.is(first.phase, 'ready', 'event.branch is main: runs');
+  await run(t, first.id, 'success');
+  t.is((await jobRow(w, later.id)).phase, 'ready', 'decided later with the same event');
+
+  const other = await launcher.invokeWorkflow({ id: 'system' }, w.projectA, 'on-event', {}, { ...event, payload: { branch: 'dev' } });
+  const steps = await w.db('jobs').where({ parent_id: other.job_id }).orderBy('id');
+  t.deepEqual(steps.map((s: any) => [s.phase, s.close_reason]), [['cancelled', 'skipped'], ['cancelled', 'skipped']]);
+  t.is((await jobRow(w, other.job_id)).phase, 'done');
+  await t.throwsAsync(launcher.invokeWorkflow({ id: 'system' }, w.projectA, 'gone', {}), { message: "workflow gone not found in the project's manifest" });
 });
 
 test.serial('cli: svc workflow invoke NAME [--input JSON | --input-file F] [--wait] [--json]', async (t) => {
