@@ -14,16 +14,23 @@ export interface NewEvent {
   ref_branch?: string | null;
   actor_type?: 'user' | 'system' | 'app' | null;
   actor_id?: string | null;
+  /** An event with a key already seen in the project is not created again. */
   dedupe_key?: string | null;
 }
 
 /**
  * Records an event on the spine as pending, in the caller's transaction, so it exists exactly when
- * what caused it does. Returns its id. The orchestrator routes pending events to triggers.
+ * what caused it does. With a `dedupe_key` the project already has, nothing is written and the
+ * earlier event's id comes back with `created: false`.
  */
-export async function emitEvent(trx: Db, event: NewEvent): Promise<string> {
-  const id = newId('evt');
+export async function emitEvent(trx: Db, event: NewEvent): Promise<{ id: string; created: boolean }> {
   const { payload, ...fields } = event;
-  await trx('events').insert({ id, ...fields, payload_json: JSON.stringify(payload), status: 'pending' });
-  return id;
+  const [row] = await trx('events')
+    .insert({ id: newId('evt'), ...fields, payload_json: JSON.stringify(payload), status: 'pending' })
+    .onConflict(trx.raw('(project_id, dedupe_key) WHERE dedupe_key IS NOT NULL'))
+    .ignore()
+    .returning('id');
+  if (row) return { id: row.id, created: true };
+  const existing = await trx('events').where({ project_id: event.project_id, dedupe_key: event.dedupe_key }).first('id');
+  return { id: existing.id, created: false };
 }
