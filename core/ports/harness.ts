@@ -1,3 +1,4 @@
+import type { InjectionToken } from 'tsyringe';
 /** A coding CLI: how to invoke it, and how to read what it prints. It never spawns anything itself. */
 export interface HarnessInput {
   prompt: string;
@@ -30,3 +31,11 @@ export interface HarnessDefinition {
   build(input: HarnessInput): HarnessInvocation;
   parseLine(line: string): HarnessEvent[];
 }
+
+/** The harnesses this server knows (built-in and from plugins), by id or alias. Registered by the harnesses plugin. */
+export interface HarnessRegistry {
+  get(idOrAlias: string): HarnessDefinition | undefined;
+  list(): HarnessDefinition[];
+}
+
+export const HarnessRegistryToken = Symbol('HarnessRegistry') as InjectionToken<HarnessRegistry>;
