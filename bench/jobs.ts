@@ -8,20 +8,15 @@ import { JobCreation } from '../plugins/jobs/create.ts';
 import type { Grant, Principal } from '../core/auth/principal.ts';
 import { ROLE_PERMISSIONS } from '../core/auth/permissions.ts';
 import { WorkerDispatcherToken, type ClaimedAttempt, type WorkerDispatcher } from '../core/ports/worker.ts';
-import type { DependencyContainer } from '../core/di.ts';
-import type { Role } from '../core/config/schema.ts';
-import { as, bootstrapAdmin, startTestServer } from '../test/support/server.ts';
 import { startBenchServer } from './server.ts';
 import { claimLoop, claimsOver, type ClaimLog } from './claim-loop.ts';
-import { ascending, checkRow, clock, cpuMeter, fmt, goalRow, percentile, pgWaits, printTable, seedProject, type Row } from './lib.ts';
-
-const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
+import { ascending, checkRow, clock, cpuMeter, fmt, goalRow, kernelWithProject, knob, percentile, pgWaits, printTable, seedProject, type Row } from './lib.ts';
 
 // 1. Claim throughput
-const CLAIM_JOBS = env('BENCH_CLAIM_JOBS', 20_000);
-const CLAIMERS = env('BENCH_CLAIMERS', 8);
+const CLAIM_JOBS = knob('BENCH_CLAIM_JOBS', 20_000);
+const CLAIMERS = knob('BENCH_CLAIMERS', 8);
 /** Each run stops here even if the backlog is not drained (the checks then count what is left). */
-const CLAIM_SECONDS = env('BENCH_CLAIM_SECONDS', 12);
+const CLAIM_SECONDS = knob('BENCH_CLAIM_SECONDS', 12);
 type ClaimMode = 'process' | 'inproc';
 /**
  * `mode:batch` runs, each over a fresh backlog. process: every claimer its own Node process and
@@ -36,32 +31,16 @@ const CLAIM_RUNS = (process.env.BENCH_CLAIM_RUNS ?? 'process:1,process:32,inproc
 const CLAIM_GOAL_PER_S = 2_000;
 
 // 2. Dispatch latency
-const DISPATCH_JOBS = env('BENCH_DISPATCH_JOBS', 500);
+const DISPATCH_JOBS = knob('BENCH_DISPATCH_JOBS', 500);
 const DISPATCH_WARMUP = 20;
-const DISPATCH_EVERY_MS = env('BENCH_DISPATCH_EVERY_MS', 20);
+const DISPATCH_EVERY_MS = knob('BENCH_DISPATCH_EVERY_MS', 20);
 
 // 3. API ingest
-const INGEST_DURATION_S = env('BENCH_DURATION', 10);
-const INGEST_CONNECTIONS = env('BENCH_CONNECTIONS', 16);
+const INGEST_DURATION_S = knob('BENCH_DURATION', 10);
+const INGEST_CONNECTIONS = knob('BENCH_CONNECTIONS', 16);
 const INGEST_GOAL_PER_S = 2_500;
 
 const silent = createLogger('silent');
-
-/** An api-role kernel on a fresh database (the test helper), an admin, and one project to put jobs in. */
-async function kernelWithProject(roles: Role[], configure?: (c: DependencyContainer) => void) {
-  const srv = await startTestServer({ overrides: { roles }, configure });
-  try {
-    const { token, userId } = await bootstrapAdmin(srv.server);
-    const api = as(srv.server, token);
-    const org = await api.post('/orgs', { name: 'Bench' });
-    const project = await api.post('/projects', { org_id: org.body.id, name: 'Bench', slug: 'bench' });
-    if (project.statusCode !== 201) throw new Error(`project: ${project.statusCode} ${JSON.stringify(project.body)}`);
-    return { srv, userId, projectId: project.body.id as string, slug: project.body.slug as string };
-  } catch (e) {
-    await srv.stop();
-    throw e;
-  }
-}
 
 // ─── 1. Claim throughput ─────────────────────────────────────────────────────────────────────
 

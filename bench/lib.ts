@@ -1,8 +1,14 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import pg from 'pg';
+import type { DependencyContainer } from '../core/di.ts';
+import type { Role } from '../core/config/schema.ts';
+import type { TestServer } from '../test/support/server.ts';
 
-/** Shared by the benchmark groups: percentiles, units, goals and the printed table. */
+/** Shared by the benchmark groups: knobs, percentiles, units, goals and the printed table. */
+
+/** A numeric knob from the environment (BENCH_…), else `fallback`. */
+export const knob = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);
 
 /** Nearest-rank percentile of an ascending array (NaN when empty). */
 export function percentile(sorted: ArrayLike<number>, p: number): number {
@@ -71,7 +77,6 @@ export async function json(url: string, method: string, body?: unknown, token?: 
   return res.json();
 }
 
-/** Wall-clock milliseconds comparable across processes on this machine (sub-millisecond resolution). */
 /** The first admin, an org and a project on a fresh bench server, through the API. */
 export async function seedProject(url: string): Promise<{ token: string; projectId: string }> {
   const admin = await json(`${url}/auth/bootstrap`, 'POST', { email: 'bench@example.com' });
@@ -81,7 +86,29 @@ export async function seedProject(url: string): Promise<{ token: string; project
   return { token, projectId: project.id };
 }
 
+/** Wall-clock milliseconds comparable across processes on this machine (sub-millisecond resolution). */
 export const clock = (): number => performance.timeOrigin + performance.now();
+
+/**
+ * A kernel with `roles` in this process on a fresh database (the test helper), an admin, and one
+ * project to put jobs in; `api` calls its routes in-process (server.inject) as the admin. The test
+ * helper is imported on first use, so the claimer processes that load this file do not load the kernel.
+ */
+export async function kernelWithProject(roles: Role[], configure?: (c: DependencyContainer) => void, overrides: Record<string, unknown> = {}) {
+  const { as, bootstrapAdmin, startTestServer } = await import('../test/support/server.ts');
+  const srv: TestServer = await startTestServer({ overrides: { ...overrides, roles }, configure });
+  try {
+    const { token, userId } = await bootstrapAdmin(srv.server);
+    const api = as(srv.server, token);
+    const org = await api.post('/orgs', { name: 'Bench' });
+    const project = await api.post('/projects', { org_id: org.body.id, name: 'Bench', slug: 'bench' });
+    if (project.statusCode !== 201) throw new Error(`project: ${project.statusCode} ${JSON.stringify(project.body)}`);
+    return { srv, api, userId, projectId: project.body.id as string, slug: project.body.slug as string };
+  } catch (e) {
+    await srv.stop();
+    throw e;
+  }
+}
 
 // ─── CPU accounting: what limits a figure on a small machine ────────────────────────────────
 

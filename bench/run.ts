@@ -1,8 +1,9 @@
 /**
- * `npm run bench` runs every group: kernel (bench/kernel.ts), then jobs (bench/jobs.ts).
- * `npm run bench -- kernel` or `-- jobs` runs one group; `-- claim`, `-- dispatch`, `-- ingest`
- * pick scenarios of the jobs group. Each prints a table with the goal beside each figure and
- * checks what the load wrote; a failed check exits 1 (a missed goal does not).
+ * `npm run bench` runs every group: kernel (bench/kernel.ts), jobs (bench/jobs.ts), then pipelines
+ * (bench/pipelines.ts). `npm run bench -- kernel`, `-- jobs` or `-- pipelines` runs one group;
+ * `-- claim`, `-- dispatch`, `-- ingest` pick scenarios of the jobs group. Each prints a table with
+ * the goal beside each figure and checks what the load wrote; a failed check exits 1 (a missed goal
+ * does not).
  *
  * The database: a fresh one from the test helper (beside DATABASE_URL when set, else an embedded
  * PostgreSQL), dropped at the end. Knobs (environment):
@@ -11,8 +12,13 @@
  *   BENCH_CLAIM_RUNS=process:1,process:32,inproc:32  claimer placement and claimNext batch per run
  *   BENCH_CLAIM_SECONDS=12                         time limit of each claim run
  *   BENCH_DISPATCH_JOBS=500, BENCH_DISPATCH_EVERY_MS=20  dispatch latency
+ *   BENCH_PIPELINE_RUNS=100, BENCH_PIPELINE_STEPS=10  pipelines: linear runs per pass, steps per run
+ *   BENCH_PIPELINE_CONCURRENCY=1,<runs>             pipelines: one pass per entry, at most that many runs unfinished at once
+ *   BENCH_EVENTS=500, BENCH_EVENT_CONCURRENCY=1,16     events (bench/events.ts): events per pass, POSTs in flight per pass
+ *   BENCH_WEBHOOK_EVENTS=5000, BENCH_WEBHOOK_SUBSCRIPTIONS=1  webhooks (bench/webhooks.ts): events, subscriptions they fan out to
+ *   BENCH_WORKER_JOBS=200, BENCH_WORKER_CONCURRENCY=4  worker (bench/worker.ts): script jobs per scenario, worker.concurrency
  */
-const GROUPS = ['kernel', 'jobs'] as const;
+const GROUPS = ['kernel', 'jobs', 'pipelines', 'events', 'webhooks', 'worker'] as const;
 const JOB_SCENARIOS = ['claim', 'dispatch', 'ingest'] as const;
 
 const args = process.argv.slice(2);
@@ -28,7 +34,11 @@ const started = Date.now();
 const failures: string[] = [];
 for (const group of groups) {
   if (group === 'kernel') failures.push(...(await (await import('./kernel.ts')).runKernelBench()));
-  else failures.push(...(await (await import('./jobs.ts')).runJobsBench(scenarios.length ? scenarios : [...JOB_SCENARIOS])));
+  else if (group === 'jobs') failures.push(...(await (await import('./jobs.ts')).runJobsBench(scenarios.length ? scenarios : [...JOB_SCENARIOS])));
+  else if (group === 'pipelines') failures.push(...(await (await import('./pipelines.ts')).runPipelinesBench()));
+  else if (group === 'events') failures.push(...(await (await import('./events.ts')).runEventsBench()));
+  else if (group === 'worker') failures.push(...(await (await import('./worker.ts')).runWorkerBench()));
+  else failures.push(...(await (await import('./webhooks.ts')).runWebhooksBench()));
 }
 console.log(`\nbenchmark finished in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 if (failures.length) console.error(`\n${failures.length} correctness check(s) failed:\n  ${failures.join('\n  ')}`);

@@ -7,11 +7,14 @@ import { INVITE_USAGE, runInvite } from './commands/invite.ts';
 import { JOB_USAGE, runJob } from './commands/job.ts';
 import { MANIFEST_USAGE, runManifest } from './commands/manifest.ts';
 import { PIPELINE_USAGE, runPipeline } from './commands/pipeline.ts';
+import { EVENT_USAGE, runEvent } from './commands/event.ts';
+import { SCHEDULE_USAGE, runSchedule } from './commands/schedule.ts';
 import { WORKFLOW_USAGE, runWorkflow } from './commands/workflow.ts';
 import { ORG_USAGE, runOrg } from './commands/org.ts';
 import { PROJECT_USAGE, runProject } from './commands/project.ts';
 import { SA_USAGE, runSa } from './commands/sa.ts';
 import { SECRETS_USAGE, runSecrets } from './commands/secrets.ts';
+import { WEBHOOK_USAGE, runWebhook } from './commands/webhook.ts';
 import { DEFAULT_API_URL, resolveContext, type Context } from './config.ts';
 import { ApiError, CliError, UsageError } from './errors.ts';
 
@@ -29,6 +32,9 @@ Commands:
   manifest  project manifest: sync, validate, show                      svc manifest --help
   workflow  workflows in the project manifest: list, show               svc workflow --help
   pipeline  pipelines: list, show; run, runs, logs, approve, cancel     svc pipeline --help
+  event     events: create, list, show (with how triggers routed them)  svc event --help
+  schedule  project schedules that emit events: list, create, update, delete  svc schedule --help
+  webhook   outbound webhooks: create, list, deliveries, test, replay   svc webhook --help
   secrets   project, org, user and system secrets; master-key rekey      svc secrets --help
   config    profiles: API URL, default org and project                   svc config --help
   serve     run the svc server (svc serve --help)
@@ -66,6 +72,9 @@ const GROUPS: Record<string, { run: Runner; usage: string }> = {
   manifest: { run: runManifest, usage: MANIFEST_USAGE },
   workflow: { run: runWorkflow, usage: WORKFLOW_USAGE },
   pipeline: { run: runPipeline, usage: PIPELINE_USAGE },
+  event: { run: runEvent, usage: EVENT_USAGE },
+  schedule: { run: runSchedule, usage: SCHEDULE_USAGE },
+  webhook: { run: runWebhook, usage: WEBHOOK_USAGE },
   secrets: { run: runSecrets, usage: SECRETS_USAGE },
   config: { run: runConfig, usage: CONFIG_USAGE },
 };

@@ -6,6 +6,8 @@ import type { AdapterChoice, Config } from './config/schema.ts';
 import type { Db } from './db/knex.ts';
 import type { Runtime } from './ports/runtime.ts';
 import type { Scheduler } from './ports/scheduler.ts';
+import type { VcsHost } from './ports/vcshost.ts';
+import type { ChatApp } from './ports/chatapp.ts';
 
 /** What an adapter factory may use besides its own options. */
 export interface AdapterDeps {
@@ -27,12 +29,16 @@ export interface AdapterDefinition<T = unknown, O = Record<string, unknown>> {
 export interface PortTypes {
   scheduler: Scheduler;
   runtime: Runtime;
+  vcshost: VcsHost;
+  chatapp: ChatApp;
 }
 export type PortKind = keyof PortTypes;
 
 const BUILT_IN: Record<PortKind, Record<string, () => Promise<{ default: AdapterDefinition }>>> = {
   scheduler: { agenda: () => import('../adapters/scheduler/agenda/index.ts') },
   runtime: { local: () => import('../adapters/runtime/local/index.ts') },
+  vcshost: { hub: () => import('../adapters/vcshost/hub/index.ts') },
+  chatapp: { chat: () => import('../adapters/chatapp/chat/index.ts') },
 };
 
 export const PORT_KINDS = Object.keys(BUILT_IN) as PortKind[];

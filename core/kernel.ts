@@ -20,6 +20,9 @@ import { AccessTargets } from './http/access.ts';
 import { createServer } from './http/server.ts';
 import { checkAdapterKinds, createAdapter, type AdapterDeps } from './adapters.ts';
 import { RoleServices, schedulerService } from './roles.ts';
+import { SchedulerToken } from './ports/scheduler.ts';
+import { VcsHostToken } from './ports/vcshost.ts';
+import { ChatAppToken } from './ports/chatapp.ts';
 
 export interface Kernel {
   config: Config;
@@ -77,12 +80,17 @@ export async function startKernel(config: Config, opts: KernelOptions = {}): Pro
     container.registerInstance(Tokens.StartedAt, new Date());
     for (const cls of [SigningKeys, MachineTokens, TokenService, PermissionResolver, Access, AccessTargets, Users, Memberships]) container.registerSingleton(cls as never);
     await container.resolve(SigningKeys).ensureActive();
+    const adapterDeps: AdapterDeps = { config, db, databaseUrl, logger };
+    // Every role may talk to the code host and the chat app (inbound on api, pull requests and notices elsewhere).
+    container.registerInstance(VcsHostToken, await createAdapter('vcshost', config.adapters.vcshost, adapterDeps));
+    container.registerInstance(ChatAppToken, await createAdapter('chatapp', config.adapters.chatapp, adapterDeps));
     opts.configure?.(container);
 
     const roleServices = new RoleServices();
     container.registerInstance(RoleServices, roleServices);
     if (config.roles.includes('orchestrator')) {
       const scheduler = await createAdapter('scheduler', config.adapters.scheduler, { config, db, databaseUrl, logger } satisfies AdapterDeps);
+      container.registerInstance(SchedulerToken, scheduler);
       roleServices.add('orchestrator', schedulerService(container, scheduler));
     }
 

@@ -8,7 +8,16 @@ import type { HarnessDefinition } from './ports/harness.ts';
 export type { AdapterDefinition, AdapterDeps, PortKind, PortTypes } from './adapters.ts';
 export type { Scheduler, ScheduledJobHandler, DefineOptions } from './ports/scheduler.ts';
 export type { Runtime, RunningProcess, ProcessSpec, ProcessExit, OutputLine } from './ports/runtime.ts';
-export type { HarnessDefinition, HarnessInput, HarnessInvocation, HarnessEvent } from './ports/harness.ts';
+export type { VcsHost, VcsDelivery, PullRequestInput, PullRequest } from './ports/vcshost.ts';
+export type { ChatApp, ChatDelivery, ChatMessage, PostedMessage } from './ports/chatapp.ts';
+export type { InboundRequest, InboundEvent, Verification } from './ports/integrations.ts';
+export { HostApiError } from './ports/integrations.ts';
+export type {
+  HarnessDefinition, HarnessInput, HarnessInvocation, HarnessEvent, HarnessVariant, HarnessCapabilities, HarnessCredentials,
+  PermissionPolicy, ReasoningEffort,
+} from './ports/harness.ts';
+export { harnessContract, messageText, HarnessContractError } from './harness-contract.ts';
+export type { HarnessContractCheck, HarnessContractFixtures } from './harness-contract.ts';
 
 /** Declares an adapter for one port; `options` validates (and defaults) its config block. */
 export function defineAdapter<T, O = Record<string, unknown>>(definition: AdapterDefinition<T, O>): AdapterDefinition<T, O> {
@@ -21,9 +30,14 @@ export function defineAdapter<T, O = Record<string, unknown>>(definition: Adapte
 
 /** Declares a harness: how to invoke a coding CLI and how to parse its output stream. */
 export function defineHarness(definition: HarnessDefinition): HarnessDefinition {
+  if (!definition || typeof definition !== 'object') throw new TypeError('defineHarness: expected a harness definition object');
   if (!/^[a-z][a-z0-9_-]*$/.test(definition.id ?? '')) throw new TypeError(`defineHarness: id '${definition.id}' must be lower-case letters, digits, _ or -`);
   for (const fn of ['build', 'parseLine'] as const) {
     if (typeof definition[fn] !== 'function') throw new TypeError(`defineHarness(${definition.id}): ${fn} must be a function`);
+  }
+  if (typeof definition.description !== 'string' || !definition.description.trim()) throw new TypeError(`defineHarness(${definition.id}): description must be a non-empty string`);
+  if (definition.aliases !== undefined && !(Array.isArray(definition.aliases) && definition.aliases.every((a) => typeof a === 'string' && /^[a-z][a-z0-9_-]*$/.test(a)))) {
+    throw new TypeError(`defineHarness(${definition.id}): aliases must be lower-case names`);
   }
   return definition;
 }

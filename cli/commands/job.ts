@@ -4,6 +4,7 @@ import { UsageError } from '../errors.ts';
 import { apiRequest, seg } from '../http.ts';
 import { printDone, printJson, printList, printObject, write, type Column, type ListBody } from '../output.ts';
 import { runAttachments } from './job-files.ts';
+import { runJobLogs } from './job-logs.ts';
 import { JOB_COLUMNS, JOB_FIELDS, formatContext, formatNested, formatTree, relationLine, section } from './job-views.ts';
 
 export const JOB_USAGE = `usage: svc job <command> [flags]
@@ -33,6 +34,7 @@ export const JOB_USAGE = `usage: svc job <command> [flags]
   attachments remove ID NAME
   attempts ID [N] [--limit N] [--offset N]   the job's attempts (newest first), or attempt number N
   receipt ID [--attempt ATTEMPT_ID]    execution receipt of the latest (or the given) attempt
+  logs ID [--attempt N] [-f|--follow]  output of the latest (or Nth) attempt; -f streams it live until the attempt ends
   compare ID --a N --b N [--include-receipt]
 
 create, list and attempts act on --project, else the profile's project (svc config set project ID).`;
@@ -186,6 +188,8 @@ export async function runJob(ctx: Context, args: string[]): Promise<number> {
       showNested(await apiRequest(ctx, 'GET', jobPath(positionals[0], tail)));
       return 0;
     }
+    case 'logs':
+      return runJobLogs(ctx, rest, JOB_USAGE);
     case 'compare': {
       const { values, positionals } = one({ a: { type: 'string' }, b: { type: 'string' }, 'include-receipt': { type: 'boolean' } });
       const query = {

@@ -38,6 +38,8 @@ export const PERMISSIONS = {
   'access:read': 'see roles, bindings and groups, and check permissions',
   'access:admin': 'manage roles, bindings, groups and service accounts',
   'chat:write': 'post to threads and chat routes',
+  'routes:read': 'see the chat routes of projects',
+  'routes:write': 'create and delete chat routes (which chat team and channel feed a project)',
   'threads:read': 'read threads',
   'orgfs:read': 'read org files',
   'orgfs:write': 'write org files',
@@ -58,14 +60,14 @@ const MEMBER: Permission[] = [
   'jobs:read', 'jobs:create', 'jobs:write',
   'workflows:read', 'workflows:invoke', 'pipelines:read', 'pipelines:run',
   'builds:read', 'environments:read', 'events:read', 'events:write', 'webhooks:read',
-  'access:read', 'chat:write', 'threads:read', 'orgfs:read', 'orgdocs:read', 'envdb:read', 'inference:use',
+  'access:read', 'chat:write', 'routes:read', 'threads:read', 'orgfs:read', 'orgdocs:read', 'envdb:read', 'inference:use',
 ];
 
 const ADMIN: Permission[] = [
   ...MEMBER,
   'orgs:write', 'members:write', 'projects:create', 'projects:write', 'projects:delete', 'manifest:write',
   'jobs:admin', 'jobs:harness_override', 'pipelines:approve', 'builds:write', 'environments:write',
-  'webhooks:write', 'secrets:read', 'secrets:write', 'secrets:admin', 'access:admin',
+  'webhooks:write', 'routes:write', 'secrets:read', 'secrets:write', 'secrets:admin', 'access:admin',
   'orgfs:write', 'orgdocs:write', 'envdb:write', 'inference:admin',
 ];
 

@@ -19,6 +19,13 @@ const NAMED_ENV: Record<string, string> = {
   SVC_PUBLIC_URL: 'server.public_url',
   SVC_BOOTSTRAP_TOKEN: 'auth.bootstrap_token',
   SVC_SECRETS_MASTER_KEY: 'secrets.master_key',
+  SVC_HARNESS_A_COMMAND: 'harnesses.harness_a.command',
+  SVC_HARNESS_B_COMMAND: 'harnesses.harness_b.command',
+  SVC_HARNESS_C_COMMAND: 'harnesses.harness_c.command',
+  SVC_HARNESS_D_COMMAND: 'harnesses.harness_d.command',
+  SVC_HARNESS_E_COMMAND: 'harnesses.harness_e.command',
+  SVC_HARNESS_F_COMMAND: 'harnesses.harness_f.command',
+  SVC_WORKSPACE_ROOT: 'worker.workspace_root',
 };
 
 /** Any other key is reachable as SVC_<SECTION>__<KEY>, e.g. SVC_AUTH__TOKEN_TTL_DAYS=7. */

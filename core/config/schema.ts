@@ -61,7 +61,44 @@ export const configSchema = Joi.object({
   secrets: Joi.object({
     master_key: Joi.string().allow(null, '').required(),
   }).required(),
+  harnesses: Joi.object({
+    plugins: list(Joi.string().min(1)).unique().required(),
+  }).pattern(/^[a-z][a-z0-9_-]*$/, Joi.object({
+    command: Joi.string().min(1).allow(null).required(),
+    mcp_servers: Joi.object().pattern(Joi.string(), Joi.object().unknown(true)),
+  })).required(),
+  worker: Joi.object({
+    concurrency: Joi.number().integer().min(1).max(256).required(),
+    workspace_root: Joi.string().allow(null, '').required(),
+    keep_workspaces: Joi.boolean().required(),
+    heartbeat_seconds: Joi.number().positive().max(3600).required(),
+    api_url: Joi.string().uri().allow(null, '').required(),
+    log_flush_ms: Joi.number().integer().min(0).max(10_000).required(),
+    git: Joi.object({
+      token_secret: Joi.string().pattern(/^[A-Z][A-Z0-9_]*$/).required(),
+      ssh_key_secret: Joi.string().pattern(/^[A-Z][A-Z0-9_]*$/).required(),
+      author_name: Joi.string().min(1).required(),
+      author_email: Joi.string().min(1).required(),
+    }).required(),
+  }).required(),
+  webhooks: Joi.object({
+    retry_delays_ms: list(Joi.number().integer().min(1)).max(20).required(),
+    timeout_ms: Joi.number().integer().min(1).required(),
+    disable_after_failures: Joi.number().integer().min(1).required(),
+    poll_ms: Joi.number().integer().min(10).required(),
+    max_in_flight: Joi.number().integer().min(1).max(10_000).required(),
+    allow_loopback: Joi.boolean().allow(null).required(),
+    allow_private: Joi.boolean().required(),
+    allowed_hosts: list(Joi.string().min(1)).required(),
+  }).required(),
 }).required();
+
+export interface HarnessSettings {
+  command: string | null;
+  /** harness_a only: MCP servers in the CLI's `mcpServers` format. */
+  mcp_servers?: Record<string, Record<string, unknown>>;
+}
+export type HarnessesConfig = { plugins: string[] } & { [id: string]: HarnessSettings | string[] };
 
 export interface AdapterChoice {
   use: string;
@@ -96,4 +133,30 @@ export interface Config {
     sso: { secret: string | null; issuer: string | null; audience: string };
   };
   secrets: { master_key: string | null };
+  /** `plugins`: harness packages or paths; `<id>.command`: that harness's binary (null: its default name on PATH). */
+  harnesses: HarnessesConfig;
+  worker: {
+    concurrency: number;
+    /** SVC_WORKSPACE_ROOT; null: <data_dir>/workspaces. */
+    workspace_root: string | null;
+    keep_workspaces: boolean;
+    heartbeat_seconds: number;
+    /** SVC_API_URL given to jobs; null: server.public_url, else this server's own address. */
+    api_url: string | null;
+    log_flush_ms: number;
+    git: { token_secret: string; ssh_key_secret: string; author_name: string; author_email: string };
+  };
+  webhooks: {
+    /** Delay before each retry of a failed delivery (one entry per retry). */
+    retry_delays_ms: number[];
+    timeout_ms: number;
+    disable_after_failures: number;
+    /** Backstop poll of the outbox and due deliveries when no NOTIFY arrives. */
+    poll_ms: number;
+    max_in_flight: number;
+    /** null: allowed unless env is production. */
+    allow_loopback: boolean | null;
+    allow_private: boolean;
+    allowed_hosts: string[];
+  };
 }

@@ -1,8 +1,10 @@
 import type { Db } from '../db/knex.ts';
 import { newId } from '../ids.ts';
+import { eventWakeupsOf } from './wakeups.ts';
 
 /** Where an event comes from (the spec's sources). `system` and `runner` are the platform's own. */
 export type EventSource = 'vcshost' | 'chatapp' | 'cron' | 'manual' | 'app' | 'system' | 'runner' | 'chat';
+export const EVENT_SOURCES: readonly EventSource[] = ['vcshost', 'chatapp', 'cron', 'manual', 'app', 'system', 'runner', 'chat'];
 
 export interface NewEvent {
   project_id: string;
@@ -16,12 +18,15 @@ export interface NewEvent {
   actor_id?: string | null;
   /** An event with a key already seen in the project is not created again. */
   dedupe_key?: string | null;
+  mutation_id?: string | null;
+  request_id?: string | null;
 }
 
 /**
  * Records an event on the spine as pending, in the caller's transaction, so it exists exactly when
  * what caused it does. With a `dedupe_key` the project already has, nothing is written and the
- * earlier event's id comes back with `created: false`.
+ * earlier event's id comes back with `created: false`. A new event wakes the event routers once
+ * the caller's transaction commits (their poll covers a process without a router loaded).
  */
 export async function emitEvent(trx: Db, event: NewEvent): Promise<{ id: string; created: boolean }> {
   const { payload, ...fields } = event;
@@ -30,7 +35,10 @@ export async function emitEvent(trx: Db, event: NewEvent): Promise<{ id: string;
     .onConflict(trx.raw('(project_id, dedupe_key) WHERE dedupe_key IS NOT NULL'))
     .ignore()
     .returning('id');
-  if (row) return { id: row.id, created: true };
+  if (row) {
+    eventWakeupsOf(trx)?.afterCommit(trx);
+    return { id: row.id, created: true };
+  }
   const existing = await trx('events').where({ project_id: event.project_id, dedupe_key: event.dedupe_key }).first('id');
   return { id: existing.id, created: false };
 }

@@ -14,7 +14,7 @@ import { loadDomainPlugins } from './plugins.ts';
 const VERSION = '0.1.0';
 
 /** Joi failures answer 400 `{statusCode, error, message}` with every problem and its field path. */
-function validationFailed(_request: Request, _h: ResponseToolkit, err?: Error): never {
+export function validationFailed(_request: Request, _h: ResponseToolkit, err?: Error): never {
   const details = (err as { details?: { message: string }[] } | undefined)?.details;
   throw Boom.badRequest(details?.length ? details.map((d) => d.message).join('; ') : (err?.message ?? 'invalid request'));
 }

@@ -1,6 +1,7 @@
 import { Problems, at, expectObject, index, isString, isStringList } from './problems.ts';
 import { checkStepGraph, checkStepKind, type StepOwner } from './validate-steps.ts';
 import { checkEnvOverrides, checkMergedSize } from './validate-env.ts';
+import { checkTrigger } from './triggers.ts';
 
 /** What the workflow checks need from elsewhere in the manifest. */
 export interface FlowContext {
@@ -53,7 +54,8 @@ export function checkWorkflows(problems: Problems, workflows: unknown, ctx: Flow
       problems.add(at(path, 'db_access'), "db_access must be 'read_only' or 'read_write'");
     }
     checkResourceRefs(problems, def.resource_refs, at(path, 'resource_refs'));
-    for (const key of ['hints', 'trigger'] as const) if (def[key] !== undefined) expectObject(problems, def[key], at(path, key));
+    if (def.hints !== undefined) expectObject(problems, def.hints, at(path, 'hints'));
+    if (def.trigger !== undefined) checkTrigger(problems, def.trigger, at(path, 'trigger'));
     const shared = checkEnvOverrides(problems, def.env_overrides, at(path, 'env_overrides'));
     const steps = stepsOf(problems, def, path, false);
     steps.forEach((step, i) => {
@@ -78,7 +80,7 @@ export function checkPipelines(problems: Problems, pipelines: unknown): void {
     const path = at('pipelines', name);
     if (!expectObject(problems, def, path)) continue;
     const owner: StepOwner = { kind: 'pipeline', name };
-    if (def.trigger !== undefined) expectObject(problems, def.trigger, at(path, 'trigger'));
+    if (def.trigger !== undefined) checkTrigger(problems, def.trigger, at(path, 'trigger'));
     const steps = stepsOf(problems, def, path, true);
     steps.forEach((step, i) => {
       const where = index(at(path, 'steps'), i);

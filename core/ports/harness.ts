@@ -1,12 +1,22 @@
 import type { InjectionToken } from 'tsyringe';
+import type { AgentsConfig } from '../manifest/types.ts';
+import type { AgentChoice, AgentRequest } from '../manifest/profiles.ts';
+import type { SecretContext } from './secrets.ts';
+
+export const REASONING_EFFORTS = ['low', 'medium', 'high', 'x-high'] as const;
+export type ReasoningEffort = (typeof REASONING_EFFORTS)[number];
+export const PERMISSION_POLICIES = ['default', 'auto_edit', 'never', 'yolo'] as const;
+export type PermissionPolicy = (typeof PERMISSION_POLICIES)[number];
+
 /** A coding CLI: how to invoke it, and how to read what it prints. It never spawns anything itself. */
 export interface HarnessInput {
   prompt: string;
   workspace: string;
   model?: string;
-  reasoningEffort?: 'low' | 'medium' | 'high' | 'x-high';
+  reasoningEffort?: ReasoningEffort;
   variant?: string;
-  permissionPolicy: 'default' | 'auto_edit' | 'never' | 'yolo';
+  permissionPolicy: PermissionPolicy;
+  /** The job's environment (and the harness credentials the registry found): passed through to the CLI. */
   env: Record<string, string>;
 }
 
@@ -14,28 +24,75 @@ export interface HarnessInvocation {
   command: string;
   args: string[];
   env: Record<string, string>;
+  /** Files to write before starting, relative to the workspace. */
   files: Record<string, string>;
 }
 
+/**
+ * Usage events are deltas: the sum of all of them is the attempt's usage. `model` is set when the
+ * CLI reports it on that line; `costUsd` when the CLI computes a cost itself.
+ */
 export type HarnessEvent =
-  | { type: 'message'; text: string }
+  /** `delta`: a fragment that continues the previous message (streaming CLIs); join fragments before looking for the json-result block. */
+  | { type: 'message'; text: string; delta?: boolean }
   | { type: 'tool'; name: string; input?: unknown }
-  | { type: 'usage'; model?: string; inputTokens: number; outputTokens: number; cacheTokens?: number; reasoningTokens?: number }
+  | { type: 'usage'; model?: string; inputTokens: number; outputTokens: number; cacheTokens?: number; reasoningTokens?: number; costUsd?: number }
   | { type: 'error'; message: string }
   | { type: 'raw'; text: string };
+
+export interface HarnessVariant {
+  name: string;
+  description: string;
+}
+
+export interface HarnessCapabilities {
+  supportsModel: boolean;
+  modelExamples: string[];
+  /** `mode` says how an effort reaches the CLI (a flag, a config key, a thinking budget), null when unsupported. */
+  reasoning: { supported: boolean; levels: ReasoningEffort[]; mode: string | null };
+}
+
+/** What counts as being logged in to the CLI's provider. */
+export interface HarnessCredentials {
+  /** Alternatives: the harness is authenticated when every variable of one group is set (environment or system secret). */
+  env: string[][];
+  /** Login files under the home directory (OAuth tokens a CLI stores after an interactive login). */
+  files?: string[];
+  /** Shown when no credentials are found. */
+  instructions: string[];
+}
 
 export interface HarnessDefinition {
   id: string;
   aliases?: string[];
   description: string;
+  /** Binary name or path when config names none. */
+  command?: string;
+  variants?: HarnessVariant[];
+  capabilities?: HarnessCapabilities;
+  credentials?: HarnessCredentials;
   build(input: HarnessInput): HarnessInvocation;
+  /** One line of the CLI's output (stdout or stderr) into zero or more events; never throws. */
   parseLine(line: string): HarnessEvent[];
+}
+
+/** Whether a harness can run here: its binary is found and its credentials are present. */
+export interface HarnessAuthStatus {
+  available: boolean;
+  reason: string;
+  instructions: string[];
 }
 
 /** The harnesses this server knows (built-in and from plugins), by id or alias. Registered by the harnesses plugin. */
 export interface HarnessRegistry {
+  /** The definition with the configured binary applied (`harnesses.<id>.command`). */
   get(idOrAlias: string): HarnessDefinition | undefined;
   list(): HarnessDefinition[];
+  auth(idOrAlias: string, ctx?: SecretContext): Promise<HarnessAuthStatus>;
+  /** Credential variables this server holds for the harness (its own environment, then secrets): merge them into `HarnessInput.env`. */
+  credentials(idOrAlias: string, ctx?: SecretContext): Promise<Record<string, string>>;
+  /** Profiles and job fields → what runs (see core/manifest/profiles.ts); availability is checked only when a profile drops unavailable entries. */
+  resolve(request: AgentRequest, agents: AgentsConfig | undefined, ctx?: SecretContext): Promise<AgentChoice>;
 }
 
 export const HarnessRegistryToken = Symbol('HarnessRegistry') as InjectionToken<HarnessRegistry>;

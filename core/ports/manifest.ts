@@ -1,4 +1,5 @@
 import type { InjectionToken } from 'tsyringe';
+import type { Logger } from 'pino';
 import type { StoredManifest } from '../manifest/types.ts';
 
 /**
@@ -26,3 +27,29 @@ export interface ManifestReader {
 }
 
 export const ManifestReaderToken = Symbol('ManifestReader') as InjectionToken<ManifestReader>;
+
+/** Told about every manifest version once it is stored (committed). */
+export type ManifestSyncListener = (manifest: StoredManifest) => void | Promise<void>;
+
+/**
+ * Domains that derive state from the manifest (cron trigger schedules) hear of each sync here. The
+ * manifest plugin registers it and calls `synced` after a sync commits; a listener's failure is
+ * logged, never the sync's.
+ */
+export class ManifestSyncListeners {
+  private readonly listeners: ManifestSyncListener[] = [];
+
+  constructor(private readonly logger: Logger) {}
+
+  add(listener: ManifestSyncListener): void {
+    this.listeners.push(listener);
+  }
+
+  async synced(manifest: StoredManifest): Promise<void> {
+    for (const listener of this.listeners) {
+      await Promise.resolve()
+        .then(() => listener(manifest))
+        .catch((err) => this.logger.error({ err, projectId: manifest.project_id }, 'manifest sync listener failed'));
+    }
+  }
+}

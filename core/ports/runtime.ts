@@ -1,3 +1,5 @@
+import type { InjectionToken } from 'tsyringe';
+
 /** Where an attempt's process runs: this machine, a Docker container, a Kubernetes pod. */
 export interface ProcessSpec {
   command: string;
@@ -35,3 +37,6 @@ export interface Runtime {
   readonly name: string;
   start(spec: ProcessSpec): Promise<RunningProcess>;
 }
+
+/** The runtime the worker role uses; the worker plugin builds it from `adapters.runtime` unless one is registered already. */
+export const RuntimeToken = Symbol('Runtime') as InjectionToken<Runtime>;

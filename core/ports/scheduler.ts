@@ -1,3 +1,5 @@
+import type { InjectionToken } from 'tsyringe';
+
 /** Time-based work (cron triggers, delayed retries, periodic housekeeping), shared by all orchestrators. */
 export interface ScheduledJobHandler {
   (data: Record<string, unknown>): Promise<void>;
@@ -24,3 +26,6 @@ export interface Scheduler {
   start(): Promise<void>;
   stop(): Promise<void>;
 }
+
+/** The orchestrator's scheduler: registered by the kernel only where the orchestrator role runs; define handlers before the role starts. */
+export const SchedulerToken = Symbol('Scheduler') as InjectionToken<Scheduler>;

@@ -11,6 +11,7 @@ import { noUnfinishedBlockers } from './blockers.ts';
 import { isWorkflowRootSql } from './rollup.ts';
 import { ReceiptStore } from './receipt-store.ts';
 import { jobId } from './schemas.ts';
+import { emitAttemptCompleted } from './system-events.ts';
 
 export const ATTEMPT_STATUSES = ['running', 'succeeded', 'failed', 'cancelled'] as const;
 export type AttemptStatus = (typeof ATTEMPT_STATUSES)[number];
@@ -174,8 +175,9 @@ export class AttemptRepository {
   }
 
   /**
-   * Ends the attempt, frees its gates and writes its immutable receipt: however an attempt ends
-   * (complete, release, submit, reaping, cancel), all three happen together, here.
+   * Ends the attempt, frees its gates, writes its immutable receipt and emits
+   * `system.job.attempt.completed`: however an attempt ends (complete, release, submit, reaping,
+   * cancel), all of it happens together, here.
    */
   async end(attemptId: string, ending: AttemptEnding, trx: Db): Promise<AttemptRow> {
     const changes: Record<string, unknown> = { ...ending, ended_at: trx.fn.now() };
@@ -183,6 +185,7 @@ export class AttemptRepository {
     const [row] = await trx('job_attempts').where({ id: attemptId }).update(changes).returning('*');
     await trx('job_gates').where({ attempt_id: attemptId }).delete();
     await this.receipts.write(row, trx);
+    await emitAttemptCompleted(trx, await trx('jobs').where({ id: row.job_id }).first('id', 'project_id', 'assignee', 'env_name', 'hints'), row);
     return row;
   }
 

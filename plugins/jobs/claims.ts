@@ -5,6 +5,7 @@ import type { Db } from '../../core/db/knex.ts';
 import { refuseWorkflowRootClaim } from './rollup.ts';
 import { JobRepository, toJob, type Job, type JobRow } from './repository.ts';
 import { unfinishedBlockers } from './blockers.ts';
+import { emitJobFailed, type Failure } from './system-events.ts';
 import { AttemptRepository, toAttempt, type Attempt, type AttemptEnding, type AttemptRow, type ClaimedAttempt, type ResultStatus } from './attempts.ts';
 
 export const DEFAULT_LEASE_SECONDS = 300;
@@ -166,7 +167,7 @@ export class Claims {
       const reaped: Reaped[] = [];
       for (const attempt of await this.attempts.expired(limit, trx)) {
         const job = await this.locked(attempt.job_id, trx);
-        const outcome = await this.fail(job, attempt, { error: 'lease expired' }, trx);
+        const outcome = await this.fail(job, attempt, { error: 'lease expired' }, trx, 'LEASE_EXPIRED');
         reaped.push({ job_id: job.id, attempt_id: attempt.id, phase: outcome.job.phase });
       }
       return reaped;
@@ -204,11 +205,15 @@ export class Claims {
     return attempt;
   }
 
-  /** A failed attempt: the job is retried (ready for a new attempt) while `max_attempts` allows, else cancelled. */
-  private async fail(job: JobRow, attempt: AttemptRow, ending: Omit<AttemptEnding, 'status'> & { error: string }, trx: Db): Promise<AttemptOutcome> {
+  /**
+   * A failed attempt: the job is retried (ready for a new attempt) while `max_attempts` allows,
+   * else cancelled, which is the job failing for good: `system.job.failed`.
+   */
+  private async fail(job: JobRow, attempt: AttemptRow, ending: Omit<AttemptEnding, 'status'> & { error: string }, trx: Db, code: Failure['error_code'] = 'ATTEMPT_FAILED'): Promise<AttemptOutcome> {
     const ended = await this.attempts.end(attempt.id, { status: 'failed', ...ending }, trx);
     const failures = await this.attempts.failures(job.id, trx);
     const allowed = typeof job.hints.max_attempts === 'number' ? job.hints.max_attempts : DEFAULT_MAX_ATTEMPTS;
+    if (failures >= allowed) await emitJobFailed(trx, job, ended, { error_message: ending.error, error_code: code, failures, max_attempts: allowed });
     const next: Partial<JobRow> =
       failures < allowed
         ? { phase: 'ready', assignee: null }

@@ -1,11 +1,11 @@
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
-import pg from 'pg';
 import type { Logger } from 'pino';
 import type { DependencyContainer } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
 import type { RoleService } from '../../core/roles.ts';
 import { WorkerDispatcherToken, type WorkerDispatcher } from '../../core/ports/worker.ts';
+import { listen, type Listening } from '../../core/db/listen.ts';
 import { Claims } from './claims.ts';
 import { JobWakeups, WAKE_CHANNEL } from './wakeups.ts';
 
@@ -27,7 +27,7 @@ export class JobDispatcher implements RoleService {
   private readonly logger: Logger;
   private readonly databaseUrl: string;
   private worker: WorkerDispatcher | null = null;
-  private listener: pg.Client | null = null;
+  private listening: Listening | null = null;
   private timers: NodeJS.Timeout[] = [];
   private running: Promise<void> | null = null;
   private again = false;
@@ -56,7 +56,7 @@ export class JobDispatcher implements RoleService {
     this.unsubscribe();
     for (const t of this.timers) clearInterval(t);
     await this.running;
-    await this.listener?.end().catch(() => undefined);
+    await this.listening?.close();
   }
 
   /** Runs a claim pass now, or right after the one in progress. */
@@ -105,16 +105,6 @@ export class JobDispatcher implements RoleService {
 
   /** A dedicated connection for LISTEN; on loss it reconnects, and the poll covers the gap. */
   private async listen(): Promise<void> {
-    if (this.stopped) return;
-    const client = new pg.Client({ connectionString: this.databaseUrl });
-    client.on('notification', () => this.wake());
-    client.on('error', (err) => {
-      this.logger.warn({ err }, 'job wake-up listener lost; reconnecting');
-      this.listener = null;
-      setTimeout(() => void this.listen().catch(() => undefined), POLL_EVERY_MS).unref();
-    });
-    await client.connect();
-    await client.query(`LISTEN ${WAKE_CHANNEL}`);
-    this.listener = client;
+    this.listening = await listen(this.databaseUrl, WAKE_CHANNEL, () => this.wake(), this.logger, POLL_EVERY_MS);
   }
 }

@@ -28,6 +28,10 @@ import { receiptRoutes } from './receipt-routes.ts';
 import { workflowRoutes } from './workflow-routes.ts';
 import { WorkflowInvocation } from './workflow-invoke.ts';
 import { WorkflowLauncherToken } from '../../core/ports/launchers.ts';
+import { AttemptControlToken, AttemptLogListeners } from '../../core/ports/attempts.ts';
+import { AttemptLogBus, AttemptLogs } from './attempt-logs.ts';
+import { AttemptControl, promoteResolvedGit } from './attempt-control.ts';
+import { logRoutes } from './log-routes.ts';
 
 /** Jobs: the resource, its phases, relations, review, attempts and their receipts. */
 export const plugin: DomainPlugin = {
@@ -40,6 +44,10 @@ export const plugin: DomainPlugin = {
     for (const cls of [Receipts, AttemptComparison]) container.registerSingleton(cls as never);
     for (const cls of [RelationRepository, JobRelations, ContextRepository, JobContext]) container.registerSingleton(cls as never);
     for (const cls of [AttachmentRepository, AttachmentService]) container.registerSingleton(cls as never);
+    for (const cls of [AttemptLogListeners, AttemptLogBus, AttemptLogs, AttemptControl]) container.registerSingleton(cls as never);
+    container.register(AttemptControlToken, { useToken: AttemptControl });
+    container.resolve(JobPhaseListeners).add(promoteResolvedGit);
+    container.resolve(JobPhaseListeners).add(container.resolve(AttemptLogs).phasesChanged);
     container.registerSingleton(JobGraphService);
     container.register(JobGraphsToken, { useToken: JobGraphService });
     const db = container.resolve(Tokens.Db);
@@ -55,6 +63,8 @@ export const plugin: DomainPlugin = {
     server.route(relationRoutes(container));
     server.route(attachmentRoutes(container));
     server.route(receiptRoutes(container));
+    server.route(logRoutes(container));
+    server.ext('onPostStop', () => container.resolve(AttemptLogBus).close());
     const invocation = new WorkflowInvocation(container);
     container.registerInstance(WorkflowLauncherToken, {
       invokeWorkflow: async (creator, projectId, name, input, event) => ({ job_id: (await invocation.invoke(creator, projectId, null, name, { input, event })).job_id }),

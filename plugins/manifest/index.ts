@@ -1,5 +1,6 @@
 import type { DomainPlugin } from '../../core/http/plugins.ts';
-import { ManifestDefaultsToken, ManifestReaderToken } from '../../core/ports/manifest.ts';
+import { ManifestDefaultsToken, ManifestReaderToken, ManifestSyncListeners } from '../../core/ports/manifest.ts';
+import { Tokens } from '../../core/tokens.ts';
 import { ManifestRepository } from './repository.ts';
 import { GitManifestSource } from './git-source.ts';
 import { ManifestService } from './service.ts';
@@ -14,6 +15,7 @@ export const plugin: DomainPlugin = {
   name: 'manifest',
   dependencies: ['projects'],
   register(server, { container }) {
+    container.registerInstance(ManifestSyncListeners, new ManifestSyncListeners(container.resolve(Tokens.Logger)));
     for (const cls of [ManifestRepository, GitManifestSource, ManifestService]) container.registerSingleton(cls as never);
     const repository = container.resolve(ManifestRepository);
     // Keep what an embedder or test registered before the plugins loaded.

@@ -7,6 +7,7 @@ import { loadManifest } from '../../core/manifest/parse.ts';
 import type { ManifestProblem, StoredManifest } from '../../core/manifest/types.ts';
 import { ManifestRepository } from './repository.ts';
 import { GitManifestSource } from './git-source.ts';
+import { ManifestSyncListeners } from '../../core/ports/manifest.ts';
 
 /** Where a manifest comes from: posted text, or the project's repository at a ref (default: its branch). */
 export interface ManifestSourceInput {
@@ -41,6 +42,7 @@ export class ManifestService {
     @inject(Tokens.Db) private readonly db: Db,
     @inject(ManifestRepository) private readonly manifests: ManifestRepository,
     @inject(GitManifestSource) private readonly git: GitManifestSource,
+    @inject(ManifestSyncListeners) private readonly listeners: ManifestSyncListeners,
   ) {}
 
   async current(projectId: string): Promise<StoredManifest> {
@@ -56,9 +58,11 @@ export class ManifestService {
     const source = await this.resolve(projectId, input);
     const result = loadManifest(source.yaml);
     if (!result.ok) throw invalid(result.errors);
-    return this.manifests.insert({
+    const stored = await this.manifests.insert({
       project_id: projectId, manifest_hash: result.hash, ...source, parsed: result.manifest, synced_by: principal.id,
     });
+    await this.listeners.synced(stored);
+    return stored;
   }
 
   async validate(projectId: string, input: ManifestSourceInput): Promise<ValidationAnswer> {

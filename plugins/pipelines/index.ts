@@ -3,6 +3,7 @@ import type { DomainPlugin } from '../../core/http/plugins.ts';
 import { AccessTargets } from '../../core/http/access.ts';
 import { Tokens } from '../../core/tokens.ts';
 import { JobPhaseListeners } from '../../core/ports/jobs.ts';
+import { AttemptLogListeners } from '../../core/ports/attempts.ts';
 import { PipelineLauncherToken } from '../../core/ports/launchers.ts';
 import { PipelineRunRepository } from './repository.ts';
 import { RunEventBus } from './bus.ts';
@@ -20,6 +21,7 @@ export const plugin: DomainPlugin = {
     for (const cls of [RunEventBus, PipelineRunRepository]) container.registerSingleton(cls as never);
     const service = new PipelineRuns(container);
     container.resolve(JobPhaseListeners).add(service.follow);
+    container.resolve(AttemptLogListeners).add(service.stepLog);
     container.registerInstance(PipelineLauncherToken, { runPipeline: async (creator, projectId, name, request) => ({ run_id: (await service.start(creator, projectId, name, request)).id }) });
     const db = container.resolve(Tokens.Db);
     // /pipeline-runs/{run_id} routes act on the run's project; an unknown run and a hidden one are both 404.

@@ -6,6 +6,7 @@ import { paginate, type ListQuery } from '../../core/http/lists.ts';
 import type { JobPhase } from '../../core/ports/jobs.ts';
 import { RunEventBus } from './bus.ts';
 import type { RunStatus, StepStatus } from './status.ts';
+import type { NewRunEvent, StepChange } from './settle.ts';
 
 export type ExecutionType = 'action' | 'script' | 'agent';
 
@@ -84,8 +85,9 @@ export class PipelineRunRepository {
     return db('pipeline_runs').where({ id }).first();
   }
 
-  lock(id: string, trx: Db): Promise<RunRow | undefined> {
-    return trx('pipeline_runs').where({ id }).forUpdate().first();
+  /** Locks the runs, in id order (the order every writer takes them in). */
+  lock(ids: string[], trx: Db): Promise<RunRow[]> {
+    return trx('pipeline_runs').whereIn('id', ids).orderBy('id').forUpdate();
   }
 
   /** Locks the jobs of the run's steps, in id order. */
@@ -100,11 +102,11 @@ export class PipelineRunRepository {
     return db('pipeline_run_steps').where({ run_id: runId }).orderBy('position');
   }
 
-  stepsWithJobs(runId: string, trx: Db): Promise<StepWithJob[]> {
+  stepsWithJobs(runIds: string[], trx: Db): Promise<StepWithJob[]> {
     return trx('pipeline_run_steps as s')
       .join('jobs as j', 'j.id', 's.job_id')
-      .where('s.run_id', runId)
-      .orderBy('s.position')
+      .whereIn('s.run_id', runIds)
+      .orderBy(['s.run_id', 's.position'])
       .select('s.*', 'j.phase as job_phase', 'j.close_reason as job_close_reason');
   }
 
@@ -129,11 +131,28 @@ export class PipelineRunRepository {
     await trx('pipeline_run_steps').where({ run_id: runId, name }).update(changes);
   }
 
-  /** Appends to the run's event log; streams hear of it once the transaction commits. */
-  async append(trx: Db, runId: string, stepName: string | null, type: RunEventType, data: Record<string, unknown>): Promise<void> {
-    await trx('pipeline_run_events').insert({ run_id: runId, step_name: stepName, type, data: JSON.stringify(data) });
-    afterCommit(trx, () => this.bus.publish(runId));
+  /** Status (and start or end time) of many steps in one statement. */
+  async updateSteps(changes: StepChange[], trx: Db): Promise<void> {
+    if (changes.length === 0) return;
+    await trx.raw(
+      `UPDATE pipeline_run_steps s
+       SET status = c.status, started_at = coalesce(c.started_at, s.started_at), completed_at = coalesce(c.completed_at, s.completed_at)
+       FROM jsonb_to_recordset(?::jsonb) AS c(run_id text, name text, status text, started_at timestamptz, completed_at timestamptz)
+       WHERE s.run_id = c.run_id AND s.name = c.name`,
+      [JSON.stringify(changes)],
+    );
   }
+
+  /** Appends to the runs' event logs in one statement, in order; streams hear of it once the transaction commits. */
+  async appendEvents(trx: Db, events: NewRunEvent[]): Promise<void> {
+    if (events.length === 0) return;
+    await trx('pipeline_run_events').insert(events.map((e) => ({ ...e, data: JSON.stringify(e.data) })));
+    const runIds = new Set(events.map((e) => e.run_id));
+    afterCommit(trx, () => {
+      for (const id of runIds) this.bus.publish(id);
+    });
+  }
+
 
   /** The run's events after `afterId`, oldest first; only one step's when `stepName` is given. */
   eventsAfter(runId: string, afterId: number, stepName: string | null): Promise<RunEventRow[]> {

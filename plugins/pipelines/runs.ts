@@ -7,10 +7,12 @@ import type { Principal } from '../../core/auth/principal.ts';
 import type { Creator } from '../../core/ports/launchers.ts';
 import { emitEvent } from '../../core/events/emit.ts';
 import { ManifestReaderToken, type ManifestReader } from '../../core/ports/manifest.ts';
+import type { AppendedLogs } from '../../core/ports/attempts.ts';
 import { JobGraphsToken, type GraphJob, type JobGraphs, type JobPhaseChange } from '../../core/ports/jobs.ts';
 import { describeStep, stepExecution, stepKind, type PipelineDefinition, type PipelineStep, type StoredManifest } from '../../core/manifest/types.ts';
 import { PipelineRunRepository, type Run, type RunRow, type StepWithJob } from './repository.ts';
-import { dependentsOf, isTerminal, runStatusFor, stepStatusFor, type StepStatus } from './status.ts';
+import { isTerminal } from './status.ts';
+import { emptySettlement, moveRun, moveStep, settleRun, type Settlement } from './settle.ts';
 
 export interface RunRequest {
   ref?: string;
@@ -69,8 +71,9 @@ export class PipelineRuns {
         })),
         trx,
       );
-      await this.runs.append(trx, id, null, 'run.status', { run_id: id, status: 'pending', error_message: null, at: new Date() });
-      return this.runs.withSteps(await this.settle(id, trx), trx);
+      await this.runs.appendEvents(trx, [{ run_id: id, step_name: null, type: 'run.status', data: { run_id: id, status: 'pending', error_message: null, at: new Date() } }]);
+      const [run] = await this.settle([id], trx);
+      return this.runs.withSteps(run, trx);
     });
   }
 
@@ -86,88 +89,74 @@ export class PipelineRuns {
   /** The job phase listener: steps of pipeline runs follow their jobs. */
   readonly follow = async (jobs: JobPhaseChange[], trx: Db): Promise<void> => {
     const runIds = [...new Set(jobs.map((j) => j.hints.pipeline_run_id).filter((id): id is string => typeof id === 'string'))].sort();
-    for (const runId of runIds) await this.settle(runId, trx);
+    if (runIds.length > 0) await this.settle(runIds, trx);
+  };
+
+  /** The attempt log listener: a step's output lines become its run's `step.log` events, in the appending transaction. */
+  readonly stepLog = async ({ job_id, hints, lines }: AppendedLogs, trx: Db): Promise<void> => {
+    const runId = hints.pipeline_run_id;
+    const step = hints.step_name;
+    if (typeof runId !== 'string' || typeof step !== 'string') return;
+    await this.runs.appendEvents(trx, lines.map((l) => ({ run_id: runId, step_name: step, type: 'step.log', data: { step_name: step, job_id, line: l.line, at: l.at } })));
   };
 
   /**
-   * Brings a run's steps in line with their jobs, then the run with its steps, under the run's
-   * lock: a step newly failed cancels the steps that wait for it (and any approval not given
-   * yet, which can no longer be given); a step whose dependencies all succeeded waits for
-   * approval when it asks for one. Every change is logged for the streams.
+   * Settles runs after their jobs changed (settle.ts decides; nothing is read or written per run):
+   * all of a claim batch's runs are locked, read and written in a handful of statements.
    */
-  private async settle(runId: string, trx: Db): Promise<RunRow> {
-    const run = (await this.runs.lock(runId, trx))!;
-    const steps = await this.runs.stepsWithJobs(runId, trx);
+  private async settle(runIds: string[], trx: Db): Promise<RunRow[]> {
+    const runs = await this.runs.lock(runIds, trx);
+    const steps = await this.runs.stepsWithJobs(runIds, trx);
     const now = new Date();
-    const move = async (step: StepWithJob, status: StepStatus) => {
-      if (step.status === status) return;
-      const changes: Partial<StepWithJob> = { status };
-      if (status === 'running' && !step.started_at) changes.started_at = now;
-      if (isTerminal(status)) changes.completed_at = now;
-      await this.runs.updateStep(runId, step.name, changes, trx);
-      Object.assign(step, changes);
-      await this.runs.append(trx, runId, step.name, 'step.status', { run_id: runId, step_name: step.name, job_id: step.job_id, status, at: now });
-    };
-
-    const failed: StepWithJob[] = [];
-    for (const step of steps) {
-      if (isTerminal(step.status)) continue;
-      const status = stepStatusFor(step.job_phase);
-      if (status === 'pending' && step.status === 'awaiting_approval') continue;
-      if (status === 'failed') failed.push(step);
-      await move(step, status);
-    }
-    let doomed: StepWithJob[] = [];
-    if (failed.length > 0 && !isTerminal(run.status)) {
-      const waiting = dependentsOf(steps, failed.map((s) => s.name));
-      doomed = steps.filter((s) => !isTerminal(s.status) && (waiting.has(s.name) || (s.approval && !s.approved_at)));
-      for (const step of doomed) await move(step, 'cancelled');
-    }
-    const succeeded = new Set(steps.filter((s) => s.status === 'succeeded').map((s) => s.name));
-    for (const step of steps) {
-      if (step.approval && !step.approved_at && step.status === 'pending' && step.depends_on.every((d) => succeeded.has(d))) await move(step, 'awaiting_approval');
-    }
-    const settled = isTerminal(run.status) ? run : await this.moveRun(run, runStatusFor(steps, run.started_at !== null), steps, trx);
-    // Last: the settles these cancels cause (through the listener) then find nothing left to change.
-    await this.graphs.cancel(doomed.map((s) => s.job_id), `pipeline run ${runId}: step ${failed[0]?.name} failed`, trx);
-    return settled;
+    const settlements = runs.map((run) => settleRun(run, steps.filter((s) => s.run_id === run.id), now));
+    return this.write(runs, settlements, trx);
   }
 
-  private async moveRun(run: RunRow, status: RunRow['status'], steps: StepWithJob[], trx: Db, cancelReason?: string | null): Promise<RunRow> {
-    if (run.status === status) return run;
-    const now = new Date();
-    const failedStep = status === 'failed' ? steps.find((s) => s.status === 'failed') : undefined;
-    const changes: Partial<RunRow> = { status };
-    if (!run.started_at && (status === 'running' || status === 'succeeded' || status === 'failed')) changes.started_at = now;
-    if (isTerminal(status)) changes.completed_at = now;
-    if (failedStep) changes.error_message = `step ${failedStep.name} failed: ${failedStep.job_close_reason ?? 'its job was cancelled'}`;
-    if (cancelReason !== undefined) changes.cancel_reason = cancelReason;
-    const updated = await this.runs.updateRun(run.id, changes, trx);
-    await this.runs.append(trx, run.id, null, 'run.status', { run_id: run.id, status, error_message: updated.error_message, at: now });
-    if (failedStep) {
-      await emitEvent(trx, {
-        project_id: run.project_id, type: 'system.pipeline.failed', source: 'system', env_name: run.env_name, ref_sha: run.git_sha, actor_type: 'system',
-        payload: {
-          run_id: run.id, pipeline_name: run.pipeline_name, error_message: updated.error_message, error_code: STEP_FAILED, exit_code: null,
-          mutation_id: null, request_id: null, metadata: { step_name: failedStep.name, job_id: failedStep.job_id, project_id: run.project_id },
-        },
-      });
+  /**
+   * Writes settlements: steps and the event log in one statement each, changed runs one by one
+   * (their status changes rarely), `system.pipeline.failed` for a run that failed now, and last the
+   * cancels of doomed steps' jobs, so the settles those cause find nothing left to change.
+   */
+  private async write(runs: RunRow[], settlements: Settlement[], trx: Db): Promise<RunRow[]> {
+    await this.runs.updateSteps(settlements.flatMap((s) => s.steps), trx);
+    await this.runs.appendEvents(trx, settlements.flatMap((s) => s.events));
+    const written: RunRow[] = [];
+    for (const [i, run] of runs.entries()) {
+      const { run: changes, failed } = settlements[i];
+      const updated = changes ? await this.runs.updateRun(run.id, changes, trx) : run;
+      if (changes?.status === 'failed') await this.emitFailed(updated, failed, trx);
+      written.push(updated);
     }
-    return updated;
+    for (const [i, run] of runs.entries()) {
+      if (settlements[i].doomed.length > 0) await this.graphs.cancel(settlements[i].doomed, `pipeline run ${run.id}: step ${settlements[i].failed?.name ?? 'a step'} failed`, trx);
+    }
+    return written;
+  }
+
+  private emitFailed(run: RunRow, step: StepWithJob | null, trx: Db): Promise<unknown> {
+    return emitEvent(trx, {
+      project_id: run.project_id, type: 'system.pipeline.failed', source: 'system', env_name: run.env_name, ref_sha: run.git_sha, actor_type: 'system',
+      payload: {
+        run_id: run.id, pipeline_name: run.pipeline_name, error_message: run.error_message, error_code: STEP_FAILED, exit_code: null,
+        mutation_id: null, request_id: null, metadata: { step_name: step?.name ?? null, job_id: step?.job_id ?? null, project_id: run.project_id },
+      },
+    });
   }
 
   async approve(principal: Principal, runId: string): Promise<Run> {
     return this.db.transaction(async (trx) => {
-      const run = (await this.runs.lock(runId, trx))!;
+      const [run] = await this.runs.lock([runId], trx);
       if (run.status !== 'awaiting_approval') throw Boom.conflict(`pipeline run ${runId} is ${run.status}: only a run awaiting approval can be approved`);
-      const waiting = (await this.runs.stepsWithJobs(runId, trx)).filter((s) => s.status === 'awaiting_approval');
+      const waiting = (await this.runs.stepsWithJobs([runId], trx)).filter((s) => s.status === 'awaiting_approval');
       const now = new Date();
-      for (const step of waiting) {
-        await this.runs.updateStep(runId, step.name, { status: 'pending', approved_by: principal.id, approved_at: now }, trx);
-        await this.runs.append(trx, runId, step.name, 'step.status', { run_id: runId, step_name: step.name, job_id: step.job_id, status: 'pending', approved_by: principal.id, at: now });
-      }
+      for (const step of waiting) await this.runs.updateStep(runId, step.name, { status: 'pending', approved_by: principal.id, approved_at: now }, trx);
+      await this.runs.appendEvents(trx, waiting.map((step) => ({
+        run_id: runId, step_name: step.name, type: 'step.status' as const,
+        data: { run_id: runId, step_name: step.name, job_id: step.job_id, status: 'pending', approved_by: principal.id, at: now },
+      })));
       await this.graphs.release(waiting.map((s) => s.job_id), trx);
-      return this.runs.withSteps(await this.settle(runId, trx), trx);
+      const [settled] = await this.settle([runId], trx);
+      return this.runs.withSteps(settled, trx);
     });
   }
 
@@ -175,19 +164,20 @@ export class PipelineRuns {
     return this.db.transaction(async (trx) => {
       // Jobs before the run, the order a claim takes them in (job, then its run's settle).
       await this.runs.lockJobs(runId, trx);
-      const run = (await this.runs.lock(runId, trx))!;
+      const [run] = await this.runs.lock([runId], trx);
       if (isTerminal(run.status)) throw Boom.conflict(`pipeline run ${runId} already ended: ${run.status}`);
-      const steps = await this.runs.stepsWithJobs(runId, trx);
-      const open = steps.filter((s) => !isTerminal(s.status));
+      const steps = await this.runs.stepsWithJobs([runId], trx);
       const now = new Date();
-      for (const step of open) {
-        await this.runs.updateStep(runId, step.name, { status: 'cancelled', completed_at: now }, trx);
-        step.status = 'cancelled';
-        await this.runs.append(trx, runId, step.name, 'step.status', { run_id: runId, step_name: step.name, job_id: step.job_id, status: 'cancelled', at: now });
+      const out = emptySettlement();
+      for (const step of steps.filter((s) => !isTerminal(s.status))) {
+        moveStep(out, step, 'cancelled', now);
+        out.doomed.push(step.job_id);
       }
-      const cancelled = await this.moveRun(run, 'cancelled', steps, trx, reason ?? null);
+      moveRun(out, run, 'cancelled', steps, now, reason ?? null);
       const why = reason ? `pipeline run ${runId} cancelled: ${reason}` : `pipeline run ${runId} cancelled`;
-      await this.graphs.cancel(open.map((s) => s.job_id), why, trx);
+      const doomed = out.doomed.splice(0);
+      const [cancelled] = await this.write([run], [out], trx);
+      await this.graphs.cancel(doomed, why, trx);
       return this.runs.withSteps(cancelled, trx);
     });
   }

@@ -64,3 +64,9 @@ export const stepJobSchema = Joi.object({ id: Joi.string().required(), project_i
 export const streamQuery = Joi.object({
   last_event_id: Joi.number().integer().min(0).description('resume after this event id (the Last-Event-ID header wins)'),
 });
+
+/** hapi validates objects only: the schema documents the text/event-stream body, sample 0 skips the check. */
+export const eventStreamResponse = {
+  schema: Joi.string().label('PipelineRunEventStream').description('text/event-stream: `id`, `event` (run.status, step.status, step.log), `data` (JSON) per event'),
+  sample: 0,
+};

@@ -1,14 +1,2 @@
-/** Values shorter than this are not masked: replacing every "abc" would garble output and reveal little. */
-export const MIN_MASKED_CHARS = 4;
-export const MASK = '***';
-
-/**
- * Replaces every exact occurrence of a known secret value in execution output. Longest values go
- * first in one pass, so a value containing another is masked whole and masks are never re-matched.
- */
-export function maskSecrets(text: string, values: string[]): string {
-  const known = [...new Set(values.filter((v) => typeof v === 'string' && v.length >= MIN_MASKED_CHARS))].sort((a, b) => b.length - a.length);
-  if (!known.length || !text) return text;
-  const pattern = new RegExp(known.map((v) => v.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|'), 'g');
-  return text.replace(pattern, MASK);
-}
+// Masking lives in core so that the worker (another domain) applies the same rule to execution output.
+export { MASK, MIN_MASKED_CHARS, maskSecrets, secretMasker } from '../../core/secrets/mask.ts';

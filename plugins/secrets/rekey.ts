@@ -18,6 +18,8 @@ interface SealedColumn {
 export const SEALED_COLUMNS: SealedColumn[] = [
   { table: 'signing_keys', key: 'kid', column: 'private_key_enc', context: (r) => `signing-key:${r.kid}` },
   { table: 'secrets', key: 'id', column: 'value_enc', context: (r) => secretContext(ownerOf(r as unknown as SecretRow), r.name as string) },
+  // Repeats plugins/webhooks/repository.ts secretContext (a plugin does not import another).
+  { table: 'webhook_subscriptions', key: 'id', column: 'secret_enc', context: (r) => `webhook-secret:${r.id}` },
 ];
 
 export interface RekeyReport {

@@ -1,7 +1,7 @@
 import type { ExecutionContext } from 'ava';
 import type { Db } from '../../core/db/knex.ts';
 import { Claims } from '../../plugins/jobs/claims.ts';
-import type { Reply } from '../support/server.ts';
+import type { Reply, TestServerOptions } from '../support/server.ts';
 import { assertError, newUser, setup, unique, type Ctx, type User } from '../orgs/helpers.ts';
 
 /** One server per test file: an owner of org A with projects A and A2, and an outsider who owns org B. */
@@ -16,8 +16,8 @@ export interface World {
   projectB: string;
 }
 
-export async function claimWorld(name: string): Promise<World> {
-  const ctx = await setup();
+export async function claimWorld(name: string, opts: TestServerOptions = {}): Promise<World> {
+  const ctx = await setup(opts);
   const owner = await newUser(ctx, `${name}-owner`);
   const outsider = await newUser(ctx, `${name}-outsider`);
   const orgA = (await owner.api.post('/orgs', { name: unique(`${name} A`) })).body.id;

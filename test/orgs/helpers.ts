@@ -1,5 +1,5 @@
 import type { ExecutionContext } from 'ava';
-import { as, bootstrapAdmin, call, startTestServer, userInOrg, type Reply, type TestServer } from '../support/server.ts';
+import { as, bootstrapAdmin, call, startTestServer, userInOrg, type Reply, type TestServer, type TestServerOptions } from '../support/server.ts';
 
 /** One server (fresh database) per test file, its system administrator, and a lobby org used to create users. */
 export interface Ctx {
@@ -9,8 +9,8 @@ export interface Ctx {
   lobbyId: string;
 }
 
-export async function setup(): Promise<Ctx> {
-  const srv = await startTestServer();
+export async function setup(opts: TestServerOptions = {}): Promise<Ctx> {
+  const srv = await startTestServer(opts);
   const { token: adminToken, userId: adminId } = await bootstrapAdmin(srv.server);
   const lobby = await call(srv.server, 'POST', '/orgs', { name: 'Lobby', slug: 'lobby' }, adminToken);
   if (lobby.statusCode !== 201) throw new Error(`lobby: ${lobby.statusCode} ${JSON.stringify(lobby.body)}`);

@@ -147,7 +147,7 @@ test.serial('a stream on another server of the same database hears through NOTIF
     await finishStep(t, w, run, 'build');
     await stream.done;
     t.deepEqual(stream.events.map(describe), ['run pending', 'build running', 'run running', 'build succeeded', 'run succeeded']);
-    t.true(Date.now() - started < 5_000, 'pushed, not found by the 15 s keep-alive');
+    t.true(Date.now() - started < 12_000, 'pushed, not found by the 15 s keep-alive');
   } finally {
     await replica?.stop();
   }

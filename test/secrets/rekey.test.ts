@@ -37,6 +37,9 @@ test.serial('svc secrets rekey moves every sealed value to the new key in one tr
   for (const [base, value] of [[`/orgs/${orgId}/secrets`, 'org-value'], [`/users/${userId}/secrets`, 'user-value'], ['/system/secrets', 'system-value']]) {
     t.is((await api.post(base, { name: 'ROTATED', value })).statusCode, 201);
   }
+  const webhookSecret = 'webhook-secret-rotated-0123';
+  const webhook = await api.post(`/orgs/${orgId}/webhooks`, { url: 'http://192.0.2.1/hook', events: ['*'], secret: webhookSecret });
+  t.is(webhook.statusCode, 201);
   await first.stop();
 
   const env = { DATABASE_URL: database.url };
@@ -58,12 +61,16 @@ test.serial('svc secrets rekey moves every sealed value to the new key in one tr
 
     const ok = await svc(home, args, env);
     t.is(ok.code, 0, show(args, ok));
-    t.regex(ok.stdout, /^TABLE +REKEYED +UNCHANGED\nsigning_keys +1 +0\nsecrets +3 +0\n/);
+    t.regex(ok.stdout, /^TABLE +REKEYED +UNCHANGED\nsigning_keys +1 +0\nsecrets +3 +0\nwebhook_subscriptions +1 +0\n/);
 
     // Running it again finds everything already under the new key.
     const again = await svc(home, [...args, '--json'], env);
     t.is(again.code, 0, show(args, again));
-    t.deepEqual(JSON.parse(again.stdout), { tables: [{ table: 'signing_keys', rekeyed: 0, unchanged: 1 }, { table: 'secrets', rekeyed: 0, unchanged: 3 }] });
+    t.deepEqual(JSON.parse(again.stdout), {
+      tables: [{ table: 'signing_keys', rekeyed: 0, unchanged: 1 }, { table: 'secrets', rekeyed: 0, unchanged: 3 }, { table: 'webhook_subscriptions', rekeyed: 0, unchanged: 1 }],
+    });
+    const sealed = await direct('webhook_subscriptions').where({ id: webhook.body.id }).first('secret_enc');
+    t.is(new Sealer(Buffer.from(newKey, 'hex')).open(sealed.secret_enc, `webhook-secret:${webhook.body.id}`), webhookSecret);
 
     const old = new Sealer(Buffer.from(oldKey, 'hex'));
     for (const row of await direct('secrets')) t.throws(() => old.open(row.value_enc, `secret:${row.scope}:${row.org_id ?? row.user_id ?? ''}:ROTATED`));

@@ -13,6 +13,7 @@ import type { Logger } from 'pino';
 import type { AdapterDeps } from '../../../core/adapters.ts';
 import type { DefineOptions, ScheduledJobHandler, Scheduler } from '../../../core/ports/scheduler.ts';
 import { defineAdapter } from '../../../core/sdk.ts';
+import { cronProblem } from '../../../core/cron.ts';
 
 type Options = {
   backend: 'postgres' | 'mongodb';
@@ -57,14 +58,6 @@ export function retryBackoff(delaysMs: number[]): BackoffStrategy | undefined {
     const index = (attempt - 1) % (delaysMs.length + 1);
     return index < delaysMs.length ? delaysMs[index] : null;
   };
-}
-
-/** Five standard fields; the first three numeric so that a human interval such as "1 hour and 5 minutes" is refused. */
-function assertCronExpression(expression: string): void {
-  const fields = expression.trim().split(/\s+/);
-  if (fields.length !== 5 || !fields.slice(0, 3).every((f) => /^[\d*,/-]+$/.test(f))) {
-    throw new Error(`cron: '${expression}' is not a standard 5-field cron expression`);
-  }
 }
 
 function handlerData(data: unknown): Record<string, unknown> {
@@ -208,7 +201,8 @@ class AgendaScheduler implements Scheduler {
   }
 
   async cron(expression: string, name: string, data: Record<string, unknown> = {}, key: string = name): Promise<void> {
-    assertCronExpression(expression);
+    const problem = cronProblem(expression);
+    if (problem) throw new Error(`cron: ${problem}`);
     const job = this.agenda.create(name, { ...data, [KEY_FIELD]: key });
     job.repeatEvery(expression, { timezone: 'UTC' });
     // Agenda records an unparsable expression as a failure with no next run rather than throwing.

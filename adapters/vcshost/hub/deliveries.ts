@@ -1,0 +1,123 @@
+/**
+ * Reading push and pull_request deliveries of a GitHub-compatible host (GitHub, GitHub Enterprise,
+ * Gitea, Forgejo) into the spine's `vcshost.push` / `vcshost.pull_request` events.
+ */
+import Joi from 'joi';
+import type { InboundEvent } from '../../../core/ports/integrations.ts';
+
+type Json = Record<string, unknown>;
+
+const SHA = Joi.string().pattern(/^[0-9a-f]{40}([0-9a-f]{24})?$/);
+/** A branch deleted or created reports the other side as all zeros. */
+const ZERO_SHA = /^0+$/;
+
+const account = Joi.object({ login: Joi.string().required(), type: Joi.string() }).unknown(true);
+const repository = Joi.object({ full_name: Joi.string().required() }).unknown(true);
+const branchEnd = Joi.object({ ref: Joi.string().required(), sha: SHA.required() }).unknown(true);
+
+const pushSchema = Joi.object({
+  ref: Joi.string().pattern(/^refs\//).required(),
+  before: SHA.required(),
+  after: SHA.required(),
+  commits: Joi.array().items(Joi.object().unknown(true)).default([]),
+  head_commit: Joi.object().unknown(true).allow(null).default(null),
+  repository: repository.required(),
+  sender: account,
+}).unknown(true);
+
+const pullRequestSchema = Joi.object({
+  action: Joi.string().required(),
+  number: Joi.number().integer().min(1).required(),
+  pull_request: Joi.object({
+    title: Joi.string().allow('').required(),
+    head: branchEnd.required(),
+    base: branchEnd.required(),
+  }).unknown(true).required(),
+  repository: repository.required(),
+  sender: account,
+}).unknown(true);
+
+/** Keeps the listed fields that are present; the spine stores what triggers and conditions read, not the host's whole object. */
+function pick(value: unknown, keys: string[]): Json | null {
+  if (!value || typeof value !== 'object') return null;
+  const source = value as Json;
+  return Object.fromEntries(keys.filter((k) => source[k] !== undefined).map((k) => [k, source[k]]));
+}
+
+const pickAccount = (value: unknown) => pick(value, ['login', 'id', 'type', 'html_url']);
+
+function pickRepository(value: unknown): Json | null {
+  const repo = pick(value, ['id', 'name', 'full_name', 'html_url', 'clone_url', 'ssh_url', 'default_branch', 'private']);
+  if (repo && (value as Json).owner) repo.owner = pickAccount((value as Json).owner);
+  return repo;
+}
+
+function pickBranchEnd(value: unknown): Json | null {
+  const end = pick(value, ['ref', 'sha', 'label']);
+  if (end && (value as Json).repo) end.repo = pick((value as Json).repo, ['full_name', 'clone_url', 'html_url']);
+  return end;
+}
+
+/** Prefixed, so a host login can never read as a svc user id (the router makes the actor the creator of the work). */
+function actorOf(sender: unknown): Pick<InboundEvent, 'actor_type' | 'actor_id'> {
+  const s = sender as { login?: string; type?: string } | undefined;
+  if (!s?.login) return { actor_type: null, actor_id: null };
+  return { actor_type: s.type === 'Bot' ? 'app' : 'user', actor_id: `vcshost:${s.login}` };
+}
+
+/** The body as the schema reads it, or the first problem (with its field path). */
+function validated(schema: Joi.ObjectSchema, body: unknown, kind: string): { value: Json } | { problem: string } {
+  const { value, error } = schema.validate(body, { abortEarly: true });
+  return error ? { problem: `${kind} delivery: ${error.message}` } : { value };
+}
+
+export function pushEvent(body: unknown, dedupeKey: string | null): InboundEvent | string {
+  const read = validated(pushSchema, body, 'push');
+  if ('problem' in read) return read.problem;
+  const p = read.value;
+  const ref = p.ref as string;
+  const after = p.after as string;
+  return {
+    type: 'vcshost.push',
+    payload: {
+      ref,
+      before: p.before,
+      after,
+      created: p.created ?? ZERO_SHA.test(p.before as string),
+      deleted: p.deleted ?? ZERO_SHA.test(after),
+      forced: p.forced ?? false,
+      compare: p.compare ?? p.compare_url ?? null,
+      commits: p.commits,
+      head_commit: p.head_commit,
+      repository: pickRepository(p.repository),
+      sender: pickAccount(p.sender),
+      pusher: pick(p.pusher, ['name', 'email', 'username']),
+    },
+    ref_sha: ZERO_SHA.test(after) ? null : after,
+    ref_branch: ref.startsWith('refs/heads/') ? ref.slice('refs/heads/'.length) : null,
+    ...actorOf(p.sender),
+    dedupe_key: dedupeKey,
+  };
+}
+
+export function pullRequestEvent(body: unknown, dedupeKey: string | null): InboundEvent | string {
+  const read = validated(pullRequestSchema, body, 'pull_request');
+  if ('problem' in read) return read.problem;
+  const p = read.value;
+  const pr = p.pull_request as Json & { head: { ref: string; sha: string } };
+  const pullRequest = pick(pr, ['number', 'title', 'body', 'state', 'draft', 'merged', 'merged_at', 'merge_commit_sha', 'html_url', 'created_at', 'updated_at'])!;
+  return {
+    type: 'vcshost.pull_request',
+    payload: {
+      action: p.action,
+      number: p.number,
+      pull_request: { ...pullRequest, user: pickAccount(pr.user), head: pickBranchEnd(pr.head), base: pickBranchEnd(pr.base) },
+      repository: pickRepository(p.repository),
+      sender: pickAccount(p.sender),
+    },
+    ref_sha: pr.head.sha,
+    ref_branch: pr.head.ref,
+    ...actorOf(p.sender),
+    dedupe_key: dedupeKey,
+  };
+}

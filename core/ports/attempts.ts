@@ -1,0 +1,122 @@
+import type { InjectionToken } from 'tsyringe';
+import type { Db } from '../db/knex.ts';
+import type { JobPhase } from './jobs.ts';
+
+/** Fences every write of an attempt's runner: the job, the attempt, and the lease token of its claim. */
+export interface AttemptLease {
+  jobId: string;
+  attemptId: string;
+  leaseToken: string;
+}
+
+/** What a worker needs to run a claimed attempt: the job as stored, the attempt, and the job's project. */
+export interface AttemptWork {
+  job: {
+    id: string;
+    project_id: string;
+    parent_id: string | null;
+    title: string;
+    description: string | null;
+    phase: JobPhase;
+    hints: Record<string, unknown>;
+    git: Record<string, unknown> | null;
+    env_name: string | null;
+    harness: Record<string, unknown>;
+    env_overrides: Record<string, string> | null;
+    resource_refs: Record<string, unknown>[];
+    created_by: string | null;
+  };
+  attempt: { id: string; attempt_number: number; status: string };
+  project: { id: string; org_id: string; slug: string; repo_url: string | null; branch: string };
+}
+
+/** The spec's resolved git metadata of one attempt (stored as the attempt's `git`, promoted to the job's `resolved_git` on success). */
+export interface ResolvedGit {
+  resolved_ref: string | null;
+  resolved_sha: string | null;
+  resolved_branch: string | null;
+  ref_source: string | null;
+  pushed: boolean;
+  commits: string[];
+}
+
+export interface AttemptCompletion {
+  /** The `svc` object of the json-result block (or the worker's own verdict). */
+  result: { status: 'success' | 'waiting' | 'failed'; summary?: string; reason?: string };
+  result_json?: Record<string, unknown>;
+  error?: string;
+  git?: ResolvedGit | null;
+}
+
+export type LogStream = 'stdout' | 'stderr' | 'system';
+
+export interface LogLine {
+  /** 1, 2, … per attempt, assigned by its one runner. */
+  seq: number;
+  stream: LogStream;
+  line: string;
+  at: Date;
+}
+
+/** Usage of one model call (never prompt or response text). */
+export interface UsageCall {
+  model: string;
+  provider?: string;
+  input_tokens: number;
+  output_tokens: number;
+  cache_read_tokens?: number;
+  reasoning_tokens?: number;
+  duration_ms?: number;
+}
+
+/** The lease is gone (the attempt ended, was cancelled or reaped, or the token is stale): stop working. */
+export class LeaseLost extends Error {}
+
+/**
+ * The jobs domain's side of running an attempt, for workers in this process. Every write that
+ * extends or ends the attempt is fenced by its lease token and throws `LeaseLost` without it.
+ * Registered by the jobs plugin.
+ */
+export interface AttemptControl {
+  /** The job, attempt and project; null when the attempt is not the job's. */
+  load(jobId: string, attemptId: string): Promise<AttemptWork | null>;
+  /** Extends the lease; returns the new expiry. */
+  heartbeat(lease: AttemptLease, leaseSeconds?: number): Promise<Date>;
+  /** Ends the attempt (Claims.complete semantics) and records its resolved git; returns the job's phase after. */
+  complete(lease: AttemptLease, completion: AttemptCompletion): Promise<JobPhase>;
+  /** Gives the job back (ready again); the attempt ends cancelled. */
+  release(lease: AttemptLease): Promise<void>;
+  recordUsage(lease: AttemptLease, calls: UsageCall[]): Promise<void>;
+  recordPhases(lease: AttemptLease, phases: { name: string; started_at: Date; ended_at: Date }[]): Promise<void>;
+  /** Appends output lines (a line with a seq already stored is ignored); streams hear after commit. */
+  appendLogs(jobId: string, attemptId: string, lines: LogLine[]): Promise<void>;
+}
+
+export const AttemptControlToken = Symbol('AttemptControl') as InjectionToken<AttemptControl>;
+
+/** Lines just appended to an attempt's log, with the job's hints (a pipeline step's run id is there). */
+export interface AppendedLogs {
+  job_id: string;
+  attempt_id: string;
+  hints: Record<string, unknown>;
+  lines: LogLine[];
+}
+
+export type AttemptLogListener = (appended: AppendedLogs, trx: Db) => Promise<void>;
+
+/**
+ * Domains that follow attempt output (pipeline run streams) register here; the jobs domain calls
+ * every listener in the transaction that appends the lines. Registered per container by the jobs plugin.
+ */
+export class AttemptLogListeners {
+  private readonly listeners: AttemptLogListener[] = [];
+
+  add(listener: AttemptLogListener): void {
+    this.listeners.push(listener);
+  }
+
+  async appended(appended: AppendedLogs, trx: Db): Promise<void> {
+    if (appended.lines.length === 0) return;
+    for (const listener of this.listeners) await listener(appended, trx);
+  }
+}

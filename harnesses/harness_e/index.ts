@@ -1,0 +1,78 @@
+/** harness_e (alias `coder`): CLI 3 (Gemini CLI), headless `--output-format stream-json`, as docs/harnesses.md describes. */
+import type { HarnessDefinition, HarnessEvent, PermissionPolicy } from '../../core/ports/harness.ts';
+import { defineHarness } from '../../core/sdk.ts';
+import { count, field, isObject, jsonLineParser, text, usage, type Json } from '../common/lines.ts';
+import { promptArgument } from '../common/prompt.ts';
+
+/** `--approval-mode` per policy; plan is the CLI's read-only mode. */
+const APPROVAL_MODE: Record<PermissionPolicy, string> = { default: 'default', auto_edit: 'auto_edit', never: 'plan', yolo: 'yolo' };
+
+/** `input_tokens` includes cached input; `input` is the uncached part (older releases lack it). */
+function statsUsage(stats: Json, model?: string): HarnessEvent {
+  const cached = count(stats.cached);
+  const input = stats.input !== undefined ? count(stats.input) : Math.max(0, count(stats.input_tokens) - cached);
+  return usage({ model, input, output: stats.output_tokens, cache: cached });
+}
+
+function resultEvents(event: Json): HarnessEvent[] {
+  const events: HarnessEvent[] = [];
+  const stats = event.stats;
+  if (isObject(stats)) {
+    const models = stats.models;
+    if (isObject(models) && Object.keys(models).length > 0) {
+      for (const [model, s] of Object.entries(models)) if (isObject(s)) events.push(statsUsage(s, model));
+    } else {
+      events.push(statsUsage(stats));
+    }
+  }
+  if (event.status === 'error') events.push({ type: 'error', message: text(field(event.error, 'message')) ?? 'run failed' });
+  return events;
+}
+
+export const harnessE: HarnessDefinition = defineHarness({
+  id: 'harness_e',
+  aliases: ['coder'],
+  description: 'CLI 3 (Gemini CLI), headless with the stream-json output',
+  command: 'gemini',
+  variants: [
+    { name: 'vertex', description: 'Through Vertex AI (GOOGLE_GENAI_USE_VERTEXAI=true) with GOOGLE_API_KEY or application default credentials' },
+  ],
+  capabilities: {
+    supportsModel: true,
+    modelExamples: ['gemini-2.5-pro', 'gemini-2.5-flash'],
+    reasoning: { supported: false, levels: [], mode: null },
+  },
+  credentials: {
+    env: [['GEMINI_API_KEY'], ['GOOGLE_API_KEY', 'GOOGLE_GENAI_USE_VERTEXAI'], ['GOOGLE_APPLICATION_CREDENTIALS', 'GOOGLE_CLOUD_PROJECT']],
+    files: ['.gemini/oauth_creds.json'],
+    instructions: [
+      'Set GEMINI_API_KEY in the server environment or as a system secret.',
+      'Or, for Vertex AI, set GOOGLE_API_KEY with GOOGLE_GENAI_USE_VERTEXAI=true, or GOOGLE_APPLICATION_CREDENTIALS with GOOGLE_CLOUD_PROJECT.',
+      'Or log in once with `gemini` as the user that runs jobs (stores ~/.gemini/oauth_creds.json).',
+    ],
+  },
+  build(input) {
+    const files: Record<string, string> = {};
+    // `--prompt=` keeps a prompt that starts with '-' from being read as a flag.
+    const args = [`--prompt=${promptArgument(input.prompt, files)}`, '--output-format', 'stream-json', '--approval-mode', APPROVAL_MODE[input.permissionPolicy] ?? 'default'];
+    if (input.model) args.push('--model', input.model);
+    const env = { ...input.env };
+    if (input.variant === 'vertex') env.GOOGLE_GENAI_USE_VERTEXAI = 'true';
+    return { command: 'gemini', args, env, files };
+  },
+  parseLine: jsonLineParser((event) => {
+    switch (event.type) {
+      case 'message':
+        if (event.role !== 'assistant' || !text(event.content)) return [];
+        return [event.delta === true ? { type: 'message', text: event.content as string, delta: true } : { type: 'message', text: event.content as string }];
+      case 'tool_use':
+        return text(event.tool_name) ? [{ type: 'tool', name: event.tool_name as string, input: event.parameters }] : [];
+      case 'error':
+        return event.severity === 'warning' ? [{ type: 'raw', text: text(event.message) ?? '' }] : [{ type: 'error', message: text(event.message) ?? 'error' }];
+      case 'result':
+        return resultEvents(event);
+      default:
+        return []; // init, tool_result
+    }
+  }),
+});

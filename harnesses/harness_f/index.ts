@@ -1,0 +1,84 @@
+/** harness_f: CLI 4 (opencode), non-interactive `opencode run --format json`, as docs/harnesses.md describes. */
+import type { HarnessDefinition, HarnessEvent, PermissionPolicy, ReasoningEffort } from '../../core/ports/harness.ts';
+import { defineHarness } from '../../core/sdk.ts';
+import { field, isObject, jsonLineParser, text, usage, type Json } from '../common/lines.ts';
+import { promptArgument } from '../common/prompt.ts';
+
+/**
+ * Permissions are config (`permission` per tool: allow, ask, deny), given inline through
+ * OPENCODE_CONFIG_CONTENT (merged over the user's config). A run rejects whatever would ask;
+ * default leaves the user's config (and the CLI's defaults) as they are.
+ */
+const PERMISSION: Record<PermissionPolicy, Json | null> = {
+  default: null,
+  auto_edit: { edit: 'allow' },
+  never: { edit: 'deny', bash: 'deny', webfetch: 'deny' },
+  yolo: { edit: 'allow', bash: 'allow', webfetch: 'allow', external_directory: 'allow' },
+};
+
+/** `--variant` names are the provider's; these are the common ones. */
+const VARIANT: Record<ReasoningEffort, string> = { low: 'low', medium: 'medium', high: 'high', 'x-high': 'max' };
+
+function stepUsage(part: unknown): HarnessEvent[] {
+  const tokens = field(part, 'tokens');
+  if (!isObject(tokens)) return [];
+  const cache = field(tokens, 'cache');
+  return [usage({
+    input: tokens.input,
+    output: tokens.output,
+    reasoning: tokens.reasoning,
+    cache: Number(field(cache, 'read') ?? 0) + Number(field(cache, 'write') ?? 0),
+    costUsd: field(part, 'cost'),
+  })];
+}
+
+export const harnessF: HarnessDefinition = defineHarness({
+  id: 'harness_f',
+  description: 'CLI 4 (opencode), non-interactive run with the JSON event stream; any provider it supports',
+  command: 'opencode',
+  variants: [],
+  capabilities: {
+    supportsModel: true,
+    modelExamples: ['anthropic/claude-sonnet-4-5', 'openai/gpt-5', 'openrouter/qwen/qwen3-coder'],
+    reasoning: { supported: true, levels: ['low', 'medium', 'high', 'x-high'], mode: 'flag (--variant, provider-specific names)' },
+  },
+  credentials: {
+    env: [['ANTHROPIC_API_KEY'], ['OPENAI_API_KEY'], ['OPENROUTER_API_KEY'], ['GEMINI_API_KEY'], ['GOOGLE_GENERATIVE_AI_API_KEY'], ['GROQ_API_KEY']],
+    files: ['.local/share/opencode/auth.json'],
+    instructions: [
+      'Set the API key of the provider the model names (ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENROUTER_API_KEY, GEMINI_API_KEY, ...) in the server environment or as a system secret.',
+      'Or log in once with `opencode auth login` as the user that runs jobs (stores ~/.local/share/opencode/auth.json).',
+    ],
+  },
+  build(input) {
+    const files: Record<string, string> = {};
+    const prompt = promptArgument(input.prompt, files);
+    const args = ['run', '--format', 'json'];
+    if (input.model) args.push('--model', input.model);
+    if (input.reasoningEffort) args.push('--variant', VARIANT[input.reasoningEffort]);
+    args.push('--', prompt);
+    const env = { ...input.env };
+    const permission = PERMISSION[input.permissionPolicy];
+    if (permission) env.OPENCODE_CONFIG_CONTENT = JSON.stringify({ permission });
+    return { command: 'opencode', args, env, files };
+  },
+  parseLine: jsonLineParser((event) => {
+    const part = event.part;
+    switch (event.type) {
+      case 'text':
+        return text(field(part, 'text')) ? [{ type: 'message', text: field(part, 'text') as string }] : [];
+      case 'tool_use': {
+        const name = text(field(part, 'tool'));
+        return name ? [{ type: 'tool', name, input: field(field(part, 'state'), 'input') }] : [];
+      }
+      case 'step_finish':
+        return stepUsage(part);
+      case 'error': {
+        const error = event.error;
+        return [{ type: 'error', message: text(field(field(error, 'data'), 'message')) ?? text(field(error, 'name')) ?? 'error' }];
+      }
+      default:
+        return []; // step_start, reasoning, done
+    }
+  }),
+});

@@ -1,0 +1,46 @@
+import type { DomainPlugin } from '../../core/http/plugins.ts';
+import { Tokens } from '../../core/tokens.ts';
+import { Notifier } from '../../core/db/notify.ts';
+import { EVENTS_CHANNEL, attachEventWakeups, eventWakeupsOf } from '../../core/events/wakeups.ts';
+import { RoleServices } from '../../core/roles.ts';
+import { SchedulerToken } from '../../core/ports/scheduler.ts';
+import { ManifestSyncListeners } from '../../core/ports/manifest.ts';
+import { EventRepository } from './repository.ts';
+import { EventService } from './service.ts';
+import { EventRouter } from './router.ts';
+import { CRON_JOB, CronSync, SCHEDULES_CHANNEL } from './cron-sync.ts';
+import { ScheduleRequests, Schedules } from './schedules.ts';
+import { eventRoutes } from './routes.ts';
+import { scheduleRoutes } from './schedule-routes.ts';
+
+/**
+ * The event spine's API and its consumers: event routes, the orchestrator's event router (events
+ * → manifest triggers → pipeline runs and workflow jobs), project schedules, and the cron
+ * schedules of manifest triggers kept in the orchestrators' scheduler.
+ */
+export const plugin: DomainPlugin = {
+  name: 'events',
+  dependencies: ['projects', 'manifest', 'jobs', 'pipelines'],
+  register(server, { container }) {
+    const db = container.resolve(Tokens.Db);
+    const logger = container.resolve(Tokens.Logger);
+    // Another plugin that reacts to events (webhooks) may have attached the notifier first.
+    if (!eventWakeupsOf(db)) attachEventWakeups(db, new Notifier(db, EVENTS_CHANNEL, logger));
+    const wakeups = eventWakeupsOf(db)!;
+    const resync = new Notifier(db, SCHEDULES_CHANNEL, logger);
+    container.registerInstance(ScheduleRequests, resync);
+    for (const cls of [EventRepository, EventService, Schedules]) container.registerSingleton(cls as never);
+    container.resolve(ManifestSyncListeners).add((manifest) => resync.notify(manifest.project_id));
+
+    const roles = container.resolve(RoleServices);
+    roles.add('orchestrator', new EventRouter(container, wakeups));
+    if (container.isRegistered(SchedulerToken)) {
+      const scheduler = container.resolve(SchedulerToken);
+      const cron = new CronSync(container, resync, scheduler);
+      scheduler.define(CRON_JOB, cron.fire);
+      roles.add('orchestrator', cron);
+    }
+    server.route(eventRoutes(container));
+    server.route(scheduleRoutes(container));
+  },
+};

@@ -1,0 +1,135 @@
+import type { Logger } from 'pino';
+import type { DependencyContainer } from '../../core/di.ts';
+import { Tokens } from '../../core/tokens.ts';
+import type { RoleService } from '../../core/roles.ts';
+import type { Notifier } from '../../core/db/notify.ts';
+import { listen, type Listening } from '../../core/db/listen.ts';
+import type { StoredManifest } from '../../core/manifest/types.ts';
+import { EventRepository, type EventRow } from './repository.ts';
+import { EventRouting } from './routing.ts';
+
+export interface RouterOptions {
+  /** The backstop when a notice is missed. */
+  pollEveryMs: number;
+  /** How often stuck events are looked for, and how long a claim may last before the event counts as stuck. */
+  recoverEveryMs: number;
+  staleSeconds: number;
+  /** Claims before a stuck event is failed instead of requeued. */
+  maxAttempts: number;
+  batch: number;
+  /** Events of a batch routed at once. */
+  lanes: number;
+}
+
+export const ROUTER_DEFAULTS: RouterOptions = { pollEveryMs: 1_000, recoverEveryMs: 30_000, staleSeconds: 300, maxAttempts: 3, batch: 32, lanes: 8 };
+
+/**
+ * The orchestrator's event router: woken by NOTIFY on svc_events (directly when the event was
+ * emitted in this process) and by a poll, it claims pending events in batches (SKIP LOCKED, so
+ * any number of routers share the work) and routes them several at a time: events are not
+ * ordered (several routers could not keep an order anyway). Events stuck in processing are
+ * requeued (or failed after maxAttempts).
+ */
+export class EventRouter implements RoleService {
+  readonly name = 'event-router';
+  private readonly events: EventRepository;
+  private readonly routing: EventRouting;
+  private readonly logger: Logger;
+  private readonly databaseUrl: string;
+  private listening: Listening | null = null;
+  private timers: NodeJS.Timeout[] = [];
+  private running: Promise<void> | null = null;
+  private again = false;
+  private stopped = false;
+  private unsubscribe: () => void = () => undefined;
+
+  constructor(
+    container: DependencyContainer,
+    private readonly wakeups: Notifier,
+    private readonly options: RouterOptions = ROUTER_DEFAULTS,
+  ) {
+    this.events = container.resolve(EventRepository);
+    this.routing = new EventRouting(container);
+    this.logger = container.resolve(Tokens.Logger);
+    this.databaseUrl = container.resolve(Tokens.DatabaseUrl);
+  }
+
+  async start(): Promise<void> {
+    this.unsubscribe = this.wakeups.onNotice(() => this.wake());
+    this.listening = await listen(this.databaseUrl, this.wakeups.channel, () => this.wake(), this.logger);
+    this.timers.push(
+      setInterval(() => this.wake(), this.options.pollEveryMs),
+      setInterval(() => void this.recover(), this.options.recoverEveryMs),
+    );
+    this.wake();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.unsubscribe();
+    for (const t of this.timers) clearInterval(t);
+    await this.running;
+    await this.listening?.close();
+  }
+
+  /** Runs a pass now, or right after the one in progress. */
+  wake(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = this.pass()
+      .catch((err) => this.logger.error({ err }, 'event routing pass failed'))
+      .finally(() => {
+        this.running = null;
+        if (this.again) {
+          this.again = false;
+          this.wake();
+        }
+      });
+  }
+
+  /** Requeues (or fails) events stuck in processing; returns what it did. */
+  async recover(): Promise<{ requeued: number; failed: number }> {
+    try {
+      const done = await this.events.recoverStuck(this.options.staleSeconds, this.options.maxAttempts);
+      if (done.requeued || done.failed) this.logger.warn(done, 'stuck events recovered');
+      if (done.requeued) this.wake();
+      return done;
+    } catch (err) {
+      this.logger.error({ err }, 'stuck event recovery failed');
+      return { requeued: 0, failed: 0 };
+    }
+  }
+
+  private async pass(): Promise<void> {
+    while (!this.stopped) {
+      const batch = await this.events.claim(this.options.batch);
+      // One manifest read per project and batch, shared by its events.
+      const manifests = new Map<string, Promise<StoredManifest | null>>();
+      const manifestOf = (projectId: string) => {
+        if (!manifests.has(projectId)) manifests.set(projectId, this.routing.manifestOf(projectId));
+        return manifests.get(projectId)!;
+      };
+      let next = 0;
+      const lane = async () => {
+        while (next < batch.length) await this.routeOne(batch[next++], manifestOf);
+      };
+      await Promise.all(Array.from({ length: Math.min(this.options.lanes, batch.length) }, lane));
+      if (batch.length < this.options.batch) return;
+    }
+  }
+
+  private async routeOne(event: EventRow, manifestOf: (projectId: string) => Promise<StoredManifest | null>): Promise<void> {
+    try {
+      const outcome = await this.routing.route(event, await manifestOf(event.project_id));
+      if (!(await this.events.finish(event, outcome.status, outcome.routing, outcome.error))) {
+        this.logger.warn({ eventId: event.id }, 'event claim lost before routing finished; its outcome was not recorded');
+      }
+    } catch (err) {
+      this.logger.error({ err, eventId: event.id }, 'event routing failed');
+      await this.events.finish(event, 'failed', null, `routing failed: ${(err as Error).message}`).catch(() => undefined);
+    }
+  }
+}

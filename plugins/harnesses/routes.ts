@@ -1,0 +1,67 @@
+import Boom from '@hapi/boom';
+import type { ServerRoute } from '@hapi/hapi';
+import { authenticated } from '../../core/http/access.ts';
+import { docs } from '../../core/http/schemas.ts';
+import { paramsOf, queryOf } from '../../core/http/request.ts';
+import type { HarnessDefinition } from '../../core/ports/harness.ts';
+import type { Harnesses } from './registry.ts';
+import * as S from './schemas.ts';
+
+const tags = ['api', 'harnesses'];
+
+async function view(harnesses: Harnesses, def: HarnessDefinition) {
+  const source = harnesses.sourceOf(def.id);
+  const caps = def.capabilities;
+  return {
+    name: def.id,
+    aliases: def.aliases ?? [],
+    description: def.description,
+    variants: (def.variants ?? []).map((v) => ({ name: v.name, description: v.description, source })),
+    auth: await harnesses.auth(def.id),
+    capabilities: {
+      supports_model: caps?.supportsModel ?? false,
+      model_examples: caps?.modelExamples ?? [],
+      reasoning: { supported: caps?.reasoning.supported ?? false, levels: caps?.reasoning.levels ?? [], mode: caps?.reasoning.mode ?? null },
+    },
+  };
+}
+
+export function harnessRoutes(harnesses: Harnesses): ServerRoute[] {
+  return [
+    {
+      method: 'GET',
+      path: '/harnesses',
+      options: {
+        description: 'The coding CLIs this server can run, built-in and from plugins, with whether each is available here',
+        tags,
+        plugins: { ...authenticated, ...docs(400, 401) },
+        validate: { query: S.listQuery },
+        response: { schema: S.harnessPage },
+      },
+      handler: async (request) => {
+        const { limit, offset } = queryOf<{ limit: number; offset: number }>(request);
+        const all = harnesses.list();
+        const page = all.slice(offset, offset + limit);
+        const data = await Promise.all(page.map((def) => view(harnesses, def)));
+        return { data, pagination: { limit, offset, count: data.length, total: all.length, has_more: offset + data.length < all.length } };
+      },
+    },
+    {
+      method: 'GET',
+      path: '/harnesses/{name}',
+      options: {
+        description: 'One harness by id or alias (harness_e is also coder): variants, auth status and capabilities',
+        tags,
+        plugins: { ...authenticated, ...docs(400, 401, 404) },
+        validate: { params: S.nameParams },
+        response: { schema: S.harnessSchema },
+      },
+      handler: async (request) => {
+        const { name } = paramsOf(request);
+        const def = harnesses.get(name);
+        if (!def) throw Boom.notFound(`unknown harness '${name}' (known: ${harnesses.list().flatMap((d) => [d.id, ...(d.aliases ?? [])]).join(', ')})`);
+        return view(harnesses, def);
+      },
+    },
+  ];
+}

@@ -1,0 +1,94 @@
+import { randomBytes } from 'node:crypto';
+import Boom from '@hapi/boom';
+import type { DependencyContainer } from 'tsyringe';
+import type { Logger } from 'pino';
+import { Tokens, type Clock } from '../../core/tokens.ts';
+import type { Db } from '../../core/db/knex.ts';
+import { emitEvent, type EventSource } from '../../core/events/emit.ts';
+import { SecretResolverToken } from '../../core/ports/secrets.ts';
+import { VcsHostToken } from '../../core/ports/vcshost.ts';
+import { ChatAppToken } from '../../core/ports/chatapp.ts';
+import type { InboundEvent, InboundRequest } from '../../core/ports/integrations.ts';
+import { IntegrationRepository } from './repository.ts';
+
+/** Project secret (org and system secrets of the name apply to projects without one) that signs code-host deliveries. */
+export const VCSHOST_WEBHOOK_SECRET = 'VCSHOST_WEBHOOK_SECRET';
+/** System secret: the chat app's signing secret. */
+export const CHATAPP_SIGNING_SECRET = 'CHATAPP_SIGNING_SECRET';
+
+export interface Outcome {
+  status: 200 | 201 | 202;
+  body: Record<string, unknown>;
+}
+
+const ignored = (message: string): Outcome => ({ status: 202, body: { ignored: true, message } });
+
+/**
+ * Webhook requests from the code host and the chat app: verified with their secret, read by the
+ * configured adapter, and stored on the event spine as pending (the router takes them from there).
+ */
+export class InboundDeliveries {
+  private readonly repo: IntegrationRepository;
+  private readonly db: Db;
+  private readonly clock: Clock;
+  private readonly logger: Logger;
+
+  constructor(private readonly container: DependencyContainer) {
+    this.repo = container.resolve(IntegrationRepository);
+    this.db = container.resolve(Tokens.Db);
+    this.clock = container.resolve(Tokens.Clock);
+    this.logger = container.resolve(Tokens.Logger);
+  }
+
+  async vcshost(projectId: string, request: InboundRequest, requestId: string): Promise<Outcome> {
+    const host = this.container.resolve(VcsHostToken);
+    const secret = (await this.repo.liveProject(projectId)) ? await this.secret(VCSHOST_WEBHOOK_SECRET, projectId) : null;
+    if (!secret) this.logger.info({ projectId }, `vcshost delivery for a project that is unknown, deleted or has no ${VCSHOST_WEBHOOK_SECRET}`);
+    // Verified against a random secret when there is none, so the answer does not tell which case it was.
+    const verification = host.verify(request, secret ?? randomBytes(32).toString('hex'));
+    if (!verification.ok) throw Boom.unauthorized(verification.reason);
+    const delivery = host.normalize(request);
+    if (delivery.kind === 'invalid') throw Boom.badRequest(delivery.message);
+    if (delivery.kind === 'ignored') return ignored(`vcshost event '${delivery.event}' is ignored: only push and pull_request deliveries are stored`);
+    return this.store(projectId, 'vcshost', delivery.event, requestId);
+  }
+
+  async chat(request: InboundRequest, requestId: string): Promise<Outcome> {
+    const app = this.container.resolve(ChatAppToken);
+    const secret = await this.secret(CHATAPP_SIGNING_SECRET, null);
+    if (!secret) throw Boom.serverUnavailable(`the chat app is not set up: the system secret ${CHATAPP_SIGNING_SECRET} is missing`);
+    const verification = app.verify(request, secret, this.clock.now());
+    if (!verification.ok) throw Boom.unauthorized(verification.reason);
+    const delivery = app.normalize(request);
+    switch (delivery.kind) {
+      case 'invalid':
+        throw Boom.badRequest(delivery.message);
+      case 'url_verification':
+        return { status: 200, body: { challenge: delivery.challenge } };
+      case 'ignored':
+        return ignored(delivery.reason);
+    }
+    const projectId = await this.repo.projectFor(delivery.team_id, delivery.channel);
+    if (!projectId) {
+      this.logger.info({ team: delivery.team_id, channel: delivery.channel }, 'chat event for a team with no route');
+      return ignored(`no chat route for team ${delivery.team_id}${delivery.channel ? ` channel ${delivery.channel}` : ''}: add one with POST /projects/{project_id}/routes`);
+    }
+    return this.store(projectId, 'chatapp', delivery.event, requestId);
+  }
+
+  /** 201 with the new event, or 200 with the one an earlier delivery of the same id stored. */
+  private async store(projectId: string, source: EventSource, event: InboundEvent, requestId: string): Promise<Outcome> {
+    const { id, created } = await this.db.transaction((trx) => emitEvent(trx, { ...event, project_id: projectId, source, request_id: requestId }));
+    return { status: created ? 201 : 200, body: await this.repo.event(id) };
+  }
+
+  /** The secret's value, or null when no scope searched holds it. */
+  private async secret(name: string, projectId: string | null): Promise<string | null> {
+    try {
+      return await this.container.resolve(SecretResolverToken).resolve(name, { projectId });
+    } catch (e) {
+      if (Boom.isBoom(e) && e.output.statusCode === 422) return null;
+      throw e;
+    }
+  }
+}

@@ -1,0 +1,21 @@
+import type { DomainPlugin } from '../../core/http/plugins.ts';
+import { IntegrationRepository } from './repository.ts';
+import { ChatRoutes } from './service.ts';
+import { InboundDeliveries } from './inbound.ts';
+import { chatRouteRoutes } from './routes.ts';
+import { inboundRoutes } from './inbound-routes.ts';
+
+/**
+ * Inbound integrations: code-host and chat-app webhooks stored as events on the spine, and the
+ * chat routes that say which project a chat team feeds. The adapters (config `adapters.vcshost`,
+ * `adapters.chatapp`) are the kernel's; secrets come through the SecretResolver port.
+ */
+export const plugin: DomainPlugin = {
+  name: 'integrations',
+  dependencies: ['projects', 'secrets'],
+  register(server, { container }) {
+    container.registerSingleton(IntegrationRepository);
+    container.registerSingleton(ChatRoutes);
+    server.route([...chatRouteRoutes(container), ...inboundRoutes(new InboundDeliveries(container))]);
+  },
+};

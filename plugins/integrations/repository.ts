@@ -1,0 +1,76 @@
+import { inject, injectable } from '../../core/di.ts';
+import { Tokens } from '../../core/tokens.ts';
+import type { Db } from '../../core/db/knex.ts';
+import { paginate, type ListQuery, type Page } from '../../core/http/lists.ts';
+
+export interface RouteRow {
+  id: string;
+  org_id: string;
+  project_id: string;
+  team_id: string;
+  channel: string | null;
+  created_by: string | null;
+  created_at: Date;
+}
+
+export type RouteFilters = Pick<ListQuery, 'limit' | 'offset'> & { team_id?: string };
+
+/** The spine's fields of an event, as the inbound routes answer them. */
+const EVENT_FIELDS = [
+  'id', 'project_id', 'type', 'source', 'status', 'payload_json', 'env_name', 'ref_sha', 'ref_branch', 'actor_type', 'actor_id', 'dedupe_key', 'created_at',
+];
+
+@injectable()
+export class IntegrationRepository {
+  constructor(@inject(Tokens.Db) private readonly db: Db) {}
+
+  list(projectId: string, filters: RouteFilters): Promise<Page<RouteRow>> {
+    const query = this.db('chat_routes').where({ project_id: projectId });
+    if (filters.team_id) query.where({ team_id: filters.team_id });
+    return paginate(query, filters, (row: RouteRow) => row, 'chat_routes');
+  }
+
+  byId(projectId: string, routeId: string): Promise<RouteRow | undefined> {
+    return this.db('chat_routes').where({ id: routeId, project_id: projectId }).first();
+  }
+
+  async insert(trx: Db, row: Omit<RouteRow, 'created_at'>): Promise<RouteRow> {
+    const [created] = await trx('chat_routes').insert(row).returning('*');
+    return created;
+  }
+
+  async remove(projectId: string, routeId: string): Promise<boolean> {
+    return (await this.db('chat_routes').where({ id: routeId, project_id: projectId }).delete()) > 0;
+  }
+
+  /**
+   * The routes that already hold this team, under a transaction lock on the team (so two orgs
+   * cannot claim one team at once, which no unique index can express).
+   */
+  async lockTeam(trx: Db, teamId: string): Promise<Pick<RouteRow, 'org_id' | 'channel'>[]> {
+    await trx.raw('SELECT pg_advisory_xact_lock(hashtext(?))', [`chat_team:${teamId}`]);
+    return trx('chat_routes').where({ team_id: teamId }).select('org_id', 'channel');
+  }
+
+  /** The live project a team's message goes to: the channel's own route before the team-wide one. */
+  async projectFor(teamId: string, channel: string | null): Promise<string | null> {
+    const row = await this.db('chat_routes as r')
+      .join('projects as p', 'p.id', 'r.project_id')
+      .where('r.team_id', teamId)
+      .andWhere('p.deleted', false)
+      .andWhere((w) => (channel ? w.where('r.channel', channel).orWhereNull('r.channel') : w.whereNull('r.channel')))
+      .orderByRaw('r.channel IS NULL')
+      .first('r.project_id');
+    return row?.project_id ?? null;
+  }
+
+  event(id: string): Promise<Record<string, unknown>> {
+    return this.db('events').where({ id }).first(EVENT_FIELDS);
+  }
+
+  /** Whether the project exists and is not deleted. */
+  async liveProject(projectId: string): Promise<boolean> {
+    const row = await this.db('projects').where({ id: projectId }).first('deleted');
+    return row !== undefined && !row.deleted;
+  }
+}

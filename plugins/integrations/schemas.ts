@@ -1,0 +1,51 @@
+import Joi from 'joi';
+import { idSchema, orgId, projectId, timestamp } from '../../core/http/schemas.ts';
+import { listQuerySchema } from '../../core/http/lists.ts';
+
+export const routeId = idSchema('route');
+/** Team and channel ids as the chat app writes them (T0123ABCD, C0456EFGH). */
+const chatId = Joi.string().pattern(/^[A-Za-z0-9_-]{1,64}$/, 'chat app id (letters, digits, _ and -)');
+
+export const projectParams = Joi.object({ project_id: projectId.required() });
+export const routeParams = projectParams.keys({ route_id: routeId.required() });
+
+export const createRouteSchema = Joi.object({
+  team_id: chatId.required().description("the chat team (workspace) id, as in the app's events"),
+  channel: chatId.allow(null).default(null).description('a channel id; null or absent routes every channel of the team not routed on its own'),
+}).label('CreateChatRoute');
+
+export const routesQuery = listQuerySchema.keys({ include_deleted: Joi.forbidden(), team_id: chatId });
+
+export const routeSchema = Joi.object({
+  id: routeId.required(),
+  org_id: orgId.required(),
+  project_id: projectId.required(),
+  team_id: Joi.string().required(),
+  channel: Joi.string().allow(null).required(),
+  created_by: Joi.string().allow(null).required(),
+  created_at: timestamp.required(),
+}).label('ChatRoute');
+
+/** An event as stored by an inbound delivery (the spine's fields). */
+export const eventSchema = Joi.object({
+  id: Joi.string().required(),
+  project_id: projectId.required(),
+  type: Joi.string().required(),
+  source: Joi.string().valid('vcshost', 'chatapp').required(),
+  status: Joi.string().valid('pending', 'processing', 'completed', 'failed').required(),
+  payload_json: Joi.object().unknown(true).required(),
+  env_name: Joi.string().allow(null).required(),
+  ref_sha: Joi.string().allow(null).required(),
+  ref_branch: Joi.string().allow(null).required(),
+  actor_type: Joi.string().valid('user', 'system', 'app').allow(null).required(),
+  actor_id: Joi.string().allow(null).required(),
+  dedupe_key: Joi.string().allow(null).required(),
+  created_at: timestamp.required(),
+}).label('InboundEvent');
+
+export const ignoredSchema = Joi.object({
+  ignored: Joi.boolean().valid(true).required(),
+  message: Joi.string().required(),
+}).label('IgnoredDelivery');
+
+export const challengeSchema = Joi.object({ challenge: Joi.string().required() }).label('ChatChallenge');

@@ -1,0 +1,192 @@
+import { inject, injectable } from '../../core/di.ts';
+import { Tokens } from '../../core/tokens.ts';
+import type { Db } from '../../core/db/knex.ts';
+import { paginate, type ListQuery, type Page } from '../../core/http/lists.ts';
+import type { DeliveredEvent } from './envelope.ts';
+import type { Outcome } from './transport.ts';
+import type { DELIVERY_KINDS, DELIVERY_STATUSES } from './schemas.ts';
+
+export type DeliveryKind = (typeof DELIVERY_KINDS)[number];
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+
+export interface DeliveryRow {
+  id: string;
+  subscription_id: string;
+  event_id: string;
+  event_type: string;
+  kind: DeliveryKind;
+  replay_id: string | null;
+  status: DeliveryStatus;
+  attempts: number;
+  lease_expires_at: Date | null;
+  next_attempt_at: Date | null;
+  last_attempt_at: Date | null;
+  response_status: number | null;
+  response_body: string | null;
+  error: string | null;
+  duration_ms: number | null;
+  created_at: Date;
+  updated_at: Date;
+  completed_at: Date | null;
+}
+
+export type Delivery = Omit<DeliveryRow, 'lease_expires_at'>;
+export const toDelivery = ({ lease_expires_at: _lease, ...rest }: DeliveryRow): Delivery => rest;
+
+export interface NewDelivery {
+  id: string;
+  subscription_id: string;
+  event_id: string;
+  event_type: string;
+  kind: DeliveryKind;
+  replay_id: string | null;
+  /** Leased to the inserting process, which sends it at once; otherwise any dispatcher claims it. */
+  leased: boolean;
+}
+
+/** A delivery leased to this process, with what sending it needs. */
+export interface ClaimedDelivery {
+  id: string;
+  kind: DeliveryKind;
+  replay_id: string | null;
+  attempts: number;
+  subscription: { id: string; url: string; secret_enc: string; live: boolean };
+  /** null when the event is gone (its project was deleted). */
+  event: DeliveredEvent | null;
+}
+
+/** What became of one claimed delivery: an attempt's outcome, or not sent at all (`skipped`). */
+export interface AttemptResult {
+  delivery: ClaimedDelivery;
+  outcome: Outcome;
+  skipped: boolean;
+  /** Delay before the next attempt, when there is one. */
+  retryInMs: number | null;
+}
+
+export interface DeliveryFilters extends ListQuery {
+  status?: DeliveryStatus;
+  kind?: DeliveryKind;
+}
+
+const ACTIVE = "('pending', 'retrying')";
+
+@injectable()
+export class DeliveryRepository {
+  constructor(@inject(Tokens.Db) private readonly db: Db) {}
+
+  /** Takes up to `limit` events off the outbox (SKIP LOCKED), with their project's org. */
+  async takeOutbox(trx: Db, limit: number): Promise<(DeliveredEvent & { project_id: string })[]> {
+    const { rows } = await trx.raw(
+      `WITH taken AS (
+         DELETE FROM webhook_outbox o USING (SELECT id FROM webhook_outbox ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED) pick
+         WHERE o.id = pick.id RETURNING o.event_id)
+       SELECT e.id, e.type, e.project_id, p.org_id, e.created_at AS time, e.payload_json AS data
+       FROM taken JOIN events e ON e.id = taken.event_id JOIN projects p ON p.id = e.project_id`,
+      [limit],
+    );
+    return rows;
+  }
+
+  /** Inserts deliveries, skipping an event already in flight to the subscription; returns the ids written. */
+  async insert(trx: Db, rows: NewDelivery[], leaseMs: number): Promise<Set<string>> {
+    if (rows.length === 0) return new Set();
+    const { rows: written } = await trx.raw(
+      `INSERT INTO webhook_deliveries (id, subscription_id, event_id, event_type, kind, replay_id, lease_expires_at)
+       SELECT r.id, r.subscription_id, r.event_id, r.event_type, r.kind, r.replay_id,
+              CASE WHEN r.leased THEN now() + make_interval(secs => ?) END
+       FROM jsonb_to_recordset(?::jsonb) AS r(id text, subscription_id text, event_id text, event_type text, kind text, replay_id text, leased boolean)
+       ON CONFLICT (subscription_id, event_id) WHERE status IN ${ACTIVE} DO NOTHING
+       RETURNING id`,
+      [leaseMs / 1000, JSON.stringify(rows)],
+    );
+    return new Set(written.map((r: { id: string }) => r.id));
+  }
+
+  /** Leases up to `limit` pending deliveries nobody holds (SKIP LOCKED), oldest first. */
+  async claim(limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
+    const { rows } = await this.db.raw(
+      `WITH c AS (
+         UPDATE webhook_deliveries d SET lease_expires_at = now() + make_interval(secs => ?), updated_at = now()
+         FROM (SELECT id FROM webhook_deliveries WHERE status = 'pending' AND (lease_expires_at IS NULL OR lease_expires_at < now())
+               ORDER BY created_at LIMIT ? FOR UPDATE SKIP LOCKED) pick
+         WHERE d.id = pick.id
+         RETURNING d.id, d.kind, d.replay_id, d.attempts, d.subscription_id, d.event_id)
+       SELECT c.*, s.url, s.secret_enc, (s.enabled AND s.deleted_at IS NULL) AS live,
+              e.type, e.project_id, p.org_id, e.created_at AS time, e.payload_json AS data
+       FROM c JOIN webhook_subscriptions s ON s.id = c.subscription_id
+       LEFT JOIN events e ON e.id = c.event_id LEFT JOIN projects p ON p.id = e.project_id`,
+      [leaseMs / 1000, limit],
+    );
+    return rows.map((r: Record<string, any>) => ({
+      id: r.id,
+      kind: r.kind,
+      replay_id: r.replay_id,
+      attempts: r.attempts,
+      subscription: { id: r.subscription_id, url: r.url, secret_enc: r.secret_enc, live: r.live },
+      event: r.type === null ? null : { id: r.event_id, type: r.type, project_id: r.project_id, org_id: r.org_id, time: r.time, data: r.data },
+    }));
+  }
+
+  /**
+   * Writes the results of attempts: succeeded, retrying (with its next time) or failed. A result
+   * for an attempt someone else already recorded (its lease ran out meanwhile) is dropped.
+   * Returns the deliveries that wait for a retry.
+   */
+  async record(trx: Db, results: AttemptResult[]): Promise<{ id: string; attempts: number; next_attempt_at: Date }[]> {
+    const values = results.map(({ delivery, outcome, skipped, retryInMs }) => ({
+      id: delivery.id,
+      attempts_before: delivery.attempts,
+      attempts: skipped ? delivery.attempts : delivery.attempts + 1,
+      status: outcome.ok ? 'succeeded' : retryInMs === null ? 'failed' : 'retrying',
+      retry_ms: retryInMs,
+      response_status: outcome.status,
+      response_body: outcome.body,
+      error: outcome.error,
+      duration_ms: skipped ? null : outcome.durationMs,
+      attempted: !skipped,
+    }));
+    const { rows } = await trx.raw(
+      `UPDATE webhook_deliveries d SET
+         attempts = r.attempts, status = r.status, lease_expires_at = NULL,
+         next_attempt_at = CASE WHEN r.status = 'retrying' THEN now() + make_interval(secs => r.retry_ms / 1000.0) END,
+         last_attempt_at = CASE WHEN r.attempted THEN now() ELSE d.last_attempt_at END,
+         response_status = r.response_status, response_body = r.response_body, error = r.error, duration_ms = r.duration_ms,
+         updated_at = now(), completed_at = CASE WHEN r.status IN ('succeeded', 'failed') THEN now() END
+       FROM jsonb_to_recordset(?::jsonb) AS r(id text, attempts_before int, attempts int, status text, retry_ms int,
+            response_status int, response_body text, error text, duration_ms int, attempted boolean)
+       WHERE d.id = r.id AND d.status = 'pending' AND d.attempts = r.attempts_before
+       RETURNING d.id, d.status, d.attempts, d.next_attempt_at`,
+      [JSON.stringify(values)],
+    );
+    return rows.filter((r: { status: string }) => r.status === 'retrying');
+  }
+
+  /** A retry has come due: back to pending for any dispatcher to claim. False when it already moved on. */
+  async due(id: string, attempts: number): Promise<boolean> {
+    const n = await this.db('webhook_deliveries').where({ id, attempts, status: 'retrying' }).update({ status: 'pending', lease_expires_at: null, updated_at: this.db.fn.now() });
+    return n > 0;
+  }
+
+  /** Retries whose scheduled run never came (the process died between writing and scheduling): due now. */
+  async overdue(graceMs: number): Promise<number> {
+    return this.db('webhook_deliveries')
+      .where('status', 'retrying')
+      .where('next_attempt_at', '<', this.db.raw('now() - make_interval(secs => ?)', [graceMs / 1000]))
+      .update({ status: 'pending', lease_expires_at: null, updated_at: this.db.fn.now() });
+  }
+
+  /** Records a delivery made and finished in one go (test deliveries). */
+  async insertFinished(row: Omit<DeliveryRow, 'created_at' | 'updated_at' | 'lease_expires_at' | 'next_attempt_at' | 'last_attempt_at' | 'completed_at'>): Promise<DeliveryRow> {
+    const now = this.db.fn.now();
+    const [created] = await this.db('webhook_deliveries').insert({ ...row, last_attempt_at: now, completed_at: now }).returning('*');
+    return created;
+  }
+
+  list(subscriptionId: string, f: DeliveryFilters): Promise<Page<Delivery>> {
+    const q = this.db('webhook_deliveries').where({ subscription_id: subscriptionId });
+    if (f.status) q.where('status', f.status);
+    if (f.kind) q.where('kind', f.kind);
+    return paginate(q, f, toDelivery, 'webhook_deliveries');
+  }
+}

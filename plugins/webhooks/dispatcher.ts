@@ -1,0 +1,170 @@
+import type { Logger } from 'pino';
+import type { DependencyContainer } from '../../core/di.ts';
+import type { Db } from '../../core/db/knex.ts';
+import { listen, type Listening } from '../../core/db/listen.ts';
+import { EVENTS_CHANNEL, eventWakeupsOf } from '../../core/events/wakeups.ts';
+import { newId } from '../../core/ids.ts';
+import type { RoleService } from '../../core/roles.ts';
+import type { Scheduler } from '../../core/ports/scheduler.ts';
+import { Tokens } from '../../core/tokens.ts';
+import { DeliveryRepository, type ClaimedDelivery, type NewDelivery } from './deliveries.ts';
+import { subscriptionMatches } from './matching.ts';
+import { SubscriptionRepository } from './repository.ts';
+import { DeliverySender } from './sender.ts';
+import { WEBHOOKS_CHANNEL, WebhookWakeups } from './wakeups.ts';
+
+/** Events taken off the outbox, and deliveries claimed, per statement. */
+const BATCH = 200;
+/** A lease outlives the attempt's timeout by this much before another dispatcher may retake it. */
+const LEASE_MARGIN_MS = 60_000;
+/** A retry this late was never scheduled (a crash between recording and scheduling it). */
+const OVERDUE_GRACE_MS = 5 * 60_000;
+const OVERDUE_EVERY_MS = 30_000;
+
+/**
+ * The orchestrator's webhook loop. Woken by new events (NOTIFY svc_events), by replays and due
+ * retries (svc_webhooks, or directly in this process), and by a poll backstop, it fans events out
+ * of the outbox into deliveries and sends them, then claims any other pending deliveries. All
+ * claims are SKIP LOCKED with a lease, so any number of orchestrators share the work and a
+ * delivery is sent by one of them at a time.
+ */
+export class WebhookDispatcher implements RoleService {
+  readonly name = 'webhook-dispatcher';
+  readonly sender: DeliverySender;
+  private readonly db: Db;
+  private readonly logger: Logger;
+  private readonly deliveries: DeliveryRepository;
+  private readonly subscriptions: SubscriptionRepository;
+  private readonly maxInFlight: number;
+  private readonly leaseMs: number;
+  private readonly inFlight = new Set<Promise<void>>();
+  private readonly stopHooks: (() => unknown)[] = [];
+  private running: Promise<void> | null = null;
+  private again = false;
+  /** The last pass stopped for want of room: the next send to finish wakes the loop. */
+  private starved = false;
+  private stopped = false;
+
+  constructor(private readonly container: DependencyContainer, scheduler: Scheduler) {
+    this.db = container.resolve(Tokens.Db);
+    this.logger = container.resolve(Tokens.Logger);
+    this.deliveries = container.resolve(DeliveryRepository);
+    this.subscriptions = container.resolve(SubscriptionRepository);
+    this.sender = new DeliverySender(container, scheduler);
+    const config = container.resolve(Tokens.Config).webhooks;
+    this.maxInFlight = config.max_in_flight;
+    this.leaseMs = config.timeout_ms + LEASE_MARGIN_MS;
+  }
+
+  async start(): Promise<void> {
+    const wake = () => this.wake();
+    this.stopHooks.push(this.container.resolve(WebhookWakeups).onNotice(wake));
+    const events = eventWakeupsOf(this.db);
+    if (events) this.stopHooks.push(events.onNotice(wake));
+    const databaseUrl = this.container.resolve(Tokens.DatabaseUrl);
+    for (const channel of [EVENTS_CHANNEL, WEBHOOKS_CHANNEL]) {
+      const listening: Listening = await listen(databaseUrl, channel, wake, this.logger);
+      this.stopHooks.push(() => listening.close());
+    }
+    const { poll_ms } = this.container.resolve(Tokens.Config).webhooks;
+    const poll = setInterval(wake, poll_ms);
+    const overdue = setInterval(() => void this.sweepOverdue(), OVERDUE_EVERY_MS);
+    this.stopHooks.push(() => clearInterval(poll), () => clearInterval(overdue));
+    this.wake();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await Promise.all(this.stopHooks.map((hook) => hook()));
+    await this.running;
+    await Promise.all(this.inFlight);
+  }
+
+  /** Runs a pass now, or right after the one in progress. */
+  wake(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = this.pass()
+      .catch((err) => this.logger.error({ err }, 'webhook dispatch pass failed'))
+      .finally(() => {
+        this.running = null;
+        if (this.again) {
+          this.again = false;
+          this.wake();
+        }
+      });
+  }
+
+  private room(): number {
+    return this.maxInFlight - this.inFlight.size;
+  }
+
+  private async pass(): Promise<void> {
+    while (!this.stopped && this.room() > 0) {
+      if ((await this.fanOut()) < BATCH) break;
+    }
+    while (!this.stopped && this.room() > 0) {
+      const limit = Math.min(this.room(), BATCH);
+      const claimed = await this.deliveries.claim(limit, this.leaseMs);
+      for (const d of claimed) this.launch(d);
+      if (claimed.length < limit) break;
+    }
+    this.starved = this.room() <= 0;
+  }
+
+  /**
+   * Takes a batch of events off the outbox and writes a delivery for each enabled subscription
+   * that matches, in one transaction; those that fit in this process's room are leased to it and
+   * sent at once, the rest wait for any dispatcher's claim. Returns the number of events taken.
+   */
+  private async fanOut(): Promise<number> {
+    let room = this.room();
+    const { taken, send } = await this.db.transaction(async (trx) => {
+      const events = await this.deliveries.takeOutbox(trx, BATCH);
+      if (events.length === 0) return { taken: 0, send: [] as ClaimedDelivery[] };
+      const subs = await this.subscriptions.enabledIn([...new Set(events.map((e) => e.org_id))], trx);
+      const rows: NewDelivery[] = [];
+      const claimed = new Map<string, ClaimedDelivery>();
+      for (const event of events) {
+        for (const sub of subs) {
+          if (sub.org_id !== event.org_id || !subscriptionMatches(sub, { ...event, payload: event.data })) continue;
+          const row: NewDelivery = { id: newId('whd'), subscription_id: sub.id, event_id: event.id, event_type: event.type, kind: 'event', replay_id: null, leased: room-- > 0 };
+          rows.push(row);
+          if (row.leased) {
+            claimed.set(row.id, { id: row.id, kind: 'event', replay_id: null, attempts: 0, subscription: { id: sub.id, url: sub.url, secret_enc: sub.secret_enc, live: true }, event });
+          }
+        }
+      }
+      const written = await this.deliveries.insert(trx, rows, this.leaseMs);
+      return { taken: events.length, send: [...claimed.values()].filter((d) => written.has(d.id)) };
+    });
+    for (const d of send) this.launch(d);
+    return taken;
+  }
+
+  private launch(d: ClaimedDelivery): void {
+    const sending: Promise<void> = this.sender
+      .deliver(d)
+      .catch((err) => this.logger.error({ err, delivery: d.id }, 'webhook delivery failed to record; its lease will expire and it is sent again'))
+      .finally(() => {
+        this.inFlight.delete(sending);
+        if (this.starved) {
+          this.starved = false;
+          this.wake();
+        }
+      });
+    this.inFlight.add(sending);
+  }
+
+  private async sweepOverdue(): Promise<void> {
+    if (this.stopped) return;
+    try {
+      if ((await this.deliveries.overdue(OVERDUE_GRACE_MS)) > 0) this.wake();
+    } catch (err) {
+      this.logger.warn({ err }, 'webhook overdue sweep failed');
+    }
+  }
+}

@@ -1,0 +1,69 @@
+import Boom from '@hapi/boom';
+import type { DomainPlugin } from '../../core/http/plugins.ts';
+import { AccessTargets } from '../../core/http/access.ts';
+import { Notifier } from '../../core/db/notify.ts';
+import { EVENTS_CHANNEL, attachEventWakeups, eventWakeupsOf } from '../../core/events/wakeups.ts';
+import { RoleServices } from '../../core/roles.ts';
+import { SchedulerToken } from '../../core/ports/scheduler.ts';
+import { Tokens } from '../../core/tokens.ts';
+import { AddressGuard } from './address-guard.ts';
+import { DeliveryRepository } from './deliveries.ts';
+import { WebhookDispatcher } from './dispatcher.ts';
+import { installErrorCodes } from './errors.ts';
+import { ReplayRepository } from './replay-repository.ts';
+import { Replays } from './replays.ts';
+import { SubscriptionRepository } from './repository.ts';
+import { REDELIVER_JOB } from './sender.ts';
+import { WebhookService } from './service.ts';
+import { Transport } from './transport.ts';
+import { WebhookWakeups } from './wakeups.ts';
+import { subscriptionRoutes } from './routes.ts';
+import { deliveryRoutes } from './delivery-routes.ts';
+
+/**
+ * Outbound webhooks: subscriptions with sealed secrets, signed CloudEvents deliveries fanned out
+ * from the event spine by the orchestrators, retries on the scheduler, auto-disable, replays.
+ */
+export const plugin: DomainPlugin = {
+  name: 'webhooks',
+  dependencies: ['orgs', 'projects'],
+  register(server, { container }) {
+    const config = container.resolve(Tokens.Config);
+    const db = container.resolve(Tokens.Db);
+    const { webhooks } = config;
+    const guard = new AddressGuard({
+      allowLoopback: webhooks.allow_loopback ?? config.env !== 'production',
+      allowPrivate: webhooks.allow_private,
+      allowedHosts: webhooks.allowed_hosts,
+    });
+    const transport = new Transport(guard, webhooks.timeout_ms);
+    container.registerInstance(AddressGuard, guard);
+    container.registerInstance(Transport, transport);
+    for (const cls of [SubscriptionRepository, DeliveryRepository, ReplayRepository, WebhookWakeups, WebhookService, Replays]) container.registerSingleton(cls as never);
+    // Without the events plugin nothing else announces new events; the poll would still find them.
+    if (!eventWakeupsOf(db)) attachEventWakeups(db, new Notifier(db, EVENTS_CHANNEL, container.resolve(Tokens.Logger)));
+
+    if (container.isRegistered(SchedulerToken)) {
+      const scheduler = container.resolve(SchedulerToken);
+      const dispatcher = new WebhookDispatcher(container, scheduler);
+      const deliveries = container.resolve(DeliveryRepository);
+      scheduler.define(REDELIVER_JOB, async (data) => {
+        if (await deliveries.due(String(data.delivery_id), Number(data.attempts))) dispatcher.wake();
+      });
+      container.resolve(RoleServices).add('orchestrator', dispatcher);
+    }
+
+    // /orgs/{org_id}/webhooks/{wh_id} routes act on the subscription's project when it has one, else on the org.
+    const subscriptions = container.resolve(SubscriptionRepository);
+    container.resolve(AccessTargets).register('webhook', async (request) => {
+      const { org_id, wh_id } = request.params as Record<string, string>;
+      const notFound = `webhook ${wh_id} not found`;
+      const sub = await subscriptions.live(org_id, wh_id);
+      if (!sub) throw Boom.notFound(notFound);
+      return sub.project_id ? { project: sub.project_id, notFound } : { org: sub.org_id, notFound };
+    });
+    installErrorCodes(server);
+    server.route([...subscriptionRoutes(container), ...deliveryRoutes(container)]);
+    server.ext('onPostStop', () => transport.close());
+  },
+};

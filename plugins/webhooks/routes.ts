@@ -1,0 +1,96 @@
+import Joi from 'joi';
+import type { ServerRoute } from '@hapi/hapi';
+import type { DependencyContainer } from '../../core/di.ts';
+import { grantOf, principalOf, requires } from '../../core/http/access.ts';
+import { docs } from '../../core/http/schemas.ts';
+import { pageSchema } from '../../core/http/lists.ts';
+import { paramsOf, payloadOf, queryOf } from '../../core/http/request.ts';
+import { SubscriptionRepository, toSubscription, type SubscriptionFilters } from './repository.ts';
+import { WebhookService, type CreateInput } from './service.ts';
+import * as S from './schemas.ts';
+
+export const tags = ['api', 'webhooks'];
+const emptyBody = Joi.object({}).allow(null).label('Empty');
+
+/** Subscriptions: create (org-wide or for one project), list, show, delete, enable. */
+export function subscriptionRoutes(container: DependencyContainer): ServerRoute[] {
+  const service = container.resolve(WebhookService);
+  const subscriptions = container.resolve(SubscriptionRepository);
+
+  return [
+    {
+      method: 'POST',
+      path: '/orgs/{org_id}/webhooks',
+      options: {
+        tags, description: 'Subscribe a URL to events of every project of the org',
+        plugins: { ...requires('webhooks:write', 'org'), ...docs(400, 401, 403, 404, 422) },
+        validate: { params: S.orgParams, payload: S.createSchema },
+        response: { status: { 201: S.subscriptionSchema } },
+      },
+      handler: async (request, h) => {
+        const sub = await service.create(principalOf(request), { orgId: paramsOf(request).org_id, projectId: null }, payloadOf<CreateInput>(request));
+        return h.response(sub).code(201);
+      },
+    },
+    {
+      method: 'POST',
+      path: '/projects/{project_id}/webhooks',
+      options: {
+        tags, description: "Subscribe a URL to the project's events (a project-scoped subscription, managed under its org)",
+        plugins: { ...requires('webhooks:write', 'project'), ...docs(400, 401, 403, 404, 422) },
+        validate: { params: S.projectParams, payload: S.createSchema },
+        response: { status: { 201: S.subscriptionSchema } },
+      },
+      handler: async (request, h) => {
+        const scope = { orgId: grantOf(request).orgId, projectId: paramsOf(request).project_id };
+        return h.response(await service.create(principalOf(request), scope, payloadOf<CreateInput>(request))).code(201);
+      },
+    },
+    {
+      method: 'GET',
+      path: '/orgs/{org_id}/webhooks',
+      options: {
+        tags, description: "The org's webhook subscriptions (project-scoped ones included), newest first",
+        plugins: { ...requires('webhooks:read', 'org'), ...docs(400, 401, 403, 404) },
+        validate: { params: S.orgParams, query: S.listQuery },
+        response: { schema: pageSchema(S.subscriptionSchema, 'WebhookSubscriptionList') },
+      },
+      handler: (request) => subscriptions.list(paramsOf(request).org_id, queryOf<SubscriptionFilters>(request)),
+    },
+    {
+      method: 'GET',
+      path: '/orgs/{org_id}/webhooks/{wh_id}',
+      options: {
+        tags, description: 'One subscription (its secret is never shown)',
+        plugins: { ...requires('webhooks:read', 'webhook'), ...docs(400, 401, 403, 404) },
+        validate: { params: S.webhookParams },
+        response: { schema: S.subscriptionSchema },
+      },
+      handler: async (request) => toSubscription(await service.get(paramsOf(request).org_id, paramsOf(request).wh_id)),
+    },
+    {
+      method: 'DELETE',
+      path: '/orgs/{org_id}/webhooks/{wh_id}',
+      options: {
+        tags, description: 'Delete a subscription: nothing more is sent to it',
+        plugins: { ...requires('webhooks:write', 'webhook'), ...docs(204, 400, 401, 403, 404) },
+        validate: { params: S.webhookParams },
+      },
+      handler: async (request, h) => {
+        await service.remove(paramsOf(request).org_id, paramsOf(request).wh_id);
+        return h.response().code(204);
+      },
+    },
+    {
+      method: 'PATCH',
+      path: '/orgs/{org_id}/webhooks/{wh_id}/enable',
+      options: {
+        tags, description: 'Enable a subscription (also one disabled after repeated failures); resets its failure count',
+        plugins: { ...requires('webhooks:write', 'webhook'), ...docs(400, 401, 403, 404) },
+        validate: { params: S.webhookParams, payload: emptyBody },
+        response: { schema: S.subscriptionSchema },
+      },
+      handler: (request) => service.enable(paramsOf(request).org_id, paramsOf(request).wh_id),
+    },
+  ];
+}

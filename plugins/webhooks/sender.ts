@@ -1,0 +1,95 @@
+import type { Logger } from 'pino';
+import { Batcher } from '../../core/batcher.ts';
+import type { DependencyContainer } from '../../core/di.ts';
+import type { Db } from '../../core/db/knex.ts';
+import type { Sealer } from '../../core/crypto/sealer.ts';
+import type { Scheduler } from '../../core/ports/scheduler.ts';
+import { Tokens } from '../../core/tokens.ts';
+import { DeliveryRepository, type AttemptResult, type ClaimedDelivery } from './deliveries.ts';
+import { deliveryHeaders, envelope } from './envelope.ts';
+import { ReplayRepository } from './replay-repository.ts';
+import { SubscriptionRepository, secretContext } from './repository.ts';
+import { Transport } from './transport.ts';
+
+/** The Agenda job that makes a failed delivery due again. */
+export const REDELIVER_JOB = 'webhooks.redeliver';
+
+/**
+ * Sends claimed deliveries and records what happened. Results are written in batches (one
+ * transaction for many attempts): the delivery rows, the subscriptions' failure counts (auto-
+ * disable), finished replays; then each retry is scheduled on the Scheduler at its time.
+ */
+export class DeliverySender {
+  private readonly db: Db;
+  private readonly sealer: Sealer;
+  private readonly logger: Logger;
+  private readonly transport: Transport;
+  private readonly deliveries: DeliveryRepository;
+  private readonly subscriptions: SubscriptionRepository;
+  private readonly replays: ReplayRepository;
+  private readonly retryDelays: number[];
+  private readonly disableAfter: number;
+  private readonly recorder = new Batcher<AttemptResult, void>((items) => this.record(items), { maxBatch: 256, concurrency: 2 });
+
+  constructor(container: DependencyContainer, private readonly scheduler: Scheduler) {
+    this.db = container.resolve(Tokens.Db);
+    this.sealer = container.resolve(Tokens.Sealer);
+    this.logger = container.resolve(Tokens.Logger);
+    this.transport = container.resolve(Transport);
+    this.deliveries = container.resolve(DeliveryRepository);
+    this.subscriptions = container.resolve(SubscriptionRepository);
+    this.replays = container.resolve(ReplayRepository);
+    const config = container.resolve(Tokens.Config).webhooks;
+    this.retryDelays = config.retry_delays_ms;
+    this.disableAfter = config.disable_after_failures;
+  }
+
+  /** One attempt of a leased delivery; resolves once its result is recorded. */
+  async deliver(d: ClaimedDelivery): Promise<void> {
+    await this.recorder.submit(await this.attempt(d));
+  }
+
+  private async attempt(d: ClaimedDelivery): Promise<AttemptResult> {
+    if (!d.subscription.live) return skipped(d, 'not sent: the subscription is disabled or deleted');
+    if (!d.event) return skipped(d, 'not sent: the event no longer exists');
+    const body = envelope(d.event);
+    const secret = this.sealer.open(d.subscription.secret_enc, secretContext(d.subscription.id));
+    const outcome = await this.transport.post(d.subscription.url, body, deliveryHeaders({ deliveryId: d.id, messageId: d.event.id, body, secret, sentAt: new Date() }));
+    // attempts counts earlier attempts, so it indexes the delay before the next one.
+    const retryInMs = outcome.ok ? null : (this.retryDelays[d.attempts] ?? null);
+    return { delivery: d, outcome, skipped: false, retryInMs };
+  }
+
+  private async record(items: AttemptResult[]): Promise<void[]> {
+    const { retrying, disabled } = await this.db.transaction(async (trx) => {
+      const retrying = await this.deliveries.record(trx, items);
+      const disabled = await this.subscriptions.countOutcomes(trx, failureCounts(items), this.disableAfter);
+      const finishedReplays = new Set(items.filter((r) => r.delivery.replay_id !== null && r.retryInMs === null).map((r) => r.delivery.replay_id!));
+      await this.replays.settle(trx, [...finishedReplays]);
+      return { retrying, disabled };
+    });
+    if (disabled.length) this.logger.warn({ webhooks: disabled, after: this.disableAfter }, 'webhooks disabled after consecutive failed deliveries');
+    // A schedule lost here is found by the dispatcher's overdue sweep.
+    await Promise.all(retrying.map((r) => this.scheduler
+      .schedule(r.next_attempt_at, REDELIVER_JOB, { delivery_id: r.id, attempts: r.attempts })
+      .catch((err) => this.logger.error({ err, delivery: r.id }, 'scheduling a webhook retry failed'))));
+    return items.map(() => undefined);
+  }
+}
+
+function skipped(delivery: ClaimedDelivery, error: string): AttemptResult {
+  return { delivery, outcome: { ok: false, status: null, body: null, error, durationMs: 0 }, skipped: true, retryInMs: null };
+}
+
+/** Per subscription, in the order attempts ended: whether one succeeded, and the failures after the last success. */
+function failureCounts(items: AttemptResult[]): { id: string; reset: boolean; tail: number }[] {
+  const counts = new Map<string, { id: string; reset: boolean; tail: number }>();
+  for (const { delivery, outcome, skipped } of items) {
+    if (skipped || delivery.kind === 'test') continue;
+    const c = counts.get(delivery.subscription.id) ?? { id: delivery.subscription.id, reset: false, tail: 0 };
+    if (outcome.ok) Object.assign(c, { reset: true, tail: 0 });
+    else c.tail++;
+    counts.set(c.id, c);
+  }
+  return [...counts.values()].sort((a, b) => (a.id < b.id ? -1 : 1));
+}

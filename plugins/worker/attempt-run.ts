@@ -1,0 +1,267 @@
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import Boom from '@hapi/boom';
+import type { Logger } from 'pino';
+import type { MachineTokens } from '../../core/auth/machine-tokens.ts';
+import type { ClaimedAttempt } from '../../core/ports/worker.ts';
+import type { ProcessSpec, RunningProcess, Runtime } from '../../core/ports/runtime.ts';
+import type { HarnessRegistry } from '../../core/ports/harness.ts';
+import type { ManifestReader } from '../../core/ports/manifest.ts';
+import type { SecretContext, SecretResolver } from '../../core/ports/secrets.ts';
+import type { Manifest } from '../../core/manifest/types.ts';
+import { secretMasker } from '../../core/secrets/mask.ts';
+import { LeaseLost, type AttemptCompletion, type AttemptControl, type AttemptLease, type AttemptWork } from '../../core/ports/attempts.ts';
+import { Aborted, WorkerFailure } from './failure.ts';
+import { LogSink } from './log-sink.ts';
+import { JsonResultScanner, outcomeOf } from './result.ts';
+import { planAttempt, type Plan } from './plan.ts';
+import { JOB_TOKEN_PERMISSIONS, appApiUrls, resolveOverrides, specEnv } from './env.ts';
+import { GitWorkspace, remoteUrl, type GitControls } from './git.ts';
+import { repoAccess, type AccessSecrets } from './git-access.ts';
+import { HarnessOutput } from './harness-output.ts';
+
+export interface WorkerSettings {
+  workspaceRoot: string;
+  keepWorkspaces: boolean;
+  heartbeatMs: number;
+  logFlushMs: number;
+  git: { token_secret: string; ssh_key_secret: string; author_name: string; author_email: string };
+}
+
+/** What running an attempt needs; optional ports are looked up per attempt (their plugins may load after this one). */
+export interface WorkerDeps {
+  control: AttemptControl;
+  runtime: Runtime;
+  tokens: MachineTokens;
+  logger: Logger;
+  settings: WorkerSettings;
+  secrets(): SecretResolver | null;
+  harnesses(): HarnessRegistry | null;
+  manifests(): ManifestReader | null;
+  apiUrl(): string;
+}
+
+type Phase = { name: string; started_at: Date; ended_at: Date };
+type Timed = <T>(name: string, fn: () => Promise<T>) => Promise<T>;
+
+/** Job tokens outlive the attempt's timeout by this much (they stop anyway when the attempt ends). */
+const TOKEN_MARGIN_SECONDS = 600;
+const DEFAULT_TOKEN_TTL_SECONDS = 86_400;
+
+const timeoutOf = (work: AttemptWork): number | null => {
+  const t = work.job.hints.timeout_seconds;
+  return typeof t === 'number' && t > 0 ? t : null;
+};
+
+/**
+ * One claimed attempt from start to end: a fresh workspace, the checkout per the job's git controls,
+ * the spec's environment, the process through the runtime (output to the attempt log, masked, in
+ * batches), the result, commit and push, and the completion under the lease. The lease is renewed
+ * while it runs; `stop` (job cancelled, lease lost, worker stopping) kills the process tree.
+ */
+export class AttemptRun {
+  private readonly abort = new AbortController();
+  private releaseOnStop = false;
+  private process: RunningProcess | null = null;
+  private beating = false;
+  private readonly lease: AttemptLease;
+
+  constructor(private readonly deps: WorkerDeps, readonly claim: ClaimedAttempt) {
+    this.lease = { jobId: claim.jobId, attemptId: claim.attemptId, leaseToken: claim.leaseToken };
+  }
+
+  /** Stops the attempt: its process tree is killed; with `release` the job is given back (ready again). */
+  stop(reason: string, release = false): void {
+    if (this.abort.signal.aborted) return;
+    this.releaseOnStop = release;
+    this.abort.abort(reason);
+    void this.process?.kill();
+  }
+
+  async execute(): Promise<void> {
+    const { control, logger, settings } = this.deps;
+    const work = await control.load(this.claim.jobId, this.claim.attemptId);
+    if (!work || work.attempt.status !== 'running') return;
+    const log = new LogSink(control, work.job.id, work.attempt.id, settings.logFlushMs, logger);
+    const dir = path.join(settings.workspaceRoot, `${work.job.id}-a${work.attempt.attempt_number}-${work.attempt.id.slice(0, 8)}`);
+    const credentialsDir = path.join(settings.workspaceRoot, '.credentials', work.attempt.id);
+    const phases: Phase[] = [];
+    const heartbeat = setInterval(() => void this.beat(), settings.heartbeatMs);
+    try {
+      let completion: AttemptCompletion;
+      try {
+        completion = await this.run(work, log, dir, credentialsDir, phases);
+      } catch (err) {
+        if (this.abort.signal.aborted || err instanceof Aborted || err instanceof LeaseLost) return await this.stopped(log, err);
+        const reason = err instanceof WorkerFailure ? err.message : `worker error: ${(err as Error).message}`;
+        if (!(err instanceof WorkerFailure)) logger.error({ err, jobId: work.job.id }, 'attempt failed in the worker');
+        await log.system(`failed: ${reason}`);
+        completion = { result: { status: 'failed', reason }, result_json: { svc: { status: 'failed', reason } }, error: reason, git: this.git?.resolved ?? null };
+      }
+      await log.flush();
+      await control.recordPhases(this.lease, phases);
+      const phase = await control.complete(this.lease, completion);
+      logger.info({ jobId: work.job.id, attempt: work.attempt.attempt_number, status: completion.result.status, phase }, 'attempt completed');
+    } catch (err) {
+      if (err instanceof LeaseLost) logger.warn({ jobId: work.job.id, err: err.message }, 'attempt result not recorded: the lease was lost');
+      else logger.error({ err, jobId: work.job.id }, 'attempt could not be completed; its lease will expire and be reaped');
+    } finally {
+      clearInterval(heartbeat);
+      await log.flush();
+      await rm(credentialsDir, { recursive: true, force: true }).catch(() => undefined);
+      if (!settings.keepWorkspaces) await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+    }
+  }
+
+  private git: GitWorkspace | null = null;
+
+  private async run(work: AttemptWork, log: LogSink, dir: string, credentialsDir: string, phases: Phase[]): Promise<AttemptCompletion> {
+    const timed: Timed = async (name, fn) => {
+      const started_at = new Date();
+      try {
+        return await fn();
+      } finally {
+        phases.push({ name, started_at, ended_at: new Date() });
+      }
+    };
+    const { spec, plan } = await timed('provision', () => this.provision(work, log, dir, credentialsDir, timed));
+    const timeout = timeoutOf(work);
+    const scanner = new JsonResultScanner();
+    const exit = await timed('execute', async () => {
+      const proc = await this.deps.runtime.start({ ...spec, ...(timeout ? { timeoutMs: timeout * 1000 } : {}) }).catch((err: Error) => {
+        throw new WorkerFailure(`could not start ${spec.command} on the ${this.deps.runtime.name} runtime: ${err.message}`);
+      });
+      this.process = proc;
+      if (this.abort.signal.aborted) void proc.kill();
+      await log.system(`started ${plan.kind === 'script' ? `/bin/sh -c ${JSON.stringify(plan.run)}` : `${plan.harness.id} (${spec.command})`}`);
+      const harness = plan.kind === 'agent' ? new HarnessOutput(plan.harness, log, scanner, plan.choice.model ?? 'unknown', (call) => this.deps.control.recordUsage(this.lease, [call])) : null;
+      for await (const out of proc.lines()) {
+        if (harness) await harness.line(out);
+        else {
+          if (out.stream === 'stdout') scanner.push(log.mask(out.line));
+          await log.add(out.stream, out.line);
+        }
+      }
+      await harness?.end();
+      return proc.exited;
+    });
+    if (this.abort.signal.aborted) throw new Aborted(String(this.abort.signal.reason));
+    let completion = outcomeOf(plan.kind, exit, scanner.result(), timeout);
+    const how = exit.timedOut ? 'timed out' : exit.signal ? `killed by ${exit.signal}` : `exit code ${exit.exitCode}`;
+    await log.system(`process ended (${how}): ${completion.result.status}${completion.result.reason ? `: ${completion.result.reason}` : ''}`);
+    const git = this.git;
+    if (git) {
+      const succeeded = completion.result.status === 'success';
+      let failure = git.wantsCommit(succeeded) ? await timed('commit', () => git.commit(succeeded, completion.result.summary ?? work.job.title)) : null;
+      if (!failure && git.wantsPush(succeeded)) failure = await timed('push', () => git.push());
+      if (failure) {
+        await log.system(`failed: ${failure}`);
+        completion = { ...completion, result: { status: 'failed', reason: failure, ...(completion.result.summary ? { summary: completion.result.summary } : {}) }, error: failure };
+      }
+    }
+    return { ...completion, git: this.git?.resolved ?? null };
+  }
+
+  /** Workspace, checkout, environment and the process spec; every missing piece fails here, before anything runs. */
+  private async provision(work: AttemptWork, log: LogSink, dir: string, credentialsDir: string, timed: Timed): Promise<{ spec: ProcessSpec; plan: Plan }> {
+    const { deps } = this;
+    const ctx: SecretContext = { projectId: work.project.id, userId: work.job.created_by };
+    const manifest: Manifest | null = (await deps.manifests()?.current(work.project.id).catch(() => null))?.parsed ?? null;
+    const plan = await planAttempt(work, deps.harnesses(), manifest, ctx);
+    const masks: string[] = [];
+    const remask = () => (log.mask = secretMasker(masks));
+    await mkdir(dir, { recursive: true });
+    await log.system(`workspace ${dir}`);
+
+    const controls = (work.job.git ?? {}) as GitControls;
+    const url = work.project.repo_url;
+    if (url) {
+      const secrets = this.accessSecrets(ctx, credentialsDir, work.project.id);
+      const access = await repoAccess(url, secrets, 'cloning');
+      const pushUrl = remoteUrl(controls);
+      const pushAccess = pushUrl && pushUrl !== url ? await repoAccess(pushUrl, secrets, 'pushing to') : null;
+      masks.push(...access.secrets, ...(pushAccess?.secrets ?? []));
+      remask();
+      this.git = await timed('clone', () => GitWorkspace.prepare({
+        dir, url, access, pushAccess, controls, jobId: work.job.id, projectBranch: work.project.branch, envName: work.job.env_name,
+        author: { name: deps.settings.git.author_name, email: deps.settings.git.author_email }, signal: this.abort.signal, log: (line) => log.system(line),
+      }));
+    } else if ((controls.push ?? 'never') !== 'never' || controls.commit === 'auto' || controls.commit === 'required') {
+      throw new WorkerFailure(`the job's git controls need a repository, but project ${work.project.id} has no repo_url`);
+    }
+
+    const resourceIndex = path.join(dir, '.svc', 'resources', 'index.json');
+    await mkdir(path.dirname(resourceIndex), { recursive: true });
+    await writeFile(resourceIndex, `${JSON.stringify({ resources: [] }, null, 2)}\n`);
+    const overrides = await resolveOverrides(work, deps.secrets(), ctx);
+    const timeout = timeoutOf(work);
+    const { token } = await deps.tokens.signJobToken({
+      jobId: work.job.id, attemptId: work.attempt.id, projectId: work.project.id, orgId: work.project.org_id,
+      permissions: [...JOB_TOKEN_PERMISSIONS], ttlSeconds: timeout ? Math.ceil(timeout) + TOKEN_MARGIN_SECONDS : DEFAULT_TOKEN_TTL_SECONDS,
+    });
+    masks.push(...overrides.secrets, token);
+    const env = { ...overrides.env, ...specEnv(work, { agentId: plan.agentId, resourceIndex, jobToken: token, apiUrl: deps.apiUrl(), appApis: appApiUrls(work, manifest) }) };
+    if (plan.kind === 'script') {
+      remask();
+      return { plan, spec: { command: '/bin/sh', args: ['-c', plan.run], env, cwd: dir, resourceClass: resourceClassOf(work) } };
+    }
+    const credentials = await deps.harnesses()!.credentials(plan.harness.id, ctx);
+    masks.push(...Object.values(credentials));
+    remask();
+    const { choice } = plan;
+    const invocation = plan.harness.build({
+      prompt: plan.prompt, workspace: dir, model: choice.model, reasoningEffort: choice.reasoningEffort, variant: choice.variant,
+      permissionPolicy: plan.permissionPolicy, env: { ...credentials, ...env },
+    });
+    return {
+      plan,
+      spec: { command: invocation.command, args: invocation.args, env: { ...invocation.env, ...env }, files: invocation.files, cwd: dir, resourceClass: resourceClassOf(work) },
+    };
+  }
+
+  private accessSecrets(ctx: SecretContext, credentialsDir: string, projectId: string): AccessSecrets {
+    const { settings } = this.deps;
+    return {
+      tokenSecret: settings.git.token_secret,
+      sshKeySecret: settings.git.ssh_key_secret,
+      credentialsDir,
+      scopeHint: `--project ${projectId}`,
+      lookup: async (name) => {
+        const resolver = this.deps.secrets();
+        if (!resolver) return null;
+        try {
+          return await resolver.resolve(name, ctx);
+        } catch (err) {
+          if (Boom.isBoom(err) && err.output.statusCode === 422 && err.message.startsWith(`secret ${name} not found`)) return null;
+          throw err;
+        }
+      },
+    };
+  }
+
+  /** Stopped from outside: nothing is reported (the attempt has ended, or its lease is gone), unless the worker gives the job back. */
+  private async stopped(log: LogSink, err: unknown): Promise<void> {
+    const reason = this.abort.signal.aborted ? String(this.abort.signal.reason) : (err as Error).message;
+    await log.system(`stopped: ${reason}`);
+    await log.flush();
+    if (this.releaseOnStop) await this.deps.control.release(this.lease).catch(() => undefined);
+  }
+
+  private async beat(): Promise<void> {
+    if (this.beating || this.abort.signal.aborted) return;
+    this.beating = true;
+    try {
+      await this.deps.control.heartbeat(this.lease);
+    } catch (err) {
+      if (err instanceof LeaseLost) this.stop(err.message);
+      else this.deps.logger.warn({ err, jobId: this.claim.jobId }, 'heartbeat failed; trying again at the next beat');
+    } finally {
+      this.beating = false;
+    }
+  }
+}
+
+function resourceClassOf(work: AttemptWork): string | undefined {
+  const rc = work.job.hints.resource_class;
+  return typeof rc === 'string' ? rc : undefined;
+}

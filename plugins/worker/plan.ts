@@ -1,0 +1,66 @@
+import type { AttemptWork } from '../../core/ports/attempts.ts';
+import type { HarnessDefinition, HarnessRegistry, PermissionPolicy } from '../../core/ports/harness.ts';
+import type { SecretContext } from '../../core/ports/secrets.ts';
+import type { AgentChoice, AgentRequest } from '../../core/manifest/profiles.ts';
+import type { Manifest } from '../../core/manifest/types.ts';
+import { WorkerFailure } from './failure.ts';
+
+/** What an attempt runs: a shell command, or a harness CLI with a prompt. */
+export type Plan =
+  | { kind: 'script'; run: string; agentId: string }
+  | { kind: 'agent'; harness: HarnessDefinition; choice: AgentChoice; prompt: string; permissionPolicy: PermissionPolicy; agentId: string };
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const text = (v: unknown): string | undefined => (typeof v === 'string' && v.trim() ? v : undefined);
+
+/** The prompt of an agent job: a pipeline step's own prompt, else the job's description with the workflow's inputs. */
+function promptOf(work: AttemptWork, agent: Record<string, unknown>): string {
+  const own = text(agent.prompt);
+  if (own) return own;
+  const base = text(work.job.description) ?? work.job.title;
+  const inputs = text(work.job.hints.request_json);
+  return inputs && inputs !== '{}' ? `${base}\n\nInputs (JSON):\n${inputs}` : base;
+}
+
+/**
+ * Decides what the attempt runs from `hints.step` (workflow and pipeline steps, or any job that
+ * carries one): `script` runs its command with /bin/sh; `agent` runs a harness; `action` is not
+ * available yet. A job without `hints.step` is an agent job: its description is the prompt, and the
+ * harness comes from its harness fields, the manifest's profiles, else the server's default harness.
+ */
+export async function planAttempt(
+  work: AttemptWork,
+  harnesses: HarnessRegistry | null,
+  manifest: Manifest | null,
+  ctx: SecretContext,
+): Promise<Plan> {
+  const step = isObject(work.job.hints.step) ? work.job.hints.step : null;
+  const kind = step?.kind;
+  if (step && kind === 'script') {
+    const run = isObject(step.script) ? text(step.script.run) : undefined;
+    if (!run) throw new WorkerFailure('hints.step.script.run is missing: a script step needs a command');
+    return { kind: 'script', run, agentId: 'script' };
+  }
+  if (step && kind === 'action') {
+    const type = isObject(step.action) ? String(step.action.type) : 'unknown';
+    throw new WorkerFailure(`action ${type} is not available yet`);
+  }
+  if (step && kind !== 'agent') throw new WorkerFailure(`hints.step.kind '${String(kind)}' is not one of script, agent, action`);
+
+  const agent = step && isObject(step.agent) ? step.agent : {};
+  if (!harnesses) {
+    throw new WorkerFailure('this job runs an agent, but no harness registry is loaded (add the harnesses plugin); only script steps run here');
+  }
+  let choice: AgentChoice;
+  try {
+    choice = await harnesses.resolve(work.job.harness as AgentRequest, manifest?.['x-svc']?.agents, ctx);
+  } catch (err) {
+    throw new WorkerFailure(`no harness for this job: ${(err as Error).message}`);
+  }
+  const harness = harnesses.get(choice.harness);
+  if (!harness) throw new WorkerFailure(`harness ${choice.harness} is not known to this server`);
+  const auth = await harnesses.auth(harness.id, ctx);
+  if (!auth.available) throw new WorkerFailure(`harness ${harness.id} is not available here: ${auth.reason}${auth.instructions.length ? ` (${auth.instructions.join(' ')})` : ''}`);
+  const policy = (text(work.job.hints.permission_policy) ?? 'yolo') as PermissionPolicy;
+  return { kind: 'agent', harness, choice, prompt: promptOf(work, agent), permissionPolicy: policy, agentId: text(agent.name) ?? harness.id };
+}

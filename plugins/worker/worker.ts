@@ -1,0 +1,54 @@
+import type { Logger } from 'pino';
+import type { RoleService } from '../../core/roles.ts';
+import type { Db } from '../../core/db/knex.ts';
+import { afterCommit } from '../../core/db/after-commit.ts';
+import type { JobPhaseChange } from '../../core/ports/jobs.ts';
+import type { ClaimedAttempt, WorkerDispatcher } from '../../core/ports/worker.ts';
+import { AttemptRun, type WorkerDeps } from './attempt-run.ts';
+
+/**
+ * The worker role in this process: the orchestrator's dispatcher hands it claimed attempts up to
+ * `concurrency` at once, and each runs in the background. A job cancelled in this process stops its
+ * run once the cancel commits (a JobPhaseListener); a cancel elsewhere shows as a lost lease at the
+ * next heartbeat. Stopping the role kills what runs and gives those jobs back (ready again).
+ */
+export class InProcessWorker implements WorkerDispatcher, RoleService {
+  readonly name = 'worker';
+  private readonly runs = new Map<string, { run: AttemptRun; done: Promise<void> }>();
+  private stopping = false;
+
+  constructor(private readonly deps: WorkerDeps, private readonly concurrency: number, private readonly logger: Logger) {}
+
+  capacity(): number {
+    return this.stopping ? 0 : Math.max(0, this.concurrency - this.runs.size);
+  }
+
+  async dispatch(attempt: ClaimedAttempt): Promise<void> {
+    const run = new AttemptRun(this.deps, attempt);
+    const done = run
+      .execute()
+      .catch((err) => this.logger.error({ err, jobId: attempt.jobId }, 'attempt run crashed'))
+      .finally(() => this.runs.delete(attempt.attemptId));
+    this.runs.set(attempt.attemptId, { run, done });
+  }
+
+  /** The JobPhaseListener: a running job that is cancelled stops once the cancel has committed. */
+  readonly onPhases = async (jobs: JobPhaseChange[], trx: Db): Promise<void> => {
+    if (this.runs.size === 0) return;
+    for (const job of jobs) {
+      if (job.phase !== 'cancelled') continue;
+      for (const { run } of this.runs.values()) {
+        if (run.claim.jobId === job.id) afterCommit(trx, () => run.stop(`job cancelled${job.close_reason ? `: ${job.close_reason}` : ''}`));
+      }
+    }
+  };
+
+  async start(): Promise<void> {}
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    const running = [...this.runs.values()];
+    for (const { run } of running) run.stop('the worker is stopping', true);
+    await Promise.all(running.map((r) => r.done));
+  }
+}

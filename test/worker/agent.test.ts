@@ -1,0 +1,107 @@
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import test from 'ava';
+import { HarnessRegistryToken, type HarnessDefinition, type HarnessEvent, type HarnessRegistry } from '../../core/ports/harness.ts';
+import { attemptsOf, finished, logLines, workerWorld, type WorkerWorld } from './helpers.ts';
+
+/**
+ * An agent job through a harness registry: the harness builds the invocation, its stream is parsed
+ * into events (streamed message fragments joined, usage recorded), and the json-result block ends it.
+ * The registry and harness here are minimal stand-ins: the built-in harnesses have their own tests.
+ */
+const PROVIDER_KEY = 'provider-key-0123456789';
+let w: WorkerWorld;
+let cli = '';
+const built: { prompt: string; model?: string; env: Record<string, string> }[] = [];
+
+const fake: HarnessDefinition = {
+  id: 'fake',
+  description: 'a fake CLI speaking JSON lines',
+  build: (input) => {
+    built.push({ prompt: input.prompt, model: input.model, env: input.env });
+    return { command: process.execPath, args: [cli], env: { FAKE_KEY: input.env.FAKE_KEY }, files: { 'prompt.txt': input.prompt } };
+  },
+  parseLine: (line): HarnessEvent[] => {
+    try {
+      const e = JSON.parse(line);
+      if (e.t === 'delta') return [{ type: 'message', text: e.text, delta: true }];
+      if (e.t === 'text') return [{ type: 'message', text: e.text }];
+      if (e.t === 'usage') return [{ type: 'usage', model: e.model, inputTokens: e.in, outputTokens: e.out, cacheTokens: 5 }];
+      if (e.t === 'tool') return [{ type: 'tool', name: e.name }];
+      return [];
+    } catch {
+      return [{ type: 'raw', text: line }];
+    }
+  },
+};
+
+const registry: HarnessRegistry = {
+  get: (id) => (id === 'fake' ? fake : undefined),
+  list: () => [fake],
+  auth: async () => ({ available: true, reason: 'fake', instructions: [] }),
+  credentials: async () => ({ FAKE_KEY: PROVIDER_KEY }),
+  resolve: async () => ({ harness: 'fake', model: 'fake-model-1', source: 'server_default', profile: null, fallbacks: [], dropped: [] }),
+};
+
+const SCRIPT = `
+const fs = require('node:fs');
+const out = (e) => console.log(JSON.stringify(e));
+out({ t: 'text', text: 'Prompt was: ' + fs.readFileSync('prompt.txt', 'utf8') });
+out({ t: 'tool', name: 'edit' });
+console.error('using key ' + process.env.FAKE_KEY);
+out({ t: 'usage', model: 'fake-model-1', in: 120, out: 30 });
+out({ t: 'delta', text: 'Done.\\n\\u0060\\u0060\\u0060json-' });
+out({ t: 'delta', text: 'result\\n{"svc":{"status":"success","summary":"agent ok"}}\\n\\u0060\\u0060' });
+out({ t: 'delta', text: '\\u0060' });
+out({ t: 'usage', model: 'fake-model-1', in: 80, out: 10 });
+out({ t: 'text', text: 'bye' });
+`;
+
+test.before(async () => {
+  w = await workerWorld('wagent', { configure: (c) => c.registerInstance(HarnessRegistryToken, registry) });
+  cli = path.join(w.scratch, 'fake-cli.cjs');
+  writeFileSync(cli, SCRIPT);
+});
+test.after.always(() => w?.stop());
+
+test.serial('a job without hints.step runs as an agent with its description as the prompt, through the harness registry', async (t) => {
+  const created = await w.api.post(`/projects/${w.projectId}/jobs`, { description: 'Fix the flaky test' });
+  const job = await finished(w, created.body.id);
+  t.is(job.phase, 'done');
+  const [attempt] = await attemptsOf(w, job.id);
+  t.like(attempt, { status: 'succeeded', result_summary: 'agent ok' });
+  t.deepEqual(attempt.result_json, { svc: { status: 'success', summary: 'agent ok' } });
+  const b = built.at(-1)!;
+  t.is(b.prompt, 'Fix the flaky test');
+  t.is(b.model, 'fake-model-1');
+  t.is(b.env.SVC_JOB_ID, job.id);
+  t.is(b.env.FAKE_KEY, PROVIDER_KEY);
+
+  const lines = await logLines(w, job.id, attempt.id);
+  const of = (stream: string) => lines.filter((l) => l.stream === stream).map((l) => l.line);
+  t.deepEqual(of('stdout'), ['Prompt was: Fix the flaky test', '[tool] edit', 'Done.', '```json-result', '{"svc":{"status":"success","summary":"agent ok"}}', '```', 'bye']);
+  t.deepEqual(of('stderr'), ['using key ***'], 'stderr lines the parser has nothing for are kept raw, masked');
+  t.true(lines.some((l) => l.line === `started fake (${process.execPath})`));
+
+  const usage = await w.srv.kernel.db('attempt_usage').where({ attempt_id: attempt.id }).orderBy('id');
+  t.deepEqual(usage.map((u: any) => [u.model, u.input_tokens, u.output_tokens, u.cache_read_tokens]), [['fake-model-1', 120, 30, 5], ['fake-model-1', 80, 10, 5]]);
+  const receipt = await w.api.get(`/jobs/${job.id}/receipt`);
+  t.is(receipt.statusCode, 200);
+  t.like(receipt.body.llm, { input_tokens: 200, output_tokens: 40 });
+  t.deepEqual(Object.keys(receipt.body.timing.phases), ['provision', 'clone', 'execute']);
+});
+
+test.serial('an agent step whose output has no json-result block fails saying so', async (t) => {
+  writeFileSync(path.join(w.scratch, 'quiet-cli.cjs'), `console.log(JSON.stringify({ t: 'text', text: 'I did things' }))`);
+  const previous = cli;
+  cli = path.join(w.scratch, 'quiet-cli.cjs');
+  try {
+    const created = await w.api.post(`/projects/${w.projectId}/jobs`, { description: 'Quiet', hints: { step: { kind: 'agent', agent: { name: 'reviewer' } } } });
+    const job = await finished(w, created.body.id);
+    const [attempt] = await attemptsOf(w, job.id);
+    t.like(attempt, { status: 'failed', error: 'no json-result block in the output: the agent must end with a fenced json-result block whose svc.status is success, waiting or failed' });
+    t.is(built.at(-1)!.env.SVC_AGENT_ID, 'reviewer');
+  } finally {
+    cli = previous;
+  }
+});

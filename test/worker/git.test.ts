@@ -1,0 +1,56 @@
+import test from 'ava';
+import { attemptsOf, finished, git, workerWorld, type WorkerWorld } from './helpers.ts';
+
+/** The git controls table: refs, branches, commit and push policies, against a file:// bare repository. */
+let w: WorkerWorld;
+test.before(async () => {
+  w = await workerWorld('wgit');
+});
+test.after.always(() => w?.stop());
+
+async function gitJob(gitControls: Record<string, unknown>, run = 'echo change > f.txt'): Promise<{ job: any; attempt: any }> {
+  const res = await w.api.post(`/projects/${w.projectId}/jobs`, { description: 'git', git: gitControls, hints: { step: { kind: 'script', script: { run } } } });
+  if (res.statusCode !== 201) throw new Error(JSON.stringify(res.body));
+  const job = await finished(w, res.body.id);
+  return { job, attempt: (await attemptsOf(w, job.id))[0] };
+}
+
+test.serial('an explicit tag is checked out detached; pushing from it needs git.branch', async (t) => {
+  const main = git(w.bare, 'rev-parse', 'main');
+  git(w.bare, 'tag', 'v1', main);
+  const detached = await gitJob({ ref: 'v1' }, 'git rev-parse HEAD; git symbolic-ref -q HEAD || echo detached');
+  t.like(detached.attempt.git, { resolved_ref: 'v1', resolved_sha: main, resolved_branch: null, ref_source: 'explicit', pushed: false, commits: [] });
+  const pushing = await gitJob({ ref: 'v1', push: 'on_success', commit: 'auto' });
+  t.is(pushing.attempt.error, "git.push is on_success but there is no branch to push: 'v1' is not a branch, so set git.branch");
+});
+
+test.serial('an unknown ref, and a missing branch under create_branch never, fail before running', async (t) => {
+  const unknown = await gitJob({ ref: 'nope' });
+  t.is(unknown.attempt.error, `git ref 'nope' (explicit) is not a branch, tag or commit of file://${w.bare}`);
+  const never = await gitJob({ branch: 'feature/${job_id}', create_branch: 'never' });
+  t.is(never.attempt.error, `git.branch 'feature/${never.job.id}' does not exist on the remote and git.create_branch is never`);
+});
+
+test.serial('commit required fails a successful attempt that changed nothing; manual commits are not pushed', async (t) => {
+  const required = await gitJob({ branch: 'req/${job_id}', commit: 'required', push: 'on_success' }, 'echo nothing to do');
+  t.is(required.attempt.error, 'git.commit is required but the attempt left no changes to commit');
+  const manual = await gitJob({ branch: 'man/${job_id}', push: 'on_success' }, 'echo x > m.txt && git add m.txt && git commit -qm mine');
+  t.is(manual.job.phase, 'done');
+  t.like(manual.attempt.git, { pushed: false, commits: [] });
+  t.throws(() => git(w.bare, 'rev-parse', '--verify', '--quiet', `man/${manual.job.id}`));
+});
+
+test.serial('push required fails the attempt when the push fails; create_branch always resets an existing branch', async (t) => {
+  const failing = await gitJob({ branch: 'pr/${job_id}', commit: 'auto', push: 'required', remote: `file://${w.scratch}/missing.git` });
+  t.regex(failing.attempt.error, /^git push failed: /);
+  t.is(failing.attempt.git.pushed, false);
+
+  const first = await gitJob({ branch: 'shared', commit: 'auto', push: 'on_success' }, 'echo one > one.txt');
+  t.true(first.attempt.git.pushed);
+  const reset = await gitJob({ branch: 'shared', create_branch: 'always', commit: 'auto', push: 'required' }, 'test ! -e one.txt && echo two > two.txt');
+  t.is(reset.job.phase, 'done', String(reset.attempt.error));
+  t.is(git(w.bare, 'rev-parse', 'shared^'), git(w.bare, 'rev-parse', 'main'), 'the branch was reset to the ref, not built on its old tip');
+  const continued = await gitJob({ branch: 'shared', commit: 'auto', push: 'on_success' }, 'test -e two.txt && echo three > three.txt');
+  t.is(continued.job.phase, 'done', String(continued.attempt.error));
+  t.is(git(w.bare, 'rev-parse', 'shared^'), reset.attempt.git.commits[0], 'if_missing checks out the existing branch tip');
+});

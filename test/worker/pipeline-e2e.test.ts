@@ -1,0 +1,71 @@
+import test from 'ava';
+import { SseParser, type SseEvent } from '../../cli/sse.ts';
+import { attemptsOf, readStream, syncManifest, until, workerWorld, type WorkerWorld } from './helpers.ts';
+
+const MANIFEST = `
+pipelines:
+  ship:
+    steps:
+      - { name: build, run: "echo building; echo built" }
+      - { name: test, run: "echo testing", depends_on: [build] }
+  slow:
+    steps:
+      - { name: tick, run: "echo first; sleep 1.5; echo second" }
+  deploy:
+    steps:
+      - { name: push, action: { type: deploy, with: { env_name: prod } } }
+`;
+
+let w: WorkerWorld;
+test.before(async () => {
+  w = await workerWorld('pipee2e');
+  await syncManifest(w, MANIFEST);
+});
+test.after.always(() => w?.stop());
+
+const runOf = async (runId: string) => (await w.api.get(`/projects/${w.projectId}/runs/${runId}`)).body;
+
+test('a pipeline run executes its script steps in order and its stream carries their step.log lines', async (t) => {
+  const started = await w.api.post(`/projects/${w.projectId}/pipelines/ship/run`, {});
+  t.is(started.statusCode, 201);
+  const run = await until(async () => {
+    const r = await runOf(started.body.id);
+    return ['succeeded', 'failed', 'cancelled'].includes(r.status) ? r : null;
+  }, 'the run to end');
+  t.is(run.status, 'succeeded');
+  const stream = await readStream(w, `/pipeline-runs/${run.id}/stream`);
+  const logs = stream.events.filter((e) => e.event === 'step.log').map((e) => JSON.parse(e.data));
+  const stepLines = (step: string) => logs.filter((l) => l.step_name === step).map((l) => l.line);
+  t.deepEqual(stepLines('build').filter((l) => !l.startsWith('$') && !/^(workspace|checked out|started|process ended)/.test(l)), ['building', 'built']);
+  t.true(stepLines('test').includes('testing'));
+  const build = run.steps.find((s: any) => s.name === 'build');
+  t.true(logs.filter((l) => l.step_name === 'build').every((l) => l.job_id === build.job_id && typeof l.at === 'string'));
+  const order = stream.events.map((e) => `${e.event}:${JSON.parse(e.data).step_name ?? ''}:${JSON.parse(e.data).status ?? ''}`);
+  t.true(order.indexOf('step.status:build:succeeded') < order.indexOf('step.status:test:running'), 'test ran after build');
+  const [attempt] = await attemptsOf(w, build.job_id);
+  t.is(attempt.result_status, 'success');
+});
+
+test('a running attempt streams each line as it is appended, without waiting for the end', async (t) => {
+  const started = await w.api.post(`/projects/${w.projectId}/pipelines/slow/run`, {});
+  const jobId = started.body.steps[0].job_id;
+  const attempt = await until(async () => (await attemptsOf(w, jobId))[0], 'the attempt to start');
+  const res = await fetch(`${w.srv.url}/jobs/${jobId}/attempts/${attempt.id}/logs/stream`, { headers: { authorization: `Bearer ${w.token}` }, signal: AbortSignal.timeout(20_000) });
+  const parser = new SseParser();
+  const seen: { event: SseEvent; at: number }[] = [];
+  for await (const chunk of res.body ?? []) for (const event of parser.feed(chunk)) seen.push({ event, at: Date.now() });
+  const at = (line: string) => seen.find((s) => s.event.event === 'log' && JSON.parse(s.event.data).line === line)!.at;
+  t.true(at('second') - at('first') >= 1000, 'the first line arrived while the script slept');
+  t.is(seen.at(-1)!.event.event, 'end');
+  t.true(seen.at(-1)!.at - at('second') < 5000, 'the end of the attempt ends the stream (no keep-alive wait)');
+});
+
+test('an action step fails with a plain reason, and the run fails', async (t) => {
+  const started = await w.api.post(`/projects/${w.projectId}/pipelines/deploy/run`, {});
+  const run = await until(async () => {
+    const r = await runOf(started.body.id);
+    return r.status === 'failed' ? r : null;
+  }, 'the run to fail');
+  const [attempt] = await attemptsOf(w, run.steps[0].job_id);
+  t.like(attempt, { status: 'failed', error: 'action deploy is not available yet' });
+});

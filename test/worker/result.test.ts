@@ -1,0 +1,36 @@
+import test from 'ava';
+import { JsonResultScanner, outcomeOf } from '../../plugins/worker/result.ts';
+
+const scan = (text: string) => {
+  const s = new JsonResultScanner();
+  s.pushText(text);
+  return s.result();
+};
+const ok = { exitCode: 0, signal: null, timedOut: false };
+
+test('the last json-result block whose body is a JSON object wins', (t) => {
+  const text = ['```json-result', '{"svc":{"status":"failed"}}', '```', 'more', '```json-result', '{"svc":{"status":"success"},"n":2}', '```', '```json-result', '[1,2]', '```', '~~~~ json-result', 'not json', '~~~~'].join('\n');
+  t.deepEqual(scan(text), { svc: { status: 'success' }, n: 2 });
+});
+
+test('fences: other labels are ignored, a longer closing fence closes, an unclosed block does not count', (t) => {
+  t.is(scan('```json\n{"svc":{}}\n```'), null);
+  t.deepEqual(scan('````json-result\n{"a":1}\n```\n{"b":2}\n`````'), null, 'a shorter fence inside does not close');
+  t.deepEqual(scan('```json-result\n{"a":\n 1}\n````'), { a: 1 });
+  t.is(scan('```json-result\n{"a":1}'), null);
+});
+
+test('outcomes: the block decides unless the process failed; scripts without a block succeed on exit 0; agents fail', (t) => {
+  const block = { svc: { status: 'waiting', summary: 'later', reason: 'needs input' } };
+  t.like(outcomeOf('agent', ok, block, null), { result: { status: 'waiting', summary: 'later', reason: 'needs input' }, result_json: block });
+  t.like(outcomeOf('script', ok, null, null), { result: { status: 'success', summary: 'exit code 0' }, result_json: { exit_code: 0 } });
+  t.like(outcomeOf('script', ok, { files: 3 }, null), { result: { status: 'success' }, result_json: { files: 3 } });
+  t.is(outcomeOf('agent', ok, null, null).result.status, 'failed');
+  t.regex(outcomeOf('agent', ok, null, null).error!, /^no json-result block in the output/);
+  t.is(outcomeOf('agent', ok, { files: 1 }, null).error, 'the last json-result block has no svc.status (success, waiting or failed)');
+  t.is(outcomeOf('script', { exitCode: 2, signal: null, timedOut: false }, { svc: { status: 'success' } }, null).error, 'exited with code 2');
+  t.is(outcomeOf('script', { exitCode: 2, signal: null, timedOut: false }, { svc: { status: 'failed', reason: 'lint errors' } }, null).error, 'lint errors');
+  t.is(outcomeOf('script', { exitCode: null, signal: 'SIGKILL', timedOut: false }, null, null).error, 'killed by SIGKILL');
+  t.is(outcomeOf('agent', { exitCode: null, signal: 'SIGTERM', timedOut: true }, null, 5).error, 'timed out after 5 s (hints.timeout_seconds); the process tree was killed');
+  t.is(outcomeOf('agent', ok, { svc: { status: 'failed' } }, null).error, 'the json-result block says failed');
+});
