@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { Passes } from '../../core/passes.ts';
 import type { DependencyContainer } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
 import type { RoleService } from '../../core/roles.ts';
@@ -38,9 +39,8 @@ export class EventRouter implements RoleService {
   private readonly databaseUrl: string;
   private listening: Listening | null = null;
   private timers: NodeJS.Timeout[] = [];
-  private running: Promise<void> | null = null;
-  private again = false;
   private stopped = false;
+  private readonly passes = new Passes(() => this.pass(), (err) => this.logger.error({ err }, 'event routing pass failed'));
   private unsubscribe: () => void = () => undefined;
 
   constructor(
@@ -68,26 +68,14 @@ export class EventRouter implements RoleService {
     this.stopped = true;
     this.unsubscribe();
     for (const t of this.timers) clearInterval(t);
-    await this.running;
+    await this.passes.stop();
     await this.listening?.close();
   }
 
   /** Runs a pass now, or right after the one in progress. */
   wake(): void {
     if (this.stopped) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.running = this.pass()
-      .catch((err) => this.logger.error({ err }, 'event routing pass failed'))
-      .finally(() => {
-        this.running = null;
-        if (this.again) {
-          this.again = false;
-          this.wake();
-        }
-      });
+    this.passes.wake();
   }
 
   /** Requeues (or fails) events stuck in processing; returns what it did. */

@@ -1,4 +1,5 @@
 import { hostname } from 'node:os';
+import { Passes } from '../../core/passes.ts';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { DependencyContainer } from '../../core/di.ts';
@@ -29,9 +30,8 @@ export class JobDispatcher implements RoleService {
   private worker: WorkerDispatcher | null = null;
   private listening: Listening | null = null;
   private timers: NodeJS.Timeout[] = [];
-  private running: Promise<void> | null = null;
-  private again = false;
   private stopped = false;
+  private readonly passes = new Passes(() => this.pass(), (err) => this.logger.error({ err }, 'claim pass failed'));
   private unsubscribe: () => void = () => undefined;
 
   constructor(private readonly container: DependencyContainer) {
@@ -55,26 +55,14 @@ export class JobDispatcher implements RoleService {
     this.stopped = true;
     this.unsubscribe();
     for (const t of this.timers) clearInterval(t);
-    await this.running;
+    await this.passes.stop();
     await this.listening?.close();
   }
 
-  /** Runs a claim pass now, or right after the one in progress. */
+  /** Runs a pass now, or right after the one in progress. */
   wake(): void {
     if (this.stopped || !this.worker) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.running = this.pass()
-      .catch((err) => this.logger.error({ err }, 'claim pass failed'))
-      .finally(() => {
-        this.running = null;
-        if (this.again) {
-          this.again = false;
-          this.wake();
-        }
-      });
+    this.passes.wake();
   }
 
   private async pass(): Promise<void> {

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { Passes } from '../../core/passes.ts';
 import type { DependencyContainer } from '../../core/di.ts';
 import type { Db } from '../../core/db/knex.ts';
 import { listen, type Listening } from '../../core/db/listen.ts';
@@ -39,11 +40,10 @@ export class WebhookDispatcher implements RoleService {
   private readonly leaseMs: number;
   private readonly inFlight = new Set<Promise<void>>();
   private readonly stopHooks: (() => unknown)[] = [];
-  private running: Promise<void> | null = null;
-  private again = false;
   /** The last pass stopped for want of room: the next send to finish wakes the loop. */
   private starved = false;
   private stopped = false;
+  private readonly passes = new Passes(() => this.pass(), (err) => this.logger.error({ err }, 'webhook dispatch pass failed'));
 
   constructor(private readonly container: DependencyContainer, scheduler: Scheduler) {
     this.db = container.resolve(Tokens.Db);
@@ -76,26 +76,14 @@ export class WebhookDispatcher implements RoleService {
   async stop(): Promise<void> {
     this.stopped = true;
     await Promise.all(this.stopHooks.map((hook) => hook()));
-    await this.running;
+    await this.passes.stop();
     await Promise.all(this.inFlight);
   }
 
   /** Runs a pass now, or right after the one in progress. */
   wake(): void {
     if (this.stopped) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.running = this.pass()
-      .catch((err) => this.logger.error({ err }, 'webhook dispatch pass failed'))
-      .finally(() => {
-        this.running = null;
-        if (this.again) {
-          this.again = false;
-          this.wake();
-        }
-      });
+    this.passes.wake();
   }
 
   private room(): number {
