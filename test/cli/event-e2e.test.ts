@@ -6,7 +6,7 @@ import test from 'ava';
 import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { runCli, tempHome, type CliResult } from './helpers.ts';
+import { cliUser, tempHome } from './helpers.ts';
 import { bootstrapAdmin, startTestServer, type TestServer } from '../support/server.ts';
 import { ORCHESTRATOR } from '../events/helpers.ts';
 
@@ -24,14 +24,7 @@ let token = '';
 let org = '';
 let project = '';
 
-const svc = (args: string[]) => runCli(home, args, { SVC_API_URL: server.url, SVC_TOKEN: token });
-const show = (args: string[], r: CliResult) => `svc ${args.join(' ')} → exit ${r.code}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`;
-async function ok(args: string[]): Promise<string> {
-  const r = await svc(args);
-  if (r.code !== 0) throw new Error(show(args, r));
-  return r.stdout;
-}
-const json = async (args: string[]) => JSON.parse(await ok([...args, '--json']));
+const { svc, ok, json } = cliUser(() => ({ home, url: server.url, token }));
 
 test.before(async () => {
   server = await startTestServer({ overrides: ORCHESTRATOR });

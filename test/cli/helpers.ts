@@ -95,6 +95,27 @@ export function runCli(home: string, args: string[], env: Record<string, string>
   });
 }
 
+/** How a failed `svc` call reads in an assertion message. */
+export const showRun = (args: string[], r: CliResult) => `svc ${args.join(' ')} → exit ${r.code}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`;
+
+/**
+ * `svc` as one user of one server (read through `at` when called, so it can be set in a before
+ * hook): `svc` runs it, `ok` insists on exit 0 and returns stdout, `json` is `ok` with --json, parsed.
+ */
+export function cliUser(at: () => { home: string; url: string; token: string }) {
+  const svc = (args: string[]) => {
+    const { home, url, token } = at();
+    return runCli(home, args, { SVC_API_URL: url, SVC_TOKEN: token });
+  };
+  const ok = async (args: string[]): Promise<string> => {
+    const r = await svc(args);
+    if (r.code !== 0) throw new Error(showRun(args, r));
+    return r.stdout;
+  };
+  const json = async (args: string[]) => JSON.parse(await ok([...args, '--json']));
+  return { svc, ok, json };
+}
+
 export const tempHome = (): Promise<string> => mkdtemp(join(tmpdir(), 'svc-cli-home-'));
 
 export const ORG = {

@@ -6,7 +6,7 @@
 import test from 'ava';
 import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { runCli, tempHome, type CliResult } from './helpers.ts';
+import { cliUser, showRun, tempHome } from './helpers.ts';
 import { bootstrapAdmin, startTestServer, type TestServer } from '../support/server.ts';
 
 const MANIFEST = `
@@ -30,14 +30,7 @@ let home = '';
 let token = '';
 let project = '';
 
-const svc = (args: string[]) => runCli(home, args, { SVC_API_URL: server.url, SVC_TOKEN: token });
-const show = (args: string[], r: CliResult) => `svc ${args.join(' ')} → exit ${r.code}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`;
-async function ok(args: string[]): Promise<string> {
-  const r = await svc(args);
-  if (r.code !== 0) throw new Error(show(args, r));
-  return r.stdout;
-}
-const json = async (args: string[]) => JSON.parse(await ok([...args, '--json']));
+const { svc, ok, json } = cliUser(() => ({ home, url: server.url, token }));
 
 async function api(method: string, path: string, body?: unknown): Promise<any> {
   const res = await fetch(`${server.url}${path}`, {
@@ -95,7 +88,7 @@ test.serial('run, logs -f while the steps run, logs of the ended run, runs', asy
   await finishStep(run.id, 'build');
   await finishStep(run.id, 'test');
   const followed = await following;
-  t.is(followed.code, 0, show(['logs', '-f'], followed));
+  t.is(followed.code, 0, showRun(['logs', '-f'], followed));
   const expected = ['run pending', '[build] running', 'run running', '[build] succeeded', '[test] running', '[test] succeeded', 'run succeeded'];
   t.deepEqual(lines(followed.stdout), expected);
 

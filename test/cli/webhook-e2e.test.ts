@@ -2,7 +2,7 @@
 import test from 'ava';
 import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { runCli, tempHome, type CliResult } from './helpers.ts';
+import { cliUser, showRun, tempHome } from './helpers.ts';
 import { bootstrapAdmin, startTestServer, type TestServer } from '../support/server.ts';
 import { SCALED, emit, receiver, svcSignatureValid, until, type Receiver, type WebhookWorld } from '../webhooks/helpers.ts';
 
@@ -14,14 +14,7 @@ let org = '';
 let project = '';
 const SECRET = 'cli-webhook-secret-0123456789';
 
-const svc = (args: string[]) => runCli(home, args, { SVC_API_URL: server.url, SVC_TOKEN: token });
-const show = (args: string[], r: CliResult) => `svc ${args.join(' ')} → exit ${r.code}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`;
-async function ok(args: string[]): Promise<string> {
-  const r = await svc(args);
-  if (r.code !== 0) throw new Error(show(args, r));
-  return r.stdout;
-}
-const json = async (args: string[]) => JSON.parse(await ok([...args, '--json']));
+const { svc, ok, json } = cliUser(() => ({ home, url: server.url, token }));
 
 test.before(async () => {
   server = await startTestServer({ overrides: SCALED });
@@ -50,7 +43,7 @@ test.serial('create, list, show, test, deliveries, replay, delete', async (t) =>
   t.regex(await ok(['webhook', 'show', created.id, '--org', org]), /enabled:\s+true/);
 
   const tested = await svc(['webhook', 'test', created.id, '--org', org]);
-  t.is(tested.code, 0, show(['test'], tested));
+  t.is(tested.code, 0, showRun(['test'], tested));
   t.regex(tested.stdout, /status:\s+succeeded/);
   t.true(svcSignatureValid(rx.received.at(-1)!, SECRET));
 
@@ -84,6 +77,6 @@ test.serial('a project-scoped webhook; usage errors exit 2', async (t) => {
   t.deepEqual(scoped.events, ['*']);
   for (const args of [['webhook', 'create', '--org', org, '--url', rx.url], ['webhook', 'create', '--org', org, '--secret', SECRET], ['webhook', 'replay', scoped.id, '--org', org], ['webhook', 'frobnicate']]) {
     const r = await svc(args);
-    t.is(r.code, 2, show(args, r));
+    t.is(r.code, 2, showRun(args, r));
   }
 });
