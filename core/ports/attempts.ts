@@ -90,7 +90,11 @@ export interface AttemptControl {
   recordPhases(lease: AttemptLease, phases: { name: string; started_at: Date; ended_at: Date }[]): Promise<void>;
   /** Appends output lines (a line with a seq already stored is ignored); streams hear after commit. */
   appendLogs(jobId: string, attemptId: string, lines: LogLine[]): Promise<void>;
+  /** Emits a `runner.*` event (source runner: only workers emit these) on the job's project. */
+  runnerEvent(lease: AttemptLease, type: RunnerEventType, payload: Record<string, unknown>): Promise<void>;
 }
+
+export type RunnerEventType = 'runner.started' | 'runner.progress' | 'runner.completed' | 'runner.failed';
 
 export const AttemptControlToken = Symbol('AttemptControl') as InjectionToken<AttemptControl>;
 

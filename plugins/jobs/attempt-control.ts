@@ -4,8 +4,9 @@ import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
 import type { JobPhase, JobPhaseListener } from '../../core/ports/jobs.ts';
 import {
-  LeaseLost, type AttemptCompletion, type AttemptControl as AttemptControlPort, type AttemptLease, type AttemptWork, type LogLine, type UsageCall,
+  LeaseLost, type AttemptCompletion, type AttemptControl as AttemptControlPort, type AttemptLease, type AttemptWork, type LogLine, type RunnerEventType, type UsageCall,
 } from '../../core/ports/attempts.ts';
+import { emitEvent } from '../../core/events/emit.ts';
 import { Claims } from './claims.ts';
 import { Receipts } from './receipts.ts';
 import { AttemptLogs } from './attempt-logs.ts';
@@ -74,6 +75,15 @@ export class AttemptControl implements AttemptControlPort {
 
   appendLogs(jobId: string, attemptId: string, lines: LogLine[]): Promise<void> {
     return this.logs.append(jobId, attemptId, lines);
+  }
+
+  async runnerEvent(lease: AttemptLease, type: RunnerEventType, payload: Record<string, unknown>): Promise<void> {
+    const job = await this.db('jobs').where({ id: lease.jobId }).first('project_id');
+    if (!job) return;
+    await emitEvent(this.db, {
+      project_id: job.project_id, type, source: 'runner', actor_type: 'system',
+      payload: { attempt_id: lease.attemptId, job_id: lease.jobId, ...payload },
+    });
   }
 }
 

@@ -100,6 +100,7 @@ export class AttemptRun {
       }
       await log.flush();
       await control.recordPhases(this.lease, phases);
+      await this.runnerEnded(completion);
       const phase = await control.complete(this.lease, completion);
       logger.info({ jobId: work.job.id, attempt: work.attempt.attempt_number, status: completion.result.status, phase }, 'attempt completed');
     } catch (err) {
@@ -114,6 +115,16 @@ export class AttemptRun {
   }
 
   private git: GitWorkspace | null = null;
+
+  /** `runner.completed` with the result, or `runner.failed` with the error and the exit code when there was one. */
+  private runnerEnded(completion: AttemptCompletion): Promise<void> {
+    if (completion.result.status !== 'failed') return this.deps.control.runnerEvent(this.lease, 'runner.completed', { result: completion.result_json ?? { svc: completion.result } });
+    const exitCode = completion.result_json?.exit_code;
+    return this.deps.control.runnerEvent(this.lease, 'runner.failed', {
+      error: completion.error ?? completion.result.reason ?? 'failed',
+      exit_code: typeof exitCode === 'number' ? exitCode : null,
+    });
+  }
 
   private async run(work: AttemptWork, log: LogSink, dir: string, credentialsDir: string, phases: Phase[]): Promise<AttemptCompletion> {
     const timed: Timed = async (name, fn) => {
@@ -134,6 +145,7 @@ export class AttemptRun {
       this.process = proc;
       if (this.abort.signal.aborted) void proc.kill();
       await log.system(`started ${plan.kind === 'script' ? `/bin/sh -c ${JSON.stringify(plan.run)}` : `${plan.harness.id} (${spec.command})`}`);
+      await this.deps.control.runnerEvent(this.lease, 'runner.started', {});
       const harness = plan.kind === 'agent' ? new HarnessOutput(plan.harness, log, scanner, plan.choice.model ?? 'unknown', (call) => this.deps.control.recordUsage(this.lease, [call])) : null;
       for await (const out of proc.lines()) {
         if (harness) await harness.line(out);

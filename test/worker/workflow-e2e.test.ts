@@ -24,6 +24,10 @@ x-svc:
     git: { branch: "svc/\${job_id}", commit: auto, push: on_success, commit_message: "job \${job_id}: \${summary}" }
 `;
 
+/** The runner.* events of a job, oldest first: only the worker emits them (source runner). */
+const runnerEvents = (jobId: string) =>
+  w.srv.kernel.db('events').where({ source: 'runner' }).whereRaw("payload_json->>'job_id' = ?", [jobId]).orderBy('created_at').select('type', 'payload_json');
+
 let w: WorkerWorld;
 test.before(async () => {
   w = await workerWorld('wfe2e');
@@ -71,6 +75,11 @@ test.serial('a script step runs to done: result, logs, resolved git with the pus
 
   const resumed = await readStream(w, `/jobs/${jobId}/attempts/${attempt.id}/logs/stream`, { 'last-event-id': '3' });
   t.deepEqual(resumed.events.filter((e) => e.event === 'log').map((e) => Number(e.id)), lines.slice(3).map((l) => l.seq));
+
+  t.deepEqual(await runnerEvents(jobId), [
+    { type: 'runner.started', payload_json: { attempt_id: attempt.id, job_id: jobId } },
+    { type: 'runner.completed', payload_json: { attempt_id: attempt.id, job_id: jobId, result: invoked.body.result_json } },
+  ]);
 });
 
 test.serial('a nonzero exit fails the attempt with the exit code; the auto commit is made but not pushed', async (t) => {
@@ -89,6 +98,10 @@ test.serial('a nonzero exit fails the attempt with the exit code; the auto commi
   const lines = await logLines(w, job.id, attempt.id);
   t.true(lines.some((l) => l.line === 'about to fail'));
   t.true(lines.some((l) => l.line === 'process ended (exit code 3): failed: exited with code 3'));
+  t.deepEqual((await runnerEvents(job.id)).map((e: any) => [e.type, e.payload_json]), [
+    ['runner.started', { attempt_id: attempt.id, job_id: job.id }],
+    ['runner.failed', { attempt_id: attempt.id, job_id: job.id, error: 'exited with code 3', exit_code: 3 }],
+  ]);
 });
 
 test.serial('logs of an unknown attempt, or of another job, are 404; a bad query is 400', async (t) => {
