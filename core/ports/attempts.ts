@@ -86,7 +86,8 @@ export interface AttemptControl {
   complete(lease: AttemptLease, completion: AttemptCompletion): Promise<JobPhase>;
   /** Gives the job back (ready again); the attempt ends cancelled. */
   release(lease: AttemptLease): Promise<void>;
-  recordUsage(lease: AttemptLease, calls: UsageCall[]): Promise<void>;
+  /** Records `llm.call` usage; when it takes the attempt over the job's budget the attempt is ended (BUDGET_EXCEEDED) and the reason comes back. */
+  recordUsage(lease: AttemptLease, calls: UsageCall[]): Promise<{ budgetExceeded: string | null }>;
   recordPhases(lease: AttemptLease, phases: { name: string; started_at: Date; ended_at: Date }[]): Promise<void>;
   /** Appends output lines (a line with a seq already stored is ignored); streams hear after commit. */
   appendLogs(jobId: string, attemptId: string, lines: LogLine[]): Promise<void>;

@@ -65,8 +65,10 @@ export class AttemptControl implements AttemptControlPort {
     await fenced(this.claims.release(lease.jobId, lease.attemptId, lease.leaseToken));
   }
 
-  async recordUsage(lease: AttemptLease, calls: UsageCall[]): Promise<void> {
-    if (calls.length) await fenced(this.receipts.recordUsage(lease.jobId, lease.attemptId, lease.leaseToken, calls));
+  async recordUsage(lease: AttemptLease, calls: UsageCall[]): Promise<{ budgetExceeded: string | null }> {
+    if (calls.length === 0) return { budgetExceeded: null };
+    const recorded = await fenced(this.receipts.recordUsage(lease.jobId, lease.attemptId, lease.leaseToken, calls));
+    return { budgetExceeded: recorded.budget_exceeded ?? null };
   }
 
   async recordPhases(lease: AttemptLease, phases: { name: string; started_at: Date; ended_at: Date }[]): Promise<void> {

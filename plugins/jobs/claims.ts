@@ -147,6 +147,16 @@ export class Claims {
     });
   }
 
+  /** Ends a running attempt as failed for a reason the platform found (a budget exceeded), under its live lease. */
+  terminate(jobId: string, attemptId: string, leaseToken: string, error: string, code: Failure['error_code']): Promise<AttemptOutcome> {
+    return this.db.transaction(async (trx) => {
+      const job = await this.locked(jobId, trx);
+      const attempt = await this.fence(jobId, attemptId, leaseToken, trx);
+      const result_json = { svc: { status: 'failed', reason: error }, error_code: code };
+      return this.fail(job, attempt, { result_status: 'failed', result_summary: null, result_json, error }, trx, code);
+    });
+  }
+
   /** The end of an attempt as its worker reports it, written only under the attempt's live lease. */
   complete(jobId: string, attemptId: string, completion: Completion): Promise<AttemptOutcome> {
     return this.db.transaction(async (trx) => {

@@ -54,7 +54,10 @@ export const phasesPayload = Joi.object({
   phases: Joi.array().items(phaseSchema).min(1).max(50).unique('name').required(),
 }).label('RecordPhasesRequest');
 
-export const recordedSchema = Joi.object({ recorded: count.required() }).label('Recorded');
+export const recordedSchema = Joi.object({
+  recorded: count.required(),
+  budget_exceeded: Joi.string().description('this usage took the attempt over hints.max_tokens or hints.max_cost: the attempt has been ended as failed (BUDGET_EXCEEDED); stop the run'),
+}).label('Recorded');
 
 // --- receipts -----------------------------------------------------------------------------------------
 

@@ -4,9 +4,13 @@ import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
 import { Claims } from './claims.ts';
 import { ReceiptStore, type LlmCall, type PhaseTiming, type StoredReceipt } from './receipt-store.ts';
+import { usageSections } from './receipt-assembly.ts';
+import { budgetExceeded } from './budget.ts';
 
 export interface Recorded {
   recorded: number;
+  /** Set when this usage took the attempt over the job's budget: the attempt has been ended as failed. */
+  budget_exceeded?: string;
 }
 
 /**
@@ -22,11 +26,24 @@ export class Receipts {
   ) {}
 
   /** Usage rows for a running attempt under its live lease; 409 `lease lost …` otherwise, nothing written. */
-  recordUsage(jobId: string, attemptId: string, leaseToken: string, calls: LlmCall[]): Promise<Recorded> {
-    return this.db.transaction(async (trx) => {
+  async recordUsage(jobId: string, attemptId: string, leaseToken: string, calls: LlmCall[]): Promise<Recorded> {
+    const recorded = await this.db.transaction(async (trx) => {
       const attempt = await this.claims.fence(jobId, attemptId, leaseToken, trx);
-      return { recorded: await this.store.addUsage(attempt.id, calls, trx) };
+      return this.store.addUsage(attempt.id, calls, trx);
     });
+    const over = await this.overBudget(jobId, attemptId);
+    if (!over) return { recorded };
+    // The platform ends the attempt itself, so a budget holds for external runners too; the lease token fences it.
+    await this.claims.terminate(jobId, attemptId, leaseToken, over, 'BUDGET_EXCEEDED');
+    return { recorded, budget_exceeded: over };
+  }
+
+  /** Why the attempt's usage so far is over the job's budget, or null (no budget set: not even read). */
+  private async overBudget(jobId: string, attemptId: string): Promise<string | null> {
+    const job = await this.db('jobs').where({ id: jobId }).first('hints');
+    if (!job || (job.hints.max_tokens === undefined && job.hints.max_cost === undefined)) return null;
+    const { llm, cost } = usageSections(await this.store.usageByModel(attemptId));
+    return budgetExceeded(job.hints, llm, cost);
   }
 
   /** Phase timings for a running attempt under its live lease (a name reported again replaces the earlier times). */

@@ -39,7 +39,7 @@ export async function emitAttemptCompleted(trx: Db, job: JobFacts, attempt: Atte
 
 export interface Failure {
   error_message: string;
-  error_code: 'ATTEMPT_FAILED' | 'LEASE_EXPIRED';
+  error_code: 'ATTEMPT_FAILED' | 'LEASE_EXPIRED' | 'BUDGET_EXCEEDED';
   failures: number;
   max_attempts: number;
 }

@@ -10,7 +10,7 @@ import type { ManifestReader } from '../../core/ports/manifest.ts';
 import type { SecretContext, SecretResolver } from '../../core/ports/secrets.ts';
 import type { Manifest } from '../../core/manifest/types.ts';
 import { secretMasker } from '../../core/secrets/mask.ts';
-import { LeaseLost, type AttemptCompletion, type AttemptControl, type AttemptLease, type AttemptWork } from '../../core/ports/attempts.ts';
+import { LeaseLost, type AttemptCompletion, type AttemptControl, type AttemptLease, type AttemptWork, type UsageCall } from '../../core/ports/attempts.ts';
 import { Aborted, WorkerFailure } from './failure.ts';
 import { LogSink } from './log-sink.ts';
 import { JsonResultScanner, outcomeOf } from './result.ts';
@@ -146,7 +146,7 @@ export class AttemptRun {
       if (this.abort.signal.aborted) void proc.kill();
       await log.system(`started ${plan.kind === 'script' ? `/bin/sh -c ${JSON.stringify(plan.run)}` : `${plan.harness.id} (${spec.command})`}`);
       await this.deps.control.runnerEvent(this.lease, 'runner.started', {});
-      const harness = plan.kind === 'agent' ? new HarnessOutput(plan.harness, log, scanner, plan.choice.model ?? 'unknown', (call) => this.deps.control.recordUsage(this.lease, [call])) : null;
+      const harness = plan.kind === 'agent' ? new HarnessOutput(plan.harness, log, scanner, plan.choice.model ?? 'unknown', (call) => this.usage(call)) : null;
       for await (const out of proc.lines()) {
         if (harness) await harness.line(out);
         else {
@@ -252,6 +252,14 @@ export class AttemptRun {
   }
 
   /** Stopped from outside: nothing is reported (the attempt has ended, or its lease is gone), unless the worker gives the job back. */
+  /** Records usage; over the job's budget the platform has ended the attempt (BUDGET_EXCEEDED), so the process tree is killed. */
+  private async usage(call: UsageCall): Promise<void> {
+    const { budgetExceeded } = await this.deps.control.recordUsage(this.lease, [call]);
+    if (!budgetExceeded) return;
+    await this.deps.control.runnerEvent(this.lease, 'runner.failed', { error: budgetExceeded, exit_code: null });
+    this.stop(budgetExceeded);
+  }
+
   private async stopped(log: LogSink, err: unknown): Promise<void> {
     const reason = this.abort.signal.aborted ? String(this.abort.signal.reason) : (err as Error).message;
     await log.system(`stopped: ${reason}`);

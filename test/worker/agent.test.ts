@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import test from 'ava';
 import { HarnessRegistryToken, type HarnessDefinition, type HarnessEvent, type HarnessRegistry } from '../../core/ports/harness.ts';
-import { attemptsOf, finished, logLines, workerWorld, type WorkerWorld } from './helpers.ts';
+import { attemptsOf, finished, logLines, until, workerWorld, type WorkerWorld } from './helpers.ts';
 
 /**
  * An agent job through a harness registry: the harness builds the invocation, its stream is parsed
@@ -101,6 +101,36 @@ test.serial('an agent step whose output has no json-result block fails saying so
     const [attempt] = await attemptsOf(w, job.id);
     t.like(attempt, { status: 'failed', error: 'no json-result block in the output: the agent must end with a fenced json-result block whose svc.status is success, waiting or failed' });
     t.is(built.at(-1)!.env.SVC_AGENT_ID, 'reviewer');
+  } finally {
+    cli = previous;
+  }
+});
+
+test.serial('usage over hints.max_tokens kills the running agent: the attempt fails with BUDGET_EXCEEDED', async (t) => {
+  // Reports 155 tokens (120 in, 30 out, 5 cache), then would run for a minute unless killed.
+  writeFileSync(path.join(w.scratch, 'spender-cli.cjs'), `
+    console.log(JSON.stringify({ t: 'usage', model: 'fake-model-1', in: 120, out: 30 }));
+    setTimeout(() => console.log(JSON.stringify({ t: 'text', text: 'still here' })), 60_000);
+  `);
+  const previous = cli;
+  cli = path.join(w.scratch, 'spender-cli.cjs');
+  try {
+    const started = Date.now();
+    const created = await w.api.post(`/projects/${w.projectId}/jobs`, { description: 'Spend', hints: { max_tokens: 100 } });
+    const job = await finished(w, created.body.id);
+    t.true(Date.now() - started < 30_000, 'killed, not run to its end');
+    t.is(job.phase, 'cancelled');
+    const reason = 'BUDGET_EXCEEDED: 155 tokens used, over hints.max_tokens 100';
+    const [attempt] = await attemptsOf(w, job.id);
+    t.like(attempt, { status: 'failed', error: reason });
+    const runner = await w.srv.kernel.db('events').where({ source: 'runner', type: 'runner.failed' }).whereRaw("payload_json->>'job_id' = ?", [job.id]);
+    t.deepEqual(runner.map((e: any) => e.payload_json), [{ attempt_id: attempt.id, job_id: job.id, error: reason, exit_code: null }]);
+    // The worker logs `stopped: …` once the killed process has ended (a minute later if it were not killed).
+    const lines = await until(async () => {
+      const all = await logLines(w, job.id, attempt.id);
+      return all.some((l) => l.stream === 'system' && l.line.startsWith('stopped: ') && l.line.endsWith(reason)) ? all : null;
+    }, 'the stopped line', 20_000);
+    t.false(lines.some((l) => l.line.includes('still here')));
   } finally {
     cli = previous;
   }
