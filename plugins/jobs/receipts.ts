@@ -2,6 +2,7 @@ import Boom from '@hapi/boom';
 import { inject, injectable } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
+import { emitEvent } from '../../core/events/emit.ts';
 import { Claims } from './claims.ts';
 import { ReceiptStore, type LlmCall, type PhaseTiming, type StoredReceipt } from './receipt-store.ts';
 import { usageSections } from './receipt-assembly.ts';
@@ -29,6 +30,11 @@ export class Receipts {
   async recordUsage(jobId: string, attemptId: string, leaseToken: string, calls: LlmCall[]): Promise<Recorded> {
     const recorded = await this.db.transaction(async (trx) => {
       const attempt = await this.claims.fence(jobId, attemptId, leaseToken, trx);
+      const job = await trx('jobs').where({ id: jobId }).first('project_id');
+      for (const call of calls) {
+        // Usage only: the call's counts and timing, never prompt or response content (none is accepted).
+        await emitEvent(trx, { project_id: job.project_id, type: 'llm.call', source: 'runner', actor_type: 'system', payload: { job_id: jobId, attempt_id: attemptId, ...call } });
+      }
       return this.store.addUsage(attempt.id, calls, trx);
     });
     const over = await this.overBudget(jobId, attemptId);
