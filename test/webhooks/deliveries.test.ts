@@ -87,7 +87,9 @@ test.serial('a failing receiver is retried on the configured schedule until it a
   const sub = await subscribe(w, { url: `${rx.url}/flaky`, events: ['manual.flaky'] });
   await emit(w, { type: 'manual.flaky' });
   const retrying = await until(async () => (await deliveriesOf(w, sub.id)).find((d) => d.status === 'retrying'), 'a retry to be scheduled');
-  t.like(retrying, { attempts: 1, response_status: 503, response_body: 'busy', error: null });
+  // The scaled retry windows are short (150–450 ms): a slow poll may first see the 2nd or 3rd retry waiting.
+  t.like(retrying, { response_status: 503, response_body: 'busy', error: null });
+  t.true(retrying.attempts >= 1 && retrying.attempts <= 3, `attempts ${retrying.attempts}`);
   t.truthy(retrying.next_attempt_at);
   const done = await until(async () => (await deliveriesOf(w, sub.id)).find((d) => d.status === 'succeeded'), 'the delivery to succeed', 15_000);
   t.like(done, { attempts: 4, response_status: 200, next_attempt_at: null });
