@@ -4,7 +4,6 @@ import type { DependencyContainer } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
 import type { RoleService } from '../../core/roles.ts';
 import type { Notifier } from '../../core/db/notify.ts';
-import { listen, type Listening } from '../../core/db/listen.ts';
 import type { StoredManifest } from '../../core/manifest/types.ts';
 import { EventRepository, type EventRow } from './repository.ts';
 import { EventRouting } from './routing.ts';
@@ -37,11 +36,8 @@ export class EventRouter implements RoleService {
   private readonly routing: EventRouting;
   private readonly logger: Logger;
   private readonly databaseUrl: string;
-  private listening: Listening | null = null;
-  private timers: NodeJS.Timeout[] = [];
   private stopped = false;
   private readonly passes = new Passes(() => this.pass(), (err) => this.logger.error({ err }, 'event routing pass failed'));
-  private unsubscribe: () => void = () => undefined;
 
   constructor(
     container: DependencyContainer,
@@ -55,27 +51,15 @@ export class EventRouter implements RoleService {
   }
 
   async start(): Promise<void> {
-    this.unsubscribe = this.wakeups.onNotice(() => this.wake());
-    this.listening = await listen(this.databaseUrl, this.wakeups.channel, () => this.wake(), this.logger);
-    this.timers.push(
-      setInterval(() => this.wake(), this.options.pollEveryMs),
-      setInterval(() => void this.recover(), this.options.recoverEveryMs),
-    );
-    this.wake();
+    await this.passes.wakeOn(this.wakeups, this.databaseUrl, this.logger);
+    this.passes.every(this.options.pollEveryMs);
+    this.passes.every(this.options.recoverEveryMs, () => void this.recover());
+    this.passes.wake();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    this.unsubscribe();
-    for (const t of this.timers) clearInterval(t);
     await this.passes.stop();
-    await this.listening?.close();
-  }
-
-  /** Runs a pass now, or right after the one in progress. */
-  wake(): void {
-    if (this.stopped) return;
-    this.passes.wake();
   }
 
   /** Requeues (or fails) events stuck in processing; returns what it did. */
@@ -83,7 +67,7 @@ export class EventRouter implements RoleService {
     try {
       const done = await this.events.recoverStuck(this.options.staleSeconds, this.options.maxAttempts);
       if (done.requeued || done.failed) this.logger.warn(done, 'stuck events recovered');
-      if (done.requeued) this.wake();
+      if (done.requeued) this.passes.wake();
       return done;
     } catch (err) {
       this.logger.error({ err }, 'stuck event recovery failed');

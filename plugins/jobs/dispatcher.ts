@@ -1,14 +1,13 @@
 import { hostname } from 'node:os';
-import { Passes } from '../../core/passes.ts';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { DependencyContainer } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
 import type { RoleService } from '../../core/roles.ts';
 import { WorkerDispatcherToken, type WorkerDispatcher } from '../../core/ports/worker.ts';
-import { listen, type Listening } from '../../core/db/listen.ts';
+import { Passes } from '../../core/passes.ts';
 import { Claims } from './claims.ts';
-import { JobWakeups, WAKE_CHANNEL } from './wakeups.ts';
+import { JobWakeups } from './wakeups.ts';
 
 /** The backstop when a notification is missed (or a deferral simply runs out). */
 const POLL_EVERY_MS = 1_000;
@@ -28,11 +27,8 @@ export class JobDispatcher implements RoleService {
   private readonly logger: Logger;
   private readonly databaseUrl: string;
   private worker: WorkerDispatcher | null = null;
-  private listening: Listening | null = null;
-  private timers: NodeJS.Timeout[] = [];
   private stopped = false;
   private readonly passes = new Passes(() => this.pass(), (err) => this.logger.error({ err }, 'claim pass failed'));
-  private unsubscribe: () => void = () => undefined;
 
   constructor(private readonly container: DependencyContainer) {
     this.claims = container.resolve(Claims);
@@ -44,25 +40,16 @@ export class JobDispatcher implements RoleService {
     this.worker = this.container.isRegistered(WorkerDispatcherToken, true) ? this.container.resolve(WorkerDispatcherToken) : null;
     if (!this.worker) this.logger.info('no worker dispatcher registered: ready jobs wait for external claims');
     else {
-      this.unsubscribe = this.container.resolve(JobWakeups).onWake(() => this.wake());
-      await this.listen();
+      await this.passes.wakeOn(this.container.resolve(JobWakeups), this.databaseUrl, this.logger, POLL_EVERY_MS);
+      this.passes.every(POLL_EVERY_MS);
+      this.passes.wake();
     }
-    this.timers.push(setInterval(() => this.wake(), POLL_EVERY_MS), setInterval(() => void this.reap(), REAP_EVERY_MS));
-    this.wake();
+    this.passes.every(REAP_EVERY_MS, () => void this.reap());
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    this.unsubscribe();
-    for (const t of this.timers) clearInterval(t);
     await this.passes.stop();
-    await this.listening?.close();
-  }
-
-  /** Runs a pass now, or right after the one in progress. */
-  wake(): void {
-    if (this.stopped || !this.worker) return;
-    this.passes.wake();
   }
 
   private async pass(): Promise<void> {
@@ -89,10 +76,5 @@ export class JobDispatcher implements RoleService {
     } catch (err) {
       this.logger.error({ err }, 'reaping failed');
     }
-  }
-
-  /** A dedicated connection for LISTEN; on loss it reconnects, and the poll covers the gap. */
-  private async listen(): Promise<void> {
-    this.listening = await listen(this.databaseUrl, WAKE_CHANNEL, () => this.wake(), this.logger, POLL_EVERY_MS);
   }
 }

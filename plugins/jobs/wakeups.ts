@@ -19,24 +19,8 @@ export const wakes = (phase: Phase): boolean => WAKING_PHASES.has(phase);
  * and NOTIFY is covered by the claimers' one-second poll.
  */
 @injectable()
-export class JobWakeups {
-  private readonly notifier: Notifier;
-
+export class JobWakeups extends Notifier {
   constructor(@inject(Tokens.Db) db: Db, @inject(Tokens.Logger) logger: Logger) {
-    this.notifier = new Notifier(db, WAKE_CHANNEL, logger);
-  }
-
-  /** Notifies when `db` commits: at once outside a transaction, else when the outermost transaction commits. */
-  afterCommit(db: Db): void {
-    this.notifier.afterCommit(db);
-  }
-
-  /** Calls `listener` on every wake-up this process sends (claimers here hear without the round trip); returns the way to stop. */
-  onWake(listener: () => void): () => void {
-    return this.notifier.onNotice(() => listener());
-  }
-
-  notify(): void {
-    this.notifier.notify();
+    super(db, WAKE_CHANNEL, logger);
   }
 }

@@ -2,8 +2,7 @@ import type { Logger } from 'pino';
 import { Passes } from '../../core/passes.ts';
 import type { DependencyContainer } from '../../core/di.ts';
 import type { Db } from '../../core/db/knex.ts';
-import { listen, type Listening } from '../../core/db/listen.ts';
-import { EVENTS_CHANNEL, eventWakeupsOf } from '../../core/events/wakeups.ts';
+import { eventWakeupsOf } from '../../core/events/wakeups.ts';
 import { newId } from '../../core/ids.ts';
 import type { RoleService } from '../../core/roles.ts';
 import type { Scheduler } from '../../core/ports/scheduler.ts';
@@ -12,7 +11,7 @@ import { DeliveryRepository, type ClaimedDelivery, type NewDelivery } from './de
 import { subscriptionMatches } from './matching.ts';
 import { SubscriptionRepository } from './repository.ts';
 import { DeliverySender } from './sender.ts';
-import { WEBHOOKS_CHANNEL, WebhookWakeups } from './wakeups.ts';
+import { WebhookWakeups } from './wakeups.ts';
 
 /** Events taken off the outbox, and deliveries claimed, per statement. */
 const BATCH = 200;
@@ -39,7 +38,6 @@ export class WebhookDispatcher implements RoleService {
   private readonly maxInFlight: number;
   private readonly leaseMs: number;
   private readonly inFlight = new Set<Promise<void>>();
-  private readonly stopHooks: (() => unknown)[] = [];
   /** The last pass stopped for want of room: the next send to finish wakes the loop. */
   private starved = false;
   private stopped = false;
@@ -56,33 +54,24 @@ export class WebhookDispatcher implements RoleService {
     this.leaseMs = config.timeout_ms + LEASE_MARGIN_MS;
   }
 
+  /** Woken by new events (the plugin attaches the events notifier when no router did), by replays and retries, and by a poll. */
   async start(): Promise<void> {
-    const wake = () => this.wake();
-    this.stopHooks.push(this.container.resolve(WebhookWakeups).onNotice(wake));
-    const events = eventWakeupsOf(this.db);
-    if (events) this.stopHooks.push(events.onNotice(wake));
     const databaseUrl = this.container.resolve(Tokens.DatabaseUrl);
-    for (const channel of [EVENTS_CHANNEL, WEBHOOKS_CHANNEL]) {
-      const listening: Listening = await listen(databaseUrl, channel, wake, this.logger);
-      this.stopHooks.push(() => listening.close());
-    }
-    const { poll_ms } = this.container.resolve(Tokens.Config).webhooks;
-    const poll = setInterval(wake, poll_ms);
-    const overdue = setInterval(() => void this.sweepOverdue(), OVERDUE_EVERY_MS);
-    this.stopHooks.push(() => clearInterval(poll), () => clearInterval(overdue));
+    const events = eventWakeupsOf(this.db);
+    for (const notifier of [this.container.resolve(WebhookWakeups), ...(events ? [events] : [])]) await this.passes.wakeOn(notifier, databaseUrl, this.logger);
+    this.passes.every(this.container.resolve(Tokens.Config).webhooks.poll_ms);
+    this.passes.every(OVERDUE_EVERY_MS, () => void this.sweepOverdue());
     this.wake();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    await Promise.all(this.stopHooks.map((hook) => hook()));
     await this.passes.stop();
     await Promise.all(this.inFlight);
   }
 
   /** Runs a pass now, or right after the one in progress. */
   wake(): void {
-    if (this.stopped) return;
     this.passes.wake();
   }
 
