@@ -34,3 +34,13 @@ export function docs(...codes: number[]) {
   );
   return { 'hapi-swagger': { responses } };
 }
+
+/** The query of a server-sent event stream: where to resume (the Last-Event-ID header wins). */
+export const eventStreamQuery = (what: string) =>
+  Joi.object({ last_event_id: Joi.number().integer().min(0).description(`resume after this ${what} (the Last-Event-ID header wins)`) });
+
+/** hapi validates objects only: the schema documents a text/event-stream body, sample 0 skips the check. */
+export const eventStreamResponse = (label: string, description: string) => ({
+  schema: Joi.string().label(label).description(`text/event-stream: ${description}`),
+  sample: 0,
+});

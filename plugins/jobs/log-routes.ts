@@ -4,7 +4,7 @@ import type { ServerRoute } from '@hapi/hapi';
 import type { DependencyContainer } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
 import { requires } from '../../core/http/access.ts';
-import { docs, timestamp } from '../../core/http/schemas.ts';
+import { docs, eventStreamQuery, eventStreamResponse, timestamp } from '../../core/http/schemas.ts';
 import { listQuerySchema, pageSchema } from '../../core/http/lists.ts';
 import { paramsOf, queryOf } from '../../core/http/request.ts';
 import { openEventStream, sseFrame } from '../../core/http/sse.ts';
@@ -62,12 +62,8 @@ export function logRoutes(container: DependencyContainer): ServerRoute[] {
         tags,
         description: 'Server-sent events: each output line (`log`, id = seq) as it is appended; `end` with the attempt status once it has ended (resume with Last-Event-ID)',
         plugins: { ...requires('jobs:read', 'job'), ...docs(400, 401, 403, 404) },
-        validate: { params: attemptParams, query: Joi.object({ last_event_id: Joi.number().integer().min(0).description('resume after this seq (the Last-Event-ID header wins)') }) },
-        // hapi validates objects only: the schema documents the text/event-stream body, sample 0 skips the check.
-        response: {
-          schema: Joi.string().label('AttemptLogStream').description('text/event-stream: `log` events (id = seq, data = the line), then one `end` event (data: status, result_status, error)'),
-          sample: 0,
-        },
+        validate: { params: attemptParams, query: eventStreamQuery('seq') },
+        response: eventStreamResponse('AttemptLogStream', '`log` events (id = seq, data = the line), then one `end` event (data: status, result_status, error)'),
       },
       handler: async (request, h) => {
         const { job_id, attempt_id } = paramsOf(request);

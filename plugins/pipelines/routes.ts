@@ -125,7 +125,7 @@ export function pipelineRunRoutes(container: DependencyContainer, service: Pipel
         tags, description: "Server-sent events of the run's steps (resume with Last-Event-ID)",
         plugins: { ...requires('pipelines:read', 'pipeline_run'), ...docs(400, 401, 403, 404) },
         validate: { params: S.runParams, query: S.streamQuery },
-        response: S.eventStreamResponse,
+        response: S.eventStream,
       },
       handler: (request, h) => stream.open(request, h, paramsOf(request).run_id, null),
     },
@@ -136,7 +136,7 @@ export function pipelineRunRoutes(container: DependencyContainer, service: Pipel
         tags, description: "Server-sent events of one step of the run (resume with Last-Event-ID)",
         plugins: { ...requires('pipelines:read', 'pipeline_run'), ...docs(400, 401, 403, 404) },
         validate: { params: S.stepParams, query: S.streamQuery },
-        response: S.eventStreamResponse,
+        response: S.eventStream,
       },
       handler: async (request, h) => {
         const { run_id, name } = paramsOf(request);

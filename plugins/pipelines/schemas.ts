@@ -1,5 +1,5 @@
 import Joi from 'joi';
-import { idSchema, projectId, timestamp } from '../../core/http/schemas.ts';
+import { eventStreamQuery, eventStreamResponse, idSchema, projectId, timestamp } from '../../core/http/schemas.ts';
 import { listQuerySchema } from '../../core/http/lists.ts';
 import { RUN_STATUSES, STEP_STATUSES } from './status.ts';
 
@@ -61,12 +61,5 @@ export const runSchema = Joi.object({
 /** A step's job in the jobs domain's Job shape (that domain's schema checks it there). */
 export const stepJobSchema = Joi.object({ id: Joi.string().required(), project_id: projectId.required() }).unknown(true).label('PipelineRunJob');
 
-export const streamQuery = Joi.object({
-  last_event_id: Joi.number().integer().min(0).description('resume after this event id (the Last-Event-ID header wins)'),
-});
-
-/** hapi validates objects only: the schema documents the text/event-stream body, sample 0 skips the check. */
-export const eventStreamResponse = {
-  schema: Joi.string().label('PipelineRunEventStream').description('text/event-stream: `id`, `event` (run.status, step.status, step.log), `data` (JSON) per event'),
-  sample: 0,
-};
+export const streamQuery = eventStreamQuery('event id');
+export const eventStream = eventStreamResponse('PipelineRunEventStream', '`id`, `event` (run.status, step.status, step.log), `data` (JSON) per event');
