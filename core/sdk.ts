@@ -17,6 +17,7 @@ export type {
   PermissionPolicy, ReasoningEffort,
 } from './ports/harness.ts';
 export { harnessContract, messageText, HarnessContractError } from './harness-contract.ts';
+export { planProgress, todoItems, type PlanItem } from './harness-progress.ts';
 export type { HarnessContractCheck, HarnessContractFixtures } from './harness-contract.ts';
 
 /** Declares an adapter for one port; `options` validates (and defaults) its config block. */

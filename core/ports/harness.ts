@@ -36,6 +36,8 @@ export type HarnessEvent =
   /** `delta`: a fragment that continues the previous message (streaming CLIs); join fragments before looking for the json-result block. */
   | { type: 'message'; text: string; delta?: boolean }
   | { type: 'tool'; name: string; input?: unknown }
+  /** The agent's own plan moved on (a todo list it keeps): `percentage` of its items done, when it has a list. */
+  | { type: 'progress'; message: string; percentage?: number }
   | { type: 'usage'; model?: string; inputTokens: number; outputTokens: number; cacheTokens?: number; reasoningTokens?: number; costUsd?: number }
   | { type: 'error'; message: string }
   | { type: 'raw'; text: string };

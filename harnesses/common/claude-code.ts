@@ -4,6 +4,7 @@
  */
 import type { HarnessCapabilities, HarnessCredentials, HarnessEvent, HarnessInput, HarnessInvocation, PermissionPolicy, ReasoningEffort } from '../../core/ports/harness.ts';
 import { field, isObject, jsonLineParser, text, usage, type Json } from './lines.ts';
+import { planProgress, todoItems } from '../../core/harness-progress.ts';
 import { promptArgument } from './prompt.ts';
 
 export const CLAUDE_COMMAND = 'claude';
@@ -46,7 +47,9 @@ function contentEvents(message: unknown): HarnessEvent[] {
   return content.flatMap((block): HarnessEvent[] => {
     if (!isObject(block)) return [];
     if (block.type === 'text' && text(block.text)) return [{ type: 'message', text: block.text as string }];
-    if (block.type === 'tool_use' && text(block.name)) return [{ type: 'tool', name: block.name as string, input: block.input }];
+    if (block.type !== 'tool_use' || !text(block.name)) return [];
+    const tool: HarnessEvent = { type: 'tool', name: block.name as string, input: block.input };
+    return block.name === 'TodoWrite' ? [tool, ...planProgress(todoItems(block.input, ['activeForm', 'content']))] : [tool];
     return [];
   });
 }

@@ -3,6 +3,7 @@ import type { HarnessDefinition, HarnessEvent, PermissionPolicy, ReasoningEffort
 import { defineHarness } from '../../core/sdk.ts';
 import { count, field, isObject, jsonLineParser, text, usage, type Json } from '../common/lines.ts';
 import { promptArgument } from '../common/prompt.ts';
+import { planProgress } from '../../core/harness-progress.ts';
 
 /** exec never prompts; the policies choose the sandbox. never = read-only, nothing escalates. */
 const POLICY_ARGS: Record<PermissionPolicy, string[]> = {
@@ -13,6 +14,11 @@ const POLICY_ARGS: Record<PermissionPolicy, string[]> = {
 };
 
 const EFFORT: Record<ReasoningEffort, string> = { low: 'low', medium: 'medium', high: 'high', 'x-high': 'xhigh' };
+
+function todoListProgress(item: Json): HarnessEvent[] {
+  const items = Array.isArray(item.items) ? item.items.filter(isObject) : [];
+  return planProgress(items.map((i) => ({ text: text(i.text) ?? 'untitled step', done: i.completed === true })));
+}
 
 /** Older releases named items by `item_type` and the reply `assistant_message`. */
 function itemEvents(item: Json): HarnessEvent[] {
@@ -31,6 +37,8 @@ function itemEvents(item: Json): HarnessEvent[] {
       return [{ type: 'tool', name: 'web_search', input: { query: item.query } }];
     case 'error':
       return [{ type: 'error', message: text(item.message) ?? 'error' }];
+    case 'todo_list':
+      return todoListProgress(item);
     default:
       return []; // reasoning, todo_list
   }
@@ -80,8 +88,12 @@ export const harnessD: HarnessDefinition = defineHarness({
         return [{ type: 'error', message: text(field(event.error, 'message')) ?? 'turn failed' }];
       case 'error':
         return [{ type: 'error', message: text(event.message) ?? 'error' }];
+      case 'item.started':
+      case 'item.updated':
+        // the plan is the one item reported while it changes; the rest count once completed
+        return isObject(event.item) && text(event.item.type) === 'todo_list' ? todoListProgress(event.item) : [];
       default:
-        return []; // thread.started, turn.started, item.started, item.updated
+        return []; // thread.started, turn.started
     }
   }),
 });

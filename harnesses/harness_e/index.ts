@@ -3,6 +3,7 @@ import type { HarnessDefinition, HarnessEvent, PermissionPolicy } from '../../co
 import { defineHarness } from '../../core/sdk.ts';
 import { count, field, isObject, jsonLineParser, text, usage, type Json } from '../common/lines.ts';
 import { promptArgument } from '../common/prompt.ts';
+import { planProgress, todoItems } from '../../core/harness-progress.ts';
 
 /** `--approval-mode` per policy; plan is the CLI's read-only mode. */
 const APPROVAL_MODE: Record<PermissionPolicy, string> = { default: 'default', auto_edit: 'auto_edit', never: 'plan', yolo: 'yolo' };
@@ -65,8 +66,11 @@ export const harnessE: HarnessDefinition = defineHarness({
       case 'message':
         if (event.role !== 'assistant' || !text(event.content)) return [];
         return [event.delta === true ? { type: 'message', text: event.content as string, delta: true } : { type: 'message', text: event.content as string }];
-      case 'tool_use':
-        return text(event.tool_name) ? [{ type: 'tool', name: event.tool_name as string, input: event.parameters }] : [];
+      case 'tool_use': {
+        if (!text(event.tool_name)) return [];
+        const tool: HarnessEvent = { type: 'tool', name: event.tool_name as string, input: event.parameters };
+        return event.tool_name === 'write_todos' ? [tool, ...planProgress(todoItems(event.parameters, ['description']))] : [tool];
+      }
       case 'error':
         return event.severity === 'warning' ? [{ type: 'raw', text: text(event.message) ?? '' }] : [{ type: 'error', message: text(event.message) ?? 'error' }];
       case 'result':

@@ -3,6 +3,7 @@ import type { HarnessDefinition, HarnessEvent, PermissionPolicy, ReasoningEffort
 import { defineHarness } from '../../core/sdk.ts';
 import { field, isObject, jsonLineParser, text, usage, type Json } from '../common/lines.ts';
 import { promptArgument } from '../common/prompt.ts';
+import { planProgress, todoItems } from '../../core/harness-progress.ts';
 
 /**
  * Permissions are config (`permission` per tool: allow, ask, deny), given inline through
@@ -69,7 +70,10 @@ export const harnessF: HarnessDefinition = defineHarness({
         return text(field(part, 'text')) ? [{ type: 'message', text: field(part, 'text') as string }] : [];
       case 'tool_use': {
         const name = text(field(part, 'tool'));
-        return name ? [{ type: 'tool', name, input: field(field(part, 'state'), 'input') }] : [];
+        if (!name) return [];
+        const input = field(field(part, 'state'), 'input');
+        const tool: HarnessEvent = { type: 'tool', name, input };
+        return name === 'todowrite' ? [tool, ...planProgress(todoItems(input, ['content']))] : [tool];
       }
       case 'step_finish':
         return stepUsage(part);

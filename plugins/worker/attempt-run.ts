@@ -47,6 +47,7 @@ type Timed = <T>(name: string, fn: () => Promise<T>) => Promise<T>;
 /** Job tokens outlive the attempt's timeout by this much (they stop anyway when the attempt ends). */
 const TOKEN_MARGIN_SECONDS = 600;
 const DEFAULT_TOKEN_TTL_SECONDS = 86_400;
+const PROGRESS_INTERVAL_MS = 1000;
 
 const timeoutOf = (work: AttemptWork): number | null => {
   const t = work.job.hints.timeout_seconds;
@@ -146,7 +147,7 @@ export class AttemptRun {
       if (this.abort.signal.aborted) void proc.kill();
       await log.system(`started ${plan.kind === 'script' ? `/bin/sh -c ${JSON.stringify(plan.run)}` : `${plan.harness.id} (${spec.command})`}`);
       await this.deps.control.runnerEvent(this.lease, 'runner.started', {});
-      const harness = plan.kind === 'agent' ? new HarnessOutput(plan.harness, log, scanner, plan.choice.model ?? 'unknown', (call) => this.usage(call)) : null;
+      const harness = plan.kind === 'agent' ? new HarnessOutput(plan.harness, log, scanner, plan.choice.model ?? 'unknown', { usage: (call) => this.usage(call), progress: (message, pct) => this.progress(log.mask(message), pct) }) : null;
       for await (const out of proc.lines()) {
         if (harness) await harness.line(out);
         else {
@@ -251,7 +252,6 @@ export class AttemptRun {
     };
   }
 
-  /** Stopped from outside: nothing is reported (the attempt has ended, or its lease is gone), unless the worker gives the job back. */
   /** Records usage; over the job's budget the platform has ended the attempt (BUDGET_EXCEEDED), so the process tree is killed. */
   private async usage(call: UsageCall): Promise<void> {
     const { budgetExceeded } = await this.deps.control.recordUsage(this.lease, [call]);
@@ -260,6 +260,21 @@ export class AttemptRun {
     this.stop(budgetExceeded);
   }
 
+  private lastProgress: { message: string; percentage: number | null; at: number } | null = null;
+
+  /**
+   * `runner.progress`: every change of the percentage, and a new message with the same percentage
+   * at most once a second, so an agent rewriting its plan in a loop does not flood the event spine.
+   */
+  private async progress(message: string, percentage: number | null): Promise<void> {
+    const last = this.lastProgress;
+    const now = Date.now();
+    if (last && last.percentage === percentage && (last.message === message || now - last.at < PROGRESS_INTERVAL_MS)) return;
+    this.lastProgress = { message, percentage, at: now };
+    await this.deps.control.runnerEvent(this.lease, 'runner.progress', { message, percentage });
+  }
+
+  /** Stopped from outside: nothing is reported (the attempt has ended, or its lease is gone), unless the worker gives the job back. */
   private async stopped(log: LogSink, err: unknown): Promise<void> {
     const reason = this.abort.signal.aborted ? String(this.abort.signal.reason) : (err as Error).message;
     await log.system(`stopped: ${reason}`);

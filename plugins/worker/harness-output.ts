@@ -7,7 +7,8 @@ import type { JsonResultScanner } from './result.ts';
 /**
  * A harness CLI's output into the attempt: each line through the harness's parser; message text
  * (streamed fragments joined) into the log line by line and into the json-result scanner; tools and
- * errors as log lines; usage to `onUsage`. stderr lines the parser has nothing for are logged raw.
+ * errors as log lines; usage and progress to the attempt's hooks. stderr lines the parser has nothing
+ * for are logged raw.
  */
 export class HarnessOutput {
   /** The unfinished last line of the message being streamed. */
@@ -18,7 +19,7 @@ export class HarnessOutput {
     private readonly log: LogSink,
     private readonly scanner: JsonResultScanner,
     private readonly defaultModel: string,
-    private readonly onUsage: (call: UsageCall) => Promise<void>,
+    private readonly hooks: { usage(call: UsageCall): Promise<void>; progress(message: string, percentage: number | null): Promise<void> },
   ) {}
 
   async line(out: OutputLine): Promise<void> {
@@ -45,8 +46,13 @@ export class HarnessOutput {
         return this.log.add('stdout', `[tool] ${event.name}`);
       case 'error':
         return this.log.add('stderr', event.message);
+      case 'progress': {
+        const percentage = typeof event.percentage === 'number' && Number.isFinite(event.percentage) ? Math.min(100, Math.max(0, Math.round(event.percentage))) : null;
+        await this.log.add('stdout', `[progress]${percentage === null ? '' : ` ${percentage}%`} ${event.message}`);
+        return this.hooks.progress(event.message, percentage);
+      }
       case 'usage':
-        return this.onUsage({
+        return this.hooks.usage({
           model: event.model ?? this.defaultModel,
           input_tokens: event.inputTokens,
           output_tokens: event.outputTokens,

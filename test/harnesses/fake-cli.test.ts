@@ -69,6 +69,7 @@ for (const id of Object.keys(FAKE)) {
     const { events, exit } = await run(id, { model: id === 'harness_f' ? 'openai/gpt-5' : 'model-x' });
     t.is(exit.exitCode, 0);
     t.true(events.some((e) => e.type === 'tool'));
+    t.like(events.filter((e) => e.type === 'progress').at(-1), { message: 'Make the change', percentage: 50 }, 'the plan the CLI keeps reports progress');
     t.deepEqual(resultBlock(messageText(events))?.svc, { status: 'success', summary: 'Handled: Fix the failing test' });
     t.is(usageOf(events), 1540, 'input 1200 + output 340, cached input counted apart');
     t.false(events.some((e) => e.type === 'error'));

@@ -62,3 +62,22 @@ test('every parser: non-JSON lines are raw, blank lines nothing, unknown objects
     t.deepEqual(def.parseLine('{"type":"something.new","x":1}'), [], def.id);
   }
 });
+
+test('each CLI\'s todo list becomes progress: the item in progress and the share done', (t) => {
+  const todos = [{ content: 'Read', activeForm: 'Reading', status: 'completed' }, { content: 'Fix', activeForm: 'Fixing', status: 'in_progress' }, { content: 'Test', status: 'pending' }];
+  const claude = b.parseLine(JSON.stringify({ type: 'assistant', message: { content: [{ type: 'tool_use', name: 'TodoWrite', input: { todos } }] } }));
+  t.deepEqual(only(claude, 'progress'), [{ type: 'progress', message: 'Fixing', percentage: 33 }]);
+  t.is(only(claude, 'tool')[0].name, 'TodoWrite');
+
+  const codexPlan = (completed: boolean[]) => ({ id: 'i', type: 'todo_list', items: completed.map((c, i) => ({ text: `step ${i + 1}`, completed: c })) });
+  t.deepEqual(d.parseLine(JSON.stringify({ type: 'item.updated', item: codexPlan([true, false]) })), [{ type: 'progress', message: 'step 2', percentage: 50 }]);
+  t.deepEqual(d.parseLine(JSON.stringify({ type: 'item.completed', item: codexPlan([true, true]) })), [{ type: 'progress', message: 'all 2 planned steps done', percentage: 100 }]);
+  t.deepEqual(d.parseLine(JSON.stringify({ type: 'item.started', item: { type: 'command_execution', command: 'ls' } })), []);
+
+  const gemini = e.parseLine(JSON.stringify({ type: 'tool_use', tool_name: 'write_todos', parameters: { todos: [{ description: 'Plan', status: 'completed' }, { description: 'Do', status: 'pending' }] } }));
+  t.deepEqual(only(gemini, 'progress'), [{ type: 'progress', message: 'Do', percentage: 50 }]);
+
+  const opencode = f.parseLine(JSON.stringify({ type: 'tool_use', part: { tool: 'todowrite', state: { input: { todos: [{ content: 'A', status: 'cancelled' }, { content: 'B', status: 'completed' }] } } } }));
+  t.deepEqual(only(opencode, 'progress'), [{ type: 'progress', message: 'all 2 planned steps done', percentage: 100 }]);
+  t.deepEqual(only(f.parseLine(JSON.stringify({ type: 'tool_use', part: { tool: 'todowrite', state: { input: { todos: [] } } } })), 'progress'), []);
+});

@@ -28,6 +28,7 @@ const fake: HarnessDefinition = {
       if (e.t === 'text') return [{ type: 'message', text: e.text }];
       if (e.t === 'usage') return [{ type: 'usage', model: e.model, inputTokens: e.in, outputTokens: e.out, cacheTokens: 5 }];
       if (e.t === 'tool') return [{ type: 'tool', name: e.name }];
+      if (e.t === 'plan') return [{ type: 'progress', message: e.message, percentage: e.pct }];
       return [];
     } catch {
       return [{ type: 'raw', text: line }];
@@ -48,6 +49,9 @@ const fs = require('node:fs');
 const out = (e) => console.log(JSON.stringify(e));
 out({ t: 'text', text: 'Prompt was: ' + fs.readFileSync('prompt.txt', 'utf8') });
 out({ t: 'tool', name: 'edit' });
+out({ t: 'plan', message: 'Editing', pct: 0 });
+out({ t: 'plan', message: 'Editing again', pct: 0 });
+out({ t: 'plan', message: 'Testing', pct: 50 });
 console.error('using key ' + process.env.FAKE_KEY);
 out({ t: 'usage', model: 'fake-model-1', in: 120, out: 30 });
 out({ t: 'delta', text: 'Done.\\n\\u0060\\u0060\\u0060json-' });
@@ -79,9 +83,14 @@ test.serial('a job without hints.step runs as an agent with its description as t
 
   const lines = await logLines(w, job.id, attempt.id);
   const of = (stream: string) => lines.filter((l) => l.stream === stream).map((l) => l.line);
-  t.deepEqual(of('stdout'), ['Prompt was: Fix the flaky test', '[tool] edit', 'Done.', '```json-result', '{"svc":{"status":"success","summary":"agent ok"}}', '```', 'bye']);
+  t.deepEqual(of('stdout'), ['Prompt was: Fix the flaky test', '[tool] edit', '[progress] 0% Editing', '[progress] 0% Editing again', '[progress] 50% Testing', 'Done.', '```json-result', '{"svc":{"status":"success","summary":"agent ok"}}', '```', 'bye']);
   t.deepEqual(of('stderr'), ['using key ***'], 'stderr lines the parser has nothing for are kept raw, masked');
   t.true(lines.some((l) => l.line === `started fake (${process.execPath})`));
+  const progress = await w.srv.kernel.db('events').where({ source: 'runner', type: 'runner.progress' }).whereRaw("payload_json->>'job_id' = ?", [job.id]).orderBy('created_at');
+  t.deepEqual(progress.map((e: any) => e.payload_json), [
+    { attempt_id: attempt.id, job_id: job.id, message: 'Editing', percentage: 0 },
+    { attempt_id: attempt.id, job_id: job.id, message: 'Testing', percentage: 50 },
+  ], 'a new message at the same percentage within a second is not another event');
 
   const usage = await w.srv.kernel.db('attempt_usage').where({ attempt_id: attempt.id }).orderBy('id');
   t.deepEqual(usage.map((u: any) => [u.model, u.input_tokens, u.output_tokens, u.cache_read_tokens]), [['fake-model-1', 120, 30, 5], ['fake-model-1', 80, 10, 5]]);
