@@ -3,6 +3,7 @@ import { ACCESS_USAGE, runAccess } from './commands/access.ts';
 import { ACCESS_REQUEST_USAGE, runAccessRequest } from './commands/access-request.ts';
 import { AUTH_USAGE, runAuth } from './commands/auth.ts';
 import { CONFIG_USAGE, runConfig } from './commands/config.ts';
+import { DOC_USAGE, runDoc } from './commands/doc.ts';
 import { INVITE_USAGE, runInvite } from './commands/invite.ts';
 import { JOB_USAGE, runJob } from './commands/job.ts';
 import { MANIFEST_USAGE, runManifest } from './commands/manifest.ts';
@@ -15,6 +16,7 @@ import { PROJECT_USAGE, runProject } from './commands/project.ts';
 import { SA_USAGE, runSa } from './commands/sa.ts';
 import { SECRETS_USAGE, runSecrets } from './commands/secrets.ts';
 import { WEBHOOK_USAGE, runWebhook } from './commands/webhook.ts';
+import { THREAD_USAGE, runThread } from './commands/thread.ts';
 import { DEFAULT_API_URL, resolveContext, type Context } from './config.ts';
 import { ApiError, CliError, UsageError } from './errors.ts';
 
@@ -29,11 +31,13 @@ Commands:
   access    custom roles, bindings, groups; can / explain permissions    svc access --help
   sa        service accounts and their tokens: create, mint, revoke      svc sa --help
   job       jobs: create, list, review, relations, attachments, attempts  svc job --help
+  doc       versioned org documents: list, get, put, delete, versions     svc doc --help
   manifest  project manifest: sync, validate, show                      svc manifest --help
   workflow  workflows in the project manifest: list, show               svc workflow --help
   pipeline  pipelines: list, show; run, runs, logs, approve, cancel     svc pipeline --help
   event     events: create, list, show (with how triggers routed them)  svc event --help
   schedule  project schedules that emit events: list, create, update, delete  svc schedule --help
+  thread    project threads, team coordination: list, create, show, post  svc thread --help
   webhook   outbound webhooks: create, list, deliveries, test, replay   svc webhook --help
   secrets   project, org, user and system secrets; master-key rekey      svc secrets --help
   config    profiles: API URL, default org and project                   svc config --help
@@ -69,11 +73,13 @@ const GROUPS: Record<string, { run: Runner; usage: string }> = {
   access: { run: runAccess, usage: ACCESS_USAGE },
   sa: { run: runSa, usage: SA_USAGE },
   job: { run: runJob, usage: JOB_USAGE },
+  doc: { run: runDoc, usage: DOC_USAGE },
   manifest: { run: runManifest, usage: MANIFEST_USAGE },
   workflow: { run: runWorkflow, usage: WORKFLOW_USAGE },
   pipeline: { run: runPipeline, usage: PIPELINE_USAGE },
   event: { run: runEvent, usage: EVENT_USAGE },
   schedule: { run: runSchedule, usage: SCHEDULE_USAGE },
+  thread: { run: runThread, usage: THREAD_USAGE },
   webhook: { run: runWebhook, usage: WEBHOOK_USAGE },
   secrets: { run: runSecrets, usage: SECRETS_USAGE },
   config: { run: runConfig, usage: CONFIG_USAGE },

@@ -26,6 +26,8 @@ const NAMED_ENV: Record<string, string> = {
   SVC_HARNESS_E_COMMAND: 'harnesses.harness_e.command',
   SVC_HARNESS_F_COMMAND: 'harnesses.harness_f.command',
   SVC_WORKSPACE_ROOT: 'worker.workspace_root',
+  SVC_RUN_AS_UID: 'worker.run_as_uid',
+  SVC_WORKER_URLS: 'worker.urls',
 };
 
 /** Any other key is reachable as SVC_<SECTION>__<KEY>, e.g. SVC_AUTH__TOKEN_TTL_DAYS=7. */

@@ -1,4 +1,5 @@
 import Joi from 'joi';
+import { workerUrlsSchema } from './worker-urls.ts';
 
 export const ROLES = ['api', 'orchestrator', 'worker'] as const;
 export type Role = (typeof ROLES)[number];
@@ -71,9 +72,14 @@ export const configSchema = Joi.object({
     concurrency: Joi.number().integer().min(1).max(256).required(),
     workspace_root: Joi.string().allow(null, '').required(),
     keep_workspaces: Joi.boolean().required(),
+    run_as_uid: Joi.number().integer().min(0).allow(null).required(),
+    run_as_gid: Joi.number().integer().min(0).allow(null).required(),
     heartbeat_seconds: Joi.number().positive().max(3600).required(),
     api_url: Joi.string().uri().allow(null, '').required(),
     log_flush_ms: Joi.number().integer().min(0).max(10_000).required(),
+    urls: workerUrlsSchema,
+    dispatch_timeout_ms: Joi.number().integer().min(100).max(120_000).required(),
+    dispatch_retry_ms: Joi.number().integer().min(10).max(600_000).required(),
     git: Joi.object({
       token_secret: Joi.string().pattern(/^[A-Z][A-Z0-9_]*$/).required(),
       ssh_key_secret: Joi.string().pattern(/^[A-Z][A-Z0-9_]*$/).required(),
@@ -140,10 +146,18 @@ export interface Config {
     /** SVC_WORKSPACE_ROOT; null: <data_dir>/workspaces. */
     workspace_root: string | null;
     keep_workspaces: boolean;
+    run_as_uid: number | null;
+    run_as_gid: number | null;
     heartbeat_seconds: number;
     /** SVC_API_URL given to jobs; null: server.public_url, else this server's own address. */
     api_url: string | null;
     log_flush_ms: number;
+    /** SVC_WORKER_URLS: worker type (`hints.worker_type`) → base URL of a `svc serve --roles worker` process. */
+    urls: Record<string, string>;
+    /** How long a dispatch or capacity call to a remote worker may take. */
+    dispatch_timeout_ms: number;
+    /** After a remote worker refused or could not be reached: how long before it is asked again. */
+    dispatch_retry_ms: number;
     git: { token_secret: string; ssh_key_secret: string; author_name: string; author_email: string };
   };
   webhooks: {

@@ -26,7 +26,8 @@ export interface AttemptWork {
     resource_refs: Record<string, unknown>[];
     created_by: string | null;
   };
-  attempt: { id: string; attempt_number: number; status: string };
+  /** `failed_before`: how many attempts right before this one failed (a harness profile falls back by it). */
+  attempt: { id: string; attempt_number: number; status: string; failed_before: number };
   project: { id: string; org_id: string; slug: string; repo_url: string | null; branch: string };
 }
 
@@ -46,6 +47,8 @@ export interface AttemptCompletion {
   result_json?: Record<string, unknown>;
   error?: string;
   git?: ResolvedGit | null;
+  /** A failed result the job must not retry (a worker type that is not configured): the job fails for good whatever `max_attempts` allows. */
+  final?: boolean;
 }
 
 export type LogStream = 'stdout' | 'stderr' | 'system';
@@ -93,9 +96,12 @@ export interface AttemptControl {
   appendLogs(jobId: string, attemptId: string, lines: LogLine[]): Promise<void>;
   /** Emits a `runner.*` event (source runner: only workers emit these) on the job's project. */
   runnerEvent(lease: AttemptLease, type: RunnerEventType, payload: Record<string, unknown>): Promise<void>;
+  /** Emits one of the worker's own `system.*` events (source system) on the job's project, under the lease. */
+  systemEvent(lease: AttemptLease, type: WorkerSystemEventType, payload: Record<string, unknown>): Promise<void>;
 }
 
 export type RunnerEventType = 'runner.started' | 'runner.progress' | 'runner.completed' | 'runner.failed';
+export type WorkerSystemEventType = 'system.resource.hydration.started' | 'system.resource.hydration.completed' | 'system.resource.hydration.failed';
 
 export const AttemptControlToken = Symbol('AttemptControl') as InjectionToken<AttemptControl>;
 
@@ -123,5 +129,48 @@ export class AttemptLogListeners {
   async appended(appended: AppendedLogs, trx: Db): Promise<void> {
     if (appended.lines.length === 0) return;
     for (const listener of this.listeners) await listener(appended, trx);
+  }
+}
+
+/** An attempt that has just ended (however it ended), with its job, as other domains see it. */
+export interface EndedAttempt {
+  job: { id: string; project_id: string; parent_id: string | null; title: string; hints: Record<string, unknown> };
+  attempt: {
+    id: string;
+    attempt_number: number;
+    status: string;
+    result_status: string | null;
+    result_json: Record<string, unknown> | null;
+    result_summary: string | null;
+    error: string | null;
+    started_at: Date;
+    ended_at: Date | null;
+  };
+}
+
+/** What a listener adds to the `system.job.attempt.completed` event: the coordination thread it posted to. */
+export interface AttemptCompletionNote {
+  thread_id?: string;
+}
+
+export type AttemptCompletionListener = (ended: EndedAttempt, trx: Db) => Promise<AttemptCompletionNote | void>;
+
+/**
+ * Domains that follow attempt endings (threads post a status summary) register here; the jobs domain
+ * calls every listener in the transaction that ends the attempt, before it emits
+ * `system.job.attempt.completed`, so what follows commits exactly once with it. Registered per
+ * container by the jobs plugin.
+ */
+export class AttemptCompletionListeners {
+  private readonly listeners: AttemptCompletionListener[] = [];
+
+  add(listener: AttemptCompletionListener): void {
+    this.listeners.push(listener);
+  }
+
+  async completed(ended: EndedAttempt, trx: Db): Promise<AttemptCompletionNote> {
+    const note: AttemptCompletionNote = {};
+    for (const listener of this.listeners) Object.assign(note, (await listener(ended, trx)) ?? {});
+    return note;
   }
 }

@@ -33,6 +33,27 @@ export class JobPhaseListeners {
   }
 }
 
+/** Rejects a create request's hints that name something the job's project does not have (a 4xx Boom naming the field). */
+export type JobHintCheck = (projectId: string, hints: Record<string, unknown>) => Promise<void>;
+
+/**
+ * Domains whose ids a job's hints may name (threads: `hints.coordination.thread_id`) register a
+ * check here; the jobs domain runs every check before it creates a job from a request.
+ * Registered per container by the jobs plugin.
+ */
+export class JobHintChecks {
+  private readonly checks: JobHintCheck[] = [];
+
+  add(check: JobHintCheck): void {
+    this.checks.push(check);
+  }
+
+  async check(projectId: string, hints: unknown): Promise<void> {
+    if (typeof hints !== 'object' || hints === null || Array.isArray(hints)) return;
+    for (const check of this.checks) await check(projectId, hints as Record<string, unknown>);
+  }
+}
+
 /** One job of a graph: a create request (as `POST /projects/{id}/jobs` takes it) and the keys it waits for. */
 export interface GraphJob {
   key: string;

@@ -11,6 +11,11 @@ export interface ProcessSpec {
   timeoutMs?: number;
   /** Compute SKU such as job.c1; runtimes map it to their own limits. */
   resourceClass?: string;
+  /**
+   * The user to run as (worker.run_as_uid/run_as_gid); absent: the server's own. A root server has
+   * handed the workspace to it. The local runtime can switch only as root; containers always run as it.
+   */
+  user?: { uid: number; gid: number };
 }
 
 export interface OutputLine {

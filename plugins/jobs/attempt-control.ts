@@ -4,7 +4,7 @@ import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
 import type { JobPhase, JobPhaseListener } from '../../core/ports/jobs.ts';
 import {
-  LeaseLost, type AttemptCompletion, type AttemptControl as AttemptControlPort, type AttemptLease, type AttemptWork, type LogLine, type RunnerEventType, type UsageCall,
+  LeaseLost, type AttemptCompletion, type AttemptControl as AttemptControlPort, type AttemptLease, type AttemptWork, type LogLine, type RunnerEventType, type UsageCall, type WorkerSystemEventType,
 } from '../../core/ports/attempts.ts';
 import { emitEvent } from '../../core/events/emit.ts';
 import { Claims } from './claims.ts';
@@ -37,7 +37,12 @@ export class AttemptControl implements AttemptControlPort {
     );
     if (!job) return null;
     const [attempt, project] = await Promise.all([
-      this.db('job_attempts').where({ id: attemptId, job_id: jobId }).first('id', 'attempt_number', 'status'),
+      this.db('job_attempts as a').where({ 'a.id': attemptId, 'a.job_id': jobId }).first(
+        'a.id', 'a.attempt_number', 'a.status',
+        // the failed attempts since the last one that did not fail
+        this.db.raw(`(SELECT count(*)::int FROM job_attempts p WHERE p.job_id = a.job_id AND p.attempt_number < a.attempt_number AND p.status = 'failed'
+          AND p.attempt_number > COALESCE((SELECT max(q.attempt_number) FROM job_attempts q WHERE q.job_id = a.job_id AND q.attempt_number < a.attempt_number AND q.status <> 'failed'), 0)) AS failed_before`),
+      ),
       this.db('projects').where({ id: job.project_id }).first('id', 'org_id', 'slug', 'repo_url', 'branch'),
     ]);
     return attempt && project ? { job, attempt, project } : null;
@@ -56,8 +61,8 @@ export class AttemptControl implements AttemptControlPort {
         await trx('job_attempts').where({ id: lease.attemptId }).update({ git: JSON.stringify(completion.git) });
       }));
     }
-    const { result, result_json, error } = completion;
-    const outcome = await fenced(this.claims.complete(lease.jobId, lease.attemptId, { lease_token: lease.leaseToken, result, result_json, error }));
+    const { result, result_json, error, final } = completion;
+    const outcome = await fenced(this.claims.complete(lease.jobId, lease.attemptId, { lease_token: lease.leaseToken, result, result_json, error, final }));
     return outcome.job.phase;
   }
 
@@ -86,6 +91,18 @@ export class AttemptControl implements AttemptControlPort {
       project_id: job.project_id, type, source: 'runner', actor_type: 'system',
       payload: { attempt_id: lease.attemptId, job_id: lease.jobId, ...payload },
     });
+  }
+
+  /** Fenced: a worker that lost its lease records nothing more about the attempt. */
+  async systemEvent(lease: AttemptLease, type: WorkerSystemEventType, payload: Record<string, unknown>): Promise<void> {
+    await fenced(this.db.transaction(async (trx) => {
+      await this.claims.fence(lease.jobId, lease.attemptId, lease.leaseToken, trx);
+      const job = await trx('jobs').where({ id: lease.jobId }).first('project_id', 'env_name');
+      await emitEvent(trx, {
+        project_id: job.project_id, type, source: 'system', actor_type: 'system', env_name: job.env_name,
+        payload: { job_id: lease.jobId, attempt_id: lease.attemptId, ...payload },
+      });
+    }));
   }
 }
 

@@ -12,6 +12,7 @@ import { isWorkflowRootSql } from './rollup.ts';
 import { ReceiptStore } from './receipt-store.ts';
 import { jobId } from './schemas.ts';
 import { emitAttemptCompleted } from './system-events.ts';
+import { AttemptCompletionListeners } from '../../core/ports/attempts.ts';
 
 export const ATTEMPT_STATUSES = ['running', 'succeeded', 'failed', 'cancelled'] as const;
 export type AttemptStatus = (typeof ATTEMPT_STATUSES)[number];
@@ -87,6 +88,7 @@ export class AttemptRepository {
   constructor(
     @inject(Tokens.Db) private readonly db: Db,
     @inject(ReceiptStore) private readonly receipts: ReceiptStore = new ReceiptStore(db),
+    @inject(AttemptCompletionListeners) private readonly completions: AttemptCompletionListeners = new AttemptCompletionListeners(),
   ) {}
 
   /** A running attempt numbered after the job's last one; call under the job's row lock. */
@@ -129,19 +131,20 @@ export class AttemptRepository {
 
   /**
    * One claim batch in one statement. Picks the next `limit` claimable jobs (ready, not deferred,
-   * nothing unfinished they wait for, no gate held by a running attempt; not in `exclude`) in claim
-   * order, row-locked, skipping rows other claimers hold. The gate-less ones are claimed on the spot,
+   * nothing unfinished they wait for, no gate held by a running attempt; not in `exclude`, not of a
+   * worker type in `skipWorkerTypes`) in claim order, row-locked, skipping rows other claimers hold. The gate-less ones are claimed on the spot,
    * as `open` plus the job update of `Claims.start` would: a running attempt numbered after the job's
    * last, with a lease for `owner` on the database clock, and the job active for `owner` (no receipt:
    * receipts are written when attempts end). Gated ones come back locked with no attempt, for the
    * per-job path (advisory locks and job_gates). Rows are in claim order.
    */
-  async claimBatch(owner: string, limit: number, leaseSeconds: number, exclude: string[], trx: Db): Promise<{ job: JobRow; attempt: ClaimedAttempt | null }[]> {
+  async claimBatch(owner: string, limit: number, leaseSeconds: number, exclude: string[], trx: Db, skipWorkerTypes: string[] = []): Promise<{ job: JobRow; attempt: ClaimedAttempt | null }[]> {
     const gateless = (a: string) => `(CASE WHEN jsonb_typeof(${a}.hints->'gates') = 'array' THEN jsonb_array_length(${a}.hints->'gates') = 0 ELSE true END)`;
     const { rows } = await trx.raw(
       `WITH picked AS MATERIALIZED (
          SELECT j.* FROM jobs j
          WHERE j.phase = 'ready' AND (j.defer_until IS NULL OR j.defer_until <= now()) AND j.id <> ALL(?::text[])
+           AND coalesce(nullif(j.hints->>'worker_type', ''), 'default') <> ALL(?::text[])
            AND ${noUnfinishedBlockers('j')} AND NOT ${isWorkflowRootSql('j')}
            AND NOT EXISTS (SELECT 1 FROM job_gates g WHERE g.gate_key IN (
                  SELECT ${scopedGateSql('j.project_id', 'k')} FROM jsonb_array_elements_text(coalesce(j.hints->'gates', '[]')) AS k))
@@ -161,7 +164,7 @@ export class AttemptRepository {
        FROM (SELECT * FROM activated UNION ALL SELECT * FROM picked p WHERE NOT ${gateless('p')}) c
        LEFT JOIN opened o ON o.job_id = c.id
        ORDER BY c.priority, c.created_at, c.id`,
-      [exclude, limit, owner, leaseSeconds, owner],
+      [exclude, skipWorkerTypes, limit, owner, leaseSeconds, owner],
     );
     return rows.map((row: Record<string, unknown>) => {
       const job: Record<string, unknown> = {};
@@ -177,7 +180,8 @@ export class AttemptRepository {
   /**
    * Ends the attempt, frees its gates, writes its immutable receipt and emits
    * `system.job.attempt.completed`: however an attempt ends (complete, release, submit, reaping,
-   * cancel), all of it happens together, here.
+   * cancel), all of it happens together, here. Completion listeners (a status post to the job's
+   * coordination thread) run in the same transaction, before the event, which names their thread.
    */
   async end(attemptId: string, ending: AttemptEnding, trx: Db): Promise<AttemptRow> {
     const changes: Record<string, unknown> = { ...ending, ended_at: trx.fn.now() };
@@ -185,7 +189,9 @@ export class AttemptRepository {
     const [row] = await trx('job_attempts').where({ id: attemptId }).update(changes).returning('*');
     await trx('job_gates').where({ attempt_id: attemptId }).delete();
     await this.receipts.write(row, trx);
-    await emitAttemptCompleted(trx, await trx('jobs').where({ id: row.job_id }).first('id', 'project_id', 'assignee', 'env_name', 'hints'), row);
+    const job = await trx('jobs').where({ id: row.job_id }).first('id', 'project_id', 'parent_id', 'title', 'assignee', 'env_name', 'hints');
+    const note = await this.completions.completed({ job, attempt: row }, trx);
+    await emitAttemptCompleted(trx, job, row, note.thread_id);
     return row;
   }
 

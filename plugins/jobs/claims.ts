@@ -25,6 +25,8 @@ export interface AttemptOutcome {
 }
 export interface ClaimOptions {
   leaseSeconds?: number;
+  /** claimNext leaves jobs of these worker types (`hints.worker_type`, 'default' without one) ready: their workers are full. */
+  skipWorkerTypes?: string[];
 }
 /** The `svc` object of a harness's json-result block. */
 export interface AttemptResult {
@@ -37,6 +39,8 @@ export interface Completion {
   result: AttemptResult;
   result_json?: Record<string, unknown>;
   error?: string;
+  /** A failed result that is not retried whatever `max_attempts` allows. */
+  final?: boolean;
 }
 export interface Reaped {
   job_id: string;
@@ -90,13 +94,13 @@ export class Claims {
    * same picks in the same order, so priority order holds across both; the one trade-off: a gated
    * job that loses its gate to another claimer leaves its slot to the next round's picks.
    */
-  claimNext(owner: string, limit: number, { leaseSeconds = DEFAULT_LEASE_SECONDS }: ClaimOptions = {}): Promise<Claimed[]> {
+  claimNext(owner: string, limit: number, { leaseSeconds = DEFAULT_LEASE_SECONDS, skipWorkerTypes = [] }: ClaimOptions = {}): Promise<Claimed[]> {
     return this.db.transaction(async (trx) => {
       const claimed: Claimed[] = [];
       const passed: string[] = [];
       while (claimed.length < limit) {
         const wanted = limit - claimed.length;
-        const picks = await this.attempts.claimBatch(owner, wanted, leaseSeconds, passed, trx);
+        const picks = await this.attempts.claimBatch(owner, wanted, leaseSeconds, passed, trx, skipWorkerTypes);
         await this.jobs.phasesChanged(picks.filter((p) => p.attempt).map((p) => p.job), trx);
         for (const { job, attempt } of picks) {
           passed.push(job.id);
@@ -164,7 +168,7 @@ export class Claims {
       const attempt = await this.fence(jobId, attemptId, completion.lease_token, trx);
       const { status, summary, reason } = completion.result;
       const reported = { result_status: status, result_summary: summary ?? null, result_json: completion.result_json ?? { svc: completion.result } };
-      if (status === 'failed') return this.fail(job, attempt, { ...reported, error: completion.error ?? reason ?? 'failed' }, trx);
+      if (status === 'failed') return this.fail(job, attempt, { ...reported, error: completion.error ?? reason ?? 'failed' }, trx, 'ATTEMPT_FAILED', completion.final);
       const ended = await this.attempts.end(attempt.id, { status: 'succeeded', ...reported, error: completion.error ?? null }, trx);
       const next = status === 'success' ? afterSuccess(job) : await this.afterWaiting(job, trx);
       return { job: toJob(await this.jobs.update(job.id, next, trx)), attempt: toAttempt(ended) };
@@ -216,18 +220,19 @@ export class Claims {
   }
 
   /**
-   * A failed attempt: the job is retried (ready for a new attempt) while `max_attempts` allows,
-   * else cancelled, which is the job failing for good: `system.job.failed`.
+   * A failed attempt: the job is retried (ready for a new attempt) while `max_attempts` allows and
+   * the failure is not `final`, else cancelled, which is the job failing for good: `system.job.failed`.
    */
-  private async fail(job: JobRow, attempt: AttemptRow, ending: Omit<AttemptEnding, 'status'> & { error: string }, trx: Db, code: Failure['error_code'] = 'ATTEMPT_FAILED'): Promise<AttemptOutcome> {
+  private async fail(job: JobRow, attempt: AttemptRow, ending: Omit<AttemptEnding, 'status'> & { error: string }, trx: Db, code: Failure['error_code'] = 'ATTEMPT_FAILED', final = false): Promise<AttemptOutcome> {
     const ended = await this.attempts.end(attempt.id, { status: 'failed', ...ending }, trx);
     const failures = await this.attempts.failures(job.id, trx);
     const allowed = typeof job.hints.max_attempts === 'number' ? job.hints.max_attempts : DEFAULT_MAX_ATTEMPTS;
-    if (failures >= allowed) await emitJobFailed(trx, job, ended, { error_message: ending.error, error_code: code, failures, max_attempts: allowed });
-    const next: Partial<JobRow> =
-      failures < allowed
-        ? { phase: 'ready', assignee: null }
-        : { phase: 'cancelled', closed_at: new Date(), close_reason: `attempt ${ended.attempt_number} failed (${failures} of ${allowed} allowed attempts failed): ${ending.error}` };
+    const retry = !final && failures < allowed;
+    if (!retry) await emitJobFailed(trx, job, ended, { error_message: ending.error, error_code: code, failures, max_attempts: allowed });
+    const why = final ? 'not retried' : `${failures} of ${allowed} allowed attempts failed`;
+    const next: Partial<JobRow> = retry
+      ? { phase: 'ready', assignee: null }
+      : { phase: 'cancelled', closed_at: new Date(), close_reason: `attempt ${ended.attempt_number} failed (${why}): ${ending.error}` };
     return { job: toJob(await this.jobs.update(job.id, next, trx)), attempt: toAttempt(ended) };
   }
 

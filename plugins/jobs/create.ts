@@ -7,6 +7,7 @@ import { ROLE_PERMISSIONS, type Permission } from '../../core/auth/permissions.t
 import type { Grant, Principal } from '../../core/auth/principal.ts';
 import type { Creator } from '../../core/ports/launchers.ts';
 import { ManifestDefaultsToken, type ManifestDefaults } from '../../core/ports/manifest.ts';
+import { JobHintChecks } from '../../core/ports/jobs.ts';
 import { Batcher } from '../../core/batcher.ts';
 import { ID_ATTEMPTS, JobRepository, toJob, type Job, type JobRow, type NewRootJob } from './repository.ts';
 import { createJobSchema } from './schemas.ts';
@@ -57,6 +58,7 @@ export class JobCreation {
     @inject(Tokens.Db) private readonly db: Db,
     @inject(JobRepository) private readonly jobs: JobRepository,
     @inject(ManifestDefaultsToken) private readonly manifest: ManifestDefaults,
+    @inject(JobHintChecks) private readonly hintChecks: JobHintChecks,
   ) {}
 
   private readonly roots = new Batcher<NewRootJob, JobRow | null>((rows) => this.jobs.insertRoots(rows));
@@ -64,6 +66,7 @@ export class JobCreation {
   async create(principal: Principal, grant: Grant, explicit: CreateJobInput): Promise<Job> {
     requireOverridePermissions(grant, explicit);
     const input = withDefaults(await this.validDefaults(grant.projectId!), explicit);
+    await this.hintChecks.check(grant.projectId!, input.hints);
     if (!input.parent_id) return this.createRoot(this.row(principal, grant.projectId!, input, 0));
     return this.db.transaction(async (trx) => {
       await this.requireLiveProject(grant.projectId!, trx);

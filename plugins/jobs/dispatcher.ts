@@ -16,7 +16,8 @@ const MAX_BATCH = 32;
 
 /**
  * The orchestrator's claimer: woken by NOTIFY on svc_jobs (and polled every second), it claims
- * ready jobs for as many attempts as the worker dispatcher accepts and hands each over; it also
+ * ready jobs for as many attempts as the worker dispatcher accepts (leaving those of full worker
+ * types ready) and hands each over; it also
  * reaps expired leases. Claiming is SKIP LOCKED inside Claims, so any number may run at once.
  * Without a registered dispatcher it claims nothing: jobs wait for external agents' claims.
  */
@@ -55,12 +56,14 @@ export class JobDispatcher implements RoleService {
   private async pass(): Promise<void> {
     const worker = this.worker!;
     for (let room = worker.capacity(); room > 0 && !this.stopped; room = worker.capacity()) {
-      const batch = await this.claims.claimNext(this.owner, Math.min(room, MAX_BATCH));
+      const batch = await this.claims.claimNext(this.owner, Math.min(room, MAX_BATCH), { skipWorkerTypes: worker.fullTypes?.() ?? [] });
       for (const { job, attempt } of batch) {
+        const workerType = job.hints.worker_type;
         await worker
           .dispatch({
             jobId: job.id, projectId: job.project_id, attemptId: attempt.id, attemptNumber: attempt.attempt_number,
             leaseToken: attempt.lease_token, leaseExpiresAt: new Date(attempt.lease_expires_at!),
+            workerType: typeof workerType === 'string' && workerType !== '' ? workerType : null,
           })
           .catch((err) => this.logger.error({ err, jobId: job.id }, 'dispatch failed; the lease will expire and the attempt be reaped'));
       }

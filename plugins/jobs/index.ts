@@ -3,7 +3,7 @@ import type { DomainPlugin } from '../../core/http/plugins.ts';
 import { AccessTargets } from '../../core/http/access.ts';
 import { Tokens } from '../../core/tokens.ts';
 import { ManifestDefaultsToken, noManifestDefaults } from '../../core/ports/manifest.ts';
-import { JobGraphsToken, JobPhaseListeners } from '../../core/ports/jobs.ts';
+import { JobGraphsToken, JobHintChecks, JobPhaseListeners } from '../../core/ports/jobs.ts';
 import { JobGraphService } from './graphs.ts';
 import { JobRepository } from './repository.ts';
 import { JobWakeups } from './wakeups.ts';
@@ -28,7 +28,7 @@ import { receiptRoutes } from './receipt-routes.ts';
 import { workflowRoutes } from './workflow-routes.ts';
 import { WorkflowInvocation } from './workflow-invoke.ts';
 import { WorkflowLauncherToken } from '../../core/ports/launchers.ts';
-import { AttemptControlToken, AttemptLogListeners } from '../../core/ports/attempts.ts';
+import { AttemptCompletionListeners, AttemptControlToken, AttemptLogListeners } from '../../core/ports/attempts.ts';
 import { AttemptLogBus, AttemptLogs } from './attempt-logs.ts';
 import { AttemptControl, promoteResolvedGit } from './attempt-control.ts';
 import { logRoutes } from './log-routes.ts';
@@ -39,12 +39,12 @@ export const plugin: DomainPlugin = {
   dependencies: ['projects'],
   register(server, { container }) {
     if (!container.isRegistered(ManifestDefaultsToken)) container.registerInstance(ManifestDefaultsToken, noManifestDefaults);
-    for (const cls of [JobPhaseListeners, JobWakeups, JobRepository, JobCreation, JobService]) container.registerSingleton(cls as never);
+    for (const cls of [JobPhaseListeners, JobHintChecks, JobWakeups, JobRepository, JobCreation, JobService]) container.registerSingleton(cls as never);
     for (const cls of [ReceiptStore, AttemptRepository, AttemptHistory, Claims, ReviewLog, Review]) container.registerSingleton(cls as never);
     for (const cls of [Receipts, AttemptComparison]) container.registerSingleton(cls as never);
     for (const cls of [RelationRepository, JobRelations, ContextRepository, JobContext]) container.registerSingleton(cls as never);
     for (const cls of [AttachmentRepository, AttachmentService]) container.registerSingleton(cls as never);
-    for (const cls of [AttemptLogListeners, AttemptLogBus, AttemptLogs, AttemptControl]) container.registerSingleton(cls as never);
+    for (const cls of [AttemptLogListeners, AttemptCompletionListeners, AttemptLogBus, AttemptLogs, AttemptControl]) container.registerSingleton(cls as never);
     container.register(AttemptControlToken, { useToken: AttemptControl });
     container.resolve(JobPhaseListeners).add(promoteResolvedGit);
     container.resolve(JobPhaseListeners).add(container.resolve(AttemptLogs).phasesChanged);

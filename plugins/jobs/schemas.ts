@@ -1,6 +1,7 @@
 import Joi from 'joi';
 import { projectId, timestamp } from '../../core/http/schemas.ts';
 import { listQuerySchema } from '../../core/http/lists.ts';
+import { normalizeMountPath, parseResourceUri } from '../../core/ports/resources.ts';
 
 export const PHASES = ['idea', 'backlog', 'ready', 'active', 'review', 'done', 'cancelled'] as const;
 export type Phase = (typeof PHASES)[number];
@@ -50,11 +51,17 @@ export const hintsSchema = Joi.object({
   .unknown(true)
   .label('Hints');
 
+/** A joi check from a core parser: its error becomes the message, the value is kept as written. */
+const checked = (parse: (value: string) => object) => (value: string, helpers: Joi.CustomHelpers) => {
+  const result = parse(value);
+  return 'error' in result ? helpers.message({ custom: `{{#label}} ${String(result.error)}` }) : value;
+};
+
 const resourceRef = Joi.object({
-  uri: Joi.string().pattern(/^(org_docs:\/.+?(@v\d+)?|job_attachments:\/[^/]+\/.+)$/, 'org_docs:/<path>[@v<N>] or job_attachments:/<job_id>/<name>').required(),
+  uri: Joi.string().max(2000).custom(checked(parseResourceUri), 'resource uri').required().description('org_docs:/<path>[@v<N>] or job_attachments:/<job_id>/<name>'),
   label: Joi.string().max(200),
   required: Joi.boolean().default(true),
-  mount_path: Joi.string().pattern(/^(?!\/)(?!.*\.\.)[^\0]+$/, 'relative path without ..'),
+  mount_path: Joi.string().max(1024).custom(checked(normalizeMountPath), 'mount path').description('relative path under .svc/resources/, no ".." segments'),
 }).label('ResourceRef');
 
 const envName = Joi.string().pattern(/^[A-Z_][A-Z0-9_]*$/, 'upper-case variable name');

@@ -24,13 +24,13 @@ function origin(hints: Record<string, unknown>): Record<string, string> {
   return out;
 }
 
-/** `system.job.attempt.completed`, in the transaction that ended the attempt (however it ended). */
-export async function emitAttemptCompleted(trx: Db, job: JobFacts, attempt: AttemptRow): Promise<void> {
+/** `system.job.attempt.completed`, in the transaction that ended the attempt (however it ended); `threadId`: the coordination thread its status went to. */
+export async function emitAttemptCompleted(trx: Db, job: JobFacts, attempt: AttemptRow, threadId?: string): Promise<void> {
   const coordination = isObject(job.hints.coordination) ? job.hints.coordination : {};
   await emitEvent(trx, {
     project_id: job.project_id, type: 'system.job.attempt.completed', source: 'system', actor_type: 'system', env_name: job.env_name,
     payload: {
-      job_id: job.id, attempt_id: attempt.id, assignee: attempt.lease_owner ?? job.assignee, thread_id: text(coordination.thread_id),
+      job_id: job.id, attempt_id: attempt.id, assignee: attempt.lease_owner ?? job.assignee, thread_id: threadId ?? text(coordination.thread_id),
       execution_type: executionType(job.hints), status: attempt.status,
       duration_ms: attempt.ended_at ? new Date(attempt.ended_at).getTime() - new Date(attempt.started_at).getTime() : null,
     },

@@ -1,4 +1,4 @@
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import Boom from '@hapi/boom';
 import type { Logger } from 'pino';
@@ -7,6 +7,8 @@ import type { ClaimedAttempt } from '../../core/ports/worker.ts';
 import type { ProcessSpec, RunningProcess, Runtime } from '../../core/ports/runtime.ts';
 import type { HarnessRegistry } from '../../core/ports/harness.ts';
 import type { ManifestReader } from '../../core/ports/manifest.ts';
+import type { CoordinationThreads } from '../../core/ports/threads.ts';
+import type { ResourceStore } from '../../core/ports/resources.ts';
 import type { SecretContext, SecretResolver } from '../../core/ports/secrets.ts';
 import type { Manifest } from '../../core/manifest/types.ts';
 import { secretMasker } from '../../core/secrets/mask.ts';
@@ -19,6 +21,9 @@ import { JOB_TOKEN_PERMISSIONS, appApiUrls, resolveOverrides, specEnv } from './
 import { GitWorkspace, remoteUrl, type GitControls } from './git.ts';
 import { repoAccess, type AccessSecrets } from './git-access.ts';
 import { HarnessOutput } from './harness-output.ts';
+import { handOver, isRoot, type RunAs } from './run-as.ts';
+import { INBOX_PATH, writeCoordinationInbox } from './coordination.ts';
+import { hydrateResources } from './resources.ts';
 
 export interface WorkerSettings {
   workspaceRoot: string;
@@ -26,6 +31,8 @@ export interface WorkerSettings {
   heartbeatMs: number;
   logFlushMs: number;
   git: { token_secret: string; ssh_key_secret: string; author_name: string; author_email: string };
+  /** The user attempts run as (the workspace is handed to it); null: the server's own. */
+  runAs: RunAs | null;
 }
 
 /** What running an attempt needs; optional ports are looked up per attempt (their plugins may load after this one). */
@@ -38,6 +45,8 @@ export interface WorkerDeps {
   secrets(): SecretResolver | null;
   harnesses(): HarnessRegistry | null;
   manifests(): ManifestReader | null;
+  resources(): ResourceStore | null;
+  coordination(): CoordinationThreads | null;
   apiUrl(): string;
 }
 
@@ -136,7 +145,15 @@ export class AttemptRun {
         phases.push({ name, started_at, ended_at: new Date() });
       }
     };
-    const { spec, plan } = await timed('provision', () => this.provision(work, log, dir, credentialsDir, timed));
+    const { spec, plan } = await timed('provision', async () => {
+      const provisioned = await this.provision(work, log, dir, credentialsDir, timed);
+      const user = this.deps.settings.runAs;
+      if (user) {
+        if (isRoot()) await handOver(dir, user);
+        provisioned.spec.user = user;
+      }
+      return provisioned;
+    });
     const timeout = timeoutOf(work);
     const scanner = new JsonResultScanner();
     const exit = await timed('execute', async () => {
@@ -203,9 +220,9 @@ export class AttemptRun {
       throw new WorkerFailure(`the job's git controls need a repository, but project ${work.project.id} has no repo_url`);
     }
 
-    const resourceIndex = path.join(dir, '.svc', 'resources', 'index.json');
-    await mkdir(path.dirname(resourceIndex), { recursive: true });
-    await writeFile(resourceIndex, `${JSON.stringify({ resources: [] }, null, 2)}\n`);
+    const resourceIndex = await hydrateResources({ work, dir, store: deps.resources(), control: deps.control, lease: this.lease, log: (line) => log.system(line) });
+    const inbox = await writeCoordinationInbox(deps.coordination(), work, dir);
+    if (inbox !== null) await log.system(`coordination inbox ${INBOX_PATH}: ${inbox} message(s)`);
     const overrides = await resolveOverrides(work, deps.secrets(), ctx);
     const timeout = timeoutOf(work);
     const { token } = await deps.tokens.signJobToken({
@@ -218,6 +235,7 @@ export class AttemptRun {
       remask();
       return { plan, spec: { command: '/bin/sh', args: ['-c', plan.run], env, cwd: dir, resourceClass: resourceClassOf(work) } };
     }
+    if (plan.fallback) await log.system(plan.fallback);
     const credentials = await deps.harnesses()!.credentials(plan.harness.id, ctx);
     masks.push(...Object.values(credentials));
     remask();

@@ -3,8 +3,11 @@ import type { SecretContext, SecretResolver } from '../../core/ports/secrets.ts'
 import type { Manifest } from '../../core/manifest/types.ts';
 import { WorkerFailure } from './failure.ts';
 
-/** What a job's token may do: read and work on jobs of its project (its own through /jobs routes), read the manifest, emit events. */
-export const JOB_TOKEN_PERMISSIONS = ['jobs:read', 'jobs:create', 'jobs:write', 'manifest:read', 'events:write'] as const;
+/**
+ * What a job's token may do: read and work on jobs of its project (its own through /jobs routes), read the manifest, emit events,
+ * and read and post to the project's threads (an agent answers in its coordination thread).
+ */
+export const JOB_TOKEN_PERMISSIONS = ['jobs:read', 'jobs:create', 'jobs:write', 'manifest:read', 'events:write', 'threads:read', 'chat:write'] as const;
 
 const SECRET_EXPRESSION = /\$\{secret\.[^}]*\}/;
 

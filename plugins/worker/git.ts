@@ -34,7 +34,7 @@ export interface GitSetup {
 
 const GIT_TIMEOUT_MS = 10 * 60_000;
 /** Files the worker writes into the workspace; never committed. */
-const WORKER_FILES = ['.svc/resources/', '.svc/coordination-inbox.md'];
+const WORKER_FILES = ['.svc/resources/', '.svc/coordination-inbox.md', '.svc/home/'];
 export const DEFAULT_COMMIT_MESSAGE = 'svc: ${summary} (job ${job_id})';
 
 const fill = (template: string, values: Record<string, string>) => template.replace(/\$\{(\w+)\}/g, (m, k: string) => values[k] ?? m);
@@ -178,7 +178,8 @@ async function run(s: GitSetup, args: string[], cwd: string, what: string, acces
 function exec(s: GitSetup, args: string[], cwd: string, access: RepoAccess): Promise<string> {
   const env = { ...process.env, ...access.env, GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: '/bin/false' };
   return new Promise((resolve, reject) => {
-    execFile('git', args, { cwd, env, signal: s.signal, timeout: GIT_TIMEOUT_MS, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
+    // The checkout may belong to the user the attempt runs as: git must not refuse it as "dubious ownership".
+    execFile('git', ['-c', 'safe.directory=*', ...args], { cwd, env, signal: s.signal, timeout: GIT_TIMEOUT_MS, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
       if (s.signal.aborted) return reject(new Aborted(String(s.signal.reason ?? 'aborted')));
       if (err) return reject(Object.assign(err, { stderr }));
       resolve(stdout.trim());

@@ -4,6 +4,7 @@ import { Tokens } from '../../core/tokens.ts';
 import { RoleServices } from '../../core/roles.ts';
 import { createAdapter } from '../../core/adapters.ts';
 import { MachineTokens } from '../../core/auth/machine-tokens.ts';
+import { SigningKeys } from '../../core/auth/signing-keys.ts';
 import { JobPhaseListeners } from '../../core/ports/jobs.ts';
 import { WorkerDispatcherToken } from '../../core/ports/worker.ts';
 import { RuntimeToken } from '../../core/ports/runtime.ts';
@@ -11,51 +12,84 @@ import { AttemptControlToken } from '../../core/ports/attempts.ts';
 import { SecretResolverToken } from '../../core/ports/secrets.ts';
 import { HarnessRegistryToken } from '../../core/ports/harness.ts';
 import { ManifestReaderToken } from '../../core/ports/manifest.ts';
+import { CoordinationThreadsToken } from '../../core/ports/threads.ts';
+import { ResourceStoreToken } from '../../core/ports/resources.ts';
 import type { DependencyContainer, InjectionToken } from '../../core/di.ts';
+import { runAsOf } from './run-as.ts';
 import { InProcessWorker } from './worker.ts';
+import { DispatchTokens } from './dispatch-token.ts';
+import { DispatchListener, dispatchRoutes } from './dispatch-routes.ts';
+import { RemoteWorker } from './remote.ts';
+import { RoutingDispatcher } from './routing.ts';
 
 const optional = <T>(container: DependencyContainer, token: InjectionToken<T>) => () => (container.isRegistered(token, true) ? container.resolve(token) : null);
 
 /**
- * The worker role in this process (docs/worker.md): when the role runs here and nothing else was
- * registered as the WorkerDispatcher, attempts the orchestrator claims run here, on the configured
- * runtime. Without the role the plugin adds nothing, and the orchestrator claims nothing.
+ * The worker role in this process and worker routing (docs/worker.md). Unless something else was
+ * registered as the WorkerDispatcher: with the role here, attempts run here on the configured runtime
+ * and other processes may dispatch to it (POST /worker/attempts); with the role or SVC_WORKER_URLS,
+ * the RoutingDispatcher sends each claimed attempt where its `hints.worker_type` says. With neither
+ * the plugin adds nothing, and the orchestrator claims nothing.
  */
 export const plugin: DomainPlugin = {
   name: 'worker',
   dependencies: ['jobs'],
   async register(server, { container }) {
     const config = container.resolve(Tokens.Config);
-    if (!config.roles.includes('worker') || container.isRegistered(WorkerDispatcherToken, true)) return;
-    const logger = container.resolve(Tokens.Logger);
-    const runtime = container.isRegistered(RuntimeToken, true)
-      ? container.resolve(RuntimeToken)
-      : await createAdapter('runtime', config.adapters.runtime, { config, db: container.resolve(Tokens.Db), databaseUrl: container.resolve(Tokens.DatabaseUrl), logger });
     const w = config.worker;
-    const worker = new InProcessWorker({
-      control: container.resolve(AttemptControlToken),
-      runtime,
-      tokens: container.resolve(MachineTokens),
+    const runsHere = config.roles.includes('worker');
+    if (container.isRegistered(WorkerDispatcherToken, true) || (!runsHere && Object.keys(w.urls).length === 0)) return;
+    const logger = container.resolve(Tokens.Logger);
+    const control = container.resolve(AttemptControlToken);
+    const dispatchTokens = new DispatchTokens(container.resolve(SigningKeys));
+    const configuredApiUrl = (w.api_url || config.server.public_url || '').replace(/\/$/, '') || null;
+    const ownApiUrl = () => {
+      const host = ['0.0.0.0', '::', ''].includes(config.server.host) ? '127.0.0.1' : config.server.host;
+      return `http://${host.includes(':') ? `[${host}]` : host}:${server.info.port || config.server.port}`;
+    };
+    const worker = runsHere ? await inProcessWorker() : null;
+    container.registerInstance(WorkerDispatcherToken, new RoutingDispatcher({
+      local: worker,
+      remotes: Object.entries(w.urls).map(([type, url]) => new RemoteWorker({ type, url, tokens: dispatchTokens, logger, timeoutMs: w.dispatch_timeout_ms, retryMs: w.dispatch_retry_ms })),
+      control,
       logger,
-      settings: {
-        workspaceRoot: path.resolve(w.workspace_root || path.join(config.data_dir, 'workspaces')),
-        keepWorkspaces: w.keep_workspaces,
-        heartbeatMs: w.heartbeat_seconds * 1000,
-        logFlushMs: w.log_flush_ms,
-        git: w.git,
-      },
-      secrets: optional(container, SecretResolverToken),
-      harnesses: optional(container, HarnessRegistryToken),
-      manifests: optional(container, ManifestReaderToken),
-      apiUrl: () => {
-        if (w.api_url) return w.api_url.replace(/\/$/, '');
-        if (config.server.public_url) return config.server.public_url.replace(/\/$/, '');
-        const host = ['0.0.0.0', '::', ''].includes(config.server.host) ? '127.0.0.1' : config.server.host;
-        return `http://${host.includes(':') ? `[${host}]` : host}:${server.info.port || config.server.port}`;
-      },
-    }, w.concurrency, logger);
-    container.registerInstance(WorkerDispatcherToken, worker);
-    container.resolve(JobPhaseListeners).add(worker.onPhases);
-    container.resolve(RoleServices).add('worker', worker);
+      apiUrl: () => configuredApiUrl ?? (config.roles.includes('api') ? ownApiUrl() : null),
+    }));
+
+    async function inProcessWorker(): Promise<InProcessWorker> {
+      const runtime = container.isRegistered(RuntimeToken, true)
+        ? container.resolve(RuntimeToken)
+        : await createAdapter('runtime', config.adapters.runtime, { config, db: container.resolve(Tokens.Db), databaseUrl: container.resolve(Tokens.DatabaseUrl), logger });
+      const worker = new InProcessWorker({
+        control,
+        runtime,
+        tokens: container.resolve(MachineTokens),
+        logger,
+        settings: {
+          workspaceRoot: path.resolve(w.workspace_root || path.join(config.data_dir, 'workspaces')),
+          keepWorkspaces: w.keep_workspaces,
+          heartbeatMs: w.heartbeat_seconds * 1000,
+          logFlushMs: w.log_flush_ms,
+          git: w.git,
+          runAs: runAsOf(w.run_as_uid, w.run_as_gid),
+        },
+        secrets: optional(container, SecretResolverToken),
+        harnesses: optional(container, HarnessRegistryToken),
+        manifests: optional(container, ManifestReaderToken),
+        coordination: optional(container, CoordinationThreadsToken),
+        resources: optional(container, ResourceStoreToken),
+        apiUrl: () => configuredApiUrl ?? ownApiUrl(),
+      }, w.concurrency, logger, (suggested) => configuredApiUrl ?? suggested);
+      container.resolve(JobPhaseListeners).add(worker.onPhases);
+      const routes = dispatchRoutes(worker, dispatchTokens, control);
+      if (config.roles.includes('api')) server.route(routes);
+      else {
+        const listener = new DispatchListener(config, routes, logger);
+        container.registerInstance(DispatchListener, listener);
+        container.resolve(RoleServices).add('worker', listener); // added first, so it stops after the runs
+      }
+      container.resolve(RoleServices).add('worker', worker);
+      return worker;
+    }
   },
 };

@@ -8,7 +8,7 @@ import { WorkerFailure } from './failure.ts';
 /** What an attempt runs: a shell command, or a harness CLI with a prompt. */
 export type Plan =
   | { kind: 'script'; run: string; agentId: string }
-  | { kind: 'agent'; harness: HarnessDefinition; choice: AgentChoice; prompt: string; permissionPolicy: PermissionPolicy; agentId: string };
+  | { kind: 'agent'; harness: HarnessDefinition; choice: AgentChoice; prompt: string; permissionPolicy: PermissionPolicy; agentId: string; fallback: string | null };
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const text = (v: unknown): string | undefined => (typeof v === 'string' && v.trim() ? v : undefined);
@@ -51,16 +51,32 @@ export async function planAttempt(
   if (!harnesses) {
     throw new WorkerFailure('this job runs an agent, but no harness registry is loaded (add the harnesses plugin); only script steps run here');
   }
-  let choice: AgentChoice;
+  let resolved: AgentChoice;
   try {
-    choice = await harnesses.resolve(work.job.harness as AgentRequest, manifest?.['x-svc']?.agents, ctx);
+    resolved = await harnesses.resolve(work.job.harness as AgentRequest, manifest?.['x-svc']?.agents, ctx);
   } catch (err) {
     throw new WorkerFailure(`no harness for this job: ${(err as Error).message}`);
   }
+  const { choice, fallback } = afterFailures(resolved, work.attempt.failed_before);
   const harness = harnesses.get(choice.harness);
   if (!harness) throw new WorkerFailure(`harness ${choice.harness} is not known to this server`);
   const auth = await harnesses.auth(harness.id, ctx);
   if (!auth.available) throw new WorkerFailure(`harness ${harness.id} is not available here: ${auth.reason}${auth.instructions.length ? ` (${auth.instructions.join(' ')})` : ''}`);
   const policy = (text(work.job.hints.permission_policy) ?? 'yolo') as PermissionPolicy;
-  return { kind: 'agent', harness, choice, prompt: promptOf(work, agent), permissionPolicy: policy, agentId: text(agent.name) ?? harness.id };
+  return { kind: 'agent', harness, choice, prompt: promptOf(work, agent), permissionPolicy: policy, agentId: text(agent.name) ?? harness.id, fallback };
+}
+
+/**
+ * A profile's fallbacks on retry: after N failed attempts in a row the attempt runs entry N+1 (the
+ * last entry once they run out). The first attempt, and one after a success, run the first entry.
+ */
+function afterFailures(resolved: AgentChoice, failures: number): { choice: AgentChoice; fallback: string | null } {
+  const { fallbacks, harness: _h, model: _m, reasoningEffort: _r, variant: _v, ...rest } = resolved;
+  const entries = [resolved, ...fallbacks];
+  const index = Math.min(failures, entries.length - 1);
+  if (index === 0) return { choice: resolved, fallback: null };
+  const { harness, model, reasoningEffort, variant } = entries[index];
+  const choice: AgentChoice = { ...rest, harness, fallbacks: entries.slice(index + 1), ...(model ? { model } : {}), ...(reasoningEffort ? { reasoningEffort } : {}), ...(variant ? { variant } : {}) };
+  const from = resolved.profile ? `profile '${resolved.profile}'` : resolved.source;
+  return { choice, fallback: `fallback after ${failures} failed attempt${failures === 1 ? '' : 's'}: entry ${index + 1} of ${entries.length} in ${from} (${harness}${model ? `, ${model}` : ''})` };
 }

@@ -17,14 +17,30 @@ export class InProcessWorker implements WorkerDispatcher, RoleService {
   private readonly runs = new Map<string, { run: AttemptRun; done: Promise<void> }>();
   private stopping = false;
 
-  constructor(private readonly deps: WorkerDeps, private readonly concurrency: number, private readonly logger: Logger) {}
+  /**
+   * `apiUrlFor`: SVC_API_URL for an attempt whose dispatcher suggested one (a remote orchestrator);
+   * without it, or without a suggestion, `deps.apiUrl()`.
+   */
+  constructor(
+    private readonly deps: WorkerDeps,
+    private readonly concurrency: number,
+    private readonly logger: Logger,
+    private readonly apiUrlFor?: (suggested: string) => string,
+  ) {}
+
+  get isStopping(): boolean {
+    return this.stopping;
+  }
 
   capacity(): number {
     return this.stopping ? 0 : Math.max(0, this.concurrency - this.runs.size);
   }
 
   async dispatch(attempt: ClaimedAttempt): Promise<void> {
-    const run = new AttemptRun(this.deps, attempt);
+    const { apiUrl } = attempt;
+    const { apiUrlFor } = this;
+    const deps = apiUrl && apiUrlFor ? { ...this.deps, apiUrl: () => apiUrlFor(apiUrl) } : this.deps;
+    const run = new AttemptRun(deps, attempt);
     const done = run
       .execute()
       .catch((err) => this.logger.error({ err, jobId: attempt.jobId }, 'attempt run crashed'))

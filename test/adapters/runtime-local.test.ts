@@ -1,6 +1,6 @@
 import test from 'ava';
 import { existsSync, readFileSync } from 'node:fs';
-import { chmod, mkdir, mkdtemp, readFile, rm, symlink } from 'node:fs/promises';
+import { chmod, chown, mkdir, mkdtemp, readFile, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
@@ -158,19 +158,21 @@ test('lines() can be consumed only once', async (t) => {
   await proc.exited;
 });
 
-test('options: run_as_uid defaults to null and rejects nonsense', (t) => {
+test('options: defaults, and nonsense refused (the user to run as is the spec\'s, not an option)', (t) => {
   const { value } = runtimeAdapter.options.validate({});
-  t.deepEqual(value, { kill_grace_ms: 5000, run_as_uid: null, run_as_gid: null });
-  t.truthy(runtimeAdapter.options.validate({ run_as_uid: -1 }).error);
+  t.deepEqual(value, { kill_grace_ms: 5000 });
+  t.truthy(runtimeAdapter.options.validate({ kill_grace_ms: -1 }).error);
+  t.truthy(runtimeAdapter.options.validate({ run_as_uid: 1000 }).error);
 });
 
-test('run_as_uid runs the process as that user when the server is root', async (t) => {
+test('spec.user runs the process as that user when the server is root, with a home of its own', async (t) => {
   if (process.getuid?.() !== 0) return t.pass('not root');
   const cwd = await workdir();
-  const runtime = await makeRuntime({ run_as_uid: 1000, run_as_gid: 1000 });
-  const proc = await runtime.start(sh('id -u; id -g; stat -c %u f.txt; touch sub/dir/new', { cwd, files: { 'f.txt': 'x', 'sub/dir/g.txt': 'y' } }));
-  t.deepEqual(text(await collect(proc.lines()), 'stdout'), ['1000', '1000', '1000']);
-  t.is((await proc.exited).exitCode, 0); // could write into the directory created for it
+  await chown(cwd, 1000, 1000);
+  const runtime = await makeRuntime();
+  const proc = await runtime.start(sh('id -u; id -g; stat -c %u f.txt; echo "$HOME"; touch sub/dir/new "$HOME/x"', { cwd, files: { 'f.txt': 'x', 'sub/dir/g.txt': 'y' }, user: { uid: 1000, gid: 1000 } }));
+  t.deepEqual(text(await collect(proc.lines()), 'stdout'), ['1000', '1000', '1000', path.join(cwd, '.svc', 'home')]);
+  t.is((await proc.exited).exitCode, 0); // could write into the directory created for it, and its home
 });
 
 test('output nobody reads does not block the process or grow without bound', async (t) => {

@@ -161,7 +161,8 @@ test.serial('events stuck in processing return to pending (and are routed); afte
 });
 
 test.serial('system.job.attempt.completed for every ended attempt, with the spec payload', async (t) => {
-  const job = (await w.owner.api.post(`/projects/${w.projectA}/jobs`, { description: 'fine', hints: { coordination: { thread_id: 'th-1' }, max_attempts: 2 } })).body;
+  const thread = (await w.owner.api.post(`/projects/${w.projectA}/threads`, { title: 'team' })).body.id;
+  const job = (await w.owner.api.post(`/projects/${w.projectA}/jobs`, { description: 'fine', hints: { coordination: { thread_id: thread }, max_attempts: 2 } })).body;
   const first = (await w.owner.api.post(`/jobs/${job.id}/claim`, {})).body;
   await w.owner.api.post(`/jobs/${job.id}/attempts/${first.attempt.id}/complete`, { lease_token: first.attempt.lease_token, result: { status: 'failed', reason: 'flaky' } });
   const second = (await w.owner.api.post(`/jobs/${job.id}/claim`, {})).body;
@@ -171,7 +172,7 @@ test.serial('system.job.attempt.completed for every ended attempt, with the spec
   const payloads = events.map((e: any) => e.payload_json);
   for (const p of payloads) {
     t.deepEqual(Object.keys(p).sort(), ['assignee', 'attempt_id', 'duration_ms', 'execution_type', 'job_id', 'status', 'thread_id']);
-    t.like(p, { job_id: job.id, assignee: w.owner.id, thread_id: 'th-1', execution_type: 'agent' });
+    t.like(p, { job_id: job.id, assignee: w.owner.id, thread_id: thread, execution_type: 'agent' });
     t.true(Number.isInteger(p.duration_ms) && p.duration_ms >= 0);
   }
   t.deepEqual(payloads.map((p: any) => [p.attempt_id, p.status]), [[first.attempt.id, 'failed'], [second.attempt.id, 'succeeded']]);

@@ -3,170 +3,28 @@
  * whole tree can be signalled at once. Processes that call setsid() leave the group and escape.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { constants as fsConstants } from 'node:fs';
-import { chown, mkdir, readdir, readFile, realpath, writeFile } from 'node:fs/promises';
+import { chown, mkdir, readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Joi from 'joi';
 import type { Logger } from 'pino';
 import type { OutputLine, ProcessExit, ProcessSpec, RunningProcess, Runtime } from '../../../core/ports/runtime.ts';
 import { defineAdapter } from '../../../core/sdk.ts';
+import { writeFiles } from '../files.ts';
+import { LineQueue } from '../lines.ts';
 
 type Options = {
   kill_grace_ms: number;
-  run_as_uid: number | null;
-  run_as_gid: number | null;
 };
-
-/** Longer lines are cut into pieces of this many bytes. */
-const MAX_LINE_BYTES = 1024 * 1024;
-/** Buffered output beyond which a reader makes the process wait (or, with no reader yet, old lines are dropped). */
-const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
 
 const optionsSchema = Joi.object({
   kill_grace_ms: Joi.number().integer().min(0).default(5000)
     .description('After SIGTERM to the process group, wait this long before SIGKILL.'),
-  run_as_uid: Joi.number().integer().min(0).allow(null).default(null)
-    .description('Run processes as this UID when the server runs as root (ignored otherwise). Worker processes are meant to run as non-root, e.g. 1000; null keeps the server\'s own user.'),
-  run_as_gid: Joi.number().integer().min(0).allow(null).default(null)
-    .description('Group ID to run processes as, with the same rule as run_as_uid; when null, the same number as run_as_uid.'),
 });
-
-function isInside(root: string, target: string): boolean {
-  const rel = path.relative(root, target);
-  return rel !== '' && !rel.startsWith('..') && !path.isAbsolute(rel);
-}
-
-/** The real path of `dir` or of its nearest existing ancestor, so symlinks are resolved before anything is created. */
-async function realExisting(dir: string): Promise<string> {
-  const real = await realpath(dir).catch(() => null);
-  return real ?? realExisting(path.dirname(dir));
-}
-
-/** Writes spec.files under cwd, refusing any path (including through a symlink) that leads outside it. */
-async function writeFiles(cwd: string, files: Record<string, string>, owner: { uid: number; gid: number } | null): Promise<void> {
-  const root = await realpath(cwd);
-  for (const [name, content] of Object.entries(files)) {
-    const target = path.resolve(root, name);
-    const parent = path.dirname(target);
-    const realParent = await realExisting(parent);
-    if (path.isAbsolute(name) || !isInside(root, target) || (realParent !== root && !isInside(root, realParent))) {
-      throw new Error(`runtime: file path '${name}' escapes the working directory`);
-    }
-    const firstCreated = await mkdir(parent, { recursive: true });
-    for (let dir = parent; owner && firstCreated && isInside(path.dirname(firstCreated), dir); dir = path.dirname(dir)) {
-      await chown(dir, owner.uid, owner.gid);
-    }
-    // O_NOFOLLOW: a symlink planted at the target itself must not redirect the write.
-    const { O_WRONLY, O_CREAT, O_TRUNC, O_NOFOLLOW } = fsConstants;
-    await writeFile(target, content, { flag: O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: 0o644 });
-    if (owner) await chown(target, owner.uid, owner.gid);
-  }
-}
 
 function childEnv(specEnv: Record<string, string>): Record<string, string> {
   const inherited = Object.fromEntries(['PATH', 'HOME'].filter((k) => process.env[k] !== undefined).map((k) => [k, process.env[k]!]));
   return { ...inherited, ...specEnv };
-}
-
-/** Interleaves both streams into one line queue; the queue ends when both streams have ended. */
-class LineQueue {
-  private readonly lines: OutputLine[] = [];
-  private head = 0; // index of the oldest unread line (Array#shift is O(n))
-  private bufferedBytes = 0;
-  private dropped = 0;
-  private openStreams = 0;
-  /** Resolves the reader's current wait; calling it again after that is harmless. */
-  private wake?: () => void;
-  /** Only a reading reader gets backpressure; before one attaches (or after it leaves) old lines are dropped. */
-  private reader: 'none' | 'reading' | 'gone' = 'none';
-  private readonly streams: Readable[] = [];
-  /** True while a slow reader holds the streams paused. */
-  paused = false;
-
-  add(stream: Readable, name: OutputLine['stream']): void {
-    this.openStreams += 1;
-    this.streams.push(stream);
-    let pending: Buffer[] = [];
-    let pendingBytes = 0;
-    const emit = (buf: Buffer) => this.push({ stream: name, line: buf.toString('utf8').replace(/\r$/, '') });
-    stream.on('data', (chunk: Buffer) => {
-      let rest = chunk;
-      for (let nl = rest.indexOf(10); nl !== -1; nl = rest.indexOf(10)) {
-        emit(Buffer.concat([...pending, rest.subarray(0, nl)]));
-        pending = [];
-        pendingBytes = 0;
-        rest = rest.subarray(nl + 1);
-      }
-      if (rest.length === 0) return;
-      pending.push(rest);
-      pendingBytes += rest.length;
-      while (pendingBytes >= MAX_LINE_BYTES) {
-        const joined = Buffer.concat(pending);
-        let cut = MAX_LINE_BYTES;
-        while (cut > 0 && (joined[cut] & 0xc0) === 0x80) cut -= 1; // do not split a UTF-8 character
-        emit(joined.subarray(0, cut));
-        pending = [joined.subarray(cut)];
-        pendingBytes = joined.length - cut;
-      }
-    });
-    stream.once('close', () => {
-      if (pendingBytes > 0) emit(Buffer.concat(pending));
-      this.openStreams -= 1;
-      this.wake?.();
-    });
-  }
-
-  private push(item: OutputLine): void {
-    this.lines.push(item);
-    this.bufferedBytes += item.line.length;
-    if (this.bufferedBytes > MAX_BUFFERED_BYTES) {
-      if (this.reader === 'reading') {
-        this.paused = true;
-        for (const s of this.streams) s.pause();
-      } else {
-        while (this.bufferedBytes > MAX_BUFFERED_BYTES / 2) {
-          this.shift();
-          this.dropped += 1;
-        }
-      }
-    }
-    this.wake?.();
-  }
-
-  private shift(): OutputLine {
-    const item = this.lines[this.head++];
-    if (this.head > 1024 && this.head * 2 > this.lines.length) {
-      this.lines.splice(0, this.head);
-      this.head = 0;
-    }
-    this.bufferedBytes -= item.line.length;
-    if (this.paused && this.bufferedBytes <= MAX_BUFFERED_BYTES / 2) this.resume();
-    return item;
-  }
-
-  private resume(): void {
-    this.paused = false;
-    for (const s of this.streams) s.resume();
-  }
-
-  async *iterate(): AsyncGenerator<OutputLine> {
-    if (this.reader !== 'none') throw new Error('runtime: lines() can be consumed only once');
-    this.reader = 'reading';
-    try {
-      if (this.dropped > 0) yield { stream: 'stderr', line: `[svc: ${this.dropped} earlier output lines dropped before anyone read them]` };
-      for (;;) {
-        if (this.head < this.lines.length) yield this.shift();
-        else if (this.openStreams === 0) return;
-        else await new Promise<void>((resolve) => (this.wake = resolve));
-      }
-    } finally {
-      // A reader that stops early must not leave the process blocked on a full pipe.
-      this.reader = 'gone';
-      if (this.paused) this.resume();
-    }
-  }
 }
 
 /**
@@ -256,27 +114,36 @@ class LocalProcess implements RunningProcess {
   }
 }
 
+/** A process that runs as another user gets a home of its own in the workspace (the server's is not theirs to write). */
+async function homeFor(cwd: string, owner: { uid: number; gid: number }): Promise<string> {
+  const home = path.join(cwd, '.svc', 'home');
+  await mkdir(home, { recursive: true, mode: 0o700 });
+  await chown(path.dirname(home), owner.uid, owner.gid);
+  await chown(home, owner.uid, owner.gid);
+  return home;
+}
+
 class LocalRuntime implements Runtime {
   readonly name = 'local';
 
   constructor(private readonly options: Options, private readonly logger: Logger) {}
 
-  private owner(): { uid: number; gid: number } | null {
-    const { run_as_uid: uid, run_as_gid: gid } = this.options;
-    if (uid === null && gid === null) return null;
-    if (process.getuid?.() !== 0) {
-      this.logger.warn({ uid, gid }, 'runtime local: run_as_uid/run_as_gid ignored because the server is not root');
-      return null;
-    }
-    return { uid: uid ?? 0, gid: gid ?? uid ?? 0 };
+  /** `spec.user` needs root to switch to; a server running as anyone else runs processes as itself. */
+  private owner(spec: ProcessSpec): { uid: number; gid: number } | null {
+    if (!spec.user) return null;
+    if (process.getuid?.() === 0) return spec.user;
+    if (process.getuid?.() !== spec.user.uid) this.logger.debug({ user: spec.user }, 'runtime local: not root, so processes run as the server\'s own user');
+    return null;
   }
 
   async start(spec: ProcessSpec): Promise<RunningProcess> {
-    const owner = this.owner();
+    const owner = this.owner(spec);
     if (spec.files) await writeFiles(spec.cwd, spec.files, owner);
+    const env = childEnv(spec.env);
+    if (owner && spec.env.HOME === undefined) env.HOME = await homeFor(spec.cwd, owner);
     const child = spawn(spec.command, spec.args, {
       cwd: spec.cwd,
-      env: childEnv(spec.env),
+      env,
       detached: true, // new process group led by the child
       stdio: ['ignore', 'pipe', 'pipe'],
       ...(owner ?? {}),

@@ -1,0 +1,17 @@
+import type { DomainPlugin } from '../../core/http/plugins.ts';
+import { ResourceStoreToken } from '../../core/ports/resources.ts';
+import { DocRepository } from './repository.ts';
+import { DocService } from './service.ts';
+import { DbResourceStore } from './store.ts';
+import { docRoutes } from './routes.ts';
+
+/** Resources jobs can reference: versioned org documents, and the store the worker hydrates them from (docs/resources.md). */
+export const plugin: DomainPlugin = {
+  name: 'resources',
+  dependencies: ['orgs', 'projects'],
+  register(server, { container }) {
+    for (const cls of [DocRepository, DocService, DbResourceStore]) container.registerSingleton(cls as never);
+    if (!container.isRegistered(ResourceStoreToken)) container.register(ResourceStoreToken, { useToken: DbResourceStore });
+    server.route(docRoutes(container));
+  },
+};

@@ -1,0 +1,26 @@
+import type { DomainPlugin } from '../../core/http/plugins.ts';
+import { AttemptCompletionListeners } from '../../core/ports/attempts.ts';
+import { JobHintChecks } from '../../core/ports/jobs.ts';
+import { CoordinationThreadsToken } from '../../core/ports/threads.ts';
+import { ThreadRepository } from './repository.ts';
+import { ThreadService } from './service.ts';
+import { Coordination } from './coordination.ts';
+import { threadRoutes } from './routes.ts';
+
+/**
+ * Threads of a project and their messages (docs/threads.md); coordination threads of team
+ * dispatches: the worker's inbox, the status post when an attempt ends, the check of
+ * `hints.coordination.thread_id` when a job is created.
+ */
+export const plugin: DomainPlugin = {
+  name: 'threads',
+  dependencies: ['projects', 'jobs'],
+  register(server, { container }) {
+    for (const cls of [ThreadRepository, ThreadService, Coordination]) container.registerSingleton(cls as never);
+    const coordination = container.resolve(Coordination);
+    container.register(CoordinationThreadsToken, { useToken: Coordination });
+    container.resolve(AttemptCompletionListeners).add(coordination.attemptCompleted);
+    container.resolve(JobHintChecks).add(coordination.checkHints);
+    server.route(threadRoutes(container));
+  },
+};
