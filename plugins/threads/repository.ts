@@ -39,14 +39,7 @@ export const isCoordination = (t: Pick<ThreadRow, 'key'>) => t.key?.startsWith(C
 export const toThread = (r: ThreadRow) => ({ ...r, coordination: isCoordination(r) });
 export type Thread = ReturnType<typeof toThread>;
 
-export interface NewThread {
-  project_id: string;
-  key: string | null;
-  title: string | null;
-  job_id: string | null;
-  created_by_type: AuthorType;
-  created_by: string | null;
-}
+export type NewThread = Pick<ThreadRow, 'project_id' | 'key' | 'title' | 'job_id' | 'created_by_type' | 'created_by'>;
 
 export type NewMessage = Pick<MessageRow, 'kind' | 'body' | 'author_type' | 'author_id' | 'job_id' | 'reply_to' | 'metadata'>;
 

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import test from 'ava';
-import { attemptsOf, finished, logLines, until, workerWorld, type WorkerWorld } from './helpers.ts';
+import { alive, attemptsOf, finished, logLines, scriptJob, until, workerWorld, type WorkerWorld } from './helpers.ts';
 
 /** Timeouts, cancellation, heartbeats and a lost lease, each with a real process tree. */
 let w: WorkerWorld;
@@ -9,23 +9,6 @@ test.before(async () => {
   w = await workerWorld('wctl');
 });
 test.after.always(() => w?.stop());
-
-/** A plain job that runs `run` as a script step. */
-async function scriptJob(run: string, hints: Record<string, unknown> = {}): Promise<string> {
-  const res = await w.api.post(`/projects/${w.projectId}/jobs`, { description: 'script', hints: { step: { kind: 'script', script: { run } }, ...hints } });
-  if (res.statusCode !== 201) throw new Error(JSON.stringify(res.body));
-  return res.body.id;
-}
-
-/** Alive unless gone or a zombie (killed orphans wait for init to reap them). */
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-  } catch {
-    return false;
-  }
-}
 
 /** A script that leaves a background child (its pid in a file) and waits. */
 function treeScript(name: string): { run: string; pid: () => Promise<number> } {
@@ -38,7 +21,7 @@ function treeScript(name: string): { run: string; pid: () => Promise<number> } {
 
 test.serial('hints.timeout_seconds kills the whole process tree and fails the attempt', async (t) => {
   const tree = treeScript('timeout');
-  const jobId = await scriptJob(tree.run, { timeout_seconds: 1 });
+  const jobId = await scriptJob(w, tree.run, { timeout_seconds: 1 });
   const pid = await tree.pid();
   t.true(alive(pid));
   const job = await finished(w, jobId);
@@ -52,7 +35,7 @@ test.serial('hints.timeout_seconds kills the whole process tree and fails the at
 
 test.serial('cancelling a running job kills its process tree; the attempt ends cancelled and nothing is reported after', async (t) => {
   const tree = treeScript('cancel');
-  const jobId = await scriptJob(tree.run);
+  const jobId = await scriptJob(w, tree.run);
   const pid = await tree.pid();
   const cancelled = await w.api.patch(`/jobs/${jobId}`, { phase: 'cancelled', close_reason: 'changed my mind' });
   t.is(cancelled.statusCode, 200, JSON.stringify(cancelled.body));
@@ -69,7 +52,7 @@ test.serial('cancelling a running job kills its process tree; the attempt ends c
 
 test.serial('a running attempt renews its lease; when the lease is lost the process tree is killed', async (t) => {
   const tree = treeScript('lease');
-  const jobId = await scriptJob(tree.run);
+  const jobId = await scriptJob(w, tree.run);
   const pid = await tree.pid();
   const db = w.srv.kernel.db;
   const first = (await db('job_attempts').where({ job_id: jobId }).first('lease_expires_at')).lease_expires_at as Date;

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { merge } from '../../core/config/load.ts';
@@ -97,3 +97,20 @@ export async function readStream(w: WorkerWorld, streamPath: string, headers: Re
 }
 
 export const git = (cwd: string, ...args: string[]) => execFileSync('git', args, { cwd, encoding: 'utf8' }).trim();
+
+/** Creates a job of `w`'s project that runs `run` as a script step, with more `hints`; its id. */
+export async function scriptJob(w: WorkerWorld, run: string, hints: Record<string, unknown> = {}): Promise<string> {
+  const res = await w.api.post(`/projects/${w.projectId}/jobs`, { description: 'script', hints: { step: { kind: 'script', script: { run } }, ...hints } });
+  if (res.statusCode !== 201) throw new Error(JSON.stringify(res.body));
+  return res.body.id;
+}
+
+/** Alive unless gone or a zombie (killed orphans wait for init to reap them). */
+export function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch {
+    return false;
+  }
+}

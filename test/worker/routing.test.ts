@@ -10,7 +10,7 @@ import { SigningKeys } from '../../core/auth/signing-keys.ts';
 import { DispatchTokens } from '../../plugins/worker/dispatch-token.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { call } from '../support/server.ts';
-import { attemptsOf, finished, logLines, until, workerWorld, type WorkerWorld } from './helpers.ts';
+import { alive, attemptsOf, finished, logLines, scriptJob, until, workerWorld, type WorkerWorld } from './helpers.ts';
 
 /**
  * Worker routing with two real processes on one database: this test process runs api, orchestrator
@@ -80,22 +80,6 @@ const SHOW_WHERE = [
   `node -e "fetch(process.env.SVC_API_URL + '/jobs/' + process.env.SVC_JOB_ID, {headers: {authorization: 'Bearer ' + process.env.SVC_JOB_TOKEN}}).then((r) => console.log('api', r.status))"`,
 ].join('\n');
 
-async function create(run: string, hints: Record<string, unknown> = {}): Promise<string> {
-  const res = await w.api.post(`/projects/${w.projectId}/jobs`, { description: 'routing', hints: { step: { kind: 'script', script: { run } }, ...hints } });
-  if (res.statusCode !== 201) throw new Error(JSON.stringify(res.body));
-  return res.body.id;
-}
-
-/** Alive unless gone or a zombie. */
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-  } catch {
-    return false;
-  }
-}
-
 async function stdoutOf(jobId: string): Promise<string[]> {
   const attempts = await attemptsOf(w, jobId);
   const last = attempts.sort((a, b) => b.attempt_number - a.attempt_number)[0];
@@ -103,7 +87,7 @@ async function stdoutOf(jobId: string): Promise<string[]> {
 }
 
 test.serial('a job with hints.worker_type python-worker runs on the worker process SVC_WORKER_URLS names', async (t) => {
-  const id = await create(SHOW_WHERE, { worker_type: 'python-worker' });
+  const id = await scriptJob(w, SHOW_WHERE, { worker_type: 'python-worker' });
   const job = await finished(w, id, 60_000);
   t.is(job.phase, 'done', remote!.output());
   const out = await stdoutOf(id);
@@ -114,7 +98,7 @@ test.serial('a job with hints.worker_type python-worker runs on the worker proce
 
 test.serial('a job without a worker type (or with `default`) runs in this process', async (t) => {
   for (const hints of [{}, { worker_type: 'default' }]) {
-    const id = await create(SHOW_WHERE, hints);
+    const id = await scriptJob(w, SHOW_WHERE, hints);
     const job = await finished(w, id, 60_000);
     t.is(job.phase, 'done');
     const out = await stdoutOf(id);
@@ -125,7 +109,7 @@ test.serial('a job without a worker type (or with `default`) runs in this proces
 });
 
 test.serial('a worker type absent from SVC_WORKER_URLS fails the job at once, naming the type, without retrying', async (t) => {
-  const id = await create('echo never', { worker_type: 'rust-worker', max_attempts: 3 });
+  const id = await scriptJob(w, 'echo never', { worker_type: 'rust-worker', max_attempts: 3 });
   const job = await finished(w, id);
   t.is(job.phase, 'cancelled');
   const expected = "worker type 'rust-worker' is not configured (SVC_WORKER_URLS has: python-worker)";
@@ -165,13 +149,13 @@ test.serial('the dispatch routes take only an orchestrator\'s dispatch token for
 test.serial('a full remote takes no more jobs of its type while other types keep running; its jobs run once it has room', async (t) => {
   const gate = path.join(w.scratch, 'open-remote');
   const hold = `while [ ! -f ${gate} ]; do sleep 0.05; done; echo "ppid=$PPID"`;
-  const busy = [await create(hold, { worker_type: 'python-worker' }), await create(hold, { worker_type: 'python-worker' })];
+  const busy = [await scriptJob(w, hold, { worker_type: 'python-worker' }), await scriptJob(w, hold, { worker_type: 'python-worker' })];
   await until(async () => {
     const jobs = await Promise.all(busy.map(async (id) => (await w.api.get(`/jobs/${id}`)).body.phase));
     return jobs.every((p) => p === 'active');
   }, 'both remote slots to fill');
-  const waiting = await create(SHOW_WHERE, { worker_type: 'python-worker' });
-  const untyped = await create(SHOW_WHERE);
+  const waiting = await scriptJob(w, SHOW_WHERE, { worker_type: 'python-worker' });
+  const untyped = await scriptJob(w, SHOW_WHERE);
   t.is((await finished(w, untyped)).phase, 'done', 'the in-process worker is not held up by the full remote');
   const tokens = new DispatchTokens(w.srv.kernel.container.resolve(SigningKeys));
   const attemptId = '00000000-0000-4000-8000-000000000003';
@@ -191,10 +175,10 @@ test.serial('a full remote takes no more jobs of its type while other types keep
 test.serial('an in-process worker that is full does not hold up jobs for a remote type', async (t) => {
   const gate = path.join(w.scratch, 'open-local');
   const hold = `while [ ! -f ${gate} ]; do sleep 0.05; done`;
-  const local = [await create(hold), await create(hold)]; // worker.concurrency is 2
+  const local = [await scriptJob(w, hold), await scriptJob(w, hold)]; // worker.concurrency is 2
   await until(async () => (await Promise.all(local.map(async (id) => (await w.api.get(`/jobs/${id}`)).body.phase))).every((p) => p === 'active'), 'the local slots to fill');
-  const third = await create(hold);
-  const typed = await create(SHOW_WHERE, { worker_type: 'python-worker' });
+  const third = await scriptJob(w, hold);
+  const typed = await scriptJob(w, SHOW_WHERE, { worker_type: 'python-worker' });
   t.is((await finished(w, typed, 60_000)).phase, 'done');
   t.is((await w.api.get(`/jobs/${third}`)).body.phase, 'ready', 'the untyped job waits for the full in-process worker');
   t.deepEqual(await attemptsOf(w, third), []);
@@ -205,7 +189,7 @@ test.serial('an in-process worker that is full does not hold up jobs for a remot
 
 test.serial('cancelling a job that runs on the remote worker kills it there at its next heartbeat (the lease is gone)', async (t) => {
   const pidFile = path.join(w.scratch, 'remote-cancel.pid');
-  const id = await create(`sleep 60 & echo $! > ${pidFile}; wait`, { worker_type: 'python-worker' });
+  const id = await scriptJob(w, `sleep 60 & echo $! > ${pidFile}; wait`, { worker_type: 'python-worker' });
   const pid = await until(async () => existsSync(pidFile) && Number(readFileSync(pidFile, 'utf8').trim()), 'the remote job to start');
   t.is((await w.api.patch(`/jobs/${id}`, { phase: 'cancelled', close_reason: 'not needed' })).statusCode, 200);
   await until(async () => !alive(pid), 'the remote process tree to die', 15_000);
@@ -220,7 +204,7 @@ test.serial('cancelling a job that runs on the remote worker kills it there at i
 
 test.serial('an unreachable remote gets the job back, and the job runs once the remote is up again', async (t) => {
   await stopRemote();
-  const id = await create(SHOW_WHERE, { worker_type: 'python-worker' });
+  const id = await scriptJob(w, SHOW_WHERE, { worker_type: 'python-worker' });
   // The orchestrator last heard the remote had room, so it claims the job; the dispatch fails and the job goes back.
   const released = await until(async () => {
     const attempts = await attemptsOf(w, id);
