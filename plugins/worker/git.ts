@@ -34,7 +34,7 @@ export interface GitSetup {
 
 const GIT_TIMEOUT_MS = 10 * 60_000;
 /** Files the worker writes into the workspace; never committed. */
-const WORKER_FILES = ['.svc/resources/', '.svc/coordination-inbox.md', '.svc/home/'];
+const WORKER_FILES = ['.svc/resources/', '.svc/coordination-inbox.md', '.svc/home/', '.svc/prompt.md'];
 export const DEFAULT_COMMIT_MESSAGE = 'svc: ${summary} (job ${job_id})';
 
 const fill = (template: string, values: Record<string, string>) => template.replace(/\$\{(\w+)\}/g, (m, k: string) => values[k] ?? m);
