@@ -5,7 +5,7 @@ import type { Grant } from '../../core/auth/principal.ts';
 import type { Creator, TriggeringEvent } from '../../core/ports/launchers.ts';
 import { ManifestReaderToken, type ManifestReader } from '../../core/ports/manifest.ts';
 import { JobHintChecks } from '../../core/ports/jobs.ts';
-import { describeStep, stepExecution, type WorkflowDefinition, type WorkflowStep } from '../../core/manifest/types.ts';
+import { describeStep, stepExecution, type ResourceRefPolicy, type WorkflowDefinition, type WorkflowStep } from '../../core/manifest/types.ts';
 import { ConditionError, parseCondition, evaluateCondition, referencedSteps } from '../../core/manifest/conditions.ts';
 import { checkEnvOverrides, checkMergedSize } from '../../core/manifest/validate-env.ts';
 import { Problems } from '../../core/manifest/problems.ts';
@@ -37,6 +37,8 @@ export interface InvokeBody {
   input?: Record<string, unknown>;
   env_overrides?: Record<string, string>;
   hints?: Record<string, unknown>;
+  /** The run's resource refs; each step takes them per its `resource_refs` policy. */
+  resource_refs?: Record<string, unknown>[];
   /** The event that triggered the invoke (never from the HTTP body): `if` conditions read its payload. */
   event?: TriggeringEvent;
 }
@@ -55,6 +57,22 @@ export interface Invocation {
   result_json?: unknown;
 }
 
+
+/**
+ * The resource refs a step takes from the run's: all of them (`inherit`), none, or those a name in
+ * the list matches by label, uri, or the uri's last segment (a document's file name, an attachment's
+ * name). A name that matches nothing takes nothing.
+ */
+export function refsFor(policy: ResourceRefPolicy, refs: Record<string, unknown>[]): Record<string, unknown>[] {
+  if (policy === 'inherit') return refs;
+  if (policy === 'none') return [];
+  const names = new Set(policy);
+  return refs.filter((ref) => {
+    const uri = String(ref.uri ?? '');
+    const last = uri.replace(/@v\d+$/, '').split('/').pop() ?? '';
+    return names.has(String(ref.label ?? '')) || names.has(uri) || names.has(last);
+  });
+}
 
 /** What a step's condition decides at invoke time: run, skip, or wait for earlier steps' results. */
 type Decision = 'run' | 'skip' | 'later';
@@ -135,6 +153,7 @@ export class WorkflowInvocation {
       description: describe(name, inputs, workflow),
       labels: [label],
       hints: rootHints,
+      ...(body.resource_refs ? { resource_refs: body.resource_refs } : {}),
     };
     const rootJob = single ? this.stepInput(name, workflow, steps[0], decisions.get(steps[0].name)!, body, rootInput) : rootInput;
 
@@ -152,16 +171,17 @@ export class WorkflowInvocation {
     checkMergedSize(problems, env, 'env_overrides', step.name, name);
     if (problems.list.length > 0) throw Boom.badRequest(problems.list.map((p) => `${p.path}: ${p.message}`).join('; '));
     const apis = step.with_apis ?? workflow.with_apis;
+    const policy = step.resource_refs ?? workflow.resource_refs ?? 'inherit';
     const hints: Record<string, unknown> = {
       ...(base.hints as Record<string, unknown>),
       ...(apis ? { app_apis: apis } : {}),
       workflow_name: name,
       step_name: step.name,
       step: stepHint(step, decision),
-      resource_refs: step.resource_refs ?? workflow.resource_refs ?? 'inherit',
+      resource_refs: policy,
     };
     if ('script' in step && step.script.timeout && !(base.hints as Record<string, unknown>).timeout_seconds) hints.timeout_seconds = step.script.timeout;
-    const input: CreateJobInput = { ...base, hints };
+    const input: CreateJobInput = { ...base, hints, resource_refs: refsFor(policy, body.resource_refs ?? []) };
     if ('agent' in step) {
       if (step.agent.harness) input.harness = step.agent.harness;
       if (step.agent.harness_profile) input.harness_profile = step.agent.harness_profile;

@@ -23,6 +23,8 @@ export const invokeSchema = Joi.object({
   input: Joi.object().unknown(true).description('any JSON object; stored JSON-encoded in hints.request_json, not validated'),
   env_overrides: S.createJobSchema.extract('env_overrides'),
   hints: S.hintsSchema,
+  resource_refs: S.createJobSchema.extract('resource_refs')
+    .description("the run's resources: the root job holds them, and each step takes them per its resource_refs policy (inherit: all, none, or a list of labels, uris or names)"),
 }).label('WorkflowInvokeRequest');
 
 const stepJob = Joi.object({

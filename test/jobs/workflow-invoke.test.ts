@@ -320,3 +320,24 @@ test.serial('cli: svc workflow invoke NAME [--input JSON | --input-file F] [--wa
     await fake.stop();
   }
 });
+
+test.serial("the run's resource_refs: the root holds them, each step takes them per its policy (inherit, none, names)", async (t) => {
+  const refs = [
+    { uri: 'org_docs:/guides/handbook.md@v2', label: 'handbook', required: true },
+    { uri: 'org_docs:/notes.md', required: false },
+  ];
+  const ship = await invoke('ship', { input: { env: 'prod' }, resource_refs: refs });
+  t.is(ship.statusCode, 201, JSON.stringify(ship.body));
+  const rootId = ship.body.job_id;
+  const [root, build, docs] = await Promise.all([rootId, `${rootId}.1`, `${rootId}.3`].map((id) => jobRow(w, id)));
+  t.deepEqual(root.resource_refs, refs);
+  t.deepEqual(build.resource_refs, [], 'the workflow says none');
+  t.deepEqual(docs.resource_refs, [refs[0]], 'the step names it by label');
+
+  const single = await invoke('single', { resource_refs: refs });
+  t.deepEqual((await jobRow(w, single.body.job_id)).resource_refs, refs, 'inherit takes them all');
+
+  const bad = await invoke('single', { resource_refs: [{ uri: 'http://example.com/x' }] });
+  t.is(bad.statusCode, 400);
+  t.regex(bad.body.message, /resource_refs\[0\]\.uri/);
+});
