@@ -3,7 +3,7 @@
  * Nothing here needs decorators or the container.
  */
 import type { AdapterDefinition } from './adapters.ts';
-import type { HarnessDefinition } from './ports/harness.ts';
+import { HARNESS_NAME, type HarnessDefinition } from './ports/harness.ts';
 
 export type { AdapterDefinition, AdapterDeps, PortKind, PortTypes } from './adapters.ts';
 export type { Scheduler, ScheduledJobHandler, DefineOptions } from './ports/scheduler.ts';
@@ -32,12 +32,12 @@ export function defineAdapter<T, O = Record<string, unknown>>(definition: Adapte
 /** Declares a harness: how to invoke a coding CLI and how to parse its output stream. */
 export function defineHarness(definition: HarnessDefinition): HarnessDefinition {
   if (!definition || typeof definition !== 'object') throw new TypeError('defineHarness: expected a harness definition object');
-  if (!/^[a-z][a-z0-9_-]*$/.test(definition.id ?? '')) throw new TypeError(`defineHarness: id '${definition.id}' must be lower-case letters, digits, _ or -`);
+  if (!HARNESS_NAME.test(definition.id ?? '')) throw new TypeError(`defineHarness: id '${definition.id}' must be lower-case letters, digits, _ or -`);
   for (const fn of ['build', 'parseLine'] as const) {
     if (typeof definition[fn] !== 'function') throw new TypeError(`defineHarness(${definition.id}): ${fn} must be a function`);
   }
   if (typeof definition.description !== 'string' || !definition.description.trim()) throw new TypeError(`defineHarness(${definition.id}): description must be a non-empty string`);
-  if (definition.aliases !== undefined && !(Array.isArray(definition.aliases) && definition.aliases.every((a) => typeof a === 'string' && /^[a-z][a-z0-9_-]*$/.test(a)))) {
+  if (definition.aliases !== undefined && !(Array.isArray(definition.aliases) && definition.aliases.every((a) => typeof a === 'string' && HARNESS_NAME.test(a)))) {
     throw new TypeError(`defineHarness(${definition.id}): aliases must be lower-case names`);
   }
   return definition;

@@ -3,6 +3,9 @@ import type { AgentsConfig } from '../manifest/types.ts';
 import type { AgentChoice, AgentRequest } from '../manifest/profiles.ts';
 import type { SecretContext } from './secrets.ts';
 
+/** A harness id or alias: lower-case letters, digits, _ or -. */
+export const HARNESS_NAME = /^[a-z][a-z0-9_-]*$/;
+
 export const REASONING_EFFORTS = ['low', 'medium', 'high', 'x-high'] as const;
 export type ReasoningEffort = (typeof REASONING_EFFORTS)[number];
 export const PERMISSION_POLICIES = ['default', 'auto_edit', 'never', 'yolo'] as const;
@@ -96,5 +99,8 @@ export interface HarnessRegistry {
   /** Profiles and job fields → what runs (see core/manifest/profiles.ts); availability is checked only when a profile drops unavailable entries. */
   resolve(request: AgentRequest, agents: AgentsConfig | undefined, ctx?: SecretContext): Promise<AgentChoice>;
 }
+
+/** Every id and alias a registry answers to, for error messages. */
+export const harnessNames = (registry: HarnessRegistry): string[] => registry.list().flatMap((h) => [h.id, ...(h.aliases ?? [])]);
 
 export const HarnessRegistryToken = Symbol('HarnessRegistry') as InjectionToken<HarnessRegistry>;

@@ -33,24 +33,26 @@ export class JobPhaseListeners {
   }
 }
 
-/** Rejects a create request's hints that name something the job's project does not have (a 4xx Boom naming the field). */
-export type JobHintCheck = (projectId: string, hints: Record<string, unknown>) => Promise<void>;
+/**
+ * Rejects a job request (create fields, or a PATCH's `{ hints }`) that names something this server
+ * or the job's project does not have: a 4xx Boom naming the field.
+ */
+export type JobRequestCheck = (projectId: string, request: Record<string, unknown>) => Promise<void>;
 
 /**
- * Domains whose ids a job's hints may name (threads: `hints.coordination.thread_id`) register a
- * check here; the jobs domain runs every check before it creates a job from a request.
- * Registered per container by the jobs plugin.
+ * Domains whose ids a job request may name (threads: `hints.coordination.thread_id`; the harness
+ * registry: `harness`) have a check here; the jobs domain runs every check before it creates a job
+ * from a request or changes its hints. Registered per container by the jobs plugin.
  */
-export class JobHintChecks {
-  private readonly checks: JobHintCheck[] = [];
+export class JobRequestChecks {
+  private readonly checks: JobRequestCheck[] = [];
 
-  add(check: JobHintCheck): void {
+  add(check: JobRequestCheck): void {
     this.checks.push(check);
   }
 
-  async check(projectId: string, hints: unknown): Promise<void> {
-    if (typeof hints !== 'object' || hints === null || Array.isArray(hints)) return;
-    for (const check of this.checks) await check(projectId, hints as Record<string, unknown>);
+  async check(projectId: string, request: Record<string, unknown>): Promise<void> {
+    for (const check of this.checks) await check(projectId, request);
   }
 }
 

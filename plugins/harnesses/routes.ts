@@ -3,7 +3,7 @@ import type { ServerRoute } from '@hapi/hapi';
 import { authenticated } from '../../core/http/access.ts';
 import { docs } from '../../core/http/schemas.ts';
 import { paramsOf, queryOf } from '../../core/http/request.ts';
-import type { HarnessDefinition } from '../../core/ports/harness.ts';
+import { harnessNames, type HarnessDefinition } from '../../core/ports/harness.ts';
 import type { Harnesses } from './registry.ts';
 import * as S from './schemas.ts';
 
@@ -59,7 +59,7 @@ export function harnessRoutes(harnesses: Harnesses): ServerRoute[] {
       handler: async (request) => {
         const { name } = paramsOf(request);
         const def = harnesses.get(name);
-        if (!def) throw Boom.notFound(`unknown harness '${name}' (known: ${harnesses.list().flatMap((d) => [d.id, ...(d.aliases ?? [])]).join(', ')})`);
+        if (!def) throw Boom.notFound(`unknown harness '${name}' (known: ${harnessNames(harnesses).join(', ')})`);
         return view(harnesses, def);
       },
     },

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import Boom from '@hapi/boom';
+import type { DependencyContainer } from 'tsyringe';
 import { inject, injectable } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
@@ -7,7 +8,8 @@ import { ROLE_PERMISSIONS, type Permission } from '../../core/auth/permissions.t
 import type { Grant, Principal } from '../../core/auth/principal.ts';
 import type { Creator } from '../../core/ports/launchers.ts';
 import { ManifestDefaultsToken, type ManifestDefaults } from '../../core/ports/manifest.ts';
-import { JobHintChecks } from '../../core/ports/jobs.ts';
+import { JobRequestChecks, type JobRequestCheck } from '../../core/ports/jobs.ts';
+import { HarnessRegistryToken, harnessNames } from '../../core/ports/harness.ts';
 import { Batcher } from '../../core/batcher.ts';
 import { ID_ATTEMPTS, JobRepository, toJob, type Job, type JobRow, type NewRootJob } from './repository.ts';
 import { createJobSchema } from './schemas.ts';
@@ -58,7 +60,7 @@ export class JobCreation {
     @inject(Tokens.Db) private readonly db: Db,
     @inject(JobRepository) private readonly jobs: JobRepository,
     @inject(ManifestDefaultsToken) private readonly manifest: ManifestDefaults,
-    @inject(JobHintChecks) private readonly hintChecks: JobHintChecks,
+    @inject(JobRequestChecks) private readonly requestChecks: JobRequestChecks,
   ) {}
 
   private readonly roots = new Batcher<NewRootJob, JobRow | null>((rows) => this.jobs.insertRoots(rows));
@@ -66,7 +68,7 @@ export class JobCreation {
   async create(principal: Principal, grant: Grant, explicit: CreateJobInput): Promise<Job> {
     requireOverridePermissions(grant, explicit);
     const input = withDefaults(await this.validDefaults(grant.projectId!), explicit);
-    await this.hintChecks.check(grant.projectId!, input.hints);
+    await this.requestChecks.check(grant.projectId!, input);
     if (!input.parent_id) return this.createRoot(this.row(principal, grant.projectId!, input, 0));
     return this.db.transaction(async (trx) => {
       await this.requireLiveProject(grant.projectId!, trx);
@@ -139,6 +141,17 @@ export class JobCreation {
     };
   }
 }
+
+/**
+ * `harness` names a harness this server has (a built-in, an alias, or one a harness plugin adds),
+ * when a harness registry is loaded; looked up per request, so plugin order does not matter.
+ */
+export const knownHarness = (container: DependencyContainer): JobRequestCheck => async (_projectId, { harness }) => {
+  if (typeof harness !== 'string' || !container.isRegistered(HarnessRegistryToken)) return;
+  const registry = container.resolve(HarnessRegistryToken);
+  if (registry.get(harness)) return;
+  throw Boom.badRequest(`harness: unknown harness '${harness}' (known: ${harnessNames(registry).join(', ')})`);
+};
 
 /** Overrides need `jobs:harness_override`; secret-backed env values need `secrets:read` too. */
 export function requireOverridePermissions(grant: Grant, input: CreateJobInput): void {

@@ -3,11 +3,11 @@ import type { DomainPlugin } from '../../core/http/plugins.ts';
 import { AccessTargets } from '../../core/http/access.ts';
 import { Tokens } from '../../core/tokens.ts';
 import { ManifestDefaultsToken, noManifestDefaults } from '../../core/ports/manifest.ts';
-import { JobGraphsToken, JobHintChecks, JobPhaseListeners } from '../../core/ports/jobs.ts';
+import { JobGraphsToken, JobPhaseListeners, JobRequestChecks } from '../../core/ports/jobs.ts';
 import { JobGraphService } from './graphs.ts';
 import { JobRepository } from './repository.ts';
 import { JobWakeups } from './wakeups.ts';
-import { JobCreation } from './create.ts';
+import { JobCreation, knownHarness } from './create.ts';
 import { JobService } from './service.ts';
 import { jobRoutes } from './routes.ts';
 import { AttemptHistory, AttemptRepository } from './attempts.ts';
@@ -39,7 +39,7 @@ export const plugin: DomainPlugin = {
   dependencies: ['projects'],
   register(server, { container }) {
     if (!container.isRegistered(ManifestDefaultsToken)) container.registerInstance(ManifestDefaultsToken, noManifestDefaults);
-    for (const cls of [JobPhaseListeners, JobHintChecks, JobWakeups, JobRepository, JobCreation, JobService]) container.registerSingleton(cls as never);
+    for (const cls of [JobPhaseListeners, JobRequestChecks, JobWakeups, JobRepository, JobCreation, JobService]) container.registerSingleton(cls as never);
     for (const cls of [ReceiptStore, AttemptRepository, AttemptHistory, Claims, ReviewLog, Review]) container.registerSingleton(cls as never);
     for (const cls of [Receipts, AttemptComparison]) container.registerSingleton(cls as never);
     for (const cls of [RelationRepository, JobRelations, ContextRepository, JobContext]) container.registerSingleton(cls as never);
@@ -47,6 +47,7 @@ export const plugin: DomainPlugin = {
     for (const cls of [AttemptLogListeners, AttemptCompletionListeners, AttemptLogBus, AttemptLogs, AttemptControl]) container.registerSingleton(cls as never);
     container.register(AttemptControlToken, { useToken: AttemptControl });
     container.resolve(JobPhaseListeners).add(promoteResolvedGit);
+    container.resolve(JobRequestChecks).add(knownHarness(container));
     container.resolve(JobPhaseListeners).add(container.resolve(AttemptLogs).phasesChanged);
     container.registerSingleton(JobGraphService);
     container.register(JobGraphsToken, { useToken: JobGraphService });

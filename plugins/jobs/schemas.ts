@@ -2,6 +2,7 @@ import Joi from 'joi';
 import { projectId, timestamp } from '../../core/http/schemas.ts';
 import { listQuerySchema } from '../../core/http/lists.ts';
 import { normalizeMountPath, parseResourceUri } from '../../core/ports/resources.ts';
+import { HARNESS_NAME, REASONING_EFFORTS } from '../../core/ports/harness.ts';
 
 export const PHASES = ['idea', 'backlog', 'ready', 'active', 'review', 'done', 'cancelled'] as const;
 export type Phase = (typeof PHASES)[number];
@@ -9,9 +10,7 @@ export const ISSUE_TYPES = ['task', 'bug', 'feature', 'epic', 'chore'] as const;
 export const REVIEW_REQUIRED = ['none', 'human', 'agent'] as const;
 export const EXECUTION_MODES = ['persistent', 'ephemeral'] as const;
 export const PERMISSION_POLICIES = ['default', 'auto_edit', 'never', 'yolo'] as const;
-export const REASONING_EFFORTS = ['low', 'medium', 'high', 'x-high'] as const;
 export const RELATION_TYPES = ['blocked_by', 'blocks', 'waits_for', 'conditional_blocks'] as const;
-export const HARNESSES = ['harness_a', 'harness_b', 'harness_c', 'harness_d', 'harness_e', 'harness_f', 'coder'] as const;
 
 /** Root `{slug}-{hash8}`, children `{parent}.{n}`, at most two levels below the root. */
 export const JOB_ID = /^[a-z0-9]{4,8}-[0-9a-f]{8}(\.[1-9][0-9]*){0,2}$/;
@@ -78,7 +77,7 @@ export const createJobSchema = Joi.object({
   review_required: Joi.string().valid(...REVIEW_REQUIRED),
   defer_until: isoDate.allow(null),
   due_at: isoDate.allow(null),
-  harness: Joi.string().valid(...HARNESSES),
+  harness: Joi.string().max(200).pattern(HARNESS_NAME).description('harness_a … harness_f, an alias, or a harness plugin\'s id; checked against this server\'s harnesses'),
   harness_profile: Joi.string().max(200),
   harness_variant: Joi.string().max(200),
   harness_options: Joi.object({ variant: Joi.string().max(200), model: Joi.string().max(200), reasoning_effort: Joi.string().valid(...REASONING_EFFORTS) }),

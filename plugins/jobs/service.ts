@@ -5,7 +5,7 @@ import type { Db } from '../../core/db/knex.ts';
 import { JobRepository, toJob, type Job, type JobFilters, type JobRow } from './repository.ts';
 import type { Phase } from './schemas.ts';
 import { Claims } from './claims.ts';
-import { JobHintChecks } from '../../core/ports/jobs.ts';
+import { JobRequestChecks } from '../../core/ports/jobs.ts';
 
 /** Phases a person may move a job between with PATCH; active, review and done are reached by the work itself. */
 const PLANNING: Phase[] = ['idea', 'backlog', 'ready'];
@@ -23,7 +23,7 @@ export class JobService {
     @inject(Tokens.Db) private readonly db: Db,
     @inject(JobRepository) private readonly jobs: JobRepository,
     @inject(Claims) private readonly claims: Claims,
-    @inject(JobHintChecks) private readonly hintChecks: JobHintChecks,
+    @inject(JobRequestChecks) private readonly requestChecks: JobRequestChecks,
   ) {}
 
   async get(id: string): Promise<Job> {
@@ -42,7 +42,7 @@ export class JobService {
       const job = (await this.jobs.lock(id, trx))!;
       const { phase, hints, defer_until, due_at, ...fields } = changes;
       const patch: Partial<JobRow> = { ...fields };
-      if (hints) await this.hintChecks.check(job.project_id, hints);
+      if (hints) await this.requestChecks.check(job.project_id, { hints });
       if (hints) patch.hints = { ...job.hints, ...hints };
       if (defer_until !== undefined) patch.defer_until = defer_until ? new Date(defer_until) : null;
       if (due_at !== undefined) patch.due_at = due_at ? new Date(due_at) : null;

@@ -4,7 +4,7 @@ import type { Db } from '../../core/db/knex.ts';
 import type { Grant } from '../../core/auth/principal.ts';
 import type { Creator, TriggeringEvent } from '../../core/ports/launchers.ts';
 import { ManifestReaderToken, type ManifestReader } from '../../core/ports/manifest.ts';
-import { JobHintChecks } from '../../core/ports/jobs.ts';
+import { JobRequestChecks } from '../../core/ports/jobs.ts';
 import { describeStep, stepExecution, type ResourceRefPolicy, type WorkflowDefinition, type WorkflowStep } from '../../core/manifest/types.ts';
 import { ConditionError, parseCondition, evaluateCondition, referencedSteps } from '../../core/manifest/conditions.ts';
 import { checkEnvOverrides, checkMergedSize } from '../../core/manifest/validate-env.ts';
@@ -126,7 +126,7 @@ export class WorkflowInvocation {
   /** `grant` is the caller's (checked for env_overrides); null for the platform's own invokes (triggers). */
   async invoke(creator: Creator, projectId: string, grant: Grant | null, name: string, body: InvokeBody): Promise<Invocation> {
     if (body.env_overrides !== undefined && grant) requireOverridePermissions(grant, { description: '', env_overrides: body.env_overrides });
-    await this.container.resolve(JobHintChecks).check(projectId, body.hints);
+    await this.container.resolve(JobRequestChecks).check(projectId, { hints: body.hints });
     const workflow = await this.definition(projectId, name);
     const inputs = body.input ?? {};
     const steps = workflow.steps ?? [];

@@ -69,8 +69,8 @@ export class Coordination implements CoordinationThreads {
   };
 
   /** `hints.coordination.thread_id` must name a thread of the job's project. */
-  readonly checkHints = async (projectId: string, hints: Record<string, unknown>): Promise<void> => {
-    if (!isObject(hints.coordination) || hints.coordination.thread_id === undefined) return;
+  readonly checkRequest = async (projectId: string, { hints }: Record<string, unknown>): Promise<void> => {
+    if (!isObject(hints) || !isObject(hints.coordination) || hints.coordination.thread_id === undefined) return;
     const id = hints.coordination.thread_id;
     if (typeof id !== 'string' || !(await this.threads.byId(projectId, id))) {
       throw Boom.badData(`hints.coordination.thread_id: ${JSON.stringify(id)} is not a thread of project ${projectId}`);

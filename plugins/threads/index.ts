@@ -1,6 +1,6 @@
 import type { DomainPlugin } from '../../core/http/plugins.ts';
 import { AttemptCompletionListeners } from '../../core/ports/attempts.ts';
-import { JobHintChecks } from '../../core/ports/jobs.ts';
+import { JobRequestChecks } from '../../core/ports/jobs.ts';
 import { CoordinationThreadsToken } from '../../core/ports/threads.ts';
 import { ThreadRepository } from './repository.ts';
 import { ThreadService } from './service.ts';
@@ -20,7 +20,7 @@ export const plugin: DomainPlugin = {
     const coordination = container.resolve(Coordination);
     container.register(CoordinationThreadsToken, { useToken: Coordination });
     container.resolve(AttemptCompletionListeners).add(coordination.attemptCompleted);
-    container.resolve(JobHintChecks).add(coordination.checkHints);
+    container.resolve(JobRequestChecks).add(coordination.checkRequest);
     server.route(threadRoutes(container));
   },
 };

@@ -143,7 +143,8 @@ test.serial('bad values are 400 naming the field, and nothing is written', async
     [{ description: 'x', defer_until: 'tomorrow' }, /"defer_until" must be in ISO 8601 date format/],
     [{ description: 'x', due_at: '2026-13-45' }, /"due_at" must be in ISO 8601 date format/],
     [{ description: 'x', git: { ref_policy: 'explicit' } }, /"git.ref" is required when "git.ref_policy" is explicit/],
-    [{ description: 'x', harness: 'harness_z' }, /"harness" must be one of/],
+    [{ description: 'x', harness: 'harness_z' }, /^harness: unknown harness 'harness_z' \(known: harness_a, .*coder/],
+    [{ description: 'x', harness: 'Harness B' }, /"harness" with value "Harness B" fails to match/],
     [{ description: 'x', bogus: 1 }, /"bogus" is not allowed/],
     [{ description: 'x', parent_id: 'not a job' }, /"parent_id" with value "not a job" fails to match/],
   ];
