@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import test from 'ava';
 import { JobPhaseListeners } from '../../core/ports/jobs.ts';
 import { FakeKube } from '../fixtures/fake-kube/server.ts';
-import { attemptsOf, finished, logLines, workerWorld, type WorkerWorld } from './helpers.ts';
+import { attemptsOf, finished, logLines, until, workerWorld, type WorkerWorld } from './helpers.ts';
 
 const FAKE_CLAUDE = fileURLToPath(new URL('../fixtures/bin/fake-claude', import.meta.url));
 const OAUTH = 'sk-ant-oat-kube-e2e-not-shown';
@@ -75,7 +75,9 @@ test.serial('a script step runs in a pod: ready → active → done, its log and
   const pod = podOf(job.id);
   t.truthy(pod, 'the attempt ran as a pod');
   t.like(pod.spec, { restartPolicy: 'Never', activeDeadlineSeconds: 120, securityContext: { runAsUser: 1000, runAsGroup: 1000, runAsNonRoot: true } });
-  t.false(existsSync(path.join(w.scratch, 'workspaces', path.basename(pod.spec.containers[0].workingDir))), 'the workspace is removed afterwards');
+  // The worker removes the workspace once it has reported the attempt, so just after the job is done.
+  const workspace = path.join(w.scratch, 'workspaces', path.basename(pod.spec.containers[0].workingDir));
+  await until(async () => !existsSync(workspace), 'the workspace is removed afterwards', 5_000);
   t.deepEqual(pod.spec.containers[0].resources, { requests: { cpu: '2', memory: '4Gi' }, limits: { cpu: '4', memory: '8Gi' } });
   t.is(pod.metadata.labels['svc/attempt-id'], attempt.id);
   const secret = fake.createdSecrets().find((s) => s.metadata.name === `${pod.metadata.name}-env`);
