@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { appendFile } from 'node:fs/promises';
+import { appendFile, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { ResolvedGit } from '../../core/ports/attempts.ts';
 import { Aborted, WorkerFailure } from './failure.ts';
@@ -53,9 +53,10 @@ export class GitWorkspace {
     const c = s.controls;
     const { ref, source } = chooseRef(c, s.projectBranch, s.envName);
     await s.log(`$ git clone ${redactUrl(s.url)} (ref ${ref}, ${source})`);
-    // The author goes into the clone's config here, saving a `git config` process per key.
-    const author = ['--config', `user.name=${s.author.name}`, '--config', `user.email=${s.author.email}`];
-    await run(s, ['clone', '--quiet', '--no-checkout', ...author, s.url, s.dir], path.dirname(s.dir), `cloning ${redactUrl(s.url)} failed`);
+    // The workspace lives as long as the attempt: no template (copying the sample hooks cost more
+    // than the clone itself) and no fsync. The author goes into the clone's config here too.
+    const config = ['core.fsync=none', `user.name=${s.author.name}`, `user.email=${s.author.email}`].flatMap((c) => ['--config', c]);
+    await run(s, ['clone', '--quiet', '--no-checkout', '--template=', ...config, s.url, s.dir], path.dirname(s.dir), `cloning ${redactUrl(s.url)} failed`);
     const at = (rev: string) => git(s, ['rev-parse', '--verify', '--quiet', `${rev}^{commit}`]).catch(() => null);
     const remoteBranch = await at(`refs/remotes/origin/${ref}`);
     const sha = remoteBranch ?? (await at(`refs/tags/${ref}`)) ?? (/^[0-9a-f]{4,40}$/i.test(ref) ? await at(ref) : null);
@@ -78,7 +79,8 @@ export class GitWorkspace {
     if ((c.push ?? 'never') !== 'never' && !branch) {
       throw new WorkerFailure(`git.push is ${c.push} but there is no branch to push: '${ref}' is not a branch, so set git.branch`);
     }
-    await appendFile(path.join(s.dir, '.git', 'info', 'exclude'), `\n${WORKER_FILES.join('\n')}\n`);
+    await mkdir(path.join(s.dir, '.git', 'info'), { recursive: true });
+    await appendFile(path.join(s.dir, '.git', 'info', 'exclude'), `${WORKER_FILES.join('\n')}\n`);
     await s.log(`checked out ${branch ? `branch ${branch}` : 'a detached HEAD'} at ${head}`);
     return new GitWorkspace(s, { resolved_ref: ref, resolved_sha: head, resolved_branch: branch, ref_source: source, pushed: false, commits: [] }, replacedTip);
   }
