@@ -78,7 +78,7 @@ function checkEvent(event: HarnessEvent, where: string): void {
     case 'raw': if (typeof e.text === 'string') return; break;
     case 'usage':
       if (Number.isInteger(e.inputTokens) && Number.isInteger(e.outputTokens) && (e.inputTokens as number) >= 0 && (e.outputTokens as number) >= 0
-        && isCount(e.cacheTokens) && isCount(e.reasoningTokens)) return;
+        && isCount(e.cacheReadTokens) && isCount(e.cacheWriteTokens) && isCount(e.reasoningTokens) && isCount(e.durationMs)) return;
       break;
   }
   fail(`${where}: not a valid harness event: ${JSON.stringify(event)?.slice(0, 200)}`);

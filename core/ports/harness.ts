@@ -33,7 +33,9 @@ export interface HarnessInvocation {
 
 /**
  * Usage events are deltas: the sum of all of them is the attempt's usage. `model` is set when the
- * CLI reports it on that line; `costUsd` when the CLI computes a cost itself.
+ * CLI reports it on that line; `costUsd` when the CLI computes a cost itself; `durationMs` when the
+ * CLI says how long the provider calls behind this usage took. Cache reads and cache writes are
+ * priced differently, so they are counted apart.
  */
 export type HarnessEvent =
   /** `delta`: a fragment that continues the previous message (streaming CLIs); join fragments before looking for the json-result block. */
@@ -41,7 +43,7 @@ export type HarnessEvent =
   | { type: 'tool'; name: string; input?: unknown }
   /** The agent's own plan moved on (a todo list it keeps): `percentage` of its items done, when it has a list. */
   | { type: 'progress'; message: string; percentage?: number }
-  | { type: 'usage'; model?: string; inputTokens: number; outputTokens: number; cacheTokens?: number; reasoningTokens?: number; costUsd?: number }
+  | { type: 'usage'; model?: string; inputTokens: number; outputTokens: number; cacheReadTokens?: number; cacheWriteTokens?: number; reasoningTokens?: number; costUsd?: number; durationMs?: number }
   | { type: 'error'; message: string }
   | { type: 'raw'; text: string };
 

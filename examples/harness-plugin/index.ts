@@ -29,7 +29,7 @@ function parse(line: string): HarnessEvent[] {
     case 'usage': {
       const usage: HarnessEvent = { type: 'usage', inputTokens: n(e.prompt_tokens), outputTokens: n(e.completion_tokens) };
       if (typeof e.model === 'string') usage.model = e.model;
-      if (n(e.cached_tokens)) usage.cacheTokens = n(e.cached_tokens);
+      if (n(e.cached_tokens)) usage.cacheReadTokens = n(e.cached_tokens);
       return [usage];
     }
     case 'fail':

@@ -57,18 +57,24 @@ function contentEvents(message: unknown): HarnessEvent[] {
 /**
  * The `result` line carries the run's cumulative usage (per model in `modelUsage`); assistant
  * lines repeat the usage of their API message once per content block, so they are not counted.
+ * `duration_api_ms` is the time spent in provider calls over the whole run, so it is given only
+ * when one model did all of them.
  */
 function resultEvents(event: Json): HarnessEvent[] {
   const events: HarnessEvent[] = [];
   const byModel = event.modelUsage;
-  if (isObject(byModel) && Object.keys(byModel).length > 0) {
-    for (const [model, u] of Object.entries(byModel)) {
+  const models = isObject(byModel) ? Object.entries(byModel) : [];
+  const durationMs = models.length <= 1 ? event.duration_api_ms : undefined;
+  if (models.length > 0) {
+    for (const [model, u] of models) {
       events.push(usage({
         model,
         input: field(u, 'inputTokens'),
         output: field(u, 'outputTokens'),
-        cache: Number(field(u, 'cacheReadInputTokens') ?? 0) + Number(field(u, 'cacheCreationInputTokens') ?? 0),
+        cacheRead: field(u, 'cacheReadInputTokens'),
+        cacheWrite: field(u, 'cacheCreationInputTokens'),
         costUsd: field(u, 'costUSD'),
+        durationMs,
       }));
     }
   } else if (isObject(event.usage)) {
@@ -76,8 +82,10 @@ function resultEvents(event: Json): HarnessEvent[] {
     events.push(usage({
       input: u.input_tokens,
       output: u.output_tokens,
-      cache: Number(u.cache_read_input_tokens ?? 0) + Number(u.cache_creation_input_tokens ?? 0),
+      cacheRead: u.cache_read_input_tokens,
+      cacheWrite: u.cache_creation_input_tokens,
       costUsd: event.total_cost_usd,
+      durationMs,
     }));
   }
   const subtype = text(event.subtype) ?? '';

@@ -42,11 +42,15 @@ export function jsonLineParser(parse: (event: Json) => HarnessEvent[]): (line: s
 }
 
 /** A usage event with only the counts that are present. */
-export function usage(u: { model?: string; input: unknown; output: unknown; cache?: unknown; reasoning?: unknown; costUsd?: unknown }): HarnessEvent {
+export function usage(u: {
+  model?: string; input: unknown; output: unknown; cacheRead?: unknown; cacheWrite?: unknown; reasoning?: unknown; costUsd?: unknown; durationMs?: unknown;
+}): HarnessEvent {
   const event: Extract<HarnessEvent, { type: 'usage' }> = { type: 'usage', inputTokens: count(u.input), outputTokens: count(u.output) };
   if (u.model) event.model = u.model;
-  if (count(u.cache)) event.cacheTokens = count(u.cache);
+  if (count(u.cacheRead)) event.cacheReadTokens = count(u.cacheRead);
+  if (count(u.cacheWrite)) event.cacheWriteTokens = count(u.cacheWrite);
   if (count(u.reasoning)) event.reasoningTokens = count(u.reasoning);
+  if (count(u.durationMs)) event.durationMs = count(u.durationMs);
   if (typeof u.costUsd === 'number' && Number.isFinite(u.costUsd) && u.costUsd >= 0) event.costUsd = u.costUsd;
   return event;
 }

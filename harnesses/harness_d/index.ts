@@ -48,7 +48,7 @@ function itemEvents(item: Json): HarnessEvent[] {
 function turnUsage(u: unknown): HarnessEvent[] {
   if (!isObject(u)) return [];
   const cached = count(u.cached_input_tokens);
-  return [usage({ input: Math.max(0, count(u.input_tokens) - cached), output: u.output_tokens, cache: cached, reasoning: u.reasoning_output_tokens })];
+  return [usage({ input: Math.max(0, count(u.input_tokens) - cached), output: u.output_tokens, cacheRead: cached, reasoning: u.reasoning_output_tokens })];
 }
 
 export const harnessD: HarnessDefinition = defineHarness({

@@ -12,7 +12,7 @@ const APPROVAL_MODE: Record<PermissionPolicy, string> = { default: 'default', au
 function statsUsage(stats: Json, model?: string): HarnessEvent {
   const cached = count(stats.cached);
   const input = stats.input !== undefined ? count(stats.input) : Math.max(0, count(stats.input_tokens) - cached);
-  return usage({ model, input, output: stats.output_tokens, cache: cached });
+  return usage({ model, input, output: stats.output_tokens, cacheRead: cached });
 }
 
 function resultEvents(event: Json): HarnessEvent[] {

@@ -28,7 +28,8 @@ function stepUsage(part: unknown): HarnessEvent[] {
     input: tokens.input,
     output: tokens.output,
     reasoning: tokens.reasoning,
-    cache: Number(field(cache, 'read') ?? 0) + Number(field(cache, 'write') ?? 0),
+    cacheRead: field(cache, 'read'),
+    cacheWrite: field(cache, 'write'),
     costUsd: field(part, 'cost'),
   })];
 }

@@ -56,8 +56,10 @@ export class HarnessOutput {
           model: event.model ?? this.defaultModel,
           input_tokens: event.inputTokens,
           output_tokens: event.outputTokens,
-          ...(event.cacheTokens !== undefined ? { cache_read_tokens: event.cacheTokens } : {}),
+          ...(event.cacheReadTokens !== undefined ? { cache_read_tokens: event.cacheReadTokens } : {}),
+          ...(event.cacheWriteTokens !== undefined ? { cache_write_tokens: event.cacheWriteTokens } : {}),
           ...(event.reasoningTokens !== undefined ? { reasoning_tokens: event.reasoningTokens } : {}),
+          ...(event.durationMs !== undefined ? { duration_ms: event.durationMs } : {}),
         });
       case 'raw':
         this.scanner.pushText(this.log.mask(event.text));

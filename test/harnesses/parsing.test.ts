@@ -8,27 +8,29 @@ const [, b, , d, e, f] = builtInHarnesses();
 const parse = (def: { parseLine(l: string): HarnessEvent[] }, lines: string[]) => lines.flatMap((l) => def.parseLine(l));
 const only = <T extends HarnessEvent['type']>(events: HarnessEvent[], type: T) => events.filter((x) => x.type === type) as Extract<HarnessEvent, { type: T }>[];
 
-test('claude stream: text and tool_use blocks; usage per model from the result line only', (t) => {
+test('claude stream: text and tool_use blocks; usage per model from the result line only, cache reads and writes apart', (t) => {
   const events = parse(b, samples.claudeStream);
   t.deepEqual(only(events, 'tool'), [{ type: 'tool', name: 'Bash', input: { command: 'npm test' } }]);
   t.is(only(events, 'message')[0].text, 'Running the tests.');
   t.deepEqual(only(events, 'usage'), [
-    { type: 'usage', model: 'claude-sonnet-4-5', inputTokens: 25, outputTokens: 650, cacheTokens: 10000, costUsd: 0.048 },
+    { type: 'usage', model: 'claude-sonnet-4-5', inputTokens: 25, outputTokens: 650, cacheReadTokens: 9000, cacheWriteTokens: 1000, costUsd: 0.048 },
     { type: 'usage', model: 'claude-haiku-4-5', inputTokens: 5, outputTokens: 50, costUsd: 0.002 },
   ]);
   t.regex(messageText(events), /```json-result\n\{"svc": \{"status": "success"/);
 });
 
-test('claude stream: a result without modelUsage counts its usage; an error result is an error', (t) => {
-  const line = JSON.stringify({ type: 'result', subtype: 'success', usage: { input_tokens: 7, output_tokens: 3, cache_read_input_tokens: 2 }, total_cost_usd: 0.5 });
-  t.deepEqual(b.parseLine(line), [{ type: 'usage', inputTokens: 7, outputTokens: 3, cacheTokens: 2, costUsd: 0.5 }]);
+test('claude stream: a result without modelUsage counts its usage; API time only when one model made every call; an error result is an error', (t) => {
+  const line = JSON.stringify({ type: 'result', subtype: 'success', duration_api_ms: 1500, usage: { input_tokens: 7, output_tokens: 3, cache_read_input_tokens: 2, cache_creation_input_tokens: 4 }, total_cost_usd: 0.5 });
+  t.deepEqual(b.parseLine(line), [{ type: 'usage', inputTokens: 7, outputTokens: 3, cacheReadTokens: 2, cacheWriteTokens: 4, costUsd: 0.5, durationMs: 1500 }]);
+  const oneModel = JSON.stringify({ type: 'result', subtype: 'success', duration_api_ms: 900, modelUsage: { 'claude-opus-4-1': { inputTokens: 1, outputTokens: 2 } } });
+  t.deepEqual(b.parseLine(oneModel), [{ type: 'usage', model: 'claude-opus-4-1', inputTokens: 1, outputTokens: 2, durationMs: 900 }]);
   t.deepEqual(only(parse(b, samples.claudeFailure), 'error'), [{ type: 'error', message: 'run ended with error_max_turns' }]);
 });
 
 test('codex stream: items become messages and tools; turn usage has cached input apart', (t) => {
   const events = parse(d, samples.codexStream);
   t.deepEqual(only(events, 'tool').map((x) => x.name), ['command_execution', 'file_change', 'docs.search']);
-  t.deepEqual(only(events, 'usage'), [{ type: 'usage', inputTokens: 315, outputTokens: 122, cacheTokens: 24448 }]);
+  t.deepEqual(only(events, 'usage'), [{ type: 'usage', inputTokens: 315, outputTokens: 122, cacheReadTokens: 24448 }]);
   t.regex(messageText(events), /json-result/);
   t.deepEqual(parse(d, samples.codexFailure), [{ type: 'error', message: 'stream disconnected before completion' }]);
   t.deepEqual(d.parseLine(JSON.stringify({ type: 'item.completed', item: { item_type: 'assistant_message', text: 'old format' } })), [{ type: 'message', text: 'old format' }]);
@@ -38,19 +40,19 @@ test('gemini stream: assistant deltas join into the reply; stats give usage with
   const events = parse(e, samples.geminiStream);
   t.true(only(events, 'message').every((m) => m.delta === true));
   t.deepEqual(only(events, 'tool'), [{ type: 'tool', name: 'run_shell_command', input: { command: 'npm test' } }]);
-  t.deepEqual(only(events, 'usage'), [{ type: 'usage', inputTokens: 500, outputTokens: 290, cacheTokens: 1000 }]);
+  t.deepEqual(only(events, 'usage'), [{ type: 'usage', inputTokens: 500, outputTokens: 290, cacheReadTokens: 1000 }]);
   t.regex(messageText(events), /^All tests pass now\.\n\n```json-result\n/);
   t.deepEqual(only(parse(e, samples.geminiFailure), 'error'), [{ type: 'error', message: 'Reached max session turns' }]);
   const perModel = JSON.stringify({ type: 'result', status: 'success', stats: { models: { 'gemini-2.5-pro': { input_tokens: 10, output_tokens: 2, cached: 4, input: 6 } } } });
-  t.deepEqual(e.parseLine(perModel), [{ type: 'usage', model: 'gemini-2.5-pro', inputTokens: 6, outputTokens: 2, cacheTokens: 4 }]);
+  t.deepEqual(e.parseLine(perModel), [{ type: 'usage', model: 'gemini-2.5-pro', inputTokens: 6, outputTokens: 2, cacheReadTokens: 4 }]);
 });
 
 test('opencode stream: text parts, tool parts, usage per finished step with cost and reasoning', (t) => {
   const events = parse(f, samples.opencodeStream);
   t.deepEqual(only(events, 'tool'), [{ type: 'tool', name: 'bash', input: { command: 'npm test' } }]);
   t.deepEqual(only(events, 'usage'), [
-    { type: 'usage', inputTokens: 400, outputTokens: 50, cacheTokens: 2000, reasoningTokens: 10, costUsd: 0.01 },
-    { type: 'usage', inputTokens: 100, outputTokens: 250, cacheTokens: 2500, costUsd: 0.02 },
+    { type: 'usage', inputTokens: 400, outputTokens: 50, cacheReadTokens: 2000, reasoningTokens: 10, costUsd: 0.01 },
+    { type: 'usage', inputTokens: 100, outputTokens: 250, cacheReadTokens: 2400, cacheWriteTokens: 100, costUsd: 0.02 },
   ]);
   t.deepEqual(parse(f, samples.opencodeFailure), [{ type: 'error', message: 'API key is missing' }]);
 });

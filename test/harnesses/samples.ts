@@ -8,7 +8,7 @@ export const claudeStream = [
   j({ type: 'user', message: { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: '1 failing' }] }, session_id: 's1' }),
   j({ type: 'assistant', message: { id: 'msg_2', role: 'assistant', model: 'claude-sonnet-4-5', content: [{ type: 'text', text: REPLY }], usage: { input_tokens: 10, output_tokens: 5 } }, session_id: 's1' }),
   j({
-    type: 'result', subtype: 'success', is_error: false, duration_ms: 9000, num_turns: 4, result: REPLY, session_id: 's1', total_cost_usd: 0.05,
+    type: 'result', subtype: 'success', is_error: false, duration_ms: 9000, duration_api_ms: 7000, num_turns: 4, result: REPLY, session_id: 's1', total_cost_usd: 0.05,
     usage: { input_tokens: 30, output_tokens: 700, cache_read_input_tokens: 9000, cache_creation_input_tokens: 1000 },
     modelUsage: {
       'claude-sonnet-4-5': { inputTokens: 25, outputTokens: 650, cacheReadInputTokens: 9000, cacheCreationInputTokens: 1000, costUSD: 0.048 },

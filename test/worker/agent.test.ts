@@ -26,7 +26,7 @@ const fake: HarnessDefinition = {
       const e = JSON.parse(line);
       if (e.t === 'delta') return [{ type: 'message', text: e.text, delta: true }];
       if (e.t === 'text') return [{ type: 'message', text: e.text }];
-      if (e.t === 'usage') return [{ type: 'usage', model: e.model, inputTokens: e.in, outputTokens: e.out, cacheTokens: 5 }];
+      if (e.t === 'usage') return [{ type: 'usage', model: e.model, inputTokens: e.in, outputTokens: e.out, cacheReadTokens: 5, cacheWriteTokens: 2, durationMs: 40 }];
       if (e.t === 'tool') return [{ type: 'tool', name: e.name }];
       if (e.t === 'plan') return [{ type: 'progress', message: e.message, percentage: e.pct }];
       return [];
@@ -93,10 +93,11 @@ test.serial('a job without hints.step runs as an agent with its description as t
   ], 'a new message at the same percentage within a second is not another event');
 
   const usage = await w.srv.kernel.db('attempt_usage').where({ attempt_id: attempt.id }).orderBy('id');
-  t.deepEqual(usage.map((u: any) => [u.model, u.input_tokens, u.output_tokens, u.cache_read_tokens]), [['fake-model-1', 120, 30, 5], ['fake-model-1', 80, 10, 5]]);
+  t.deepEqual(usage.map((u: any) => [u.model, u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens, u.duration_ms]),
+    [['fake-model-1', 120, 30, 5, 2, 40], ['fake-model-1', 80, 10, 5, 2, 40]]);
   const receipt = await w.api.get(`/jobs/${job.id}/receipt`);
   t.is(receipt.statusCode, 200);
-  t.like(receipt.body.llm, { input_tokens: 200, output_tokens: 40 });
+  t.like(receipt.body.llm, { input_tokens: 200, output_tokens: 40, cache_read_tokens: 10, cache_write_tokens: 4, duration_ms: 80 });
   t.deepEqual(Object.keys(receipt.body.timing.phases), ['provision', 'clone', 'execute']);
 });
 
@@ -116,7 +117,7 @@ test.serial('an agent step whose output has no json-result block fails saying so
 });
 
 test.serial('usage over hints.max_tokens kills the running agent: the attempt fails with BUDGET_EXCEEDED', async (t) => {
-  // Reports 155 tokens (120 in, 30 out, 5 cache), then would run for a minute unless killed.
+  // Reports 157 tokens (120 in, 30 out, 5 cache reads, 2 cache writes), then would run for a minute unless killed.
   writeFileSync(path.join(w.scratch, 'spender-cli.cjs'), `
     console.log(JSON.stringify({ t: 'usage', model: 'fake-model-1', in: 120, out: 30 }));
     setTimeout(() => console.log(JSON.stringify({ t: 'text', text: 'still here' })), 60_000);
@@ -129,7 +130,7 @@ test.serial('usage over hints.max_tokens kills the running agent: the attempt fa
     const job = await finished(w, created.body.id);
     t.true(Date.now() - started < 30_000, 'killed, not run to its end');
     t.is(job.phase, 'cancelled');
-    const reason = 'BUDGET_EXCEEDED: 155 tokens used, over hints.max_tokens 100';
+    const reason = 'BUDGET_EXCEEDED: 157 tokens used, over hints.max_tokens 100';
     const [attempt] = await attemptsOf(w, job.id);
     t.like(attempt, { status: 'failed', error: reason });
     const runner = await w.srv.kernel.db('events').where({ source: 'runner', type: 'runner.failed' }).whereRaw("payload_json->>'job_id' = ?", [job.id]);
