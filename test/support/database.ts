@@ -13,7 +13,8 @@ export interface TestDatabase {
 /**
  * A fresh database for one test file. Source, in order: DATABASE_URL (CI points it at the
  * machine's PostgreSQL; a database is created beside it), a testcontainers PostgreSQL when a
- * Docker engine answers, else an embedded PostgreSQL in a temporary folder.
+ * Docker engine answers and can start it (an engine that cannot pull the image does not count),
+ * else an embedded PostgreSQL in a temporary folder.
  */
 export async function createTestDatabase(): Promise<TestDatabase> {
   if (process.env.DATABASE_URL) return databaseBeside(process.env.DATABASE_URL);
@@ -50,6 +51,8 @@ async function databaseBeside(serverUrl: string): Promise<TestDatabase> {
   };
 }
 
+const POSTGRES_IMAGE = 'postgres:16-alpine';
+
 async function startContainerIfDocker(): Promise<TestDatabase | null> {
   if (process.env.SVC_TEST_NO_DOCKER) return null;
   try {
@@ -59,6 +62,11 @@ async function startContainerIfDocker(): Promise<TestDatabase | null> {
     return null;
   }
   const { PostgreSqlContainer } = await import('@testcontainers/postgresql');
-  const container = await new PostgreSqlContainer('postgres:16-alpine').start();
-  return { url: container.getConnectionUri(), drop: async () => void (await container.stop()) };
+  try {
+    const container = await new PostgreSqlContainer(POSTGRES_IMAGE).start();
+    return { url: container.getConnectionUri(), drop: async () => void (await container.stop()) };
+  } catch (err) {
+    console.error(`test database: a Docker engine answers but ${POSTGRES_IMAGE} did not start (${(err as Error).message.split('\n')[0]}); using an embedded PostgreSQL`);
+    return null;
+  }
 }
