@@ -10,6 +10,7 @@ export interface JobPhaseChange {
   project_id: string;
   phase: JobPhase;
   close_reason: string | null;
+  env_name: string | null;
   hints: Record<string, unknown>;
 }
 

@@ -31,6 +31,7 @@ import { WorkflowLauncherToken } from '../../core/ports/launchers.ts';
 import { AttemptCompletionListeners, AttemptControlToken, AttemptLogListeners } from '../../core/ports/attempts.ts';
 import { AttemptLogBus, AttemptLogs } from './attempt-logs.ts';
 import { AttemptControl, promoteResolvedGit } from './attempt-control.ts';
+import { emitJobsCompleted } from './system-events.ts';
 import { logRoutes } from './log-routes.ts';
 
 /** Jobs: the resource, its phases, relations, review, attempts and their receipts. */
@@ -47,6 +48,7 @@ export const plugin: DomainPlugin = {
     for (const cls of [AttemptLogListeners, AttemptCompletionListeners, AttemptLogBus, AttemptLogs, AttemptControl]) container.registerSingleton(cls as never);
     container.register(AttemptControlToken, { useToken: AttemptControl });
     container.resolve(JobPhaseListeners).add(promoteResolvedGit);
+    container.resolve(JobPhaseListeners).add(emitJobsCompleted);
     container.resolve(JobRequestChecks).add(knownHarness(container));
     container.resolve(JobPhaseListeners).add(container.resolve(AttemptLogs).phasesChanged);
     container.registerSingleton(JobGraphService);

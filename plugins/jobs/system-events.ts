@@ -1,6 +1,7 @@
 import type { Db } from '../../core/db/knex.ts';
 import { emitEvent } from '../../core/events/emit.ts';
 import { isObject } from '../../core/manifest/problems.ts';
+import type { JobPhaseListener } from '../../core/ports/jobs.ts';
 import type { JobRow } from './repository.ts';
 import type { AttemptRow } from './attempts.ts';
 
@@ -60,3 +61,30 @@ export async function emitJobFailed(trx: Db, job: JobFacts, attempt: AttemptRow,
     },
   });
 }
+
+/**
+ * `system.job.completed` for each job that reached done (after its last attempt, an approval, or its
+ * steps), in the transaction that moved it: subscriptions and triggers name it `job.completed`.
+ * `attempt_id` and `result_summary` are those of its latest successful attempt, null when none ran.
+ */
+export const emitJobsCompleted: JobPhaseListener = async (jobs, trx) => {
+  const done = jobs.filter((j) => j.phase === 'done');
+  if (done.length === 0) return;
+  const attempts: { job_id: string; id: string; result_summary: string | null }[] = await trx('job_attempts')
+    .distinctOn('job_id').select('job_id', 'id', 'result_summary')
+    .whereIn('job_id', done.map((j) => j.id)).where({ status: 'succeeded' })
+    .orderBy([{ column: 'job_id' }, { column: 'attempt_number', order: 'desc' }]);
+  const latest = new Map(attempts.map((a) => [a.job_id, a]));
+  for (const job of done) {
+    const attempt = latest.get(job.id);
+    await emitEvent(trx, {
+      project_id: job.project_id, type: 'system.job.completed', source: 'system', actor_type: 'system', env_name: job.env_name,
+      mutation_id: text(job.hints.mutation_id), request_id: text(job.hints.request_id),
+      payload: {
+        job_id: job.id, attempt_id: attempt?.id ?? null, status: job.phase, result_summary: attempt?.result_summary ?? null,
+        close_reason: job.close_reason, mutation_id: text(job.hints.mutation_id), request_id: text(job.hints.request_id),
+        metadata: { project_id: job.project_id, ...origin(job.hints) },
+      },
+    });
+  }
+};

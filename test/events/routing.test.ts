@@ -178,3 +178,25 @@ test.serial('system.job.attempt.completed for every ended attempt, with the spec
   t.deepEqual(payloads.map((p: any) => [p.attempt_id, p.status]), [[first.attempt.id, 'failed'], [second.attempt.id, 'succeeded']]);
   t.is(await w.db('events').where({ type: 'system.job.failed' }).whereRaw("payload_json->>'job_id' = ?", [job.id]).first(), undefined, 'a retried failure is not the job failing');
 });
+
+test.serial('system.job.completed when a job reaches done: after its successful attempt, or only at approval when it needs review', async (t) => {
+  const completedOf = (jobId: string) => w.db('events').where({ type: 'system.job.completed' }).whereRaw("payload_json->>'job_id' = ?", [jobId]);
+  const job = (await w.owner.api.post(`/projects/${w.projectA}/jobs`, { description: 'finish', hints: { mutation_id: 'm-c', request_id: 'r-c' } })).body;
+  const { attempt } = (await w.owner.api.post(`/jobs/${job.id}/claim`, {})).body;
+  await w.owner.api.post(`/jobs/${job.id}/attempts/${attempt.id}/complete`, { lease_token: attempt.lease_token, result: { status: 'success', summary: 'all good' } });
+  const [event] = await completedOf(job.id);
+  t.like(event, { source: 'system', actor_type: 'system', mutation_id: 'm-c', request_id: 'r-c' });
+  t.deepEqual(event.payload_json, {
+    job_id: job.id, attempt_id: attempt.id, status: 'done', result_summary: 'all good', close_reason: null,
+    mutation_id: 'm-c', request_id: 'r-c', metadata: { project_id: w.projectA },
+  });
+
+  const reviewed = (await w.owner.api.post(`/projects/${w.projectA}/jobs`, { description: 'check me', review_required: 'human' })).body;
+  const claim = (await w.owner.api.post(`/jobs/${reviewed.id}/claim`, {})).body;
+  await w.owner.api.post(`/jobs/${reviewed.id}/attempts/${claim.attempt.id}/complete`, { lease_token: claim.attempt.lease_token, result: { status: 'success', summary: 'please look' } });
+  t.is((await completedOf(reviewed.id)).length, 0, 'in review, not done yet');
+  t.is((await w.owner.api.post(`/jobs/${reviewed.id}/approve`, {})).statusCode, 200);
+  const approved = await completedOf(reviewed.id);
+  t.is(approved.length, 1);
+  t.like(approved[0].payload_json, { attempt_id: claim.attempt.id, result_summary: 'please look', status: 'done' });
+});
