@@ -94,9 +94,14 @@ test('the environment is spec.env over the image\'s; the process runs as spec.us
   await handTo(cwd, SVC);
   const runtime = await makeRuntime();
   process.env.SVC_TEST_PARENT_ONLY = 'leak';
-  const proc = await runtime.start(sh(cwd, 'echo "$FOO|${SVC_TEST_PARENT_ONLY:-unset}|$HOME|$PATH"; id -u; id -g; pwd; touch made-inside && echo wrote', { env: { FOO: 'bar baz=1' }, user: SVC }));
+  const proc = await runtime.start(sh(cwd, 'echo "$FOO|${SVC_TEST_PARENT_ONLY:-unset}|$HOME|$PATH"; env | grep -E "^SVC_(WORKSPACE_ROOT|CACHE_ROOT|HOME|RUN_AS_UID)=" | sort; id -u; id -g; pwd; touch made-inside && echo wrote', { env: { FOO: 'bar baz=1' }, user: SVC }));
   const out = text(await collect(proc.lines()), 'stdout');
-  t.deepEqual(out, ['bar baz=1|unset|/home/svc|/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin', '1000', '1000', cwd, 'wrote']);
+  t.deepEqual(out, [
+    'bar baz=1|unset|/home/node|/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin',
+    // The spec's fixed worker-image environment.
+    'SVC_CACHE_ROOT=/opt/svc/cache', 'SVC_HOME=/home/node', 'SVC_RUN_AS_UID=1000', 'SVC_WORKSPACE_ROOT=/opt/svc/workspaces',
+    '1000', '1000', cwd, 'wrote',
+  ]);
   t.is((await proc.exited).exitCode, 0);
   // Nothing is handed back: the host's git runs with safe.directory=*, so the worker commits it as it is.
   t.like(await stat(path.join(cwd, 'made-inside')), { uid: 1000, gid: 1000 });

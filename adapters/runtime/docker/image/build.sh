@@ -7,7 +7,9 @@
 #
 # Needs: the docker CLI talking to the engine (DOCKER_HOST is honoured), busybox-static
 # (apt-get install -y busybox-static), node, and optionally git (SVC_IMAGE_GIT=0 leaves it out).
-# The image has a user svc, uid 1000 (home /home/svc), the default of worker.run_as_uid.
+# The image has a user node, uid 1000 (home /home/node), the default of worker.run_as_uid, and the
+# spec's fixed worker-image environment: SVC_WORKSPACE_ROOT=/opt/svc/workspaces,
+# SVC_CACHE_ROOT=/opt/svc/cache, SVC_HOME=/home/node, SVC_RUN_AS_UID=1000.
 set -eu
 
 TAG=${1:-svc-worker:local}
@@ -24,7 +26,7 @@ command -v docker >/dev/null || fail "the docker CLI is not installed"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 root=$work/rootfs
-mkdir -p "$root/bin" "$root/sbin" "$root/usr/bin" "$root/usr/sbin" "$root/usr/local/bin" "$root/etc" "$root/tmp" "$root/root" "$root/home/svc" "$root/proc" "$root/sys" "$root/dev"
+mkdir -p "$root/bin" "$root/sbin" "$root/usr/bin" "$root/usr/sbin" "$root/usr/local/bin" "$root/etc" "$root/tmp" "$root/root" "$root/home/node" "$root/opt/svc/workspaces" "$root/opt/svc/cache" "$root/proc" "$root/sys" "$root/dev"
 chmod 1777 "$root/tmp"
 
 # Copies a file to the same path in the root filesystem, symlinks resolved.
@@ -66,24 +68,26 @@ fi
 
 cat >"$root/etc/passwd" <<'EOF'
 root:x:0:0:root:/root:/bin/sh
-svc:x:1000:1000:svc worker:/home/svc:/bin/sh
+node:x:1000:1000:svc worker:/home/node:/bin/sh
 nobody:x:65534:65534:nobody:/nonexistent:/bin/false
 EOF
 cat >"$root/etc/group" <<'EOF'
 root:x:0:
-svc:x:1000:
+node:x:1000:
 nogroup:x:65534:
 EOF
 echo 'hosts: files dns' >"$root/etc/nsswitch.conf"
 
-# Everything root-owned except the svc user's home.
-tar -C "$root" --numeric-owner --owner=0 --group=0 --exclude=./home/svc -cf "$work/rootfs.tar" .
-tar -C "$root" --numeric-owner --owner=1000 --group=1000 -rf "$work/rootfs.tar" ./home/svc
+# Everything root-owned except what uid 1000 writes: its home, the workspace and cache roots.
+tar -C "$root" --numeric-owner --owner=0 --group=0 \
+  --exclude=./home/node --exclude=./opt/svc/workspaces --exclude=./opt/svc/cache -cf "$work/rootfs.tar" .
+tar -C "$root" --numeric-owner --owner=1000 --group=1000 -rf "$work/rootfs.tar" ./home/node ./opt/svc/workspaces ./opt/svc/cache
 
 docker import \
   --change 'ENV PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin' \
+  --change 'ENV SVC_WORKSPACE_ROOT=/opt/svc/workspaces SVC_CACHE_ROOT=/opt/svc/cache SVC_HOME=/home/node SVC_RUN_AS_UID=1000' \
   --change 'USER 1000:1000' \
-  --change 'WORKDIR /home/svc' \
+  --change 'WORKDIR /home/node' \
   --change 'CMD ["/bin/sh"]' \
   "$work/rootfs.tar" "$TAG" >/dev/null
 echo "built $TAG (node $("$NODE" --version)$([ "$WITH_GIT" = 1 ] && command -v git >/dev/null && echo ", $(git --version)"))"
