@@ -8,6 +8,7 @@ import {
 } from '../../core/ports/attempts.ts';
 import { emitEvent } from '../../core/events/emit.ts';
 import { Claims } from './claims.ts';
+import { latestSuccessfulAttempts } from './latest-success.ts';
 import { Receipts } from './receipts.ts';
 import { AttemptLogs } from './attempt-logs.ts';
 
@@ -114,11 +115,7 @@ export const promoteResolvedGit: JobPhaseListener = async (jobs, trx) => {
   const ids = jobs.filter((j) => j.phase === 'done' || j.phase === 'review').map((j) => j.id);
   if (ids.length === 0) return;
   await trx.raw(
-    `UPDATE jobs j SET resolved_git = a.git
-     FROM (SELECT DISTINCT ON (job_id) job_id, git FROM job_attempts
-           WHERE job_id = ANY(?) AND status = 'succeeded' AND result_status = 'success'
-           ORDER BY job_id, attempt_number DESC) a
-     WHERE j.id = a.job_id AND a.git IS NOT NULL`,
-    [ids],
+    'UPDATE jobs j SET resolved_git = a.git FROM ? a WHERE j.id = a.job_id AND a.git IS NOT NULL',
+    [latestSuccessfulAttempts(trx, ids).select('job_id', 'git')],
   );
 };

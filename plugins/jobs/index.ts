@@ -47,10 +47,9 @@ export const plugin: DomainPlugin = {
     for (const cls of [AttachmentRepository, AttachmentService]) container.registerSingleton(cls as never);
     for (const cls of [AttemptLogListeners, AttemptCompletionListeners, AttemptLogBus, AttemptLogs, AttemptControl]) container.registerSingleton(cls as never);
     container.register(AttemptControlToken, { useToken: AttemptControl });
-    container.resolve(JobPhaseListeners).add(promoteResolvedGit);
-    container.resolve(JobPhaseListeners).add(emitJobsCompleted);
+    const phaseListeners = container.resolve(JobPhaseListeners);
+    for (const listener of [promoteResolvedGit, emitJobsCompleted, container.resolve(AttemptLogs).phasesChanged]) phaseListeners.add(listener);
     container.resolve(JobRequestChecks).add(knownHarness(container));
-    container.resolve(JobPhaseListeners).add(container.resolve(AttemptLogs).phasesChanged);
     container.registerSingleton(JobGraphService);
     container.register(JobGraphsToken, { useToken: JobGraphService });
     const db = container.resolve(Tokens.Db);

@@ -4,10 +4,14 @@ import { isObject } from '../../core/manifest/problems.ts';
 import type { JobPhaseListener } from '../../core/ports/jobs.ts';
 import type { JobRow } from './repository.ts';
 import type { AttemptRow } from './attempts.ts';
+import { latestSuccessfulAttempts } from './latest-success.ts';
 
 type JobFacts = Pick<JobRow, 'id' | 'project_id' | 'assignee' | 'env_name' | 'hints'>;
 
 const text = (v: unknown): string | null => (typeof v === 'string' && v.length > 0 ? v : null);
+
+/** The caller's ids for the change that created the job, carried on the event and in its payload. */
+const requestIds = (hints: Record<string, unknown>) => ({ mutation_id: text(hints.mutation_id), request_id: text(hints.request_id) });
 
 /** What ran the job: a pipeline step's or workflow step's execution kind, else an agent. */
 function executionType(hints: Record<string, unknown>): string {
@@ -48,12 +52,12 @@ export interface Failure {
 /** `system.job.failed`, in the transaction where a failed attempt leaves no attempt to retry. */
 export async function emitJobFailed(trx: Db, job: JobFacts, attempt: AttemptRow, failure: Failure): Promise<void> {
   const exit = isObject(attempt.result_json) ? attempt.result_json.exit_code : undefined;
+  const ids = requestIds(job.hints);
   await emitEvent(trx, {
-    project_id: job.project_id, type: 'system.job.failed', source: 'system', actor_type: 'system', env_name: job.env_name,
-    mutation_id: text(job.hints.mutation_id), request_id: text(job.hints.request_id),
+    project_id: job.project_id, type: 'system.job.failed', source: 'system', actor_type: 'system', env_name: job.env_name, ...ids,
     payload: {
       job_id: job.id, attempt_id: attempt.id, error_message: failure.error_message, error_code: failure.error_code,
-      exit_code: typeof exit === 'number' ? exit : null, mutation_id: text(job.hints.mutation_id), request_id: text(job.hints.request_id),
+      exit_code: typeof exit === 'number' ? exit : null, ...ids,
       metadata: {
         project_id: job.project_id, attempt_number: attempt.attempt_number, failed_attempts: failure.failures, max_attempts: failure.max_attempts,
         ...origin(job.hints),
@@ -70,19 +74,17 @@ export async function emitJobFailed(trx: Db, job: JobFacts, attempt: AttemptRow,
 export const emitJobsCompleted: JobPhaseListener = async (jobs, trx) => {
   const done = jobs.filter((j) => j.phase === 'done');
   if (done.length === 0) return;
-  const attempts: { job_id: string; id: string; result_summary: string | null }[] = await trx('job_attempts')
-    .distinctOn('job_id').select('job_id', 'id', 'result_summary')
-    .whereIn('job_id', done.map((j) => j.id)).where({ status: 'succeeded' })
-    .orderBy([{ column: 'job_id' }, { column: 'attempt_number', order: 'desc' }]);
+  const attempts: { job_id: string; id: string; result_summary: string | null }[] = await latestSuccessfulAttempts(trx, done.map((j) => j.id))
+    .select('job_id', 'id', 'result_summary');
   const latest = new Map(attempts.map((a) => [a.job_id, a]));
   for (const job of done) {
     const attempt = latest.get(job.id);
+    const ids = requestIds(job.hints);
     await emitEvent(trx, {
-      project_id: job.project_id, type: 'system.job.completed', source: 'system', actor_type: 'system', env_name: job.env_name,
-      mutation_id: text(job.hints.mutation_id), request_id: text(job.hints.request_id),
+      project_id: job.project_id, type: 'system.job.completed', source: 'system', actor_type: 'system', env_name: job.env_name, ...ids,
       payload: {
         job_id: job.id, attempt_id: attempt?.id ?? null, status: job.phase, result_summary: attempt?.result_summary ?? null,
-        close_reason: job.close_reason, mutation_id: text(job.hints.mutation_id), request_id: text(job.hints.request_id),
+        close_reason: job.close_reason, ...ids,
         metadata: { project_id: job.project_id, ...origin(job.hints) },
       },
     });
