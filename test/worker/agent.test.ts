@@ -71,8 +71,8 @@ test.after.always(() => w?.stop());
 test.serial('a job without hints.step runs as an agent with its description as the prompt, through the harness registry', async (t) => {
   const created = await w.api.post(`/projects/${w.projectId}/jobs`, { description: 'Fix the flaky test' });
   const job = await finished(w, created.body.id);
-  t.is(job.phase, 'done');
   const [attempt] = await attemptsOf(w, job.id);
+  t.is(job.phase, 'done', JSON.stringify(attempt));
   t.like(attempt, { status: 'succeeded', result_summary: 'agent ok' });
   t.deepEqual(attempt.result_json, { svc: { status: 'success', summary: 'agent ok' } });
   const b = built.at(-1)!;
