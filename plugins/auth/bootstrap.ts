@@ -22,12 +22,25 @@ export interface BootstrapStatus {
   mode: BootstrapMode;
 }
 
+/** Where a bootstrap request came from: the token-less windows accept only this host's own clients. */
+export interface BootstrapClient {
+  remoteAddress: string;
+  /** The request carries a proxy's forwarding header: whoever sent it may be anywhere. */
+  forwarded: boolean;
+}
+
 export interface BootstrapRequest {
   email: string;
   token?: string;
   public_key?: string;
   display_name?: string;
   ttl_days?: number;
+}
+
+function isLocal(client: BootstrapClient): boolean {
+  if (client.forwarded) return false;
+  const address = client.remoteAddress.replace(/^::ffff:/, '');
+  return address === '::1' || /^127\.\d+\.\d+\.\d+$/.test(address);
 }
 
 /** Equal-time comparison of secrets of any length: compare their digests. */
@@ -43,6 +56,8 @@ function sameSecret(a: string, b: string): boolean {
  * deleted on success), auto-open (no user exists: open for 10 minutes from this server's start).
  * The trigger file counts only when it is a regular file owned by the server's user or root: its
  * default place is /tmp, where any local account could otherwise open an unauthenticated window.
+ * The token-less modes (auto-open, recovery) accept only loopback clients that no proxy forwarded:
+ * a first admin from another host needs the secure mode's token.
  */
 @injectable()
 export class Bootstrap {
@@ -79,7 +94,7 @@ export class Bootstrap {
     return { completed, window_open: now < closesAt, window_closes_at: new Date(closesAt), requires_token: false, mode: 'auto-open' };
   }
 
-  async run(request: BootstrapRequest) {
+  async run(request: BootstrapRequest, client: BootstrapClient) {
     const result = await this.db.transaction(async (trx) => {
       await trx.raw('SELECT pg_advisory_xact_lock(?)', [BOOTSTRAP_LOCK]);
       const status = await this.status(trx);
@@ -89,6 +104,12 @@ export class Bootstrap {
           status.mode === 'closed'
             ? 'bootstrap is closed: NODE_ENV=production requires SVC_BOOTSTRAP_TOKEN'
             : `the bootstrap window is closed; create ${this.config.auth.bootstrap_trigger_file} on the server host to open a 10-minute recovery window`,
+        );
+      }
+      if (!status.requires_token && !isLocal(client)) {
+        throw Boom.forbidden(
+          `the ${status.mode} bootstrap window accepts only clients on this host (loopback, not through a proxy); ` +
+            'run `svc auth bootstrap` on the server host, or set SVC_BOOTSTRAP_TOKEN to bootstrap from elsewhere',
         );
       }
       if (status.requires_token) {
@@ -104,6 +125,18 @@ export class Bootstrap {
     });
     const token = await this.tokens.issueForUser(result, { ttlDays: request.ttl_days });
     return { ...token, user: toUser(result) };
+  }
+
+  /** One readable line for the start log: how the first admin can be created now, or null when that is not the question. */
+  async startNotice(): Promise<{ level: 'info' | 'warn'; line: string } | null> {
+    const status = await this.status();
+    if (status.completed && status.mode !== 'recovery') return null;
+    const command = 'svc auth bootstrap --email you@example.com';
+    if (status.mode === 'secure') return { level: 'info', line: `bootstrap: no administrator yet; run \`${command} --token <SVC_BOOTSTRAP_TOKEN>\`` };
+    if (status.mode === 'closed') return { level: 'warn', line: 'bootstrap: no administrator yet and the window is closed: NODE_ENV=production requires SVC_BOOTSTRAP_TOKEN' };
+    if (!status.window_open) return null;
+    const until = status.window_closes_at!.toISOString().replace(/\.\d+Z$/, 'Z');
+    return { level: 'warn', line: `bootstrap: the ${status.mode} window is open until ${until} to clients on this host only; run \`${command}\` here` };
   }
 
   private triggerFileTime(): number | null {

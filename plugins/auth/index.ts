@@ -1,3 +1,5 @@
+import type { Logger } from 'pino';
+import { Tokens } from '../../core/tokens.ts';
 import type { DomainPlugin } from '../../core/http/plugins.ts';
 import { Bootstrap } from './bootstrap.ts';
 import { SshLogin } from './ssh-login.ts';
@@ -15,5 +17,9 @@ export const plugin: DomainPlugin = {
     registerInvites(server, container);
     server.route(authRoutes(container));
     server.route(nostrRoutes(container));
+    server.ext('onPostStart', async () => {
+      const notice = await container.resolve(Bootstrap).startNotice();
+      if (notice) container.resolve<Logger>(Tokens.Logger)[notice.level](notice.line);
+    });
   },
 };

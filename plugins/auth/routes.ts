@@ -45,12 +45,16 @@ export function authRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/auth/bootstrap',
       options: {
-        auth: false, tags, description: 'Create the first administrator and return a token',
+        auth: false, tags, description: 'Create the first administrator and return a token; without SVC_BOOTSTRAP_TOKEN only clients on the server host (loopback, not through a proxy) may',
         plugins: docs(400, 401, 403, 409),
         validate: { payload: S.bootstrapRequest },
         response: { status: { 201: S.tokenResponse } },
       },
-      handler: async (request, h) => h.response(await bootstrap.run(request.payload as BootstrapRequest)).code(201),
+      handler: async (request, h) => {
+        const forwarded = ['forwarded', 'x-forwarded-for', 'x-real-ip'].some((name) => name in request.headers);
+        const client = { remoteAddress: request.info.remoteAddress, forwarded };
+        return h.response(await bootstrap.run(request.payload as BootstrapRequest, client)).code(201);
+      },
     },
     {
       method: 'POST',

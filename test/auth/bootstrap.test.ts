@@ -4,6 +4,7 @@ import test from 'ava';
 import { chownSync, existsSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { as, call, startTestServer, type TestServer } from '../support/server.ts';
+import { Bootstrap } from '../../plugins/auth/bootstrap.ts';
 import { MINUTE, DAY, authRows, makeKey, tempDir, within, type SshKey } from './helpers.ts';
 
 const servers: TestServer[] = [];
@@ -314,4 +315,46 @@ test('concurrency: five parallel bootstraps give exactly one 201, the others 409
   t.like(await authRows(s.kernel), { users: 1, admins: 1 });
   const admin = await s.kernel.db('users').first('email');
   t.is(admin.email, winners[0].body.user.email);
+});
+
+test('token-less windows accept only clients on this host: a remote or proxied request is 403 and writes nothing', async (t) => {
+  const s = await server();
+  const remote = await s.server.inject({ method: 'POST', url: '/auth/bootstrap', payload: { email: 'intruder@example.com' }, remoteAddress: '203.0.113.9' });
+  t.is(remote.statusCode, 403);
+  t.regex(JSON.parse(remote.payload).message, /^the auto-open bootstrap window accepts only clients on this host .*set SVC_BOOTSTRAP_TOKEN/);
+  const proxied = await s.server.inject({
+    method: 'POST', url: '/auth/bootstrap', payload: { email: 'intruder@example.com' }, headers: { 'x-forwarded-for': '203.0.113.9' },
+  });
+  t.is(proxied.statusCode, 403, 'a local proxy forwarding a remote client is not a local client');
+  t.deepEqual(await authRows(s.kernel), NO_ROWS_AFTER_BOOT);
+  const mapped = await s.server.inject({ method: 'POST', url: '/auth/bootstrap', payload: { email: 'admin@example.com' }, remoteAddress: '::ffff:127.0.0.1' });
+  t.is(mapped.statusCode, 201, mapped.payload);
+
+  writeFileSync(s.triggerFile, '');
+  const recovery = await s.server.inject({ method: 'POST', url: '/auth/bootstrap', payload: { email: 'rescuer@example.com' }, remoteAddress: '::2' });
+  t.is(recovery.statusCode, 403);
+  t.regex(JSON.parse(recovery.payload).message, /^the recovery bootstrap window accepts only clients on this host/);
+  t.like(await authRows(s.kernel), { users: 1, admins: 1 });
+});
+
+test('secure mode accepts the token from any host', async (t) => {
+  const s = await server({ env: { SVC_BOOTSTRAP_TOKEN: 'remote-bootstrap-secret' } });
+  const res = await s.server.inject({
+    method: 'POST', url: '/auth/bootstrap', payload: { email: 'admin@example.com', token: 'remote-bootstrap-secret' }, remoteAddress: '203.0.113.9',
+  });
+  t.is(res.statusCode, 201, res.payload);
+});
+
+test('the start notice says whether the window is open, until when, and the command to run', async (t) => {
+  const open = await server();
+  const notice = await open.kernel.container.resolve(Bootstrap).startNotice();
+  t.is(notice?.level, 'warn');
+  t.regex(notice!.line, /^bootstrap: the auto-open window is open until \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ to clients on this host only; run `svc auth bootstrap --email you@example\.com` here$/);
+  t.is((await call(open.server, 'POST', '/auth/bootstrap', { email: 'admin@example.com' })).statusCode, 201);
+  t.is(await open.kernel.container.resolve(Bootstrap).startNotice(), null, 'nothing to say once an admin exists');
+
+  const secure = await server({ env: { SVC_BOOTSTRAP_TOKEN: 'x'.repeat(20) } });
+  t.regex((await secure.kernel.container.resolve(Bootstrap).startNotice())!.line, /--token <SVC_BOOTSTRAP_TOKEN>/);
+  const closed = await server({ env: { NODE_ENV: 'production' } });
+  t.regex((await closed.kernel.container.resolve(Bootstrap).startNotice())!.line, /window is closed: NODE_ENV=production requires SVC_BOOTSTRAP_TOKEN/);
 });

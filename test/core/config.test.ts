@@ -62,3 +62,11 @@ test('an unknown generic override is refused rather than ignored', (t) => {
 test('variables the config does not own (job environment, CLI) are left alone', (t) => {
   t.notThrows(() => loadConfig({ cwd: emptyDir(), env: { SVC_JOB_ID: 'x', SVC_API_URL: 'http://h', SVC_TOKEN: 't' } }));
 });
+
+test('the server listens on loopback unless HOST (or server.host) says otherwise', (t) => {
+  t.is(loadConfig({ env: {}, cwd: emptyDir() }).server.host, '127.0.0.1');
+  t.is(loadConfig({ env: { HOST: '0.0.0.0' }, cwd: emptyDir() }).server.host, '0.0.0.0');
+  const cwd = emptyDir();
+  writeFileSync(path.join(cwd, 'svc.yaml'), 'server:\n  host: "::"\n');
+  t.is(loadConfig({ env: {}, cwd }).server.host, '::');
+});
