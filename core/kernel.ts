@@ -63,7 +63,8 @@ export async function startKernel(config: Config, opts: KernelOptions = {}): Pro
       const embedded: EmbeddedDatabase = await startEmbeddedPostgres(config.data_dir, config.database.embedded_port);
       undo.push(() => embedded.stop());
       databaseUrl = embedded.url;
-      logger.info({ dataDir: config.data_dir }, 'embedded PostgreSQL started');
+      logger.info({ dataDir: embedded.pgDir }, 'embedded PostgreSQL started');
+      for (const note of embedded.notes) logger.info(note);
     }
     const db = createKnex(databaseUrl, config.database.pool_max, logger);
     undo.push(() => db.destroy());

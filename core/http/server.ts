@@ -13,6 +13,10 @@ import { loadDomainPlugins } from './plugins.ts';
 
 const VERSION = '0.1.0';
 
+function pick(headers: Record<string, string>, names: string[]): Record<string, string> {
+  return Object.fromEntries(names.filter((name) => headers[name] !== undefined).map((name) => [name, headers[name]]));
+}
+
 /** Joi failures answer 400 `{statusCode, error, message}` with every problem and its field path. */
 export function validationFailed(_request: Request, _h: ResponseToolkit, err?: Error): never {
   const details = (err as { details?: { message: string }[] } | undefined)?.details;
@@ -49,6 +53,14 @@ export async function createServer(container: DependencyContainer): Promise<Serv
       options: {
         instance: logger, // redaction is the instance's own (core/logger.ts)
         logRequestStart: false,
+        // A request line says what was asked, by whom and how it went, not every header (the credential shows as redacted).
+        serializers: {
+          req: (req: { id: string; method: string; url: string; remoteAddress: string; headers: Record<string, string> }) => ({
+            id: req.id, method: req.method, url: req.url, remoteAddress: req.remoteAddress,
+            headers: pick(req.headers, ['authorization', 'user-agent', 'content-length']),
+          }),
+          res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
+        },
         ignorePaths: ['/health'],
         // a client that drops its connection is routine, not a server error
         ignoredEventTags: { log: ['client'] },

@@ -1,54 +1,14 @@
 import test from 'ava';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../../core/db/embedded.ts';
 import { createTestDatabase } from '../support/database.ts';
 import { call, startTestServer } from '../support/server.ts';
+import { ROOT, accepts, serveProcess, waitForHealth } from '../support/serve-process.ts';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const FIXTURE_PLUGIN = fileURLToPath(new URL('../fixtures/plugins/undeclared-access.ts', import.meta.url));
-
-/** `svc serve` as `npm start` runs it, with only the variables given (no DATABASE_URL unless set). */
-function serveProcess(env: Record<string, string>, command = ['--import', 'tsx', 'core/main.ts', 'serve']): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
-  const child = spawn(process.execPath, command, {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/root', SVC_LOG_LEVEL: 'warn', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout!.on('data', (d) => (output += d));
-  child.stderr!.on('data', (d) => (output += d));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  return { child, output: () => output, exited };
-}
-
-async function waitForHealth(url: string, proc: ReturnType<typeof serveProcess>, deadlineMs = 90_000): Promise<any> {
-  const until = Date.now() + deadlineMs;
-  let exited = false;
-  void proc.exited.then(() => (exited = true));
-  while (Date.now() < until) {
-    if (exited) throw new Error(`svc serve exited before answering: ${proc.output()}`);
-    try {
-      const res = await fetch(`${url}/health`);
-      if (res.status === 200) return res.json();
-    } catch {
-      /* not up yet */
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`no healthy answer from ${url}`);
-}
-
-const accepts = (port: number) =>
-  new Promise<boolean>((resolve) => {
-    const socket = net.connect(port, '127.0.0.1');
-    socket.once('connect', () => (socket.destroy(), resolve(true)));
-    socket.once('error', () => resolve(false));
-  });
 
 test.serial('npm start: embedded PostgreSQL, all roles, data kept across restarts, SIGTERM stops everything', async (t) => {
   t.timeout(240_000);
@@ -86,7 +46,7 @@ test.serial('npm start: embedded PostgreSQL, all roles, data kept across restart
 test('`svc serve --roles api --port N` runs only the api role on the given port', async (t) => {
   const database = await createTestDatabase();
   const port = await freePort();
-  const proc = serveProcess({ DATABASE_URL: database.url, SVC_DATA_DIR: mkdtempSync(path.join(tmpdir(), 'svc-roles-')) }, ['cli/bin.js', 'serve', '--roles', 'api', '--port', String(port)]);
+  const proc = serveProcess({ DATABASE_URL: database.url, SVC_DATA_DIR: mkdtempSync(path.join(tmpdir(), 'svc-roles-')) }, { command: ['cli/bin.js', 'serve', '--roles', 'api', '--port', String(port)] });
   try {
     const health = await waitForHealth(`http://127.0.0.1:${port}`, proc);
     t.deepEqual(health.roles, ['api']);
