@@ -119,3 +119,32 @@ test.serial('as root from a folder the postgres user cannot enter (a checkout in
     if (cluster) rmSync(path.dirname(cluster), { recursive: true, force: true });
   }
 });
+
+test.serial('a PostgreSQL left running by a killed svc is stopped at the next start; a second svc on a data directory in use is refused', async (t) => {
+  t.timeout(240_000);
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'svc-leftover-'));
+  chmodSync(dataDir, 0o755);
+  const url = `http://127.0.0.1:${await freePort()}`;
+  const killed = serveProcess({ PORT: new URL(url).port, SVC_DATA_DIR: dataDir });
+  let next: ServeProcess | null = null;
+  try {
+    await waitForHealth(url, killed);
+    const pgPort = Number(readFileSync(path.join(dataDir, 'postgres.port'), 'utf8'));
+    killed.child.kill('SIGKILL');
+    await killed.exited;
+    t.true(await accepts(pgPort), 'the database runs in its own session, so it outlives a SIGKILLed svc');
+
+    next = serveProcess({ PORT: new URL(url).port, SVC_DATA_DIR: dataDir });
+    await waitForHealth(url, next);
+    t.false(await accepts(pgPort), 'the leftover server was stopped and a new one started');
+
+    const refused = serveProcess({ PORT: String(await freePort()), SVC_DATA_DIR: dataDir });
+    t.is(await refused.exited, 1);
+    t.regex(refused.output(), new RegExp(`another svc \\(pid ${next.child.pid}\\) is using the embedded database in ${dataDir}`));
+    t.is(refused.output().trim().split('\n').length, 1, refused.output());
+  } finally {
+    await stopped(killed);
+    if (next) await stopped(next);
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
