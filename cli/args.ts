@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { UsageError } from './errors.ts';
+import { closest } from '../core/closest.ts';
 
 /** Flags accepted anywhere on the command line, before or after the command words. */
 export interface GlobalFlags {
@@ -9,6 +10,7 @@ export interface GlobalFlags {
   project?: string;
   json: boolean;
   help: boolean;
+  version?: boolean;
 }
 
 export interface SplitArgs {
@@ -42,6 +44,7 @@ export function splitGlobals(argv: string[]): SplitArgs {
     }
     if (arg === '--json') globals.json = true;
     else if (arg === '-h' || arg === '--help') globals.help = true;
+    else if (!sawWord && (arg === '-V' || arg === '--version')) globals.version = true;
     else {
       const eq = arg.indexOf('=');
       const name = eq === -1 ? arg : arg.slice(0, eq);
@@ -74,7 +77,9 @@ export function parseCommand<O extends OptionSpec>(
     parsed = parseArgs({ args, options, allowPositionals: true, strict: true });
   } catch (error) {
     const message = error instanceof Error ? error.message.replace(/\. To specify a positional.*$/s, '') : String(error);
-    throw new UsageError(message, usage);
+    const unknown = /^Unknown option '(--[^']+)'/.exec(message);
+    const near = unknown && closest(unknown[1], Object.keys(options).map((name) => `--${name}`));
+    throw new UsageError(near ? `${message}; did you mean ${near}?` : message, usage);
   }
   const count = parsed.positionals.length;
   if (count < positionals.min) throw new UsageError('missing argument', usage);

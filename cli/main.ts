@@ -19,6 +19,8 @@ import { WEBHOOK_USAGE, runWebhook } from './commands/webhook.ts';
 import { THREAD_USAGE, runThread } from './commands/thread.ts';
 import { DEFAULT_API_URL, resolveContext, type Context } from './config.ts';
 import { ApiError, CliError, UsageError } from './errors.ts';
+import { VERSION } from '../core/version.ts';
+import { closest } from '../core/closest.ts';
 
 export const USAGE = `usage: svc [global flags] <command> [args]
 
@@ -50,6 +52,7 @@ Global flags (accepted anywhere):
   --project ID       project to act on (default: the profile's project)
   --json             print the API's JSON response instead of tables
   -h, --help         show help
+  -V, --version      print svc's version
 
 API URL: --api-url, else SVC_API_URL, else the profile's api_url, else ${DEFAULT_API_URL}.
 Token: SVC_TOKEN, else the token stored by \`svc auth login\` for that API URL.
@@ -100,6 +103,10 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
       return undefined;
     }
     let [name, ...args] = rest;
+    if (globals.version && name === undefined) {
+      process.stdout.write(`svc ${VERSION}\n`);
+      return 0;
+    }
     if (name === 'help') {
       globals.help = true;
       [name, ...args] = args;
@@ -110,7 +117,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
     }
     if (name === undefined) throw new UsageError('missing command', USAGE);
     const group = groupOf(name);
-    if (!group) throw new UsageError(`unknown command "${name}"`, USAGE);
+    if (!group) throw new UsageError(`unknown command "${name}"${didYouMean(name, [...Object.keys(GROUPS), 'serve', 'help'])}`, USAGE);
     const ctx = resolveContext(globals, env);
     if (ctx.profileMissing && name !== 'config') {
       throw new CliError(
@@ -124,13 +131,24 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
   }
 }
 
+function didYouMean(word: string, candidates: Iterable<string>): string {
+  const near = closest(word, candidates);
+  return near ? `; did you mean "${near}"?` : '';
+}
+
+/** The command words a usage text lists: the first word of each line indented by two spaces. */
+function commandsIn(usage: string): string[] {
+  return [...usage.matchAll(/^ {2}([a-z][\w-]*)/gm)].map((m) => m[1]);
+}
+
 /** Print an error the way the CLI promises and return its exit code. */
 export function report(error: unknown): number {
   const print = (line: string) => process.stderr.write(`${line}\n`);
   if (error instanceof UsageError) {
-    print(`svc: ${error.message}`);
-    print('');
-    print(error.usage ?? USAGE);
+    const usage = error.usage ?? USAGE;
+    const unknown = /^unknown [\w-]+ command "([^"]+)"$/.exec(error.message);
+    print(`svc: ${error.message}${unknown ? didYouMean(unknown[1], commandsIn(usage)) : ''}`);
+    print(`svc: see '${/^usage: (svc(?: [a-z][\w-]*)*)/.exec(usage)?.[1] ?? 'svc'} --help'`);
     return 2;
   }
   if (error instanceof ApiError) {

@@ -10,8 +10,8 @@ import { Access } from '../auth/access.ts';
 import { installAuthScheme } from '../auth/scheme.ts';
 import { AccessTargets, installAccessCheck } from './access.ts';
 import { loadDomainPlugins } from './plugins.ts';
+import { VERSION } from '../version.ts';
 
-const VERSION = '0.1.0';
 
 function pick(headers: Record<string, string>, names: string[]): Record<string, string> {
   return Object.fromEntries(names.filter((name) => headers[name] !== undefined).map((name) => [name, headers[name]]));

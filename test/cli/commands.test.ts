@@ -164,13 +164,22 @@ test.serial('HTTP errors print the server message and status, exit 1', async (t)
   t.regex(me.stderr, /^svc: Missing authentication \(401\)\nsvc: hint: not logged in to http:\/\/127\.0\.0\.1:\d+/);
 });
 
-test('usage errors exit 2 and show usage; --help exits 0', async (t) => {
+test('usage errors exit 2 with one line and a pointer to the help; --help exits 0', async (t) => {
   const h = await tempHome();
   for (const args of [[], ['bogus'], ['org'], ['org', 'frobnicate'], ['org', 'list', '--limit', 'ten'], ['org', 'get', 'a', 'b'], ['org', 'list', '--nope']]) {
     const r = await runCli(h, args);
     t.is(r.code, 2, args.join(' '));
-    t.regex(r.stderr, /^svc: .+\n\nusage: svc/, args.join(' '));
+    t.regex(r.stderr, /^svc: [^\n]+\nsvc: see 'svc( org)? --help'\n$/, args.join(' '));
   }
+  const typo = await runCli(h, ['jbo', 'list']);
+  t.is(typo.stderr, `svc: unknown command "jbo"; did you mean "job"?\nsvc: see 'svc --help'\n`);
+  const subTypo = await runCli(h, ['org', 'lsit']);
+  t.is(subTypo.stderr, `svc: unknown org command "lsit"; did you mean "list"?\nsvc: see 'svc org --help'\n`);
+  const optionTypo = await runCli(h, ['org', 'list', '--limt', '3']);
+  t.regex(optionTypo.stderr, /^svc: Unknown option '--limt'; did you mean --limit\?\n/);
+  const version = await runCli(h, ['--version']);
+  t.is(version.code, 0);
+  t.regex(version.stdout, /^svc \d+\.\d+\.\d+\n$/);
   const help = await runCli(h, ['org', 'members', '--help']);
   t.is(help.code, 0);
   t.regex(help.stdout, /^usage: svc org <command>/);

@@ -124,7 +124,7 @@ test.serial('create sends every flag as the CreateJobRequest; --project is requi
     const bad = await svc([...args]);
     t.is(bad.code, 2, args.join(' '));
     t.regex(bad.stderr, message);
-    t.regex(bad.stderr, /usage: svc job <command>/);
+    t.regex(bad.stderr, /\nsvc: see 'svc job --help'\n$/);
     t.is(bad.requests.length, 0);
   }
 });

@@ -113,7 +113,7 @@ test.serial('usage and argument errors exit 2 before any request', async (t) => 
     const first = r.stderr.split('\n')[0];
     if (typeof message === 'string') t.is(first, message);
     else t.regex(first, message);
-    t.true(r.stderr.includes('usage: svc pipeline'));
+    t.true(r.stderr.endsWith("\nsvc: see 'svc pipeline --help'\n"), r.stderr);
     t.deepEqual(r.requests, []);
   }
 });
