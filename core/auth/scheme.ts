@@ -5,7 +5,8 @@ import { TokenRejected, TokenService } from './tokens.ts';
 import { isNostrHeader, NostrRequestAuth, type NostrArtifacts } from './nostr-request.ts';
 
 // The scheme name is case-insensitive (RFC 7235 section 2.1): 'bearer <jwt>' is the same header.
-const BEARER = /^Bearer +([A-Za-z0-9\-_=]+\.[A-Za-z0-9\-_=]+\.[A-Za-z0-9\-_=]+)$/i;
+const BEARER = /^Bearer +(\S+)$/i;
+const JWT_SHAPE = /^[A-Za-z0-9\-_=]+\.[A-Za-z0-9\-_=]+\.[A-Za-z0-9\-_=]+$/;
 
 /**
  * 401 with the documented body `{statusCode, error, message}` (no Boom `attributes`) and an RFC 6750
@@ -38,6 +39,7 @@ export function installAuthScheme(server: Server, container: DependencyContainer
       if (isNostrHeader(String(header))) return h.authenticated(await nostr.authenticate(request, String(header)));
       const match = BEARER.exec(String(header).trim());
       if (!match) throw unauthorized('malformed authorization header: expected Bearer <token>', 'invalid_request');
+      if (!JWT_SHAPE.test(match[1])) throw unauthorized('invalid token', 'invalid_token');
       try {
         return h.authenticated({ credentials: { principal: await tokens.authenticate(match[1]) } });
       } catch (e) {

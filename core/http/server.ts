@@ -17,6 +17,15 @@ function pick(headers: Record<string, string>, names: string[]): Record<string, 
   return Object.fromEntries(names.filter((name) => headers[name] !== undefined).map((name) => [name, headers[name]]));
 }
 
+/** A body of another type than the route takes (curl -d sends a form) is 415 naming the type it takes. */
+export function payloadFailed(request: Request, _h: ResponseToolkit, err?: Error): never {
+  if (Boom.isBoom(err) && err.output.statusCode === 415) {
+    const allowed = [request.route.settings.payload?.allow ?? 'application/json'].flat().join(' or ');
+    throw Boom.unsupportedMediaType(`expected ${allowed}, got ${request.headers['content-type'] ?? 'no content type'}: send the body with content-type: ${allowed.split(' or ')[0]}`);
+  }
+  throw err ?? Boom.badRequest('invalid request payload');
+}
+
 /** Joi failures answer 400 `{statusCode, error, message}` with every problem and its field path. */
 export function validationFailed(_request: Request, _h: ResponseToolkit, err?: Error): never {
   const details = (err as { details?: { message: string }[] } | undefined)?.details;
@@ -42,7 +51,7 @@ export async function createServer(container: DependencyContainer): Promise<Serv
     routes: {
       validate: { failAction: validationFailed, options: { abortEarly: false } },
       response: responseValidation === 'off' ? undefined : { failAction: responseValidation, sample: config.server.response_validation_sample, options: { abortEarly: false } },
-      payload: { maxBytes: 1024 * 1024 },
+      payload: { maxBytes: 1024 * 1024, allow: 'application/json', failAction: payloadFailed },
     },
   });
   server.app.container = container;

@@ -11,8 +11,11 @@ const tags = ['api', 'integrations'];
 const VCSHOST_MAX_BYTES = 25 * 1024 * 1024;
 const CHAT_MAX_BYTES = 1024 * 1024;
 
-/** Signatures cover the exact bytes sent, so these routes take the body unparsed and the adapter reads it. */
-const rawBody = (maxBytes: number) => ({ parse: false, output: 'data' as const, maxBytes });
+/**
+ * Signatures cover the exact bytes sent, so these routes take the body unparsed and the adapter
+ * reads it; providers send JSON or forms.
+ */
+const rawBody = (maxBytes: number) => ({ parse: false, output: 'data' as const, maxBytes, allow: ['application/json', 'application/x-www-form-urlencoded'] });
 
 const inboundOf = (request: Request): InboundRequest => ({
   headers: request.headers as InboundRequest['headers'],
@@ -32,7 +35,7 @@ export function inboundRoutes(inbound: InboundDeliveries): ServerRoute[] {
       auth: false, tags, description,
       notes: 'Signed with the system secret CHATAPP_SIGNING_SECRET (X-Slack-Signature, X-Slack-Request-Timestamp; 5-minute replay window). Answers the url_verification handshake; stores message and app_mention events in the project the team and channel are routed to.',
       payload: rawBody(CHAT_MAX_BYTES),
-      plugins: docs(400, 401, 413, 503),
+      plugins: docs(400, 401, 404, 413),
       response: { status: { ...eventResponses, 200: Joi.alternatives().try(S.challengeSchema, S.eventSchema) } },
     },
     handler: async (request, h) => reply(h, await inbound.chat(inboundOf(request), request.info.id)),

@@ -56,7 +56,7 @@ export class InboundDeliveries {
   async chat(request: InboundRequest, requestId: string): Promise<Outcome> {
     const app = this.container.resolve(ChatAppToken);
     const secret = await this.secret(CHATAPP_SIGNING_SECRET, null);
-    if (!secret) throw Boom.serverUnavailable(`the chat app is not set up: the system secret ${CHATAPP_SIGNING_SECRET} is missing`);
+    if (!secret) throw Boom.notFound(`the chat app integration is not configured on this server: an admin sets the system secret ${CHATAPP_SIGNING_SECRET} to enable it`);
     const verification = app.verify(request, secret, this.clock.now());
     if (!verification.ok) throw Boom.unauthorized(verification.reason);
     const delivery = app.normalize(request);

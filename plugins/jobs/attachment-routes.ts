@@ -1,4 +1,5 @@
 import Boom from '@hapi/boom';
+import { payloadFailed as jsonPayloadFailed } from '../../core/http/server.ts';
 import Joi from 'joi';
 import type { Lifecycle, ServerRoute } from '@hapi/hapi';
 import type { DependencyContainer } from '../../core/di.ts';
@@ -36,13 +37,13 @@ const attachmentSchema = Joi.object({
 }).label('Attachment');
 
 /** A body over the route's limit is refused while it is read; say what the limit is for. */
-const payloadFailed: Lifecycle.Method = (_request, _h, err) => {
+const payloadFailed: Lifecycle.Method = (request, h, err) => {
   if (Boom.isBoom(err) && err.output.statusCode === 413) {
     throw Boom.entityTooLarge(
       `request body is larger than ${ATTACHMENT_PAYLOAD_MAX} bytes; attachment content is limited to ${MAX_ATTACHMENT_BYTES} bytes (5 MiB) after decoding`,
     );
   }
-  throw err ?? Boom.badRequest('invalid request payload');
+  return jsonPayloadFailed(request, h, err);
 };
 
 export function attachmentRoutes(container: DependencyContainer): ServerRoute[] {

@@ -39,6 +39,11 @@ export class OrgRepository {
     return trx('orgs').where({ slug }).first();
   }
 
+  /** A live org of this name that the principal can see (names are not unique across tenants, and others' stay invisible). */
+  visibleNamed(principal: Principal, name: string): Promise<OrgRow | undefined> {
+    return this.access.visibleOrgs(principal, this.db('orgs')).where({ 'orgs.name': name, 'orgs.deleted': false }).first('orgs.*');
+  }
+
   async insert(row: Pick<OrgRow, 'id' | 'name' | 'slug'>, trx: Db): Promise<OrgRow> {
     const [created] = await trx('orgs').insert(row).returning('*');
     return created;

@@ -49,7 +49,8 @@ export class OrgService {
    * Find-or-create by id, else by slug (given or derived from the name); 409 when it exists with
    * other parameters. A lost race against a concurrent ensure on the same key finds the winner on
    * the next lookup. With an id as the key, the slug may be held by another org: a given slug is
-   * then a conflict, a derived one is varied as on create.
+   * then a conflict, a derived one is varied as on create. Without an id, an org the caller sees
+   * under the same name but another slug is a conflict too, not a second org of that name.
    */
   async ensure(principal: Principal, input: OrgInput): Promise<Org> {
     requireUnscoped(principal);
@@ -57,6 +58,9 @@ export class OrgService {
     for (let attempt = 0; ; attempt++) {
       const found = input.id ? await this.orgs.byId(input.id) : await this.orgs.bySlug(slug);
       if (found) return this.compare(principal, input, found);
+      const namesake = input.id ? undefined : await this.orgs.visibleNamed(principal, input.name);
+      if (namesake?.slug === slug) return this.compare(principal, input, namesake); // a concurrent ensure just made it
+      if (namesake) throw Boom.conflict(`org ${namesake.id} is already named '${input.name}', with slug '${namesake.slug}': ensure it by that slug, or choose another name`);
       try {
         return await this.insertOwned(principal, { id: input.id ?? newId('org'), name: input.name, slug });
       } catch (e) {

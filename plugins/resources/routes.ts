@@ -1,4 +1,5 @@
 import Boom from '@hapi/boom';
+import { payloadFailed as jsonPayloadFailed } from '../../core/http/server.ts';
 import type { Lifecycle, Request, ServerRoute } from '@hapi/hapi';
 import type { DependencyContainer } from '../../core/di.ts';
 import { principalOf, requires } from '../../core/http/access.ts';
@@ -15,11 +16,11 @@ const tags = ['api', 'docs'];
 /** Room for 1 MiB of text written out as JSON (escapes included). */
 const DOC_PAYLOAD_MAX = 4 * 1024 * 1024;
 
-const payloadFailed: Lifecycle.Method = (_request, _h, err) => {
+const payloadFailed: Lifecycle.Method = (request, h, err) => {
   if (Boom.isBoom(err) && err.output.statusCode === 413) {
     throw Boom.entityTooLarge(`request body is larger than ${DOC_PAYLOAD_MAX} bytes; document content is limited to ${MAX_DOC_BYTES} bytes (1 MiB)`);
   }
-  throw err ?? Boom.badRequest('invalid request payload');
+  return jsonPayloadFailed(request, h, err);
 };
 
 const payload = { maxBytes: DOC_PAYLOAD_MAX, allow: 'application/json', failAction: payloadFailed };

@@ -168,15 +168,18 @@ test('the Authorization header: missing, malformed, other schemes are 401; the s
   t.is(none.statusCode, 401);
   t.deepEqual(none.body, { statusCode: 401, error: 'Unauthorized', message: 'missing bearer token' });
   t.is(none.headers['www-authenticate'], 'Bearer', 'no error code when no credentials came (RFC 6750 section 3.1)');
-  for (const header of ['Bearer', 'Bearer ', 'Basic x', 'Basic YWRtaW46YWRtaW4=', 'Bearer a.b', 'Bearer a.b.c.d', `Token ${adminToken}`, `Bearer ${adminToken} extra`]) {
+  for (const header of ['Bearer', 'Bearer ', 'Basic x', 'Basic YWRtaW46YWRtaW4=', `Token ${adminToken}`, `Bearer ${adminToken} extra`]) {
     const res = await s.server.inject({ method: 'GET', url: '/auth/me', headers: { authorization: header } });
     t.is(res.statusCode, 401, header);
     t.is(JSON.parse(res.payload).message, 'malformed authorization header: expected Bearer <token>', header);
     t.regex(String(res.headers['www-authenticate']), /^Bearer error="invalid_request"/);
   }
-  const garbage = await s.server.inject({ method: 'GET', url: '/auth/me', headers: { authorization: 'Bearer a.b.c' } });
-  t.is(garbage.statusCode, 401);
-  t.is(JSON.parse(garbage.payload).message, 'invalid token');
+  for (const header of ['Bearer a.b.c', 'Bearer abc', 'Bearer a.b', 'Bearer a.b.c.d', 'Bearer not-a-jwt!']) {
+    const garbage = await s.server.inject({ method: 'GET', url: '/auth/me', headers: { authorization: header } });
+    t.is(garbage.statusCode, 401, header);
+    t.is(JSON.parse(garbage.payload).message, 'invalid token', header);
+    t.regex(String(garbage.headers['www-authenticate']), /^Bearer error="invalid_token"/, header);
+  }
   for (const header of [`bearer ${adminToken}`, `BEARER ${adminToken}`, `Bearer   ${adminToken}`]) {
     const res = await s.server.inject({ method: 'GET', url: '/auth/me', headers: { authorization: header } });
     t.is(res.statusCode, 200, header);

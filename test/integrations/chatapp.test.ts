@@ -47,10 +47,10 @@ async function route(projectId: string, team: string, channel?: string) {
   if (res.statusCode !== 201) throw new Error(`route: ${JSON.stringify(res.body)}`);
 }
 
-test.serial('without the system signing secret the endpoint says it is not set up (503)', async (t) => {
+test.serial('without the system signing secret the endpoint says it is not configured (404, not a server failure)', async (t) => {
   await call(ctx.srv.server, 'DELETE', '/system/secrets/CHATAPP_SIGNING_SECRET', undefined, ctx.adminToken);
   try {
-    assertError(t, await send({ type: 'url_verification', challenge: 'abc' }), 503, 'the chat app is not set up: the system secret CHATAPP_SIGNING_SECRET is missing');
+    assertError(t, await send({ type: 'url_verification', challenge: 'abc' }), 404, 'the chat app integration is not configured on this server: an admin sets the system secret CHATAPP_SIGNING_SECRET to enable it');
   } finally {
     await setSecret(ctx, '/system', 'CHATAPP_SIGNING_SECRET', SIGNING_SECRET);
   }

@@ -262,6 +262,16 @@ test('POST /orgs/ensure creates (200), returns the same org for identical input,
   t.is(plain.statusCode, 201);
   t.regex(plain.body.slug, new RegExp(`^${s1.body.slug}-[a-z0-9]{6}$`));
 
+  // The same name under another slug is that org, not a second one of the same name.
+  const namesake = await u.api.post('/orgs/ensure', { name: 'Ensured Org', slug: `${slug}-two` });
+  assertError(t, namesake, 409, `org ${created.body.id} is already named 'Ensured Org', with slug '${slug}': ensure it by that slug, or choose another name`);
+  t.is(await rows(ctx, 'orgs', { name: 'Ensured Org' }), 1);
+  // Another tenant's org of that name is invisible here, so it neither conflicts nor shows.
+  const stranger = await newUser(ctx, 'ensure-stranger');
+  const theirs = await stranger.api.post('/orgs/ensure', { name: 'Ensured Org', slug: `${slug}-theirs` });
+  t.is(theirs.statusCode, 200, JSON.stringify(theirs.body));
+  t.not(theirs.body.id, created.body.id);
+
   // Validation applies as on create.
   assertError(t, await u.api.post('/orgs/ensure', { name: 'x', slug: 'Bad Slug' }), 400, /"slug"/);
   assertError(t, await u.api.post('/orgs/ensure', { name: 'x', id: 'org_bad' }), 400, /"id"/);
@@ -341,7 +351,7 @@ test('two concurrent identical ensures both answer 200 with the same id and crea
   const u = await newUser(ctx, 'ensure-race');
   for (let round = 0; round < 5; round++) {
     const slug = unique('race').toLowerCase();
-    const results = await Promise.all([0, 1, 2].map(() => u.api.post('/orgs/ensure', { name: 'Race', slug })));
+    const results = await Promise.all([0, 1, 2].map(() => u.api.post('/orgs/ensure', { name: `Race ${slug}`, slug })));
     for (const r of results) t.is(r.statusCode, 200, JSON.stringify(r.body));
     t.is(new Set(results.map((r) => r.body.id)).size, 1);
     t.is(await rows(ctx, 'orgs', { slug }), 1);
