@@ -6,6 +6,7 @@ import { CONFIG_USAGE, runConfig } from './commands/config.ts';
 import { DOC_USAGE, runDoc } from './commands/doc.ts';
 import { INVITE_USAGE, runInvite } from './commands/invite.ts';
 import { JOB_USAGE, runJob } from './commands/job.ts';
+import { HARNESS_USAGE, runHarness } from './commands/harness.ts';
 import { MANIFEST_USAGE, runManifest } from './commands/manifest.ts';
 import { PIPELINE_USAGE, runPipeline } from './commands/pipeline.ts';
 import { EVENT_USAGE, runEvent } from './commands/event.ts';
@@ -33,6 +34,7 @@ Commands:
   access    custom roles, bindings, groups; can / explain permissions    svc access --help
   sa        service accounts and their tokens: create, mint, revoke      svc sa --help
   job       jobs: create, list, review, relations, attachments, attempts  svc job --help
+  harness   the coding CLIs this server runs, and whether each is ready  svc harness --help
   doc       versioned org documents: list, get, put, delete, versions     svc doc --help
   manifest  project manifest: sync, validate, show                      svc manifest --help
   workflow  workflows in the project manifest: list, show               svc workflow --help
@@ -76,6 +78,7 @@ const GROUPS: Record<string, { run: Runner; usage: string }> = {
   access: { run: runAccess, usage: ACCESS_USAGE },
   sa: { run: runSa, usage: SA_USAGE },
   job: { run: runJob, usage: JOB_USAGE },
+  harness: { run: runHarness, usage: HARNESS_USAGE },
   doc: { run: runDoc, usage: DOC_USAGE },
   manifest: { run: runManifest, usage: MANIFEST_USAGE },
   workflow: { run: runWorkflow, usage: WORKFLOW_USAGE },

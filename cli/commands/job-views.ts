@@ -11,6 +11,18 @@ export const JOB_FIELDS = [
 
 export const JOB_COLUMNS: Column[] = [{ key: 'id' }, { key: 'phase' }, { key: 'priority', header: 'PRI' }, { key: 'title' }];
 
+const ENDED_WIDTH = 70;
+const ENDED: Column = {
+  key: 'close_reason',
+  header: 'ENDED BECAUSE',
+  format: (v) => (typeof v === 'string' ? (v.length > ENDED_WIDTH ? `${v.slice(0, ENDED_WIDTH - 1)}…` : v) : ''),
+};
+
+/** The job table's columns: why a job ended (failed, timed out, cancelled by someone) when any row says. */
+export function jobColumnsFor(rows: unknown[]): Column[] {
+  return rows.some((row) => isObj(row) && typeof row.close_reason === 'string' && row.close_reason !== '') ? [...JOB_COLUMNS, ENDED] : JOB_COLUMNS;
+}
+
 /** `id  [phase]  P2  title` (or `{job}` inside a wrapper). */
 export function jobLine(v: unknown): string {
   if (!isObj(v)) return cell(v);

@@ -5,19 +5,21 @@ import { apiRequest, seg } from '../http.ts';
 import { printDone, printJson, printList, printObject, write, type Column, type ListBody } from '../output.ts';
 import { runAttachments } from './job-files.ts';
 import { runJobLogs } from './job-logs.ts';
-import { JOB_COLUMNS, JOB_FIELDS, formatContext, formatNested, formatTree, relationLine, section } from './job-views.ts';
+import { JOB_FIELDS, jobColumnsFor, formatContext, formatNested, formatTree, relationLine, section } from './job-views.ts';
 
 export const JOB_USAGE = `usage: svc job <command> [flags]
 
   create --description TEXT [--title T] [--priority 0-4] [--issue-type T] [--label L]... [--parent ID]
-         [--review-required none|human|agent] [--harness H] [--defer-until ISO] [--due-at ISO]
-         [--phase idea|backlog|ready] [--hints JSON] [--git JSON]
+         [--review-required none|human|agent] [--harness H] [--model M] [--harness-profile NAME] [--env ENV_NAME]
+         [--resource-ref URI]... [--defer-until ISO] [--due-at ISO] [--phase idea|backlog|ready]
+         [--hints JSON] [--git JSON]
+         e.g. svc job create --description "Fix the login bug" --harness harness_b --model claude-sonnet-4-5
   list [--phase P] [--label L] [--assignee A] [--issue-type T] [--priority N] [--parent ID]
-       [--due-before ISO] [--limit N] [--offset N]
+       [--due-before ISO] [--limit N] [--offset N]    jobs that ended early show why (ENDED BECAUSE)
   get ID
   update ID [--title T] [--description TEXT] [--priority N] [--phase P] [--issue-type T] [--label L]...
             [--assignee A | --unassign] [--review-required R] [--defer-until ISO|none] [--due-at ISO|none] [--hints JSON]
-  cancel ID [--reason R]               move to cancelled (from idea, backlog or ready)
+  cancel ID [--reason R]               cancel the job from any open phase; a running attempt is stopped
   context ID                           the job, its parent, children, relations and latest attempt
   tree ID                              the job and its descendants
   claim ID                             start an attempt (prints the attempt id and lease token)
@@ -57,6 +59,7 @@ const CREATE_OPTIONS = {
   description: { type: 'string' }, title: { type: 'string' }, priority: { type: 'string' }, 'issue-type': { type: 'string' },
   label: { type: 'string', multiple: true }, parent: { type: 'string' }, 'review-required': { type: 'string' }, harness: { type: 'string' },
   'defer-until': { type: 'string' }, 'due-at': { type: 'string' }, phase: { type: 'string' }, hints: { type: 'string' }, git: { type: 'string' },
+  model: { type: 'string' }, 'harness-profile': { type: 'string' }, env: { type: 'string' }, 'resource-ref': { type: 'string', multiple: true },
 } as const;
 const LIST_OPTIONS = {
   phase: { type: 'string' }, label: { type: 'string' }, assignee: { type: 'string' }, 'issue-type': { type: 'string' }, priority: { type: 'string' },
@@ -95,6 +98,7 @@ export async function runJob(ctx: Context, args: string[]): Promise<number> {
       const body = {
         description: requireFlag(v.description, 'description', JOB_USAGE), title: v.title, priority: int(v.priority, 'priority'),
         issue_type: v['issue-type'], labels: many(v.label), parent_id: v.parent, review_required: v['review-required'], harness: v.harness,
+        model: v.model, harness_profile: v['harness-profile'], env_name: v.env, resource_refs: many(v['resource-ref'])?.map((uri) => ({ uri })),
         defer_until: v['defer-until'], due_at: v['due-at'], phase: v.phase, hints: jsonObjectFlag(v.hints, '--hints', JOB_USAGE), git: jsonObjectFlag(v.git, '--git', JOB_USAGE),
       };
       showJob(await apiRequest(ctx, 'POST', `/projects/${seg(requireProject(ctx))}/jobs`, { body }));
@@ -106,7 +110,8 @@ export async function runJob(ctx: Context, args: string[]): Promise<number> {
         phase: v.phase, label: v.label, assignee: v.assignee, issue_type: v['issue-type'], priority: int(v.priority, 'priority'),
         parent_id: v.parent, due_before: v['due-before'], limit: int(v.limit, 'limit'), offset: int(v.offset, 'offset'),
       };
-      printList(ctx, await apiRequest<ListBody>(ctx, 'GET', `/projects/${seg(requireProject(ctx))}/jobs`, { query }), JOB_COLUMNS, 'jobs');
+      const jobs = await apiRequest<ListBody>(ctx, 'GET', `/projects/${seg(requireProject(ctx))}/jobs`, { query });
+      printList(ctx, jobs, jobColumnsFor(jobs.data ?? []), 'jobs');
       return 0;
     }
     case 'get':

@@ -169,3 +169,41 @@ test('svc job: create, list, get, update, attachments, relations, context, tree,
   t.is(bad.code, 1);
   t.regex(bad.stderr, /^svc: "priority" must be less than or equal to 4 \(400\)\n$/);
 });
+
+test('svc job create takes --harness, --model, --harness-profile, --env and --resource-ref; list says why a job ended; svc harness list and show', async (t) => {
+  t.timeout(120_000);
+  const svc = (args: string[]) => runCli(home, args, { SVC_API_URL: server.url, SVC_TOKEN: token });
+  const ok = async (args: string[]) => {
+    const r = await svc(args);
+    if (r.code !== 0) throw new Error(`svc ${args.join(' ')} → ${r.code}: ${r.stderr}`);
+    return r.stdout;
+  };
+  const json = async (args: string[]) => JSON.parse(await ok([...args, '--json']));
+  const org = (await json(['org', 'create', 'Flags E2E'])).id;
+  const project = (await json(['project', 'create', 'Flags', '--org', org, '--slug', 'flagsx'])).id;
+
+  const job = await json(['job', 'create', '--project', project, '--description', 'Use the flags', '--phase', 'backlog', '--harness', 'harness_b',
+    '--model', 'claude-sonnet-4-5', '--harness-profile', 'careful', '--env', 'staging', '--resource-ref', 'org_docs:/guides/style.md', '--resource-ref', 'org_docs:/a.md@v2']);
+  const context = await json(['job', 'context', job.id]);
+  const created = context.job ?? context;
+  t.like(created, { env_name: 'staging' });
+  t.deepEqual((created.resource_refs ?? []).map((r: { uri: string }) => r.uri), ['org_docs:/guides/style.md', 'org_docs:/a.md@v2']);
+  t.like(created.harness, { harness: 'harness_b', model: 'claude-sonnet-4-5', harness_profile: 'careful' });
+
+  await ok(['job', 'cancel', job.id, '--reason', 'superseded by the new login flow']);
+  const other = await json(['job', 'create', '--project', project, '--description', 'Still open', '--phase', 'backlog']);
+  const table = (await ok(['job', 'list', '--project', project])).trimEnd().split('\n');
+  t.regex(table[0], /^ID +PHASE +PRI +TITLE +ENDED BECAUSE$/);
+  t.true(table.some((line) => line.startsWith(job.id) && line.endsWith('superseded by the new login flow')), table.join('\n'));
+  t.true(table.some((line) => line.startsWith(other.id) && line.trimEnd().endsWith('Still open')), table.join('\n'));
+
+  const harnesses = (await ok(['harness', 'list', '--limit', '20'])).trimEnd().split('\n');
+  t.regex(harnesses[0], /^NAME +ALIASES +AVAILABLE +DESCRIPTION$/);
+  t.deepEqual(harnesses.slice(1).map((l) => l.split(/ {2,}/)[0]).filter((n) => /^harness_[a-f]$/.test(n)), ['harness_a', 'harness_b', 'harness_c', 'harness_d', 'harness_e', 'harness_f']);
+  const coder = await ok(['harness', 'show', 'coder']);
+  t.regex(coder, /^name: +harness_e$/m);
+  t.regex(coder, /^available: +(yes|no): /m);
+  const unknown = await svc(['harness', 'show', 'zeta']);
+  t.is(unknown.code, 1);
+  t.regex(unknown.stderr, /^svc: unknown harness 'zeta' \(known: .*harness_a.*\) \(404\)\n$/);
+});
