@@ -1,6 +1,6 @@
 import { intFlag, parseCommand, requireFlag } from '../args.ts';
 import { credentialsPath, removeCredential, saveCredential, type Context } from '../config.ts';
-import { CliError, UsageError } from '../errors.ts';
+import { ApiError, CliError, UsageError } from '../errors.ts';
 import { apiRequest, seg } from '../http.ts';
 import { formatFields, formatTable, note, printDone, printJson, printList, printObject, write } from '../output.ts';
 import { defaultPrivateKey, defaultPublicKey, DEFAULT_PRIVATE_KEYS, readPublicKey, signMessage } from '../ssh.ts';
@@ -145,6 +145,12 @@ async function login(ctx: Context, args: string[]): Promise<number> {
   const response = await apiRequest<TokenResponse>(ctx, 'POST', '/auth/verify', {
     body: { challenge_id: challenge.challenge_id, signature, ttl_days },
     auth: false,
+  }).catch((error: unknown) => {
+    if (!(error instanceof ApiError) || error.statusCode !== 401) throw error;
+    const pub = `${keyPath}.pub`;
+    throw new ApiError(error.statusCode, error.message, error.body,
+      `to register this key: logged in elsewhere, run \`svc auth keys add ${pub}\`; else an admin runs ` +
+        `\`svc auth mint --email ${email} --org ORG_ID --key ${pub}\`, or ask for access with \`svc access-request --help\``);
   });
   storeToken(ctx, response, 'Logged in');
   return 0;

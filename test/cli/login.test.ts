@@ -90,12 +90,14 @@ test.serial('login defaults to ~/.ssh/id_ed25519', async (t) => {
   t.true(JSON.parse(await readFile(join(home, '.svc', 'credentials.json'), 'utf8'))[fake.url].access_token.startsWith('tok-ch_'));
 });
 
-test.serial('a key the server does not know is refused: error printed, exit 1, nothing stored', async (t) => {
+test.serial('a key the server does not know is refused: error printed with how to register the key, exit 1, nothing stored', async (t) => {
   const home = await tempHome();
   const mallory = await keygen('mallory');
   const result = await runCli(home, ['auth', 'login', '--email', USER.email, '--key', mallory, '--api-url', fake.url]);
   t.is(result.code, 1);
-  t.is(result.stderr, 'svc: Signature verification failed (401)\n');
+  t.is(result.stderr, 'svc: Signature verification failed (401)\n' +
+    `svc: hint: to register this key: logged in elsewhere, run \`svc auth keys add ${mallory}.pub\`; else an admin runs ` +
+    `\`svc auth mint --email ${USER.email} --org ORG_ID --key ${mallory}.pub\`, or ask for access with \`svc access-request --help\`\n`);
   await t.throwsAsync(readFile(join(home, '.svc', 'credentials.json')));
 });
 
