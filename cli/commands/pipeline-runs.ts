@@ -97,7 +97,10 @@ export async function followRun(ctx: Context, runId: string, opts: { step?: stri
       if (!opts.quiet) write(ctx.json ? eventJson(event) : eventLine(event));
       const data = parseData(event);
       if (typeof data?.status !== 'string') return;
-      if (event.event === 'run.status') runStatus = data.status;
+      if (event.event === 'run.status') {
+        if (data.status === 'awaiting_approval' && runStatus !== 'awaiting_approval') note(`svc: run ${runId} waits for approval: \`svc pipeline approve ${runId}\` releases it`);
+        runStatus = data.status;
+      }
       else if (event.event === 'step.status' && typeof data.step_name === 'string') steps.set(data.step_name, data.status);
     },
     done: () => {

@@ -138,6 +138,18 @@ test.serial('approve: a held step shows in logs as steps, approve releases it, a
   t.is((await getRun(run.id)).status, 'succeeded');
 });
 
+test.serial('logs -f on a run that waits for approval says how to approve it, once, and follows it to the end', async (t) => {
+  const run = await json(['pipeline', 'run', 'gated', '--project', project]);
+  const following = svc(['pipeline', 'logs', run.id, '-f']);
+  await ok(['pipeline', 'approve', run.id]);
+  await finishStep(run.id, 'hold');
+  await finishStep(run.id, 'go');
+  const followed = await following;
+  t.is(followed.code, 0, followed.stderr);
+  t.is(followed.stderr.split('\n').filter((l) => l.includes('waits for approval')).length, 1, followed.stderr);
+  t.true(followed.stderr.includes(`svc: run ${run.id} waits for approval: \`svc pipeline approve ${run.id}\` releases it\n`), followed.stderr);
+});
+
 test.serial('cancel ends the run; logs -f of it exits 1; run --wait exits 1 when a step fails', async (t) => {
   const run = await json(['pipeline', 'run', 'gated', '--project', project]);
   const cancelled = await json(['pipeline', 'cancel', run.id, '--reason', 'not today']);
