@@ -15,7 +15,6 @@ import { PermissionResolver } from './auth/resolver.ts';
 import { MachineTokens } from './auth/machine-tokens.ts';
 import { TokenService } from './auth/tokens.ts';
 import { Memberships } from './auth/memberships.ts';
-import { Users } from './users.ts';
 import { AccessTargets } from './http/access.ts';
 import { createServer } from './http/server.ts';
 import { checkAdapterKinds, createAdapter, type AdapterDeps } from './adapters.ts';
@@ -78,7 +77,7 @@ export async function startKernel(config: Config, opts: KernelOptions = {}): Pro
     container.registerInstance(Tokens.Sealer, sealer);
     container.registerInstance(Tokens.Clock, systemClock);
     container.registerInstance(Tokens.StartedAt, new Date());
-    for (const cls of [SigningKeys, MachineTokens, TokenService, PermissionResolver, Access, AccessTargets, Users, Memberships]) container.registerSingleton(cls as never);
+    for (const cls of [SigningKeys, MachineTokens, TokenService, PermissionResolver, Access, AccessTargets, Memberships]) container.registerSingleton(cls as never);
     await container.resolve(SigningKeys).ensureActive();
     const adapterDeps: AdapterDeps = { config, db, databaseUrl, logger };
     // Every role may talk to the code host and the chat app (inbound on api, pull requests and notices elsewhere).

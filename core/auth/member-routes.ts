@@ -5,7 +5,7 @@ import type { DependencyContainer } from 'tsyringe';
 import { grantOf, requires } from '../http/access.ts';
 import { docs, roleSchema, userId } from '../http/schemas.ts';
 import { listQuerySchema, pageSchema, type ListQuery } from '../http/lists.ts';
-import { emailSchema } from '../users.ts';
+import { emailSchema } from '../../core/http/schemas.ts';
 import { Memberships, memberSchema, type MembershipScope } from './memberships.ts';
 import type { RoleName } from './permissions.ts';
 

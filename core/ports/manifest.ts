@@ -24,6 +24,8 @@ export interface ManifestReader {
   current(projectId: string): Promise<StoredManifest | null>;
   /** The newest synced version with this hash (to check a caller's `manifest_hash`), or null. */
   byHash(projectId: string, manifestHash: string): Promise<StoredManifest | null>;
+  /** Projects whose current manifest has a trigger with a `cron` schedule. */
+  projectsWithCronTriggers(): Promise<string[]>;
 }
 
 export const ManifestReaderToken = Symbol('ManifestReader') as InjectionToken<ManifestReader>;

@@ -1,5 +1,5 @@
 import Joi from 'joi';
-import { emailSchema } from '../../core/users.ts';
+import { emailSchema } from '../../core/http/schemas.ts';
 import { timestamp } from '../../core/http/schemas.ts';
 import { isOnCurve } from '../../core/auth/nostr.ts';
 import { challengeId, keyId, ttlDays } from './schemas.ts';

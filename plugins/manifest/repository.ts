@@ -39,6 +39,14 @@ export class ManifestRepository implements ManifestReader {
     return strip(await query.orderBy('id', 'desc').first(['id', ...COLUMNS]));
   }
 
+  async projectsWithCronTriggers(): Promise<string[]> {
+    const { rows } = await this.db.raw<{ rows: { project_id: string }[] }>(
+      `SELECT m.project_id FROM (SELECT DISTINCT ON (project_id) project_id, parsed FROM manifests ORDER BY project_id, id DESC) m
+       WHERE jsonb_path_exists(m.parsed, '$.*.*.trigger.cron')`,
+    );
+    return rows.map((r) => r.project_id);
+  }
+
   /** `x-svc.defaults` of the current manifest, `{}` without one. */
   jobDefaults(projectId: string): Promise<Record<string, unknown>> {
     return this.defaults.submit(projectId);

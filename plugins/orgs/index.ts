@@ -2,6 +2,8 @@ import type { DomainPlugin } from '../../core/http/plugins.ts';
 import { OrgRepository } from './repository.ts';
 import { OrgService } from './service.ts';
 import { orgRoutes } from './routes.ts';
+import { Orgs } from './directory.ts';
+import { OrgDirectoryToken } from '../../core/ports/directory.ts';
 
 /** Organizations and their members. */
 export const plugin: DomainPlugin = {
@@ -9,6 +11,8 @@ export const plugin: DomainPlugin = {
   register(server, { container }) {
     container.registerSingleton(OrgRepository);
     container.registerSingleton(OrgService);
+    container.registerSingleton(Orgs);
+    container.register(OrgDirectoryToken, { useToken: Orgs });
     server.route(orgRoutes(container));
   },
 };

@@ -1,9 +1,10 @@
 import Joi from 'joi';
-import { inject, injectable } from './di.ts';
-import { Tokens } from './tokens.ts';
-import type { Db } from './db/knex.ts';
-import { newId } from './ids.ts';
-import { timestamp, userId } from './http/schemas.ts';
+import { inject, injectable } from '../../core/di.ts';
+import { Tokens } from '../../core/tokens.ts';
+import type { Db } from '../../core/db/knex.ts';
+import { newId } from '../../core/ids.ts';
+import { timestamp, userId } from '../../core/http/schemas.ts';
+import type { UserDirectory } from '../../core/ports/directory.ts';
 
 export interface UserRow {
   id: string;
@@ -13,8 +14,6 @@ export interface UserRow {
   created_at: Date;
   updated_at: Date;
 }
-
-export const emailSchema = Joi.string().trim().lowercase().email({ tlds: false }).max(320);
 
 export const userResponseSchema = Joi.object({
   id: userId.required(),
@@ -34,9 +33,9 @@ export const toUser = (row: UserRow) => ({
   updated_at: row.updated_at,
 });
 
-/** Accounts, keyed by e-mail (case-insensitive). Users are never created by any other path. */
+/** Accounts, keyed by e-mail (case-insensitive). Users are never created by any other path; other domains reach them through UserDirectory. */
 @injectable()
-export class Users {
+export class Users implements UserDirectory {
   constructor(@inject(Tokens.Db) private readonly db: Db) {}
 
   findByEmail(email: string, trx: Db = this.db): Promise<UserRow | undefined> {

@@ -1,0 +1,67 @@
+import type { InjectionToken } from 'tsyringe';
+import type { Db } from '../db/knex.ts';
+import type { Principal } from '../auth/principal.ts';
+
+/**
+ * What other domains may know of a project, an org or a user. The owning plugin (projects, orgs,
+ * auth) registers the implementation; everyone else asks here instead of reading its table
+ * (migrations/owners.ts). Every method takes an optional transaction to read in.
+ */
+export interface ProjectEntry {
+  id: string;
+  org_id: string;
+  name: string;
+  slug: string;
+  branch: string;
+  repo_url: string | null;
+  deleted: boolean;
+  created_at: Date;
+}
+
+export interface ProjectDirectory {
+  byId(id: string, db?: Db): Promise<ProjectEntry | undefined>;
+  /** Those of the ids that exist, in no particular order. */
+  byIds(ids: string[], db?: Db): Promise<ProjectEntry[]>;
+  /** Ids of the org's projects (deleted ones too), oldest first. */
+  idsInOrg(orgId: string, db?: Db): Promise<string[]>;
+  /** Ids of the org's live projects, oldest first. */
+  liveIdsInOrg(orgId: string, db?: Db): Promise<string[]>;
+  /** Whether the principal may see the project at all (it exists and they hold something on it). */
+  visibleTo(principal: Principal, projectId: string): Promise<boolean>;
+}
+
+export interface OrgEntry {
+  id: string;
+  name: string;
+  slug: string;
+  deleted: boolean;
+  created_at: Date;
+}
+
+export interface OrgDirectory {
+  byId(id: string, db?: Db): Promise<OrgEntry | undefined>;
+  byIds(ids: string[], db?: Db): Promise<OrgEntry[]>;
+  /** Ids of the soft-deleted orgs. */
+  deletedIds(db?: Db): Promise<string[]>;
+}
+
+export interface UserEntry {
+  id: string;
+  email: string;
+  display_name: string | null;
+  is_admin: boolean;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface UserDirectory {
+  findById(id: string, db?: Db): Promise<UserEntry | undefined>;
+  /** Case-insensitive. */
+  findByEmail(email: string, db?: Db): Promise<UserEntry | undefined>;
+  /** The account with this e-mail, created when missing (safe when two requests race). */
+  ensure(email: string, displayName?: string | null, db?: Db): Promise<{ user: UserEntry; created: boolean }>;
+}
+
+export const ProjectDirectoryToken = Symbol('ProjectDirectory') as InjectionToken<ProjectDirectory>;
+export const OrgDirectoryToken = Symbol('OrgDirectory') as InjectionToken<OrgDirectory>;
+export const UserDirectoryToken = Symbol('UserDirectory') as InjectionToken<UserDirectory>;
