@@ -5,7 +5,7 @@ import type { Principal } from '../auth/principal.ts';
 /**
  * What other domains may know of a project, an org or a user. The owning plugin (projects, orgs,
  * auth) registers the implementation; everyone else asks here instead of reading its table
- * (migrations/owners.ts). Every method takes an optional transaction to read in.
+ * (core/db/table-owners.ts). Every method takes an optional transaction to read in.
  */
 export interface ProjectEntry {
   id: string;
@@ -65,3 +65,44 @@ export interface UserDirectory {
 export const ProjectDirectoryToken = Symbol('ProjectDirectory') as InjectionToken<ProjectDirectory>;
 export const OrgDirectoryToken = Symbol('OrgDirectory') as InjectionToken<OrgDirectory>;
 export const UserDirectoryToken = Symbol('UserDirectory') as InjectionToken<UserDirectory>;
+
+/**
+ * A directory the kernel declares and the owning plugin fills when it registers, so a consumer can
+ * be built before its owner (auth registers before orgs and projects, yet reads both). Calling it
+ * before it is filled fails naming the plugin to load.
+ */
+export class DirectorySlot<T extends object> {
+  private impl: T | null = null;
+  readonly port: T;
+
+  constructor(owner: string) {
+    this.port = new Proxy({} as T, {
+      get: (_target, key) => {
+        if (!this.impl) throw new Error(`the ${owner} plugin is not loaded: nothing answers ${String(key)} of its directory`);
+        const value = (this.impl as Record<string | symbol, unknown>)[key];
+        return typeof value === 'function' ? value.bind(this.impl) : value;
+      },
+    });
+  }
+
+  fill(impl: T): void {
+    this.impl = impl;
+  }
+}
+
+export const ProjectDirectorySlotToken = Symbol('ProjectDirectorySlot') as InjectionToken<DirectorySlot<ProjectDirectory>>;
+export const OrgDirectorySlotToken = Symbol('OrgDirectorySlot') as InjectionToken<DirectorySlot<OrgDirectory>>;
+export const UserDirectorySlotToken = Symbol('UserDirectorySlot') as InjectionToken<DirectorySlot<UserDirectory>>;
+
+/** The kernel's part: the three slots, and their ports under the directory tokens. */
+export function declareDirectories(container: { registerInstance<T>(token: InjectionToken<T>, instance: T): unknown }): void {
+  const slots = [
+    [ProjectDirectorySlotToken, ProjectDirectoryToken, new DirectorySlot<ProjectDirectory>('projects')],
+    [OrgDirectorySlotToken, OrgDirectoryToken, new DirectorySlot<OrgDirectory>('orgs')],
+    [UserDirectorySlotToken, UserDirectoryToken, new DirectorySlot<UserDirectory>('auth')],
+  ] as const;
+  for (const [slotToken, portToken, slot] of slots) {
+    container.registerInstance(slotToken as InjectionToken<DirectorySlot<object>>, slot);
+    container.registerInstance(portToken as InjectionToken<object>, slot.port);
+  }
+}

@@ -10,7 +10,7 @@ import { Memberships } from '../../core/auth/memberships.ts';
 import { OrgDirectoryToken, type OrgDirectory } from '../../core/ports/directory.ts';
 import type { Principal } from '../../core/auth/principal.ts';
 import type { UserRow } from './users.ts';
-import { SshKeyError, parsePublicKey } from '../../core/auth/ssh.ts';
+import { SshKeyError, parsePublicKey } from '../../domain/signatures/ssh.ts';
 
 export const DEFAULT_INVITE_DAYS = 7;
 const CODE_PREFIX = 'svcinv_';

@@ -9,8 +9,8 @@ import type { Scheduler } from '../../core/ports/scheduler.ts';
 import { ManifestReaderToken } from '../../core/ports/manifest.ts';
 import { emitEvent, type NewEvent } from '../../core/events/emit.ts';
 import { cronTick } from '../../core/cron.ts';
-import { readTrigger } from '../../core/manifest/triggers.ts';
-import type { Manifest } from '../../core/manifest/types.ts';
+import { readTrigger } from '../../domain/manifest/triggers.ts';
+import type { Manifest } from '../../domain/manifest/types.ts';
 import { triggerOwners, type OwnerKind } from './matcher.ts';
 import { ProjectDirectoryToken, type ProjectDirectory } from '../../core/ports/directory.ts';
 

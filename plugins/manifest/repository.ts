@@ -2,7 +2,7 @@ import { inject, injectable } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
 import { Batcher } from '../../core/batcher.ts';
-import type { Manifest, StoredManifest } from '../../core/manifest/types.ts';
+import type { Manifest, StoredManifest } from '../../domain/manifest/types.ts';
 import type { ManifestReader } from '../../core/ports/manifest.ts';
 
 interface ManifestRow extends StoredManifest {

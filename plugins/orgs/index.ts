@@ -3,7 +3,7 @@ import { OrgRepository } from './repository.ts';
 import { OrgService } from './service.ts';
 import { orgRoutes } from './routes.ts';
 import { Orgs } from './directory.ts';
-import { OrgDirectoryToken } from '../../core/ports/directory.ts';
+import { OrgDirectorySlotToken } from '../../core/ports/directory.ts';
 
 /** Organizations and their members. */
 export const plugin: DomainPlugin = {
@@ -11,8 +11,7 @@ export const plugin: DomainPlugin = {
   register(server, { container }) {
     container.registerSingleton(OrgRepository);
     container.registerSingleton(OrgService);
-    container.registerSingleton(Orgs);
-    container.register(OrgDirectoryToken, { useToken: Orgs });
+    container.resolve(OrgDirectorySlotToken).fill(container.resolve(Orgs));
     server.route(orgRoutes(container));
   },
 };

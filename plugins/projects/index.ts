@@ -3,7 +3,7 @@ import { ProjectRepository } from './repository.ts';
 import { ProjectService } from './service.ts';
 import { projectRoutes } from './routes.ts';
 import { Projects } from './directory.ts';
-import { ProjectDirectoryToken } from '../../core/ports/directory.ts';
+import { ProjectDirectorySlotToken } from '../../core/ports/directory.ts';
 
 /** Projects and their members. */
 export const plugin: DomainPlugin = {
@@ -12,8 +12,7 @@ export const plugin: DomainPlugin = {
   register(server, { container }) {
     container.registerSingleton(ProjectRepository);
     container.registerSingleton(ProjectService);
-    container.registerSingleton(Projects);
-    container.register(ProjectDirectoryToken, { useToken: Projects });
+    container.resolve(ProjectDirectorySlotToken).fill(container.resolve(Projects));
     server.route(projectRoutes(container));
   },
 };

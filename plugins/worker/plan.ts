@@ -1,8 +1,8 @@
 import type { AttemptWork } from '../../core/ports/attempts.ts';
 import type { HarnessDefinition, HarnessRegistry, PermissionPolicy } from '../../core/ports/harness.ts';
 import type { SecretContext } from '../../core/ports/secrets.ts';
-import type { AgentChoice, AgentRequest } from '../../core/manifest/profiles.ts';
-import type { Manifest } from '../../core/manifest/types.ts';
+import type { AgentChoice, AgentRequest } from '../../domain/manifest/profiles.ts';
+import type { Manifest } from '../../domain/manifest/types.ts';
 import { WorkerFailure } from './failure.ts';
 
 /** What an attempt runs: a shell command, or a harness CLI with a prompt. */

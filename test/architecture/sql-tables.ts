@@ -4,7 +4,7 @@ import path from 'node:path';
 /**
  * The tables a TypeScript file's SQL names: knex builders (`db('t')`, `.from('t')`, `.join('t as x', …)`,
  * `'t.column'`), raw SQL (`FROM t`, `JOIN t`, `INTO t`, `UPDATE t`, `TABLE t`, upper case as the
- * code writes it), and table names chosen at run time (`table: 't'`, `const table = … 't'`).
+ * code writes it), and table names chosen at run time (`table: 't'`, `const table = … 't'`, `trx(c ? 't' : 'u')`).
  * Only names in `known` count, so route paths and plugin names that happen to match are not mistaken
  * for SQL unless they stand in one of those places. Comments are ignored.
  */
@@ -21,12 +21,16 @@ export function tablesNamed(source: string, known: ReadonlySet<string>): Set<str
     new RegExp(`\\b(?:db|trx|tx|knex|conn|database)\\s*\\(\\s*${q}${name}(?:\\s+as\\s+\\w+)?${q}`, 'g'),
     // builder methods that take a table
     new RegExp(`\\.(?:from|into|table|join|leftJoin|rightJoin|innerJoin|leftOuterJoin|rightOuterJoin|fullOuterJoin|crossJoin|hasTable)\\s*\\(\\s*${q}${name}(?:\\s+as\\s+\\w+)?${q}`, 'g'),
-    // a qualified column: 't.column' or 't.*'
-    new RegExp(`${q}${name}\\.(?:[a-z_][a-z0-9_]*|\\*)${q}`, 'g'),
+    // a qualified column as an argument, key or default: ('t.column', …), { 't.column': … }, ['t.*'], c = 't.id'
+    new RegExp(`(?<=[(,{\\[=]\\s*)${q}${name}\\.(?:[a-z_][a-z0-9_]*|\\*)${q}`, 'g'),
     // raw SQL
     new RegExp(`\\b(?:FROM|JOIN|INTO|UPDATE|TABLE|ONLY)\\s+${name}\\b`, 'g'),
   ];
   for (const re of patterns) for (const m of code.matchAll(re)) add(m[1]);
+  // a builder whose table is chosen in place: trx(kind === 'org' ? 'orgs' : 'projects')
+  for (const m of code.matchAll(/\b(?:db|trx|tx|knex|conn|database)\s*\(([^()]*\?[^()]*)\)/g)) {
+    for (const s of m[1].matchAll(/['"`]([a-z_][a-z0-9_]*)['"`]/g)) add(s[1]);
+  }
   // a table name held in a variable or property whose name says so: table: 't', const table = x ? 't' : 'u'
   for (const m of code.matchAll(/\b\w*[tT]able\w*\s*[:=](?!=)([^;\n]*)/g)) {
     for (const s of m[1].matchAll(/['"`]([a-z_][a-z0-9_]*)['"`]/g)) add(s[1]);

@@ -1,7 +1,8 @@
 /**
  * Which domain owns each table: the one place this is written down. Only the owner's SQL names
  * a table; every other domain asks the owner through a port (core/ports). `core` is the kernel.
- * test/architecture/table-ownership.test.ts checks this against the migrations and the code.
+ * Each migration's tables, by owner; test/architecture/table-ownership.test.ts checks this against
+ * the migrations and the code.
  */
 export const TABLE_OWNERS = {
   // 001_kernel

@@ -9,7 +9,7 @@
  * remaining entry runs and the rest are its fallbacks. Explicit job fields (`model`,
  * `reasoning_effort`, `harness_options.*`, `harness_variant`) override every entry's own.
  */
-import { REASONING_EFFORTS, type HarnessAuthStatus, type ReasoningEffort } from '../ports/harness.ts';
+import { REASONING_EFFORTS, type HarnessAuthStatus, type ReasoningEffort } from '../../core/ports/harness.ts';
 import type { AgentProfileEntry, AgentsConfig } from './types.ts';
 
 /** The harness fields of a job (CreateJobRequest), as stored. */
