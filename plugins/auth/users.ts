@@ -4,16 +4,10 @@ import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
 import { newId } from '../../core/ids.ts';
 import { timestamp, userId } from '../../core/http/schemas.ts';
-import type { UserDirectory } from '../../core/ports/directory.ts';
+import type { UserDirectory, UserEntry } from '../../core/ports/directory.ts';
 
-export interface UserRow {
-  id: string;
-  email: string;
-  display_name: string | null;
-  is_admin: boolean;
-  created_at: Date;
-  updated_at: Date;
-}
+/** A row of `users` is what the directory hands out. */
+export type UserRow = UserEntry;
 
 export const userResponseSchema = Joi.object({
   id: userId.required(),
