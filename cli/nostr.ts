@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
 import { schnorr } from '@noble/curves/secp256k1.js';
 import { CliError } from './errors.ts';
-import { eventId, HTTP_AUTH_EVENT_KIND, LOGIN_EVENT_KIND, type NostrEvent } from '../core/auth/nostr.ts';
+import { eventId, HTTP_AUTH_EVENT_KIND, LOGIN_EVENT_KIND, type NostrEvent } from '../domain/signatures/nostr.ts';
 
 export type SignedEvent = NostrEvent;
 

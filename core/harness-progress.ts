@@ -1,4 +1,5 @@
 import type { HarnessEvent } from './ports/harness.ts';
+import { isObject } from './is-object.ts';
 
 /** One item of the plan an agent keeps (a todo list), as its CLI reports it. */
 export interface PlanItem {
@@ -20,7 +21,6 @@ export function planProgress(items: PlanItem[]): HarnessEvent[] {
   return [{ type: 'progress', message, percentage: Math.round((done / items.length) * 100) }];
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
  * The todo lists the CLIs keep, all shaped `{todos: [{<text key>, status}]}` with status pending,

@@ -15,14 +15,14 @@ import { PermissionResolver } from './auth/resolver.ts';
 import { MachineTokens } from './auth/machine-tokens.ts';
 import { TokenService } from './auth/tokens.ts';
 import { Memberships } from './auth/memberships.ts';
-import { Users } from './users.ts';
 import { AccessTargets } from './http/access.ts';
 import { createServer } from './http/server.ts';
 import { checkAdapterKinds, createAdapter, type AdapterDeps } from './adapters.ts';
-import { RoleServices, schedulerService } from './roles.ts';
+import { Housekeeping, RoleServices, schedulerService } from './roles.ts';
 import { SchedulerToken } from './ports/scheduler.ts';
 import { VcsHostToken } from './ports/vcshost.ts';
 import { ChatAppToken } from './ports/chatapp.ts';
+import { declareDirectories } from './ports/directory.ts';
 
 export interface Kernel {
   config: Config;
@@ -79,7 +79,8 @@ export async function startKernel(config: Config, opts: KernelOptions = {}): Pro
     container.registerInstance(Tokens.Sealer, sealer);
     container.registerInstance(Tokens.Clock, systemClock);
     container.registerInstance(Tokens.StartedAt, new Date());
-    for (const cls of [SigningKeys, MachineTokens, TokenService, PermissionResolver, Access, AccessTargets, Users, Memberships]) container.registerSingleton(cls as never);
+    declareDirectories(container);
+    for (const cls of [SigningKeys, MachineTokens, TokenService, PermissionResolver, Access, AccessTargets, Memberships]) container.registerSingleton(cls as never);
     await container.resolve(SigningKeys).ensureActive();
     const adapterDeps: AdapterDeps = { config, db, databaseUrl, logger };
     // Every role may talk to the code host and the chat app (inbound on api, pull requests and notices elsewhere).
@@ -89,10 +90,12 @@ export async function startKernel(config: Config, opts: KernelOptions = {}): Pro
 
     const roleServices = new RoleServices();
     container.registerInstance(RoleServices, roleServices);
+    const housekeeping = new Housekeeping();
+    container.registerInstance(Housekeeping, housekeeping);
     if (config.roles.includes('orchestrator')) {
       const scheduler = await createAdapter('scheduler', config.adapters.scheduler, { config, db, databaseUrl, logger } satisfies AdapterDeps);
       container.registerInstance(SchedulerToken, scheduler);
-      roleServices.add('orchestrator', schedulerService(container, scheduler));
+      roleServices.add('orchestrator', schedulerService(housekeeping, scheduler));
     }
 
     // Plugins always load (they add the roles' background services); only the api role listens.

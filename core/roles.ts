@@ -1,7 +1,6 @@
-import type { DependencyContainer } from './di.ts';
 import type { Role } from './config/schema.ts';
-import { Tokens } from './tokens.ts';
 import type { Scheduler } from './ports/scheduler.ts';
+import { Registry } from './registry.ts';
 
 /** Background work that runs while a role runs: a domain's claimer, reaper, event router. */
 export interface RoleService {
@@ -28,15 +27,21 @@ export class RoleServices {
 
 const HOUSEKEEPING_EVERY_MS = 60_000;
 
+/** Periodic clean-up a domain does on its own tables (expired login challenges, …), run once a minute by one orchestrator. */
+export type HousekeepingTask = () => Promise<void>;
+
+export class Housekeeping extends Registry<HousekeepingTask> {
+  async run(): Promise<void> {
+    for (const task of this.entries) await task();
+  }
+}
+
 /** The orchestrator owns time: the scheduler and its periodic housekeeping. */
-export function schedulerService(container: DependencyContainer, scheduler: Scheduler): RoleService {
-  const db = container.resolve(Tokens.Db);
+export function schedulerService(housekeeping: Housekeeping, scheduler: Scheduler): RoleService {
   return {
     name: 'scheduler',
     async start() {
-      scheduler.define('svc.housekeeping', async () => {
-        await db('auth_challenges').where('expires_at', '<', db.raw("now() - interval '1 hour'")).delete();
-      });
+      scheduler.define('svc.housekeeping', () => housekeeping.run());
       await scheduler.start();
       await scheduler.every(HOUSEKEEPING_EVERY_MS, 'svc.housekeeping');
     },

@@ -3,10 +3,10 @@ import Joi from 'joi';
 import { inject, injectable } from '../di.ts';
 import { Tokens } from '../tokens.ts';
 import type { Db } from '../db/knex.ts';
-import { Users } from '../users.ts';
+import { UserDirectoryToken, type UserDirectory } from '../ports/directory.ts';
 import { paginate, type ListQuery, type Page } from '../http/lists.ts';
 import { roleSchema, timestamp, userId } from '../http/schemas.ts';
-import type { RoleName } from './permissions.ts';
+import { strongerRole, type RoleName } from './permissions.ts';
 
 /** Org and project memberships have one shape and one set of rules; only the table differs. */
 export type MembershipScope = { kind: 'org'; id: string } | { kind: 'project'; id: string };
@@ -52,7 +52,7 @@ export type Member = ReturnType<typeof toMember>;
 export class Memberships {
   constructor(
     @inject(Tokens.Db) private readonly db: Db,
-    @inject(Users) private readonly users: Users,
+    @inject(UserDirectoryToken) private readonly users: UserDirectory,
   ) {}
 
   list(scope: MembershipScope, page: Pick<ListQuery, 'limit' | 'offset'>): Promise<Page<Member>> {
@@ -111,6 +111,34 @@ export class Memberships {
   async addOwner(scope: MembershipScope, userId: string, trx: Db): Promise<void> {
     const { table, key } = TABLES[scope.kind];
     await trx(table).insert({ [key]: scope.id, user_id: userId, role: 'owner' }).onConflict([key, 'user_id']).merge({ role: 'owner' });
+  }
+
+  /** Adds the member unless already one (an existing membership keeps its role). */
+  async addIfMissing(scope: MembershipScope, userId: string, role: RoleName, trx: Db): Promise<void> {
+    const { table, key } = TABLES[scope.kind];
+    await trx(table).insert({ [key]: scope.id, user_id: userId, role }).onConflict([key, 'user_id']).ignore();
+  }
+
+  /** Gives the user `role`, or keeps a stronger role they already hold; returns the role they end with. */
+  async grantAtLeast(scope: MembershipScope, userId: string, role: RoleName, trx: Db): Promise<RoleName> {
+    const { table, key } = TABLES[scope.kind];
+    const existing = await trx(table).where({ [key]: scope.id, user_id: userId }).forUpdate().first('role');
+    if (!existing) {
+      await trx(table).insert({ [key]: scope.id, user_id: userId, role });
+      return role;
+    }
+    const effective = strongerRole(existing.role, role)!;
+    if (effective !== existing.role) await trx(table).where({ [key]: scope.id, user_id: userId }).update({ role: effective, updated_at: trx.fn.now() });
+    return effective;
+  }
+
+  /** Every org and project the user is a member of, with the role. */
+  async ofUser(userId: string): Promise<{ orgs: { id: string; role: RoleName }[]; projects: { id: string; role: RoleName }[] }> {
+    const [orgs, projects] = await Promise.all([
+      this.db('org_members').where({ user_id: userId }).select('org_id as id', 'role'),
+      this.db('project_members').where({ user_id: userId }).select('project_id as id', 'role'),
+    ]);
+    return { orgs, projects };
   }
 
   private async get(scope: MembershipScope, userId: string, trx: Db): Promise<Member | null> {

@@ -7,7 +7,7 @@ import { inject, injectable } from '../di.ts';
 import { Tokens, type Clock } from '../tokens.ts';
 import type { Config } from '../config/schema.ts';
 import type { Db } from '../db/knex.ts';
-import { HTTP_AUTH_EVENT_KIND, NostrEventError, parseEvent, tagValue, verifyEvent, type NostrEvent } from './nostr.ts';
+import { HTTP_AUTH_EVENT_KIND, NostrEventError, parseEvent, tagValue, verifyEvent, type NostrEvent } from '../../domain/signatures/nostr.ts';
 import type { Principal } from './principal.ts';
 
 /** How far created_at may be from the server's clock, either way. */

@@ -44,3 +44,6 @@ export const eventStreamResponse = (label: string, description: string) => ({
   schema: Joi.string().label(label).description(`text/event-stream: ${description}`),
   sample: 0,
 });
+
+/** An account's e-mail, as accounts are keyed (lower case). */
+export const emailSchema = Joi.string().trim().lowercase().email({ tlds: false }).max(320);

@@ -1,6 +1,7 @@
 import type { InjectionToken } from 'tsyringe';
 import type { Db } from '../db/knex.ts';
 import type { JobPhase } from './jobs.ts';
+import { Registry } from '../registry.ts';
 
 /** Fences every write of an attempt's runner: the job, the attempt, and the lease token of its claim. */
 export interface AttemptLease {
@@ -119,16 +120,10 @@ export type AttemptLogListener = (appended: AppendedLogs, trx: Db) => Promise<vo
  * Domains that follow attempt output (pipeline run streams) register here; the jobs domain calls
  * every listener in the transaction that appends the lines. Registered per container by the jobs plugin.
  */
-export class AttemptLogListeners {
-  private readonly listeners: AttemptLogListener[] = [];
-
-  add(listener: AttemptLogListener): void {
-    this.listeners.push(listener);
-  }
-
+export class AttemptLogListeners extends Registry<AttemptLogListener> {
   async appended(appended: AppendedLogs, trx: Db): Promise<void> {
     if (appended.lines.length === 0) return;
-    for (const listener of this.listeners) await listener(appended, trx);
+    for (const listener of this.entries) await listener(appended, trx);
   }
 }
 
@@ -161,16 +156,10 @@ export type AttemptCompletionListener = (ended: EndedAttempt, trx: Db) => Promis
  * `system.job.attempt.completed`, so what follows commits exactly once with it. Registered per
  * container by the jobs plugin.
  */
-export class AttemptCompletionListeners {
-  private readonly listeners: AttemptCompletionListener[] = [];
-
-  add(listener: AttemptCompletionListener): void {
-    this.listeners.push(listener);
-  }
-
+export class AttemptCompletionListeners extends Registry<AttemptCompletionListener> {
   async completed(ended: EndedAttempt, trx: Db): Promise<AttemptCompletionNote> {
     const note: AttemptCompletionNote = {};
-    for (const listener of this.listeners) Object.assign(note, (await listener(ended, trx)) ?? {});
+    for (const listener of this.entries) Object.assign(note, (await listener(ended, trx)) ?? {});
     return note;
   }
 }

@@ -1,6 +1,6 @@
 import type { InjectionToken } from 'tsyringe';
-import type { AgentsConfig } from '../manifest/types.ts';
-import type { AgentChoice, AgentRequest } from '../manifest/profiles.ts';
+import type { AgentsConfig } from '../../domain/manifest/types.ts';
+import type { AgentChoice, AgentRequest } from '../../domain/manifest/profiles.ts';
 import type { SecretContext } from './secrets.ts';
 
 /** A harness id or alias: lower-case letters, digits, _ or -. */
@@ -98,7 +98,7 @@ export interface HarnessRegistry {
   auth(idOrAlias: string, ctx?: SecretContext): Promise<HarnessAuthStatus>;
   /** Credential variables this server holds for the harness (its own environment, then secrets): merge them into `HarnessInput.env`. */
   credentials(idOrAlias: string, ctx?: SecretContext): Promise<Record<string, string>>;
-  /** Profiles and job fields → what runs (see core/manifest/profiles.ts); availability is checked only when a profile drops unavailable entries. */
+  /** Profiles and job fields → what runs (see domain/manifest/profiles.ts); availability is checked only when a profile drops unavailable entries. */
   resolve(request: AgentRequest, agents: AgentsConfig | undefined, ctx?: SecretContext): Promise<AgentChoice>;
 }
 

@@ -1,6 +1,7 @@
 import type { InjectionToken } from 'tsyringe';
 import type { Db } from '../db/knex.ts';
 import type { Creator } from './launchers.ts';
+import { Registry } from '../registry.ts';
 
 export type JobPhase = 'idea' | 'backlog' | 'ready' | 'active' | 'review' | 'done' | 'cancelled';
 
@@ -21,16 +22,10 @@ export type JobPhaseListener = (jobs: JobPhaseChange[], trx: Db) => Promise<void
  * inside the transaction that changed the phases, so what follows a job commits with it.
  * Registered per container by the jobs plugin.
  */
-export class JobPhaseListeners {
-  private readonly listeners: JobPhaseListener[] = [];
-
-  add(listener: JobPhaseListener): void {
-    this.listeners.push(listener);
-  }
-
+export class JobPhaseListeners extends Registry<JobPhaseListener> {
   async changed(jobs: JobPhaseChange[], trx: Db): Promise<void> {
     if (jobs.length === 0) return;
-    for (const listener of this.listeners) await listener(jobs, trx);
+    for (const listener of this.entries) await listener(jobs, trx);
   }
 }
 
@@ -45,15 +40,9 @@ export type JobRequestCheck = (projectId: string, request: Record<string, unknow
  * registry: `harness`) have a check here; the jobs domain runs every check before it creates a job
  * from a request or changes its hints. Registered per container by the jobs plugin.
  */
-export class JobRequestChecks {
-  private readonly checks: JobRequestCheck[] = [];
-
-  add(check: JobRequestCheck): void {
-    this.checks.push(check);
-  }
-
+export class JobRequestChecks extends Registry<JobRequestCheck> {
   async check(projectId: string, request: Record<string, unknown>): Promise<void> {
-    for (const check of this.checks) await check(projectId, request);
+    for (const check of this.entries) await check(projectId, request);
   }
 }
 

@@ -1,6 +1,7 @@
 import type { InjectionToken } from 'tsyringe';
 import type { Logger } from 'pino';
-import type { StoredManifest } from '../manifest/types.ts';
+import type { StoredManifest } from '../../domain/manifest/types.ts';
+import { Registry } from '../registry.ts';
 
 /**
  * What job creation reads from a project's synced manifest: `x-svc.defaults`, merged under the
@@ -24,6 +25,8 @@ export interface ManifestReader {
   current(projectId: string): Promise<StoredManifest | null>;
   /** The newest synced version with this hash (to check a caller's `manifest_hash`), or null. */
   byHash(projectId: string, manifestHash: string): Promise<StoredManifest | null>;
+  /** Projects whose current manifest has a trigger with a `cron` schedule. */
+  projectsWithCronTriggers(): Promise<string[]>;
 }
 
 export const ManifestReaderToken = Symbol('ManifestReader') as InjectionToken<ManifestReader>;
@@ -36,17 +39,13 @@ export type ManifestSyncListener = (manifest: StoredManifest) => void | Promise<
  * manifest plugin registers it and calls `synced` after a sync commits; a listener's failure is
  * logged, never the sync's.
  */
-export class ManifestSyncListeners {
-  private readonly listeners: ManifestSyncListener[] = [];
-
-  constructor(private readonly logger: Logger) {}
-
-  add(listener: ManifestSyncListener): void {
-    this.listeners.push(listener);
+export class ManifestSyncListeners extends Registry<ManifestSyncListener> {
+  constructor(private readonly logger: Logger) {
+    super();
   }
 
   async synced(manifest: StoredManifest): Promise<void> {
-    for (const listener of this.listeners) {
+    for (const listener of this.entries) {
       await Promise.resolve()
         .then(() => listener(manifest))
         .catch((err) => this.logger.error({ err, projectId: manifest.project_id }, 'manifest sync listener failed'));

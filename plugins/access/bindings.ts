@@ -9,7 +9,7 @@ import { isRoleName, ROLE_PERMISSIONS } from '../../core/auth/permissions.ts';
 import type { Grant } from '../../core/auth/principal.ts';
 import type { ActorType } from '../../core/auth/resolver.ts';
 import { AccessRoles } from './roles.ts';
-import { requireGrantable, requirePrincipal, requireProjectInOrg } from './principals.ts';
+import { OrgPrincipals, requireGrantable } from './principals.ts';
 
 export interface BindingRow {
   id: string;
@@ -30,6 +30,7 @@ export class AccessBindings {
   constructor(
     @inject(Tokens.Db) private readonly db: Db,
     @inject(AccessRoles) private readonly roles: AccessRoles,
+    @inject(OrgPrincipals) private readonly principals: OrgPrincipals,
   ) {}
 
   list(orgId: string, f: BindingFilters) {
@@ -59,8 +60,8 @@ export class AccessBindings {
       if (role.scope === 'org' && projectId) throw Boom.badData(`role ${role.name} has scope org: it binds org-wide, without project_id`);
       requireGrantable(grant, role.permissions);
     }
-    await requirePrincipal(this.db, orgId, input.principal_type, input.principal_id);
-    if (projectId) await requireProjectInOrg(this.db, orgId, projectId);
+    await this.principals.require(orgId, input.principal_type, input.principal_id);
+    if (projectId) await this.principals.requireProject(orgId, projectId);
     try {
       const [row] = await this.db('access_bindings')
         .insert({ id: newId('bnd'), org_id: orgId, role: input.role, principal_type: input.principal_type, principal_id: input.principal_id, project_id: projectId, created_by: createdBy })

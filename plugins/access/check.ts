@@ -1,10 +1,8 @@
 import Boom from '@hapi/boom';
 import { inject, injectable } from '../../core/di.ts';
-import { Tokens } from '../../core/tokens.ts';
-import type { Db } from '../../core/db/knex.ts';
 import type { Permission } from '../../core/auth/permissions.ts';
 import { PermissionResolver, type ActorType, type Source } from '../../core/auth/resolver.ts';
-import { requirePrincipal, requireProjectInOrg } from './principals.ts';
+import { OrgPrincipals } from './principals.ts';
 
 export interface CheckQuery {
   principal_type: ActorType;
@@ -42,20 +40,20 @@ function required(q: CheckQuery): Permission[] {
 @injectable()
 export class AccessCheck {
   constructor(
-    @inject(Tokens.Db) private readonly db: Db,
+    @inject(OrgPrincipals) private readonly principals: OrgPrincipals,
     @inject(PermissionResolver) private readonly resolver: PermissionResolver,
   ) {}
 
   async explain(orgId: string, q: CheckQuery): Promise<Explanation> {
-    await requirePrincipal(this.db, orgId, q.principal_type, q.principal_id);
-    if (q.project_id) await requireProjectInOrg(this.db, orgId, q.project_id);
+    await this.principals.require(orgId, q.principal_type, q.principal_id);
+    if (q.project_id) await this.principals.requireProject(orgId, q.project_id);
     const resolved = await this.resolver.resolve({ type: q.principal_type, id: q.principal_id }, q.project_id ? { project: q.project_id } : { org: orgId });
     if (!resolved) throw Boom.notFound(`org ${orgId} not found`);
     const needs = required(q);
     const target = { org_id: orgId, project_id: q.project_id ?? null, ...(q.resource_type && { resource_type: q.resource_type, resource: q.resource, action: q.action }) };
     const principal = { type: q.principal_type, id: q.principal_id };
     const sources = resolved.sources.map(({ permissions, ...s }) => ({ ...s, grants: needs.filter((p) => permissions.includes(p)) }));
-    if (q.principal_type === 'user' && (await this.db('users').where({ id: q.principal_id }).first('is_admin'))?.is_admin) {
+    if (q.principal_type === 'user' && (await this.principals.isSystemAdmin(q.principal_id))) {
       return { allowed: true, principal, target, required: needs, sources: [{ kind: 'system_admin', grants: needs }, ...sources], reason: 'the system administrator holds every permission' };
     }
     const missing = needs.filter((p) => !resolved.permissions.has(p));

@@ -5,7 +5,7 @@ import type { Db } from '../../core/db/knex.ts';
 import { newId } from '../../core/ids.ts';
 import { paginate, type ListQuery } from '../../core/http/lists.ts';
 import { isUniqueViolation } from '../../core/http/unique.ts';
-import { requirePrincipal } from './principals.ts';
+import { OrgPrincipals } from './principals.ts';
 
 export interface GroupRow {
   id: string;
@@ -26,7 +26,10 @@ export interface GroupMember {
 /** Groups of users and service accounts: a binding to a group applies to each member. */
 @injectable()
 export class AccessGroups {
-  constructor(@inject(Tokens.Db) private readonly db: Db) {}
+  constructor(
+    @inject(Tokens.Db) private readonly db: Db,
+    @inject(OrgPrincipals) private readonly principals: OrgPrincipals,
+  ) {}
 
   list(orgId: string, q: ListQuery) {
     return paginate<GroupRow, GroupRow>(this.db('access_groups').where({ org_id: orgId }), q, (r) => r, 'access_groups');
@@ -64,7 +67,7 @@ export class AccessGroups {
   /** Adding someone already in the group answers their existing membership. */
   async addMember(orgId: string, id: string, member: Pick<GroupMember, 'principal_type' | 'principal_id'>): Promise<{ member: GroupMember; created: boolean }> {
     await this.get(orgId, id);
-    await requirePrincipal(this.db, orgId, member.principal_type, member.principal_id);
+    await this.principals.require(orgId, member.principal_type, member.principal_id);
     const [created] = await this.db('access_group_members').insert({ group_id: id, ...member }).onConflict(['group_id', 'principal_type', 'principal_id']).ignore().returning('*');
     if (created) return { member: created, created: true };
     return { member: await this.db('access_group_members').where({ group_id: id, ...member }).first(), created: false };

@@ -10,7 +10,7 @@ import type { Grant } from '../../core/auth/principal.ts';
 import { MachineTokens } from '../../core/auth/machine-tokens.ts';
 import { PermissionResolver } from '../../core/auth/resolver.ts';
 import { AccessBindings } from './bindings.ts';
-import { requireGrantable, requireProjectInOrg } from './principals.ts';
+import { OrgPrincipals, requireGrantable } from './principals.ts';
 
 const DAY_MS = 86_400_000;
 
@@ -66,6 +66,7 @@ export class ServiceAccounts {
     @inject(MachineTokens) private readonly machineTokens: MachineTokens,
     @inject(PermissionResolver) private readonly resolver: PermissionResolver,
     @inject(AccessBindings) private readonly bindings: AccessBindings,
+    @inject(OrgPrincipals) private readonly principals: OrgPrincipals,
   ) {}
 
   list(orgId: string, q: ListQuery) {
@@ -121,7 +122,7 @@ export class ServiceAccounts {
     await this.get(orgId, id);
     const scope = input.scope ?? { type: 'org' as const, id: orgId };
     if (scope.type === 'org' && scope.id !== orgId) throw Boom.badData(`a token of a service account of org ${orgId} cannot be scoped to org ${scope.id}`);
-    if (scope.type === 'project') await requireProjectInOrg(this.db, orgId, scope.id);
+    if (scope.type === 'project') await this.principals.requireProject(orgId, scope.id);
     requireGrantable(grant, input.permissions);
     const held = await this.resolver.resolve({ type: 'service_account', id }, scope.type === 'org' ? { org: scope.id } : { project: scope.id });
     const lacking = input.permissions.filter((p) => !held?.permissions.has(p));

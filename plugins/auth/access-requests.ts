@@ -4,12 +4,14 @@ import { Tokens, type Clock } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
 import { newId } from '../../core/ids.ts';
 import { paginate, type ListQuery } from '../../core/http/lists.ts';
-import { Users } from '../../core/users.ts';
+import { Users } from './users.ts';
 import type { RoleName } from '../../core/auth/permissions.ts';
-import { SshKeyError, parsePublicKey } from '../../core/auth/ssh.ts';
-import { NostrKeys } from '../../core/auth/nostr-keys.ts';
+import { SshKeyError, parsePublicKey } from '../../domain/signatures/ssh.ts';
+import { NostrKeys } from './nostr-keys.ts';
 import { UserKeys } from './keys.ts';
-import { grantOrgRole, type Actor } from './invites.ts';
+import type { Actor } from './invites.ts';
+import { Memberships } from '../../core/auth/memberships.ts';
+import { OrgDirectoryToken, type OrgDirectory } from '../../core/ports/directory.ts';
 
 /** Beyond this many open requests an org takes no more until an admin decides some. */
 export const MAX_PENDING_PER_ORG = 200;
@@ -84,6 +86,8 @@ export class AccessRequests {
     @inject(Users) private readonly users: Users,
     @inject(UserKeys) private readonly keys: UserKeys,
     @inject(NostrKeys) private readonly nostrKeys: NostrKeys,
+    @inject(Memberships) private readonly memberships: Memberships,
+    @inject(OrgDirectoryToken) private readonly orgs: OrgDirectory,
   ) {}
 
   async create(input: AccessRequestInput) {
@@ -97,8 +101,8 @@ export class AccessRequests {
         throw e;
       }
     }
-    const org = await this.db('orgs').where({ id: input.org_id, deleted: false }).first('id');
-    if (!org) throw Boom.notFound(`org ${input.org_id} not found`);
+    const org = await this.orgs.byId(input.org_id);
+    if (!org || org.deleted) throw Boom.notFound(`org ${input.org_id} not found`);
     const pending = (await this.db('access_requests').where({ org_id: input.org_id, status: 'pending' }).count({ n: '*' }).first()) as { n: number };
     if (Number(pending.n) >= MAX_PENDING_PER_ORG) throw Boom.tooManyRequests('this org has too many open access requests; try again later');
     try {
@@ -147,7 +151,7 @@ export class AccessRequests {
       const { user } = await this.users.ensure(row.email, null, trx);
       if (row.ssh_public_key) await this.keys.add(user.id, row.ssh_public_key, 'access request', trx, { allowOwnDuplicate: true });
       if (row.nostr_pubkey) await this.nostrKeys.add(user.id, row.nostr_pubkey, 'access request', trx, { allowOwnDuplicate: true });
-      await grantOrgRole(trx, orgId, user.id, role);
+      await this.memberships.grantAtLeast({ kind: 'org', id: orgId }, user.id, role, trx);
       const [approved] = await trx('access_requests')
         .where({ id })
         .update({ status: 'approved', role, user_id: user.id, decided_by: actor.userId, decided_at: this.clock.now() })

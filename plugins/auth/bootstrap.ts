@@ -6,7 +6,7 @@ import { inject, injectable } from '../../core/di.ts';
 import { Tokens, type Clock } from '../../core/tokens.ts';
 import type { Config } from '../../core/config/schema.ts';
 import type { Db } from '../../core/db/knex.ts';
-import { Users, toUser } from '../../core/users.ts';
+import { Users, toUser } from './users.ts';
 import { TokenService } from '../../core/auth/tokens.ts';
 import { UserKeys } from './keys.ts';
 

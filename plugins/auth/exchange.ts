@@ -4,7 +4,8 @@ import { inject, injectable } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
 import type { Config } from '../../core/config/schema.ts';
 import type { Db } from '../../core/db/knex.ts';
-import { Users, emailSchema, toUser } from '../../core/users.ts';
+import { Users, toUser } from './users.ts';
+import { emailSchema } from '../../core/http/schemas.ts';
 import { TokenService } from '../../core/auth/tokens.ts';
 import { Invites } from './invites.ts';
 

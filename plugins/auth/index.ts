@@ -8,12 +8,19 @@ import { Identity } from './mint.ts';
 import { authRoutes } from './routes.ts';
 import { nostrRoutes } from './nostr-routes.ts';
 import { registerInvites } from './invites-routes.ts';
+import { Users } from './users.ts';
+import { Housekeeping } from '../../core/roles.ts';
+import { UserDirectorySlotToken } from '../../core/ports/directory.ts';
 
 /** Bootstrap of the first admin, key-signature login, public keys, minting. */
 export const plugin: DomainPlugin = {
   name: 'auth',
   register(server, { container }) {
+    container.registerSingleton(Users);
+    container.resolve(UserDirectorySlotToken).fill(container.resolve(Users));
     for (const cls of [UserKeys, Bootstrap, SshLogin, Identity]) container.registerSingleton(cls as never);
+    const ssh = container.resolve(SshLogin);
+    container.resolve(Housekeeping).add(() => ssh.expireChallenges());
     registerInvites(server, container);
     server.route(authRoutes(container));
     server.route(nostrRoutes(container));

@@ -2,12 +2,13 @@ import { createHash } from 'node:crypto';
 import { inject, injectable } from '../../core/di.ts';
 import { Tokens, type Clock } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
-import { Users } from '../../core/users.ts';
-import { SshKeyError, parsePublicKey } from '../../core/auth/ssh.ts';
+import { Users } from './users.ts';
+import { SshKeyError, parsePublicKey } from '../../domain/signatures/ssh.ts';
 import type { UnknownIdentity, UnknownIdentityHandler } from '../../core/auth/identity-hooks.ts';
-import { NostrKeys } from '../../core/auth/nostr-keys.ts';
+import { NostrKeys } from './nostr-keys.ts';
 import { UserKeys } from './keys.ts';
-import { grantOrgRole, type InviteRow } from './invites.ts';
+import type { InviteRow } from './invites.ts';
+import { Memberships } from '../../core/auth/memberships.ts';
 
 /** The ways an invite's identity hint may name this key: canonical key, raw key, fingerprint. */
 function hintsFor(identity: UnknownIdentity): string[] {
@@ -43,6 +44,7 @@ export class InviteIdentities implements UnknownIdentityHandler {
     @inject(Users) private readonly users: Users,
     @inject(UserKeys) private readonly keys: UserKeys,
     @inject(NostrKeys) private readonly nostrKeys: NostrKeys,
+    @inject(Memberships) private readonly memberships: Memberships,
   ) {}
 
   onUnknownIdentity(identity: UnknownIdentity): Promise<{ userId: string } | null> {
@@ -60,7 +62,7 @@ export class InviteIdentities implements UnknownIdentityHandler {
         .first();
       if (!invite) return null;
       const { user } = await this.users.ensure(invite.email ?? placeholderEmail(identity), null, trx);
-      await grantOrgRole(trx, invite.org_id, user.id, invite.role);
+      await this.memberships.grantAtLeast({ kind: 'org', id: invite.org_id }, user.id, invite.role, trx);
       await trx('invites').where({ id: invite.id }).update({ accepted_at: now, accepted_by: user.id });
       if (identity.kind === 'ssh') await this.keys.add(user.id, identity.publicKey, 'invite', trx, { allowOwnDuplicate: true });
       else await this.nostrKeys.add(user.id, identity.publicKey.trim(), 'invite', trx, { allowOwnDuplicate: true });

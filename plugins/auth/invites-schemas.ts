@@ -1,5 +1,5 @@
 import Joi from 'joi';
-import { emailSchema } from '../../core/users.ts';
+import { emailSchema } from '../../core/http/schemas.ts';
 import { orgId, roleSchema, timestamp, userId } from '../../core/http/schemas.ts';
 import { TYPEID_SUFFIX } from '../../core/ids.ts';
 import { publicKey, ttlDays } from './schemas.ts';

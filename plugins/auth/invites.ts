@@ -5,10 +5,12 @@ import { Tokens, type Clock } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
 import { newId } from '../../core/ids.ts';
 import { paginate, type ListQuery } from '../../core/http/lists.ts';
-import { strongerRole, type RoleName } from '../../core/auth/permissions.ts';
+import type { RoleName } from '../../core/auth/permissions.ts';
+import { Memberships } from '../../core/auth/memberships.ts';
+import { OrgDirectoryToken, type OrgDirectory } from '../../core/ports/directory.ts';
 import type { Principal } from '../../core/auth/principal.ts';
-import type { UserRow } from '../../core/users.ts';
-import { SshKeyError, parsePublicKey } from '../../core/auth/ssh.ts';
+import type { UserRow } from './users.ts';
+import { SshKeyError, parsePublicKey } from '../../domain/signatures/ssh.ts';
 
 export const DEFAULT_INVITE_DAYS = 7;
 const CODE_PREFIX = 'svcinv_';
@@ -96,18 +98,6 @@ export function normalizeIdentityHint(hint: string): string {
   return trimmed;
 }
 
-/** Gives the user `role` in the org, or keeps a stronger role they already hold. */
-export async function grantOrgRole(trx: Db, orgId: string, userId: string, role: RoleName): Promise<RoleName> {
-  const existing = await trx('org_members').where({ org_id: orgId, user_id: userId }).forUpdate().first('role');
-  if (!existing) {
-    await trx('org_members').insert({ org_id: orgId, user_id: userId, role });
-    return role;
-  }
-  const effective = strongerRole(existing.role, role)!;
-  if (effective !== existing.role) await trx('org_members').where({ org_id: orgId, user_id: userId }).update({ role: effective, updated_at: trx.fn.now() });
-  return effective;
-}
-
 /**
  * Org invites: a single-use code (shown once, stored hashed) that grants a role in one org. An
  * invite with an e-mail also applies by itself when that account signs in (web exchange or SSH
@@ -119,11 +109,13 @@ export class Invites {
   constructor(
     @inject(Tokens.Db) private readonly db: Db,
     @inject(Tokens.Clock) private readonly clock: Clock,
+    @inject(Memberships) private readonly memberships: Memberships,
+    @inject(OrgDirectoryToken) private readonly orgs: OrgDirectory,
   ) {}
 
   async create(input: InviteInput, actor: Actor) {
     if (input.role === 'owner' && actor.role !== 'owner') throw Boom.forbidden('only an owner can invite an owner');
-    const org = await this.db('orgs').where({ id: input.org_id }).first('deleted');
+    const org = await this.orgs.byId(input.org_id);
     if (org?.deleted) throw Boom.badData(`org ${input.org_id} is deleted`);
     const now = this.clock.now();
     const expiresAt = input.expires_at ?? new Date(now.getTime() + (input.expires_in_days ?? DEFAULT_INVITE_DAYS) * DAY_MS);
@@ -171,7 +163,7 @@ export class Invites {
       const status = inviteStatus(row, now);
       if (status !== 'pending') throw Boom.resourceGone(`invite ${status === 'accepted' ? 'already used' : status}`);
       if (row.email && row.email.toLowerCase() !== email.toLowerCase()) throw Boom.forbidden('this invite is for another e-mail address');
-      const role = await grantOrgRole(trx, row.org_id, principal.id, row.role);
+      const role = await this.memberships.grantAtLeast({ kind: 'org', id: row.org_id }, principal.id, row.role, trx);
       const [used] = await trx('invites').where({ id: row.id }).update({ accepted_at: now, accepted_by: principal.id }).returning('*');
       return { invite: toInvite(used, now), membership: { org_id: row.org_id, role } };
     });
@@ -188,7 +180,7 @@ export class Invites {
       .where('expires_at', '>', now)
       .update({ accepted_at: now, accepted_by: user.id })
       .returning('*');
-    for (const row of used) await grantOrgRole(trx, row.org_id, user.id, row.role);
+    for (const row of used) await this.memberships.grantAtLeast({ kind: 'org', id: row.org_id }, user.id, row.role, trx);
     return used.map((r) => r.org_id);
   }
 }

@@ -4,7 +4,7 @@ import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
 import { newId } from '../../core/ids.ts';
 import { paginate, type ListQuery } from '../../core/http/lists.ts';
-import { SshKeyError, parsePublicKey } from '../../core/auth/ssh.ts';
+import { SshKeyError, parsePublicKey } from '../../domain/signatures/ssh.ts';
 
 interface KeyRow {
   id: string;

@@ -2,9 +2,11 @@ import Boom from '@hapi/boom';
 import { inject, injectable } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
-import { Users, toUser } from '../../core/users.ts';
+import { Users, toUser } from './users.ts';
 import { TokenService } from '../../core/auth/tokens.ts';
 import { UserKeys } from './keys.ts';
+import { Memberships } from '../../core/auth/memberships.ts';
+import { OrgDirectoryToken, ProjectDirectoryToken, type OrgDirectory, type ProjectDirectory } from '../../core/ports/directory.ts';
 import type { RoleName } from '../../core/auth/permissions.ts';
 import type { Principal } from '../../core/auth/principal.ts';
 
@@ -26,6 +28,9 @@ export class Identity {
     @inject(Users) private readonly users: Users,
     @inject(TokenService) private readonly tokens: TokenService,
     @inject(UserKeys) private readonly keys: UserKeys,
+    @inject(Memberships) private readonly memberships: Memberships,
+    @inject(OrgDirectoryToken) private readonly orgs: OrgDirectory,
+    @inject(ProjectDirectoryToken) private readonly projects: ProjectDirectory,
   ) {}
 
   /**
@@ -37,12 +42,10 @@ export class Identity {
   async mint(request: MintRequest) {
     const scope = request.org_id ? { type: 'org' as const, id: request.org_id } : { type: 'project' as const, id: request.project_id! };
     const user = await this.db.transaction(async (trx) => {
-      const table = scope.type === 'org' ? 'orgs' : 'projects';
-      if (!(await trx(table).where({ id: scope.id }).first('id'))) throw Boom.notFound(`${scope.type} ${scope.id} not found`);
+      const directory = scope.type === 'org' ? this.orgs : this.projects;
+      if (!(await directory.byId(scope.id, trx))) throw Boom.notFound(`${scope.type} ${scope.id} not found`);
       const { user } = await this.users.ensure(request.email, request.display_name ?? null, trx);
-      const members = scope.type === 'org' ? 'org_members' : 'project_members';
-      const key = scope.type === 'org' ? 'org_id' : 'project_id';
-      await trx(members).insert({ [key]: scope.id, user_id: user.id, role: request.role }).onConflict([key, 'user_id']).ignore();
+      await this.memberships.addIfMissing({ kind: scope.type, id: scope.id }, user.id, request.role, trx);
       if (request.public_key) await this.keys.add(user.id, request.public_key, null, trx, { allowOwnDuplicate: true });
       return user;
     });
@@ -57,22 +60,17 @@ export class Identity {
     }
     const user = (await this.users.findById(principal.id))!;
     const { scope } = principal;
-    const orgs = await this.db('orgs')
-      .join('org_members', 'org_members.org_id', 'orgs.id')
-      .where({ 'org_members.user_id': user.id, 'orgs.deleted': false })
-      .modify((q) => {
-        if (scope) q.where('orgs.id', scope.type === 'org' ? scope.id : null);
-      })
-      .orderBy('orgs.created_at', 'desc')
-      .select('orgs.id', 'orgs.name', 'orgs.slug', 'org_members.role');
-    const projects = await this.db('projects')
-      .join('project_members', 'project_members.project_id', 'projects.id')
-      .where({ 'project_members.user_id': user.id, 'projects.deleted': false })
-      .modify((q) => {
-        if (scope) q.where(scope.type === 'org' ? 'projects.org_id' : 'projects.id', scope.id);
-      })
-      .orderBy('projects.created_at', 'desc')
-      .select('projects.id', 'projects.org_id', 'projects.name', 'projects.slug', 'project_members.role');
+    const held = await this.memberships.ofUser(user.id);
+    const orgRole = new Map(held.orgs.map((m) => [m.id, m.role]));
+    const projectRole = new Map(held.projects.map((m) => [m.id, m.role]));
+    const orgs = (await this.orgs.byIds([...orgRole.keys()]))
+      .filter((o) => !o.deleted && (!scope || (scope.type === 'org' && o.id === scope.id)))
+      .sort(newestFirst)
+      .map((o) => ({ id: o.id, name: o.name, slug: o.slug, role: orgRole.get(o.id)! }));
+    const projects = (await this.projects.byIds([...projectRole.keys()]))
+      .filter((p) => !p.deleted && (!scope || (scope.type === 'org' ? p.org_id : p.id) === scope.id))
+      .sort(newestFirst)
+      .map((p) => ({ id: p.id, org_id: p.org_id, name: p.name, slug: p.slug, role: projectRole.get(p.id)! }));
     return {
       user: toUser(user),
       token: { expires_at: principal.expiresAt, scope: principal.scope, role: principal.roleCap },
@@ -81,3 +79,5 @@ export class Identity {
     };
   }
 }
+
+const newestFirst = (a: { created_at: Date }, b: { created_at: Date }) => b.created_at.getTime() - a.created_at.getTime();

@@ -3,10 +3,10 @@ import { inject, injectable, type DependencyContainer } from '../../core/di.ts';
 import { Tokens, type Clock } from '../../core/tokens.ts';
 import type { Config } from '../../core/config/schema.ts';
 import type { Db } from '../../core/db/knex.ts';
-import { Users, toUser, type UserRow } from '../../core/users.ts';
+import { Users, toUser, type UserRow } from './users.ts';
 import { TokenService } from '../../core/auth/tokens.ts';
-import { NostrKeys } from '../../core/auth/nostr-keys.ts';
-import { LOGIN_EVENT_KIND, NostrEventError, verifyEvent, type NostrEvent } from '../../core/auth/nostr.ts';
+import { NostrKeys } from './nostr-keys.ts';
+import { LOGIN_EVENT_KIND, NostrEventError, verifyEvent, type NostrEvent } from '../../domain/signatures/nostr.ts';
 import { consumeChallenge, issueChallenge } from './challenges.ts';
 import { UnknownIdentityHandlerToken, type UnknownIdentityHandler } from '../../core/auth/identity-hooks.ts';
 

@@ -1,7 +1,7 @@
 import Joi from 'joi';
-import { emailSchema } from '../../core/users.ts';
+import { emailSchema } from '../../core/http/schemas.ts';
 import { timestamp } from '../../core/http/schemas.ts';
-import { isOnCurve } from '../../core/auth/nostr.ts';
+import { isOnCurve } from '../../domain/signatures/nostr.ts';
 import { challengeId, keyId, ttlDays } from './schemas.ts';
 
 const hex64 = Joi.string().pattern(/^[0-9a-f]{64}$/, '64 lower-case hex characters');

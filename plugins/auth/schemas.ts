@@ -1,5 +1,6 @@
 import Joi from 'joi';
-import { emailSchema, userResponseSchema } from '../../core/users.ts';
+import { userResponseSchema } from './users.ts';
+import { emailSchema } from '../../core/http/schemas.ts';
 import { orgId, projectId, roleSchema, timestamp } from '../../core/http/schemas.ts';
 import { TYPEID_SUFFIX } from '../../core/ids.ts';
 

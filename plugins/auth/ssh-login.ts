@@ -3,9 +3,9 @@ import { inject, injectable } from '../../core/di.ts';
 import { Tokens, type Clock } from '../../core/tokens.ts';
 import type { Config } from '../../core/config/schema.ts';
 import type { Db } from '../../core/db/knex.ts';
-import { Users, toUser } from '../../core/users.ts';
+import { Users, toUser } from './users.ts';
 import { TokenService } from '../../core/auth/tokens.ts';
-import { SshKeyError, verifySshSignature } from '../../core/auth/ssh.ts';
+import { SshKeyError, verifySshSignature } from '../../domain/signatures/ssh.ts';
 import { UserKeys } from './keys.ts';
 import { consumeChallenge, issueChallenge } from './challenges.ts';
 import { Invites } from './invites.ts';
@@ -28,6 +28,11 @@ export class SshLogin {
     @inject(TokenService) private readonly tokens: TokenService,
     @inject(Invites) private readonly invites: Invites,
   ) {}
+
+  /** Housekeeping: challenges an hour past their expiry go. */
+  async expireChallenges(): Promise<void> {
+    await this.db('auth_challenges').where('expires_at', '<', this.db.raw("now() - interval '1 hour'")).delete();
+  }
 
   async challenge(email: string) {
     const row = await issueChallenge(this.db, 'auth_challenges', { email }, this.clock.now(), this.config.auth.challenge_ttl_seconds);

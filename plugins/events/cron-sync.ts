@@ -9,9 +9,10 @@ import type { Scheduler } from '../../core/ports/scheduler.ts';
 import { ManifestReaderToken } from '../../core/ports/manifest.ts';
 import { emitEvent, type NewEvent } from '../../core/events/emit.ts';
 import { cronTick } from '../../core/cron.ts';
-import { readTrigger } from '../../core/manifest/triggers.ts';
-import type { Manifest } from '../../core/manifest/types.ts';
+import { readTrigger } from '../../domain/manifest/triggers.ts';
+import type { Manifest } from '../../domain/manifest/types.ts';
 import { triggerOwners, type OwnerKind } from './matcher.ts';
+import { ProjectDirectoryToken, type ProjectDirectory } from '../../core/ports/directory.ts';
 
 /** The scheduler job that fires every cron schedule; its data is `{key, project_id}`. */
 export const CRON_JOB = 'svc.events.cron';
@@ -46,6 +47,7 @@ export class CronSync implements RoleService {
   readonly name = 'cron-sync';
   private readonly db: Db;
   private readonly logger: Logger;
+  private readonly projects: ProjectDirectory;
   private listening: Listening | null = null;
   private timer: NodeJS.Timeout | null = null;
   private readonly queued = new Set<string>();
@@ -60,6 +62,7 @@ export class CronSync implements RoleService {
   ) {
     this.db = container.resolve(Tokens.Db);
     this.logger = container.resolve(Tokens.Logger);
+    this.projects = container.resolve(ProjectDirectoryToken);
   }
 
   async start(): Promise<void> {
@@ -89,12 +92,10 @@ export class CronSync implements RoleService {
 
   private async projectsWithSchedules(): Promise<string[]> {
     const { rows } = await this.db.raw<{ rows: { project_id: string }[] }>(
-      `SELECT project_id FROM schedule_registrations
-       UNION SELECT project_id FROM schedules WHERE enabled
-       UNION SELECT m.project_id FROM (SELECT DISTINCT ON (project_id) project_id, parsed FROM manifests ORDER BY project_id, id DESC) m
-             WHERE jsonb_path_exists(m.parsed, '$.*.*.trigger.cron')`,
+      'SELECT project_id FROM schedule_registrations UNION SELECT project_id FROM schedules WHERE enabled',
     );
-    return rows.map((r) => r.project_id);
+    const fromManifests = await this.container.resolve(ManifestReaderToken).projectsWithCronTriggers();
+    return [...new Set([...rows.map((r) => r.project_id), ...fromManifests])];
   }
 
   /** Re-syncs these projects soon, one at a time; resolves when the queue is empty. */
@@ -120,7 +121,7 @@ export class CronSync implements RoleService {
 
   /** What should fire for the project: key → cron expression. */
   private async desired(projectId: string, trx: Db): Promise<Map<string, string>> {
-    const project = await trx('projects').where({ id: projectId }).first('deleted');
+    const project = await this.projects.byId(projectId, trx);
     if (!project || project.deleted) return new Map();
     const manifest = await this.container.resolve(ManifestReaderToken).current(projectId);
     const out = new Map([...(manifest ? cronTriggers(projectId, manifest.parsed) : new Map())].map(([key, t]) => [key, t.schedule as string]));
@@ -162,7 +163,7 @@ export class CronSync implements RoleService {
   };
 
   private async eventFor(key: string, projectId: string): Promise<NewEvent | null> {
-    const project = await this.db('projects').where({ id: projectId }).first('deleted');
+    const project = await this.projects.byId(projectId);
     if (!project || project.deleted) return null;
     if (key.startsWith('schedule:')) {
       const s = await this.db('schedules').where({ id: key.slice('schedule:'.length), project_id: projectId, enabled: true }).first();

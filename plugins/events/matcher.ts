@@ -1,8 +1,8 @@
 import { matchesPattern } from '../../core/events/patterns.ts';
 import type { EventSource } from '../../core/events/emit.ts';
-import { Problems, isObject } from '../../core/manifest/problems.ts';
-import { readTrigger, type TriggerClause } from '../../core/manifest/triggers.ts';
-import type { Manifest } from '../../core/manifest/types.ts';
+import { Problems, isObject } from '../../domain/manifest/problems.ts';
+import { readTrigger, type TriggerClause } from '../../domain/manifest/triggers.ts';
+import type { Manifest } from '../../domain/manifest/types.ts';
 
 /** What matching reads of an event. */
 export interface RoutableEvent {

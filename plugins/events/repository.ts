@@ -4,6 +4,7 @@ import type { Db } from '../../core/db/knex.ts';
 import { paginate, type ListQuery, type Page } from '../../core/http/lists.ts';
 import type { EventSource } from '../../core/events/emit.ts';
 import type { Decision } from './matcher.ts';
+import { ProjectDirectoryToken, type ProjectDirectory } from '../../core/ports/directory.ts';
 
 export const EVENT_STATUSES = ['pending', 'processing', 'completed', 'failed'] as const;
 export type EventStatus = (typeof EVENT_STATUSES)[number];
@@ -54,17 +55,20 @@ export interface EventFilters extends ListQuery {
 
 @injectable()
 export class EventRepository {
-  constructor(@inject(Tokens.Db) private readonly db: Db) {}
+  constructor(
+    @inject(Tokens.Db) private readonly db: Db,
+    @inject(ProjectDirectoryToken) private readonly projects: ProjectDirectory,
+  ) {}
 
   byId(id: string, db: Db = this.db): Promise<EventRow | undefined> {
     return db('events').where({ id }).first();
   }
 
   /** One page of a project's events, or (with `orgId`) of every project of the org; newest first. */
-  list(scope: { projectId: string } | { orgId: string }, f: EventFilters): Promise<Page<Event>> {
+  async list(scope: { projectId: string } | { orgId: string }, f: EventFilters): Promise<Page<Event>> {
     const q = this.db('events');
     if ('projectId' in scope) q.where('events.project_id', scope.projectId);
-    else q.join('projects', 'projects.id', 'events.project_id').where('projects.org_id', scope.orgId);
+    else q.whereIn('events.project_id', await this.projects.idsInOrg(scope.orgId));
     for (const key of ['type', 'source', 'status'] as const) if (f[key] !== undefined) q.where(`events.${key}`, f[key]);
     return paginate<EventRow, Event>(q, f, toEvent, 'events');
   }

@@ -4,7 +4,7 @@ import type { DependencyContainer } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
 import type { RoleService } from '../../core/roles.ts';
 import type { Notifier } from '../../core/db/notify.ts';
-import type { StoredManifest } from '../../core/manifest/types.ts';
+import type { StoredManifest } from '../../domain/manifest/types.ts';
 import { EventRepository, type EventRow } from './repository.ts';
 import { EventRouting } from './routing.ts';
 

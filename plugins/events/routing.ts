@@ -2,7 +2,7 @@ import Boom from '@hapi/boom';
 import type { DependencyContainer } from '../../core/di.ts';
 import { ManifestReaderToken } from '../../core/ports/manifest.ts';
 import { PipelineLauncherToken, WorkflowLauncherToken, type Creator } from '../../core/ports/launchers.ts';
-import type { StoredManifest } from '../../core/manifest/types.ts';
+import type { StoredManifest } from '../../domain/manifest/types.ts';
 import { decideAll, type Decision } from './matcher.ts';
 import type { EventRow, Routing } from './repository.ts';
 

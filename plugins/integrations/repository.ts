@@ -2,6 +2,7 @@ import { inject, injectable } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
 import { paginate, type ListQuery, type Page } from '../../core/http/lists.ts';
+import { ProjectDirectoryToken, type ProjectDirectory } from '../../core/ports/directory.ts';
 
 export interface RouteRow {
   id: string;
@@ -22,7 +23,10 @@ const EVENT_FIELDS = [
 
 @injectable()
 export class IntegrationRepository {
-  constructor(@inject(Tokens.Db) private readonly db: Db) {}
+  constructor(
+    @inject(Tokens.Db) private readonly db: Db,
+    @inject(ProjectDirectoryToken) private readonly projects: ProjectDirectory,
+  ) {}
 
   list(projectId: string, filters: RouteFilters): Promise<Page<RouteRow>> {
     const query = this.db('chat_routes').where({ project_id: projectId });
@@ -54,14 +58,13 @@ export class IntegrationRepository {
 
   /** The live project a team's message goes to: the channel's own route before the team-wide one. */
   async projectFor(teamId: string, channel: string | null): Promise<string | null> {
-    const row = await this.db('chat_routes as r')
-      .join('projects as p', 'p.id', 'r.project_id')
-      .where('r.team_id', teamId)
-      .andWhere('p.deleted', false)
-      .andWhere((w) => (channel ? w.where('r.channel', channel).orWhereNull('r.channel') : w.whereNull('r.channel')))
-      .orderByRaw('r.channel IS NULL')
-      .first('r.project_id');
-    return row?.project_id ?? null;
+    const candidates: string[] = await this.db('chat_routes')
+      .where('team_id', teamId)
+      .andWhere((w) => (channel ? w.where('channel', channel).orWhereNull('channel') : w.whereNull('channel')))
+      .orderByRaw('channel IS NULL')
+      .pluck('project_id');
+    const live = new Set((await this.projects.byIds(candidates)).filter((p) => !p.deleted).map((p) => p.id));
+    return candidates.find((id) => live.has(id)) ?? null;
   }
 
   event(id: string): Promise<Record<string, unknown>> {
@@ -70,7 +73,7 @@ export class IntegrationRepository {
 
   /** Whether the project exists and is not deleted. */
   async liveProject(projectId: string): Promise<boolean> {
-    const row = await this.db('projects').where({ id: projectId }).first('deleted');
-    return row !== undefined && !row.deleted;
+    const project = await this.projects.byId(projectId);
+    return project !== undefined && !project.deleted;
   }
 }

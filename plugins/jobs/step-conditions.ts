@@ -1,5 +1,5 @@
 import type { Db } from '../../core/db/knex.ts';
-import { evaluateCondition } from '../../core/manifest/conditions.ts';
+import { evaluateCondition } from '../../domain/manifest/conditions.ts';
 import { unfinishedBlockers } from './blockers.ts';
 import type { JobRepository, JobRow } from './repository.ts';
 import { SKIPPED } from './rollup.ts';

@@ -6,7 +6,7 @@ import { requires } from '../../core/http/access.ts';
 import { docs } from '../../core/http/schemas.ts';
 import { pageSchema, type Page } from '../../core/http/lists.ts';
 import type { Permission } from '../../core/auth/permissions.ts';
-import type { Manifest } from '../../core/manifest/types.ts';
+import type { Manifest } from '../../domain/manifest/types.ts';
 import * as S from './schemas.ts';
 import { ManifestRepository } from './repository.ts';
 

@@ -2,7 +2,7 @@ import { inject, injectable } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
 import { Batcher } from '../../core/batcher.ts';
-import type { Manifest, StoredManifest } from '../../core/manifest/types.ts';
+import type { Manifest, StoredManifest } from '../../domain/manifest/types.ts';
 import type { ManifestReader } from '../../core/ports/manifest.ts';
 
 interface ManifestRow extends StoredManifest {
@@ -37,6 +37,14 @@ export class ManifestRepository implements ManifestReader {
   async byHash(projectId: string, manifestHash: string): Promise<StoredManifest | null> {
     const query = this.db('manifests').where({ project_id: projectId, manifest_hash: manifestHash });
     return strip(await query.orderBy('id', 'desc').first(['id', ...COLUMNS]));
+  }
+
+  async projectsWithCronTriggers(): Promise<string[]> {
+    const { rows } = await this.db.raw<{ rows: { project_id: string }[] }>(
+      `SELECT m.project_id FROM (SELECT DISTINCT ON (project_id) project_id, parsed FROM manifests ORDER BY project_id, id DESC) m
+       WHERE jsonb_path_exists(m.parsed, '$.*.*.trigger.cron')`,
+    );
+    return rows.map((r) => r.project_id);
   }
 
   /** `x-svc.defaults` of the current manifest, `{}` without one. */

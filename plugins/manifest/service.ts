@@ -3,11 +3,12 @@ import { inject, injectable } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
 import type { Principal } from '../../core/auth/principal.ts';
-import { loadManifest } from '../../core/manifest/parse.ts';
-import type { ManifestProblem, StoredManifest } from '../../core/manifest/types.ts';
+import { loadManifest } from '../../domain/manifest/parse.ts';
+import type { ManifestProblem, StoredManifest } from '../../domain/manifest/types.ts';
 import { ManifestRepository } from './repository.ts';
 import { GitManifestSource } from './git-source.ts';
 import { ManifestSyncListeners } from '../../core/ports/manifest.ts';
+import { ProjectDirectoryToken, type ProjectDirectory } from '../../core/ports/directory.ts';
 
 /** Where a manifest comes from: posted text, or the project's repository at a ref (default: its branch). */
 export interface ManifestSourceInput {
@@ -43,6 +44,7 @@ export class ManifestService {
     @inject(ManifestRepository) private readonly manifests: ManifestRepository,
     @inject(GitManifestSource) private readonly git: GitManifestSource,
     @inject(ManifestSyncListeners) private readonly listeners: ManifestSyncListeners,
+    @inject(ProjectDirectoryToken) private readonly projects: ProjectDirectory,
   ) {}
 
   async current(projectId: string): Promise<StoredManifest> {
@@ -53,7 +55,7 @@ export class ManifestService {
 
   /** Validates and stores a new version; an invalid manifest stores nothing. */
   async sync(projectId: string, input: ManifestSourceInput, principal: Principal): Promise<StoredManifest> {
-    const project = await this.db('projects').where({ id: projectId }).first('deleted');
+    const project = await this.projects.byId(projectId);
     if (project?.deleted) throw Boom.badData(`project ${projectId} is deleted`);
     const source = await this.resolve(projectId, input);
     const result = loadManifest(source.yaml);
@@ -72,7 +74,7 @@ export class ManifestService {
 
   private async resolve(projectId: string, input: ManifestSourceInput): Promise<Resolved> {
     if (input.yaml !== undefined) return { yaml: input.yaml, git_sha: null, ref: null };
-    const project = await this.db('projects').where({ id: projectId }).first('repo_url', 'branch');
+    const project = await this.projects.byId(projectId);
     if (!project?.repo_url) {
       throw Boom.badData(`project ${projectId} has no repo_url: post {yaml}, or set the repository with PATCH /projects/${projectId}`);
     }

@@ -4,7 +4,7 @@ import type { DependencyContainer } from 'tsyringe';
 import { authenticated, grantOf, principalOf, requires } from '../../core/http/access.ts';
 import { docs, orgId } from '../../core/http/schemas.ts';
 import { pageSchema, type ListQuery } from '../../core/http/lists.ts';
-import { memberRoutes } from '../../core/auth/member-routes.ts';
+import { memberRoutes } from '../../domain/members/routes.ts';
 import * as S from './schemas.ts';
 import { OrgRepository } from './repository.ts';
 import { OrgService, type OrgInput } from './service.ts';

@@ -9,7 +9,7 @@ import { emitEvent } from '../../core/events/emit.ts';
 import { ManifestReaderToken, type ManifestReader } from '../../core/ports/manifest.ts';
 import type { AppendedLogs } from '../../core/ports/attempts.ts';
 import { JobGraphsToken, type GraphJob, type JobGraphs, type JobPhaseChange } from '../../core/ports/jobs.ts';
-import { describeStep, stepExecution, stepKind, type PipelineDefinition, type PipelineStep, type StoredManifest } from '../../core/manifest/types.ts';
+import { describeStep, stepExecution, stepKind, type PipelineDefinition, type PipelineStep, type StoredManifest } from '../../domain/manifest/types.ts';
 import { PipelineRunRepository, type Run, type RunRow, type StepWithJob } from './repository.ts';
 import { isTerminal } from './status.ts';
 import { emptySettlement, moveRun, moveStep, settleRun, type Settlement } from './settle.ts';

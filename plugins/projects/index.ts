@@ -2,6 +2,8 @@ import type { DomainPlugin } from '../../core/http/plugins.ts';
 import { ProjectRepository } from './repository.ts';
 import { ProjectService } from './service.ts';
 import { projectRoutes } from './routes.ts';
+import { Projects } from './directory.ts';
+import { ProjectDirectorySlotToken } from '../../core/ports/directory.ts';
 
 /** Projects and their members. */
 export const plugin: DomainPlugin = {
@@ -10,6 +12,7 @@ export const plugin: DomainPlugin = {
   register(server, { container }) {
     container.registerSingleton(ProjectRepository);
     container.registerSingleton(ProjectService);
+    container.resolve(ProjectDirectorySlotToken).fill(container.resolve(Projects));
     server.route(projectRoutes(container));
   },
 };

@@ -4,6 +4,7 @@ import type { Db } from '../../core/db/knex.ts';
 import { Access } from '../../core/auth/access.ts';
 import type { Principal } from '../../core/auth/principal.ts';
 import { paginate, type ListQuery } from '../../core/http/lists.ts';
+import { OrgDirectoryToken, type OrgDirectory } from '../../core/ports/directory.ts';
 
 export interface ProjectRow {
   id: string;
@@ -31,13 +32,14 @@ export class ProjectRepository {
   constructor(
     @inject(Tokens.Db) private readonly db: Db,
     @inject(Access) private readonly access: Access,
+    @inject(OrgDirectoryToken) private readonly orgs: OrgDirectory,
   ) {}
 
-  list(principal: Principal, query: ListQuery & { org_id?: string }) {
+  async list(principal: Principal, query: ListQuery & { org_id?: string }) {
     let q = this.access.visibleProjects(principal, this.db('projects'));
     if (query.org_id) q = q.where('projects.org_id', query.org_id);
     if (!query.include_deleted) {
-      q = q.where('projects.deleted', false).whereIn('projects.org_id', this.db('orgs').select('id').where('deleted', false));
+      q = q.where('projects.deleted', false).whereNotIn('projects.org_id', await this.orgs.deletedIds());
     }
     return paginate<ProjectRow, Project>(q, query, toProject, 'projects');
   }

@@ -4,7 +4,7 @@ import type { DependencyContainer } from 'tsyringe';
 import { grantOf, principalOf, requires, authenticated } from '../../core/http/access.ts';
 import { docs, projectId } from '../../core/http/schemas.ts';
 import { pageSchema, type ListQuery } from '../../core/http/lists.ts';
-import { memberRoutes } from '../../core/auth/member-routes.ts';
+import { memberRoutes } from '../../domain/members/routes.ts';
 import * as S from './schemas.ts';
 import { ProjectRepository } from './repository.ts';
 import { ProjectService, type ProjectChanges, type ProjectInput } from './service.ts';

@@ -9,6 +9,7 @@ import type { Grant, Principal } from '../../core/auth/principal.ts';
 import { conflictingFields, isUniqueViolation } from '../../core/http/unique.ts';
 import { projectSlugFrom, varySlug } from '../../core/slugs.ts';
 import { ProjectRepository, toProject, type Project, type ProjectRow } from './repository.ts';
+import { OrgDirectoryToken, type OrgDirectory } from '../../core/ports/directory.ts';
 
 export interface ProjectInput {
   org_id: string;
@@ -35,6 +36,7 @@ export class ProjectService {
     @inject(Tokens.Db) private readonly db: Db,
     @inject(ProjectRepository) private readonly projects: ProjectRepository,
     @inject(Access) private readonly access: Access,
+    @inject(OrgDirectoryToken) private readonly orgs: OrgDirectory,
   ) {}
 
   /**
@@ -42,7 +44,7 @@ export class ProjectService {
    * caller's transaction `db` each insert runs under a savepoint, so a collision does not abort it.
    */
   async create(input: ProjectInput, db: Db = this.db): Promise<Project> {
-    const org = await db('orgs').where({ id: input.org_id }).first('deleted');
+    const org = await this.orgs.byId(input.org_id, db);
     if (org?.deleted) throw Boom.badData(`org ${input.org_id} is deleted; restore it before adding projects`);
     const derived = input.slug === undefined;
     let slug = input.slug ?? projectSlugFrom(input.name);

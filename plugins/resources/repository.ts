@@ -2,6 +2,7 @@ import { inject, injectable } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
 import { paginate, type ListQuery, type Page } from '../../core/http/lists.ts';
+import { OrgDirectoryToken, ProjectDirectoryToken, type OrgDirectory, type ProjectDirectory } from '../../core/ports/directory.ts';
 
 export interface DocRow {
   id: string;
@@ -53,7 +54,11 @@ function splitJoined(row: Record<string, unknown>): DocRow & { version: VersionM
 
 @injectable()
 export class DocRepository {
-  constructor(@inject(Tokens.Db) private readonly db: Db) {}
+  constructor(
+    @inject(Tokens.Db) private readonly db: Db,
+    @inject(ProjectDirectoryToken) private readonly projects: ProjectDirectory,
+    @inject(OrgDirectoryToken) private readonly orgs: OrgDirectory,
+  ) {}
 
   /** Live documents (all with include_deleted) of the org, with their current version's metadata, newest first. */
   list(orgId: string, filters: DocFilters, db: Db = this.db): Promise<Page<DocRow & { version: VersionMeta }>> {
@@ -108,14 +113,14 @@ export class DocRepository {
 
   /** The live projects of the org (where an org-wide document's events are recorded). */
   liveProjects(orgId: string, db: Db): Promise<string[]> {
-    return db('projects').where({ org_id: orgId, deleted: false }).orderBy('created_at').pluck('id');
+    return this.projects.liveIdsInOrg(orgId, db);
   }
 
   project(projectId: string, db: Db = this.db): Promise<{ id: string; org_id: string; deleted: boolean } | undefined> {
-    return db('projects').where({ id: projectId }).first('id', 'org_id', 'deleted');
+    return this.projects.byId(projectId, db);
   }
 
   org(orgId: string, db: Db = this.db): Promise<{ id: string; deleted: boolean } | undefined> {
-    return db('orgs').where({ id: orgId }).first('id', 'deleted');
+    return this.orgs.byId(orgId, db);
   }
 }

@@ -7,6 +7,7 @@ import type { SecretContext, SecretResolver as SecretResolverPort } from '../../
 import { SecretRepository, ownerOf } from './repository.ts';
 import { SECRET_NAME } from './schemas.ts';
 import { secretContext, type SecretOwner } from './sealing.ts';
+import { ProjectDirectoryToken, type ProjectDirectory } from '../../core/ports/directory.ts';
 
 /** `${secret.NAME}`; anything between the braces is captured so a malformed name is reported, not left in place. */
 const EXPRESSION = /\$\{secret\.([^}]*)\}/g;
@@ -20,6 +21,7 @@ export class SecretResolver implements SecretResolverPort {
     @inject(Tokens.Db) private readonly db: Db,
     @inject(SecretRepository) private readonly secrets: SecretRepository,
     @inject(Tokens.Sealer) private readonly sealer: Sealer,
+    @inject(ProjectDirectoryToken) private readonly projects: ProjectDirectory,
   ) {}
 
   async resolve(name: string, ctx: SecretContext): Promise<string> {
@@ -53,10 +55,10 @@ export class SecretResolver implements SecretResolverPort {
   private async searchOrder(ctx: SecretContext): Promise<SecretOwner[]> {
     let orgId = ctx.orgId ?? null;
     if (ctx.projectId) {
-      const project = await this.db('projects').where({ id: ctx.projectId }).first('org_id');
+      const project = await this.projects.byId(ctx.projectId);
       if (!project) throw Boom.badData(`project ${ctx.projectId} not found`);
       if (orgId && orgId !== project.org_id) throw Boom.badData(`project ${ctx.projectId} is not in org ${orgId}`);
-      orgId = project.org_id as string;
+      orgId = project.org_id;
     }
     const owners: SecretOwner[] = [];
     if (ctx.projectId) owners.push({ scope: 'project', id: ctx.projectId });

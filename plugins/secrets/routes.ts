@@ -9,6 +9,7 @@ import { paramsOf, payloadOf, queryOf } from '../../core/http/request.ts';
 import * as S from './schemas.ts';
 import type { SecretOwner } from './sealing.ts';
 import { SecretService, type SecretInput, type SecretReplacement } from './service.ts';
+import { UserDirectoryToken } from '../../core/ports/directory.ts';
 
 const tags = ['api', 'secrets'];
 
@@ -23,7 +24,7 @@ interface ScopeSpec {
 
 export function secretRoutes(container: DependencyContainer): ServerRoute[] {
   const service = container.resolve(SecretService);
-  const db = container.resolve(Tokens.Db);
+  const users = container.resolve(UserDirectoryToken);
 
   /** Own secrets, or any user's for the system administrator; anyone else's user id is 404. */
   const userOwner = async (request: Request): Promise<SecretOwner> => {
@@ -31,7 +32,7 @@ export function secretRoutes(container: DependencyContainer): ServerRoute[] {
     const id = paramsOf(request).user_id;
     // Minted, service-account and job tokens are limited to an org or project; user secrets are neither.
     if (principal.kind !== 'user' || principal.scope) throw Boom.forbidden('only an unscoped user token can reach user secrets');
-    const visible = id === principal.id || (principal.isAdmin && (await db('users').where({ id }).first('id')));
+    const visible = id === principal.id || (principal.isAdmin && (await users.findById(id)));
     if (!visible) throw Boom.notFound(`user ${id} not found`);
     return { scope: 'user', id };
   };

@@ -5,13 +5,13 @@ import type { Db } from '../../core/db/knex.ts';
 import type { AttemptCompletionNote, EndedAttempt } from '../../core/ports/attempts.ts';
 import { coordinationKey, type CoordinatedJob, type CoordinationInbox, type CoordinationThreads } from '../../core/ports/threads.ts';
 import { ThreadRepository, type ThreadRow } from './repository.ts';
+import { isObject } from '../../core/is-object.ts';
 
 /** The inbox shows at most this many of the latest messages (open questions come from the whole thread). */
 export const INBOX_MESSAGES = 200;
 const SUMMARY_CHARS = 4000;
 
 const text = (v: unknown): string | null => (typeof v === 'string' && v.length > 0 ? v : null);
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** `hints.coordination.thread_id`, when the job names one. */
 export const hintedThread = (hints: Record<string, unknown>): string | null => (isObject(hints.coordination) ? text(hints.coordination.thread_id) : null);

@@ -6,6 +6,8 @@ import type { ListQuery, Page } from '../../core/http/lists.ts';
 import type { Principal } from '../../core/auth/principal.ts';
 import { COORDINATION_KEY_PREFIX, type MessageKind } from '../../core/ports/threads.ts';
 import { isCoordination, ThreadRepository, toThread, type AuthorType, type MessageFilters, type MessageRow, type Thread, type ThreadRow } from './repository.ts';
+import { ProjectDirectoryToken, type ProjectDirectory } from '../../core/ports/directory.ts';
+import { JobGraphsToken, type JobGraphs } from '../../core/ports/jobs.ts';
 
 export interface ThreadInput {
   key?: string;
@@ -28,6 +30,8 @@ export class ThreadService {
   constructor(
     @inject(Tokens.Db) private readonly db: Db,
     @inject(ThreadRepository) private readonly threads: ThreadRepository,
+    @inject(ProjectDirectoryToken) private readonly projects: ProjectDirectory,
+    @inject(JobGraphsToken) private readonly jobs: JobGraphs,
   ) {}
 
   list(projectId: string, query: Pick<ListQuery, 'limit' | 'offset'> & { key?: string; job_id?: string }): Promise<Page<Thread>> {
@@ -100,13 +104,13 @@ export class ThreadService {
   }
 
   private async requireLiveProject(projectId: string): Promise<void> {
-    const project = await this.db('projects').where({ id: projectId }).first('deleted');
+    const project = await this.projects.byId(projectId);
     if (!project || project.deleted) throw Boom.badData(`project ${projectId} is deleted`);
   }
 
   private async requireJob(projectId: string, jobId: string, field: string): Promise<void> {
-    const job = await this.db('jobs').where({ id: jobId, project_id: projectId }).first('id');
-    if (!job) throw Boom.badData(`${field}: job ${jobId} is not a job of project ${projectId}`);
+    const [job] = await this.jobs.read([jobId]);
+    if (job?.project_id !== projectId) throw Boom.badData(`${field}: job ${jobId} is not a job of project ${projectId}`);
   }
 }
 

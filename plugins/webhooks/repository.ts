@@ -3,6 +3,7 @@ import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
 import { paginate, type ListQuery, type Page } from '../../core/http/lists.ts';
 import type { WebhookFilter } from './matching.ts';
+import { ProjectDirectoryToken, type ProjectDirectory } from '../../core/ports/directory.ts';
 
 export interface SubscriptionRow {
   id: string;
@@ -39,7 +40,10 @@ export const secretContext = (id: string): string => `webhook-secret:${id}`;
 
 @injectable()
 export class SubscriptionRepository {
-  constructor(@inject(Tokens.Db) private readonly db: Db) {}
+  constructor(
+    @inject(Tokens.Db) private readonly db: Db,
+    @inject(ProjectDirectoryToken) private readonly projects: ProjectDirectory,
+  ) {}
 
   async insert(row: Omit<SubscriptionRow, 'consecutive_failures' | 'disabled_at' | 'disabled_reason' | 'created_at' | 'updated_at' | 'deleted_at'>): Promise<SubscriptionRow> {
     const [created] = await this.db('webhook_subscriptions').insert({ ...row, filter: JSON.stringify(row.filter) }).returning('*');
@@ -98,7 +102,7 @@ export class SubscriptionRepository {
 
   /** The project's org and whether it is deleted. */
   project(id: string): Promise<{ org_id: string; deleted: boolean } | undefined> {
-    return this.db('projects').where({ id }).first('org_id', 'deleted');
+    return this.projects.byId(id);
   }
 
   /** Live, enabled subscriptions of these orgs: the candidates for a batch of events. */

@@ -10,7 +10,7 @@ import type { ManifestReader } from '../../core/ports/manifest.ts';
 import type { CoordinationThreads } from '../../core/ports/threads.ts';
 import type { ResourceStore } from '../../core/ports/resources.ts';
 import type { SecretContext, SecretResolver } from '../../core/ports/secrets.ts';
-import type { Manifest } from '../../core/manifest/types.ts';
+import type { Manifest } from '../../domain/manifest/types.ts';
 import { secretMasker } from '../../core/secrets/mask.ts';
 import { LeaseLost, type AttemptCompletion, type AttemptControl, type AttemptLease, type AttemptWork, type UsageCall } from '../../core/ports/attempts.ts';
 import { Aborted, WorkerFailure } from './failure.ts';

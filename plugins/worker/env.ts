@@ -1,6 +1,6 @@
 import type { AttemptWork } from '../../core/ports/attempts.ts';
 import type { SecretContext, SecretResolver } from '../../core/ports/secrets.ts';
-import type { Manifest } from '../../core/manifest/types.ts';
+import type { Manifest } from '../../domain/manifest/types.ts';
 import { WorkerFailure } from './failure.ts';
 
 /**

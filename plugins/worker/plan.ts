@@ -1,16 +1,16 @@
 import type { AttemptWork } from '../../core/ports/attempts.ts';
 import type { HarnessDefinition, HarnessRegistry, PermissionPolicy } from '../../core/ports/harness.ts';
 import type { SecretContext } from '../../core/ports/secrets.ts';
-import type { AgentChoice, AgentRequest } from '../../core/manifest/profiles.ts';
-import type { Manifest } from '../../core/manifest/types.ts';
+import type { AgentChoice, AgentRequest } from '../../domain/manifest/profiles.ts';
+import type { Manifest } from '../../domain/manifest/types.ts';
 import { WorkerFailure } from './failure.ts';
+import { isObject } from '../../core/is-object.ts';
 
 /** What an attempt runs: a shell command, or a harness CLI with a prompt. */
 export type Plan =
   | { kind: 'script'; run: string; agentId: string }
   | { kind: 'agent'; harness: HarnessDefinition; choice: AgentChoice; prompt: string; permissionPolicy: PermissionPolicy; agentId: string; fallback: string | null };
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const text = (v: unknown): string | undefined => (typeof v === 'string' && v.trim() ? v : undefined);
 
 /** The prompt of an agent job: a pipeline step's own prompt, else the job's description with the workflow's inputs. */

@@ -1,5 +1,6 @@
 import type { ProcessExit } from '../../core/ports/runtime.ts';
 import type { AttemptCompletion } from '../../core/ports/attempts.ts';
+import { isObject } from '../../core/is-object.ts';
 
 /** A block body beyond this is not kept (it could not be a sensible control block). */
 const MAX_BLOCK_CHARS = 1024 * 1024;
@@ -7,7 +8,6 @@ const OPEN = /^\s*(`{3,}|~{3,})\s*json-result\s*$/;
 const STATUSES = ['success', 'waiting', 'failed'] as const;
 type Status = (typeof STATUSES)[number];
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
  * Finds the last fenced block labelled `json-result` whose body is a JSON object, line by line as

@@ -8,7 +8,7 @@ import {
   parseCondition,
   referencedSteps,
   type ConditionContext,
-} from '../../core/manifest/conditions.ts';
+} from '../../domain/manifest/conditions.ts';
 
 const ctx: ConditionContext = {
   inputs: { env: 'prod', count: 3, ratio: 0.5, flag: true, off: false, empty: '', zero: 0, nothing: null, tags: ['a', 'b'], nested: { x: { y: 'deep' } } },

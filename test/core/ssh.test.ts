@@ -5,7 +5,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { parsePublicKey, SshKeyError, verifySshSignature, type SshKeyType } from '../../core/auth/ssh.ts';
+import { parsePublicKey, SshKeyError, verifySshSignature, type SshKeyType } from '../../domain/signatures/ssh.ts';
 
 const SSH_KEYGEN = '/usr/bin/ssh-keygen';
 const NAMESPACE = 'svc-auth';

@@ -1,7 +1,7 @@
 import test from 'ava';
 import { matchesPattern, patternProblem } from '../../core/events/patterns.ts';
 import { decide, decideAll, pushedBranch, type RoutableEvent, type TriggerOwner } from '../../plugins/events/matcher.ts';
-import type { Manifest } from '../../core/manifest/types.ts';
+import type { Manifest } from '../../domain/manifest/types.ts';
 
 const event = (type: string, payload: Record<string, unknown> = {}, more: Partial<RoutableEvent> = {}): RoutableEvent => ({
   type, source: 'manual', ref_branch: null, payload, ...more,

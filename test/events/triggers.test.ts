@@ -1,7 +1,7 @@
 import test from 'ava';
-import { readTrigger } from '../../core/manifest/triggers.ts';
-import { Problems } from '../../core/manifest/problems.ts';
-import { validateManifest } from '../../core/manifest/validate.ts';
+import { readTrigger } from '../../domain/manifest/triggers.ts';
+import { Problems } from '../../domain/manifest/problems.ts';
+import { validateManifest } from '../../domain/manifest/validate.ts';
 import { cronProblem } from '../../core/cron.ts';
 
 const read = (trigger: unknown) => {

@@ -1,6 +1,6 @@
 import test from 'ava';
-import { ProfileError, chooseAgent, planAgent, resolveAgent, type ProfileLookups } from '../../core/manifest/profiles.ts';
-import type { AgentsConfig } from '../../core/manifest/types.ts';
+import { ProfileError, chooseAgent, planAgent, resolveAgent, type ProfileLookups } from '../../domain/manifest/profiles.ts';
+import type { AgentsConfig } from '../../domain/manifest/types.ts';
 import type { HarnessAuthStatus } from '../../core/ports/harness.ts';
 
 const IDS = ['harness_a', 'harness_b', 'harness_c', 'harness_d', 'harness_e', 'harness_f'];

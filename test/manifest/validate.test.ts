@@ -1,7 +1,7 @@
 import test from 'ava';
-import { loadManifest, parseYaml } from '../../core/manifest/parse.ts';
-import { validateManifest } from '../../core/manifest/validate.ts';
-import { canonicalJson, manifestHash } from '../../core/manifest/hash.ts';
+import { loadManifest, parseYaml } from '../../domain/manifest/parse.ts';
+import { validateManifest } from '../../domain/manifest/validate.ts';
+import { canonicalJson, manifestHash } from '../../domain/manifest/hash.ts';
 
 const errorsOf = (yaml: string) => {
   const result = loadManifest(yaml);

@@ -80,7 +80,7 @@ test('a project-only member sees that project and nothing else of its org', asyn
   t.is(added.statusCode, 201);
   t.is(await rows(ctx, 'org_members', { org_id: orgA, user_id: added.body.user_id }), 0);
   const { TokenService } = await import('../../core/auth/tokens.ts');
-  const { Users } = await import('../../core/users.ts');
+  const { Users } = await import('../../plugins/auth/users.ts');
   const container = ctx.srv.server.app.container;
   const user = await container.resolve(Users).findByEmail(email);
   const u = as(ctx.srv.server, (await container.resolve(TokenService).issueForUser(user!)).access_token);

@@ -32,7 +32,7 @@ async function projectMember(projectId: string, actor: User, name: string, role 
   const res = await actor.api.post(`/projects/${projectId}/members`, { email, role });
   if (res.statusCode !== 201) throw new Error(JSON.stringify(res.body));
   const { TokenService } = await import('../../core/auth/tokens.ts');
-  const { Users } = await import('../../core/users.ts');
+  const { Users } = await import('../../plugins/auth/users.ts');
   const container = ctx.srv.server.app.container;
   const user = await container.resolve(Users).findByEmail(email);
   const token = (await container.resolve(TokenService).issueForUser(user!)).access_token;

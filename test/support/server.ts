@@ -122,6 +122,6 @@ export async function userInOrg(server: Server, adminToken: string, orgId: strin
   if (res.statusCode !== 201 && res.statusCode !== 200) throw new Error(`add member failed: ${JSON.stringify(res.body)}`);
   const kernel = server.app.container;
   const { TokenService } = await import('../../core/auth/tokens.ts');
-  const user = await kernel.resolve((await import('../../core/users.ts')).Users).findByEmail(email);
+  const user = await kernel.resolve((await import('../../plugins/auth/users.ts')).Users).findByEmail(email);
   return (await kernel.resolve(TokenService).issueForUser(user!)).access_token;
 }

@@ -1,20 +1,13 @@
 import Joi from 'joi';
-import { inject, injectable } from './di.ts';
-import { Tokens } from './tokens.ts';
-import type { Db } from './db/knex.ts';
-import { newId } from './ids.ts';
-import { timestamp, userId } from './http/schemas.ts';
+import { inject, injectable } from '../../core/di.ts';
+import { Tokens } from '../../core/tokens.ts';
+import type { Db } from '../../core/db/knex.ts';
+import { newId } from '../../core/ids.ts';
+import { timestamp, userId } from '../../core/http/schemas.ts';
+import type { UserDirectory, UserEntry } from '../../core/ports/directory.ts';
 
-export interface UserRow {
-  id: string;
-  email: string;
-  display_name: string | null;
-  is_admin: boolean;
-  created_at: Date;
-  updated_at: Date;
-}
-
-export const emailSchema = Joi.string().trim().lowercase().email({ tlds: false }).max(320);
+/** A row of `users` is what the directory hands out. */
+export type UserRow = UserEntry;
 
 export const userResponseSchema = Joi.object({
   id: userId.required(),
@@ -34,9 +27,9 @@ export const toUser = (row: UserRow) => ({
   updated_at: row.updated_at,
 });
 
-/** Accounts, keyed by e-mail (case-insensitive). Users are never created by any other path. */
+/** Accounts, keyed by e-mail (case-insensitive). Users are never created by any other path; other domains reach them through UserDirectory. */
 @injectable()
-export class Users {
+export class Users implements UserDirectory {
   constructor(@inject(Tokens.Db) private readonly db: Db) {}
 
   findByEmail(email: string, trx: Db = this.db): Promise<UserRow | undefined> {

@@ -14,7 +14,9 @@ export const at = (base: string, key: string): string => (base ? `${base}.${key}
 /** `base[i]`. */
 export const index = (base: string, i: number): string => `${base}[${i}]`;
 
-export const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+import { isObject } from '../../core/is-object.ts';
+
+export { isObject };
 export const isString = (v: unknown): v is string => typeof v === 'string' && v.length > 0;
 export const isStringList = (v: unknown): v is string[] => Array.isArray(v) && v.every(isString);
 

@@ -9,8 +9,9 @@
  * remaining entry runs and the rest are its fallbacks. Explicit job fields (`model`,
  * `reasoning_effort`, `harness_options.*`, `harness_variant`) override every entry's own.
  */
-import { REASONING_EFFORTS, type HarnessAuthStatus, type ReasoningEffort } from '../ports/harness.ts';
+import { REASONING_EFFORTS, type HarnessAuthStatus, type ReasoningEffort } from '../../core/ports/harness.ts';
 import type { AgentProfileEntry, AgentsConfig } from './types.ts';
+import { isObject } from '../../core/is-object.ts';
 
 /** The harness fields of a job (CreateJobRequest), as stored. */
 export interface AgentRequest {
@@ -63,7 +64,6 @@ export class ProfileError extends Error {
   override name = 'ProfileError';
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v.length > 0 ? v : undefined);
 
 function effort(value: unknown, where: string): ReasoningEffort | undefined {

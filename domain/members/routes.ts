@@ -1,13 +1,12 @@
-import { paramsOf, queryOf } from '../http/request.ts';
+import { paramsOf, queryOf } from '../../core/http/request.ts';
 import Joi from 'joi';
 import type { ServerRoute } from '@hapi/hapi';
 import type { DependencyContainer } from 'tsyringe';
-import { grantOf, requires } from '../http/access.ts';
-import { docs, roleSchema, userId } from '../http/schemas.ts';
-import { listQuerySchema, pageSchema, type ListQuery } from '../http/lists.ts';
-import { emailSchema } from '../users.ts';
-import { Memberships, memberSchema, type MembershipScope } from './memberships.ts';
-import type { RoleName } from './permissions.ts';
+import { grantOf, requires } from '../../core/http/access.ts';
+import { docs, emailSchema, roleSchema, userId } from '../../core/http/schemas.ts';
+import { listQuerySchema, pageSchema, type ListQuery } from '../../core/http/lists.ts';
+import { Memberships, memberSchema, type MembershipScope } from '../../core/auth/memberships.ts';
+import type { RoleName } from '../../core/auth/permissions.ts';
 
 export interface MemberRoutesOptions {
   kind: MembershipScope['kind'];

@@ -1,9 +1,9 @@
 import Boom from '@hapi/boom';
-import { inject, injectable } from '../di.ts';
-import { Tokens } from '../tokens.ts';
-import type { Db } from '../db/knex.ts';
-import { newId } from '../ids.ts';
-import { paginate, type ListQuery } from '../http/lists.ts';
+import { inject, injectable } from '../../core/di.ts';
+import { Tokens } from '../../core/tokens.ts';
+import type { Db } from '../../core/db/knex.ts';
+import { newId } from '../../core/ids.ts';
+import { paginate, type ListQuery } from '../../core/http/lists.ts';
 
 export interface NostrKeyRow {
   id: string;

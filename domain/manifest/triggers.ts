@@ -1,6 +1,6 @@
-import { cronProblem } from '../cron.ts';
-import { patternProblem } from '../events/patterns.ts';
-import { EVENT_SOURCES, type EventSource } from '../events/emit.ts';
+import { cronProblem } from '../../core/cron.ts';
+import { patternProblem } from '../../core/events/patterns.ts';
+import { EVENT_SOURCES, type EventSource } from '../../core/events/emit.ts';
 import { Problems, at, isObject, isString, kindOf } from './problems.ts';
 
 export const PR_ACTIONS = ['opened', 'synchronize', 'reopened', 'closed'] as const;

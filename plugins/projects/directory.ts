@@ -1,0 +1,38 @@
+import { inject, injectable } from '../../core/di.ts';
+import { Tokens } from '../../core/tokens.ts';
+import type { Db } from '../../core/db/knex.ts';
+import { Access } from '../../core/auth/access.ts';
+import type { Principal } from '../../core/auth/principal.ts';
+import type { ProjectDirectory, ProjectEntry } from '../../core/ports/directory.ts';
+
+const ENTRY = ['id', 'org_id', 'name', 'slug', 'branch', 'repo_url', 'deleted', 'created_at'] as const;
+
+/** The projects domain's answer to other domains (core/ports/directory.ts). */
+@injectable()
+export class Projects implements ProjectDirectory {
+  constructor(
+    @inject(Tokens.Db) private readonly db: Db,
+    @inject(Access) private readonly access: Access,
+  ) {}
+
+  byId(id: string, db: Db = this.db): Promise<ProjectEntry | undefined> {
+    return db('projects').where({ id }).first(ENTRY);
+  }
+
+  byIds(ids: string[], db: Db = this.db): Promise<ProjectEntry[]> {
+    if (ids.length === 0) return Promise.resolve([]);
+    return db('projects').whereIn('id', [...new Set(ids)]).select(ENTRY);
+  }
+
+  idsInOrg(orgId: string, db: Db = this.db): Promise<string[]> {
+    return db('projects').where({ org_id: orgId }).orderBy('created_at').pluck('id');
+  }
+
+  liveIdsInOrg(orgId: string, db: Db = this.db): Promise<string[]> {
+    return db('projects').where({ org_id: orgId, deleted: false }).orderBy('created_at').pluck('id');
+  }
+
+  async visibleTo(principal: Principal, projectId: string): Promise<boolean> {
+    return (await this.access.grantOn(principal, { project: projectId })) !== null;
+  }
+}
