@@ -17,8 +17,10 @@
  *   BENCH_EVENTS=500, BENCH_EVENT_CONCURRENCY=1,16     events (bench/events.ts): events per pass, POSTs in flight per pass
  *   BENCH_WEBHOOK_EVENTS=5000, BENCH_WEBHOOK_SUBSCRIPTIONS=1  webhooks (bench/webhooks.ts): events, subscriptions they fan out to
  *   BENCH_WORKER_JOBS=200, BENCH_WORKER_CONCURRENCY=4  worker (bench/worker.ts): script jobs per scenario, worker.concurrency
+ *   BENCH_CLI_RUNS=30                               cli (bench/cli.ts): runs of each command
+ * `npm run bench` builds first: the server and the CLI run compiled, as users run them.
  */
-const GROUPS = ['kernel', 'jobs', 'pipelines', 'events', 'webhooks', 'worker'] as const;
+const GROUPS = ['kernel', 'jobs', 'pipelines', 'events', 'webhooks', 'worker', 'cli'] as const;
 const JOB_SCENARIOS = ['claim', 'dispatch', 'ingest'] as const;
 
 const args = process.argv.slice(2);
@@ -38,6 +40,7 @@ for (const group of groups) {
   else if (group === 'pipelines') failures.push(...(await (await import('./pipelines.ts')).runPipelinesBench()));
   else if (group === 'events') failures.push(...(await (await import('./events.ts')).runEventsBench()));
   else if (group === 'worker') failures.push(...(await (await import('./worker.ts')).runWorkerBench()));
+  else if (group === 'cli') failures.push(...(await (await import('./cli.ts')).runCliBench()));
   else failures.push(...(await (await import('./webhooks.ts')).runWebhooksBench()));
 }
 console.log(`\nbenchmark finished in ${((Date.now() - started) / 1000).toFixed(0)} s`);

@@ -40,7 +40,7 @@ export async function startBenchServer(): Promise<BenchServer> {
       PATH: process.env.PATH!, HOME: process.env.HOME ?? '/root', PORT: String(port), SVC_DATA_DIR: dataDir, SVC_LOG_LEVEL: 'warn', SVC_ROLES: 'api',
       DATABASE_URL: database.url,
     };
-    child = spawn(process.execPath, ['--import', 'tsx', 'core/main.ts', 'serve'], { cwd: ROOT, env, stdio: ['ignore', 'inherit', 'inherit'] });
+    child = spawn(process.execPath, ['dist/core/main.js', 'serve'], { cwd: ROOT, env, stdio: ['ignore', 'inherit', 'inherit'] });
     const url = `http://127.0.0.1:${port}`;
     const until = Date.now() + 120_000;
     for (;;) {

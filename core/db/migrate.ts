@@ -4,6 +4,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import pg from 'pg';
 import type { Knex } from 'knex';
 import type { Db } from './knex.ts';
+import { MODULE_EXT } from '../module-ext.ts';
 
 const MIGRATIONS_DIR = fileURLToPath(new URL('../../migrations/', import.meta.url));
 /** Any fixed number: every replica takes the same advisory lock before migrating. */
@@ -14,15 +15,19 @@ interface Migration {
   down?(db: Knex): Promise<void>;
 }
 
-/** Forward-only migrations: `migrations/NNN_name.ts`, each exporting `up(knex)`. */
+/**
+ * Forward-only migrations: `migrations/NNN_name.ts`, each exporting `up(knex)`. Compiled, the
+ * files end in `.js`; they are recorded under their source name either way, so a database
+ * migrated from the sources and one migrated by the compiled server agree on what was applied.
+ */
 class DirectorySource implements Knex.MigrationSource<string> {
   async getMigrations(): Promise<string[]> {
     return readdirSync(MIGRATIONS_DIR)
-      .filter((f) => /^\d+_.+\.ts$/.test(f))
+      .filter((f) => /^\d+_.+$/.test(f) && f.endsWith(MODULE_EXT) && !f.endsWith('.d.ts'))
       .sort();
   }
   getMigrationName(file: string): string {
-    return file;
+    return `${file.slice(0, -MODULE_EXT.length)}.ts`;
   }
   async getMigration(file: string): Promise<Knex.Migration> {
     const mod = (await import(pathToFileURL(path.join(MIGRATIONS_DIR, file)).href)) as Migration;

@@ -4,6 +4,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Plugin, Server } from '@hapi/hapi';
 import type { DependencyContainer } from 'tsyringe';
 
+import { MODULE_EXT } from '../module-ext.ts';
+
 const PLUGINS_DIR = fileURLToPath(new URL('../../plugins/', import.meta.url));
 
 /** Options every domain plugin receives. */
@@ -19,7 +21,7 @@ export type DomainPlugin = Plugin<DomainPluginOptions>;
  */
 export async function loadDomainPlugins(server: Server, container: DependencyContainer, names: string[]): Promise<void> {
   for (const name of names) {
-    const builtIn = path.join(PLUGINS_DIR, name, 'index.ts');
+    const builtIn = path.join(PLUGINS_DIR, name, `index${MODULE_EXT}`);
     const specifier = existsSync(builtIn) ? pathToFileURL(builtIn).href : name;
     let mod: { plugin?: DomainPlugin };
     try {

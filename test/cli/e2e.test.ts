@@ -1,5 +1,5 @@
 /**
- * End to end: the real `svc` CLI (node cli/bin.js, a subprocess) against the real server on a fresh
+ * End to end: the real `svc` CLI (node dist/cli/bin.js, a subprocess) against the real server on a fresh
  * database, with real SSH keys made by ssh-keygen. Covers "the CLI can bootstrap, log in by SSH key,
  * and manage orgs, projects and members".
  *
@@ -15,7 +15,7 @@ import { promisify } from 'node:util';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 const run = promisify(execFile);
-const BIN = fileURLToPath(new URL('../../cli/bin.js', import.meta.url));
+const BIN = fileURLToPath(new URL('../../dist/cli/bin.js', import.meta.url));
 const CLI_TIMEOUT_MS = 90_000;
 const UNKNOWN_ORG = 'org_01m7zvfyp0eny8kxqtqaddgz9z'; // well-formed, never created
 
@@ -29,7 +29,7 @@ interface CliResult {
 }
 
 /**
- * `node cli/bin.js ...args` with HOME, SVC_API_URL and only the SVC_* variables given in `env`:
+ * `node dist/cli/bin.js ...args` with HOME, SVC_API_URL and only the SVC_* variables given in `env`:
  * nothing from the test's own environment that could change what the CLI does.
  */
 function svc(home: string, args: string[], env: Record<string, string> = {}): Promise<CliResult> {

@@ -1,6 +1,6 @@
 /**
  * End to end: `svc event create | list | show` and `svc schedule list | create | update | delete`
- * (node cli/bin.js, a subprocess) against a real server with the orchestrator, so events get routed.
+ * (node dist/cli/bin.js, a subprocess) against a real server with the orchestrator, so events get routed.
  */
 import test from 'ava';
 import { rm, writeFile } from 'node:fs/promises';

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export const BIN = fileURLToPath(new URL('../../cli/bin.js', import.meta.url));
+export const BIN = fileURLToPath(new URL('../../dist/cli/bin.js', import.meta.url));
 
 /** One request as the fake server saw it. */
 export interface Recorded {
@@ -84,7 +84,7 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Run `node cli/bin.js ...args` with HOME set and no SVC_* variables leaking in from the test's environment. */
+/** Run `node dist/cli/bin.js ...args` with HOME set and no SVC_* variables leaking in from the test's environment. */
 export function runCli(home: string, args: string[], env: Record<string, string> = {}): Promise<CliResult> {
   const clean: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, ...env };
   return new Promise((resolve) => {

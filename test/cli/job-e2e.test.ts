@@ -1,5 +1,5 @@
 /**
- * End to end: `svc job …` (node cli/bin.js, a subprocess) against the real server on a fresh database,
+ * End to end: `svc job …` (node dist/cli/bin.js, a subprocess) against the real server on a fresh database,
  * for every job endpoint, receipt and compare included.
  */
 import test from 'ava';

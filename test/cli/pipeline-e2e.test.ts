@@ -1,5 +1,5 @@
 /**
- * End to end: `svc pipeline run | runs | logs | approve | cancel` (node cli/bin.js, a subprocess) against
+ * End to end: `svc pipeline run | runs | logs | approve | cancel` (node dist/cli/bin.js, a subprocess) against
  * the real server on a fresh database. Steps finish by claiming and completing their jobs over the API,
  * as a worker would.
  */

@@ -1,4 +1,4 @@
-/** `svc pipeline run | runs | logs | approve | cancel` (node cli/bin.js) against a stand-in API that also speaks text/event-stream. */
+/** `svc pipeline run | runs | logs | approve | cancel` (node dist/cli/bin.js) against a stand-in API that also speaks text/event-stream. */
 import test from 'ava';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';

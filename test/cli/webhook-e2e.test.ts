@@ -1,4 +1,4 @@
-/** End to end: `svc webhook …` (node cli/bin.js, a subprocess) against a real server with the orchestrator and a real receiver. */
+/** End to end: `svc webhook …` (node dist/cli/bin.js, a subprocess) against a real server with the orchestrator and a real receiver. */
 import test from 'ava';
 import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';

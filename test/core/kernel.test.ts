@@ -46,7 +46,7 @@ test.serial('npm start: embedded PostgreSQL, all roles, data kept across restart
 test('`svc serve --roles api --port N` runs only the api role on the given port', async (t) => {
   const database = await createTestDatabase();
   const port = await freePort();
-  const proc = serveProcess({ DATABASE_URL: database.url, SVC_DATA_DIR: mkdtempSync(path.join(tmpdir(), 'svc-roles-')) }, { command: ['cli/bin.js', 'serve', '--roles', 'api', '--port', String(port)] });
+  const proc = serveProcess({ DATABASE_URL: database.url, SVC_DATA_DIR: mkdtempSync(path.join(tmpdir(), 'svc-roles-')) }, { command: ['dist/cli/bin.js', 'serve', '--roles', 'api', '--port', String(port)] });
   try {
     const health = await waitForHealth(`http://127.0.0.1:${port}`, proc);
     t.deepEqual(health.roles, ['api']);

@@ -1,4 +1,4 @@
-/** End to end: `svc doc …` (node cli/bin.js, a subprocess) against a real server. */
+/** End to end: `svc doc …` (node dist/cli/bin.js, a subprocess) against a real server. */
 import test from 'ava';
 import { rm, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
-const BIN = fileURLToPath(new URL('../../cli/bin.js', import.meta.url));
+const BIN = fileURLToPath(new URL('../../dist/cli/bin.js', import.meta.url));
 
 export interface CliResult {
   code: number;
@@ -9,7 +9,7 @@ export interface CliResult {
   stderr: string;
 }
 
-/** `node cli/bin.js ...args` with HOME set, only the given variables, and `stdin` piped in (or closed). */
+/** `node dist/cli/bin.js ...args` with HOME set, only the given variables, and `stdin` piped in (or closed). */
 export function svc(home: string, args: string[], env: Record<string, string>, stdin = ''): Promise<CliResult> {
   const child = spawn(process.execPath, [BIN, ...args], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, ...env }, cwd: home });
   let stdout = '';

@@ -11,7 +11,8 @@ export interface ServeProcess {
 }
 
 /**
- * `svc serve` as `npm start` runs it, with only the variables given (no DATABASE_URL unless set).
+ * `svc serve` as `npm start` runs it (the compiled server in dist/, which `npm test` builds first),
+ * with only the variables given (no DATABASE_URL unless set).
  * `detached` puts it in a process group of its own, as a shell puts a foreground command: a signal
  * to `-pid` then reaches the whole group, as the terminal's Ctrl-C does.
  */
@@ -19,7 +20,7 @@ export function serveProcess(
   env: Record<string, string>,
   opts: { command?: string[]; cwd?: string; detached?: boolean } = {},
 ): ServeProcess {
-  const child = spawn(process.execPath, opts.command ?? ['--import', 'tsx', 'core/main.ts', 'serve'], {
+  const child = spawn(process.execPath, opts.command ?? ['dist/core/main.js', 'serve'], {
     cwd: opts.cwd ?? ROOT,
     env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/root', SVC_LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

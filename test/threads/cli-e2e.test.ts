@@ -1,5 +1,5 @@
 /**
- * End to end: `svc thread list | create | show | post` (node cli/bin.js, a subprocess) against a
+ * End to end: `svc thread list | create | show | post` (node dist/cli/bin.js, a subprocess) against a
  * real server and database.
  */
 import test from 'ava';
