@@ -15,6 +15,7 @@ export const at = (base: string, key: string): string => (base ? `${base}.${key}
 export const index = (base: string, i: number): string => `${base}[${i}]`;
 
 import { isObject } from '../../core/is-object.ts';
+import { closest } from '../../core/closest.ts';
 
 export { isObject };
 export const isString = (v: unknown): v is string => typeof v === 'string' && v.length > 0;
@@ -28,10 +29,15 @@ export function kindOf(v: unknown): string {
   return `a ${typeof v}`;
 }
 
-/** Reports keys of `value` outside `known` as `Unknown key '<k>' in <section>`. */
+/**
+ * Reports keys of `value` outside `known` as `Unknown key '<k>' in <section>`, with the nearest
+ * known key when one is close enough to be a typo. Keys starting `x-` are extensions, never errors.
+ */
 export function unknownKeys(problems: Problems, value: Record<string, unknown>, known: readonly string[], path: string): void {
   for (const key of Object.keys(value)) {
-    if (!known.includes(key)) problems.add(at(path, key), `Unknown key '${key}' in ${path}`);
+    if (known.includes(key) || key.startsWith('x-')) continue;
+    const near = closest(key, known);
+    problems.add(at(path, key), `Unknown key '${key}' in ${path || 'the manifest'}${near ? `; did you mean '${near}'?` : ''}`);
   }
 }
 

@@ -1,4 +1,4 @@
-import { Problems, at, expectObject, isObject, isString } from './problems.ts';
+import { Problems, at, expectObject, isObject, isString, unknownKeys } from './problems.ts';
 
 /** `registry`: 'svc' (native), 'none', or {host, namespace?, auth?: {username_secret?, token_secret?}}. */
 export function checkRegistry(problems: Problems, value: unknown): void {
@@ -7,9 +7,11 @@ export function checkRegistry(problems: Problems, value: unknown): void {
     problems.add('registry', "registry must be 'svc', 'none' or a mapping with host");
     return;
   }
+  unknownKeys(problems, value, ['host', 'namespace', 'auth'], 'registry');
   if (!isString(value.host)) problems.add('registry.host', 'registry.host is required');
   if (value.namespace !== undefined && !isString(value.namespace)) problems.add('registry.namespace', 'registry.namespace must be a string');
   if (value.auth !== undefined && expectObject(problems, value.auth, 'registry.auth')) {
+    unknownKeys(problems, value.auth, ['username_secret', 'token_secret'], 'registry.auth');
     for (const key of ['username_secret', 'token_secret']) {
       if (value.auth[key] !== undefined && !isString(value.auth[key])) problems.add(`registry.auth.${key}`, `registry.auth.${key} must be a secret name`);
     }
@@ -21,7 +23,10 @@ export function checkServices(problems: Problems, value: unknown): void {
   for (const [name, service] of Object.entries(value)) {
     const path = at('services', name);
     if (!expectObject(problems, service, path)) continue;
-    if (service.build !== undefined) expectObject(problems, service.build, at(path, 'build'));
+    unknownKeys(problems, service, ['image', 'build'], path);
+    if (service.build !== undefined && expectObject(problems, service.build, at(path, 'build'))) {
+      unknownKeys(problems, service.build, ['context', 'dockerfile', 'image'], at(path, 'build'));
+    }
     if (service.image !== undefined && !isString(service.image)) problems.add(at(path, 'image'), 'image must be a string');
   }
 }
@@ -32,6 +37,7 @@ export function checkEnvironments(problems: Problems, value: unknown, pipelines:
   for (const [name, env] of Object.entries(value)) {
     const path = at('environments', name);
     if (!expectObject(problems, env, path)) continue;
+    unknownKeys(problems, env, ['type', 'namespace', 'db_ref', 'kind', 'pipeline', 'pipeline_inputs'], path);
     if (env.type !== undefined && env.type !== 'persistent' && env.type !== 'temporary') {
       problems.add(at(path, 'type'), "type must be 'persistent' or 'temporary'");
     }

@@ -1,7 +1,12 @@
-import { Problems, at, expectObject, index, isString, isStringList } from './problems.ts';
+import { Problems, at, expectObject, index, isString, isStringList, unknownKeys } from './problems.ts';
 import { checkStepGraph, checkStepKind, type StepOwner } from './validate-steps.ts';
 import { checkEnvOverrides, checkMergedSize } from './validate-env.ts';
 import { checkTrigger } from './triggers.ts';
+
+const WORKFLOW_KEYS = ['with_apis', 'db_access', 'resource_refs', 'env_overrides', 'steps', 'hints', 'trigger'] as const;
+const WORKFLOW_STEP_KEYS = ['name', 'agent', 'script', 'run', 'action', 'depends_on', 'with_apis', 'resource_refs', 'env_overrides', 'if'] as const;
+const PIPELINE_KEYS = ['trigger', 'steps'] as const;
+const PIPELINE_STEP_KEYS = ['name', 'agent', 'script', 'run', 'action', 'depends_on', 'approval'] as const;
 
 /** What the workflow checks need from elsewhere in the manifest. */
 export interface FlowContext {
@@ -25,11 +30,19 @@ function checkApis(problems: Problems, value: unknown, path: string, ctx: FlowCo
   });
 }
 
-function stepsOf(problems: Problems, def: Record<string, unknown>, path: string, required: boolean): unknown[] {
+/**
+ * A pipeline needs at least one step. A workflow needs the key (a workflow that only points
+ * elsewhere, such as a `$ref`, would fail at every invoke) and may list none yet.
+ */
+function stepsOf(problems: Problems, def: Record<string, unknown>, path: string, owner: StepOwner): unknown[] {
   const where = at(path, 'steps');
-  if (def.steps === undefined && !required) return [];
-  if (!Array.isArray(def.steps) || (required && def.steps.length === 0)) {
-    problems.add(where, required ? 'steps must be a list with at least one step' : 'steps must be a list');
+  const pipeline = owner.kind === 'pipeline';
+  if (def.steps === undefined && !pipeline) {
+    problems.add(where, `steps is required: workflow '${owner.name}' must list its steps here${def.$ref !== undefined ? ' ($ref is not supported)' : ''}`);
+    return [];
+  }
+  if (!Array.isArray(def.steps) || (pipeline && def.steps.length === 0)) {
+    problems.add(where, pipeline ? 'steps must be a list with at least one step' : 'steps must be a list');
     return [];
   }
   return def.steps;
@@ -37,6 +50,7 @@ function stepsOf(problems: Problems, def: Record<string, unknown>, path: string,
 
 function checkStepCommon(problems: Problems, step: unknown, path: string, owner: StepOwner): step is Record<string, unknown> {
   if (!expectObject(problems, step, path)) return false;
+  unknownKeys(problems, step, owner.kind === 'workflow' ? WORKFLOW_STEP_KEYS : PIPELINE_STEP_KEYS, path);
   if (!isString(step.name)) problems.add(at(path, 'name'), 'Step name is required');
   checkStepKind(problems, step, path, owner);
   return true;
@@ -49,6 +63,7 @@ export function checkWorkflows(problems: Problems, workflows: unknown, ctx: Flow
     const path = at('workflows', name);
     if (!expectObject(problems, def, path)) continue;
     const owner: StepOwner = { kind: 'workflow', name };
+    unknownKeys(problems, def, WORKFLOW_KEYS, path);
     checkApis(problems, def.with_apis, at(path, 'with_apis'), ctx);
     if (def.db_access !== undefined && def.db_access !== 'read_only' && def.db_access !== 'read_write') {
       problems.add(at(path, 'db_access'), "db_access must be 'read_only' or 'read_write'");
@@ -57,7 +72,7 @@ export function checkWorkflows(problems: Problems, workflows: unknown, ctx: Flow
     if (def.hints !== undefined) expectObject(problems, def.hints, at(path, 'hints'));
     if (def.trigger !== undefined) checkTrigger(problems, def.trigger, at(path, 'trigger'));
     const shared = checkEnvOverrides(problems, def.env_overrides, at(path, 'env_overrides'));
-    const steps = stepsOf(problems, def, path, false);
+    const steps = stepsOf(problems, def, path, owner);
     steps.forEach((step, i) => {
       const where = index(at(path, 'steps'), i);
       if (!checkStepCommon(problems, step, where, owner)) return;
@@ -80,8 +95,9 @@ export function checkPipelines(problems: Problems, pipelines: unknown): void {
     const path = at('pipelines', name);
     if (!expectObject(problems, def, path)) continue;
     const owner: StepOwner = { kind: 'pipeline', name };
+    unknownKeys(problems, def, PIPELINE_KEYS, path);
     if (def.trigger !== undefined) checkTrigger(problems, def.trigger, at(path, 'trigger'));
-    const steps = stepsOf(problems, def, path, true);
+    const steps = stepsOf(problems, def, path, owner);
     steps.forEach((step, i) => {
       const where = index(at(path, 'steps'), i);
       if (!checkStepCommon(problems, step, where, owner)) return;

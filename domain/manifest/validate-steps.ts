@@ -1,5 +1,5 @@
 import { ACTION_TYPES } from './types.ts';
-import { Problems, at, expectObject, index, isObject, isString, isStringList, kindOf } from './problems.ts';
+import { Problems, at, expectObject, index, isObject, isString, isStringList, kindOf, unknownKeys } from './problems.ts';
 
 export type StepOwner = { kind: 'workflow' | 'pipeline'; name: string };
 
@@ -20,6 +20,7 @@ export function checkStepKind(problems: Problems, step: Record<string, unknown>,
     if (!isString(value)) problems.add(where, `run must be a non-empty command string, got ${kindOf(value)}`);
   } else if (kind === 'script') {
     if (!expectObject(problems, value, where)) return;
+    unknownKeys(problems, value, ['run', 'command', 'timeout'], where);
     const command = value.run ?? value.command;
     if (!isString(command) || (value.run !== undefined && value.command !== undefined)) {
       problems.add(where, 'script must have a non-empty run (or command) string');
@@ -29,6 +30,7 @@ export function checkStepKind(problems: Problems, step: Record<string, unknown>,
     }
   } else if (kind === 'action') {
     if (!expectObject(problems, value, where)) return;
+    unknownKeys(problems, value, ['type', 'with'], where);
     if (!isString(value.type)) problems.add(at(where, 'type'), 'action.type is required');
     else if (!(ACTION_TYPES as readonly string[]).includes(value.type)) {
       problems.add(at(where, 'type'), `Unknown action type '${value.type}'; expected one of ${ACTION_TYPES.join(', ')}`);
@@ -36,9 +38,11 @@ export function checkStepKind(problems: Problems, step: Record<string, unknown>,
     if (value.with !== undefined) expectObject(problems, value.with, at(where, 'with'));
   } else if (owner.kind === 'pipeline') {
     if (!expectObject(problems, value, where)) return;
+    unknownKeys(problems, value, ['prompt'], where);
     if (!isString(value.prompt)) problems.add(at(where, 'prompt'), 'agent.prompt is required');
   } else {
     if (!expectObject(problems, value, where)) return;
+    unknownKeys(problems, value, ['name', 'harness', 'harness_profile', 'toolchains'], where);
     if (!isString(value.name)) problems.add(at(where, 'name'), 'agent.name is required');
     for (const key of ['harness', 'harness_profile'] as const) {
       if (value[key] !== undefined && !isString(value[key])) problems.add(at(where, key), `agent.${key} must be a string`);

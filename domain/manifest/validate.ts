@@ -1,8 +1,11 @@
 import type { ManifestProblem } from './types.ts';
-import { Problems, kindOf, isObject } from './problems.ts';
+import { Problems, kindOf, isObject, unknownKeys } from './problems.ts';
 import { checkPipelines, checkWorkflows } from './validate-flows.ts';
 import { apiNames, checkSvcExtension } from './validate-xsvc.ts';
 import { checkEnvironments, checkRegistry, checkServices } from './validate-deploy.ts';
+
+/** The manifest's sections; other top-level keys must be `x-…` extensions. */
+const SECTIONS = ['workflows', 'pipelines', 'registry', 'services', 'environments', 'x-svc'] as const;
 
 /**
  * Every problem in a manifest document (as YAML gave it), each with its path. An empty list means
@@ -14,6 +17,7 @@ export function validateManifest(doc: unknown): ManifestProblem[] {
     problems.add('', `the manifest must be a mapping, got ${kindOf(doc)}`);
     return problems.list;
   }
+  unknownKeys(problems, doc, SECTIONS, '');
   checkSvcExtension(problems, doc['x-svc']);
   checkWorkflows(problems, doc.workflows, { apis: apiNames(doc['x-svc']) });
   checkPipelines(problems, doc.pipelines);

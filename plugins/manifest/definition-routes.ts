@@ -7,6 +7,8 @@ import { docs } from '../../core/http/schemas.ts';
 import { pageSchema, type Page } from '../../core/http/lists.ts';
 import type { Permission } from '../../core/auth/permissions.ts';
 import type { Manifest } from '../../domain/manifest/types.ts';
+import { parseYaml } from '../../domain/manifest/parse.ts';
+import { isObject } from '../../core/is-object.ts';
 import * as S from './schemas.ts';
 import { ManifestRepository } from './repository.ts';
 
@@ -24,8 +26,17 @@ const KINDS: Kind[] = [
   { section: 'pipelines', noun: 'pipeline', permission: 'pipelines:read', label: 'Pipeline' },
 ];
 
-const definitions = (manifest: Manifest | null, section: Kind['section']): Named[] =>
-  Object.entries(manifest?.[section] ?? {}).map(([name, def]) => ({ name, ...(def as object) }));
+/**
+ * The section's definitions in the order the YAML lists them: the stored parsed form is JSONB,
+ * which keeps keys in its own order, so the order comes from the YAML text stored beside it.
+ */
+function definitions(stored: { parsed: Manifest; yaml: string } | null | undefined, section: Kind['section']): Named[] {
+  const byName = stored?.parsed[section] ?? {};
+  const doc = stored ? parseYaml(stored.yaml).doc : null;
+  const listed = isObject(doc) && isObject(doc[section]) ? Object.keys(doc[section]).filter((name) => Object.hasOwn(byName, name)) : [];
+  const names = [...listed, ...Object.keys(byName).filter((name) => !listed.includes(name))];
+  return names.map((name) => ({ name, ...(byName[name] as object) }));
+}
 
 /** Read-only listing of the current manifest's workflows and pipelines, in manifest order. */
 export function definitionRoutes(container: DependencyContainer): ServerRoute[] {
@@ -45,7 +56,7 @@ export function definitionRoutes(container: DependencyContainer): ServerRoute[] 
         },
         handler: async (request): Promise<Page<Named>> => {
           const { limit, offset } = queryOf<{ limit: number; offset: number }>(request);
-          const all = definitions(await manifests.currentParsed(paramsOf(request).project_id), kind.section);
+          const all = definitions(await manifests.current(paramsOf(request).project_id), kind.section);
           const data = all.slice(offset, offset + limit);
           return { data, pagination: { limit, offset, count: data.length, total: all.length, has_more: offset + data.length < all.length } };
         },
@@ -61,7 +72,7 @@ export function definitionRoutes(container: DependencyContainer): ServerRoute[] 
         },
         handler: async (request) => {
           const { project_id, name } = paramsOf(request);
-          const found = definitions(await manifests.currentParsed(project_id), kind.section).find((d) => d.name === name);
+          const found = definitions(await manifests.current(project_id), kind.section).find((d) => d.name === name);
           if (!found) throw Boom.notFound(`${kind.noun} '${name}' not found in the current manifest of project ${project_id}`);
           return found;
         },

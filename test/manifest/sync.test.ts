@@ -171,6 +171,23 @@ test('workflows and pipelines are listed from the current manifest; unknown name
   t.is((await member.get(`/projects/${projectId}/pipelines/nope`)).body.message, `pipeline 'nope' not found in the current manifest of project ${projectId}`);
 });
 
+test('workflows and pipelines list in the order the manifest writes them, not the database\'s key order', async (t) => {
+  const projectId = await newProject();
+  const yaml = `
+workflows:
+  zeta-the-long-one: { steps: [{ name: a, run: echo a }] }
+  b: { steps: [{ name: a, run: echo a }] }
+  alpha: { steps: [{ name: a, run: echo a }] }
+pipelines:
+  release-to-production: { steps: [{ name: a, run: echo a }] }
+  qa: { steps: [{ name: a, run: echo a }] }
+`;
+  t.is((await admin.post(`/projects/${projectId}/manifest`, { yaml })).statusCode, 200);
+  t.deepEqual((await member.get(`/projects/${projectId}/workflows`)).body.data.map((w: { name: string }) => w.name), ['zeta-the-long-one', 'b', 'alpha']);
+  t.deepEqual((await member.get(`/projects/${projectId}/workflows?offset=1&limit=1`)).body.data.map((w: { name: string }) => w.name), ['b']);
+  t.deepEqual((await member.get(`/projects/${projectId}/pipelines`)).body.data.map((p: { name: string }) => p.name), ['release-to-production', 'qa']);
+});
+
 test('a soft-deleted project takes no new manifest (422) but its current one stays readable', async (t) => {
   const projectId = await newProject();
   await admin.post(`/projects/${projectId}/manifest`, { yaml: SIMPLE });

@@ -147,7 +147,7 @@ environments:
 registry: { namespace: x }
 `);
   t.deepEqual(errors, [
-    { path: 'x-svc.brandng', message: "Unknown key 'brandng' in x-svc" },
+    { path: 'x-svc.brandng', message: "Unknown key 'brandng' in x-svc; did you mean 'branding'?" },
     { path: 'x-svc.defaults.colour', message: "Unknown key 'colour' in x-svc.defaults" },
     { path: 'x-svc.defaults.priority', message: 'priority must be an integer from 0 to 4' },
     { path: 'x-svc.defaults.harness_profile', message: "Unknown harness profile 'missing'; define it under x-svc.agents.profiles" },
@@ -157,6 +157,7 @@ registry: { namespace: x }
     { path: 'workflows.w.with_apis[1]', message: "Unknown API 'ghost' in with_apis; declare it under x-svc.api_spec" },
     { path: 'workflows.w.steps[0].action.type', message: "Unknown action type 'teleport'; expected one of build, release, deploy, run, job, create-pr, notify, env-ensure, env-delete" },
     { path: 'pipelines.p.steps', message: 'steps must be a list with at least one step' },
+    { path: 'pipelines.q.steps[0].agent.name', message: "Unknown key 'name' in pipelines.q.steps[0].agent" },
     { path: 'pipelines.q.steps[0].agent.prompt', message: 'agent.prompt is required' },
     { path: 'registry.host', message: 'registry.host is required' },
     { path: 'environments.prod.pipeline', message: "Environment 'prod' names unknown pipeline 'nope'" },
@@ -208,4 +209,41 @@ test('the hash ignores key order, whitespace, comments and the run shorthand, an
   t.not(a.hash, c.hash);
   t.is(canonicalJson({ b: 1, a: [{ d: 2, c: null }] }), '{"a":[{"c":null,"d":2}],"b":1}');
   t.is(manifestHash({}), 'sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a');
+});
+
+test('unknown keys anywhere are errors with their path and the nearest known key; x- keys are extensions', (t) => {
+  const errors = errorsOf(`
+workflow:
+  w: { steps: [{ name: a, run: x }] }
+workflows:
+  fix:
+    x-owner: platform
+    steps:
+      - { name: plan, run: echo plan }
+      - { name: test, run: echo test, depend_on: [plan] }
+  linked:
+    $ref: ./shared/fix.yaml
+pipelines:
+  ship:
+    trigers: { manual: true }
+    steps:
+      - { name: build, action: { type: build, width: { services: [api] } } }
+      - { name: check, script: { run: make, timout: 30 } }
+services:
+  api: { build: { context: ., dockerfle: Dockerfile } }
+environments:
+  staging: { piepline: ship }
+x-acme: { anything: [goes, here] }
+`);
+  t.deepEqual(errors, [
+    { path: 'workflow', message: "Unknown key 'workflow' in the manifest; did you mean 'workflows'?" },
+    { path: 'workflows.fix.steps[1].depend_on', message: "Unknown key 'depend_on' in workflows.fix.steps[1]; did you mean 'depends_on'?" },
+    { path: 'workflows.linked.$ref', message: "Unknown key '$ref' in workflows.linked" },
+    { path: 'workflows.linked.steps', message: "steps is required: workflow 'linked' must list its steps here ($ref is not supported)" },
+    { path: 'pipelines.ship.trigers', message: "Unknown key 'trigers' in pipelines.ship; did you mean 'trigger'?" },
+    { path: 'pipelines.ship.steps[0].action.width', message: "Unknown key 'width' in pipelines.ship.steps[0].action; did you mean 'with'?" },
+    { path: 'pipelines.ship.steps[1].script.timout', message: "Unknown key 'timout' in pipelines.ship.steps[1].script; did you mean 'timeout'?" },
+    { path: 'services.api.build.dockerfle', message: "Unknown key 'dockerfle' in services.api.build; did you mean 'dockerfile'?" },
+    { path: 'environments.staging.piepline', message: "Unknown key 'piepline' in environments.staging; did you mean 'pipeline'?" },
+  ]);
 });
