@@ -1,7 +1,7 @@
 import test from 'ava';
 import { ManifestDefaultsToken } from '../../core/ports/manifest.ts';
-import { titleFrom, withDefaults } from '../../plugins/jobs/create.ts';
-import { JobRepository } from '../../plugins/jobs/repository.ts';
+import { titleFrom, withDefaults } from '../../plugins/jobs/job/create.ts';
+import { JobRepository } from '../../plugins/jobs/job/repository.ts';
 import { as, bootstrapAdmin, startTestServer, userInOrg, type TestServer } from '../support/server.ts';
 
 const manifestDefaults: Record<string, Record<string, unknown>> = {};
