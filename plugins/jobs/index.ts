@@ -30,7 +30,9 @@ import { WorkflowInvocation } from './workflows/workflow-invoke.ts';
 import { WorkflowLauncherToken } from '../../core/ports/launchers.ts';
 import { AttemptCompletionListeners, AttemptControlToken, AttemptLogListeners } from '../../core/ports/attempts.ts';
 import { AttemptLogBus, AttemptLogs } from './logs/attempt-logs.ts';
-import { AttemptControl, promoteResolvedGit } from './attempts/attempt-control.ts';
+import { AttemptControl } from './attempts/attempt-control.ts';
+import { promoteResolvedGit } from './lifecycle/resolved-git.ts';
+import { JobLifecycle } from './lifecycle/lifecycle.ts';
 import { emitJobsCompleted } from './lifecycle/system-events.ts';
 import { logRoutes } from './logs/log-routes.ts';
 
@@ -40,12 +42,12 @@ export const plugin: DomainPlugin = {
   dependencies: ['projects'],
   register(server, { container }) {
     if (!container.isRegistered(ManifestDefaultsToken)) container.registerInstance(ManifestDefaultsToken, noManifestDefaults);
-    for (const cls of [JobPhaseListeners, JobRequestChecks, JobWakeups, JobRepository, JobCreation, JobService]) container.registerSingleton(cls as never);
-    for (const cls of [ReceiptStore, AttemptRepository, AttemptHistory, Claims, ReviewLog, Review]) container.registerSingleton(cls as never);
+    for (const cls of [JobPhaseListeners, JobRequestChecks, JobWakeups, JobRepository, AttemptCompletionListeners, ReceiptStore, AttemptRepository, JobLifecycle, JobCreation, JobService]) container.registerSingleton(cls as never);
+    for (const cls of [AttemptHistory, Claims, ReviewLog, Review]) container.registerSingleton(cls as never);
     for (const cls of [Receipts, AttemptComparison]) container.registerSingleton(cls as never);
     for (const cls of [RelationRepository, JobRelations, ContextRepository, JobContext]) container.registerSingleton(cls as never);
     for (const cls of [AttachmentRepository, AttachmentService]) container.registerSingleton(cls as never);
-    for (const cls of [AttemptLogListeners, AttemptCompletionListeners, AttemptLogBus, AttemptLogs, AttemptControl]) container.registerSingleton(cls as never);
+    for (const cls of [AttemptLogListeners, AttemptLogBus, AttemptLogs, AttemptControl]) container.registerSingleton(cls as never);
     container.register(AttemptControlToken, { useToken: AttemptControl });
     const phaseListeners = container.resolve(JobPhaseListeners);
     for (const listener of [promoteResolvedGit, emitJobsCompleted, container.resolve(AttemptLogs).phasesChanged]) phaseListeners.add(listener);

@@ -1,26 +1,14 @@
-import Boom from '@hapi/boom';
 import { inject, injectable } from '../../../core/di.ts';
 import { Tokens } from '../../../core/tokens.ts';
 import type { Db } from '../../../core/db/knex.ts';
-import type { JobPhase, JobPhaseListener } from '../../../core/ports/jobs.ts';
+import type { JobPhase } from '../../../core/ports/jobs.ts';
 import {
-  LeaseLost, type AttemptCompletion, type AttemptControl as AttemptControlPort, type AttemptLease, type AttemptWork, type LogLine, type RunnerEventType, type UsageCall, type WorkerSystemEventType,
+  type AttemptCompletion, type AttemptControl as AttemptControlPort, type AttemptLease, type AttemptWork, type LogLine, type RunnerEventType, type UsageCall, type WorkerSystemEventType,
 } from '../../../core/ports/attempts.ts';
 import { emitEvent } from '../../../core/events/emit.ts';
 import { Claims } from '../claims/claims.ts';
-import { latestSuccessfulAttempts } from '../lifecycle/latest-success.ts';
 import { Receipts } from '../receipts/receipts.ts';
 import { AttemptLogs } from '../logs/attempt-logs.ts';
-
-/** A fenced write refused for its lease (409) or an attempt that is gone (404) becomes LeaseLost. */
-async function fenced<T>(work: Promise<T>): Promise<T> {
-  try {
-    return await work;
-  } catch (e) {
-    if (Boom.isBoom(e) && (e.output.statusCode === 409 || e.output.statusCode === 404)) throw new LeaseLost(e.message);
-    throw e;
-  }
-}
 
 /** The jobs domain's side of running an attempt, for the worker in this process (core/ports/attempts.ts). */
 @injectable()
@@ -50,35 +38,29 @@ export class AttemptControl implements AttemptControlPort {
   }
 
   async heartbeat(lease: AttemptLease, leaseSeconds?: number): Promise<Date> {
-    const attempt = await fenced(this.claims.heartbeat(lease.jobId, lease.attemptId, lease.leaseToken, leaseSeconds));
+    const attempt = await this.claims.heartbeat(lease.jobId, lease.attemptId, lease.leaseToken, leaseSeconds);
     return attempt.lease_expires_at!;
   }
 
-  /** The resolved git is written under the lease first, so the job's promotion (below) finds it when the attempt succeeds. */
+  /** One transaction: the resolved git is stored under the lease, then the attempt ends (the job's promotion finds the git when it succeeded). */
   async complete(lease: AttemptLease, completion: AttemptCompletion): Promise<JobPhase> {
-    if (completion.git) {
-      await fenced(this.db.transaction(async (trx) => {
-        await this.claims.fence(lease.jobId, lease.attemptId, lease.leaseToken, trx);
-        await trx('job_attempts').where({ id: lease.attemptId }).update({ git: JSON.stringify(completion.git) });
-      }));
-    }
-    const { result, result_json, error, final } = completion;
-    const outcome = await fenced(this.claims.complete(lease.jobId, lease.attemptId, { lease_token: lease.leaseToken, result, result_json, error, final }));
+    const { result, result_json, error, final, git } = completion;
+    const outcome = await this.claims.complete(lease.jobId, lease.attemptId, { lease_token: lease.leaseToken, result, result_json, error, final, git: git ? { ...git } : null });
     return outcome.job.phase;
   }
 
   async release(lease: AttemptLease): Promise<void> {
-    await fenced(this.claims.release(lease.jobId, lease.attemptId, lease.leaseToken));
+    await this.claims.release(lease.jobId, lease.attemptId, lease.leaseToken);
   }
 
   async recordUsage(lease: AttemptLease, calls: UsageCall[]): Promise<{ budgetExceeded: string | null }> {
     if (calls.length === 0) return { budgetExceeded: null };
-    const recorded = await fenced(this.receipts.recordUsage(lease.jobId, lease.attemptId, lease.leaseToken, calls));
+    const recorded = await this.receipts.recordUsage(lease.jobId, lease.attemptId, lease.leaseToken, calls);
     return { budgetExceeded: recorded.budget_exceeded ?? null };
   }
 
   async recordPhases(lease: AttemptLease, phases: { name: string; started_at: Date; ended_at: Date }[]): Promise<void> {
-    if (phases.length) await fenced(this.receipts.recordPhases(lease.jobId, lease.attemptId, lease.leaseToken, phases));
+    if (phases.length) await this.receipts.recordPhases(lease.jobId, lease.attemptId, lease.leaseToken, phases);
   }
 
   appendLogs(jobId: string, attemptId: string, lines: LogLine[]): Promise<void> {
@@ -96,26 +78,13 @@ export class AttemptControl implements AttemptControlPort {
 
   /** Fenced: a worker that lost its lease records nothing more about the attempt. */
   async systemEvent(lease: AttemptLease, type: WorkerSystemEventType, payload: Record<string, unknown>): Promise<void> {
-    await fenced(this.db.transaction(async (trx) => {
+    await this.db.transaction(async (trx) => {
       await this.claims.fence(lease.jobId, lease.attemptId, lease.leaseToken, trx);
       const job = await trx('jobs').where({ id: lease.jobId }).first('project_id', 'env_name');
       await emitEvent(trx, {
         project_id: job.project_id, type, source: 'system', actor_type: 'system', env_name: job.env_name,
         payload: { job_id: lease.jobId, attempt_id: lease.attemptId, ...payload },
       });
-    }));
+    });
   }
 }
-
-/**
- * A job that reaches done or review after a successful attempt takes that attempt's resolved git
- * as its `resolved_git`, in the transaction that moved it.
- */
-export const promoteResolvedGit: JobPhaseListener = async (jobs, trx) => {
-  const ids = jobs.filter((j) => j.phase === 'done' || j.phase === 'review').map((j) => j.id);
-  if (ids.length === 0) return;
-  await trx.raw(
-    'UPDATE jobs j SET resolved_git = a.git FROM ? a WHERE j.id = a.job_id AND a.git IS NOT NULL',
-    [latestSuccessfulAttempts(trx, ids).select('job_id', 'git')],
-  );
-};

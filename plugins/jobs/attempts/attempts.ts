@@ -8,11 +8,8 @@ import type { ListQuery, Page } from '../../../core/http/lists.ts';
 import { timestamp } from '../../../core/http/schemas.ts';
 import { JobRepository, type JobRow } from '../job/repository.ts';
 import { noUnfinishedBlockers } from '../relations/blockers.ts';
-import { isWorkflowRootSql } from '../workflows/rollup.ts';
-import { ReceiptStore } from '../receipts/receipt-store.ts';
+import { isWorkflowRootSql } from '../workflows/roots.ts';
 import { jobId } from '../job/schemas.ts';
-import { emitAttemptCompleted } from '../lifecycle/system-events.ts';
-import { AttemptCompletionListeners } from '../../../core/ports/attempts.ts';
 
 export const ATTEMPT_STATUSES = ['running', 'succeeded', 'failed', 'cancelled'] as const;
 export type AttemptStatus = (typeof ATTEMPT_STATUSES)[number];
@@ -85,11 +82,7 @@ const GATE_LOCK_SPACE = 0x5ca7e;
 
 @injectable()
 export class AttemptRepository {
-  constructor(
-    @inject(Tokens.Db) private readonly db: Db,
-    @inject(ReceiptStore) private readonly receipts: ReceiptStore = new ReceiptStore(db),
-    @inject(AttemptCompletionListeners) private readonly completions: AttemptCompletionListeners = new AttemptCompletionListeners(),
-  ) {}
+  constructor(@inject(Tokens.Db) private readonly db: Db) {}
 
   /** A running attempt numbered after the job's last one; call under the job's row lock. */
   async open(jobId: string, owner: string, leaseSeconds: number, trx: Db): Promise<ClaimedAttempt> {
@@ -133,7 +126,7 @@ export class AttemptRepository {
    * One claim batch in one statement. Picks the next `limit` claimable jobs (ready, not deferred,
    * nothing unfinished they wait for, no gate held by a running attempt; not in `exclude`, not of a
    * worker type in `skipWorkerTypes`) in claim order, row-locked, skipping rows other claimers hold. The gate-less ones are claimed on the spot,
-   * as `open` plus the job update of `Claims.start` would: a running attempt numbered after the job's
+   * as `open` plus the job update of `JobLifecycle.start` would: a running attempt numbered after the job's
    * last, with a lease for `owner` on the database clock, and the job active for `owner` (no receipt:
    * receipts are written when attempts end). Gated ones come back locked with no attempt, for the
    * per-job path (advisory locks and job_gates). Rows are in claim order.
@@ -177,22 +170,18 @@ export class AttemptRepository {
     });
   }
 
-  /**
-   * Ends the attempt, frees its gates, writes its immutable receipt and emits
-   * `system.job.attempt.completed`: however an attempt ends (complete, release, submit, reaping,
-   * cancel), all of it happens together, here. Completion listeners (a status post to the job's
-   * coordination thread) run in the same transaction, before the event, which names their thread.
-   */
+  /** Ends the attempt and frees its gates (JobLifecycle.endAttempt does the rest of an ending). */
   async end(attemptId: string, ending: AttemptEnding, trx: Db): Promise<AttemptRow> {
     const changes: Record<string, unknown> = { ...ending, ended_at: trx.fn.now() };
     if (ending.result_json) changes.result_json = JSON.stringify(ending.result_json);
     const [row] = await trx('job_attempts').where({ id: attemptId }).update(changes).returning('*');
     await trx('job_gates').where({ attempt_id: attemptId }).delete();
-    await this.receipts.write(row, trx);
-    const job = await trx('jobs').where({ id: row.job_id }).first('id', 'project_id', 'parent_id', 'title', 'assignee', 'env_name', 'hints');
-    const note = await this.completions.completed({ job, attempt: row }, trx);
-    await emitAttemptCompleted(trx, job, row, note.thread_id);
     return row;
+  }
+
+  /** The resolved git of a running attempt (see ResolvedGit), written just before it ends. */
+  async setGit(attemptId: string, git: Record<string, unknown>, trx: Db): Promise<void> {
+    await trx('job_attempts').where({ id: attemptId }).update({ git: JSON.stringify(git) });
   }
 
   /**

@@ -13,6 +13,7 @@ import { HarnessRegistryToken, harnessNames } from '../../../core/ports/harness.
 import { Batcher } from '../../../core/batcher.ts';
 import { ID_ATTEMPTS, JobRepository, toJob, type Job, type JobRow, type NewRootJob } from './repository.ts';
 import { createJobSchema } from './schemas.ts';
+import { JobLifecycle } from '../lifecycle/lifecycle.ts';
 
 /** Jobs nest at most three levels: root (depth 0), child, grandchild. */
 export const MAX_DEPTH = 2;
@@ -61,9 +62,14 @@ export class JobCreation {
     @inject(JobRepository) private readonly jobs: JobRepository,
     @inject(ManifestDefaultsToken) private readonly manifest: ManifestDefaults,
     @inject(JobRequestChecks) private readonly requestChecks: JobRequestChecks,
+    @inject(JobLifecycle) private readonly lifecycle: JobLifecycle,
   ) {}
 
-  private readonly roots = new Batcher<NewRootJob, JobRow | null>((rows) => this.jobs.insertRoots(rows));
+  private readonly roots = new Batcher<NewRootJob, JobRow | null>(async (rows) => {
+    const created = await this.jobs.insertRoots(rows);
+    this.lifecycle.created(created.filter((r) => r !== null));
+    return created;
+  });
 
   async create(principal: Principal, grant: Grant, explicit: CreateJobInput): Promise<Job> {
     requireOverridePermissions(grant, explicit);
@@ -73,7 +79,9 @@ export class JobCreation {
     return this.db.transaction(async (trx) => {
       await this.requireLiveProject(grant.projectId!, trx);
       const placement = await this.childPlacement(input.parent_id!, grant.projectId!, trx);
-      return toJob(await this.jobs.insert({ ...this.row(principal, grant.projectId!, input, placement.depth), id: placement.id }, trx));
+      const created = await this.jobs.insert({ ...this.row(principal, grant.projectId!, input, placement.depth), id: placement.id }, trx);
+      this.lifecycle.created([created], trx);
+      return toJob(created);
     });
   }
 

@@ -7,7 +7,7 @@ import type { GraphJob, JobGraphs } from '../../../core/ports/jobs.ts';
 import { checkedRequest, JobCreation } from './create.ts';
 import { JobRepository, toJob, type JobRow } from './repository.ts';
 import { RelationRepository } from '../relations/relations.ts';
-import { Claims } from '../claims/claims.ts';
+import { JobLifecycle } from '../lifecycle/lifecycle.ts';
 import { isFinished } from '../relations/blockers.ts';
 
 /** The JobGraphs port: how other domains (pipeline runs) lay work out as jobs and control it. */
@@ -17,7 +17,7 @@ export class JobGraphService implements JobGraphs {
     @inject(JobCreation) private readonly creation: JobCreation,
     @inject(JobRepository) private readonly jobs: JobRepository,
     @inject(RelationRepository) private readonly relations: RelationRepository,
-    @inject(Claims) private readonly claims: Claims,
+    @inject(JobLifecycle) private readonly lifecycle: JobLifecycle,
     @inject(Tokens.Db) private readonly db: Db,
   ) {}
 
@@ -27,7 +27,9 @@ export class JobGraphService implements JobGraphs {
     const ids = new Map<string, string>();
     for (const { key, request } of graph) {
       const row = this.creation.row(creator, projectId, checkedRequest(defaults, request, `job '${key}'`), 0);
-      ids.set(key, (await this.jobs.insertRoot(slug, row, trx)).id);
+      const created = await this.jobs.insertRoot(slug, row, trx);
+      this.lifecycle.created([created], trx);
+      ids.set(key, created.id);
     }
     for (const { key, depends_on } of graph) {
       for (const dep of new Set(depends_on)) {
@@ -44,15 +46,15 @@ export class JobGraphService implements JobGraphs {
       const job = await this.jobs.lock(id, trx);
       if (!job || isFinished(job.phase)) continue;
       const working = job.phase === 'active' || job.phase === 'review';
-      const closed = working ? await this.claims.cancelWork(job, reason, trx) : { phase: 'cancelled' as const, closed_at: new Date(), close_reason: reason };
-      await this.jobs.update(id, closed, trx);
+      const closed = working ? await this.lifecycle.cancelWork(job, reason, trx) : { phase: 'cancelled' as const, closed_at: new Date(), close_reason: reason };
+      await this.lifecycle.change(id, closed, trx);
     }
   }
 
   async release(jobIds: string[], trx: Db): Promise<void> {
     for (const id of [...jobIds].sort()) {
       const job = await this.jobs.lock(id, trx);
-      if (job?.phase === 'backlog') await this.jobs.update(id, { phase: 'ready' }, trx);
+      if (job?.phase === 'backlog') await this.lifecycle.change(id, { phase: 'ready' }, trx);
     }
   }
 

@@ -4,9 +4,6 @@ import { Tokens } from '../../../core/tokens.ts';
 import type { Db } from '../../../core/db/knex.ts';
 import { paginate, type ListQuery } from '../../../core/http/lists.ts';
 import type { Phase } from './schemas.ts';
-import { JobWakeups, wakes } from '../lifecycle/wakeups.ts';
-import { rollUp } from '../workflows/rollup.ts';
-import { JobPhaseListeners } from '../../../core/ports/jobs.ts';
 
 /** Draws of a random root id before giving up (a collision of 8 hex digits is rare). */
 export const ID_ATTEMPTS = 5;
@@ -51,6 +48,8 @@ export function toJob(r: JobRow) {
 }
 export type Job = ReturnType<typeof toJob>;
 
+export type EndingFacts = Pick<JobRow, 'id' | 'project_id' | 'parent_id' | 'title' | 'assignee' | 'env_name' | 'hints'>;
+
 export interface JobFilters extends ListQuery {
   phase?: Phase;
   issue_type?: string;
@@ -63,17 +62,13 @@ export interface JobFilters extends ListQuery {
 
 @injectable()
 export class JobRepository {
-  constructor(
-    @inject(Tokens.Db) private readonly db: Db,
-    @inject(JobWakeups) private readonly wakeups: JobWakeups,
-    @inject(JobPhaseListeners) private readonly listeners: JobPhaseListeners,
-  ) {}
+  constructor(@inject(Tokens.Db) private readonly db: Db) {}
 
   byId(id: string, trx: Db = this.db): Promise<JobRow | undefined> {
     return trx('jobs').where({ id }).first();
   }
 
-  /** Locks the row for the rest of the transaction: every phase change goes through here. */
+  /** Locks the row for the rest of the transaction (JobLifecycle changes phases under this lock). */
   lock(id: string, trx: Db): Promise<JobRow | undefined> {
     return trx('jobs').where({ id }).forUpdate().first();
   }
@@ -92,7 +87,6 @@ export class JobRepository {
 
   async insert(row: Partial<JobRow> & Pick<JobRow, 'id' | 'project_id' | 'title'>, trx: Db = this.db): Promise<JobRow> {
     const [created] = await trx('jobs').insert(serialize(row)).returning('*');
-    if (wakes(created.phase)) this.wakeups.afterCommit(trx);
     return created;
   }
 
@@ -101,9 +95,7 @@ export class JobRepository {
     for (let attempt = 1; attempt <= ID_ATTEMPTS; attempt++) {
       const id = `${slug}-${randomBytes(4).toString('hex')}`;
       const [created] = await trx('jobs').insert(serialize({ ...row, id })).onConflict('id').ignore().returning('*');
-      if (!created) continue;
-      if (wakes(created.phase)) this.wakeups.afterCommit(trx);
-      return created;
+      if (created) return created;
     }
     throw new Error(`no free job id in project ${row.project_id} after ${ID_ATTEMPTS} draws`);
   }
@@ -123,24 +115,18 @@ export class JobRepository {
        RETURNING *`,
       [JSON.stringify(rows.map((r, i) => ({ ...r, i })))],
     );
-    if (created.some((r) => wakes(r.phase))) this.wakeups.notify();
     const byKey = new Map(created.map((r) => [`${r.project_id} ${r.id.slice(r.id.lastIndexOf('-') + 1)}`, r]));
     return rows.map((r) => byKey.get(`${r.project_id} ${r.suffix}`) ?? null);
   }
 
-  async update(id: string, changes: Partial<JobRow>, trx: Db = this.db): Promise<JobRow> {
+  async update(id: string, changes: Partial<JobRow>, trx: Db): Promise<JobRow> {
     const [row] = await trx('jobs').where({ id }).update({ ...serialize(changes), updated_at: trx.fn.now() }).returning('*');
-    if ((changes.phase !== undefined || changes.defer_until !== undefined) && wakes(row.phase)) this.wakeups.afterCommit(trx);
-    if (changes.phase !== undefined) {
-      if (row.parent_id && (changes.phase === 'done' || changes.phase === 'cancelled')) await rollUp(this, row, trx);
-      await this.listeners.changed([row], trx);
-    }
     return row;
   }
 
-  /** Tells the domains that follow jobs about phases changed in bulk (a claim batch). */
-  phasesChanged(rows: JobRow[], trx: Db): Promise<void> {
-    return this.listeners.changed(rows, trx);
+  /** What an attempt's ending tells others about its job. */
+  endingFacts(id: string, trx: Db): Promise<EndingFacts> {
+    return trx('jobs').where({ id }).first('id', 'project_id', 'parent_id', 'title', 'assignee', 'env_name', 'hints');
   }
 
   /** The next child number of `parentId`, taken under the parent's row lock. */

@@ -4,7 +4,7 @@ import { Tokens } from '../../../core/tokens.ts';
 import type { Db } from '../../../core/db/knex.ts';
 import { JobRepository, toJob, type Job, type JobFilters, type JobRow } from './repository.ts';
 import type { Phase } from './schemas.ts';
-import { Claims } from '../claims/claims.ts';
+import { JobLifecycle } from '../lifecycle/lifecycle.ts';
 import { JobRequestChecks } from '../../../core/ports/jobs.ts';
 
 /** Phases a person may move a job between with PATCH; active, review and done are reached by the work itself. */
@@ -22,7 +22,7 @@ export class JobService {
   constructor(
     @inject(Tokens.Db) private readonly db: Db,
     @inject(JobRepository) private readonly jobs: JobRepository,
-    @inject(Claims) private readonly claims: Claims,
+    @inject(JobLifecycle) private readonly lifecycle: JobLifecycle,
     @inject(JobRequestChecks) private readonly requestChecks: JobRequestChecks,
   ) {}
 
@@ -47,9 +47,9 @@ export class JobService {
       if (defer_until !== undefined) patch.defer_until = defer_until ? new Date(defer_until) : null;
       if (due_at !== undefined) patch.due_at = due_at ? new Date(due_at) : null;
       if (changes.close_reason !== undefined && phase !== 'cancelled') throw Boom.badRequest('"close_reason" goes with phase cancelled');
-      if (phase === 'cancelled' && (job.phase === 'active' || job.phase === 'review')) Object.assign(patch, await this.claims.cancelWork(job, changes.close_reason ?? undefined, trx));
+      if (phase === 'cancelled' && (job.phase === 'active' || job.phase === 'review')) Object.assign(patch, await this.lifecycle.cancelWork(job, changes.close_reason ?? undefined, trx));
       else if (phase && phase !== job.phase) Object.assign(patch, planningMove(job, phase, changes.close_reason ?? undefined));
-      return toJob(await this.jobs.update(id, patch, trx));
+      return toJob(await this.lifecycle.change(id, patch, trx));
     });
   }
 }

@@ -2,9 +2,10 @@ import Boom from '@hapi/boom';
 import { inject, injectable } from '../../../core/di.ts';
 import { Tokens } from '../../../core/tokens.ts';
 import type { Db } from '../../../core/db/knex.ts';
-import { JobRepository, toJob, type Job, type JobRow } from '../job/repository.ts';
+import { toJob, type Job, type JobRow } from '../job/repository.ts';
 import { AttemptRepository } from '../attempts/attempts.ts';
-import { Claims, DEFAULT_LEASE_SECONDS, type Claimed } from '../claims/claims.ts';
+import { Claims, DEFAULT_LEASE_SECONDS } from '../claims/claims.ts';
+import { JobLifecycle, type Claimed } from './lifecycle.ts';
 import type { Phase } from '../job/schemas.ts';
 
 export const REVIEW_ACTIONS = ['submit', 'approve', 'reject'] as const;
@@ -23,9 +24,9 @@ export class ReviewLog {
 export class Review {
   constructor(
     @inject(Tokens.Db) private readonly db: Db,
-    @inject(JobRepository) private readonly jobs: JobRepository,
     @inject(AttemptRepository) private readonly attempts: AttemptRepository,
     @inject(Claims) private readonly claims: Claims,
+    @inject(JobLifecycle) private readonly lifecycle: JobLifecycle,
     @inject(ReviewLog) private readonly log: ReviewLog,
   ) {}
 
@@ -34,9 +35,9 @@ export class Review {
     return this.db.transaction(async (trx) => {
       const job = await this.lockedIn(jobId, 'active', 'submit', trx);
       const running = await this.attempts.running(job.id, trx);
-      if (running) await this.attempts.end(running.id, { status: 'succeeded', result_status: 'success', result_summary: summary }, trx);
+      if (running) await this.lifecycle.endAttempt(running.id, { status: 'succeeded', result_status: 'success', result_summary: summary }, trx);
       await this.log.add(job.id, 'submit', summary, actorId, trx);
-      return toJob(await this.jobs.update(job.id, { phase: 'review', review_status: 'pending' }, trx));
+      return toJob(await this.lifecycle.change(job.id, { phase: 'review', review_status: 'pending' }, trx));
     });
   }
 
@@ -44,7 +45,7 @@ export class Review {
     return this.db.transaction(async (trx) => {
       const job = await this.lockedIn(jobId, 'review', 'approve', trx);
       await this.log.add(job.id, 'approve', comment ?? null, actorId, trx);
-      return toJob(await this.jobs.update(job.id, { phase: 'done', review_status: 'approved', closed_at: new Date() }, trx));
+      return toJob(await this.lifecycle.change(job.id, { phase: 'done', review_status: 'approved', closed_at: new Date() }, trx));
     });
   }
 
@@ -54,7 +55,7 @@ export class Review {
       const job = await this.lockedIn(jobId, 'review', 'reject', trx);
       await this.claims.requireUnblocked(job, trx);
       await this.log.add(job.id, 'reject', reason, actorId, trx);
-      return this.claims.start(job, actorId, DEFAULT_LEASE_SECONDS, trx, { review_status: 'rejected' });
+      return this.lifecycle.start(job, actorId, DEFAULT_LEASE_SECONDS, trx, { review_status: 'rejected' });
     });
   }
 

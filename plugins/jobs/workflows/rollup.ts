@@ -1,25 +1,8 @@
-import Boom from '@hapi/boom';
 import type { Db } from '../../../core/db/knex.ts';
 import { dependentsSql, FINISHED_PHASES, isFinished } from '../relations/blockers.ts';
-import type { JobRepository, JobRow } from '../job/repository.ts';
+import type { JobRow } from '../job/repository.ts';
 import { decideStepConditions } from './step-conditions.ts';
-
-/**
- * Workflow roots: a root job made by a workflow (`hints.workflow_name`) whose steps are its child
- * jobs. It is never claimed; it is done when every step is, and a failed step fails it.
- * A step closed with the reason `skipped` (its `if` was false) counts as complete.
- */
-export const SKIPPED = 'skipped';
-
-export const isWorkflowRoot = (job: Pick<JobRow, 'depth' | 'child_count' | 'hints'>): boolean =>
-  job.depth === 0 && job.child_count > 0 && typeof job.hints?.workflow_name === 'string';
-
-/** The same test as SQL over `jobs` aliased `alias`, for the claim scan. */
-export const isWorkflowRootSql = (alias: string) => `(${alias}.depth = 0 AND ${alias}.child_count > 0 AND jsonb_typeof(${alias}.hints->'workflow_name') = 'string')`;
-
-export function refuseWorkflowRootClaim(job: JobRow): void {
-  if (isWorkflowRoot(job)) throw Boom.conflict(`job ${job.id} is the root of workflow ${job.hints.workflow_name}: it completes when its steps do`);
-}
+import { isWorkflowRoot, SKIPPED, type PhaseMover } from './roots.ts';
 
 /** Every job that waits, directly or through others, for `jobId`. */
 async function dependentsOf(trx: Db, jobId: string): Promise<string[]> {
@@ -40,18 +23,18 @@ async function dependentsOf(trx: Db, jobId: string): Promise<string[]> {
  * cancelled fails its workflow root and cancels every step waiting for it; otherwise the root is
  * done once no step is unfinished.
  */
-export async function rollUp(jobs: JobRepository, child: JobRow, trx: Db): Promise<void> {
+export async function rollUp(jobs: PhaseMover, child: JobRow, trx: Db): Promise<void> {
   if (!child.parent_id) return;
   const root = await jobs.lock(child.parent_id, trx);
   if (!root || !isWorkflowRoot(root) || isFinished(root.phase)) return;
   const closed_at = new Date();
   if (child.phase === 'cancelled' && child.close_reason !== SKIPPED) {
     const why = `step ${child.id} did not complete: ${child.close_reason ?? 'cancelled'}`;
-    await jobs.update(root.id, { phase: 'cancelled', closed_at, close_reason: why }, trx);
+    await jobs.change(root.id, { phase: 'cancelled', closed_at, close_reason: why }, trx);
     for (const id of await dependentsOf(trx, child.id)) {
       const step = await jobs.lock(id, trx);
       if (step && !isFinished(step.phase) && step.phase !== 'active' && step.phase !== 'review') {
-        await jobs.update(id, { phase: 'cancelled', closed_at, close_reason: `step ${child.id} did not complete` }, trx);
+        await jobs.change(id, { phase: 'cancelled', closed_at, close_reason: `step ${child.id} did not complete` }, trx);
       }
     }
     return;
@@ -60,5 +43,5 @@ export async function rollUp(jobs: JobRepository, child: JobRow, trx: Db): Promi
   const stillRoot = await jobs.lock(root.id, trx);
   if (!stillRoot || isFinished(stillRoot.phase)) return; // a skip above may have finished it
   const open = await trx('jobs').where({ parent_id: root.id }).whereNotIn('phase', FINISHED_PHASES).first('id');
-  if (!open) await jobs.update(root.id, { phase: 'done', closed_at }, trx);
+  if (!open) await jobs.change(root.id, { phase: 'done', closed_at }, trx);
 }

@@ -1,8 +1,8 @@
 import type { Db } from '../../../core/db/knex.ts';
 import { evaluateCondition } from '../../../core/manifest/conditions.ts';
 import { unfinishedBlockers } from '../relations/blockers.ts';
-import type { JobRepository, JobRow } from '../job/repository.ts';
-import { SKIPPED } from './rollup.ts';
+import type { JobRow } from '../job/repository.ts';
+import { SKIPPED, type PhaseMover } from './roots.ts';
 
 /** What `steps.<name>.status` reads: succeeded, failed, skipped, or pending for a step not finished. */
 export type StepStatus = 'succeeded' | 'failed' | 'skipped' | 'pending';
@@ -35,7 +35,7 @@ const decoded = (root: JobRow, hint: string, fallback: unknown): unknown => {
  * transaction that finished its last blocker, so no claimer sees it unblocked before. A false
  * condition closes it as skipped (which decides its own dependents in turn).
  */
-export async function decideStepConditions(jobs: JobRepository, root: JobRow, finished: JobRow | null, trx: Db): Promise<void> {
+export async function decideStepConditions(jobs: PhaseMover, root: JobRow, finished: JobRow | null, trx: Db): Promise<void> {
   const query = trx('jobs').where({ parent_id: root.id, phase: 'ready' }).whereRaw(`jsonb_typeof(hints->'step'->'if') = 'string'`);
   const waiting: JobRow[] = await (finished ? query.whereNot({ id: finished.id }) : query);
   if (waiting.length === 0) return;
@@ -46,7 +46,7 @@ export async function decideStepConditions(jobs: JobRepository, root: JobRow, fi
     // Read afresh for each step: deciding one may have skipped others.
     const context = { inputs: decoded(root, 'request_json', {}), event: decoded(root, 'event_json', null), steps: await stepContext(trx, root.id) };
     if (!evaluateCondition(String((locked.hints.step as { if: string }).if), context)) {
-      await jobs.update(step.id, { phase: 'cancelled', closed_at: new Date(), close_reason: SKIPPED }, trx);
+      await jobs.change(step.id, { phase: 'cancelled', closed_at: new Date(), close_reason: SKIPPED }, trx);
     }
   }
 }

@@ -14,7 +14,8 @@ import { checkedRequest, isObject, JobCreation, requireOverridePermissions, type
 import { isFinished } from '../relations/blockers.ts';
 import { JobRepository, type JobRow } from '../job/repository.ts';
 import { RelationRepository } from '../relations/relations.ts';
-import { SKIPPED } from './rollup.ts';
+import { SKIPPED } from './roots.ts';
+import { JobLifecycle } from '../lifecycle/lifecycle.ts';
 import { decideStepConditions } from './step-conditions.ts';
 
 /**
@@ -99,12 +100,14 @@ const unique = (values: string[]) => [...new Set(values)];
 export class WorkflowInvocation {
   private readonly db: Db;
   private readonly jobs: JobRepository;
+  private readonly lifecycle: JobLifecycle;
   private readonly relations: RelationRepository;
   private readonly creation: JobCreation;
 
   constructor(private readonly container: DependencyContainer) {
     this.db = container.resolve(Tokens.Db);
     this.jobs = container.resolve(JobRepository);
+    this.lifecycle = container.resolve(JobLifecycle);
     this.relations = container.resolve(RelationRepository);
     this.creation = container.resolve(JobCreation);
   }
@@ -202,6 +205,7 @@ export class WorkflowInvocation {
     const rootRow = this.creation.row(creator, projectId, checkedRequest(defaults, rootJob, `workflow ${name}`), 0);
     const rootSkipped = single && decisions.get(steps[0].name) === 'skip';
     let root = await this.jobs.insertRoot(slug, { ...rootRow, ...(rootSkipped ? closed : {}) }, trx);
+    this.lifecycle.created([root], trx);
     if (single) return { job_id: root.id, project_id: projectId, status: root.phase };
 
     const ids = new Map<string, string>();
@@ -220,6 +224,7 @@ export class WorkflowInvocation {
       const placement = await this.creation.childPlacement(root.id, projectId, trx);
       const row = this.creation.row(creator, projectId, checkedRequest(defaults, input, `step '${step.name}' of workflow ${name}`), placement.depth);
       const child = await this.jobs.insert({ ...row, id: placement.id, ...(decision === 'skip' ? closed : {}) }, trx);
+      this.lifecycle.created([child], trx);
       ids.set(step.name, child.id);
       stepJobs.push({ job_id: child.id, step_name: step.name, ...(step.depends_on.length > 0 ? { depends_on: step.depends_on } : {}) });
     }
@@ -231,10 +236,10 @@ export class WorkflowInvocation {
       }
     }
     // Every step skipped: nothing will finish a step, so the root is done now.
-    if ([...decisions.values()].every((d) => d === 'skip')) root = await this.jobs.update(root.id, { phase: 'done', closed_at: new Date() }, trx);
+    if ([...decisions.values()].every((d) => d === 'skip')) root = await this.lifecycle.change(root.id, { phase: 'done', closed_at: new Date() }, trx);
     else if ([...decisions.values()].includes('skip')) {
       // Steps skipped now finish no transaction later: decide the conditions that waited only for them (their skips may finish the root).
-      await decideStepConditions(this.jobs, root, null, trx);
+      await decideStepConditions(this.lifecycle, root, null, trx);
       root = (await this.jobs.byId(root.id, trx))!;
     }
     return { job_id: root.id, project_id: projectId, status: root.phase, step_jobs: stepJobs };
