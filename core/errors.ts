@@ -1,3 +1,4 @@
+import type { Output } from '@hapi/boom';
 import { renderHttp, type ErrorKind } from './http/errors.ts';
 
 /**
@@ -7,6 +8,10 @@ import { renderHttp, type ErrorKind } from './http/errors.ts';
  * or a message text.
  */
 export class DomainError extends Error {
+  /** Set by renderHttp: what hapi answers with. */
+  declare readonly output: Output;
+  declare readonly isBoom: true;
+
   constructor(readonly kind: ErrorKind, message: string, readonly details: Record<string, unknown> = {}) {
     super(message);
     this.name = new.target.name;

@@ -1,4 +1,3 @@
-import Boom from '@hapi/boom';
 import Joi from 'joi';
 import { inject, injectable } from '../../../core/di.ts';
 import { Tokens } from '../../../core/tokens.ts';
@@ -7,6 +6,7 @@ import { newId } from '../../../core/ids.ts';
 import { paginate, type ListQuery, type Page } from '../../../core/http/lists.ts';
 import { isUniqueViolation } from '../../../core/http/unique.ts';
 import type { Principal } from '../../../core/auth/principal.ts';
+import { BadRequest, Conflict, NotFound, TooLarge } from '../../../core/errors.ts';
 
 /** Files attached to a job: a name unique per job, an optional MIME type, and the bytes (at most 5 MiB). */
 export const MAX_ATTACHMENT_BYTES = 5 * 1024 * 1024;
@@ -99,7 +99,7 @@ export function decodeBase64(text: string): Buffer | null {
 }
 
 const tooLarge = (size: number) =>
-  Boom.entityTooLarge(`attachment content is ${size} bytes; the limit is ${MAX_ATTACHMENT_BYTES} bytes (5 MiB) after decoding`);
+  new TooLarge(`attachment content is ${size} bytes; the limit is ${MAX_ATTACHMENT_BYTES} bytes (5 MiB) after decoding`);
 
 @injectable()
 export class AttachmentService {
@@ -119,8 +119,8 @@ export class AttachmentService {
         created_by: principal.id,
       });
     } catch (e) {
-      if (isUniqueViolation(e, 'job_attachments_job_id_name_unique')) throw Boom.conflict(`job ${jobId} already has an attachment named "${input.name}"`);
-      if ((e as { code?: string }).code === '23503') throw Boom.notFound(`job ${jobId} not found`); // deleted meanwhile
+      if (isUniqueViolation(e, 'job_attachments_job_id_name_unique')) throw new Conflict(`job ${jobId} already has an attachment named "${input.name}"`);
+      if ((e as { code?: string }).code === '23503') throw new NotFound(`job ${jobId} not found`); // deleted meanwhile
       throw e;
     }
   }
@@ -146,12 +146,12 @@ export class AttachmentService {
 function decodeContent(content: string, encoding: Encoding): Buffer {
   if (encoding === 'utf8') return Buffer.from(content, 'utf8');
   const bytes = decodeBase64(content);
-  if (!bytes) throw Boom.badRequest('"content" is not valid base64 (encoding "base64")');
+  if (!bytes) throw new BadRequest('"content" is not valid base64 (encoding "base64")');
   return bytes;
 }
 
 function notFound(jobId: string, name: string): never {
-  throw Boom.notFound(`attachment "${name}" not found on job ${jobId}`);
+  throw new NotFound(`attachment "${name}" not found on job ${jobId}`);
 }
 
 /** `Content-Disposition` for a download: an ASCII fallback plus the exact UTF-8 name (RFC 6266 / 5987). */

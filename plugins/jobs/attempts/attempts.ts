@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import Boom from '@hapi/boom';
 import Joi from 'joi';
 import { inject, injectable } from '../../../core/di.ts';
 import { Tokens } from '../../../core/tokens.ts';
@@ -10,6 +9,7 @@ import { JobRepository, type JobRow } from '../job/repository.ts';
 import { noUnfinishedBlockers } from '../relations/blockers.ts';
 import { isWorkflowRootSql } from '../workflows/roots.ts';
 import { jobId } from '../job/schemas.ts';
+import { NotFound } from '../../../core/errors.ts';
 
 export const ATTEMPT_STATUSES = ['running', 'succeeded', 'failed', 'cancelled'] as const;
 export type AttemptStatus = (typeof ATTEMPT_STATUSES)[number];
@@ -253,12 +253,12 @@ export class AttemptHistory {
   async get(projectId: string, jobId: string, attemptNumber: number): Promise<Attempt> {
     await this.requireJobIn(projectId, jobId);
     const row = await this.attempts.byNumber(jobId, attemptNumber);
-    if (!row) throw Boom.notFound(`attempt ${attemptNumber} of job ${jobId} not found`);
+    if (!row) throw new NotFound(`attempt ${attemptNumber} of job ${jobId} not found`);
     return toAttempt(row);
   }
 
   private async requireJobIn(projectId: string, jobId: string): Promise<void> {
     const job = await this.jobs.byId(jobId);
-    if (job?.project_id !== projectId) throw Boom.notFound(`job ${jobId} not found`);
+    if (job?.project_id !== projectId) throw new NotFound(`job ${jobId} not found`);
   }
 }

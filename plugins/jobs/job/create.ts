@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import Boom from '@hapi/boom';
 import type { DependencyContainer } from 'tsyringe';
 import { inject, injectable } from '../../../core/di.ts';
 import { Tokens } from '../../../core/tokens.ts';
@@ -14,6 +13,7 @@ import { Batcher } from '../../../core/batcher.ts';
 import { ID_ATTEMPTS, JobRepository, toJob, type Job, type JobRow, type NewRootJob } from './repository.ts';
 import { createJobSchema } from './schemas.ts';
 import { JobLifecycle } from '../lifecycle/lifecycle.ts';
+import { BadRequest, Conflict, Forbidden, Invalid } from '../../../core/errors.ts';
 
 /** Jobs nest at most three levels: root (depth 0), child, grandchild. */
 export const MAX_DEPTH = 2;
@@ -51,7 +51,7 @@ export function withDefaults(defaults: Record<string, unknown>, explicit: Create
 /** A request made by the platform (manifest defaults under it) through the job schema; invalid: 422 naming `what`. */
 export function checkedRequest(defaults: Record<string, unknown>, input: CreateJobInput, what: string): CreateJobInput {
   const { error, value } = createJobSchema.validate(withDefaults(defaults, input));
-  if (error) throw Boom.badData(`${what} cannot be created: ${error.message}`);
+  if (error) throw new Invalid(`${what} cannot be created: ${error.message}`);
   return value;
 }
 
@@ -98,7 +98,7 @@ export class JobCreation {
   /** The project's slug; a deleted project is 422. */
   async requireLiveProject(projectId: string, trx: Db = this.db): Promise<string> {
     const project = await trx('projects').where({ id: projectId }).first('slug', 'deleted');
-    if (!project || project.deleted) throw Boom.badData(`project ${projectId} is deleted`);
+    if (!project || project.deleted) throw new Invalid(`project ${projectId} is deleted`);
     return project.slug;
   }
 
@@ -107,16 +107,16 @@ export class JobCreation {
     const defaults = await this.manifest.jobDefaults(projectId);
     if (Object.keys(defaults).length === 0) return defaults;
     const { error } = DEFAULTS_SCHEMA.validate(defaults);
-    if (error) throw Boom.badData(`the project manifest's x-svc.defaults are invalid: ${error.message}`);
+    if (error) throw new Invalid(`the project manifest's x-svc.defaults are invalid: ${error.message}`);
     return defaults;
   }
 
   /** Locks the parent and draws the child's id `{parent}.{n}` (workflow invoke uses it too). */
   async childPlacement(parentId: string, projectId: string, trx: Db): Promise<{ id: string; depth: number }> {
     const parent = await this.jobs.lock(parentId, trx);
-    if (!parent || parent.project_id !== projectId) throw Boom.badData(`parent job ${parentId} is not a job of project ${projectId}`);
-    if (parent.depth >= MAX_DEPTH) throw Boom.badData(`job ${parentId} is at the deepest level: jobs nest at most ${MAX_DEPTH + 1} levels`);
-    if (parent.phase === 'done' || parent.phase === 'cancelled') throw Boom.conflict(`parent job ${parentId} is ${parent.phase}`);
+    if (!parent || parent.project_id !== projectId) throw new Invalid(`parent job ${parentId} is not a job of project ${projectId}`);
+    if (parent.depth >= MAX_DEPTH) throw new Invalid(`job ${parentId} is at the deepest level: jobs nest at most ${MAX_DEPTH + 1} levels`);
+    if (parent.phase === 'done' || parent.phase === 'cancelled') throw new Conflict(`parent job ${parentId} is ${parent.phase}`);
     return { id: `${parent.id}.${await this.jobs.nextChildNumber(parent.id, trx)}`, depth: parent.depth + 1 };
   }
 
@@ -158,14 +158,14 @@ export const knownHarness = (container: DependencyContainer): JobRequestCheck =>
   if (typeof harness !== 'string' || !container.isRegistered(HarnessRegistryToken)) return;
   const registry = container.resolve(HarnessRegistryToken);
   if (registry.get(harness)) return;
-  throw Boom.badRequest(`harness: unknown harness '${harness}' (known: ${harnessNames(registry).join(', ')})`);
+  throw new BadRequest(`harness: unknown harness '${harness}' (known: ${harnessNames(registry).join(', ')})`);
 };
 
 /** Overrides need `jobs:harness_override`; secret-backed env values need `secrets:read` too. */
 export function requireOverridePermissions(grant: Grant, input: CreateJobInput): void {
   const held = grant.permissions;
   const need = (p: Permission, why: string) => {
-    if (!held.has(p)) throw Boom.forbidden(`missing permission ${p} (${why})`);
+    if (!held.has(p)) throw new Forbidden(`missing permission ${p} (${why})`);
   };
   if (input.harness_profile_override !== undefined) need('jobs:harness_override', 'harness_profile_override');
   if (input.env_overrides !== undefined) {

@@ -1,4 +1,3 @@
-import Boom from '@hapi/boom';
 import { inject, injectable } from '../../../core/di.ts';
 import { Tokens } from '../../../core/tokens.ts';
 import type { Db } from '../../../core/db/knex.ts';
@@ -9,6 +8,7 @@ import { JobRepository, toJob, type JobRow } from './repository.ts';
 import { RelationRepository } from '../relations/relations.ts';
 import { JobLifecycle } from '../lifecycle/lifecycle.ts';
 import { isFinished } from '../relations/blockers.ts';
+import { Invalid } from '../../../core/errors.ts';
 
 /** The JobGraphs port: how other domains (pipeline runs) lay work out as jobs and control it. */
 @injectable()
@@ -34,7 +34,7 @@ export class JobGraphService implements JobGraphs {
     for (const { key, depends_on } of graph) {
       for (const dep of new Set(depends_on)) {
         const blocker = ids.get(dep);
-        if (!blocker) throw Boom.badData(`${key} depends on ${dep}, which is not part of the graph`);
+        if (!blocker) throw new Invalid(`${key} depends on ${dep}, which is not part of the graph`);
         await this.relations.insert({ job_id: ids.get(key)!, related_job_id: blocker, relation_type: 'blocked_by' }, trx);
       }
     }

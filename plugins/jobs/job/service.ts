@@ -1,4 +1,3 @@
-import Boom from '@hapi/boom';
 import { inject, injectable } from '../../../core/di.ts';
 import { Tokens } from '../../../core/tokens.ts';
 import type { Db } from '../../../core/db/knex.ts';
@@ -6,6 +5,7 @@ import { JobRepository, toJob, type Job, type JobFilters, type JobRow } from './
 import type { Phase } from './schemas.ts';
 import { JobLifecycle } from '../lifecycle/lifecycle.ts';
 import { JobRequestChecks } from '../../../core/ports/jobs.ts';
+import { BadRequest, Conflict, NotFound } from '../../../core/errors.ts';
 
 /** Phases a person may move a job between with PATCH; active, review and done are reached by the work itself. */
 const PLANNING: Phase[] = ['idea', 'backlog', 'ready'];
@@ -28,7 +28,7 @@ export class JobService {
 
   async get(id: string): Promise<Job> {
     const row = await this.jobs.byId(id);
-    if (!row) throw Boom.notFound(`job ${id} not found`);
+    if (!row) throw new NotFound(`job ${id} not found`);
     return toJob(row);
   }
 
@@ -46,7 +46,7 @@ export class JobService {
       if (hints) patch.hints = { ...job.hints, ...hints };
       if (defer_until !== undefined) patch.defer_until = defer_until ? new Date(defer_until) : null;
       if (due_at !== undefined) patch.due_at = due_at ? new Date(due_at) : null;
-      if (changes.close_reason !== undefined && phase !== 'cancelled') throw Boom.badRequest('"close_reason" goes with phase cancelled');
+      if (changes.close_reason !== undefined && phase !== 'cancelled') throw new BadRequest('"close_reason" goes with phase cancelled');
       if (phase === 'cancelled' && (job.phase === 'active' || job.phase === 'review')) Object.assign(patch, await this.lifecycle.cancelWork(job, changes.close_reason ?? undefined, trx));
       else if (phase && phase !== job.phase) Object.assign(patch, planningMove(job, phase, changes.close_reason ?? undefined));
       return toJob(await this.lifecycle.change(id, patch, trx));
@@ -58,5 +58,5 @@ function planningMove(job: JobRow, to: Phase, reason: string | undefined): Parti
   const movable = PLANNING.includes(job.phase);
   if (movable && PLANNING.includes(to)) return { phase: to };
   if (movable && to === 'cancelled') return { phase: 'cancelled', closed_at: new Date(), close_reason: reason ?? 'cancelled' };
-  throw Boom.conflict(`job ${job.id} is ${job.phase}: it cannot move to ${to} this way`);
+  throw new Conflict(`job ${job.id} is ${job.phase}: it cannot move to ${to} this way`);
 }

@@ -1,4 +1,3 @@
-import Boom from '@hapi/boom';
 import { inject, injectable } from '../../../core/di.ts';
 import { Tokens } from '../../../core/tokens.ts';
 import type { Db } from '../../../core/db/knex.ts';
@@ -7,6 +6,7 @@ import { AttemptRepository } from '../attempts/attempts.ts';
 import { Claims, DEFAULT_LEASE_SECONDS } from '../claims/claims.ts';
 import { JobLifecycle, type Claimed } from './lifecycle.ts';
 import type { Phase } from '../job/schemas.ts';
+import { Conflict } from '../../../core/errors.ts';
 
 export const REVIEW_ACTIONS = ['submit', 'approve', 'reject'] as const;
 export type ReviewAction = (typeof REVIEW_ACTIONS)[number];
@@ -62,7 +62,7 @@ export class Review {
   /** The job, row-locked, when it is in `phase`; otherwise 409 naming the phase it is in. */
   private async lockedIn(jobId: string, phase: Phase, action: ReviewAction, trx: Db): Promise<JobRow> {
     const job = await this.claims.locked(jobId, trx);
-    if (job.phase !== phase) throw Boom.conflict(`job ${jobId} is ${job.phase}: ${action} needs a job in ${phase}`);
+    if (job.phase !== phase) throw new Conflict(`job ${jobId} is ${job.phase}: ${action} needs a job in ${phase}`);
     return job;
   }
 }

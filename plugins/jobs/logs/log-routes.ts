@@ -1,4 +1,3 @@
-import Boom from '@hapi/boom';
 import Joi from 'joi';
 import type { ServerRoute } from '@hapi/hapi';
 import type { DependencyContainer } from '../../../core/di.ts';
@@ -10,6 +9,7 @@ import { paramsOf, queryOf } from '../../../core/http/request.ts';
 import { openEventStream, sseFrame } from '../../../core/http/sse.ts';
 import { AttemptLogs } from './attempt-logs.ts';
 import { jobParams } from '../job/routes.ts';
+import { NotFound } from '../../../core/errors.ts';
 
 const tags = ['api', 'jobs'];
 const MAX_LOG_PAGE = 1000;
@@ -34,7 +34,7 @@ export function logRoutes(container: DependencyContainer): ServerRoute[] {
 
   const attemptOf = async (jobId: string, attemptId: string) => {
     const attempt = await db('job_attempts').where({ id: attemptId, job_id: jobId }).first('id', 'status', 'result_status', 'error');
-    if (!attempt) throw Boom.notFound(`attempt ${attemptId} of job ${jobId} not found`);
+    if (!attempt) throw new NotFound(`attempt ${attemptId} of job ${jobId} not found`);
     return attempt;
   };
 

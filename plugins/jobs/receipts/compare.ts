@@ -1,9 +1,9 @@
 import { isDeepStrictEqual } from 'node:util';
-import Boom from '@hapi/boom';
 import { inject, injectable } from '../../../core/di.ts';
 import { AttemptRepository, type AttemptRow } from '../attempts/attempts.ts';
 import { ReceiptStore, type StoredReceipt } from './receipt-store.ts';
 import { TOKEN_FIELDS, totalTokens, usageSections, type Pricing, type TokenCounts } from './receipt-assembly.ts';
+import { NotFound } from '../../../core/errors.ts';
 
 export type TokenTotals = TokenCounts & { total_tokens: number; calls: number };
 export interface Difference<T> {
@@ -95,7 +95,7 @@ export class AttemptComparison {
 
   private async side(jobId: string, attemptNumber: number, which: 'a' | 'b'): Promise<Side> {
     const row = await this.attempts.byNumber(jobId, attemptNumber);
-    if (!row) throw Boom.notFound(`attempt ${attemptNumber} (${which}) of job ${jobId} not found`);
+    if (!row) throw new NotFound(`attempt ${attemptNumber} (${which}) of job ${jobId} not found`);
     const receipt = (await this.store.ofAttempt(row.id)) ?? null;
     const { llm, cost } = receipt ?? usageSections(await this.store.usageByModel(row.id));
     const counts = Object.fromEntries(TOKEN_FIELDS.map((f) => [f, llm[f]])) as TokenCounts;

@@ -1,4 +1,3 @@
-import Boom from '@hapi/boom';
 import { inject, injectable } from '../../../core/di.ts';
 import { Tokens } from '../../../core/tokens.ts';
 import type { Db } from '../../../core/db/knex.ts';
@@ -7,6 +6,7 @@ import { Claims } from '../claims/claims.ts';
 import { ReceiptStore, type LlmCall, type PhaseTiming, type StoredReceipt } from './receipt-store.ts';
 import { usageSections } from './receipt-assembly.ts';
 import { budgetExceeded } from './budget.ts';
+import { NotFound } from '../../../core/errors.ts';
 
 export interface Recorded {
   recorded: number;
@@ -63,18 +63,18 @@ export class Receipts {
   /** The receipt of the job's latest attempt that has one. */
   async ofJob(jobId: string): Promise<StoredReceipt> {
     const receipt = await this.store.latestOfJob(jobId);
-    if (!receipt) throw Boom.notFound(`job ${jobId} has no receipt yet`);
+    if (!receipt) throw new NotFound(`job ${jobId} has no receipt yet`);
     return receipt;
   }
 
   /** The receipt of one attempt of the job; 404 when the attempt is not the job's, or has none (it is still running). */
   async ofAttempt(jobId: string, attemptId: string): Promise<StoredReceipt> {
     const attempt = await this.db('job_attempts').where({ id: attemptId, job_id: jobId }).first('attempt_number', 'status');
-    if (!attempt) throw Boom.notFound(`attempt ${attemptId} of job ${jobId} not found`);
+    if (!attempt) throw new NotFound(`attempt ${attemptId} of job ${jobId} not found`);
     const receipt = await this.store.ofAttempt(attemptId);
     if (!receipt) {
       const why = attempt.status === 'running' ? ': it is still running' : '';
-      throw Boom.notFound(`attempt ${attempt.attempt_number} (${attemptId}) of job ${jobId} has no receipt yet${why}`);
+      throw new NotFound(`attempt ${attempt.attempt_number} (${attemptId}) of job ${jobId} has no receipt yet${why}`);
     }
     return receipt;
   }

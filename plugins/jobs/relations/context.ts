@@ -1,10 +1,10 @@
-import Boom from '@hapi/boom';
 import { inject, injectable } from '../../../core/di.ts';
 import { Tokens } from '../../../core/tokens.ts';
 import type { Db } from '../../../core/db/knex.ts';
 import { unfinishedBlockers } from './blockers.ts';
 import { JobRepository, toJob, type Job, type JobRow } from '../job/repository.ts';
 import { JobRelations, type RelationView } from './relations.ts';
+import { NotFound } from '../../../core/errors.ts';
 
 /** Children `{parent}.{n}` in the order of n. */
 const BY_CHILD_NUMBER = `substring(id from '[.]([0-9]+)$')::int`;
@@ -130,7 +130,7 @@ export class JobContext {
 
   private async existing(jobId: string, trx: Db): Promise<JobRow> {
     const row = await this.jobs.byId(jobId, trx);
-    if (!row) throw Boom.notFound(`job ${jobId} not found`);
+    if (!row) throw new NotFound(`job ${jobId} not found`);
     return row;
   }
 }

@@ -1,9 +1,9 @@
-import Boom from '@hapi/boom';
 import { inject, injectable } from '../../../core/di.ts';
 import { Tokens } from '../../../core/tokens.ts';
 import type { Db } from '../../../core/db/knex.ts';
 import { BLOCKERS_SQL, RELATED_WAITS, WAITS_FOR_RELATED } from './blockers.ts';
 import type { Phase, RELATION_TYPES } from '../job/schemas.ts';
+import { Conflict, Invalid, NotFound } from '../../../core/errors.ts';
 
 export type RelationType = (typeof RELATION_TYPES)[number];
 
@@ -136,10 +136,10 @@ export class JobRelations {
    * another relation between the pair is 409; self, foreign or unknown related jobs and cycles 422.
    */
   async add(projectId: string, jobId: string, relatedId: string, type: RelationType): Promise<AddResult> {
-    if (relatedId === jobId) throw Boom.badData(`job ${jobId} cannot be related to itself`);
+    if (relatedId === jobId) throw new Invalid(`job ${jobId} cannot be related to itself`);
     return this.db.transaction(async (trx) => {
       await this.relations.lockProjectGraph(projectId, trx);
-      if (!(await this.relations.jobInProject(relatedId, projectId, trx))) throw Boom.badData(`related job ${relatedId} is not a job of this project`);
+      if (!(await this.relations.jobInProject(relatedId, projectId, trx))) throw new Invalid(`related job ${relatedId} is not a job of this project`);
       const existing = await this.relations.between(jobId, relatedId, trx);
       const same = existing.find((r) => r.job_id === jobId && r.relation_type === type);
       if (same) return { relation: same, created: false };
@@ -147,7 +147,7 @@ export class JobRelations {
       await this.refuseCycle(wanted, trx);
       if (existing.length > 0) {
         const [r] = existing;
-        throw Boom.conflict(`jobs ${jobId} and ${relatedId} are already related: ${r.job_id} ${r.relation_type} ${r.related_job_id}`);
+        throw new Conflict(`jobs ${jobId} and ${relatedId} are already related: ${r.job_id} ${r.relation_type} ${r.related_job_id}`);
       }
       return { relation: await this.relations.insert(wanted, trx), created: true };
     });
@@ -159,7 +159,7 @@ export class JobRelations {
     const path = pathBetween(await this.relations.reachableEdges(blocker, trx), blocker, waiter);
     if (!path) return;
     const cycle = cycleText([waiter, ...path.slice(0, -1)], wanted.job_id);
-    throw Boom.badData(`${wanted.job_id} ${wanted.relation_type} ${wanted.related_job_id} would close a cycle: ${cycle} (each job waits for the next)`);
+    throw new Invalid(`${wanted.job_id} ${wanted.relation_type} ${wanted.related_job_id} would close a cycle: ${cycle} (each job waits for the next)`);
   }
 
   async around(jobId: string, trx: Db = this.db): Promise<RelationsAround> {
@@ -175,7 +175,7 @@ export class JobRelations {
   async remove(projectId: string, jobId: string, relatedId: string): Promise<void> {
     await this.db.transaction(async (trx) => {
       await this.relations.lockProjectGraph(projectId, trx);
-      if ((await this.relations.deleteBetween(jobId, relatedId, trx)) === 0) throw Boom.notFound(`job ${jobId} has no relation to job ${relatedId}`);
+      if ((await this.relations.deleteBetween(jobId, relatedId, trx)) === 0) throw new NotFound(`job ${jobId} has no relation to job ${relatedId}`);
     });
   }
 }

@@ -1,4 +1,3 @@
-import Boom from '@hapi/boom';
 import type { DependencyContainer } from 'tsyringe';
 import type { Db } from '../../../core/db/knex.ts';
 import type { Grant } from '../../../core/auth/principal.ts';
@@ -17,6 +16,7 @@ import { RelationRepository } from '../relations/relations.ts';
 import { SKIPPED } from './roots.ts';
 import { JobLifecycle } from '../lifecycle/lifecycle.ts';
 import { decideStepConditions } from './step-conditions.ts';
+import { BadRequest, Invalid, NotFound } from '../../../core/errors.ts';
 
 /**
  * `POST /projects/{project_id}/workflows/{name}/invoke`: lays a workflow out as jobs in one
@@ -85,7 +85,7 @@ function decide(step: WorkflowStep, inputs: Record<string, unknown>, event: Reco
     if (referencedSteps(cond).length > 0) return 'later';
     return evaluateCondition(cond, { inputs, event }) ? 'run' : 'skip';
   } catch (err) {
-    if (err instanceof ConditionError) throw Boom.badData(`step '${step.name}' has an invalid if condition: ${err.message}`);
+    if (err instanceof ConditionError) throw new Invalid(`step '${step.name}' has an invalid if condition: ${err.message}`);
     throw err;
   }
 }
@@ -114,15 +114,15 @@ export class WorkflowInvocation {
 
   /** Resolved per request: the manifest plugin registers it, and jobs must not import that plugin. */
   private manifests(): ManifestReader {
-    if (!this.container.isRegistered(ManifestReaderToken, true)) throw Boom.notFound('no manifest has been synced for this project');
+    if (!this.container.isRegistered(ManifestReaderToken, true)) throw new NotFound('no manifest has been synced for this project');
     return this.container.resolve(ManifestReaderToken);
   }
 
   async definition(projectId: string, name: string): Promise<WorkflowDefinition> {
     const manifest = await this.manifests().current(projectId);
-    if (!manifest) throw Boom.notFound(`project ${projectId} has no synced manifest`);
+    if (!manifest) throw new NotFound(`project ${projectId} has no synced manifest`);
     const workflows = manifest.parsed.workflows ?? {};
-    if (!Object.hasOwn(workflows, name)) throw Boom.notFound(`workflow ${name} not found in the project's manifest`);
+    if (!Object.hasOwn(workflows, name)) throw new NotFound(`workflow ${name} not found in the project's manifest`);
     return workflows[name];
   }
 
@@ -133,7 +133,7 @@ export class WorkflowInvocation {
     const workflow = await this.definition(projectId, name);
     const inputs = body.input ?? {};
     const steps = workflow.steps ?? [];
-    if (steps.length === 0) throw Boom.badData(`workflow ${name} has no steps`);
+    if (steps.length === 0) throw new Invalid(`workflow ${name} has no steps`);
     const decisions = new Map(steps.map((s) => [s.name, decide(s, inputs, body.event?.payload ?? null)]));
     const defaults = await this.creation.validDefaults(projectId);
     const requestJson = JSON.stringify(inputs);
@@ -172,7 +172,7 @@ export class WorkflowInvocation {
       ...checkEnvOverrides(problems, body.env_overrides, 'env_overrides'),
     };
     checkMergedSize(problems, env, 'env_overrides', step.name, name);
-    if (problems.list.length > 0) throw Boom.badRequest(problems.list.map((p) => `${p.path}: ${p.message}`).join('; '));
+    if (problems.list.length > 0) throw new BadRequest(problems.list.map((p) => `${p.path}: ${p.message}`).join('; '));
     const apis = step.with_apis ?? workflow.with_apis;
     const policy = step.resource_refs ?? workflow.resource_refs ?? 'inherit';
     const hints: Record<string, unknown> = {
@@ -231,7 +231,7 @@ export class WorkflowInvocation {
     for (const step of steps) {
       for (const dep of unique(step.depends_on)) {
         const blocker = ids.get(dep);
-        if (!blocker) throw Boom.badData(`step '${step.name}' depends on unknown step '${dep}' in workflow '${name}'`);
+        if (!blocker) throw new Invalid(`step '${step.name}' depends on unknown step '${dep}' in workflow '${name}'`);
         await this.relations.insert({ job_id: ids.get(step.name)!, related_job_id: blocker, relation_type: 'blocked_by' }, trx);
       }
     }
