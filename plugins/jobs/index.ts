@@ -12,7 +12,7 @@ import { JobService } from './job/service.ts';
 import { jobRoutes } from './job/routes.ts';
 import { AttemptHistory, AttemptRepository } from './attempts/attempts.ts';
 import { Claims } from './claims/claims.ts';
-import { Review, ReviewLog } from './lifecycle/review.ts';
+import { Review, ReviewLog } from './claims/review.ts';
 import { claimRoutes } from './claims/claim-routes.ts';
 import { JobRelations, RelationRepository } from './relations/relations.ts';
 import { ContextRepository, JobContext } from './relations/context.ts';

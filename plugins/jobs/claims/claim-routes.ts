@@ -6,7 +6,7 @@ import { docs, projectId } from '../../../core/http/schemas.ts';
 import { listQuerySchema, pageSchema, type ListQuery } from '../../../core/http/lists.ts';
 import { paramsOf, payloadOf, queryOf } from '../../../core/http/request.ts';
 import { Claims, MAX_LEASE_SECONDS, type Completion } from './claims.ts';
-import { Review } from '../lifecycle/review.ts';
+import { Review } from './review.ts';
 import { AttemptHistory, RESULT_STATUSES, attemptSchema, claimedAttemptSchema } from '../attempts/attempts.ts';
 import { jobSchema, jobId } from '../job/schemas.ts';
 import { jobParams } from '../job/routes.ts';

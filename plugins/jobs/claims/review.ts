@@ -3,8 +3,8 @@ import { Tokens } from '../../../core/tokens.ts';
 import type { Db } from '../../../core/db/knex.ts';
 import { toJob, type Job, type JobRow } from '../job/repository.ts';
 import { AttemptRepository } from '../attempts/attempts.ts';
-import { Claims, DEFAULT_LEASE_SECONDS } from '../claims/claims.ts';
-import { JobLifecycle, type Claimed } from './lifecycle.ts';
+import { Claims, DEFAULT_LEASE_SECONDS } from './claims.ts';
+import { JobLifecycle, type Claimed } from '../lifecycle/lifecycle.ts';
 import type { Phase } from '../job/schemas.ts';
 import { Conflict } from '../../../core/errors.ts';
 
