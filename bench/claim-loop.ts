@@ -3,7 +3,7 @@ import type { Db } from '../core/db/knex.ts';
 import { container } from '../core/di.ts';
 import { Tokens } from '../core/tokens.ts';
 import { createLogger } from '../core/logger.ts';
-import { Claims } from '../plugins/jobs/claims.ts';
+import { Claims } from '../plugins/jobs/claims/claims.ts';
 import { clock } from './lib.ts';
 
 /** What one claimer did: per claimNext call its end (wall clock ms), duration (ms) and jobs claimed; every id it got. */

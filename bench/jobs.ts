@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
 import { createKnex, type Db } from '../core/db/knex.ts';
 import { createLogger } from '../core/logger.ts';
-import { JobCreation } from '../plugins/jobs/create.ts';
+import { JobCreation } from '../plugins/jobs/job/create.ts';
 import type { Grant, Principal } from '../core/auth/principal.ts';
 import { ROLE_PERMISSIONS } from '../core/auth/permissions.ts';
 import { WorkerDispatcherToken, type ClaimedAttempt, type WorkerDispatcher } from '../core/ports/worker.ts';

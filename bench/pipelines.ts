@@ -1,4 +1,4 @@
-import { Claims } from '../plugins/jobs/claims.ts';
+import { Claims } from '../plugins/jobs/claims/claims.ts';
 import { WorkerDispatcherToken, type ClaimedAttempt, type WorkerDispatcher } from '../core/ports/worker.ts';
 import { ascending, checkRow, cpuMeter, fmt, goalRow, kernelWithProject, knob, percentile, pgWaits, printTable, type Row } from './lib.ts';
 

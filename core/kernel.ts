@@ -23,6 +23,7 @@ import { SchedulerToken } from './ports/scheduler.ts';
 import { VcsHostToken } from './ports/vcshost.ts';
 import { ChatAppToken } from './ports/chatapp.ts';
 import { declareDirectories } from './ports/directory.ts';
+import { RuntimeToken } from './ports/runtime.ts';
 
 export interface Kernel {
   config: Config;
@@ -96,6 +97,10 @@ export async function startKernel(config: Config, opts: KernelOptions = {}): Pro
       const scheduler = await createAdapter('scheduler', config.adapters.scheduler, { config, db, databaseUrl, logger } satisfies AdapterDeps);
       container.registerInstance(SchedulerToken, scheduler);
       roleServices.add('orchestrator', schedulerService(housekeeping, scheduler));
+    }
+    // The worker role runs attempts on the configured runtime, unless `configure` registered one (the benchmark wraps it).
+    if (config.roles.includes('worker') && !container.isRegistered(RuntimeToken, true)) {
+      container.registerInstance(RuntimeToken, await createAdapter('runtime', config.adapters.runtime, adapterDeps));
     }
 
     // Plugins always load (they add the roles' background services); only the api role listens.

@@ -73,8 +73,8 @@ export interface UsageCall {
   duration_ms?: number;
 }
 
-/** The lease is gone (the attempt ended, was cancelled or reaped, or the token is stale): stop working. */
-export class LeaseLost extends Error {}
+/** The lease is gone (the attempt ended, was cancelled or reaped, or the token is stale): stop working. A typed domain error (core/errors.ts). */
+export { LeaseLost } from '../errors.ts';
 
 /**
  * The jobs domain's side of running an attempt, for workers in this process. Every write that

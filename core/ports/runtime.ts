@@ -43,5 +43,5 @@ export interface Runtime {
   start(spec: ProcessSpec): Promise<RunningProcess>;
 }
 
-/** The runtime the worker role uses; the worker plugin builds it from `adapters.runtime` unless one is registered already. */
+/** The runtime the worker role uses; the kernel builds it from `adapters.runtime` unless one is registered already (KernelOptions.configure). */
 export const RuntimeToken = Symbol('Runtime') as InjectionToken<Runtime>;

@@ -8,8 +8,8 @@ export interface SecretContext {
 }
 
 /**
- * Secret values for jobs, by name: project over user over org over system. A missing secret is a
- * 422 naming it and the scopes searched. The secrets domain registers the implementation; without
+ * Secret values for jobs, by name: project over user over org over system. A missing secret is
+ * SecretMissing (core/errors.ts) naming it and the scopes searched. The secrets domain registers the implementation; without
  * it nothing is registered under the token, and a job that needs secrets cannot resolve them.
  */
 export interface SecretResolver {

@@ -3,6 +3,7 @@ import { inject, injectable } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
 import type { Sealer } from '../../core/crypto/sealer.ts';
+import { SecretMissing } from '../../core/errors.ts';
 import type { SecretContext, SecretResolver as SecretResolverPort } from '../../core/ports/secrets.ts';
 import { SecretRepository, ownerOf } from './repository.ts';
 import { SECRET_NAME } from './schemas.ts';
@@ -37,7 +38,7 @@ export class SecretResolver implements SecretResolverPort {
     return text.replace(EXPRESSION, (_, name: string) => values.get(name)!);
   }
 
-  /** Values by name, all found or a 422 naming the first missing one and every scope searched. */
+  /** Values by name, all found or SecretMissing (422) naming the first missing one and every scope searched. */
   async resolveAll(names: string[], ctx: SecretContext): Promise<Map<string, string>> {
     const owners = await this.searchOrder(ctx);
     const rows = await this.secrets.find(names, owners);
@@ -45,7 +46,7 @@ export class SecretResolver implements SecretResolverPort {
     const values = new Map<string, string>();
     for (const name of names) {
       const row = rows.filter((r) => r.name === name).sort((a, b) => rank(ownerOf(a)) - rank(ownerOf(b)))[0];
-      if (!row) throw Boom.badData(`secret ${name} not found; searched ${owners.map(describe).join(', ')}`);
+      if (!row) throw new SecretMissing(name, owners.map(describe));
       values.set(name, this.sealer.open(row.value_enc, secretContext(ownerOf(row), name)));
     }
     return values;

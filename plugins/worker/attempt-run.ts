@@ -1,6 +1,5 @@
 import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
-import Boom from '@hapi/boom';
 import type { Logger } from 'pino';
 import type { MachineTokens } from '../../core/auth/machine-tokens.ts';
 import type { ClaimedAttempt } from '../../core/ports/worker.ts';
@@ -12,6 +11,7 @@ import type { ResourceStore } from '../../core/ports/resources.ts';
 import type { SecretContext, SecretResolver } from '../../core/ports/secrets.ts';
 import type { Manifest } from '../../domain/manifest/types.ts';
 import { secretMasker } from '../../core/secrets/mask.ts';
+import { SecretMissing } from '../../core/errors.ts';
 import { LeaseLost, type AttemptCompletion, type AttemptControl, type AttemptLease, type AttemptWork, type UsageCall } from '../../core/ports/attempts.ts';
 import { Aborted, WorkerFailure } from './failure.ts';
 import { LogSink } from './log-sink.ts';
@@ -263,7 +263,7 @@ export class AttemptRun {
         try {
           return await resolver.resolve(name, ctx);
         } catch (err) {
-          if (Boom.isBoom(err) && err.output.statusCode === 422 && err.message.startsWith(`secret ${name} not found`)) return null;
+          if (err instanceof SecretMissing && err.secret === name) return null;
           throw err;
         }
       },

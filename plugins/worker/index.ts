@@ -2,7 +2,6 @@ import path from 'node:path';
 import type { DomainPlugin } from '../../core/http/plugins.ts';
 import { Tokens } from '../../core/tokens.ts';
 import { RoleServices } from '../../core/roles.ts';
-import { createAdapter } from '../../core/adapters.ts';
 import { MachineTokens } from '../../core/auth/machine-tokens.ts';
 import { SigningKeys } from '../../core/auth/signing-keys.ts';
 import { JobPhaseListeners } from '../../core/ports/jobs.ts';
@@ -47,7 +46,7 @@ export const plugin: DomainPlugin = {
       const host = ['0.0.0.0', '::', ''].includes(config.server.host) ? '127.0.0.1' : config.server.host;
       return `http://${host.includes(':') ? `[${host}]` : host}:${server.info.port || config.server.port}`;
     };
-    const worker = runsHere ? await inProcessWorker() : null;
+    const worker = runsHere ? inProcessWorker() : null;
     container.registerInstance(WorkerDispatcherToken, new RoutingDispatcher({
       local: worker,
       remotes: Object.entries(w.urls).map(([type, url]) => new RemoteWorker({ type, url, tokens: dispatchTokens, logger, timeoutMs: w.dispatch_timeout_ms, retryMs: w.dispatch_retry_ms })),
@@ -56,10 +55,8 @@ export const plugin: DomainPlugin = {
       apiUrl: () => configuredApiUrl ?? (config.roles.includes('api') ? ownApiUrl() : null),
     }));
 
-    async function inProcessWorker(): Promise<InProcessWorker> {
-      const runtime = container.isRegistered(RuntimeToken, true)
-        ? container.resolve(RuntimeToken)
-        : await createAdapter('runtime', config.adapters.runtime, { config, db: container.resolve(Tokens.Db), databaseUrl: container.resolve(Tokens.DatabaseUrl), logger });
+    function inProcessWorker(): InProcessWorker {
+      const runtime = container.resolve(RuntimeToken);
       const worker = new InProcessWorker({
         control,
         runtime,

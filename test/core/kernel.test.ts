@@ -7,6 +7,7 @@ import { freePort } from '../../core/db/embedded.ts';
 import { createTestDatabase } from '../support/database.ts';
 import { call, startTestServer } from '../support/server.ts';
 import { ROOT, accepts, serveProcess, waitForHealth } from '../support/serve-process.ts';
+import { RuntimeToken } from '../../core/ports/runtime.ts';
 
 const FIXTURE_PLUGIN = fileURLToPath(new URL('../fixtures/plugins/undeclared-access.ts', import.meta.url));
 
@@ -127,4 +128,16 @@ test('errors keep the {statusCode, error, message} shape', async (t) => {
   } finally {
     await s.stop();
   }
+});
+
+test('the worker role\'s runtime is built by the kernel from adapters.runtime, like every other adapter', async (t) => {
+  const s = await startTestServer({ overrides: { roles: ['api', 'worker'], plugins: ['discovery'] } });
+  try {
+    t.true(s.kernel.container.isRegistered(RuntimeToken, true));
+    t.is(typeof s.kernel.container.resolve(RuntimeToken).start, 'function');
+  } finally {
+    await s.stop();
+  }
+  const bad = await t.throwsAsync(startTestServer({ overrides: { roles: ['api', 'worker'], plugins: ['discovery'], adapters: { runtime: { use: 'no-such-runtime' } } } }));
+  t.regex(bad!.message, /adapters\.runtime\.use: 'no-such-runtime' is neither a built-in runtime adapter/);
 });

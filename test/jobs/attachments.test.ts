@@ -2,7 +2,7 @@ import test from 'ava';
 import { randomBytes } from 'node:crypto';
 import { as, type Reply } from '../support/server.ts';
 import { assertError, assertPage, memberOf, newUser, setup, type Ctx, type User } from '../orgs/helpers.ts';
-import { MAX_ATTACHMENT_BYTES, decodeBase64 } from '../../plugins/jobs/attachments.ts';
+import { MAX_ATTACHMENT_BYTES, decodeBase64 } from '../../plugins/jobs/attachments/attachments.ts';
 
 let ctx: Ctx;
 let admin: ReturnType<typeof as>;

@@ -1,6 +1,6 @@
 import test from 'ava';
 import { unique } from '../orgs/helpers.ts';
-import { WAITING_BACKOFF_SECONDS } from '../../plugins/jobs/claims.ts';
+import { WAITING_BACKOFF_SECONDS } from '../../plugins/jobs/claims/claims.ts';
 import {
   ISO, assertConflict, attemptRow, blockedBy, claimWorld, claimed, complete, gatesHeldBy, jobRow, newJob, secondsFromNow, type World,
 } from './claim-helpers.ts';

@@ -1,6 +1,6 @@
 import type { ExecutionContext } from 'ava';
 import type { Db } from '../../core/db/knex.ts';
-import { Claims } from '../../plugins/jobs/claims.ts';
+import { Claims } from '../../plugins/jobs/claims/claims.ts';
 import type { Reply, TestServerOptions } from '../support/server.ts';
 import { assertError, newUser, setup, unique, type Ctx, type User } from '../orgs/helpers.ts';
 

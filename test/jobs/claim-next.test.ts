@@ -1,6 +1,6 @@
 import test from 'ava';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Claims, type Claimed } from '../../plugins/jobs/claims.ts';
+import { Claims, type Claimed } from '../../plugins/jobs/claims/claims.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { unique } from '../orgs/helpers.ts';
 import { blockedBy, claimWorld, newJob, type World } from './claim-helpers.ts';

@@ -1,7 +1,7 @@
 import test from 'ava';
 import { ManifestDefaultsToken } from '../../core/ports/manifest.ts';
-import { titleFrom, withDefaults } from '../../plugins/jobs/create.ts';
-import { JobRepository } from '../../plugins/jobs/repository.ts';
+import { titleFrom, withDefaults } from '../../plugins/jobs/job/create.ts';
+import { JobRepository } from '../../plugins/jobs/job/repository.ts';
 import { as, bootstrapAdmin, startTestServer, userInOrg, type TestServer } from '../support/server.ts';
 
 const manifestDefaults: Record<string, Record<string, unknown>> = {};
@@ -96,7 +96,7 @@ test.serial('a taken id is drawn again: the batch insert answers null for it and
   const repo = s.kernel.container.resolve(JobRepository);
   const taken = (await admin.post(jobs(), { description: 'first' })).body.id as string;
   const suffix = taken.slice('jobapp-'.length);
-  const row = { project_id: projectId, title: 't', description: 'd', issue_type: 'task', labels: [], phase: 'ready' as const, priority: 2, assignee: null,
+  const row = { project_id: projectId, slug: 'jobapp', title: 't', description: 'd', issue_type: 'task', labels: [], phase: 'ready' as const, priority: 2, assignee: null,
     review_required: 'none', hints: {}, git: null, workspace: null, env_name: null, execution_mode: 'persistent', harness: {}, env_overrides: null,
     resource_refs: [], defer_until: null, due_at: null, created_by: null };
   const before = await countJobs();

@@ -1,6 +1,6 @@
 import test from 'ava';
 import pg from 'pg';
-import { WAKE_CHANNEL } from '../../plugins/jobs/wakeups.ts';
+import { WAKE_CHANNEL } from '../../plugins/jobs/lifecycle/wakeups.ts';
 import { as, bootstrapAdmin, startTestServer, type TestServer } from '../support/server.ts';
 
 let s: TestServer;

@@ -4,6 +4,7 @@ import { as } from '../support/server.ts';
 import { newUser, setup, type Ctx } from '../orgs/helpers.ts';
 import { SecretResolverToken, type SecretResolver } from '../../core/ports/secrets.ts';
 import { SecretResolver as SecretResolverClass } from '../../plugins/secrets/resolver.ts';
+import { SecretMissing } from '../../core/errors.ts';
 
 let ctx: Ctx;
 let resolver: SecretResolver;
@@ -83,4 +84,10 @@ test('expand replaces every ${secret.NAME}', async (t) => {
   const bad = await t.throwsAsync(resolver.expand('${secret.lower}', { projectId }));
   t.is((bad as Boom.Boom).output.statusCode, 422);
   t.regex(bad!.message, /\$\{secret\.lower\} is not a valid secret expression/);
+});
+
+test('a missing secret is a SecretMissing carrying the name and the scopes searched', async (t) => {
+  const err = await t.throwsAsync(resolver.resolve('NOT_THERE', { projectId }), { instanceOf: SecretMissing });
+  t.is(err!.secret, 'NOT_THERE');
+  t.deepEqual(err!.searched, [`project ${projectId}`, `org ${orgId}`, 'system']);
 });

@@ -1,0 +1,80 @@
+import type { Output } from '@hapi/boom';
+import { renderHttp, type ErrorKind } from './http/errors.ts';
+
+/**
+ * Typed errors that services throw where the rule is broken. Callers in the same process test the
+ * class (`err instanceof LeaseLost`) and read its fields; the route edge answers with the status of
+ * its kind (core/http/errors.ts, once for all of them). Nobody recovers meaning from a status code
+ * or a message text.
+ */
+export class DomainError extends Error {
+  /** Set by renderHttp: what hapi answers with. */
+  declare readonly output: Output;
+  declare readonly isBoom: true;
+
+  constructor(readonly kind: ErrorKind, message: string, readonly details: Record<string, unknown> = {}) {
+    super(message);
+    this.name = new.target.name;
+    renderHttp(this);
+  }
+}
+
+/** The request is malformed in a way its schema could not say (400). */
+export class BadRequest extends DomainError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super('bad_request', message, details);
+  }
+}
+
+/** The caller may not do this (403). */
+export class Forbidden extends DomainError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super('forbidden', message, details);
+  }
+}
+
+/** No such thing, or one the caller may not see (404). */
+export class NotFound extends DomainError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super('not_found', message, details);
+  }
+}
+
+/** The thing is not in a state that allows this (409). */
+export class Conflict extends DomainError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super('conflict', message, details);
+  }
+}
+
+/** Content over a limit (413). */
+export class TooLarge extends DomainError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super('too_large', message, details);
+  }
+}
+
+/** A well-formed request that breaks a business rule (422). */
+export class Invalid extends DomainError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super('invalid', message, details);
+  }
+}
+
+/**
+ * The lease of an attempt is gone (the attempt ended, was cancelled or reaped, or the token is
+ * stale): its runner must stop writing. A conflict over HTTP; `gone` when the attempt does not exist
+ * at all (404).
+ */
+export class LeaseLost extends DomainError {
+  constructor(message: string, { gone = false }: { gone?: boolean } = {}) {
+    super(gone ? 'not_found' : 'conflict', message);
+  }
+}
+
+/** No scope searched holds the secret (422, naming it and the scopes in search order). */
+export class SecretMissing extends DomainError {
+  constructor(readonly secret: string, readonly searched: string[]) {
+    super('invalid', `secret ${secret} not found; searched ${searched.join(', ')}`);
+  }
+}

@@ -1,0 +1,264 @@
+import { randomUUID } from 'node:crypto';
+import Joi from 'joi';
+import { inject, injectable } from '../../../core/di.ts';
+import { Tokens } from '../../../core/tokens.ts';
+import type { Db } from '../../../core/db/knex.ts';
+import type { ListQuery, Page } from '../../../core/http/lists.ts';
+import { timestamp } from '../../../core/http/schemas.ts';
+import { JobRepository, type JobRow } from '../job/repository.ts';
+import { noUnfinishedBlockers } from '../relations/blockers.ts';
+import { isWorkflowRootSql } from '../workflows/roots.ts';
+import { jobId } from '../job/schemas.ts';
+import { NotFound } from '../../../core/errors.ts';
+
+export const ATTEMPT_STATUSES = ['running', 'succeeded', 'failed', 'cancelled'] as const;
+export type AttemptStatus = (typeof ATTEMPT_STATUSES)[number];
+/** The `svc.status` of a harness's json-result block. */
+export const RESULT_STATUSES = ['success', 'waiting', 'failed'] as const;
+export type ResultStatus = (typeof RESULT_STATUSES)[number];
+
+export interface AttemptRow {
+  id: string;
+  job_id: string;
+  attempt_number: number;
+  status: AttemptStatus;
+  result_status: ResultStatus | null;
+  result_json: Record<string, unknown> | null;
+  result_summary: string | null;
+  error: string | null;
+  lease_owner: string | null;
+  lease_token: string | null;
+  lease_expires_at: Date | null;
+  git: Record<string, unknown> | null;
+  started_at: Date;
+  ended_at: Date | null;
+}
+
+/** How an attempt ends: its status and what the worker reported. */
+export type AttemptEnding = Pick<AttemptRow, 'status'> & Partial<Pick<AttemptRow, 'result_status' | 'result_json' | 'result_summary' | 'error'>>;
+
+/** The Attempt as everyone sees it: never the lease token. */
+export function toAttempt(row: AttemptRow) {
+  const { lease_token: _t, ...attempt } = row;
+  return attempt;
+}
+export type Attempt = ReturnType<typeof toAttempt>;
+/** The attempt as its claimer sees it, once: with the lease token that fences its writes. */
+export type ClaimedAttempt = AttemptRow & { lease_token: string };
+
+export const attemptSchema = Joi.object({
+  id: Joi.string().guid().required(),
+  job_id: jobId.required(),
+  attempt_number: Joi.number().integer().min(1).required(),
+  status: Joi.string().valid(...ATTEMPT_STATUSES).required(),
+  result_status: Joi.string().valid(...RESULT_STATUSES).allow(null).required(),
+  result_json: Joi.object().unknown(true).allow(null).required().description('the last json-result block; {svc: result} when none was sent'),
+  result_summary: Joi.string().allow(null).required(),
+  error: Joi.string().allow(null).required(),
+  lease_owner: Joi.string().allow(null).required(),
+  lease_expires_at: timestamp.allow(null).required(),
+  git: Joi.object().unknown(true).allow(null).required(),
+  started_at: timestamp.required(),
+  ended_at: timestamp.allow(null).required(),
+}).label('Attempt');
+
+export const claimedAttemptSchema = attemptSchema
+  .keys({ lease_token: Joi.string().guid().required().description('fences heartbeat, complete and release; shown only to the claimer') })
+  .label('ClaimedAttempt');
+
+/** A job's gate keys (`hints.gates`). */
+export const gateKeysOf = (job: Pick<JobRow, 'hints'>): string[] => (Array.isArray(job.hints.gates) ? (job.hints.gates as string[]) : []);
+/** Gate keys belong to a project: job_gates stores `<project_id>:<key>`, so jobs of other projects (and orgs) never contend. */
+const scopedGate = (projectId: string, key: string) => `${projectId}:${key}`;
+/** The same scoping as SQL over two expressions (for scans). */
+const scopedGateSql = (projectExpr: string, keyExpr: string) => `${projectExpr} || ':' || ${keyExpr}`;
+/** Every job_attempts column (the compiler insists on all of them), for statements that return attempts beside jobs. */
+const ATTEMPT_COLUMNS = Object.keys({
+  id: 1, job_id: 1, attempt_number: 1, status: 1, result_status: 1, result_json: 1, result_summary: 1, error: 1,
+  lease_owner: 1, lease_token: 1, lease_expires_at: 1, git: 1, started_at: 1, ended_at: 1,
+} satisfies Record<keyof AttemptRow, 1>);
+/** Claimers mark the gate keys they are taking with transaction-scoped advisory locks in this namespace. */
+const GATE_LOCK_SPACE = 0x5ca7e;
+
+@injectable()
+export class AttemptRepository {
+  constructor(@inject(Tokens.Db) private readonly db: Db) {}
+
+  /** A running attempt numbered after the job's last one; call under the job's row lock. */
+  async open(jobId: string, owner: string, leaseSeconds: number, trx: Db): Promise<ClaimedAttempt> {
+    const [row] = await trx('job_attempts')
+      .insert({
+        id: randomUUID(),
+        job_id: jobId,
+        attempt_number: trx.raw('(SELECT coalesce(max(attempt_number), 0) + 1 FROM job_attempts WHERE job_id = ?)', [jobId]),
+        status: 'running',
+        lease_owner: owner,
+        lease_token: randomUUID(),
+        lease_expires_at: trx.raw('now() + make_interval(secs => ?)', [leaseSeconds]),
+      })
+      .returning('*');
+    return row;
+  }
+
+  /** The attempt `attemptId` of `jobId`, row-locked. */
+  lock(jobId: string, attemptId: string, trx: Db): Promise<(AttemptRow & { lease_live: boolean }) | undefined> {
+    return trx('job_attempts')
+      .where({ id: attemptId, job_id: jobId })
+      .forUpdate()
+      .first('*', trx.raw('lease_expires_at > now() AS lease_live'));
+  }
+
+  /** The running attempt of `jobId` (at most one), row-locked. */
+  running(jobId: string, trx: Db): Promise<AttemptRow | undefined> {
+    return trx('job_attempts').where({ job_id: jobId, status: 'running' }).forUpdate().first();
+  }
+
+  /** A new expiry for a lease the caller has checked (see Claims.fence). */
+  async renew(attemptId: string, leaseSeconds: number, trx: Db): Promise<AttemptRow> {
+    const [row] = await trx('job_attempts')
+      .where({ id: attemptId })
+      .update({ lease_expires_at: trx.raw('now() + make_interval(secs => ?)', [leaseSeconds]) })
+      .returning('*');
+    return row;
+  }
+
+  /**
+   * One claim batch in one statement. Picks the next `limit` claimable jobs (ready, not deferred,
+   * nothing unfinished they wait for, no gate held by a running attempt; not in `exclude`, not of a
+   * worker type in `skipWorkerTypes`) in claim order, row-locked, skipping rows other claimers hold. The gate-less ones are claimed on the spot,
+   * as `open` plus the job update of `JobLifecycle.start` would: a running attempt numbered after the job's
+   * last, with a lease for `owner` on the database clock, and the job active for `owner` (no receipt:
+   * receipts are written when attempts end). Gated ones come back locked with no attempt, for the
+   * per-job path (advisory locks and job_gates). Rows are in claim order.
+   */
+  async claimBatch(owner: string, limit: number, leaseSeconds: number, exclude: string[], trx: Db, skipWorkerTypes: string[] = []): Promise<{ job: JobRow; attempt: ClaimedAttempt | null }[]> {
+    const gateless = (a: string) => `(CASE WHEN jsonb_typeof(${a}.hints->'gates') = 'array' THEN jsonb_array_length(${a}.hints->'gates') = 0 ELSE true END)`;
+    const { rows } = await trx.raw(
+      `WITH picked AS MATERIALIZED (
+         SELECT j.* FROM jobs j
+         WHERE j.phase = 'ready' AND (j.defer_until IS NULL OR j.defer_until <= now()) AND j.id <> ALL(?::text[])
+           AND coalesce(nullif(j.hints->>'worker_type', ''), 'default') <> ALL(?::text[])
+           AND ${noUnfinishedBlockers('j')} AND NOT ${isWorkflowRootSql('j')}
+           AND NOT EXISTS (SELECT 1 FROM job_gates g WHERE g.gate_key IN (
+                 SELECT ${scopedGateSql('j.project_id', 'k')} FROM jsonb_array_elements_text(coalesce(j.hints->'gates', '[]')) AS k))
+         ORDER BY j.priority, j.created_at, j.id
+         LIMIT ? FOR UPDATE OF j SKIP LOCKED),
+       opened AS (
+         INSERT INTO job_attempts (id, job_id, attempt_number, status, lease_owner, lease_token, lease_expires_at)
+         SELECT gen_random_uuid(), p.id, coalesce((SELECT max(x.attempt_number) FROM job_attempts x WHERE x.job_id = p.id), 0) + 1,
+                'running', ?::text, gen_random_uuid(), now() + make_interval(secs => ?::float8)
+         FROM picked p WHERE ${gateless('p')}
+         RETURNING *),
+       activated AS (
+         UPDATE jobs j SET phase = 'active', assignee = ?::text, updated_at = now()
+         FROM opened o WHERE j.id = o.job_id
+         RETURNING j.*)
+       SELECT c.*, ${ATTEMPT_COLUMNS.map((col) => `o.${col} AS "attempt.${col}"`).join(', ')}
+       FROM (SELECT * FROM activated UNION ALL SELECT * FROM picked p WHERE NOT ${gateless('p')}) c
+       LEFT JOIN opened o ON o.job_id = c.id
+       ORDER BY c.priority, c.created_at, c.id`,
+      [exclude, skipWorkerTypes, limit, owner, leaseSeconds, owner],
+    );
+    return rows.map((row: Record<string, unknown>) => {
+      const job: Record<string, unknown> = {};
+      const attempt: Record<string, unknown> = {};
+      for (const [k, v] of Object.entries(row)) {
+        if (k.startsWith('attempt.')) attempt[k.slice('attempt.'.length)] = v;
+        else job[k] = v;
+      }
+      return { job: job as unknown as JobRow, attempt: attempt.id ? (attempt as unknown as ClaimedAttempt) : null };
+    });
+  }
+
+  /** Ends the attempt and frees its gates (JobLifecycle.endAttempt does the rest of an ending). */
+  async end(attemptId: string, ending: AttemptEnding, trx: Db): Promise<AttemptRow> {
+    const changes: Record<string, unknown> = { ...ending, ended_at: trx.fn.now() };
+    if (ending.result_json) changes.result_json = JSON.stringify(ending.result_json);
+    const [row] = await trx('job_attempts').where({ id: attemptId }).update(changes).returning('*');
+    await trx('job_gates').where({ attempt_id: attemptId }).delete();
+    return row;
+  }
+
+  /** The resolved git of a running attempt (see ResolvedGit), written just before it ends. */
+  async setGit(attemptId: string, git: Record<string, unknown>, trx: Db): Promise<void> {
+    await trx('job_attempts').where({ id: attemptId }).update({ git: JSON.stringify(git) });
+  }
+
+  /**
+   * Takes every gate key of the job for the attempt, or reports the keys held by other jobs (the
+   * caller then rolls back whatever was taken). A key another claimer is taking at this moment
+   * counts as held: claimers never wait for each other, so claim batches cannot deadlock on gates.
+   */
+  async acquireGates(job: JobRow, attemptId: string, trx: Db): Promise<string[]> {
+    const keys = gateKeysOf(job);
+    if (keys.length === 0) return [];
+    const scoped = keys.map((k) => scopedGate(job.project_id, k));
+    const { rows: busy } = await trx.raw(
+      'SELECT k FROM unnest(?::text[]) AS k WHERE NOT pg_try_advisory_xact_lock(?::int, hashtext(k))',
+      [scoped, GATE_LOCK_SPACE],
+    );
+    const free = scoped.filter((k) => !busy.some((b: { k: string }) => b.k === k)).sort();
+    const taken: { gate_key: string }[] = free.length
+      ? await trx('job_gates').insert(free.map((k) => ({ gate_key: k, job_id: job.id, attempt_id: attemptId }))).onConflict('gate_key').ignore().returning('gate_key')
+      : [];
+    return keys.filter((_, i) => !taken.some((t) => t.gate_key === scoped[i]));
+  }
+
+  /** Failed attempts of the job so far: what `hints.max_attempts` limits. */
+  async failures(jobId: string, trx: Db): Promise<number> {
+    const row = await trx('job_attempts').where({ job_id: jobId, status: 'failed' }).count({ n: '*' }).first();
+    return Number((row as { n: unknown }).n);
+  }
+
+  /** Running attempts whose lease ran out, with their jobs row-locked (jobs locked elsewhere are left for the next pass). */
+  async expired(limit: number, trx: Db): Promise<AttemptRow[]> {
+    const { rows } = await trx.raw(
+      `SELECT a.* FROM job_attempts a JOIN jobs j ON j.id = a.job_id
+       WHERE a.status = 'running' AND a.lease_expires_at <= now()
+       ORDER BY a.lease_expires_at LIMIT ? FOR UPDATE OF j SKIP LOCKED`,
+      [limit],
+    );
+    return rows;
+  }
+
+  /** One page of the job's attempts, newest (highest number) first. */
+  async page(jobId: string, { limit, offset }: Pick<ListQuery, 'limit' | 'offset'>): Promise<Page<Attempt>> {
+    const attempts = this.db('job_attempts').where({ job_id: jobId });
+    const [rows, counted] = await Promise.all([
+      attempts.clone().orderBy('attempt_number', 'desc').limit(limit).offset(offset),
+      attempts.clone().count({ n: '*' }).first(),
+    ]);
+    const total = Number((counted as { n: unknown }).n);
+    return { data: rows.map(toAttempt), pagination: { limit, offset, count: rows.length, total, has_more: offset + rows.length < total } };
+  }
+
+  byNumber(jobId: string, attemptNumber: number): Promise<AttemptRow | undefined> {
+    return this.db('job_attempts').where({ job_id: jobId, attempt_number: attemptNumber }).first();
+  }
+}
+
+/** The attempts read API: a job's attempts, reachable only through the job's own project. */
+@injectable()
+export class AttemptHistory {
+  constructor(
+    @inject(JobRepository) private readonly jobs: JobRepository,
+    @inject(AttemptRepository) private readonly attempts: AttemptRepository,
+  ) {}
+
+  async list(projectId: string, jobId: string, page: Pick<ListQuery, 'limit' | 'offset'>): Promise<Page<Attempt>> {
+    await this.requireJobIn(projectId, jobId);
+    return this.attempts.page(jobId, page);
+  }
+
+  async get(projectId: string, jobId: string, attemptNumber: number): Promise<Attempt> {
+    await this.requireJobIn(projectId, jobId);
+    const row = await this.attempts.byNumber(jobId, attemptNumber);
+    if (!row) throw new NotFound(`attempt ${attemptNumber} of job ${jobId} not found`);
+    return toAttempt(row);
+  }
+
+  private async requireJobIn(projectId: string, jobId: string): Promise<void> {
+    const job = await this.jobs.byId(jobId);
+    if (job?.project_id !== projectId) throw new NotFound(`job ${jobId} not found`);
+  }
+}

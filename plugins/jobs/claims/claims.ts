@@ -1,0 +1,188 @@
+import { inject, injectable } from '../../../core/di.ts';
+import { Tokens } from '../../../core/tokens.ts';
+import type { Db } from '../../../core/db/knex.ts';
+import { Conflict, LeaseLost, NotFound } from '../../../core/errors.ts';
+import { refuseWorkflowRootClaim } from '../workflows/roots.ts';
+import { JobRepository, toJob, type JobRow } from '../job/repository.ts';
+import { unfinishedBlockers } from '../relations/blockers.ts';
+import type { Failure } from '../lifecycle/system-events.ts';
+import { GatesHeld, JobLifecycle, type AttemptOutcome, type Claimed } from '../lifecycle/lifecycle.ts';
+import { AttemptRepository, toAttempt, type Attempt, type AttemptRow, type ResultStatus } from '../attempts/attempts.ts';
+
+export { DEFAULT_MAX_ATTEMPTS, WAITING_BACKOFF_SECONDS, type AttemptOutcome, type Claimed } from '../lifecycle/lifecycle.ts';
+
+export const DEFAULT_LEASE_SECONDS = 300;
+export const MAX_LEASE_SECONDS = 86_400;
+
+export interface ClaimOptions {
+  leaseSeconds?: number;
+  /** claimNext leaves jobs of these worker types (`hints.worker_type`, 'default' without one) ready: their workers are full. */
+  skipWorkerTypes?: string[];
+}
+/** The `svc` object of a harness's json-result block. */
+export interface AttemptResult {
+  status: ResultStatus;
+  summary?: string;
+  reason?: string;
+}
+export interface Completion {
+  lease_token: string;
+  result: AttemptResult;
+  result_json?: Record<string, unknown>;
+  error?: string;
+  /** A failed result that is not retried whatever `max_attempts` allows. */
+  final?: boolean;
+  /** The attempt's resolved git (core/ports/attempts.ts ResolvedGit), stored on it before it ends. */
+  git?: Record<string, unknown> | null;
+}
+export interface Reaped {
+  job_id: string;
+  attempt_id: string;
+  phase: JobRow['phase'];
+}
+
+function leaseLost(attempt: AttemptRow, why: string): LeaseLost {
+  return new LeaseLost(`lease lost: attempt ${attempt.attempt_number} (${attempt.id}) of job ${attempt.job_id}: ${why}`);
+}
+
+/**
+ * The claimer and the rules of an attempt's life: claim (one job or a batch), heartbeat, release,
+ * complete, reaping of expired leases. Each runs in a transaction after locking the job and, under
+ * a lease, fencing the attempt; the moves themselves are JobLifecycle's.
+ */
+@injectable()
+export class Claims {
+  constructor(
+    @inject(Tokens.Db) private readonly db: Db,
+    @inject(JobRepository) private readonly jobs: JobRepository,
+    @inject(AttemptRepository) private readonly attempts: AttemptRepository,
+    @inject(JobLifecycle) private readonly lifecycle: JobLifecycle,
+  ) {}
+
+  /** Claims one ready job: not deferred, nothing unfinished it waits for, every gate free. */
+  claim(jobId: string, owner: string, { leaseSeconds = DEFAULT_LEASE_SECONDS }: ClaimOptions = {}): Promise<Claimed> {
+    return this.db.transaction(async (trx) => {
+      const job = await this.locked(jobId, trx);
+      if (job.phase !== 'ready') throw new Conflict(`job ${jobId} is ${job.phase}: only a ready job can be claimed`);
+      if (job.defer_until && job.defer_until > new Date()) throw new Conflict(`job ${jobId} is deferred until ${job.defer_until.toISOString()}`);
+      refuseWorkflowRootClaim(job);
+      await this.requireUnblocked(job, trx);
+      return this.lifecycle.start(job, owner, leaseSeconds, trx);
+    });
+  }
+
+  /**
+   * Claims up to `limit` jobs for `owner` in priority then age order, skipping rows other claimers
+   * hold (SKIP LOCKED) and jobs whose gates are taken; safe with any number of concurrent callers.
+   * Each round is one statement (JobLifecycle.claimBatch) that picks the next jobs in claim order
+   * and claims the gate-less ones at once; gated ones among them then go one by one through
+   * `JobLifecycle.start` (advisory locks, job_gates) in a savepoint each. Gated and gate-less jobs
+   * compete for the same picks in the same order, so priority order holds across both; the one
+   * trade-off: a gated job that loses its gate to another claimer leaves its slot to the next round's picks.
+   */
+  claimNext(owner: string, limit: number, { leaseSeconds = DEFAULT_LEASE_SECONDS, skipWorkerTypes = [] }: ClaimOptions = {}): Promise<Claimed[]> {
+    return this.db.transaction(async (trx) => {
+      const claimed: Claimed[] = [];
+      const passed: string[] = [];
+      while (claimed.length < limit) {
+        const wanted = limit - claimed.length;
+        const picks = await this.lifecycle.claimBatch(owner, wanted, leaseSeconds, passed, trx, skipWorkerTypes);
+        for (const { job, attempt } of picks) {
+          passed.push(job.id);
+          if (attempt) claimed.push({ job: toJob(job), attempt });
+          else {
+            // A savepoint: a gate taken meanwhile undoes this job's attempt only.
+            const result = await trx.transaction((sp) => this.lifecycle.start(job, owner, leaseSeconds, sp)).catch((e) => {
+              if (e instanceof GatesHeld) return null;
+              throw e;
+            });
+            if (result) claimed.push(result);
+          }
+        }
+        if (picks.length < wanted) break;
+      }
+      return claimed;
+    });
+  }
+
+  /** The claimer gives the job back: its attempt ends cancelled and the job is ready again. */
+  release(jobId: string, attemptId: string, leaseToken: string): Promise<AttemptOutcome> {
+    return this.db.transaction(async (trx) => {
+      const { job, attempt } = await this.leased(jobId, attemptId, leaseToken, trx);
+      return this.lifecycle.release(job, attempt, trx);
+    });
+  }
+
+  /** Extends a live lease; a lost one (ended, other token, expired) is LeaseLost. */
+  heartbeat(jobId: string, attemptId: string, leaseToken: string, leaseSeconds = DEFAULT_LEASE_SECONDS): Promise<Attempt> {
+    return this.db.transaction(async (trx) => {
+      const attempt = await this.fence(jobId, attemptId, leaseToken, trx);
+      return toAttempt(await this.attempts.renew(attempt.id, leaseSeconds, trx));
+    });
+  }
+
+  /** Ends a running attempt as failed for a reason the platform found (a budget exceeded), under its live lease. */
+  terminate(jobId: string, attemptId: string, leaseToken: string, error: string, code: Failure['error_code']): Promise<AttemptOutcome> {
+    return this.db.transaction(async (trx) => {
+      const { job, attempt } = await this.leased(jobId, attemptId, leaseToken, trx);
+      const result_json = { svc: { status: 'failed', reason: error }, error_code: code };
+      return this.lifecycle.fail(job, attempt, { result_status: 'failed', result_summary: null, result_json, error }, trx, code);
+    });
+  }
+
+  /** The end of an attempt as its worker reports it (with its resolved git), written in one transaction under the attempt's live lease. */
+  complete(jobId: string, attemptId: string, completion: Completion): Promise<AttemptOutcome> {
+    return this.db.transaction(async (trx) => {
+      const { job, attempt } = await this.leased(jobId, attemptId, completion.lease_token, trx);
+      if (completion.git) await this.attempts.setGit(attempt.id, completion.git, trx);
+      const { status, summary, reason } = completion.result;
+      const reported = { result_status: status, result_summary: summary ?? null, result_json: completion.result_json ?? { svc: completion.result } };
+      if (status === 'failed') return this.lifecycle.fail(job, attempt, { ...reported, error: completion.error ?? reason ?? 'failed' }, trx, 'ATTEMPT_FAILED', completion.final);
+      return this.lifecycle.succeed(job, attempt, { ...reported, error: completion.error ?? null }, trx);
+    });
+  }
+
+  /** Running attempts whose lease expired fail with 'lease expired'; their jobs are retried or cancelled. */
+  reapExpired(limit = 100): Promise<Reaped[]> {
+    return this.db.transaction(async (trx) => {
+      const reaped: Reaped[] = [];
+      for (const attempt of await this.attempts.expired(limit, trx)) {
+        const job = await this.locked(attempt.job_id, trx);
+        const outcome = await this.lifecycle.fail(job, attempt, { error: 'lease expired' }, trx, 'LEASE_EXPIRED');
+        reaped.push({ job_id: job.id, attempt_id: attempt.id, phase: outcome.job.phase });
+      }
+      return reaped;
+    });
+  }
+
+  /** The job row, locked for the transaction; NotFound when there is none. */
+  async locked(jobId: string, trx: Db): Promise<JobRow> {
+    const job = await this.jobs.lock(jobId, trx);
+    if (!job) throw new NotFound(`job ${jobId} not found`);
+    return job;
+  }
+
+  /** A Conflict naming every unfinished job that `job` waits for. */
+  async requireUnblocked(job: JobRow, trx: Db): Promise<void> {
+    const blockers = await unfinishedBlockers(trx, job.id);
+    if (blockers.length) throw new Conflict(`job ${job.id} is blocked by ${blockers.map((b) => `${b.id} (${b.phase})`).join(', ')}`);
+  }
+
+  /** The attempt, row-locked, when `leaseToken` holds its live lease: fencing for every write of its runner (end, heartbeat, usage, phases). */
+  async fence(jobId: string, attemptId: string, leaseToken: string, trx: Db): Promise<AttemptRow> {
+    const found = await this.attempts.lock(jobId, attemptId, trx);
+    if (!found) throw new LeaseLost(`attempt ${attemptId} of job ${jobId} not found`, { gone: true });
+    const { lease_live: live, ...attempt } = found;
+    if (attempt.status !== 'running') throw leaseLost(attempt, `the attempt is ${attempt.status}`);
+    if (attempt.lease_token !== leaseToken) throw leaseLost(attempt, 'the lease token does not match');
+    if (!live) throw leaseLost(attempt, `the lease expired at ${attempt.lease_expires_at!.toISOString()}`);
+    return attempt;
+  }
+
+  /** The job (row-locked) and its attempt under a live lease; a job that is gone took the lease with it. */
+  private async leased(jobId: string, attemptId: string, leaseToken: string, trx: Db): Promise<{ job: JobRow; attempt: AttemptRow }> {
+    const job = await this.jobs.lock(jobId, trx);
+    if (!job) throw new LeaseLost(`job ${jobId} not found`, { gone: true });
+    return { job, attempt: await this.fence(jobId, attemptId, leaseToken, trx) };
+  }
+}

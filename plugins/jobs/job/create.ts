@@ -1,0 +1,183 @@
+import { randomBytes } from 'node:crypto';
+import type { DependencyContainer } from 'tsyringe';
+import { inject, injectable } from '../../../core/di.ts';
+import { Tokens } from '../../../core/tokens.ts';
+import type { Db } from '../../../core/db/knex.ts';
+import { ROLE_PERMISSIONS, type Permission } from '../../../core/auth/permissions.ts';
+import type { Grant, Principal } from '../../../core/auth/principal.ts';
+import type { Creator } from '../../../core/ports/launchers.ts';
+import { ManifestDefaultsToken, type ManifestDefaults } from '../../../core/ports/manifest.ts';
+import { JobRequestChecks, type JobRequestCheck } from '../../../core/ports/jobs.ts';
+import { HarnessRegistryToken, harnessNames } from '../../../core/ports/harness.ts';
+import { Batcher } from '../../../core/batcher.ts';
+import { ProjectDirectoryToken, type ProjectDirectory } from '../../../core/ports/directory.ts';
+import { ID_ATTEMPTS, JobRepository, toJob, type Job, type JobRow, type NewRootJob } from './repository.ts';
+import { createJobSchema } from './schemas.ts';
+import { JobLifecycle } from '../lifecycle/lifecycle.ts';
+import { BadRequest, Conflict, Forbidden, Invalid } from '../../../core/errors.ts';
+
+/** Jobs nest at most three levels: root (depth 0), child, grandchild. */
+export const MAX_DEPTH = 2;
+const TITLE_MAX = 80;
+const SECRET_EXPRESSION = /\$\{secret\.[A-Za-z0-9_]+\}/;
+const HARNESS_FIELDS = ['harness', 'harness_profile', 'harness_variant', 'harness_options', 'model', 'reasoning_effort', 'harness_profile_override'] as const;
+
+/** What `x-svc.defaults` may hold: a create request without the description. Built once. */
+const DEFAULTS_SCHEMA = createJobSchema.fork(['description'], (s) => s.optional());
+
+export type NewRow = Omit<NewRootJob, 'suffix'> & Pick<JobRow, 'parent_id' | 'depth'>;
+
+export type CreateJobInput = Record<string, unknown> & { description: string; parent_id?: string | null };
+
+/** The first line of the description, cut at a word near the limit. */
+export function titleFrom(description: string): string {
+  const line = description.trim().split('\n')[0].trim();
+  if (line.length <= TITLE_MAX) return line;
+  const cut = line.slice(0, TITLE_MAX - 1);
+  const space = cut.lastIndexOf(' ');
+  return `${(space > TITLE_MAX / 2 ? cut.slice(0, space) : cut).trimEnd()}…`;
+}
+
+export const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Manifest defaults under explicit fields; objects (hints, git, workspace) merge key by key. */
+export function withDefaults(defaults: Record<string, unknown>, explicit: CreateJobInput): CreateJobInput {
+  const out: Record<string, unknown> = { ...defaults, ...explicit };
+  for (const key of ['hints', 'git', 'workspace', 'harness_options']) {
+    if (isObject(defaults[key]) && isObject(explicit[key])) out[key] = { ...defaults[key], ...explicit[key] };
+  }
+  return out as CreateJobInput;
+}
+
+/** A request made by the platform (manifest defaults under it) through the job schema; invalid: 422 naming `what`. */
+export function checkedRequest(defaults: Record<string, unknown>, input: CreateJobInput, what: string): CreateJobInput {
+  const { error, value } = createJobSchema.validate(withDefaults(defaults, input));
+  if (error) throw new Invalid(`${what} cannot be created: ${error.message}`);
+  return value;
+}
+
+@injectable()
+export class JobCreation {
+  constructor(
+    @inject(Tokens.Db) private readonly db: Db,
+    @inject(JobRepository) private readonly jobs: JobRepository,
+    @inject(ManifestDefaultsToken) private readonly manifest: ManifestDefaults,
+    @inject(JobRequestChecks) private readonly requestChecks: JobRequestChecks,
+    @inject(JobLifecycle) private readonly lifecycle: JobLifecycle,
+    @inject(ProjectDirectoryToken) private readonly projects: ProjectDirectory,
+  ) {}
+
+  /** One batch: the projects' slugs in one read (a deleted project's rows get null), then one INSERT. */
+  private readonly roots = new Batcher<NewRootJob, JobRow | null>(async (rows) => {
+    const live = new Map(
+      (await this.projects.byIds([...new Set(rows.map((r) => r.project_id))])).filter((p) => !p.deleted).map((p) => [p.id, p.slug]),
+    );
+    const insertable = rows.flatMap((row) => (live.has(row.project_id) ? [{ ...row, slug: live.get(row.project_id)! }] : []));
+    const inserted = insertable.length ? await this.jobs.insertRoots(insertable) : [];
+    this.lifecycle.created(inserted.filter((r) => r !== null));
+    let next = 0;
+    return rows.map((row) => (live.has(row.project_id) ? inserted[next++] : null));
+  });
+
+  async create(principal: Principal, grant: Grant, explicit: CreateJobInput): Promise<Job> {
+    requireOverridePermissions(grant, explicit);
+    const input = withDefaults(await this.validDefaults(grant.projectId!), explicit);
+    await this.requestChecks.check(grant.projectId!, input);
+    if (!input.parent_id) return this.createRoot(this.row(principal, grant.projectId!, input, 0));
+    return this.db.transaction(async (trx) => {
+      await this.requireLiveProject(grant.projectId!, trx);
+      const placement = await this.childPlacement(input.parent_id!, grant.projectId!, trx);
+      const created = await this.jobs.insert({ ...this.row(principal, grant.projectId!, input, placement.depth), id: placement.id }, trx);
+      this.lifecycle.created([created], trx);
+      return toJob(created);
+    });
+  }
+
+  /** Concurrent creations share one INSERT; an id already taken is drawn again. */
+  private async createRoot(row: NewRow): Promise<Job> {
+    for (let attempt = 1; attempt <= ID_ATTEMPTS; attempt++) {
+      const created = await this.roots.submit({ ...row, suffix: randomBytes(4).toString('hex') });
+      if (created) return toJob(created);
+      await this.requireLiveProject(row.project_id);
+    }
+    throw new Error(`no free job id in project ${row.project_id} after ${ID_ATTEMPTS} draws`);
+  }
+
+  /** The project's slug; a deleted project is 422. */
+  async requireLiveProject(projectId: string, trx: Db = this.db): Promise<string> {
+    const project = await this.projects.byId(projectId, trx);
+    if (!project || project.deleted) throw new Invalid(`project ${projectId} is deleted`);
+    return project.slug;
+  }
+
+  /** Manifest defaults pass the same validation as a request; invalid ones are a server-side error to report. */
+  async validDefaults(projectId: string): Promise<Record<string, unknown>> {
+    const defaults = await this.manifest.jobDefaults(projectId);
+    if (Object.keys(defaults).length === 0) return defaults;
+    const { error } = DEFAULTS_SCHEMA.validate(defaults);
+    if (error) throw new Invalid(`the project manifest's x-svc.defaults are invalid: ${error.message}`);
+    return defaults;
+  }
+
+  /** Locks the parent and draws the child's id `{parent}.{n}` (workflow invoke uses it too). */
+  async childPlacement(parentId: string, projectId: string, trx: Db): Promise<{ id: string; depth: number }> {
+    const parent = await this.jobs.lock(parentId, trx);
+    if (!parent || parent.project_id !== projectId) throw new Invalid(`parent job ${parentId} is not a job of project ${projectId}`);
+    if (parent.depth >= MAX_DEPTH) throw new Invalid(`job ${parentId} is at the deepest level: jobs nest at most ${MAX_DEPTH + 1} levels`);
+    if (parent.phase === 'done' || parent.phase === 'cancelled') throw new Conflict(`parent job ${parentId} is ${parent.phase}`);
+    return { id: `${parent.id}.${await this.jobs.nextChildNumber(parent.id, trx)}`, depth: parent.depth + 1 };
+  }
+
+  /** The row a create request makes (shared with workflow invoke). */
+  row(creator: Creator, projectId: string, input: CreateJobInput, depth: number): NewRow {
+    const harness = Object.fromEntries(HARNESS_FIELDS.filter((f) => input[f] !== undefined).map((f) => [f, input[f]]));
+    return {
+      project_id: projectId,
+      parent_id: (input.parent_id as string | null) ?? null,
+      depth,
+      title: (input.title as string | undefined) ?? titleFrom(input.description),
+      description: input.description,
+      issue_type: (input.issue_type as string) ?? 'task',
+      labels: (input.labels as string[]) ?? [],
+      phase: (input.phase as JobRow['phase']) ?? 'ready',
+      priority: (input.priority as number) ?? 2,
+      assignee: (input.assignee as string | null) ?? null,
+      review_required: (input.review_required as string) ?? 'none',
+      hints: { permission_policy: 'yolo', ...(input.hints as Record<string, unknown>) },
+      git: (input.git as Record<string, unknown>) ?? null,
+      workspace: (input.workspace as Record<string, unknown>) ?? null,
+      env_name: (input.env_name as string | null) ?? null,
+      execution_mode: (input.execution_mode as string) ?? 'persistent',
+      harness,
+      env_overrides: (input.env_overrides as Record<string, string>) ?? null,
+      resource_refs: (input.resource_refs as Record<string, unknown>[]) ?? [],
+      defer_until: input.defer_until ? new Date(input.defer_until as string) : null,
+      due_at: input.due_at ? new Date(input.due_at as string) : null,
+      created_by: creator.id,
+    };
+  }
+}
+
+/**
+ * `harness` names a harness this server has (a built-in, an alias, or one a harness plugin adds),
+ * when a harness registry is loaded; looked up per request, so plugin order does not matter.
+ */
+export const knownHarness = (container: DependencyContainer): JobRequestCheck => async (_projectId, { harness }) => {
+  if (typeof harness !== 'string' || !container.isRegistered(HarnessRegistryToken)) return;
+  const registry = container.resolve(HarnessRegistryToken);
+  if (registry.get(harness)) return;
+  throw new BadRequest(`harness: unknown harness '${harness}' (known: ${harnessNames(registry).join(', ')})`);
+};
+
+/** Overrides need `jobs:harness_override`; secret-backed env values need `secrets:read` too. */
+export function requireOverridePermissions(grant: Grant, input: CreateJobInput): void {
+  const held = grant.permissions;
+  const need = (p: Permission, why: string) => {
+    if (!held.has(p)) throw new Forbidden(`missing permission ${p} (${why})`);
+  };
+  if (input.harness_profile_override !== undefined) need('jobs:harness_override', 'harness_profile_override');
+  if (input.env_overrides !== undefined) {
+    need('jobs:harness_override', 'env_overrides');
+    if (Object.values(input.env_overrides as Record<string, string>).some((v) => SECRET_EXPRESSION.test(v))) need('secrets:read', 'secret-backed env_overrides');
+  }
+}

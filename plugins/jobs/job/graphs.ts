@@ -1,0 +1,66 @@
+import { inject, injectable } from '../../../core/di.ts';
+import { Tokens } from '../../../core/tokens.ts';
+import type { Db } from '../../../core/db/knex.ts';
+import type { Creator } from '../../../core/ports/launchers.ts';
+import type { GraphJob, JobGraphs } from '../../../core/ports/jobs.ts';
+import { checkedRequest, JobCreation } from './create.ts';
+import { JobRepository, toJob, type JobRow } from './repository.ts';
+import { RelationRepository } from '../relations/relations.ts';
+import { JobLifecycle } from '../lifecycle/lifecycle.ts';
+import { isFinished } from '../relations/blockers.ts';
+import { Invalid } from '../../../core/errors.ts';
+
+/** The JobGraphs port: how other domains (pipeline runs) lay work out as jobs and control it. */
+@injectable()
+export class JobGraphService implements JobGraphs {
+  constructor(
+    @inject(JobCreation) private readonly creation: JobCreation,
+    @inject(JobRepository) private readonly jobs: JobRepository,
+    @inject(RelationRepository) private readonly relations: RelationRepository,
+    @inject(JobLifecycle) private readonly lifecycle: JobLifecycle,
+    @inject(Tokens.Db) private readonly db: Db,
+  ) {}
+
+  async create(creator: Creator, projectId: string, graph: GraphJob[], trx: Db): Promise<Map<string, string>> {
+    const defaults = await this.creation.validDefaults(projectId);
+    const slug = await this.creation.requireLiveProject(projectId, trx);
+    const ids = new Map<string, string>();
+    for (const { key, request } of graph) {
+      const row = this.creation.row(creator, projectId, checkedRequest(defaults, request, `job '${key}'`), 0);
+      const created = await this.jobs.insertRoot(slug, row, trx);
+      this.lifecycle.created([created], trx);
+      ids.set(key, created.id);
+    }
+    for (const { key, depends_on } of graph) {
+      for (const dep of new Set(depends_on)) {
+        const blocker = ids.get(dep);
+        if (!blocker) throw new Invalid(`${key} depends on ${dep}, which is not part of the graph`);
+        await this.relations.insert({ job_id: ids.get(key)!, related_job_id: blocker, relation_type: 'blocked_by' }, trx);
+      }
+    }
+    return ids;
+  }
+
+  async cancel(jobIds: string[], reason: string, trx: Db): Promise<void> {
+    for (const id of [...jobIds].sort()) {
+      const job = await this.jobs.lock(id, trx);
+      if (!job || isFinished(job.phase)) continue;
+      const working = job.phase === 'active' || job.phase === 'review';
+      const closed = working ? await this.lifecycle.cancelWork(job, reason, trx) : { phase: 'cancelled' as const, closed_at: new Date(), close_reason: reason };
+      await this.lifecycle.change(id, closed, trx);
+    }
+  }
+
+  async release(jobIds: string[], trx: Db): Promise<void> {
+    for (const id of [...jobIds].sort()) {
+      const job = await this.jobs.lock(id, trx);
+      if (job?.phase === 'backlog') await this.lifecycle.change(id, { phase: 'ready' }, trx);
+    }
+  }
+
+  async read(jobIds: string[]): Promise<Record<string, unknown>[]> {
+    const rows: JobRow[] = await this.db('jobs').whereIn('id', jobIds);
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    return jobIds.flatMap((id) => (byId.has(id) ? [toJob(byId.get(id)!)] : []));
+  }
+}

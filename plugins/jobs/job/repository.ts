@@ -1,0 +1,154 @@
+import { randomBytes } from 'node:crypto';
+import { inject, injectable } from '../../../core/di.ts';
+import { Tokens } from '../../../core/tokens.ts';
+import type { Db } from '../../../core/db/knex.ts';
+import { paginate, type ListQuery } from '../../../core/http/lists.ts';
+import type { Phase } from './schemas.ts';
+
+/** Draws of a random root id before giving up (a collision of 8 hex digits is rare). */
+export const ID_ATTEMPTS = 5;
+
+export interface JobRow {
+  id: string;
+  project_id: string;
+  parent_id: string | null;
+  depth: number;
+  child_count: number;
+  title: string;
+  description: string | null;
+  issue_type: string;
+  labels: string[];
+  phase: Phase;
+  priority: number;
+  assignee: string | null;
+  review_required: string;
+  review_status: string | null;
+  hints: Record<string, unknown>;
+  git: Record<string, unknown> | null;
+  resolved_git: Record<string, unknown> | null;
+  workspace: Record<string, unknown> | null;
+  env_name: string | null;
+  execution_mode: string;
+  harness: Record<string, unknown>;
+  env_overrides: Record<string, string> | null;
+  resource_refs: Record<string, unknown>[];
+  defer_until: Date | null;
+  due_at: Date | null;
+  created_by: string | null;
+  created_at: Date;
+  updated_at: Date;
+  closed_at: Date | null;
+  close_reason: string | null;
+}
+
+/** The Job response shape: every column but the bookkeeping ones (child counter, env overrides, creator). */
+export function toJob(r: JobRow) {
+  const { child_count: _c, env_overrides: _e, created_by: _b, ...job } = r;
+  return job;
+}
+export type Job = ReturnType<typeof toJob>;
+
+export type EndingFacts = Pick<JobRow, 'id' | 'project_id' | 'parent_id' | 'title' | 'assignee' | 'env_name' | 'hints'>;
+
+export interface JobFilters extends ListQuery {
+  phase?: Phase;
+  issue_type?: string;
+  label?: string;
+  assignee?: string;
+  priority?: number;
+  parent_id?: string;
+  due_before?: string;
+}
+
+@injectable()
+export class JobRepository {
+  constructor(@inject(Tokens.Db) private readonly db: Db) {}
+
+  byId(id: string, trx: Db = this.db): Promise<JobRow | undefined> {
+    return trx('jobs').where({ id }).first();
+  }
+
+  /** Locks the row for the rest of the transaction (JobLifecycle changes phases under this lock). */
+  lock(id: string, trx: Db): Promise<JobRow | undefined> {
+    return trx('jobs').where({ id }).forUpdate().first();
+  }
+
+  list(projectId: string, f: JobFilters) {
+    const q = this.db('jobs').where('jobs.project_id', projectId);
+    if (f.phase) q.where('jobs.phase', f.phase);
+    if (f.issue_type) q.where('jobs.issue_type', f.issue_type);
+    if (f.label) q.whereRaw('jobs.labels @> ARRAY[?]::text[]', [f.label]);
+    if (f.assignee) q.where('jobs.assignee', f.assignee);
+    if (f.priority !== undefined) q.where('jobs.priority', f.priority);
+    if (f.parent_id) q.where('jobs.parent_id', f.parent_id);
+    if (f.due_before) q.where('jobs.due_at', '<', f.due_before);
+    return paginate<JobRow, Job>(q, f, toJob, 'jobs');
+  }
+
+  async insert(row: Partial<JobRow> & Pick<JobRow, 'id' | 'project_id' | 'title'>, trx: Db = this.db): Promise<JobRow> {
+    const [created] = await trx('jobs').insert(serialize(row)).returning('*');
+    return created;
+  }
+
+  /** A root job `{slug}-{8 hex digits}` in `trx`, drawing the id again while it is taken. */
+  async insertRoot(slug: string, row: Partial<JobRow> & Pick<JobRow, 'project_id' | 'title'>, trx: Db): Promise<JobRow> {
+    for (let attempt = 1; attempt <= ID_ATTEMPTS; attempt++) {
+      const id = `${slug}-${randomBytes(4).toString('hex')}`;
+      const [created] = await trx('jobs').insert(serialize({ ...row, id })).onConflict('id').ignore().returning('*');
+      if (created) return created;
+    }
+    throw new Error(`no free job id in project ${row.project_id} after ${ID_ATTEMPTS} draws`);
+  }
+
+  /**
+   * Root jobs in one autocommit statement, each with the id `{slug}-{suffix}` (the caller gives the
+   * project's slug). The answer holds each input's row, or null where the id was taken.
+   */
+  async insertRoots(rows: (NewRootJob & { slug: string })[]): Promise<(JobRow | null)[]> {
+    const { rows: created } = await this.db.raw<{ rows: JobRow[] }>(
+      `INSERT INTO jobs (id, project_id, depth, ${ROOT_COLUMNS.join(', ')}, created_at, updated_at)
+       SELECT r.slug || '-' || r.suffix, r.project_id, 0, ${ROOT_COLUMNS.map((c) => `r.${c}`).join(', ')}, clock_timestamp(), clock_timestamp()
+       FROM jsonb_to_recordset(?::jsonb) AS r(i int, suffix text, slug text, project_id text, ${ROOT_COLUMNS.map((c) => `${c} ${ROOT_COLUMN_TYPES[c]}`).join(', ')})
+       ORDER BY r.i
+       ON CONFLICT (id) DO NOTHING
+       RETURNING *`,
+      [JSON.stringify(rows.map((r, i) => ({ ...r, i })))],
+    );
+    const byKey = new Map(created.map((r) => [`${r.project_id} ${r.id.slice(r.id.lastIndexOf('-') + 1)}`, r]));
+    return rows.map((r) => byKey.get(`${r.project_id} ${r.suffix}`) ?? null);
+  }
+
+  async update(id: string, changes: Partial<JobRow>, trx: Db): Promise<JobRow> {
+    const [row] = await trx('jobs').where({ id }).update({ ...serialize(changes), updated_at: trx.fn.now() }).returning('*');
+    return row;
+  }
+
+  /** What an attempt's ending tells others about its job. */
+  endingFacts(id: string, trx: Db): Promise<EndingFacts> {
+    return trx('jobs').where({ id }).first('id', 'project_id', 'parent_id', 'title', 'assignee', 'env_name', 'hints');
+  }
+
+  /** The next child number of `parentId`, taken under the parent's row lock. */
+  async nextChildNumber(parentId: string, trx: Db): Promise<number> {
+    const [row] = await trx('jobs').where({ id: parentId }).increment('child_count', 1).returning('child_count');
+    return row.child_count;
+  }
+}
+
+/** The columns a new root job sets from its request, with their SQL types. */
+const ROOT_COLUMN_TYPES = {
+  title: 'text', description: 'text', issue_type: 'text', labels: 'text[]', phase: 'text', priority: 'smallint', assignee: 'text',
+  review_required: 'text', hints: 'jsonb', git: 'jsonb', workspace: 'jsonb', env_name: 'text', execution_mode: 'text', harness: 'jsonb',
+  env_overrides: 'jsonb', resource_refs: 'jsonb', defer_until: 'timestamptz', due_at: 'timestamptz', created_by: 'text',
+} as const;
+const ROOT_COLUMNS = Object.keys(ROOT_COLUMN_TYPES) as (keyof typeof ROOT_COLUMN_TYPES)[];
+
+export type NewRootJob = Pick<JobRow, 'project_id' | (typeof ROOT_COLUMNS)[number]> & { suffix: string };
+
+/** jsonb columns get JSON text: pg would send a JS array as a Postgres array. */
+const JSON_COLUMNS = ['hints', 'git', 'resolved_git', 'workspace', 'harness', 'env_overrides', 'resource_refs'] as const;
+function serialize(row: Partial<JobRow>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...row };
+  for (const c of JSON_COLUMNS) if (out[c] !== undefined && out[c] !== null) out[c] = JSON.stringify(out[c]);
+  return out;
+}

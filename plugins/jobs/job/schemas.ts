@@ -1,0 +1,152 @@
+import Joi from 'joi';
+import { projectId, timestamp } from '../../../core/http/schemas.ts';
+import { listQuerySchema } from '../../../core/http/lists.ts';
+import { normalizeMountPath, parseResourceUri } from '../../../core/ports/resources.ts';
+import { HARNESS_NAME, REASONING_EFFORTS } from '../../../core/ports/harness.ts';
+
+export const PHASES = ['idea', 'backlog', 'ready', 'active', 'review', 'done', 'cancelled'] as const;
+export type Phase = (typeof PHASES)[number];
+export const ISSUE_TYPES = ['task', 'bug', 'feature', 'epic', 'chore'] as const;
+export const REVIEW_REQUIRED = ['none', 'human', 'agent'] as const;
+export const EXECUTION_MODES = ['persistent', 'ephemeral'] as const;
+export const PERMISSION_POLICIES = ['default', 'auto_edit', 'never', 'yolo'] as const;
+export const RELATION_TYPES = ['blocked_by', 'blocks', 'waits_for', 'conditional_blocks'] as const;
+
+/** Root `{slug}-{hash8}`, children `{parent}.{n}`, at most two levels below the root. */
+export const JOB_ID = /^[a-z0-9]{4,8}-[0-9a-f]{8}(\.[1-9][0-9]*){0,2}$/;
+export const jobId = Joi.string().pattern(JOB_ID, '{slug}-{hash8}[.n] job id').example('myapp-1a2b3c4d');
+
+const isoDate = Joi.date().iso().raw();
+const gitRef = Joi.string().trim().min(1).max(255);
+
+export const gitSchema = Joi.object({
+  ref: gitRef,
+  ref_policy: Joi.string().valid('auto', 'env', 'project_default', 'explicit'),
+  branch: gitRef,
+  create_branch: Joi.string().valid('never', 'if_missing', 'always'),
+  commit: Joi.string().valid('never', 'manual', 'auto', 'required'),
+  commit_message: Joi.string().max(2000),
+  push: Joi.string().valid('never', 'on_success', 'required'),
+  remote: Joi.string().max(2000),
+})
+  .custom((git, helpers) => (git.ref_policy === 'explicit' && !git.ref ? helpers.message({ custom: '"git.ref" is required when "git.ref_policy" is explicit' }) : git))
+  .label('GitControls');
+
+export const hintsSchema = Joi.object({
+  worker_type: Joi.string().max(100),
+  permission_policy: Joi.string().valid(...PERMISSION_POLICIES),
+  timeout_seconds: Joi.number().positive().max(7 * 86_400),
+  resource_class: Joi.string().max(100),
+  max_cost: Joi.object({ currency: Joi.string().length(3).uppercase().required(), amount: Joi.number().positive().required() }),
+  max_tokens: Joi.number().integer().positive(),
+  gates: Joi.array().items(Joi.string().trim().min(1).max(200)).unique().max(20),
+  max_attempts: Joi.number().integer().min(1).max(100),
+  db_access: Joi.string().valid('read_only', 'read_write'),
+  workflow_name: Joi.string().max(200),
+  request_json: Joi.string().max(1_000_000),
+  app_apis: Joi.array().items(Joi.string().max(200)),
+  coordination: Joi.object({ thread_id: Joi.string().max(200) }).unknown(true),
+})
+  .unknown(true)
+  .label('Hints');
+
+/** A joi check from a core parser: its error becomes the message, the value is kept as written. */
+const checked = (parse: (value: string) => object) => (value: string, helpers: Joi.CustomHelpers) => {
+  const result = parse(value);
+  return 'error' in result ? helpers.message({ custom: `{{#label}} ${String(result.error)}` }) : value;
+};
+
+const resourceRef = Joi.object({
+  uri: Joi.string().max(2000).custom(checked(parseResourceUri), 'resource uri').required().description('org_docs:/<path>[@v<N>] or job_attachments:/<job_id>/<name>'),
+  label: Joi.string().max(200),
+  required: Joi.boolean().default(true),
+  mount_path: Joi.string().max(1024).custom(checked(normalizeMountPath), 'mount path').description('relative path under .svc/resources/, no ".." segments'),
+}).label('ResourceRef');
+
+const envName = Joi.string().pattern(/^[A-Z_][A-Z0-9_]*$/, 'upper-case variable name');
+
+export const createJobSchema = Joi.object({
+  description: Joi.string().trim().min(1).max(200_000).required(),
+  title: Joi.string().trim().min(1).max(300),
+  issue_type: Joi.string().valid(...ISSUE_TYPES),
+  labels: Joi.array().items(Joi.string().trim().min(1).max(100)).unique().max(50),
+  parent_id: jobId.allow(null),
+  phase: Joi.string().valid('idea', 'backlog', 'ready'),
+  priority: Joi.number().integer().min(0).max(4),
+  assignee: Joi.string().max(200).allow(null),
+  review_required: Joi.string().valid(...REVIEW_REQUIRED),
+  defer_until: isoDate.allow(null),
+  due_at: isoDate.allow(null),
+  harness: Joi.string().max(200).pattern(HARNESS_NAME).description('harness_a … harness_f, an alias, or a harness plugin\'s id; checked against this server\'s harnesses'),
+  harness_profile: Joi.string().max(200),
+  harness_variant: Joi.string().max(200),
+  harness_options: Joi.object({ variant: Joi.string().max(200), model: Joi.string().max(200), reasoning_effort: Joi.string().valid(...REASONING_EFFORTS) }),
+  model: Joi.string().max(200),
+  reasoning_effort: Joi.string().valid(...REASONING_EFFORTS),
+  harness_profile_override: Joi.object().unknown(true),
+  env_overrides: Joi.object().pattern(envName, Joi.string().max(4096)),
+  hints: hintsSchema,
+  git: gitSchema,
+  workspace: Joi.object({ mode: Joi.string().valid('job', 'session', 'isolated'), key: Joi.string().max(200) }),
+  resource_refs: Joi.array().items(resourceRef).max(100),
+  env_name: Joi.string().max(200).allow(null),
+  execution_mode: Joi.string().valid(...EXECUTION_MODES),
+}).label('CreateJobRequest');
+
+export const updateJobSchema = Joi.object({
+  title: Joi.string().trim().min(1).max(300),
+  description: Joi.string().trim().min(1).max(200_000),
+  issue_type: Joi.string().valid(...ISSUE_TYPES),
+  labels: Joi.array().items(Joi.string().trim().min(1).max(100)).unique().max(50),
+  priority: Joi.number().integer().min(0).max(4),
+  assignee: Joi.string().max(200).allow(null),
+  review_required: Joi.string().valid(...REVIEW_REQUIRED),
+  defer_until: isoDate.allow(null),
+  due_at: isoDate.allow(null),
+  hints: hintsSchema,
+  env_name: Joi.string().max(200).allow(null),
+  phase: Joi.string().valid(...PHASES).description('moves through the state machine; a move it does not allow is 409'),
+  close_reason: Joi.string().max(2000).description('with phase cancelled'),
+})
+  .min(1)
+  .label('UpdateJob');
+
+export const jobSchema = Joi.object({
+  id: jobId.required(),
+  project_id: projectId.required(),
+  parent_id: jobId.allow(null).required(),
+  depth: Joi.number().integer().min(0).max(2).required(),
+  title: Joi.string().required(),
+  description: Joi.string().allow(null).required(),
+  issue_type: Joi.string().required(),
+  labels: Joi.array().items(Joi.string()).required(),
+  phase: Joi.string().valid(...PHASES).required(),
+  priority: Joi.number().integer().required(),
+  assignee: Joi.string().allow(null).required(),
+  review_required: Joi.string().required(),
+  review_status: Joi.string().allow(null).required(),
+  hints: Joi.object().unknown(true).required(),
+  git: Joi.object().unknown(true).allow(null).required(),
+  resolved_git: Joi.object().unknown(true).allow(null).required(),
+  workspace: Joi.object().unknown(true).allow(null).required(),
+  env_name: Joi.string().allow(null).required(),
+  execution_mode: Joi.string().required(),
+  harness: Joi.object().unknown(true).required().description('harness, harness_profile, harness_variant, harness_options, model, reasoning_effort as requested'),
+  resource_refs: Joi.array().items(Joi.object().unknown(true)).required(),
+  defer_until: timestamp.allow(null).required(),
+  due_at: timestamp.allow(null).required(),
+  created_at: timestamp.required(),
+  updated_at: timestamp.required(),
+  closed_at: timestamp.allow(null).required(),
+  close_reason: Joi.string().allow(null).required(),
+}).label('Job');
+
+export const listJobsQuery = listQuerySchema.keys({
+  phase: Joi.string().valid(...PHASES),
+  issue_type: Joi.string().valid(...ISSUE_TYPES),
+  label: Joi.string().max(100),
+  assignee: Joi.string().max(200),
+  priority: Joi.number().integer().min(0).max(4),
+  parent_id: jobId,
+  due_before: isoDate,
+});

@@ -1,0 +1,165 @@
+import { inject, injectable } from '../../../core/di.ts';
+import type { Db } from '../../../core/db/knex.ts';
+import { Conflict } from '../../../core/errors.ts';
+import { JobPhaseListeners } from '../../../core/ports/jobs.ts';
+import { AttemptCompletionListeners } from '../../../core/ports/attempts.ts';
+import { JobRepository, toJob, type Job, type JobRow } from '../job/repository.ts';
+import { AttemptRepository, toAttempt, type Attempt, type AttemptEnding, type AttemptRow, type ClaimedAttempt } from '../attempts/attempts.ts';
+import { ReceiptStore } from '../receipts/receipt-store.ts';
+import { isFinished, unfinishedBlockers } from '../relations/blockers.ts';
+import { rollUp } from '../workflows/rollup.ts';
+import type { PhaseMover } from '../workflows/roots.ts';
+import { JobWakeups, wakes } from './wakeups.ts';
+import { emitAttemptCompleted, emitJobFailed, type Failure } from './system-events.ts';
+
+/** A `waiting` result returns the job to ready with this pause, unless unfinished blockers hold it back anyway. */
+export const WAITING_BACKOFF_SECONDS = 30;
+/** Without `hints.max_attempts` a job gets one attempt: the first failure cancels it. */
+export const DEFAULT_MAX_ATTEMPTS = 1;
+
+export interface Claimed {
+  job: Job;
+  attempt: ClaimedAttempt;
+}
+export interface AttemptOutcome {
+  job: Job;
+  attempt: Attempt;
+}
+/** One job of a claim batch: claimed (with its attempt), or gated and left to the per-job path (no attempt). */
+export interface ClaimPick {
+  job: JobRow;
+  attempt: ClaimedAttempt | null;
+}
+
+/** A gate of the job is held by another job: 409 whose body names the keys and the job that wanted them. */
+export class GatesHeld extends Conflict {
+  constructor(readonly jobId: string, readonly heldKeys: string[]) {
+    super(`job ${jobId} waits for gates held by other jobs: ${heldKeys.join(', ')}`, { blocked_on_gates: heldKeys, jobId });
+  }
+}
+
+/**
+ * The one owner of a job's life: every phase change and every attempt ending goes through here, and
+ * everything that follows from it happens in the caller's transaction: claimers woken (after commit),
+ * the workflow root rolled up, the phase listeners of other domains called, the attempt's receipt
+ * written, its completion listeners called and the system events emitted. Callers hold the job's row
+ * lock (`lock`) and have checked the rules of the move they ask for; the repositories below only
+ * hold SQL.
+ */
+@injectable()
+export class JobLifecycle implements PhaseMover {
+  constructor(
+    @inject(JobRepository) private readonly jobs: JobRepository,
+    @inject(AttemptRepository) private readonly attempts: AttemptRepository,
+    @inject(ReceiptStore) private readonly receipts: ReceiptStore,
+    @inject(JobWakeups) private readonly wakeups: JobWakeups,
+    @inject(JobPhaseListeners) private readonly listeners: JobPhaseListeners,
+    @inject(AttemptCompletionListeners) private readonly completions: AttemptCompletionListeners,
+  ) {}
+
+  lock(id: string, trx: Db): Promise<JobRow | undefined> {
+    return this.jobs.lock(id, trx);
+  }
+
+  /** Jobs just written: claimers hear of the ready ones once `trx` commits, or at once for rows written without one. */
+  created(rows: Pick<JobRow, 'phase'>[], trx?: Db): void {
+    if (!rows.some((r) => wakes(r.phase))) return;
+    if (trx) this.wakeups.afterCommit(trx);
+    else this.wakeups.notify();
+  }
+
+  /** Field and phase changes of one job, with what follows a phase change (or a new deferral). */
+  async change(id: string, changes: Partial<JobRow>, trx: Db): Promise<JobRow> {
+    const row = await this.jobs.update(id, changes, trx);
+    if ((changes.phase !== undefined || changes.defer_until !== undefined) && wakes(row.phase)) this.wakeups.afterCommit(trx);
+    if (changes.phase !== undefined) {
+      if (row.parent_id && isFinished(changes.phase)) await rollUp(this, row, trx);
+      await this.listeners.changed([row], trx);
+    }
+    return row;
+  }
+
+  /**
+   * Opens a running attempt with a lease for `owner`, takes the job's gates and makes the job
+   * active (plus `changes`). The caller holds the job's row lock and has checked phase and blockers.
+   */
+  async start(job: JobRow, owner: string, leaseSeconds: number, trx: Db, changes: Partial<JobRow> = {}): Promise<Claimed> {
+    const attempt = await this.attempts.open(job.id, owner, leaseSeconds, trx);
+    const held = await this.attempts.acquireGates(job, attempt.id, trx);
+    if (held.length) throw new GatesHeld(job.id, held);
+    const active = await this.change(job.id, { phase: 'active', assignee: owner, ...changes }, trx);
+    return { job: toJob(active), attempt };
+  }
+
+  /**
+   * One round of a batch claim (AttemptRepository.claimBatch): the gate-less picks become active in
+   * that one statement, and the phase listeners hear of them together here.
+   */
+  async claimBatch(owner: string, limit: number, leaseSeconds: number, exclude: string[], trx: Db, skipWorkerTypes: string[]): Promise<ClaimPick[]> {
+    const picks = await this.attempts.claimBatch(owner, limit, leaseSeconds, exclude, trx, skipWorkerTypes);
+    await this.listeners.changed(picks.filter((p) => p.attempt).map((p) => p.job), trx);
+    return picks;
+  }
+
+  /**
+   * Ends an attempt however it ends (complete, release, submit, reaping, cancel): its gates are
+   * freed, its immutable receipt written, the completion listeners called (a status post to the
+   * job's coordination thread) and then `system.job.attempt.completed` emitted, naming their thread.
+   */
+  async endAttempt(attemptId: string, ending: AttemptEnding, trx: Db): Promise<AttemptRow> {
+    const row = await this.attempts.end(attemptId, ending, trx);
+    await this.receipts.write(row, trx);
+    const job = await this.jobs.endingFacts(row.job_id, trx);
+    const note = await this.completions.completed({ job, attempt: row }, trx);
+    await emitAttemptCompleted(trx, job, row, note.thread_id);
+    return row;
+  }
+
+  /** The claimer gives the job back: its attempt ends cancelled and the job is ready again. */
+  async release(job: JobRow, attempt: AttemptRow, trx: Db): Promise<AttemptOutcome> {
+    const ended = await this.endAttempt(attempt.id, { status: 'cancelled', error: 'released' }, trx);
+    const ready = await this.change(job.id, { phase: 'ready', assignee: null }, trx);
+    return { job: toJob(ready), attempt: toAttempt(ended) };
+  }
+
+  /** A `success` or `waiting` result: done or review after success; ready again, a little later, after waiting. */
+  async succeed(job: JobRow, attempt: AttemptRow, reported: Omit<AttemptEnding, 'status'>, trx: Db): Promise<AttemptOutcome> {
+    const ended = await this.endAttempt(attempt.id, { status: 'succeeded', ...reported }, trx);
+    const next = reported.result_status === 'success' ? afterSuccess(job) : await this.afterWaiting(job, trx);
+    return { job: toJob(await this.change(job.id, next, trx)), attempt: toAttempt(ended) };
+  }
+
+  /**
+   * A failed attempt: the job is retried (ready for a new attempt) while `max_attempts` allows and
+   * the failure is not `final`, else cancelled, which is the job failing for good: `system.job.failed`.
+   */
+  async fail(job: JobRow, attempt: AttemptRow, ending: Omit<AttemptEnding, 'status'> & { error: string }, trx: Db, code: Failure['error_code'] = 'ATTEMPT_FAILED', final = false): Promise<AttemptOutcome> {
+    const ended = await this.endAttempt(attempt.id, { status: 'failed', ...ending }, trx);
+    const failures = await this.attempts.failures(job.id, trx);
+    const allowed = typeof job.hints.max_attempts === 'number' ? job.hints.max_attempts : DEFAULT_MAX_ATTEMPTS;
+    const retry = !final && failures < allowed;
+    if (!retry) await emitJobFailed(trx, job, ended, { error_message: ending.error, error_code: code, failures, max_attempts: allowed });
+    const why = final ? 'not retried' : `${failures} of ${allowed} allowed attempts failed`;
+    const next: Partial<JobRow> = retry
+      ? { phase: 'ready', assignee: null }
+      : { phase: 'cancelled', closed_at: new Date(), close_reason: `attempt ${ended.attempt_number} failed (${why}): ${ending.error}` };
+    return { job: toJob(await this.change(job.id, next, trx)), attempt: toAttempt(ended) };
+  }
+
+  /** Cancelling an active or review job (the caller holds its row lock): the running attempt ends and frees its gates; returns the cancelling change. */
+  async cancelWork(job: JobRow, reason: string | undefined, trx: Db): Promise<Partial<JobRow>> {
+    const running = await this.attempts.running(job.id, trx);
+    if (running) await this.endAttempt(running.id, { status: 'cancelled', error: 'job cancelled' }, trx);
+    return { phase: 'cancelled', closed_at: new Date(), close_reason: reason ?? 'cancelled' };
+  }
+
+  /** Back to ready for a later attempt; a short pause unless unfinished blockers hold the job anyway. */
+  private async afterWaiting(job: JobRow, trx: Db): Promise<Partial<JobRow>> {
+    const blocked = (await unfinishedBlockers(trx, job.id)).length > 0;
+    return { phase: 'ready', assignee: null, ...(blocked ? {} : { defer_until: new Date(Date.now() + WAITING_BACKOFF_SECONDS * 1000) }) };
+  }
+}
+
+function afterSuccess(job: JobRow): Partial<JobRow> {
+  return job.review_required === 'none' ? { phase: 'done', closed_at: new Date() } : { phase: 'review', review_status: 'pending' };
+}

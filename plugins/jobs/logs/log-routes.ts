@@ -1,0 +1,83 @@
+import Joi from 'joi';
+import type { ServerRoute } from '@hapi/hapi';
+import type { DependencyContainer } from '../../../core/di.ts';
+import { Tokens } from '../../../core/tokens.ts';
+import { requires } from '../../../core/http/access.ts';
+import { docs, eventStreamQuery, eventStreamResponse, timestamp } from '../../../core/http/schemas.ts';
+import { listQuerySchema, pageSchema } from '../../../core/http/lists.ts';
+import { paramsOf, queryOf } from '../../../core/http/request.ts';
+import { openEventStream, sseFrame } from '../../../core/http/sse.ts';
+import { AttemptLogs } from './attempt-logs.ts';
+import { jobParams } from '../job/routes.ts';
+import { NotFound } from '../../../core/errors.ts';
+
+const tags = ['api', 'jobs'];
+const MAX_LOG_PAGE = 1000;
+
+const attemptParams = jobParams.keys({ attempt_id: Joi.string().guid().required() });
+const logQuery = listQuerySchema.keys({
+  limit: Joi.number().integer().min(1).max(MAX_LOG_PAGE).default(100).description(`lines per page, 1 to ${MAX_LOG_PAGE}`),
+  after_seq: Joi.number().integer().min(0).default(0).description('only lines with a greater seq (a cursor: the last seq read)'),
+});
+const lineSchema = Joi.object({
+  seq: Joi.number().integer().min(1).required(),
+  stream: Joi.string().valid('stdout', 'stderr', 'system').required(),
+  line: Joi.string().allow('').required(),
+  at: timestamp.required(),
+}).label('AttemptLogLine');
+
+/** The attempt's output: a page of lines in seq order, and a live stream of them. */
+export function logRoutes(container: DependencyContainer): ServerRoute[] {
+  const logs = container.resolve(AttemptLogs);
+  const db = container.resolve(Tokens.Db);
+  const logger = container.resolve(Tokens.Logger);
+
+  const attemptOf = async (jobId: string, attemptId: string) => {
+    const attempt = await db('job_attempts').where({ id: attemptId, job_id: jobId }).first('id', 'status', 'result_status', 'error');
+    if (!attempt) throw new NotFound(`attempt ${attemptId} of job ${jobId} not found`);
+    return attempt;
+  };
+
+  return [
+    {
+      method: 'GET',
+      path: '/jobs/{job_id}/attempts/{attempt_id}/logs',
+      options: {
+        tags, description: 'Output lines of an attempt, oldest first (seq order); page with limit/offset or with after_seq as a cursor',
+        plugins: { ...requires('jobs:read', 'job'), ...docs(400, 401, 403, 404) },
+        validate: { params: attemptParams, query: logQuery },
+        response: { schema: pageSchema(lineSchema, 'AttemptLogPage') },
+      },
+      handler: async (request) => {
+        const { job_id, attempt_id } = paramsOf(request);
+        await attemptOf(job_id, attempt_id);
+        const q = queryOf<{ limit: number; offset: number; after_seq: number }>(request);
+        return logs.page(attempt_id, q.after_seq, q);
+      },
+    },
+    {
+      method: 'GET',
+      path: '/jobs/{job_id}/attempts/{attempt_id}/logs/stream',
+      options: {
+        tags,
+        description: 'Server-sent events: each output line (`log`, id = seq) as it is appended; `end` with the attempt status once it has ended (resume with Last-Event-ID)',
+        plugins: { ...requires('jobs:read', 'job'), ...docs(400, 401, 403, 404) },
+        validate: { params: attemptParams, query: eventStreamQuery('seq') },
+        response: eventStreamResponse('AttemptLogStream', '`log` events (id = seq, data = the line), then one `end` event (data: status, result_status, error)'),
+      },
+      handler: async (request, h) => {
+        const { job_id, attempt_id } = paramsOf(request);
+        await attemptOf(job_id, attempt_id);
+        return openEventStream(request, h, {
+          subscribe: (wake) => logs.bus.subscribe(job_id, wake),
+          ended: async () => (await attemptOf(job_id, attempt_id)).status !== 'running',
+          after: async (afterSeq) => (await logs.after(attempt_id, afterSeq)).map((l) => ({ id: l.seq, type: 'log', data: l })),
+          closing: async () => {
+            const a = await attemptOf(job_id, attempt_id);
+            return sseFrame({ type: 'end', data: { status: a.status, result_status: a.result_status, error: a.error } });
+          },
+        }, logger, 'attempt log');
+      },
+    },
+  ];
+}

@@ -1,0 +1,161 @@
+/**
+ * A receipt from an ended attempt, its recorded phases and its `llm.call` usage: pure functions, so the
+ * same arithmetic serves the receipt written when an attempt ends and the live figures of a running
+ * attempt (compare).
+ */
+import type { AttemptRow } from '../attempts/attempts.ts';
+import { PRICE_TABLE_ID, costMicroUsd, microToUsd, priceOf } from './pricing.ts';
+
+/** Bumped when the shape changes; receipts are never rewritten, so readers branch on it. */
+export const RECEIPT_VERSION = 1;
+
+export const TOKEN_FIELDS = ['input_tokens', 'output_tokens', 'cache_read_tokens', 'cache_write_tokens', 'reasoning_tokens'] as const;
+export type TokenCounts = Record<(typeof TOKEN_FIELDS)[number], number>;
+
+/** The usage of one model within an attempt (a GROUP BY model over attempt_usage). */
+export interface ModelUsageRow extends TokenCounts {
+  model: string;
+  calls: number;
+  duration_ms: number;
+  providers: string[];
+}
+export interface PhaseRow {
+  name: string;
+  started_at: Date;
+  ended_at: Date;
+}
+
+export interface ModelUsage extends TokenCounts {
+  calls: number;
+  duration_ms: number;
+  providers: string[];
+  /** Null when the model has no price (fail-open: it counts 0). */
+  cost_usd: number | null;
+  /** The price-table entry that matched, or null. */
+  priced_as: string | null;
+}
+export interface LlmSection extends TokenCounts {
+  calls: number;
+  duration_ms: number;
+  models: Record<string, ModelUsage>;
+}
+/** priced: every model used has a price (also when none was used); partial: some do; unpriced: none does. */
+export type Pricing = 'priced' | 'partial' | 'unpriced';
+export interface CostSection {
+  base_cost_usd: number;
+  billed_cost: { currency: string; amount: number };
+  pricing: Pricing;
+  unpriced_models: string[];
+  price_table: string;
+}
+export interface Receipt {
+  receipt_version: number;
+  attempt_id: string;
+  attempt_number: number;
+  job_id: string;
+  status: AttemptRow['status'];
+  result_status: AttemptRow['result_status'];
+  timing: { started_at: string; ended_at: string; billable_ms: number; phases: Record<string, number> };
+  llm: LlmSection;
+  cost: CostSection;
+  compute: { resource_class: string; billable_ms: number };
+}
+
+const zeroTokens = (): TokenCounts => ({ input_tokens: 0, output_tokens: 0, cache_read_tokens: 0, cache_write_tokens: 0, reasoning_tokens: 0 });
+
+/** Token totals, calls and the per-model breakdown, with each model's cost; plus the cost section. */
+export function usageSections(rows: ModelUsageRow[]): { llm: LlmSection; cost: CostSection } {
+  const llm: LlmSection = { ...zeroTokens(), calls: 0, duration_ms: 0, models: {} };
+  const unpriced: string[] = [];
+  let micro = 0;
+  for (const row of rows) {
+    const match = priceOf(row.model);
+    const tokens = Object.fromEntries(TOKEN_FIELDS.map((f) => [f, Number(row[f])])) as TokenCounts;
+    const modelMicro = match ? costMicroUsd(match.price, tokens) : null;
+    if (modelMicro === null) unpriced.push(row.model);
+    else micro += modelMicro;
+    for (const f of TOKEN_FIELDS) llm[f] += tokens[f];
+    llm.calls += Number(row.calls);
+    llm.duration_ms += Number(row.duration_ms);
+    llm.models[row.model] = {
+      calls: Number(row.calls), ...tokens, duration_ms: Number(row.duration_ms), providers: [...row.providers].sort(),
+      cost_usd: modelMicro === null ? null : microToUsd(modelMicro), priced_as: match?.id ?? null,
+    };
+  }
+  const pricing: Pricing = unpriced.length === 0 ? 'priced' : unpriced.length < rows.length ? 'partial' : 'unpriced';
+  const base = microToUsd(micro);
+  return {
+    llm,
+    cost: {
+      base_cost_usd: base,
+      // Orgs have no billing currency yet: billed in USD at rate 1. Once they do, convert here with the
+      // exchange rate of the day the attempt ended, and keep both figures (base and billed) on the receipt.
+      billed_cost: { currency: 'USD', amount: base },
+      pricing,
+      unpriced_models: unpriced.sort(),
+      price_table: PRICE_TABLE_ID,
+    },
+  };
+}
+
+const ms = (from: Date, to: Date) => Math.max(0, to.getTime() - from.getTime());
+
+/** The receipt of an ended attempt. `hints` are the job's (for `resource_class`). */
+export function assembleReceipt(attempt: AttemptRow, hints: Record<string, unknown>, phases: PhaseRow[], usage: ModelUsageRow[]): Receipt {
+  if (!attempt.ended_at) throw new Error(`attempt ${attempt.id} has not ended: no receipt yet`);
+  const billable = ms(attempt.started_at, attempt.ended_at);
+  const { llm, cost } = usageSections(usage);
+  return {
+    receipt_version: RECEIPT_VERSION,
+    attempt_id: attempt.id,
+    attempt_number: attempt.attempt_number,
+    job_id: attempt.job_id,
+    status: attempt.status,
+    result_status: attempt.result_status,
+    timing: {
+      started_at: attempt.started_at.toISOString(),
+      ended_at: attempt.ended_at.toISOString(),
+      billable_ms: billable,
+      phases: Object.fromEntries(phases.map((p) => [p.name, ms(p.started_at, p.ended_at)])),
+    },
+    llm,
+    cost,
+    compute: { resource_class: typeof hints.resource_class === 'string' ? hints.resource_class : 'default', billable_ms: billable },
+  };
+}
+
+/** input + output + cache reads + cache writes (reasoning is part of output). */
+export const totalTokens = (t: TokenCounts): number => t.input_tokens + t.output_tokens + t.cache_read_tokens + t.cache_write_tokens;
+
+/** The lifecycle order of the usual phases; others follow by name. */
+export const PHASE_ORDER = ['provision', 'clone', 'hydrate', 'execute', 'commit', 'push'];
+const phaseRank = (name: string) => (PHASE_ORDER.includes(name) ? PHASE_ORDER.indexOf(name) : PHASE_ORDER.length);
+
+type Obj = Record<string, unknown>;
+/** `keys` first, in that order, then any other keys as they come (fields of later receipt versions). */
+function ordered(obj: unknown, keys: string[], nested: Record<string, (v: unknown) => unknown> = {}): Obj {
+  const o = (obj ?? {}) as Obj;
+  const all = [...keys.filter((k) => k in o), ...Object.keys(o).filter((k) => !keys.includes(k))];
+  return Object.fromEntries(all.map((k) => [k, nested[k] ? nested[k](o[k]) : o[k]]));
+}
+const byKey = (obj: unknown, compare: (a: string, b: string) => number, each: (v: unknown) => unknown = (v) => v): Obj =>
+  Object.fromEntries(Object.entries((obj ?? {}) as Obj).sort(([a], [b]) => compare(a, b)).map(([k, v]) => [k, each(v)]));
+
+const MODEL_KEYS = ['calls', ...TOKEN_FIELDS, 'duration_ms', 'providers', 'cost_usd', 'priced_as'];
+
+/**
+ * A stored receipt in its documented key order (jsonb keeps keys in its own order): sections as
+ * assembled, models by name, phases in lifecycle order. The content is untouched.
+ */
+export function inDisplayOrder<R extends Receipt>(receipt: R): R {
+  return ordered(receipt, ['receipt_version', 'attempt_id', 'attempt_number', 'job_id', 'status', 'result_status', 'timing', 'llm', 'cost', 'compute'], {
+    timing: (v) => ordered(v, ['started_at', 'ended_at', 'billable_ms', 'phases'], {
+      phases: (p) => byKey(p, (a, b) => phaseRank(a) - phaseRank(b) || a.localeCompare(b)),
+    }),
+    llm: (v) => ordered(v, ['calls', ...TOKEN_FIELDS, 'duration_ms', 'models'], {
+      models: (m) => byKey(m, (a, b) => a.localeCompare(b), (u) => ordered(u, MODEL_KEYS)),
+    }),
+    cost: (v) => ordered(v, ['base_cost_usd', 'billed_cost', 'pricing', 'unpriced_models', 'price_table'], { billed_cost: (b) => ordered(b, ['currency', 'amount']) }),
+    compute: (v) => ordered(v, ['resource_class', 'billable_ms']),
+  }) as R;
+}
