@@ -69,6 +69,17 @@ export interface JobGraphs {
   release(jobIds: string[], trx: Db): Promise<void>;
   /** The jobs in the Job response shape, in the order asked. */
   read(jobIds: string[]): Promise<Record<string, unknown>[]>;
+  /** Locks the jobs' rows for the transaction, in id order (the order every writer takes them in). */
+  lock(jobIds: string[], trx: Db): Promise<void>;
+  /** Each existing job's phase and close reason, read in the transaction. */
+  phases(jobIds: string[], trx: Db): Promise<Map<string, { phase: JobPhase; close_reason: string | null }>>;
 }
+
+/** A job attachment's bytes, for the jobs of one project only (resource hydration reads them). */
+export interface JobAttachmentReader {
+  read(projectId: string, jobId: string, name: string): Promise<{ content: Buffer; size_bytes: number; mime_type: string | null } | null>;
+}
+
+export const JobAttachmentReaderToken = Symbol('JobAttachmentReader') as InjectionToken<JobAttachmentReader>;
 
 export const JobGraphsToken = Symbol('JobGraphs') as InjectionToken<JobGraphs>;

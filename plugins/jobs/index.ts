@@ -3,7 +3,7 @@ import type { DomainPlugin } from '../../core/http/plugins.ts';
 import { AccessTargets } from '../../core/http/access.ts';
 import { Tokens } from '../../core/tokens.ts';
 import { ManifestDefaultsToken, noManifestDefaults } from '../../core/ports/manifest.ts';
-import { JobGraphsToken, JobPhaseListeners, JobRequestChecks } from '../../core/ports/jobs.ts';
+import { JobAttachmentReaderToken, JobGraphsToken, JobPhaseListeners, JobRequestChecks } from '../../core/ports/jobs.ts';
 import { JobGraphService } from './job/graphs.ts';
 import { JobRepository } from './job/repository.ts';
 import { JobWakeups } from './lifecycle/wakeups.ts';
@@ -47,6 +47,8 @@ export const plugin: DomainPlugin = {
     for (const cls of [Receipts, AttemptComparison]) container.registerSingleton(cls as never);
     for (const cls of [RelationRepository, JobRelations, ContextRepository, JobContext]) container.registerSingleton(cls as never);
     for (const cls of [AttachmentRepository, AttachmentService]) container.registerSingleton(cls as never);
+    const attachments = container.resolve(AttachmentRepository);
+    container.registerInstance(JobAttachmentReaderToken, { read: async (projectId, jobId, name) => (await attachments.contentInProject(projectId, jobId, name)) ?? null });
     for (const cls of [AttemptLogListeners, AttemptLogBus, AttemptLogs, AttemptControl]) container.registerSingleton(cls as never);
     container.register(AttemptControlToken, { useToken: AttemptControl });
     const phaseListeners = container.resolve(JobPhaseListeners);

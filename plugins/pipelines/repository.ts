@@ -90,24 +90,12 @@ export class PipelineRunRepository {
     return trx('pipeline_runs').whereIn('id', ids).orderBy('id').forUpdate();
   }
 
-  /** Locks the jobs of the run's steps, in id order. */
-  async lockJobs(runId: string, trx: Db): Promise<void> {
-    await trx.raw(
-      'SELECT j.id FROM jobs j JOIN pipeline_run_steps s ON s.job_id = j.id WHERE s.run_id = ? ORDER BY j.id FOR UPDATE OF j',
-      [runId],
-    );
-  }
-
   steps(runId: string, db: Db = this.db): Promise<StepRow[]> {
     return db('pipeline_run_steps').where({ run_id: runId }).orderBy('position');
   }
 
-  stepsWithJobs(runIds: string[], trx: Db): Promise<StepWithJob[]> {
-    return trx('pipeline_run_steps as s')
-      .join('jobs as j', 'j.id', 's.job_id')
-      .whereIn('s.run_id', runIds)
-      .orderBy(['s.run_id', 's.position'])
-      .select('s.*', 'j.phase as job_phase', 'j.close_reason as job_close_reason');
+  stepsOfRuns(runIds: string[], trx: Db): Promise<StepRow[]> {
+    return trx('pipeline_run_steps').whereIn('run_id', runIds).orderBy(['run_id', 'position']);
   }
 
   async withSteps(run: RunRow, db: Db = this.db): Promise<Run> {

@@ -100,13 +100,20 @@ export class PipelineRuns {
     await this.runs.appendEvents(trx, lines.map((l) => ({ run_id: runId, step_name: step, type: 'step.log', data: { step_name: step, job_id, line: l.line, at: l.at } })));
   };
 
+  /** The runs' steps, each with its job's phase and close reason (asked of the jobs domain). */
+  private async stepsWithJobs(runIds: string[], trx: Db): Promise<StepWithJob[]> {
+    const steps = await this.runs.stepsOfRuns(runIds, trx);
+    const jobs = await this.graphs.phases(steps.map((s) => s.job_id), trx);
+    return steps.map((s) => ({ ...s, job_phase: jobs.get(s.job_id)!.phase, job_close_reason: jobs.get(s.job_id)!.close_reason }));
+  }
+
   /**
    * Settles runs after their jobs changed (settle.ts decides; nothing is read or written per run):
    * all of a claim batch's runs are locked, read and written in a handful of statements.
    */
   private async settle(runIds: string[], trx: Db): Promise<RunRow[]> {
     const runs = await this.runs.lock(runIds, trx);
-    const steps = await this.runs.stepsWithJobs(runIds, trx);
+    const steps = await this.stepsWithJobs(runIds, trx);
     const now = new Date();
     const settlements = runs.map((run) => settleRun(run, steps.filter((s) => s.run_id === run.id), now));
     return this.write(runs, settlements, trx);
@@ -147,7 +154,7 @@ export class PipelineRuns {
     return this.db.transaction(async (trx) => {
       const [run] = await this.runs.lock([runId], trx);
       if (run.status !== 'awaiting_approval') throw Boom.conflict(`pipeline run ${runId} is ${run.status}: only a run awaiting approval can be approved`);
-      const waiting = (await this.runs.stepsWithJobs([runId], trx)).filter((s) => s.status === 'awaiting_approval');
+      const waiting = (await this.stepsWithJobs([runId], trx)).filter((s) => s.status === 'awaiting_approval');
       const now = new Date();
       for (const step of waiting) await this.runs.updateStep(runId, step.name, { status: 'pending', approved_by: principal.id, approved_at: now }, trx);
       await this.runs.appendEvents(trx, waiting.map((step) => ({
@@ -163,10 +170,10 @@ export class PipelineRuns {
   async cancel(runId: string, reason: string | undefined): Promise<Run> {
     return this.db.transaction(async (trx) => {
       // Jobs before the run, the order a claim takes them in (job, then its run's settle).
-      await this.runs.lockJobs(runId, trx);
+      await this.graphs.lock((await this.runs.steps(runId, trx)).map((s) => s.job_id), trx);
       const [run] = await this.runs.lock([runId], trx);
       if (isTerminal(run.status)) throw Boom.conflict(`pipeline run ${runId} already ended: ${run.status}`);
-      const steps = await this.runs.stepsWithJobs([runId], trx);
+      const steps = await this.stepsWithJobs([runId], trx);
       const now = new Date();
       const out = emptySettlement();
       for (const step of steps.filter((s) => !isTerminal(s.status))) {

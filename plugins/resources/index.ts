@@ -8,7 +8,7 @@ import { docRoutes } from './routes.ts';
 /** Resources jobs can reference: versioned org documents, and the store the worker hydrates them from (docs/resources.md). */
 export const plugin: DomainPlugin = {
   name: 'resources',
-  dependencies: ['orgs', 'projects'],
+  dependencies: ['orgs', 'projects', 'jobs'],
   register(server, { container }) {
     for (const cls of [DocRepository, DocService, DbResourceStore]) container.registerSingleton(cls as never);
     if (!container.isRegistered(ResourceStoreToken)) container.register(ResourceStoreToken, { useToken: DbResourceStore });

@@ -1,4 +1,5 @@
 import { inject, injectable } from '../../core/di.ts';
+import { JobAttachmentReaderToken, type JobAttachmentReader } from '../../core/ports/jobs.ts';
 import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
 import type { FetchedResource, ResourceStore } from '../../core/ports/resources.ts';
@@ -13,13 +14,15 @@ const DOC_TYPES: Record<string, string> = {
 const docMimeType = (path: string) => DOC_TYPES[/\.([A-Za-z0-9]+)$/.exec(path)?.[1].toLowerCase() ?? ''] ?? 'text/plain';
 
 /**
- * The ResourceStore port (core/ports/resources.ts) over org documents and job attachments. The
- * attachment table belongs to the jobs domain; this reads it only, and only for jobs of the asking
- * project.
+ * The ResourceStore port (core/ports/resources.ts) over org documents and job attachments (asked of
+ * the jobs domain, for jobs of the asking project only).
  */
 @injectable()
 export class DbResourceStore implements ResourceStore {
-  constructor(@inject(Tokens.Db) private readonly db: Db) {}
+  constructor(
+    @inject(Tokens.Db) private readonly db: Db,
+    @inject(JobAttachmentReaderToken) private readonly attachments: JobAttachmentReader,
+  ) {}
 
   async orgDoc(where: { orgId: string; projectId: string }, path: string, version: number | null): Promise<FetchedResource | null> {
     const row = await this.db('org_docs as d')
@@ -33,10 +36,7 @@ export class DbResourceStore implements ResourceStore {
   }
 
   async jobAttachment(projectId: string, jobId: string, name: string): Promise<FetchedResource | null> {
-    const row = await this.db('job_attachments as a')
-      .join('jobs as j', 'j.id', 'a.job_id')
-      .where({ 'a.job_id': jobId, 'a.name': name, 'j.project_id': projectId })
-      .first('a.content', 'a.size_bytes', 'a.mime_type');
+    const row = await this.attachments.read(projectId, jobId, name);
     if (!row) return null;
     return { content: row.content, size_bytes: row.size_bytes, content_hash: contentHash(row.content), mime_type: row.mime_type, version: null };
   }

@@ -81,6 +81,14 @@ export class AttachmentRepository {
     return this.db('job_attachments').where({ job_id: jobId, name }).first('mime_type', 'size_bytes', 'content');
   }
 
+  /** The bytes of an attachment of a job of this project, or undefined. */
+  contentInProject(projectId: string, jobId: string, name: string): Promise<{ mime_type: string | null; size_bytes: number; content: Buffer } | undefined> {
+    return this.db('job_attachments as a')
+      .join('jobs as j', 'j.id', 'a.job_id')
+      .where({ 'a.job_id': jobId, 'a.name': name, 'j.project_id': projectId })
+      .first('a.content', 'a.size_bytes', 'a.mime_type');
+  }
+
   /** The number of rows removed (0 or 1). */
   remove(jobId: string, name: string): Promise<number> {
     return this.db('job_attachments').where({ job_id: jobId, name }).delete();

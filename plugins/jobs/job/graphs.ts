@@ -58,6 +58,15 @@ export class JobGraphService implements JobGraphs {
     }
   }
 
+  lock(jobIds: string[], trx: Db): Promise<void> {
+    return this.jobs.lockMany(jobIds, trx);
+  }
+
+  async phases(jobIds: string[], trx: Db): Promise<Map<string, { phase: JobRow['phase']; close_reason: string | null }>> {
+    const rows = await this.jobs.phasesOf(jobIds, trx);
+    return new Map(rows.map((r) => [r.id, { phase: r.phase, close_reason: r.close_reason }]));
+  }
+
   async read(jobIds: string[]): Promise<Record<string, unknown>[]> {
     const rows: JobRow[] = await this.db('jobs').whereIn('id', jobIds);
     const byId = new Map(rows.map((r) => [r.id, r]));

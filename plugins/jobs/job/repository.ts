@@ -118,6 +118,14 @@ export class JobRepository {
     return rows.map((r) => byKey.get(`${r.project_id} ${r.suffix}`) ?? null);
   }
 
+  async lockMany(ids: string[], trx: Db): Promise<void> {
+    if (ids.length) await trx.raw('SELECT id FROM jobs WHERE id = ANY(?) ORDER BY id FOR UPDATE', [ids]);
+  }
+
+  phasesOf(ids: string[], trx: Db): Promise<Pick<JobRow, 'id' | 'phase' | 'close_reason'>[]> {
+    return trx('jobs').whereIn('id', ids).select('id', 'phase', 'close_reason');
+  }
+
   async update(id: string, changes: Partial<JobRow>, trx: Db): Promise<JobRow> {
     const [row] = await trx('jobs').where({ id }).update({ ...serialize(changes), updated_at: trx.fn.now() }).returning('*');
     return row;
