@@ -14,11 +14,13 @@ import type { AdapterDeps } from '../../../core/adapters.ts';
 import type { DefineOptions, ScheduledJobHandler, Scheduler } from '../../../core/ports/scheduler.ts';
 import { defineAdapter } from '../../../core/sdk.ts';
 import { cronProblem } from '../../../core/cron.ts';
+import { mongoStorage } from './mongo.ts';
 
 type Options = {
   backend: 'postgres' | 'mongodb';
   table_name: string;
   mongodb_url?: string;
+  mongodb_connect_timeout_ms: number;
   process_every_ms: number;
   default_concurrency: number;
   max_concurrency: number;
@@ -26,19 +28,20 @@ type Options = {
   stop_timeout_ms: number;
 };
 
-const MONGO_PACKAGE = '@agendajs/mongo-backend';
 /** Field of a job's data that holds the `cron()` key; handlers never see it. */
 const KEY_FIELD = '__svc_schedule_key';
 
 const optionsSchema = Joi.object({
   backend: Joi.string().valid('postgres', 'mongodb').default('postgres')
-    .description('Where Agenda stores jobs: the service database (postgres) or MongoDB (needs @agendajs/mongo-backend installed).'),
+    .description('Where Agenda stores jobs: the service database (postgres) or MongoDB (mongodb_url).'),
   // Interpolated into SQL identifiers and the trigger function name by the backend, hence the strict pattern.
   table_name: Joi.string().pattern(/^[a-z_][a-z0-9_]{0,39}$/).default('svc_scheduled_jobs')
     .description('Jobs table (postgres; `<name>_logs` is created beside it) or collection (mongodb); also the LISTEN/NOTIFY channel.'),
   mongodb_url: Joi.string().uri({ scheme: ['mongodb', 'mongodb+srv'] })
     .when('backend', { is: 'mongodb', then: Joi.required(), otherwise: Joi.forbidden() })
     .description('MongoDB connection string; only with backend: mongodb.'),
+  mongodb_connect_timeout_ms: Joi.number().integer().min(100).default(10_000)
+    .description('How long the start waits for MongoDB before it fails (mongodb only).'),
   process_every_ms: Joi.number().integer().min(50).default(1000).description('How often each replica polls for due jobs.'),
   default_concurrency: Joi.number().integer().min(1).default(5).description('Jobs of one name run at once per replica unless define() says otherwise.'),
   max_concurrency: Joi.number().integer().min(1).default(20).description('Jobs of all names run at once per replica.'),
@@ -126,27 +129,6 @@ async function postgresStorage(options: Options, deps: AdapterDeps): Promise<Sto
       await inner.disconnect();
       await pool.end();
     },
-  };
-}
-
-async function mongoStorage(options: Options): Promise<Storage> {
-  let mod: { MongoBackend: new (config: { address: string; collection: string }) => AgendaBackend };
-  try {
-    const specifier = MONGO_PACKAGE; // a variable, so the type checker does not require the optional package
-    mod = await import(specifier);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ERR_MODULE_NOT_FOUND') throw err;
-    throw new Error(
-      `scheduler 'agenda': backend 'mongodb' needs the npm package ${MONGO_PACKAGE}, which is not installed ` +
-        `(install the version matching agenda 6.2.6, or use backend: 'postgres')`,
-    );
-  }
-  const inner = new mod.MongoBackend({ address: options.mongodb_url!, collection: options.table_name });
-  await inner.connect();
-  return {
-    backend: connectedFacade(inner),
-    exclusive: (_key, fn) => fn(), // no cross-replica lock here: concurrent cron() re-syncs of one key may race
-    close: () => inner.disconnect(),
   };
 }
 
@@ -250,7 +232,9 @@ export default defineAdapter<Scheduler, Options>({
   name: 'agenda',
   options: optionsSchema,
   async create(options, deps) {
-    const storage = options.backend === 'mongodb' ? await mongoStorage(options) : await postgresStorage(options, deps);
+    const storage = options.backend === 'mongodb'
+      ? await mongoStorage(options.mongodb_url!, options.table_name, options.mongodb_connect_timeout_ms)
+      : await postgresStorage(options, deps);
     const agenda = new Agenda({
       backend: storage.backend,
       // Recorded as last_modified_by on the rows this instance locks.

@@ -27,9 +27,14 @@ export interface MongoStorage {
  * upsert that only matches a free or expired lock (a held one makes the upsert collide on _id).
  * The lease bounds how long a replica that died inside the section keeps the others waiting.
  */
-export async function mongoStorage(url: string, collection: string): Promise<MongoStorage> {
-  const client = new MongoClient(url, { serverSelectionTimeoutMS: 10_000 });
-  await client.connect();
+export async function mongoStorage(url: string, collection: string, connectTimeoutMs: number): Promise<MongoStorage> {
+  const client = new MongoClient(url, { serverSelectionTimeoutMS: connectTimeoutMs });
+  try {
+    await client.connect();
+  } catch (err) {
+    await client.close().catch(() => {});
+    throw new Error(`scheduler 'agenda': MongoDB at ${redacted(url)} did not answer within ${connectTimeoutMs} ms: ${(err as Error).message}`);
+  }
   try {
     const db = client.db();
     const inner = new MongoBackend({ mongo: db, collection, logCollection: `${collection}_logs` });
@@ -46,6 +51,17 @@ export async function mongoStorage(url: string, collection: string): Promise<Mon
   } catch (err) {
     await client.close().catch(() => {});
     throw err;
+  }
+}
+
+/** The URL without its password, for messages. */
+function redacted(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return 'the configured URL';
   }
 }
 
