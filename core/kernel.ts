@@ -23,6 +23,7 @@ import { SchedulerToken } from './ports/scheduler.ts';
 import { VcsHostToken } from './ports/vcshost.ts';
 import { ChatAppToken } from './ports/chatapp.ts';
 import { declareDirectories } from './ports/directory.ts';
+import { declareEventLog } from './ports/events.ts';
 
 export interface Kernel {
   config: Config;
@@ -80,6 +81,7 @@ export async function startKernel(config: Config, opts: KernelOptions = {}): Pro
     container.registerInstance(Tokens.Clock, systemClock);
     container.registerInstance(Tokens.StartedAt, new Date());
     declareDirectories(container);
+    declareEventLog(container);
     for (const cls of [SigningKeys, MachineTokens, TokenService, PermissionResolver, Access, AccessTargets, Memberships]) container.registerSingleton(cls as never);
     await container.resolve(SigningKeys).ensureActive();
     const adapterDeps: AdapterDeps = { config, db, databaseUrl, logger };

@@ -5,7 +5,9 @@ import { EVENTS_CHANNEL, attachEventWakeups, eventWakeupsOf } from '../../core/e
 import { RoleServices } from '../../core/roles.ts';
 import { SchedulerToken } from '../../core/ports/scheduler.ts';
 import { ManifestSyncListeners } from '../../core/ports/manifest.ts';
+import { EventLogSlotToken } from '../../core/ports/events.ts';
 import { EventRepository } from './repository.ts';
+import { EventLogReader } from './log.ts';
 import { EventService } from './service.ts';
 import { EventRouter, EventWakeups } from './router.ts';
 import { CRON_JOB, CronSync, SCHEDULES_CHANNEL } from './cron-sync.ts';
@@ -30,6 +32,7 @@ export const plugin: DomainPlugin = {
     const resync = new Notifier(db, SCHEDULES_CHANNEL, logger);
     container.registerInstance(ScheduleRequests, resync);
     for (const cls of [EventRepository, EventService, Schedules]) container.registerSingleton(cls as never);
+    container.resolve(EventLogSlotToken).fill(container.resolve(EventLogReader));
     container.resolve(ManifestSyncListeners).add((manifest) => resync.notify(manifest.project_id));
 
     const roles = container.resolve(RoleServices);

@@ -9,6 +9,7 @@ import type { SecretResolver } from '../../core/ports/secrets.ts';
 import { VcsHostToken, type VcsHost } from '../../core/ports/vcshost.ts';
 import { ChatAppToken, type ChatApp } from '../../core/ports/chatapp.ts';
 import type { InboundEvent, InboundRequest } from '../../core/ports/integrations.ts';
+import { EventLogToken, type EventLog } from '../../core/ports/events.ts';
 import { IntegrationRepository } from './repository.ts';
 
 /** Project secret (org and system secrets of the name apply to projects without one) that signs code-host deliveries. */
@@ -40,6 +41,7 @@ export class InboundDeliveries {
     @inject(VcsHostToken) private readonly host: VcsHost,
     @inject(ChatAppToken) private readonly app: ChatApp,
     @inject(InboundSecrets) private readonly secrets: () => SecretResolver,
+    @inject(EventLogToken) private readonly events: EventLog,
   ) {}
 
   async vcshost(projectId: string, request: InboundRequest, requestId: string): Promise<Outcome> {
@@ -79,7 +81,7 @@ export class InboundDeliveries {
   /** 201 with the new event, or 200 with the one an earlier delivery of the same id stored. */
   private async store(projectId: string, source: EventSource, event: InboundEvent, requestId: string): Promise<Outcome> {
     const { id, created } = await this.db.transaction((trx) => emitEvent(trx, { ...event, project_id: projectId, source, request_id: requestId }));
-    return { status: created ? 201 : 200, body: await this.repo.event(id) };
+    return { status: created ? 201 : 200, body: { ...(await this.events.byId(id)) } };
   }
 
   /** The secret's value, or null when no scope searched holds it. */

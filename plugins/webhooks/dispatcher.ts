@@ -8,6 +8,7 @@ import type { RoleService } from '../../core/roles.ts';
 import type { Config } from '../../core/config/schema.ts';
 import { Tokens } from '../../core/tokens.ts';
 import { DeliveryRepository, type ClaimedDelivery, type NewDelivery } from './deliveries.ts';
+import { OrgEvents } from './org-events.ts';
 import { subscriptionMatches } from './matching.ts';
 import { SubscriptionRepository } from './repository.ts';
 import { DeliverySender } from './sender.ts';
@@ -46,6 +47,7 @@ export class WebhookDispatcher implements RoleService {
     @inject(Tokens.Logger) private readonly logger: Logger,
     @inject(DeliveryRepository) private readonly deliveries: DeliveryRepository,
     @inject(SubscriptionRepository) private readonly subscriptions: SubscriptionRepository,
+    @inject(OrgEvents) private readonly events: OrgEvents,
     @inject(WebhookWakeups) private readonly wakeups: WebhookWakeups,
     @inject(DeliverySender) readonly sender: DeliverySender,
     @inject(Tokens.Config) { webhooks }: Config,
@@ -86,7 +88,8 @@ export class WebhookDispatcher implements RoleService {
     while (!this.stopped && this.room() > 0) {
       const limit = Math.min(this.room(), BATCH);
       const claimed = await this.deliveries.claim(limit, this.leaseMs);
-      for (const d of claimed) this.launch(d);
+      const events = new Map((await this.events.delivered(claimed.map((d) => d.event_id))).map((e) => [e.id, e]));
+      for (const { event_id, ...d } of claimed) this.launch({ ...d, event: events.get(event_id) ?? null });
       if (claimed.length < limit) break;
     }
     this.starved = this.room() <= 0;
@@ -100,7 +103,7 @@ export class WebhookDispatcher implements RoleService {
   private async fanOut(): Promise<number> {
     let room = this.room();
     const { taken, send } = await this.db.transaction(async (trx) => {
-      const events = await this.deliveries.takeOutbox(trx, BATCH);
+      const events = await this.events.delivered(await this.deliveries.takeOutbox(trx, BATCH), trx);
       if (events.length === 0) return { taken: 0, send: [] as ClaimedDelivery[] };
       const subs = await this.subscriptions.enabledIn([...new Set(events.map((e) => e.org_id))], trx);
       const rows: NewDelivery[] = [];
