@@ -14,6 +14,7 @@ import type { AdapterDeps } from '../../../core/adapters.ts';
 import type { DefineOptions, ScheduledJobHandler, Scheduler } from '../../../core/ports/scheduler.ts';
 import { defineAdapter } from '../../../core/sdk.ts';
 import { cronProblem } from '../../../core/cron.ts';
+import { loadModule } from '../../../core/load-module.ts';
 
 type Options = {
   backend: 'postgres' | 'mongodb';
@@ -132,8 +133,7 @@ async function postgresStorage(options: Options, deps: AdapterDeps): Promise<Sto
 async function mongoStorage(options: Options): Promise<Storage> {
   let mod: { MongoBackend: new (config: { address: string; collection: string }) => AgendaBackend };
   try {
-    const specifier = MONGO_PACKAGE; // a variable, so the type checker does not require the optional package
-    mod = await import(specifier);
+    mod = await loadModule(MONGO_PACKAGE); // not a literal import, so the type checker does not require the optional package
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ERR_MODULE_NOT_FOUND') throw err;
     throw new Error(
