@@ -1,6 +1,7 @@
 import type { InjectionToken } from 'tsyringe';
 import type { Db } from '../db/knex.ts';
 import type { EventSource } from '../events/emit.ts';
+import type { EventStatus } from '../events/schema.ts';
 import { declareSlot, PortSlot, type Registrar } from './slot.ts';
 
 /** An event as the spine recorded it: what other domains may read of the events table. */
@@ -9,7 +10,7 @@ export interface LoggedEvent {
   project_id: string;
   type: string;
   source: EventSource;
-  status: 'pending' | 'processing' | 'completed' | 'failed';
+  status: EventStatus;
   payload_json: Record<string, unknown>;
   env_name: string | null;
   ref_sha: string | null;

@@ -3,11 +3,10 @@ import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
 import { paginate, type ListQuery, type Page } from '../../core/http/lists.ts';
 import type { EventSource } from '../../core/events/emit.ts';
+import type { EventStatus } from '../../core/events/schema.ts';
 import type { Decision } from './matcher.ts';
 import { ProjectDirectoryToken, type ProjectDirectory } from '../../core/ports/directory.ts';
 
-export const EVENT_STATUSES = ['pending', 'processing', 'completed', 'failed'] as const;
-export type EventStatus = (typeof EVENT_STATUSES)[number];
 
 /** What the router did with an event: the manifest it read, and every trigger's decision (with what a match started). */
 export interface Routing {
