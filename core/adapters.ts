@@ -1,5 +1,3 @@
-import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import type Joi from 'joi';
 import type { Logger } from 'pino';
 import type { AdapterChoice, Config } from './config/schema.ts';
@@ -8,6 +6,7 @@ import type { Runtime } from './ports/runtime.ts';
 import type { Scheduler } from './ports/scheduler.ts';
 import type { VcsHost } from './ports/vcshost.ts';
 import type { ChatApp } from './ports/chatapp.ts';
+import { loadModule } from './load-module.ts';
 
 /** What an adapter factory may use besides its own options. */
 export interface AdapterDeps {
@@ -46,10 +45,9 @@ export const PORT_KINDS = Object.keys(BUILT_IN) as PortKind[];
 export class AdapterError extends Error {}
 
 async function loadDefinition(kind: PortKind, use: string): Promise<AdapterDefinition> {
-  const builtIn = BUILT_IN[kind][use];
   let mod: { default?: AdapterDefinition };
   try {
-    mod = builtIn ? await builtIn() : await import(use.startsWith('.') || path.isAbsolute(use) ? pathToFileURL(path.resolve(use)).href : use);
+    mod = await loadModule(use, { builtIn: (name) => (Object.hasOwn(BUILT_IN[kind], name) ? BUILT_IN[kind][name] : undefined) });
   } catch (e) {
     const known = Object.keys(BUILT_IN[kind]).join(', ');
     throw new AdapterError(`adapters.${kind}.use: '${use}' is neither a built-in ${kind} adapter (${known}) nor a loadable package (${(e as Error).message})`);

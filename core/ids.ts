@@ -27,3 +27,27 @@ function encode(bytes: Buffer): string {
 export type IdPrefix = 'org' | 'proj' | 'usr' | 'key' | 'chl' | 'sk' | 'att' | 'inv' | 'areq' | 'role' | 'grp' | 'bnd' | 'sa' | 'sat' | 'prun' | 'evt' | 'sch' | 'wh' | 'whd' | 'rpl' | 'route' | 'doc' | 'docv' | 'thr' | 'msg';
 
 export const newId = (prefix: IdPrefix): string => `${prefix}_${encode(uuidv7Bytes())}`;
+
+export interface Drawing<T> {
+  /** Draws tried at most. */
+  draws: number;
+  /** Tries the n-th draw (n = 0, 1, …): its result, or null when the value drawn was taken. */
+  attempt(n: number): Promise<T | null>;
+  /** An error that means the value drawn was taken (a unique violation); any other ends the drawing. */
+  taken?(error: unknown): boolean;
+  /** Thrown when every draw was taken. */
+  exhausted(): Error;
+}
+
+/** Draws a value that must be unique (an id, a slug) until one is free. */
+export async function drawUntilFree<T>({ draws, attempt, taken = () => false, exhausted }: Drawing<T>): Promise<T> {
+  for (let n = 0; n < draws; n++) {
+    try {
+      const result = await attempt(n);
+      if (result !== null) return result;
+    } catch (e) {
+      if (!taken(e)) throw e;
+    }
+  }
+  throw exhausted();
+}

@@ -24,6 +24,7 @@ import { VcsHostToken } from './ports/vcshost.ts';
 import { ChatAppToken } from './ports/chatapp.ts';
 import { declareDirectories } from './ports/directory.ts';
 import { RuntimeToken } from './ports/runtime.ts';
+import { declareEventLog } from './ports/events.ts';
 
 export interface Kernel {
   config: Config;
@@ -81,6 +82,7 @@ export async function startKernel(config: Config, opts: KernelOptions = {}): Pro
     container.registerInstance(Tokens.Clock, systemClock);
     container.registerInstance(Tokens.StartedAt, new Date());
     declareDirectories(container);
+    declareEventLog(container);
     for (const cls of [SigningKeys, MachineTokens, TokenService, PermissionResolver, Access, AccessTargets, Memberships]) container.registerSingleton(cls as never);
     await container.resolve(SigningKeys).ensureActive();
     const adapterDeps: AdapterDeps = { config, db, databaseUrl, logger };

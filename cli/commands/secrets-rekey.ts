@@ -36,10 +36,13 @@ export async function runRekey(ctx: Context, args: string[], usage: string): Pro
   if (oldKey.equals(newKey)) throw new CliError('the old and the new key are the same');
 
   const { default: knex } = await import('knex');
-  const { rekey } = await import('../../plugins/secrets/rekey.ts');
+  const { rekey, SECRET_SEALS } = await import('../../plugins/secrets/rekey.ts');
+  // Every sealed column, declared by the domain that owns it.
+  const { SIGNING_KEY_SEALS } = await import('../../core/auth/signing-keys.ts');
+  const { WEBHOOK_SECRET_SEALS } = await import('../../plugins/webhooks/repository.ts');
   const db = knex({ client: 'pg', connection: url, pool: { min: 0, max: 1 } });
   try {
-    const reports = await rekey(db, new Sealer(oldKey), new Sealer(newKey));
+    const reports = await rekey(db, new Sealer(oldKey), new Sealer(newKey), [SIGNING_KEY_SEALS, SECRET_SEALS, WEBHOOK_SECRET_SEALS]);
     if (ctx.json) printJson({ tables: reports });
     else {
       write(formatTable(reports as unknown as Record<string, unknown>[], [{ key: 'table' }, { key: 'rekeyed' }, { key: 'unchanged' }]));

@@ -8,10 +8,16 @@ import { Tokens } from '../tokens.ts';
 import type { Config } from '../config/schema.ts';
 import type { Db } from '../db/knex.ts';
 import type { Sealer } from '../crypto/sealer.ts';
+import type { SealedColumn } from '../crypto/sealed-columns.ts';
 
 const ALG = 'RS256';
 const KEY_LOCK = 4701_0002;
 const MAX_KID_CHARS = 200;
+
+const sealingContext = (kid: string): string => `signing-key:${kid}`;
+
+/** The private keys, for the master-key rekey. */
+export const SIGNING_KEY_SEALS: SealedColumn = { table: 'signing_keys', key: 'kid', column: 'private_key_enc', context: (r) => sealingContext(r.kid as string) };
 
 interface ActiveKey {
   kid: string;
@@ -124,7 +130,7 @@ export class SigningKeys {
       kid,
       alg: ALG,
       public_jwk: jwk,
-      private_key_enc: this.sealer.seal(await exportPKCS8(privateKey), `signing-key:${kid}`),
+      private_key_enc: this.sealer.seal(await exportPKCS8(privateKey), sealingContext(kid)),
     });
     return kid;
   }
@@ -133,7 +139,7 @@ export class SigningKeys {
     const rows = await this.db('signing_keys').orderBy('created_at', 'desc');
     const active = rows.find((r) => r.active);
     if (!active) throw new Error('no active signing key');
-    const pem = this.sealer.open(active.private_key_enc, `signing-key:${active.kid}`);
+    const pem = this.sealer.open(active.private_key_enc, sealingContext(active.kid));
     this.active = { kid: active.kid, privateKey: await importPKCS8(pem, ALG) };
     this.published = rows.map((r) => r.public_jwk as JWK);
     this.keySet = createLocalJWKSet({ keys: this.published });

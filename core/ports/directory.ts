@@ -1,6 +1,7 @@
 import type { InjectionToken } from 'tsyringe';
 import type { Db } from '../db/knex.ts';
 import type { Principal } from '../auth/principal.ts';
+import { declareSlot, PortSlot, type Registrar } from './slot.ts';
 
 /**
  * What other domains may know of a project, an org or a user. The owning plugin (projects, orgs,
@@ -66,43 +67,14 @@ export const ProjectDirectoryToken = Symbol('ProjectDirectory') as InjectionToke
 export const OrgDirectoryToken = Symbol('OrgDirectory') as InjectionToken<OrgDirectory>;
 export const UserDirectoryToken = Symbol('UserDirectory') as InjectionToken<UserDirectory>;
 
-/**
- * A directory the kernel declares and the owning plugin fills when it registers, so a consumer can
- * be built before its owner (auth registers before orgs and projects, yet reads both). Calling it
- * before it is filled fails naming the plugin to load.
- */
-export class DirectorySlot<T extends object> {
-  private impl: T | null = null;
-  readonly port: T;
-
-  constructor(owner: string) {
-    this.port = new Proxy({} as T, {
-      get: (_target, key) => {
-        if (!this.impl) throw new Error(`the ${owner} plugin is not loaded: nothing answers ${String(key)} of its directory`);
-        const value = (this.impl as Record<string | symbol, unknown>)[key];
-        return typeof value === 'function' ? value.bind(this.impl) : value;
-      },
-    });
-  }
-
-  fill(impl: T): void {
-    this.impl = impl;
-  }
-}
-
-export const ProjectDirectorySlotToken = Symbol('ProjectDirectorySlot') as InjectionToken<DirectorySlot<ProjectDirectory>>;
-export const OrgDirectorySlotToken = Symbol('OrgDirectorySlot') as InjectionToken<DirectorySlot<OrgDirectory>>;
-export const UserDirectorySlotToken = Symbol('UserDirectorySlot') as InjectionToken<DirectorySlot<UserDirectory>>;
+/** The slots the projects, orgs and auth plugins fill (core/ports/slot.ts). */
+export const ProjectDirectorySlotToken = Symbol('ProjectDirectorySlot') as InjectionToken<PortSlot<ProjectDirectory>>;
+export const OrgDirectorySlotToken = Symbol('OrgDirectorySlot') as InjectionToken<PortSlot<OrgDirectory>>;
+export const UserDirectorySlotToken = Symbol('UserDirectorySlot') as InjectionToken<PortSlot<UserDirectory>>;
 
 /** The kernel's part: the three slots, and their ports under the directory tokens. */
-export function declareDirectories(container: { registerInstance<T>(token: InjectionToken<T>, instance: T): unknown }): void {
-  const slots = [
-    [ProjectDirectorySlotToken, ProjectDirectoryToken, new DirectorySlot<ProjectDirectory>('projects')],
-    [OrgDirectorySlotToken, OrgDirectoryToken, new DirectorySlot<OrgDirectory>('orgs')],
-    [UserDirectorySlotToken, UserDirectoryToken, new DirectorySlot<UserDirectory>('auth')],
-  ] as const;
-  for (const [slotToken, portToken, slot] of slots) {
-    container.registerInstance(slotToken as InjectionToken<DirectorySlot<object>>, slot);
-    container.registerInstance(portToken as InjectionToken<object>, slot.port);
-  }
+export function declareDirectories(container: Registrar): void {
+  declareSlot(container, ProjectDirectorySlotToken, ProjectDirectoryToken, new PortSlot<ProjectDirectory>('projects', 'directory'));
+  declareSlot(container, OrgDirectorySlotToken, OrgDirectoryToken, new PortSlot<OrgDirectory>('orgs', 'directory'));
+  declareSlot(container, UserDirectorySlotToken, UserDirectoryToken, new PortSlot<UserDirectory>('auth', 'directory'));
 }

@@ -1,18 +1,19 @@
 import type { Logger } from 'pino';
-import type { DependencyContainer } from '../../core/di.ts';
+import { inject, injectable } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
 import type { RoleService } from '../../core/roles.ts';
 import type { Notifier } from '../../core/db/notify.ts';
 import { listen, type Listening } from '../../core/db/listen.ts';
-import type { Scheduler } from '../../core/ports/scheduler.ts';
-import { ManifestReaderToken } from '../../core/ports/manifest.ts';
+import { SchedulerToken, type Scheduler } from '../../core/ports/scheduler.ts';
+import { ManifestReaderToken, type ManifestReader } from '../../core/ports/manifest.ts';
 import { emitEvent, type NewEvent } from '../../core/events/emit.ts';
 import { cronTick } from '../../core/cron.ts';
 import { readTrigger } from '../../domain/manifest/triggers.ts';
 import type { Manifest } from '../../domain/manifest/types.ts';
 import { triggerOwners, type OwnerKind } from './matcher.ts';
 import { ProjectDirectoryToken, type ProjectDirectory } from '../../core/ports/directory.ts';
+import { ScheduleRequests } from './schedules.ts';
 
 /** The scheduler job that fires every cron schedule; its data is `{key, project_id}`. */
 export const CRON_JOB = 'svc.events.cron';
@@ -43,11 +44,9 @@ export function cronTriggers(projectId: string, manifest: Manifest): Map<string,
  * orchestrators from re-syncing one project at once. `fire` runs each tick: it emits the event
  * with a dedupe key of the key and the minute, so a tick is one event however often it runs.
  */
+@injectable()
 export class CronSync implements RoleService {
   readonly name = 'cron-sync';
-  private readonly db: Db;
-  private readonly logger: Logger;
-  private readonly projects: ProjectDirectory;
   private listening: Listening | null = null;
   private timer: NodeJS.Timeout | null = null;
   private readonly queued = new Set<string>();
@@ -56,19 +55,19 @@ export class CronSync implements RoleService {
   private stopped = false;
 
   constructor(
-    private readonly container: DependencyContainer,
-    private readonly requests: Notifier,
-    private readonly scheduler: Scheduler,
-  ) {
-    this.db = container.resolve(Tokens.Db);
-    this.logger = container.resolve(Tokens.Logger);
-    this.projects = container.resolve(ProjectDirectoryToken);
-  }
+    @inject(Tokens.Db) private readonly db: Db,
+    @inject(Tokens.DatabaseUrl) private readonly databaseUrl: string,
+    @inject(Tokens.Logger) private readonly logger: Logger,
+    @inject(ProjectDirectoryToken) private readonly projects: ProjectDirectory,
+    @inject(ManifestReaderToken) private readonly manifests: ManifestReader,
+    @inject(ScheduleRequests) private readonly requests: Notifier,
+    @inject(SchedulerToken) private readonly scheduler: Scheduler,
+  ) {}
 
   async start(): Promise<void> {
     const ask = (payload: string) => void this.queue(payload.split(' ').filter(Boolean));
     this.unsubscribe = this.requests.onNotice(ask);
-    this.listening = await listen(this.container.resolve(Tokens.DatabaseUrl), SCHEDULES_CHANNEL, ask, this.logger);
+    this.listening = await listen(this.databaseUrl, SCHEDULES_CHANNEL, ask, this.logger);
     this.timer = setInterval(() => void this.syncAll(), FULL_SYNC_EVERY_MS);
     await this.syncAll();
   }
@@ -94,7 +93,7 @@ export class CronSync implements RoleService {
     const { rows } = await this.db.raw<{ rows: { project_id: string }[] }>(
       'SELECT project_id FROM schedule_registrations UNION SELECT project_id FROM schedules WHERE enabled',
     );
-    const fromManifests = await this.container.resolve(ManifestReaderToken).projectsWithCronTriggers();
+    const fromManifests = await this.manifests.projectsWithCronTriggers();
     return [...new Set([...rows.map((r) => r.project_id), ...fromManifests])];
   }
 
@@ -123,7 +122,7 @@ export class CronSync implements RoleService {
   private async desired(projectId: string, trx: Db): Promise<Map<string, string>> {
     const project = await this.projects.byId(projectId, trx);
     if (!project || project.deleted) return new Map();
-    const manifest = await this.container.resolve(ManifestReaderToken).current(projectId);
+    const manifest = await this.manifests.current(projectId);
     const out = new Map([...(manifest ? cronTriggers(projectId, manifest.parsed) : new Map())].map(([key, t]) => [key, t.schedule as string]));
     for (const s of await trx('schedules').where({ project_id: projectId, enabled: true }).select('id', 'cron')) out.set(scheduleKey(s.id), s.cron);
     return out;
@@ -173,7 +172,7 @@ export class CronSync implements RoleService {
         payload: { ...s.payload, schedule: s.cron, schedule_id: s.id },
       };
     }
-    const manifest = await this.container.resolve(ManifestReaderToken).current(projectId);
+    const manifest = await this.manifests.current(projectId);
     const trigger = manifest ? cronTriggers(projectId, manifest.parsed).get(key) : undefined;
     if (!trigger) return null;
     return {

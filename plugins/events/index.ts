@@ -5,9 +5,11 @@ import { EVENTS_CHANNEL, attachEventWakeups, eventWakeupsOf } from '../../core/e
 import { RoleServices } from '../../core/roles.ts';
 import { SchedulerToken } from '../../core/ports/scheduler.ts';
 import { ManifestSyncListeners } from '../../core/ports/manifest.ts';
+import { EventLogSlotToken } from '../../core/ports/events.ts';
 import { EventRepository } from './repository.ts';
+import { EventLogReader } from './log.ts';
 import { EventService } from './service.ts';
-import { EventRouter } from './router.ts';
+import { EventRouter, EventWakeups } from './router.ts';
 import { CRON_JOB, CronSync, SCHEDULES_CHANNEL } from './cron-sync.ts';
 import { ScheduleRequests, Schedules } from './schedules.ts';
 import { eventRoutes } from './routes.ts';
@@ -26,17 +28,18 @@ export const plugin: DomainPlugin = {
     const logger = container.resolve(Tokens.Logger);
     // Another plugin that reacts to events (webhooks) may have attached the notifier first.
     if (!eventWakeupsOf(db)) attachEventWakeups(db, new Notifier(db, EVENTS_CHANNEL, logger));
-    const wakeups = eventWakeupsOf(db)!;
+    container.registerInstance(EventWakeups, eventWakeupsOf(db)!);
     const resync = new Notifier(db, SCHEDULES_CHANNEL, logger);
     container.registerInstance(ScheduleRequests, resync);
     for (const cls of [EventRepository, EventService, Schedules]) container.registerSingleton(cls as never);
+    container.resolve(EventLogSlotToken).fill(container.resolve(EventLogReader));
     container.resolve(ManifestSyncListeners).add((manifest) => resync.notify(manifest.project_id));
 
     const roles = container.resolve(RoleServices);
-    roles.add('orchestrator', new EventRouter(container, wakeups));
+    roles.add('orchestrator', container.resolve(EventRouter));
     if (container.isRegistered(SchedulerToken)) {
       const scheduler = container.resolve(SchedulerToken);
-      const cron = new CronSync(container, resync, scheduler);
+      const cron = container.resolve(CronSync);
       scheduler.define(CRON_JOB, cron.fire);
       roles.add('orchestrator', cron);
     }

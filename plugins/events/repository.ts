@@ -3,11 +3,11 @@ import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
 import { paginate, type ListQuery, type Page } from '../../core/http/lists.ts';
 import type { EventSource } from '../../core/events/emit.ts';
+import type { EventStatus } from '../../core/events/schema.ts';
+import type { LoggedEvent } from '../../core/ports/events.ts';
 import type { Decision } from './matcher.ts';
 import { ProjectDirectoryToken, type ProjectDirectory } from '../../core/ports/directory.ts';
 
-export const EVENT_STATUSES = ['pending', 'processing', 'completed', 'failed'] as const;
-export type EventStatus = (typeof EVENT_STATUSES)[number];
 
 /** What the router did with an event: the manifest it read, and every trigger's decision (with what a match started). */
 export interface Routing {
@@ -17,26 +17,14 @@ export interface Routing {
   not_matched: Extract<Decision, { matched: false }>[];
 }
 
-export interface EventRow {
-  id: string;
-  project_id: string;
-  type: string;
-  source: EventSource;
-  status: EventStatus;
-  payload_json: Record<string, unknown>;
-  env_name: string | null;
-  ref_sha: string | null;
-  ref_branch: string | null;
-  actor_type: 'user' | 'system' | 'app' | null;
-  actor_id: string | null;
-  dedupe_key: string | null;
+/** A row of the events table: the fields the spine records (what others read through the EventLog), and this domain's. */
+export interface EventRow extends LoggedEvent {
   mutation_id: string | null;
   request_id: string | null;
   routing: Routing | null;
   error: string | null;
   claimed_at: Date | null;
   attempts: number;
-  created_at: Date;
   updated_at: Date;
 }
 

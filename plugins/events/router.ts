@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { Passes } from '../../core/passes.ts';
-import type { DependencyContainer } from '../../core/di.ts';
+import { inject, injectable, type InjectionToken } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
 import type { RoleService } from '../../core/roles.ts';
 import type { Notifier } from '../../core/db/notify.ts';
@@ -21,6 +21,9 @@ export interface RouterOptions {
   lanes: number;
 }
 
+/** The notifier new events wake the router through (core/events/wakeups.ts attaches it to the database). */
+export const EventWakeups = Symbol('EventWakeups') as InjectionToken<Notifier>;
+
 export const ROUTER_DEFAULTS: RouterOptions = { pollEveryMs: 1_000, recoverEveryMs: 30_000, staleSeconds: 300, maxAttempts: 3, batch: 32, lanes: 8 };
 
 /**
@@ -30,25 +33,20 @@ export const ROUTER_DEFAULTS: RouterOptions = { pollEveryMs: 1_000, recoverEvery
  * ordered (several routers could not keep an order anyway). Events stuck in processing are
  * requeued (or failed after maxAttempts).
  */
+@injectable()
 export class EventRouter implements RoleService {
   readonly name = 'event-router';
-  private readonly events: EventRepository;
-  private readonly routing: EventRouting;
-  private readonly logger: Logger;
-  private readonly databaseUrl: string;
   private stopped = false;
   private readonly passes = new Passes(() => this.pass(), (err) => this.logger.error({ err }, 'event routing pass failed'));
 
   constructor(
-    container: DependencyContainer,
-    private readonly wakeups: Notifier,
+    @inject(EventRepository) private readonly events: EventRepository,
+    @inject(EventRouting) private readonly routing: EventRouting,
+    @inject(Tokens.Logger) private readonly logger: Logger,
+    @inject(Tokens.DatabaseUrl) private readonly databaseUrl: string,
+    @inject(EventWakeups) private readonly wakeups: Notifier,
     private readonly options: RouterOptions = ROUTER_DEFAULTS,
-  ) {
-    this.events = container.resolve(EventRepository);
-    this.routing = new EventRouting(container);
-    this.logger = container.resolve(Tokens.Logger);
-    this.databaseUrl = container.resolve(Tokens.DatabaseUrl);
-  }
+  ) {}
 
   async start(): Promise<void> {
     await this.passes.wakeOn(this.wakeups, this.databaseUrl, this.logger);

@@ -1,7 +1,7 @@
 import Boom from '@hapi/boom';
-import type { DependencyContainer } from '../../core/di.ts';
-import { ManifestReaderToken } from '../../core/ports/manifest.ts';
-import { PipelineLauncherToken, WorkflowLauncherToken, type Creator } from '../../core/ports/launchers.ts';
+import { inject, injectable } from '../../core/di.ts';
+import { ManifestReaderToken, type ManifestReader } from '../../core/ports/manifest.ts';
+import { PipelineLauncherToken, WorkflowLauncherToken, type Creator, type PipelineLauncher, type WorkflowLauncher } from '../../core/ports/launchers.ts';
 import type { StoredManifest } from '../../domain/manifest/types.ts';
 import { decideAll, type Decision } from './matcher.ts';
 import type { EventRow, Routing } from './repository.ts';
@@ -19,8 +19,13 @@ const messageOf = (err: unknown): string => (Boom.isBoom(err) ? err.message : er
  * pipeline run or workflow job for each match (the payload as its input), and says how it went.
  * A match that fails to start fails the event, with the reason, after the others have started.
  */
+@injectable()
 export class EventRouting {
-  constructor(private readonly container: DependencyContainer) {}
+  constructor(
+    @inject(ManifestReaderToken) private readonly manifests: ManifestReader,
+    @inject(WorkflowLauncherToken) private readonly workflows: WorkflowLauncher,
+    @inject(PipelineLauncherToken) private readonly pipelines: PipelineLauncher,
+  ) {}
 
   async route(event: EventRow, manifest: StoredManifest | null): Promise<RoutingOutcome> {
     const decisions: Decision[] = manifest ? decideAll(manifest.parsed, toRoutable(event)) : [];
@@ -46,17 +51,15 @@ export class EventRouting {
     const creator: Creator = { id: event.actor_id ?? 'system' };
     const input = event.payload_json;
     if (decision.kind === 'workflow') {
-      const launcher = this.container.resolve(WorkflowLauncherToken);
-      return launcher.invokeWorkflow(creator, event.project_id, decision.name, input, { id: event.id, type: event.type, payload: input });
+      return this.workflows.invokeWorkflow(creator, event.project_id, decision.name, input, { id: event.id, type: event.type, payload: input });
     }
-    const launcher = this.container.resolve(PipelineLauncherToken);
     const ref = event.ref_sha ?? event.ref_branch ?? undefined;
-    return launcher.runPipeline(creator, event.project_id, decision.name, { ref, env: event.env_name ?? undefined, inputs: input });
+    return this.pipelines.runPipeline(creator, event.project_id, decision.name, { ref, env: event.env_name ?? undefined, inputs: input });
   }
 
   /** The project's current manifest (null when none was synced). */
   manifestOf(projectId: string): Promise<StoredManifest | null> {
-    return this.container.resolve(ManifestReaderToken).current(projectId);
+    return this.manifests.current(projectId);
   }
 }
 

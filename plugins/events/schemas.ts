@@ -1,18 +1,15 @@
 import Joi from 'joi';
 import { idSchema, orgId, projectId, timestamp } from '../../core/http/schemas.ts';
 import { listQuerySchema } from '../../core/http/lists.ts';
-import { EVENT_SOURCES } from '../../core/events/emit.ts';
+import { EVENT_STATUSES, eventId, eventSource as source, recordedEventSchema } from '../../core/events/schema.ts';
 import { cronProblem } from '../../core/cron.ts';
-import { EVENT_STATUSES } from './repository.ts';
 
-export const eventId = idSchema('evt');
 export const scheduleId = idSchema('sch');
 
 /** Namespaced, dot-separated: `vcshost.push`, `manual.deploy-requested`, `app.UserSignedUp`. */
 export const eventType = Joi.string()
   .max(200)
   .pattern(/^[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z0-9_-]+)*$/, 'dot-separated event type such as manual.deploy');
-const source = Joi.string().valid(...EVENT_SOURCES);
 const text = (max: number) => Joi.string().trim().min(1).max(max);
 
 export const projectParams = Joi.object({ project_id: projectId.required() });
@@ -58,24 +55,11 @@ const routingSchema = Joi.object({
   not_matched: Joi.array().items(decision.keys({ matched: Joi.valid(false).required(), reason: Joi.string().required() })).required(),
 }).label('EventRouting');
 
-export const eventSchema = Joi.object({
-  id: eventId.required(),
-  project_id: projectId.required(),
-  type: Joi.string().required(),
-  source: source.required(),
-  status: Joi.string().valid(...EVENT_STATUSES).required(),
-  payload_json: Joi.object().unknown(true).required(),
-  env_name: Joi.string().allow(null).required(),
-  ref_sha: Joi.string().allow(null).required(),
-  ref_branch: Joi.string().allow(null).required(),
-  actor_type: Joi.string().valid('user', 'system', 'app').allow(null).required(),
-  actor_id: Joi.string().allow(null).required(),
-  dedupe_key: Joi.string().allow(null).required(),
+export const eventSchema = recordedEventSchema.keys({
   mutation_id: Joi.string().allow(null).required(),
   request_id: Joi.string().allow(null).required(),
   routing: routingSchema.allow(null).required().description('which triggers matched (and what they started) and why the others did not; null until routed'),
   error: Joi.string().allow(null).required().description('why routing failed'),
-  created_at: timestamp.required(),
   updated_at: timestamp.required(),
 }).label('Event');
 

@@ -4,15 +4,14 @@
  * the wrong shape, a clashing id, settings for a harness that does not exist) fails the boot with
  * the config path and the name.
  */
-import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import type { HarnessesConfig, HarnessSettings } from '../../core/config/schema.ts';
 import type { AgentsConfig } from '../../domain/manifest/types.ts';
 import { chooseAgent, planAgent, type AgentChoice, type AgentRequest } from '../../domain/manifest/profiles.ts';
 import type { HarnessAuthStatus, HarnessDefinition, HarnessRegistry } from '../../core/ports/harness.ts';
 import type { SecretContext } from '../../core/ports/secrets.ts';
 import { defineHarness } from '../../core/sdk.ts';
+import { loadModule } from '../../core/load-module.ts';
 import { builtInHarnesses } from '../../harnesses/index.ts';
 import { environmentCredentials, type HarnessAuth } from './service.ts';
 
@@ -27,28 +26,11 @@ interface Entry {
   source: string;
 }
 
-/** A package directory's entry point: `exports` (string or `.`), else `main`, else index.ts / index.js. */
-function packageEntry(dir: string): string {
-  const manifest = path.join(dir, 'package.json');
-  if (existsSync(manifest)) {
-    const pkg = JSON.parse(readFileSync(manifest, 'utf8')) as { exports?: unknown; main?: string };
-    const dot = typeof pkg.exports === 'object' && pkg.exports !== null ? (pkg.exports as Record<string, unknown>)['.'] : pkg.exports;
-    const target = typeof dot === 'string' ? dot : typeof dot === 'object' && dot !== null ? ((dot as Record<string, unknown>).import ?? (dot as Record<string, unknown>).default) : pkg.main;
-    if (typeof target === 'string') return path.join(dir, target);
-  }
-  const index = ['index.ts', 'index.js', 'index.mjs'].map((f) => path.join(dir, f)).find((f) => existsSync(f));
-  if (!index) throw new Error(`no package.json entry point or index file in ${dir}`);
-  return index;
-}
-
 async function loadPlugin(spec: string, cwd: string): Promise<HarnessDefinition> {
   const where = `harnesses.plugins: '${spec}'`;
   let mod: Record<string, unknown>;
   try {
-    const local = spec.startsWith('.') || path.isAbsolute(spec);
-    const file = local ? path.resolve(cwd, spec) : null;
-    const target = file ? pathToFileURL(statSync(file).isDirectory() ? packageEntry(file) : file).href : spec;
-    mod = await import(target);
+    mod = await loadModule(spec, { cwd });
   } catch (e) {
     throw new HarnessConfigError(`${where} could not be loaded: ${(e as Error).message}`);
   }

@@ -7,9 +7,8 @@
 import { accessSync, constants, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
-import type { DependencyContainer } from 'tsyringe';
 import type { HarnessAuthStatus, HarnessDefinition } from '../../core/ports/harness.ts';
-import { SecretResolverToken, type SecretContext } from '../../core/ports/secrets.ts';
+import type { SecretContext, SecretResolver } from '../../core/ports/secrets.ts';
 
 const isExecutableFile = (file: string): boolean => {
   try {
@@ -44,14 +43,15 @@ export function commandVariable(id: string): string {
 }
 
 export class HarnessAuth {
-  constructor(private readonly container: DependencyContainer) {}
+  /** `secrets` is looked up per call: the secrets plugin registers after this one, or is not loaded at all. */
+  constructor(private readonly secrets: () => SecretResolver | null) {}
 
   /** Credentials from the environment first, then secrets (system scope, or the job's scopes in `ctx`). */
   async credentials(def: HarnessDefinition, ctx: SecretContext = {}): Promise<Record<string, string>> {
     const found = environmentCredentials(def);
     const missing = credentialNames(def).filter((n) => !(n in found));
-    if (missing.length === 0 || !this.container.isRegistered(SecretResolverToken, true)) return found;
-    const secrets = this.container.resolve(SecretResolverToken);
+    const secrets = missing.length === 0 ? null : this.secrets();
+    if (!secrets) return found;
     for (const name of missing) {
       try {
         found[name] = await secrets.resolve(name, ctx);

@@ -1,14 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import Boom from '@hapi/boom';
-import type { DependencyContainer } from 'tsyringe';
 import type { Logger } from 'pino';
+import { inject, injectable, type InjectionToken } from '../../core/di.ts';
 import { Tokens, type Clock } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
 import { emitEvent, type EventSource } from '../../core/events/emit.ts';
-import { SecretResolverToken } from '../../core/ports/secrets.ts';
-import { VcsHostToken } from '../../core/ports/vcshost.ts';
-import { ChatAppToken } from '../../core/ports/chatapp.ts';
+import type { SecretResolver } from '../../core/ports/secrets.ts';
+import { VcsHostToken, type VcsHost } from '../../core/ports/vcshost.ts';
+import { ChatAppToken, type ChatApp } from '../../core/ports/chatapp.ts';
 import type { InboundEvent, InboundRequest } from '../../core/ports/integrations.ts';
+import { EventLogToken, type EventLog } from '../../core/ports/events.ts';
 import { IntegrationRepository } from './repository.ts';
 
 /** Project secret (org and system secrets of the name apply to projects without one) that signs code-host deliveries. */
@@ -21,45 +22,46 @@ export interface Outcome {
   body: Record<string, unknown>;
 }
 
+/** The secrets plugin registers after this one (config order), so its resolver is looked up per request. */
+export const InboundSecrets = Symbol('InboundSecrets') as InjectionToken<() => SecretResolver>;
+
 const ignored = (message: string): Outcome => ({ status: 202, body: { ignored: true, message } });
 
 /**
  * Webhook requests from the code host and the chat app: verified with their secret, read by the
  * configured adapter, and stored on the event spine as pending (the router takes them from there).
  */
+@injectable()
 export class InboundDeliveries {
-  private readonly repo: IntegrationRepository;
-  private readonly db: Db;
-  private readonly clock: Clock;
-  private readonly logger: Logger;
-
-  constructor(private readonly container: DependencyContainer) {
-    this.repo = container.resolve(IntegrationRepository);
-    this.db = container.resolve(Tokens.Db);
-    this.clock = container.resolve(Tokens.Clock);
-    this.logger = container.resolve(Tokens.Logger);
-  }
+  constructor(
+    @inject(IntegrationRepository) private readonly repo: IntegrationRepository,
+    @inject(Tokens.Db) private readonly db: Db,
+    @inject(Tokens.Clock) private readonly clock: Clock,
+    @inject(Tokens.Logger) private readonly logger: Logger,
+    @inject(VcsHostToken) private readonly host: VcsHost,
+    @inject(ChatAppToken) private readonly app: ChatApp,
+    @inject(InboundSecrets) private readonly secrets: () => SecretResolver,
+    @inject(EventLogToken) private readonly events: EventLog,
+  ) {}
 
   async vcshost(projectId: string, request: InboundRequest, requestId: string): Promise<Outcome> {
-    const host = this.container.resolve(VcsHostToken);
     const secret = (await this.repo.liveProject(projectId)) ? await this.secret(VCSHOST_WEBHOOK_SECRET, projectId) : null;
     if (!secret) this.logger.info({ projectId }, `vcshost delivery for a project that is unknown, deleted or has no ${VCSHOST_WEBHOOK_SECRET}`);
     // Verified against a random secret when there is none, so the answer does not tell which case it was.
-    const verification = host.verify(request, secret ?? randomBytes(32).toString('hex'));
+    const verification = this.host.verify(request, secret ?? randomBytes(32).toString('hex'));
     if (!verification.ok) throw Boom.unauthorized(verification.reason);
-    const delivery = host.normalize(request);
+    const delivery = this.host.normalize(request);
     if (delivery.kind === 'invalid') throw Boom.badRequest(delivery.message);
     if (delivery.kind === 'ignored') return ignored(`vcshost event '${delivery.event}' is ignored: only push and pull_request deliveries are stored`);
     return this.store(projectId, 'vcshost', delivery.event, requestId);
   }
 
   async chat(request: InboundRequest, requestId: string): Promise<Outcome> {
-    const app = this.container.resolve(ChatAppToken);
     const secret = await this.secret(CHATAPP_SIGNING_SECRET, null);
     if (!secret) throw Boom.notFound(`the chat app integration is not configured on this server: an admin sets the system secret ${CHATAPP_SIGNING_SECRET} to enable it`);
-    const verification = app.verify(request, secret, this.clock.now());
+    const verification = this.app.verify(request, secret, this.clock.now());
     if (!verification.ok) throw Boom.unauthorized(verification.reason);
-    const delivery = app.normalize(request);
+    const delivery = this.app.normalize(request);
     switch (delivery.kind) {
       case 'invalid':
         throw Boom.badRequest(delivery.message);
@@ -79,13 +81,13 @@ export class InboundDeliveries {
   /** 201 with the new event, or 200 with the one an earlier delivery of the same id stored. */
   private async store(projectId: string, source: EventSource, event: InboundEvent, requestId: string): Promise<Outcome> {
     const { id, created } = await this.db.transaction((trx) => emitEvent(trx, { ...event, project_id: projectId, source, request_id: requestId }));
-    return { status: created ? 201 : 200, body: await this.repo.event(id) };
+    return { status: created ? 201 : 200, body: { ...(await this.events.byId(id)) } };
   }
 
   /** The secret's value, or null when no scope searched holds it. */
   private async secret(name: string, projectId: string | null): Promise<string | null> {
     try {
-      return await this.container.resolve(SecretResolverToken).resolve(name, { projectId });
+      return await this.secrets().resolve(name, { projectId });
     } catch (e) {
       if (Boom.isBoom(e) && e.output.statusCode === 422) return null;
       throw e;

@@ -1,7 +1,9 @@
 import type { DomainPlugin } from '../../core/http/plugins.ts';
 import { IntegrationRepository } from './repository.ts';
 import { ChatRoutes } from './service.ts';
-import { InboundDeliveries } from './inbound.ts';
+import { resolveLater } from '../../core/di.ts';
+import { SecretResolverToken } from '../../core/ports/secrets.ts';
+import { InboundDeliveries, InboundSecrets } from './inbound.ts';
 import { chatRouteRoutes } from './routes.ts';
 import { inboundRoutes } from './inbound-routes.ts';
 
@@ -16,6 +18,7 @@ export const plugin: DomainPlugin = {
   register(server, { container }) {
     container.registerSingleton(IntegrationRepository);
     container.registerSingleton(ChatRoutes);
-    server.route([...chatRouteRoutes(container), ...inboundRoutes(new InboundDeliveries(container))]);
+    container.registerInstance(InboundSecrets, resolveLater(container, SecretResolverToken));
+    server.route([...chatRouteRoutes(container), ...inboundRoutes(container.resolve(InboundDeliveries))]);
   },
 };

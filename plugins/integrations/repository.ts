@@ -16,11 +16,6 @@ export interface RouteRow {
 
 export type RouteFilters = Pick<ListQuery, 'limit' | 'offset'> & { team_id?: string };
 
-/** The spine's fields of an event, as the inbound routes answer them. */
-const EVENT_FIELDS = [
-  'id', 'project_id', 'type', 'source', 'status', 'payload_json', 'env_name', 'ref_sha', 'ref_branch', 'actor_type', 'actor_id', 'dedupe_key', 'created_at',
-];
-
 @injectable()
 export class IntegrationRepository {
   constructor(
@@ -65,10 +60,6 @@ export class IntegrationRepository {
       .pluck('project_id');
     const live = new Set((await this.projects.byIds(candidates)).filter((p) => !p.deleted).map((p) => p.id));
     return candidates.find((id) => live.has(id)) ?? null;
-  }
-
-  event(id: string): Promise<Record<string, unknown>> {
-    return this.db('events').where({ id }).first(EVENT_FIELDS);
   }
 
   /** Whether the project exists and is not deleted. */

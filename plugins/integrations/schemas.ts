@@ -1,6 +1,7 @@
 import Joi from 'joi';
 import { idSchema, orgId, projectId, timestamp } from '../../core/http/schemas.ts';
 import { listQuerySchema } from '../../core/http/lists.ts';
+import { recordedEventSchema } from '../../core/events/schema.ts';
 
 export const routeId = idSchema('route');
 /** Team and channel ids as the chat app writes them (T0123ABCD, C0456EFGH). */
@@ -27,21 +28,7 @@ export const routeSchema = Joi.object({
 }).label('ChatRoute');
 
 /** An event as stored by an inbound delivery (the spine's fields). */
-export const eventSchema = Joi.object({
-  id: Joi.string().required(),
-  project_id: projectId.required(),
-  type: Joi.string().required(),
-  source: Joi.string().valid('vcshost', 'chatapp').required(),
-  status: Joi.string().valid('pending', 'processing', 'completed', 'failed').required(),
-  payload_json: Joi.object().unknown(true).required(),
-  env_name: Joi.string().allow(null).required(),
-  ref_sha: Joi.string().allow(null).required(),
-  ref_branch: Joi.string().allow(null).required(),
-  actor_type: Joi.string().valid('user', 'system', 'app').allow(null).required(),
-  actor_id: Joi.string().allow(null).required(),
-  dedupe_key: Joi.string().allow(null).required(),
-  created_at: timestamp.required(),
-}).label('InboundEvent');
+export const eventSchema = recordedEventSchema.keys({ source: Joi.string().valid('vcshost', 'chatapp').required() }).label('InboundEvent');
 
 export const ignoredSchema = Joi.object({
   ignored: Joi.boolean().valid(true).required(),

@@ -2,7 +2,7 @@ import Boom from '@hapi/boom';
 import { inject, injectable } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
-import { newId } from '../../core/ids.ts';
+import { drawUntilFree, newId } from '../../core/ids.ts';
 import { Access } from '../../core/auth/access.ts';
 import { Memberships } from '../../core/auth/memberships.ts';
 import { ROLE_PERMISSIONS } from '../../core/auth/permissions.ts';
@@ -31,18 +31,18 @@ export class OrgService {
   /** Creates the org with the caller as owner. A chosen slug must be free; a derived one is varied. */
   async create(principal: Principal, input: OrgInput): Promise<Org> {
     requireUnscoped(principal);
-    const derived = input.slug === undefined;
     let slug = input.slug ?? orgSlugFrom(input.name);
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await this.insertOwned(principal, { id: input.id ?? newId('org'), name: input.name, slug });
-      } catch (e) {
-        if (isUniqueViolation(e, 'orgs_pkey')) throw Boom.conflict(`org ${input.id} already exists`);
-        if (!isUniqueViolation(e, 'orgs_slug_unique')) throw e;
-        if (!derived || attempt >= SLUG_ATTEMPTS) throw Boom.conflict(`org slug '${slug}' is taken`);
-        slug = varyOrgSlug(input.name);
-      }
-    }
+    return drawUntilFree({
+      draws: input.slug === undefined ? SLUG_ATTEMPTS + 1 : 1,
+      attempt: async (n) => {
+        if (n > 0) slug = varyOrgSlug(input.name);
+        return this.insertOwned(principal, { id: input.id ?? newId('org'), name: input.name, slug }).catch((e) => {
+          throw isUniqueViolation(e, 'orgs_pkey') ? Boom.conflict(`org ${input.id} already exists`) : e;
+        });
+      },
+      taken: (e) => isUniqueViolation(e, 'orgs_slug_unique'),
+      exhausted: () => Boom.conflict(`org slug '${slug}' is taken`),
+    });
   }
 
   /**

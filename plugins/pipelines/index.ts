@@ -19,7 +19,7 @@ export const plugin: DomainPlugin = {
   dependencies: ['projects', 'manifest', 'jobs'],
   register(server, { container }) {
     for (const cls of [RunEventBus, PipelineRunRepository]) container.registerSingleton(cls as never);
-    const service = new PipelineRuns(container);
+    const service = container.resolve(PipelineRuns);
     container.resolve(JobPhaseListeners).add(service.follow);
     container.resolve(AttemptLogListeners).add(service.stepLog);
     container.registerInstance(PipelineLauncherToken, { runPipeline: async (creator, projectId, name, request) => ({ run_id: (await service.start(creator, projectId, name, request)).id }) });

@@ -1,5 +1,5 @@
 import Boom from '@hapi/boom';
-import type { DependencyContainer } from '../../core/di.ts';
+import { inject, injectable } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
 import { newId } from '../../core/ids.ts';
@@ -29,19 +29,17 @@ export const STEP_FAILED = 'STEP_FAILED';
  * moves steps and the run as their jobs change, in the same transaction; `approve` and `cancel`
  * act on a run under its row lock. Every change is appended to the run's event log for streams.
  */
+@injectable()
 export class PipelineRuns {
-  private readonly db: Db;
-  private readonly runs: PipelineRunRepository;
-  private readonly graphs: JobGraphs;
-
-  constructor(private readonly container: DependencyContainer) {
-    this.db = container.resolve(Tokens.Db);
-    this.runs = container.resolve(PipelineRunRepository);
-    this.graphs = container.resolve(JobGraphsToken);
-  }
+  constructor(
+    @inject(Tokens.Db) private readonly db: Db,
+    @inject(PipelineRunRepository) private readonly runs: PipelineRunRepository,
+    @inject(JobGraphsToken) private readonly graphs: JobGraphs,
+    @inject(ManifestReaderToken) private readonly manifests: ManifestReader,
+  ) {}
 
   private async manifest(projectId: string): Promise<StoredManifest> {
-    const manifest = await this.container.resolve<ManifestReader>(ManifestReaderToken).current(projectId);
+    const manifest = await this.manifests.current(projectId);
     if (!manifest) throw Boom.notFound(`project ${projectId} has no synced manifest`);
     return manifest;
   }

@@ -2,7 +2,7 @@ import Boom from '@hapi/boom';
 import { inject, injectable } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
-import { newId } from '../../core/ids.ts';
+import { drawUntilFree, newId } from '../../core/ids.ts';
 import { Access } from '../../core/auth/access.ts';
 import { ROLE_PERMISSIONS } from '../../core/auth/permissions.ts';
 import type { Grant, Principal } from '../../core/auth/principal.ts';
@@ -46,21 +46,20 @@ export class ProjectService {
   async create(input: ProjectInput, db: Db = this.db): Promise<Project> {
     const org = await this.orgs.byId(input.org_id, db);
     if (org?.deleted) throw Boom.badData(`org ${input.org_id} is deleted; restore it before adding projects`);
-    const derived = input.slug === undefined;
     let slug = input.slug ?? projectSlugFrom(input.name);
-    for (let attempt = 0; ; attempt++) {
-      try {
-        const row = db.isTransaction
-          ? await db.transaction((sp) => this.projects.insert(this.fields(input, slug), sp))
-          : await this.projects.insert(this.fields(input, slug), db);
+    return drawUntilFree({
+      draws: input.slug === undefined ? SLUG_ATTEMPTS + 1 : 1,
+      attempt: async (n) => {
+        if (n > 0) slug = varySlug(slug, n - 1);
+        const insert = (into: Db) => this.projects.insert(this.fields(input, slug), into);
+        const row = await (db.isTransaction ? db.transaction(insert) : insert(db)).catch((e) => {
+          throw isUniqueViolation(e, 'projects_pkey') ? Boom.conflict(`project ${input.id} already exists`) : e;
+        });
         return toProject(row);
-      } catch (e) {
-        if (isUniqueViolation(e, 'projects_pkey')) throw Boom.conflict(`project ${input.id} already exists`);
-        if (!isUniqueViolation(e, 'projects_slug_unique')) throw e;
-        if (!derived || attempt >= SLUG_ATTEMPTS) throw Boom.conflict(`project slug '${slug}' is taken`);
-        slug = varySlug(slug, attempt);
-      }
-    }
+      },
+      taken: (e) => isUniqueViolation(e, 'projects_slug_unique'),
+      exhausted: () => Boom.conflict(`project slug '${slug}' is taken`),
+    });
   }
 
   /** Find-or-create by id, else slug, else name within the org; 409 when it exists with other parameters. */

@@ -1,26 +1,11 @@
 import type { Knex } from 'knex';
 import type { Sealer } from '../../core/crypto/sealer.ts';
+import type { SealedColumn } from '../../core/crypto/sealed-columns.ts';
 import { ownerOf, type SecretRow } from './repository.ts';
 import { secretContext } from './sealing.ts';
 
-/** A column holding values sealed with the master key, and the AAD each row's value was sealed under. */
-interface SealedColumn {
-  table: string;
-  key: string;
-  column: string;
-  context(row: Record<string, unknown>): string;
-}
-
-/**
- * Every sealed column in the database. The signing keys' context repeats the one in
- * core/auth/signing-keys.ts; the rekey test starts a server on the new key, which fails if they drift.
- */
-export const SEALED_COLUMNS: SealedColumn[] = [
-  { table: 'signing_keys', key: 'kid', column: 'private_key_enc', context: (r) => `signing-key:${r.kid}` },
-  { table: 'secrets', key: 'id', column: 'value_enc', context: (r) => secretContext(ownerOf(r as unknown as SecretRow), r.name as string) },
-  // Repeats plugins/webhooks/repository.ts secretContext (a plugin does not import another).
-  { table: 'webhook_subscriptions', key: 'id', column: 'secret_enc', context: (r) => `webhook-secret:${r.id}` },
-];
+/** The secrets' values. The other owners declare theirs (core/auth/signing-keys.ts, plugins/webhooks/repository.ts). */
+export const SECRET_SEALS: SealedColumn = { table: 'secrets', key: 'id', column: 'value_enc', context: (r) => secretContext(ownerOf(r as unknown as SecretRow), r.name as string) };
 
 export interface RekeyReport {
   table: string;
@@ -30,14 +15,14 @@ export interface RekeyReport {
 }
 
 /**
- * Re-seals every value from `from` to `to` in one transaction, with the tables locked against
- * writes: either all values move to the new key or none do. A value that opens with neither key
- * aborts the whole run, naming its row (never its content).
+ * Re-seals every value of the columns from `from` to `to` in one transaction, with the tables
+ * locked against writes: either all values move to the new key or none do. A value that opens
+ * with neither key aborts the whole run, naming its row (never its content).
  */
-export async function rekey(db: Knex, from: Sealer, to: Sealer): Promise<RekeyReport[]> {
+export async function rekey(db: Knex, from: Sealer, to: Sealer, columns: SealedColumn[]): Promise<RekeyReport[]> {
   return db.transaction(async (trx) => {
     const present = [];
-    for (const sealed of SEALED_COLUMNS) if (await trx.schema.hasTable(sealed.table)) present.push(sealed);
+    for (const sealed of columns) if (await trx.schema.hasTable(sealed.table)) present.push(sealed);
     if (present.length) await trx.raw(`LOCK TABLE ${present.map((s) => s.table).join(', ')} IN EXCLUSIVE MODE`);
     const reports: RekeyReport[] = [];
     for (const sealed of present) reports.push(await rekeyColumn(trx, sealed, from, to));

@@ -55,6 +55,9 @@ export interface ClaimedDelivery {
   event: DeliveredEvent | null;
 }
 
+/** A delivery just leased, before its event is read. */
+export type LeasedDelivery = Omit<ClaimedDelivery, 'event'> & { event_id: string };
+
 /** What became of one claimed delivery: an attempt's outcome, or not sent at all (`skipped`). */
 export interface AttemptResult {
   delivery: ClaimedDelivery;
@@ -75,17 +78,14 @@ const ACTIVE = "('pending', 'retrying')";
 export class DeliveryRepository {
   constructor(@inject(Tokens.Db) private readonly db: Db) {}
 
-  /** Takes up to `limit` events off the outbox (SKIP LOCKED), with their project's org. */
-  async takeOutbox(trx: Db, limit: number): Promise<(DeliveredEvent & { project_id: string })[]> {
+  /** Takes up to `limit` event ids off the outbox (SKIP LOCKED). */
+  async takeOutbox(trx: Db, limit: number): Promise<string[]> {
     const { rows } = await trx.raw(
-      `WITH taken AS (
-         DELETE FROM webhook_outbox o USING (SELECT id FROM webhook_outbox ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED) pick
-         WHERE o.id = pick.id RETURNING o.event_id)
-       SELECT e.id, e.type, e.project_id, p.org_id, e.created_at AS time, e.payload_json AS data
-       FROM taken JOIN events e ON e.id = taken.event_id JOIN projects p ON p.id = e.project_id`,
+      `DELETE FROM webhook_outbox o USING (SELECT id FROM webhook_outbox ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED) pick
+       WHERE o.id = pick.id RETURNING o.id, o.event_id`,
       [limit],
     );
-    return rows;
+    return rows.sort((a: { id: number }, b: { id: number }) => a.id - b.id).map((r: { event_id: string }) => r.event_id);
   }
 
   /** Inserts deliveries, skipping an event already in flight to the subscription; returns the ids written. */
@@ -103,8 +103,8 @@ export class DeliveryRepository {
     return new Set(written.map((r: { id: string }) => r.id));
   }
 
-  /** Leases up to `limit` pending deliveries nobody holds (SKIP LOCKED), oldest first. */
-  async claim(limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
+  /** Leases up to `limit` pending deliveries nobody holds (SKIP LOCKED), oldest first; their events are read apart. */
+  async claim(limit: number, leaseMs: number): Promise<LeasedDelivery[]> {
     const { rows } = await this.db.raw(
       `WITH c AS (
          UPDATE webhook_deliveries d SET lease_expires_at = now() + make_interval(secs => ?), updated_at = now()
@@ -112,10 +112,8 @@ export class DeliveryRepository {
                ORDER BY created_at LIMIT ? FOR UPDATE SKIP LOCKED) pick
          WHERE d.id = pick.id
          RETURNING d.id, d.kind, d.replay_id, d.attempts, d.subscription_id, d.event_id)
-       SELECT c.*, s.url, s.secret_enc, (s.enabled AND s.deleted_at IS NULL) AS live,
-              e.type, e.project_id, p.org_id, e.created_at AS time, e.payload_json AS data
-       FROM c JOIN webhook_subscriptions s ON s.id = c.subscription_id
-       LEFT JOIN events e ON e.id = c.event_id LEFT JOIN projects p ON p.id = e.project_id`,
+       SELECT c.*, s.url, s.secret_enc, (s.enabled AND s.deleted_at IS NULL) AS live
+       FROM c JOIN webhook_subscriptions s ON s.id = c.subscription_id`,
       [leaseMs / 1000, limit],
     );
     return rows.map((r: Record<string, any>) => ({
@@ -124,7 +122,7 @@ export class DeliveryRepository {
       replay_id: r.replay_id,
       attempts: r.attempts,
       subscription: { id: r.subscription_id, url: r.url, secret_enc: r.secret_enc, live: r.live },
-      event: r.type === null ? null : { id: r.event_id, type: r.type, project_id: r.project_id, org_id: r.org_id, time: r.time, data: r.data },
+      event_id: r.event_id,
     }));
   }
 

@@ -1,13 +1,14 @@
 import type { Logger } from 'pino';
 import { Passes } from '../../core/passes.ts';
-import type { DependencyContainer } from '../../core/di.ts';
+import { inject, injectable } from '../../core/di.ts';
 import type { Db } from '../../core/db/knex.ts';
 import { eventWakeupsOf } from '../../core/events/wakeups.ts';
 import { newId } from '../../core/ids.ts';
 import type { RoleService } from '../../core/roles.ts';
-import type { Scheduler } from '../../core/ports/scheduler.ts';
+import type { Config } from '../../core/config/schema.ts';
 import { Tokens } from '../../core/tokens.ts';
 import { DeliveryRepository, type ClaimedDelivery, type NewDelivery } from './deliveries.ts';
+import { OrgEvents } from './org-events.ts';
 import { subscriptionMatches } from './matching.ts';
 import { SubscriptionRepository } from './repository.ts';
 import { DeliverySender } from './sender.ts';
@@ -28,14 +29,11 @@ const OVERDUE_EVERY_MS = 30_000;
  * claims are SKIP LOCKED with a lease, so any number of orchestrators share the work and a
  * delivery is sent by one of them at a time.
  */
+@injectable()
 export class WebhookDispatcher implements RoleService {
   readonly name = 'webhook-dispatcher';
-  readonly sender: DeliverySender;
-  private readonly db: Db;
-  private readonly logger: Logger;
-  private readonly deliveries: DeliveryRepository;
-  private readonly subscriptions: SubscriptionRepository;
   private readonly maxInFlight: number;
+  private readonly pollMs: number;
   private readonly leaseMs: number;
   private readonly inFlight = new Set<Promise<void>>();
   /** The last pass stopped for want of room: the next send to finish wakes the loop. */
@@ -43,23 +41,27 @@ export class WebhookDispatcher implements RoleService {
   private stopped = false;
   private readonly passes = new Passes(() => this.pass(), (err) => this.logger.error({ err }, 'webhook dispatch pass failed'));
 
-  constructor(private readonly container: DependencyContainer, scheduler: Scheduler) {
-    this.db = container.resolve(Tokens.Db);
-    this.logger = container.resolve(Tokens.Logger);
-    this.deliveries = container.resolve(DeliveryRepository);
-    this.subscriptions = container.resolve(SubscriptionRepository);
-    this.sender = new DeliverySender(container, scheduler);
-    const config = container.resolve(Tokens.Config).webhooks;
-    this.maxInFlight = config.max_in_flight;
-    this.leaseMs = config.timeout_ms + LEASE_MARGIN_MS;
+  constructor(
+    @inject(Tokens.Db) private readonly db: Db,
+    @inject(Tokens.DatabaseUrl) private readonly databaseUrl: string,
+    @inject(Tokens.Logger) private readonly logger: Logger,
+    @inject(DeliveryRepository) private readonly deliveries: DeliveryRepository,
+    @inject(SubscriptionRepository) private readonly subscriptions: SubscriptionRepository,
+    @inject(OrgEvents) private readonly events: OrgEvents,
+    @inject(WebhookWakeups) private readonly wakeups: WebhookWakeups,
+    @inject(DeliverySender) readonly sender: DeliverySender,
+    @inject(Tokens.Config) { webhooks }: Config,
+  ) {
+    this.maxInFlight = webhooks.max_in_flight;
+    this.leaseMs = webhooks.timeout_ms + LEASE_MARGIN_MS;
+    this.pollMs = webhooks.poll_ms;
   }
 
   /** Woken by new events (the plugin attaches the events notifier when no router did), by replays and retries, and by a poll. */
   async start(): Promise<void> {
-    const databaseUrl = this.container.resolve(Tokens.DatabaseUrl);
     const events = eventWakeupsOf(this.db);
-    for (const notifier of [this.container.resolve(WebhookWakeups), ...(events ? [events] : [])]) await this.passes.wakeOn(notifier, databaseUrl, this.logger);
-    this.passes.every(this.container.resolve(Tokens.Config).webhooks.poll_ms);
+    for (const notifier of [this.wakeups, ...(events ? [events] : [])]) await this.passes.wakeOn(notifier, this.databaseUrl, this.logger);
+    this.passes.every(this.pollMs);
     this.passes.every(OVERDUE_EVERY_MS, () => void this.sweepOverdue());
     this.wake();
   }
@@ -86,7 +88,8 @@ export class WebhookDispatcher implements RoleService {
     while (!this.stopped && this.room() > 0) {
       const limit = Math.min(this.room(), BATCH);
       const claimed = await this.deliveries.claim(limit, this.leaseMs);
-      for (const d of claimed) this.launch(d);
+      const events = new Map((await this.events.delivered(claimed.map((d) => d.event_id))).map((e) => [e.id, e]));
+      for (const { event_id, ...d } of claimed) this.launch({ ...d, event: events.get(event_id) ?? null });
       if (claimed.length < limit) break;
     }
     this.starved = this.room() <= 0;
@@ -100,7 +103,7 @@ export class WebhookDispatcher implements RoleService {
   private async fanOut(): Promise<number> {
     let room = this.room();
     const { taken, send } = await this.db.transaction(async (trx) => {
-      const events = await this.deliveries.takeOutbox(trx, BATCH);
+      const events = await this.events.delivered(await this.deliveries.takeOutbox(trx, BATCH), trx);
       if (events.length === 0) return { taken: 0, send: [] as ClaimedDelivery[] };
       const subs = await this.subscriptions.enabledIn([...new Set(events.map((e) => e.org_id))], trx);
       const rows: NewDelivery[] = [];

@@ -45,7 +45,7 @@ export const plugin: DomainPlugin = {
 
     if (container.isRegistered(SchedulerToken)) {
       const scheduler = container.resolve(SchedulerToken);
-      const dispatcher = new WebhookDispatcher(container, scheduler);
+      const dispatcher = container.resolve(WebhookDispatcher);
       const deliveries = container.resolve(DeliveryRepository);
       scheduler.define(REDELIVER_JOB, async (data) => {
         if (await deliveries.due(String(data.delivery_id), Number(data.attempts))) dispatcher.wake();

@@ -1,7 +1,6 @@
 import { inject, injectable } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
-import type { MatchableEvent } from './matching.ts';
 
 export interface ReplayRow {
   id: string;
@@ -19,11 +18,6 @@ export interface ReplayRow {
   completed_at: Date | null;
 }
 
-export type WindowEvent = MatchableEvent & { id: string };
-
-/** Events of a subscription's scope read per page when a replay walks its window. */
-const SCAN_PAGE = 1000;
-
 @injectable()
 export class ReplayRepository {
   constructor(@inject(Tokens.Db) private readonly db: Db) {}
@@ -38,37 +32,6 @@ export class ReplayRepository {
 
   async setEnqueued(trx: Db, id: string, enqueued: number, skipped: number): Promise<void> {
     await trx('webhook_replays').where({ id }).update({ events_enqueued: enqueued, events_skipped: skipped });
-  }
-
-  /** The event's time and id when it belongs to the org (and project, when given); else undefined. */
-  eventIn(trx: Db, eventId: string, orgId: string, projectId: string | null): Promise<{ id: string; created_at: Date } | undefined> {
-    const q = trx('events as e').join('projects as p', 'p.id', 'e.project_id').where({ 'e.id': eventId, 'p.org_id': orgId });
-    if (projectId !== null) q.where('e.project_id', projectId);
-    return q.first('e.id', 'e.created_at');
-  }
-
-  /**
-   * Walks the window from `fromEvent` (inclusive) to `to` in event order, passing each page to
-   * `take`, until `take` answers false. Positions are compared in SQL, at the database's
-   * microsecond precision, never through a JavaScript Date.
-   */
-  async scan(trx: Db, scope: { orgId: string; projectId: string | null }, fromEvent: string, to: Date, take: (page: WindowEvent[]) => boolean): Promise<void> {
-    let after: string | null = null;
-    for (;;) {
-      const q = trx('events as e')
-        .join('projects as p', 'p.id', 'e.project_id')
-        .where('p.org_id', scope.orgId)
-        .whereRaw('(e.created_at, e.id) >= (SELECT created_at, id FROM events WHERE id = ?)', [fromEvent])
-        .where('e.created_at', '<=', to)
-        .orderBy([{ column: 'e.created_at' }, { column: 'e.id' }])
-        .limit(SCAN_PAGE)
-        .select('e.id', 'e.type', 'e.project_id', 'e.payload_json as payload');
-      if (scope.projectId !== null) q.where('e.project_id', scope.projectId);
-      if (after !== null) q.whereRaw('(e.created_at, e.id) > (SELECT created_at, id FROM events WHERE id = ?)', [after]);
-      const page: WindowEvent[] = await q;
-      if (page.length === 0 || !take(page) || page.length < SCAN_PAGE) return;
-      after = page[page.length - 1].id;
-    }
   }
 
   /** Of `eventIds`, in order, those the subscription has neither received nor has in flight. */

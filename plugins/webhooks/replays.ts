@@ -7,7 +7,8 @@ import type { Principal } from '../../core/auth/principal.ts';
 import { DeliveryRepository } from './deliveries.ts';
 import { withCode, windowInvalid } from './errors.ts';
 import { subscriptionMatches } from './matching.ts';
-import { ReplayRepository, type ReplayRow, type WindowEvent } from './replay-repository.ts';
+import { ReplayRepository, type ReplayRow } from './replay-repository.ts';
+import { OrgEvents, type WindowEvent } from './org-events.ts';
 import { SubscriptionRepository } from './repository.ts';
 import { WebhookWakeups } from './wakeups.ts';
 
@@ -35,6 +36,7 @@ export class Replays {
     @inject(DeliveryRepository) private readonly deliveries: DeliveryRepository,
     @inject(ReplayRepository) private readonly replays: ReplayRepository,
     @inject(WebhookWakeups) private readonly wakeups: WebhookWakeups,
+    @inject(OrgEvents) private readonly events: OrgEvents,
   ) {}
 
   async create(principal: Principal, orgId: string, subscriptionId: string, req: ReplayRequest): Promise<ReplayView> {
@@ -43,7 +45,7 @@ export class Replays {
       const sub = await this.subscriptions.lock(subscriptionId, trx);
       if (!sub || sub.org_id !== orgId) throw Boom.notFound(`webhook ${subscriptionId} not found`);
       if (!sub.enabled) throw withCode(Boom.conflict(`webhook ${subscriptionId} is disabled; enable it before replaying`), 'resource_conflict');
-      const from = await this.replays.eventIn(trx, req.from_event, sub.org_id, sub.project_id);
+      const from = await this.events.inScope(trx, req.from_event, { orgId: sub.org_id, projectId: sub.project_id });
       if (!from) throw windowInvalid(`from_event ${req.from_event} is not an event of this webhook's ${sub.project_id ? 'project' : 'org'}`);
       const to = req.to ?? new Date();
       if (to.getTime() < from.created_at.getTime()) throw windowInvalid(`to (${to.toISOString()}) is before from_event (${from.created_at.toISOString()})`);
@@ -52,7 +54,7 @@ export class Replays {
       }
 
       const matched: WindowEvent[] = [];
-      await this.replays.scan(trx, { orgId: sub.org_id, projectId: sub.project_id }, from.id, to, (page) => {
+      await this.events.scan(trx, { orgId: sub.org_id, projectId: sub.project_id }, from.id, to, (page) => {
         for (const event of page) {
           if (subscriptionMatches(sub, event)) matched.push(event);
           if (matched.length >= req.max_events) return false;

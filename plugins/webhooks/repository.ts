@@ -2,6 +2,7 @@ import { inject, injectable } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
 import { paginate, type ListQuery, type Page } from '../../core/http/lists.ts';
+import type { SealedColumn } from '../../core/crypto/sealed-columns.ts';
 import type { WebhookFilter } from './matching.ts';
 import { ProjectDirectoryToken, type ProjectDirectory } from '../../core/ports/directory.ts';
 
@@ -37,6 +38,9 @@ export function toSubscription({ secret_enc: _secret, ...rest }: SubscriptionRow
 
 /** The AAD a subscription's secret is sealed under; plugins/secrets/rekey.ts repeats it. */
 export const secretContext = (id: string): string => `webhook-secret:${id}`;
+
+/** The subscriptions' signing secrets, for the master-key rekey. */
+export const WEBHOOK_SECRET_SEALS: SealedColumn = { table: 'webhook_subscriptions', key: 'id', column: 'secret_enc', context: (r) => secretContext(r.id as string) };
 
 @injectable()
 export class SubscriptionRepository {

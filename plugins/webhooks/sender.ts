@@ -1,9 +1,10 @@
 import type { Logger } from 'pino';
 import { Batcher } from '../../core/batcher.ts';
-import type { DependencyContainer } from '../../core/di.ts';
+import { inject, injectable } from '../../core/di.ts';
 import type { Db } from '../../core/db/knex.ts';
 import type { Sealer } from '../../core/crypto/sealer.ts';
-import type { Scheduler } from '../../core/ports/scheduler.ts';
+import { SchedulerToken, type Scheduler } from '../../core/ports/scheduler.ts';
+import type { Config } from '../../core/config/schema.ts';
 import { Tokens } from '../../core/tokens.ts';
 import { DeliveryRepository, type AttemptResult, type ClaimedDelivery } from './deliveries.ts';
 import { deliveryHeaders, envelope } from './envelope.ts';
@@ -19,29 +20,25 @@ export const REDELIVER_JOB = 'webhooks.redeliver';
  * transaction for many attempts): the delivery rows, the subscriptions' failure counts (auto-
  * disable), finished replays; then each retry is scheduled on the Scheduler at its time.
  */
+@injectable()
 export class DeliverySender {
-  private readonly db: Db;
-  private readonly sealer: Sealer;
-  private readonly logger: Logger;
-  private readonly transport: Transport;
-  private readonly deliveries: DeliveryRepository;
-  private readonly subscriptions: SubscriptionRepository;
-  private readonly replays: ReplayRepository;
   private readonly retryDelays: number[];
   private readonly disableAfter: number;
   private readonly recorder = new Batcher<AttemptResult, void>((items) => this.record(items), { maxBatch: 256, concurrency: 2 });
 
-  constructor(container: DependencyContainer, private readonly scheduler: Scheduler) {
-    this.db = container.resolve(Tokens.Db);
-    this.sealer = container.resolve(Tokens.Sealer);
-    this.logger = container.resolve(Tokens.Logger);
-    this.transport = container.resolve(Transport);
-    this.deliveries = container.resolve(DeliveryRepository);
-    this.subscriptions = container.resolve(SubscriptionRepository);
-    this.replays = container.resolve(ReplayRepository);
-    const config = container.resolve(Tokens.Config).webhooks;
-    this.retryDelays = config.retry_delays_ms;
-    this.disableAfter = config.disable_after_failures;
+  constructor(
+    @inject(Tokens.Db) private readonly db: Db,
+    @inject(Tokens.Sealer) private readonly sealer: Sealer,
+    @inject(Tokens.Logger) private readonly logger: Logger,
+    @inject(Transport) private readonly transport: Transport,
+    @inject(DeliveryRepository) private readonly deliveries: DeliveryRepository,
+    @inject(SubscriptionRepository) private readonly subscriptions: SubscriptionRepository,
+    @inject(ReplayRepository) private readonly replays: ReplayRepository,
+    @inject(SchedulerToken) private readonly scheduler: Scheduler,
+    @inject(Tokens.Config) { webhooks }: Config,
+  ) {
+    this.retryDelays = webhooks.retry_delays_ms;
+    this.disableAfter = webhooks.disable_after_failures;
   }
 
   /** One attempt of a leased delivery; resolves once its result is recorded. */

@@ -16,13 +16,12 @@ import type { OutputLine, ProcessExit, Runtime } from '../../core/ports/runtime.
 import { messageText } from '../../core/sdk.ts';
 import { Harnesses } from '../../plugins/harnesses/registry.ts';
 import { HarnessAuth } from '../../plugins/harnesses/service.ts';
-import type { DependencyContainer } from '../../core/di.ts';
 
 const BIN = fileURLToPath(new URL('../fixtures/bin/', import.meta.url));
 const FAKE: Record<string, string> = {
   harness_a: 'fake-claude', harness_b: 'fake-claude', harness_c: 'fake-claude', harness_d: 'fake-codex', harness_e: 'fake-gemini', harness_f: 'fake-opencode',
 };
-const noSecrets = { isRegistered: () => false } as unknown as DependencyContainer;
+const noSecrets = () => null;
 
 let root = '';
 let runtime: Runtime;
