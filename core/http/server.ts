@@ -10,6 +10,7 @@ import { Access } from '../auth/access.ts';
 import { installAuthScheme } from '../auth/scheme.ts';
 import { AccessTargets, installAccessCheck } from './access.ts';
 import { loadDomainPlugins } from './plugins.ts';
+import { installStorableInputCheck } from './storable-input.ts';
 
 const VERSION = '0.1.0';
 
@@ -73,6 +74,7 @@ export async function createServer(container: DependencyContainer): Promise<Serv
   ]);
 
   installAuthScheme(server, container);
+  installStorableInputCheck(server);
   installAccessCheck(server, container.resolve(Access), container.resolve(AccessTargets));
 
   server.ext('onPreResponse', (request, h) => {
