@@ -14,3 +14,16 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   if (name === 'KnexTimeoutError') return true;
   return /^Connection terminated|connection error and is not queryable|Client was closed and is not queryable|Connection lost/i.test(err.message);
 }
+
+/**
+ * Whether `err` says the database is overloaded or away rather than that the request is wrong: it
+ * is unreachable, the pool had no free connection in time, a lock wait or a statement ran past its
+ * timeout, or a deadlock or serialization conflict cancelled it. The same request may well succeed
+ * a moment later, so it answers 503 with Retry-After, never 500.
+ */
+export function isDatabaseBusy(err: unknown): boolean {
+  if (isDatabaseUnavailable(err)) return true;
+  const code = (err as { code?: unknown } | null)?.code;
+  // lock_not_available (lock_timeout), query_canceled (statement_timeout), deadlock, serialization failure
+  return typeof code === 'string' && ['55P03', '57014', '40P01', '40001'].includes(code);
+}

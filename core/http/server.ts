@@ -11,8 +11,11 @@ import { installAuthScheme } from '../auth/scheme.ts';
 import { AccessTargets, installAccessCheck } from './access.ts';
 import { loadDomainPlugins } from './plugins.ts';
 import { installStorableInputCheck } from './storable-input.ts';
+import { isDatabaseBusy } from '../db/unavailable.ts';
 
 const VERSION = '0.1.0';
+/** Retry-After of a 503 for database overload: lock and pool waits are seconds long. */
+const RETRY_AFTER_SECONDS = 2;
 
 /** Joi failures answer 400 `{statusCode, error, message}` with every problem and its field path. */
 export function validationFailed(_request: Request, _h: ResponseToolkit, err?: Error): never {
@@ -78,7 +81,15 @@ export async function createServer(container: DependencyContainer): Promise<Serv
   installAccessCheck(server, container.resolve(Access), container.resolve(AccessTargets));
 
   server.ext('onPreResponse', (request, h) => {
-    const response = request.response;
+    let response = request.response;
+    if (Boom.isBoom(response) && response.output.statusCode === 500 && isDatabaseBusy(response)) {
+      // Overload or a database away is not the request's fault, and it passes: say when to come back.
+      request.log(['warn', 'database'], response);
+      response = Boom.serverUnavailable('the database is busy or unreachable; try again shortly');
+      response.output.headers['retry-after'] = String(RETRY_AFTER_SECONDS);
+      response.output.headers['x-request-id'] = request.info.id;
+      return response;
+    }
     if (Boom.isBoom(response)) {
       if (response.output.statusCode >= 500) request.log(['error'], response);
       response.output.headers['x-request-id'] = request.info.id;
