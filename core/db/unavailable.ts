@@ -12,7 +12,8 @@ export function isDatabaseUnavailable(err: unknown): boolean {
     if (['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN'].includes(code)) return true;
   }
   if (name === 'KnexTimeoutError') return true;
-  return /^Connection terminated|connection error and is not queryable|Client was closed and is not queryable|Connection lost/i.test(err.message);
+  // knex puts the SQL in front of the driver's message.
+  return /Connection terminated|connection error and is not queryable|Client was closed and is not queryable|Connection lost/i.test(err.message);
 }
 
 /**

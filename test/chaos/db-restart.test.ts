@@ -104,22 +104,47 @@ test.serial('the all-roles process survives a fast PostgreSQL restart, and its r
   t.false(server.output().includes('outside any request'), 'no connection error went unhandled (the crash handler\'s safety net was not needed)');
 });
 
+/** Reads the job list every 50 ms until stopped, recording each status with its time. */
+function probe(): { stop(): Promise<{ at: number; status: number }[]> } {
+  const seen: { at: number; status: number }[] = [];
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      const status = await api('GET', `/projects/${projectId}/jobs`).then((r) => r.status, () => 0);
+      seen.push({ at: Date.now(), status });
+      await sleep(50);
+    }
+  })();
+  return { stop: async () => { running = false; await loop; return seen; } };
+}
+
 test.serial('the process survives an immediate stop with the database away for 4 s; completions made meanwhile land once it is back', async (t) => {
   const ids = await scriptJobs(4, 'sleep 1; echo finished');
   await sleep(500);
+  const requests = probe();
   await cluster.stop('immediate'); // the scripts end while the database is away
   await sleep(4_000);
   t.true(server.running(), tail());
   await cluster.start();
-  const seconds = await healthyAgain(Date.now());
+  const backAt = Date.now();
+  const seconds = await healthyAgain(backAt);
+  await sleep(10_000);
+  const seen = await requests.stop();
+  const during = seen.filter((r) => r.at < backAt);
+  const after = seen.filter((r) => r.at >= backAt);
+  const count = (rs: typeof seen, f: (s: number) => boolean) => rs.filter((r) => f(r.status)).length;
+  const lastFailure = after.filter((r) => r.status >= 500 || r.status === 0).at(-1);
+  t.log(`job lists while the database was away: ${during.length} (${count(during, (s) => s === 503)} × 503, ${count(during, (s) => s === 500)} × 500); after it was back: ${after.length}, ${count(after, (s) => s >= 500)} × 5xx, the last ${lastFailure ? `${((lastFailure.at - backAt) / 1000).toFixed(1)} s after` : 'none'}`);
+  const serverErrors = server.output().split('\n').filter((l) => l.includes('"statusCode":500')).slice(0, 3).join('\n').slice(0, 3_000);
+  t.is(count(seen, (s) => s === 500 || s === 0), 0, `never a 500 (or a dropped connection): 503 while the database is away\n${serverErrors}`);
+  t.is(count(after.filter((r) => r.at > backAt + 2_000), (s) => s >= 500), 0, 'no 5xx from 2 s after the database is back');
   t.log(`/health 200 again ${seconds.toFixed(1)} s after the database was back`);
-  await sleep(3_000);
   t.true(server.running(), tail());
   const { done, attempts } = await settled(ids);
   t.is(done, ids.length, tail());
   t.deepEqual(attempts, ids.map(() => 1), 'no attempt was reaped and run again');
   // New work flows after the restart (the claimer and its wake-ups reconnected).
-  const after = await scriptJobs(2, 'echo after');
-  t.is((await settled(after)).done, 2);
+  const later = await scriptJobs(2, 'echo after');
+  t.is((await settled(later)).done, 2);
   t.false(server.output().includes('outside any request'), 'no connection error went unhandled');
 });
