@@ -66,7 +66,7 @@ export async function startKernel(config: Config, opts: KernelOptions = {}): Pro
       logger.info({ dataDir: config.data_dir }, 'embedded PostgreSQL started');
     }
     // Migrations on a pool of their own, without the request pools' statement and lock timeouts.
-    const migrator = createKnex(databaseUrl, 2, logger);
+    const migrator = createKnex(databaseUrl, 1, logger);
     const applied = await migrate(migrator, databaseUrl).finally(() => migrator.destroy());
     if (applied.length) logger.info({ migrations: applied }, 'migrations applied');
     const timeouts = { statementMs: config.database.statement_timeout_ms, lockMs: config.database.lock_timeout_ms };

@@ -27,30 +27,30 @@ const join = (path: string, key: string | number) =>
 /**
  * The first part of `value` that cannot be stored, or null. Walks at most MAX_JSON_DEPTH levels
  * (so it never recurses deeply itself); object keys are checked like strings. Buffers are bytes,
- * not text, and are left alone.
+ * not text, and are left alone. `only: 'depth'` looks at the nesting alone.
  */
-export function findUnstorable(value: unknown, path = ''): Unstorable | null {
-  return walk(value, path, 0);
+export function findUnstorable(value: unknown, path = '', only?: 'depth'): Unstorable | null {
+  return walk(value, path, 0, only === 'depth');
 }
 
-function walk(value: unknown, path: string, depth: number): Unstorable | null {
+function walk(value: unknown, path: string, depth: number, depthOnly: boolean): Unstorable | null {
   if (typeof value === 'string') {
-    const problem = stringProblem(value);
+    const problem = depthOnly ? null : stringProblem(value);
     return problem ? { path, problem } : null;
   }
   if (typeof value !== 'object' || value === null || Buffer.isBuffer(value) || value instanceof Date) return null;
   if (depth >= MAX_JSON_DEPTH) return { path, problem: `is nested more than ${MAX_JSON_DEPTH} levels deep` };
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
-      const found = walk(value[i], join(path, i), depth + 1);
+      const found = walk(value[i], join(path, i), depth + 1, depthOnly);
       if (found) return found;
     }
     return null;
   }
   for (const [key, v] of Object.entries(value)) {
-    const keyProblem = stringProblem(key);
+    const keyProblem = depthOnly ? null : stringProblem(key);
     if (keyProblem) return { path: join(path, JSON.stringify(key).slice(1, -1)), problem: `has a key that ${keyProblem}` };
-    const found = walk(v, join(path, key), depth + 1);
+    const found = walk(v, join(path, key), depth + 1, depthOnly);
     if (found) return found;
   }
   return null;

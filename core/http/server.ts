@@ -77,7 +77,7 @@ export async function createServer(container: DependencyContainer): Promise<Serv
   ]);
 
   installAuthScheme(server, container);
-  installStorableInputCheck(server);
+  installStorableInputCheck(server); // before the access check: its 400 comes before 403/404
   installAccessCheck(server, container.resolve(Access), container.resolve(AccessTargets));
 
   server.ext('onPreResponse', (request, h) => {
