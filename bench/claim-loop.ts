@@ -25,6 +25,7 @@ export interface ClaimLog {
 export function claimsOver(db: Db): Claims {
   const scope = container.createChildContainer();
   scope.registerInstance(Tokens.Db, db);
+  scope.registerInstance(Tokens.ControlDb, db);
   scope.registerInstance(Tokens.Logger, createLogger('silent'));
   return scope.resolve(Claims);
 }

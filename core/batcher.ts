@@ -1,3 +1,5 @@
+import { isDatabaseUnavailable } from './db/unavailable.ts';
+
 /** A batch item's own failure: the batch ran, but this item's caller gets `error`. */
 export class ItemFailed {
   constructor(readonly error: unknown) {}
@@ -15,8 +17,11 @@ interface Waiting<I, O> {
  * then go out together. Idle, nothing waits; under load one round trip serves many callers, which
  * is what a database statement costs most in (a syscall each way).
  *
- * `run` answers one output per item, in order; an `ItemFailed` output rejects that item alone, and
- * a thrown error rejects the whole batch.
+ * `run` answers one output per item, in order; an `ItemFailed` output rejects that item alone. A
+ * batch of several whose `run` throws is run again item by item, so an error one caller's item
+ * causes (a value the database refuses) reaches that caller alone and the others' items still land;
+ * `run` must therefore change nothing when it throws (one statement, or one transaction). Only an
+ * error no item caused (the database unreachable) rejects the whole batch at once.
  */
 export class Batcher<I, O> {
   private readonly queue: Waiting<I, O>[] = [];
@@ -48,12 +53,26 @@ export class Batcher<I, O> {
               else w.resolve(out);
             });
           },
+          (err) => (batch.length > 1 && !isDatabaseUnavailable(err) ? this.oneByOne(batch) : batch.forEach((w) => w.reject(err))),
         )
         .catch((err) => batch.forEach((w) => w.reject(err)))
         .finally(() => {
           this.inFlight--;
           this.flush();
         });
+    }
+  }
+
+  /** After a failed batch: each item alone, one after the other (a failed batch is rare, and the pool stays free). */
+  private async oneByOne(batch: Waiting<I, O>[]): Promise<void> {
+    for (const w of batch) {
+      try {
+        const [out] = await this.run([w.item]);
+        if (out instanceof ItemFailed) w.reject(out.error);
+        else w.resolve(out as O);
+      } catch (err) {
+        w.reject(err);
+      }
     }
   }
 }

@@ -68,14 +68,20 @@ export async function startKernel(config: Config, opts: KernelOptions = {}): Pro
       logger.info({ dataDir: embedded.pgDir }, 'embedded PostgreSQL started');
       for (const note of embedded.notes) logger.info(note);
     }
-    const db = createKnex(databaseUrl, config.database.pool_max, logger);
-    undo.push(() => db.destroy());
-    const applied = await migrate(db, databaseUrl);
+    // Migrations on a pool of their own, without the request pools' statement and lock timeouts.
+    const migrator = createKnex(databaseUrl, 1, logger);
+    const applied = await migrate(migrator, databaseUrl).finally(() => migrator.destroy());
     if (applied.length) logger.info({ migrations: applied }, 'migrations applied');
+    const timeouts = { statementMs: config.database.statement_timeout_ms, lockMs: config.database.lock_timeout_ms };
+    const db = createKnex(databaseUrl, config.database.pool_max, logger, timeouts);
+    undo.push(() => db.destroy());
+    const controlDb = createKnex(databaseUrl, config.database.control_pool_max, logger, timeouts);
+    undo.push(() => controlDb.destroy());
 
     const container = rootContainer.createChildContainer();
     container.registerInstance(Tokens.Config, config);
     container.registerInstance(Tokens.Db, db);
+    container.registerInstance(Tokens.ControlDb, controlDb);
     container.registerInstance(Tokens.DatabaseUrl, databaseUrl);
     container.registerInstance(Tokens.Logger, logger);
     container.registerInstance(Tokens.Sealer, sealer);

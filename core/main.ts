@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import { loadConfig, ConfigError } from './config/load.ts';
 import { AdapterError } from './adapters.ts';
 import { startKernel, type Kernel } from './kernel.ts';
+import { isDatabaseUnavailable } from './db/unavailable.ts';
 
 const USAGE = `usage: svc serve [--roles api,orchestrator,worker] [--port N] [--config FILE]`;
 
@@ -44,7 +45,9 @@ export async function serve(argv: string[]): Promise<void> {
   }
   const started = kernel;
   // A crash still stops the embedded database rather than leaving it running without its owner.
+  // A lost database connection is not a crash: every user of the database reconnects by itself.
   const crash = (err: unknown) => {
+    if (isDatabaseUnavailable(err)) return started.logger.error({ err }, 'database connection error outside any request; carrying on');
     started.logger.fatal({ err }, 'unexpected error');
     stop('crash', 1);
   };

@@ -8,6 +8,11 @@ import type { Sealer } from './crypto/sealer.ts';
 export const Tokens = {
   Config: Symbol('Config') as InjectionToken<Config>,
   Db: Symbol('Db') as InjectionToken<Db>,
+  /**
+   * A small pool of its own for what must work while reads pile up on Db: /health, and claiming,
+   * heartbeating and ending attempts (database.control_pool_max connections).
+   */
+  ControlDb: Symbol('ControlDb') as InjectionToken<Db>,
   DatabaseUrl: Symbol('DatabaseUrl') as InjectionToken<string>,
   Logger: Symbol('Logger') as InjectionToken<Logger>,
   Sealer: Symbol('Sealer') as InjectionToken<Sealer>,

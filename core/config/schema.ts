@@ -36,6 +36,9 @@ export const configSchema = Joi.object({
   database: Joi.object({
     url: Joi.string().allow(null, '').required(),
     pool_max: Joi.number().integer().min(1).max(200).required(),
+    control_pool_max: Joi.number().integer().min(1).max(50).required(),
+    statement_timeout_ms: Joi.number().integer().min(0).required(),
+    lock_timeout_ms: Joi.number().integer().min(0).required(),
     embedded_port: Joi.number().integer().min(0).max(65535).required(),
   }).required(),
   log: Joi.object({
@@ -123,7 +126,7 @@ export interface Config {
     response_validation: 'error' | 'log' | 'off';
     response_validation_sample: number;
   };
-  database: { url: string | null; pool_max: number; embedded_port: number };
+  database: { url: string | null; pool_max: number; control_pool_max: number; statement_timeout_ms: number; lock_timeout_ms: number; embedded_port: number };
   log: { level: string };
   plugins: string[];
   adapters: Record<string, AdapterChoice>;

@@ -19,7 +19,8 @@ export type TargetResolver = (request: Request) => ResolvedTarget | null | Promi
 
 declare module '@hapi/hapi' {
   interface PluginSpecificConfiguration {
-    svc?: { access: RouteAccess };
+    /** `bytes`: payload fields stored as bytes, not text, so NUL and the like are theirs to carry (core/http/storable-input.ts). */
+    svc?: { access: RouteAccess; bytes?: string[] };
   }
   interface RequestApplicationState {
     grant?: Grant;

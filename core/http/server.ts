@@ -10,8 +10,12 @@ import { Access } from '../auth/access.ts';
 import { installAuthScheme } from '../auth/scheme.ts';
 import { AccessTargets, installAccessCheck } from './access.ts';
 import { loadDomainPlugins } from './plugins.ts';
+import { installStorableInputCheck } from './storable-input.ts';
+import { isDatabaseBusy } from '../db/unavailable.ts';
 import { VERSION } from '../version.ts';
 
+/** Retry-After of a 503 for database overload: lock and pool waits are seconds long. */
+const RETRY_AFTER_SECONDS = 2;
 
 function pick(headers: Record<string, string>, names: string[]): Record<string, string> {
   return Object.fromEntries(names.filter((name) => headers[name] !== undefined).map((name) => [name, headers[name]]));
@@ -94,10 +98,19 @@ export async function createServer(container: DependencyContainer): Promise<Serv
   ]);
 
   installAuthScheme(server, container);
+  installStorableInputCheck(server); // before the access check: its 400 comes before 403/404
   installAccessCheck(server, container.resolve(Access), container.resolve(AccessTargets));
 
   server.ext('onPreResponse', (request, h) => {
-    const response = request.response;
+    let response = request.response;
+    if (Boom.isBoom(response) && response.output.statusCode === 500 && isDatabaseBusy(response)) {
+      // Overload or a database away is not the request's fault, and it passes: say when to come back.
+      request.log(['warn', 'database'], response);
+      response = Boom.serverUnavailable('the database is busy or unreachable; try again shortly');
+      response.output.headers['retry-after'] = String(RETRY_AFTER_SECONDS);
+      response.output.headers['x-request-id'] = request.info.id;
+      return response;
+    }
     if (Boom.isBoom(response)) {
       if (response.output.statusCode >= 500) request.log(['error'], response);
       response.output.headers['x-request-id'] = request.info.id;

@@ -40,7 +40,7 @@ export const plugin: DomainPlugin = {
   name: 'discovery',
   register(server, { container }) {
     const config = container.resolve(Tokens.Config);
-    const db = container.resolve(Tokens.Db);
+    const db = container.resolve(Tokens.ControlDb); // answers while reads pile up on the main pool
     const startedAt = container.resolve(Tokens.StartedAt);
     const keys = container.resolve(SigningKeys);
 

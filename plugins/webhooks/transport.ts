@@ -1,6 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { isIP } from 'node:net';
+import { storableText } from '../../core/db/storable.ts';
 import { AddressGuard, hostOf } from './address-guard.ts';
 
 /** Stored response bodies are cut to this many characters (spec limit). */
@@ -44,9 +45,10 @@ export class Transport {
     }
     try {
       const { status, text } = await this.request(url, body, headers);
-      return done({ ok: status >= 200 && status < 300, status, body: text.slice(0, MAX_STORED_BODY), error: null });
+      // A receiver's NUL bytes, or a surrogate pair cut in two, would fail the batched record of every delivery beside it.
+      return done({ ok: status >= 200 && status < 300, status, body: storableText(text.slice(0, MAX_STORED_BODY)), error: null });
     } catch (err) {
-      return done({ ok: false, status: null, body: null, error: (err as Error).message });
+      return done({ ok: false, status: null, body: null, error: storableText((err as Error).message) });
     }
   }
 

@@ -15,6 +15,7 @@ import { SecretMissing } from '../../core/errors.ts';
 import { LeaseLost, type AttemptCompletion, type AttemptControl, type AttemptLease, type AttemptWork, type UsageCall } from '../../core/ports/attempts.ts';
 import { Aborted, WorkerFailure } from './failure.ts';
 import { LogSink } from './log-sink.ts';
+import { patientControl } from './patient-control.ts';
 import { JsonResultScanner, outcomeOf } from './result.ts';
 import { planAttempt, type Plan } from './plan.ts';
 import { JOB_TOKEN_PERMISSIONS, appApiUrls, resolveOverrides, specEnv } from './env.ts';
@@ -75,9 +76,12 @@ export class AttemptRun {
   private process: RunningProcess | null = null;
   private beating = false;
   private readonly lease: AttemptLease;
+  /** deps.control, its writes retried while the database is unreachable. */
+  private readonly control: AttemptControl;
 
   constructor(private readonly deps: WorkerDeps, readonly claim: ClaimedAttempt) {
     this.lease = { jobId: claim.jobId, attemptId: claim.attemptId, leaseToken: claim.leaseToken };
+    this.control = patientControl(deps.control, this.abort.signal, deps.logger, claim.jobId);
   }
 
   /** Stops the attempt: its process tree is killed; with `release` the job is given back (ready again). */
@@ -89,7 +93,8 @@ export class AttemptRun {
   }
 
   async execute(): Promise<void> {
-    const { control, logger, settings } = this.deps;
+    const { logger, settings } = this.deps;
+    const { control } = this;
     const work = await control.load(this.claim.jobId, this.claim.attemptId);
     if (!work || work.attempt.status !== 'running') return;
     const log = new LogSink(control, work.job.id, work.attempt.id, settings.logFlushMs, logger);
@@ -128,9 +133,9 @@ export class AttemptRun {
 
   /** `runner.completed` with the result, or `runner.failed` with the error and the exit code when there was one. */
   private runnerEnded(completion: AttemptCompletion): Promise<void> {
-    if (completion.result.status !== 'failed') return this.deps.control.runnerEvent(this.lease, 'runner.completed', { result: completion.result_json ?? { svc: completion.result } });
+    if (completion.result.status !== 'failed') return this.control.runnerEvent(this.lease, 'runner.completed', { result: completion.result_json ?? { svc: completion.result } });
     const exitCode = completion.result_json?.exit_code;
-    return this.deps.control.runnerEvent(this.lease, 'runner.failed', {
+    return this.control.runnerEvent(this.lease, 'runner.failed', {
       error: completion.error ?? completion.result.reason ?? 'failed',
       exit_code: typeof exitCode === 'number' ? exitCode : null,
     });
@@ -163,7 +168,7 @@ export class AttemptRun {
       this.process = proc;
       if (this.abort.signal.aborted) void proc.kill();
       await log.system(`started ${plan.kind === 'script' ? `/bin/sh -c ${JSON.stringify(plan.run)}` : `${plan.harness.id} (${spec.command})`}`);
-      await this.deps.control.runnerEvent(this.lease, 'runner.started', {});
+      await this.control.runnerEvent(this.lease, 'runner.started', {});
       const harness = plan.kind === 'agent' ? new HarnessOutput(plan.harness, log, scanner, plan.choice.model ?? 'unknown', { usage: (call) => this.usage(call), progress: (message, pct) => this.progress(log.mask(message), pct) }) : null;
       for await (const out of proc.lines()) {
         if (harness) await harness.line(out);
@@ -220,7 +225,7 @@ export class AttemptRun {
       throw new WorkerFailure(`the job's git controls need a repository, but project ${work.project.id} has no repo_url`);
     }
 
-    const resourceIndex = await hydrateResources({ work, dir, store: deps.resources(), control: deps.control, lease: this.lease, log: (line) => log.system(line) });
+    const resourceIndex = await hydrateResources({ work, dir, store: deps.resources(), control: this.control, lease: this.lease, log: (line) => log.system(line) });
     const inbox = await writeCoordinationInbox(deps.coordination(), work, dir);
     if (inbox !== null) await log.system(`coordination inbox ${INBOX_PATH}: ${inbox} message(s)`);
     const overrides = await resolveOverrides(work, deps.secrets(), ctx);
@@ -272,9 +277,9 @@ export class AttemptRun {
 
   /** Records usage; over the job's budget the platform has ended the attempt (BUDGET_EXCEEDED), so the process tree is killed. */
   private async usage(call: UsageCall): Promise<void> {
-    const { budgetExceeded } = await this.deps.control.recordUsage(this.lease, [call]);
+    const { budgetExceeded } = await this.control.recordUsage(this.lease, [call]);
     if (!budgetExceeded) return;
-    await this.deps.control.runnerEvent(this.lease, 'runner.failed', { error: budgetExceeded, exit_code: null });
+    await this.control.runnerEvent(this.lease, 'runner.failed', { error: budgetExceeded, exit_code: null });
     this.stop(budgetExceeded);
   }
 
@@ -289,7 +294,7 @@ export class AttemptRun {
     const now = Date.now();
     if (last && last.percentage === percentage && (last.message === message || now - last.at < PROGRESS_INTERVAL_MS)) return;
     this.lastProgress = { message, percentage, at: now };
-    await this.deps.control.runnerEvent(this.lease, 'runner.progress', { message, percentage });
+    await this.control.runnerEvent(this.lease, 'runner.progress', { message, percentage });
   }
 
   /** Stopped from outside: nothing is reported (the attempt has ended, or its lease is gone), unless the worker gives the job back. */
@@ -297,14 +302,14 @@ export class AttemptRun {
     const reason = this.abort.signal.aborted ? String(this.abort.signal.reason) : (err as Error).message;
     await log.system(`stopped: ${reason}`);
     await log.flush();
-    if (this.releaseOnStop) await this.deps.control.release(this.lease).catch(() => undefined);
+    if (this.releaseOnStop) await this.control.release(this.lease).catch(() => undefined);
   }
 
   private async beat(): Promise<void> {
     if (this.beating || this.abort.signal.aborted) return;
     this.beating = true;
     try {
-      await this.deps.control.heartbeat(this.lease);
+      await this.control.heartbeat(this.lease);
     } catch (err) {
       if (err instanceof LeaseLost) this.stop(err.message);
       else this.deps.logger.warn({ err, jobId: this.claim.jobId }, 'heartbeat failed; trying again at the next beat');

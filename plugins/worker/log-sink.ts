@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { AttemptControl, LogLine, LogStream } from '../../core/ports/attempts.ts';
+import { storableText } from '../../core/db/storable.ts';
 
 /** A batch this big goes out at once, and the producer waits for it (backpressure on the process's output). */
 const MAX_BATCH = 500;
@@ -26,7 +27,8 @@ export class LogSink {
 
   /** Resolves at once unless the batch is full, then when it is written. */
   add(stream: LogStream, line: string): Promise<void> {
-    this.buffer.push({ seq: ++this.seq, stream, line: this.mask(line), at: new Date() });
+    // Output is bytes from anywhere: a NUL or a lone surrogate would fail the whole batch's insert.
+    this.buffer.push({ seq: ++this.seq, stream, line: storableText(this.mask(line)), at: new Date() });
     if (this.buffer.length >= MAX_BATCH) return this.flush();
     this.timer ??= setTimeout(() => void this.flush(), this.flushMs);
     return Promise.resolve();

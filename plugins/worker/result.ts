@@ -1,6 +1,7 @@
 import type { ProcessExit } from '../../core/ports/runtime.ts';
 import type { AttemptCompletion } from '../../core/ports/attempts.ts';
 import { isObject } from '../../core/is-object.ts';
+import { findUnstorable } from '../../core/db/storable.ts';
 
 /** A block body beyond this is not kept (it could not be a sensible control block). */
 const MAX_BLOCK_CHARS = 1024 * 1024;
@@ -12,7 +13,8 @@ type Status = (typeof STATUSES)[number];
 /**
  * Finds the last fenced block labelled `json-result` whose body is a JSON object, line by line as
  * output arrives (nothing else of the output is kept). A fence closes with the same character,
- * at least as long, alone on its line; a block whose body is not a JSON object does not count.
+ * at least as long, alone on its line; a block whose body is not a JSON object, or holds what the
+ * database cannot store (core/db/storable.ts), does not count.
  */
 export class JsonResultScanner {
   private fence: string | null = null;
@@ -36,7 +38,8 @@ export class JsonResultScanner {
       if (this.size > MAX_BLOCK_CHARS) return;
       try {
         const value = JSON.parse(this.body.join('\n'));
-        if (isObject(value)) this.found = value;
+        // A block the database could not store (NUL, lone surrogates, deep nesting) counts as no block.
+        if (isObject(value) && !findUnstorable(value)) this.found = value;
       } catch {
         // not JSON: an earlier block (if any) stays the result
       }

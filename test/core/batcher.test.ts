@@ -70,3 +70,41 @@ test('a run answering the wrong number of results rejects the batch', async (t) 
   await t.throwsAsync(Promise.all([batcher.submit(1), batcher.submit(2)]), { message: 'a batch of 2 answered 1 results' });
   t.is(await first, 1);
 });
+
+test('a batch that throws is run again item by item: only the item that caused the error fails', async (t) => {
+  const g = gated((items) => {
+    if (items.includes(3)) throw new Error('invalid byte sequence for encoding "UTF8": 0x00');
+    return items.map((i) => i * 10);
+  });
+  const batcher = new Batcher(g.run, { maxBatch: 10, concurrency: 1 });
+  const first = batcher.submit(1);
+  await tick();
+  const rest = [2, 3, 4].map((i) => batcher.submit(i));
+  g.release();
+  t.is(await first, 10);
+  await tick();
+  g.release(); // the batch [2, 3, 4] fails
+  for (let i = 0; i < 3; i++) {
+    await tick();
+    g.release(); // 2, 3 and 4, each alone
+  }
+  const settled = await Promise.allSettled(rest);
+  t.deepEqual(g.batches, [[1], [2, 3, 4], [2], [3], [4]]);
+  t.like(settled[0], { status: 'fulfilled', value: 20 });
+  t.like(settled[1], { status: 'rejected', reason: { message: 'invalid byte sequence for encoding "UTF8": 0x00' } });
+  t.like(settled[2], { status: 'fulfilled', value: 40 });
+});
+
+test('a batch failing because the database is unreachable is not retried item by item', async (t) => {
+  let calls = 0;
+  const batcher = new Batcher(async (items: number[]) => {
+    calls++;
+    if (calls === 1) return items; // the first, idle call
+    throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+  }, { maxBatch: 10, concurrency: 1 });
+  const first = batcher.submit(0);
+  const rest = Promise.allSettled([1, 2, 3].map((i) => batcher.submit(i)));
+  t.is(await first, 0);
+  t.true((await rest).every((r) => r.status === 'rejected'));
+  t.is(calls, 2, 'one batch, not one call per item');
+});

@@ -114,6 +114,26 @@ test.serial('after the last retry a delivery fails for good: 1 + 5 attempts; lon
   rx.reply = () => ({ status: 200, body: 'ok' });
 });
 
+test.serial('a receiver answering NUL bytes, or a body whose cut splits a surrogate pair, is recorded (U+FFFD), beside other deliveries', async (t) => {
+  const cutPair = `${'x'.repeat(4095)}\u{1F600}`; // the 4096-character cut keeps only the emoji's high surrogate
+  rx.reply = (r) => (r.path === '/hook/nul' ? { status: 200, body: 'a\u0000b' } : r.path === '/hook/cut' ? { status: 200, body: cutPair } : { status: 200, body: 'ok' });
+  const nul = await subscribe(w, { url: `${rx.url}/nul`, events: ['manual.hostile'] });
+  const cut = await subscribe(w, { url: `${rx.url}/cut`, events: ['manual.hostile'] });
+  const plain = await subscribe(w, { url: `${rx.url}/plain`, events: ['manual.hostile'] });
+  await emit(w, { type: 'manual.hostile' });
+  const recorded = async (id: string) => (await deliveriesOf(w, id)).find((d) => d.status === 'succeeded');
+  const [a, b, c] = await until(async () => {
+    const all = await Promise.all([nul, cut, plain].map((s) => recorded(s.id)));
+    return all.every(Boolean) ? all : null;
+  }, 'the three deliveries recorded', 10_000);
+  t.is(a.response_body, 'a\uFFFDb');
+  t.is(b.response_body, `${'x'.repeat(4095)}\uFFFD`);
+  t.is(c.response_body, 'ok');
+  t.is(rx.received.filter((x) => ['/hook/nul', '/hook/cut', '/hook/plain'].includes(x.path)).length, 3, 'each sent once');
+  for (const s of [nul, cut, plain]) await w.owner.api.delete(`/orgs/${w.orgA}/webhooks/${s.id}`);
+  rx.reply = () => ({ status: 200, body: 'ok' });
+});
+
 test.serial('no answer within the timeout is a failed attempt with the reason', async (t) => {
   rx.reply = (r) => (r.path === '/hook/slow' ? { status: 200, delayMs: 2_500 } : { status: 200, body: 'ok' });
   const sub = await subscribe(w, { url: `${rx.url}/slow`, events: ['manual.slow'] });

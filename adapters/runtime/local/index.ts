@@ -1,6 +1,7 @@
 /**
  * Runtime port on this machine: each attempt is a child process leading its own process group, so the
- * whole tree can be signalled at once. Processes that call setsid() leave the group and escape.
+ * whole tree can be signalled at once. Processes that call setsid() leave the group and escape. The
+ * groups die with this worker even when it crashes (keeper.ts).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chown, mkdir, readdir, readFile } from 'node:fs/promises';
@@ -12,6 +13,7 @@ import type { OutputLine, ProcessExit, ProcessSpec, RunningProcess, Runtime } fr
 import { defineAdapter } from '../../../core/sdk.ts';
 import { writeFiles } from '../files.ts';
 import { LineQueue } from '../lines.ts';
+import { GroupKeeper } from './keeper.ts';
 
 type Options = {
   kill_grace_ms: number;
@@ -58,7 +60,7 @@ class LocalProcess implements RunningProcess {
   private killing?: Promise<void>;
   private leaderExited = false;
 
-  constructor(private readonly child: ChildProcess, private readonly graceMs: number, timeoutMs: number | undefined) {
+  constructor(private readonly child: ChildProcess, private readonly graceMs: number, timeoutMs: number | undefined, keeper: GroupKeeper) {
     this.output.add(child.stdout!, 'stdout');
     this.output.add(child.stderr!, 'stderr');
     const onTimeout = () => {
@@ -72,6 +74,7 @@ class LocalProcess implements RunningProcess {
       clearTimeout(timer);
       // Whatever the leader left running in its group ends with it.
       await this.killTree();
+      keeper.ended(child.pid!);
       void this.releaseOutput();
       return { exitCode: code, signal, timedOut: this.timedOut };
     });
@@ -125,8 +128,11 @@ async function homeFor(cwd: string, owner: { uid: number; gid: number }): Promis
 
 class LocalRuntime implements Runtime {
   readonly name = 'local';
+  private readonly keeper: GroupKeeper;
 
-  constructor(private readonly options: Options, private readonly logger: Logger) {}
+  constructor(private readonly options: Options, private readonly logger: Logger) {
+    this.keeper = new GroupKeeper(logger);
+  }
 
   /** `spec.user` needs root to switch to; a server running as anyone else runs processes as itself. */
   private owner(spec: ProcessSpec): { uid: number; gid: number } | null {
@@ -141,6 +147,7 @@ class LocalRuntime implements Runtime {
     if (spec.files) await writeFiles(spec.cwd, spec.files, owner);
     const env = childEnv(spec.env);
     if (owner && spec.env.HOME === undefined) env.HOME = await homeFor(spec.cwd, owner);
+    this.keeper.prepare();
     const child = spawn(spec.command, spec.args, {
       cwd: spec.cwd,
       env,
@@ -149,10 +156,13 @@ class LocalRuntime implements Runtime {
       ...(owner ?? {}),
     });
     await new Promise<void>((resolve, reject) => {
-      child.once('spawn', resolve);
+      child.once('spawn', () => {
+        this.keeper.started(child.pid!);
+        resolve();
+      });
       child.once('error', reject);
     });
-    return new LocalProcess(child, this.options.kill_grace_ms, spec.timeoutMs);
+    return new LocalProcess(child, this.options.kill_grace_ms, spec.timeoutMs, this.keeper);
   }
 }
 

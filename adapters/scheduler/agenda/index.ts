@@ -15,6 +15,7 @@ import type { DefineOptions, ScheduledJobHandler, Scheduler } from '../../../cor
 import { defineAdapter } from '../../../core/sdk.ts';
 import { cronProblem } from '../../../core/cron.ts';
 import { mongoStorage } from './mongo.ts';
+import { ReconnectingNotificationChannel } from './notification-channel.ts';
 
 type Options = {
   backend: 'postgres' | 'mongodb';
@@ -81,11 +82,11 @@ interface Storage {
  * would crash the process), and concurrent replicas racing on CREATE TABLE/FUNCTION can fail. So we
  * connect first, under an advisory lock, and give Agenda a facade whose connect() does nothing.
  */
-function connectedFacade(inner: AgendaBackend): AgendaBackend {
+function connectedFacade(inner: AgendaBackend, notificationChannel = inner.notificationChannel): AgendaBackend {
   return {
     name: inner.name,
     repository: inner.repository,
-    notificationChannel: inner.notificationChannel,
+    notificationChannel,
     logger: inner.logger,
     ownsConnection: false,
     connect: async () => {},
@@ -115,7 +116,9 @@ async function postgresStorage(options: Options, deps: AdapterDeps): Promise<Sto
     tableName: options.table_name,
     channelName: options.table_name,
     logTableName: `${options.table_name}_logs`,
+    disableNotifications: true, // ours instead, which survives a database restart
   });
+  const channel = new ReconnectingNotificationChannel(pool, options.table_name, deps.logger);
   try {
     await exclusive('schema', () => inner.connect());
   } catch (err) {
@@ -123,7 +126,7 @@ async function postgresStorage(options: Options, deps: AdapterDeps): Promise<Sto
     throw err;
   }
   return {
-    backend: connectedFacade(inner),
+    backend: connectedFacade(inner, channel),
     exclusive,
     close: async () => {
       await inner.disconnect();

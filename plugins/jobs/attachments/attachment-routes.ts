@@ -55,7 +55,7 @@ export function attachmentRoutes(container: DependencyContainer): ServerRoute[] 
       path: '/jobs/{job_id}/attachments',
       options: {
         tags, description: 'Attach a file to the job (JSON: name, optional mime_type, content as utf8 or base64); a name is unique per job (409)',
-        plugins: { ...requires('jobs:write', 'job'), ...docs(400, 401, 403, 404, 409, 413) },
+        plugins: { svc: { ...requires('jobs:write', 'job').svc, bytes: ['content'] }, ...docs(400, 401, 403, 404, 409, 413) },
         payload: { maxBytes: ATTACHMENT_PAYLOAD_MAX, allow: 'application/json', failAction: payloadFailed },
         validate: { params: jobParams, payload: createSchema },
         response: { status: { 201: attachmentSchema } },

@@ -53,7 +53,7 @@ function leaseLost(attempt: AttemptRow, why: string): LeaseLost {
 @injectable()
 export class Claims {
   constructor(
-    @inject(Tokens.Db) private readonly db: Db,
+    @inject(Tokens.ControlDb) private readonly db: Db, // claims and heartbeats are not starved by a pile-up of reads
     @inject(JobRepository) private readonly jobs: JobRepository,
     @inject(AttemptRepository) private readonly attempts: AttemptRepository,
     @inject(JobLifecycle) private readonly lifecycle: JobLifecycle,

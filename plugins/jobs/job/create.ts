@@ -11,6 +11,7 @@ import { JobRequestChecks, type JobRequestCheck } from '../../../core/ports/jobs
 import { HarnessRegistryToken, harnessNames } from '../../../core/ports/harness.ts';
 import { Batcher } from '../../../core/batcher.ts';
 import { ProjectDirectoryToken, type ProjectDirectory } from '../../../core/ports/directory.ts';
+import { describeUnstorable, findUnstorable } from '../../../core/db/storable.ts';
 import { ID_ATTEMPTS, JobRepository, toJob, type Job, type JobRow, type NewRootJob } from './repository.ts';
 import { createJobSchema } from './schemas.ts';
 import { JobLifecycle } from '../lifecycle/lifecycle.ts';
@@ -82,6 +83,10 @@ export class JobCreation {
   async create(principal: Principal, grant: Grant, explicit: CreateJobInput): Promise<Job> {
     requireOverridePermissions(grant, explicit);
     const input = withDefaults(await this.validDefaults(grant.projectId!), explicit);
+    // A value the database would refuse is refused here (422 naming it), so it never fails the
+    // batched INSERT that other callers' jobs share.
+    const unstorable = findUnstorable(input);
+    if (unstorable) throw new Invalid(`the job cannot be stored: ${describeUnstorable(unstorable)}`);
     await this.requestChecks.check(grant.projectId!, input);
     if (!input.parent_id) return this.createRoot(this.row(principal, grant.projectId!, input, 0));
     return this.db.transaction(async (trx) => {
