@@ -26,8 +26,8 @@ export class ReplayRepository {
     return trx('webhook_replays').insert({ ...row, completed_at: row.status === 'completed' ? trx.fn.now() : null });
   }
 
-  byId(subscriptionId: string, id: string): Promise<ReplayRow | undefined> {
-    return this.db('webhook_replays').where({ id, subscription_id: subscriptionId }).first();
+  byId(subscriptionId: string, id: string, db: Db = this.db): Promise<ReplayRow | undefined> {
+    return db('webhook_replays').where({ id, subscription_id: subscriptionId }).first();
   }
 
   async setEnqueued(trx: Db, id: string, enqueued: number, skipped: number): Promise<void> {
@@ -66,8 +66,8 @@ export class ReplayRepository {
   }
 
   /** Deliveries of the replay by state: pending (retries included), succeeded, failed. */
-  async progress(id: string): Promise<{ pending: number; succeeded: number; failed: number }> {
-    const rows = await this.db('webhook_deliveries').where({ replay_id: id }).groupBy('status').select('status', this.db.raw('count(*)::int AS n'));
+  async progress(id: string, db: Db = this.db): Promise<{ pending: number; succeeded: number; failed: number }> {
+    const rows = await db('webhook_deliveries').where({ replay_id: id }).groupBy('status').select('status', db.raw('count(*)::int AS n'));
     const count = (s: string) => rows.filter((r: { status: string }) => r.status === s).reduce((a: number, r: { n: number }) => a + r.n, 0);
     return { pending: count('pending') + count('retrying'), succeeded: count('succeeded'), failed: count('failed') };
   }

@@ -40,7 +40,7 @@ export class Replays {
   ) {}
 
   async create(principal: Principal, orgId: string, subscriptionId: string, req: ReplayRequest): Promise<ReplayView> {
-    const id = await this.db.transaction(async (trx) => {
+    return this.db.transaction(async (trx) => {
       // The subscription's row lock serializes replays of it, so the running count is exact.
       const sub = await this.subscriptions.lock(subscriptionId, trx);
       if (!sub || sub.org_id !== orgId) throw Boom.notFound(`webhook ${subscriptionId} not found`);
@@ -77,16 +77,20 @@ export class Replays {
         await this.replays.setEnqueued(trx, id, written.size, matched.length - written.size);
         this.wakeups.afterCommit(trx);
       }
-      return id;
+      // The replay as created: read before the commit wakes the dispatcher, which may finish it at once.
+      return this.view(subscriptionId, id, trx);
     });
-    return this.get(subscriptionId, id);
   }
 
   async get(subscriptionId: string, id: string): Promise<ReplayView> {
     await this.replays.settle(this.db, [id]);
-    const row = await this.replays.byId(subscriptionId, id);
+    return this.view(subscriptionId, id, this.db);
+  }
+
+  private async view(subscriptionId: string, id: string, db: Db): Promise<ReplayView> {
+    const row = await this.replays.byId(subscriptionId, id, db);
     if (!row) throw Boom.notFound(`replay ${id} not found`);
     const { to_time, ...rest } = row;
-    return { ...rest, to: to_time, progress: await this.replays.progress(id) };
+    return { ...rest, to: to_time, progress: await this.replays.progress(id, db) };
   }
 }
