@@ -41,6 +41,8 @@ export function proxyRoutes(container: DependencyContainer, settings: InferenceC
         plugins: { ...requires('inference:use', CALLER_TARGET), ...docs(400, 401, 403, 404, 413, 422) },
         payload: { maxBytes: settings.max_request_bytes, allow: 'application/json', failAction: payloadFailed },
         validate: { payload: S.chatRequest },
+        // Not validated: the body is the upstream's (passed through), and streams are not JSON.
+        response: { status: { 200: S.chatResponse }, sample: 0 },
       },
       handler: async (request, h) => {
         const grant = grantOf(request);

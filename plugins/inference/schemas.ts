@@ -156,3 +156,12 @@ export const chatRequest = Joi.object({
   max_completion_tokens: Joi.number().integer().min(1).allow(null),
   tools: Joi.array().items(Joi.object({ type: Joi.string().valid('function').required(), function: Joi.object({ name: Joi.string().required() }).unknown(true).required() }).unknown(true)),
 }).unknown(true).label('ChatCompletionRequest');
+
+/** The answer as the upstream gave it (OpenAI-compatible) or as translated; with stream: true, server-sent chat.completion.chunk events ending in [DONE]. */
+export const chatResponse = Joi.object({
+  id: Joi.string(),
+  object: Joi.string().valid('chat.completion'),
+  model: Joi.string(),
+  choices: Joi.array().items(Joi.object().unknown(true)),
+  usage: Joi.object().unknown(true),
+}).unknown(true).label('ChatCompletion').description('application/json: a chat.completion; with stream: true, text/event-stream of chat.completion.chunk events and data: [DONE]');
