@@ -17,6 +17,7 @@ import { PROJECT_USAGE, runProject } from './commands/project.ts';
 import { SA_USAGE, runSa } from './commands/sa.ts';
 import { SECRETS_USAGE, runSecrets } from './commands/secrets.ts';
 import { WEBHOOK_USAGE, runWebhook } from './commands/webhook.ts';
+import { INFERENCE_USAGE, MODELS_USAGE, runInference, runModels } from './commands/inference.ts';
 import { THREAD_USAGE, runThread } from './commands/thread.ts';
 import { DEFAULT_API_URL, resolveContext, type Context } from './config.ts';
 import { ApiError, CliError, UsageError } from './errors.ts';
@@ -44,6 +45,8 @@ Commands:
   thread    project threads, team coordination: list, create, show, post  svc thread --help
   webhook   outbound webhooks: create, list, deliveries, test, replay   svc webhook --help
   secrets   project, org, user and system secrets; master-key rekey      svc secrets --help
+  models    models to send to the inference proxy: list                  svc models --help
+  inference inference targets and managed models                         svc inference --help
   config    profiles: API URL, default org and project                   svc config --help
   serve     run the svc server (svc serve --help)
 
@@ -88,6 +91,8 @@ const GROUPS: Record<string, { run: Runner; usage: string }> = {
   thread: { run: runThread, usage: THREAD_USAGE },
   webhook: { run: runWebhook, usage: WEBHOOK_USAGE },
   secrets: { run: runSecrets, usage: SECRETS_USAGE },
+  models: { run: runModels, usage: MODELS_USAGE },
+  inference: { run: runInference, usage: INFERENCE_USAGE },
   config: { run: runConfig, usage: CONFIG_USAGE },
 };
 

@@ -64,6 +64,16 @@ export class MachineTokens {
     return this.keys.sign(claims, req.jobId, req.ttlSeconds);
   }
 
+  /**
+   * The live lease of a job token's attempt (null once it has ended), so a server-side service acting
+   * for the job (the inference proxy recording usage) writes under the same fence as its worker.
+   * The lease token stays on the server: it is never put into the job token.
+   */
+  async liveLease(job: { id: string; attemptId: string }): Promise<{ jobId: string; attemptId: string; leaseToken: string } | null> {
+    const row = await this.db('job_attempts').where({ id: job.attemptId, job_id: job.id, status: 'running' }).first('lease_token');
+    return row?.lease_token ? { jobId: job.id, attemptId: job.attemptId, leaseToken: row.lease_token } : null;
+  }
+
   async principalFor(payload: JWTPayload): Promise<Principal> {
     const expiresAt = new Date((payload.exp ?? 0) * 1000).toISOString();
     if (payload.typ === 'service_account' && typeof payload.tid === 'string') {

@@ -100,6 +100,22 @@ export const configSchema = Joi.object({
     allow_private: Joi.boolean().required(),
     allowed_hosts: list(Joi.string().min(1)).required(),
   }).required(),
+  inference: Joi.object({
+    providers: Joi.object().pattern(/^[a-z][a-z0-9_-]*$/, Joi.object({
+      kind: Joi.string().valid('openai', 'anthropic').required(),
+      base_url: Joi.string().uri({ scheme: ['http', 'https'] }).required(),
+      credential_secret: Joi.string().pattern(/^[A-Z][A-Z0-9_]*$/).allow(null).required(),
+      models: list(Joi.string().min(1)).required(),
+    })).required(),
+    models_cache_seconds: Joi.number().integer().min(0).max(86_400).required(),
+    request_timeout_ms: Joi.number().integer().min(1).required(),
+    idle_timeout_ms: Joi.number().integer().min(1).required(),
+    max_request_bytes: Joi.number().integer().min(1024).required(),
+    proxy_url: Joi.string().uri({ scheme: ['http', 'https'] }).allow(null, '').required(),
+    allow_loopback: Joi.boolean().allow(null).required(),
+    allow_private: Joi.boolean().required(),
+    allowed_hosts: list(Joi.string().min(1)).required(),
+  }).required(),
 }).required();
 
 export interface HarnessSettings {
@@ -176,4 +192,29 @@ export interface Config {
     allow_private: boolean;
     allowed_hosts: string[];
   };
+  inference: InferenceConfig;
+}
+
+/** A provider svc talks to, as configured: its wire kind, where it is, and the name of the secret holding its key. */
+export interface ProviderSettings {
+  kind: 'openai' | 'anthropic';
+  base_url: string;
+  credential_secret: string | null;
+  /** Listed when the provider has no models endpoint or cannot be asked. */
+  models: string[];
+}
+
+export interface InferenceConfig {
+  providers: Record<string, ProviderSettings>;
+  models_cache_seconds: number;
+  /** Until the upstream's response headers arrive (a target may set its own). */
+  request_timeout_ms: number;
+  /** Longest silence inside a streamed or read body (a target may set its own). */
+  idle_timeout_ms: number;
+  max_request_bytes: number;
+  /** The proxy's base URL as jobs reach it; null: server.public_url, then worker.api_url, then the listening address. */
+  proxy_url: string | null;
+  allow_loopback: boolean | null;
+  allow_private: boolean;
+  allowed_hosts: string[];
 }

@@ -64,6 +64,10 @@ export const TABLE_OWNERS = {
   // 018_threads
   threads: 'threads',
   thread_messages: 'threads',
+  // 019_inference
+  inference_targets: 'inference',
+  inference_models: 'inference',
+  inference_usage: 'inference',
 } as const;
 
 export type TableName = keyof typeof TABLE_OWNERS;

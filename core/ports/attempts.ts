@@ -69,6 +69,7 @@ export interface UsageCall {
   input_tokens: number;
   output_tokens: number;
   cache_read_tokens?: number;
+  cache_write_tokens?: number;
   reasoning_tokens?: number;
   duration_ms?: number;
 }

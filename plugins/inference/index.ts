@@ -1,0 +1,56 @@
+import type { DomainPlugin } from '../../core/http/plugins.ts';
+import { Tokens } from '../../core/tokens.ts';
+import { AccessTargets } from '../../core/http/access.ts';
+import { AddressGuard } from '../../core/http/address-guard.ts';
+import { ManagedModelsToken } from '../../core/ports/inference.ts';
+import { InferenceRepository } from './repository.ts';
+import { Scopes } from './scopes.ts';
+import { TargetService } from './targets.ts';
+import { ManagedModelService } from './managed-models.ts';
+import { ModelResolver } from './resolution.ts';
+import { Credentials } from './credentials.ts';
+import { UpstreamClient } from './upstream.ts';
+import { ProviderCatalog } from './catalog.ts';
+import { ModelList } from './model-list.ts';
+import { UsageRecorder } from './usage.ts';
+import { ChatProxy } from './proxy.ts';
+import { ManagedModelResolver } from './harness-resolution.ts';
+import { inferenceRoutes } from './routes.ts';
+import { CALLER_TARGET, callerPointer, proxyRoutes } from './proxy-routes.ts';
+
+/** Providers, inference targets, the managed-model catalog and the chat-completions proxy (docs/inference.md). */
+export const plugin: DomainPlugin = {
+  name: 'inference',
+  dependencies: ['orgs', 'projects'],
+  register(server, { container }) {
+    const config = container.resolve(Tokens.Config);
+    const settings = config.inference;
+    const guard = new AddressGuard({
+      allowLoopback: settings.allow_loopback ?? config.env !== 'production',
+      allowPrivate: settings.allow_private,
+      allowedHosts: settings.allowed_hosts,
+    });
+    const client = new UpstreamClient(guard);
+    const credentials = new Credentials(container);
+    if (!container.isRegistered(AddressGuard)) container.registerInstance(AddressGuard, guard);
+    for (const cls of [InferenceRepository, Scopes, ModelResolver]) container.registerSingleton(cls as never);
+    // Services that need the plugin's own guard are built with it (another plugin's AddressGuard may be registered).
+    const repo = container.resolve(InferenceRepository);
+    const scopes = container.resolve(Scopes);
+    const resolver = container.resolve(ModelResolver);
+    const catalog = new ProviderCatalog(settings, client, credentials);
+    const usage = new UsageRecorder(container);
+    container.registerInstance(TargetService, new TargetService(repo, scopes, guard));
+    container.registerSingleton(ManagedModelService);
+    container.registerInstance(ProviderCatalog, catalog);
+    container.registerInstance(ModelList, new ModelList(repo, catalog, scopes));
+    container.registerInstance(ChatProxy, new ChatProxy(settings, resolver, credentials, client, usage));
+
+    const proxyUrl = () => `${(settings.proxy_url || config.server.public_url || config.worker.api_url || server.info.uri).replace(/\/+$/, '')}/inference/v1`;
+    if (!container.isRegistered(ManagedModelsToken)) container.registerInstance(ManagedModelsToken, new ManagedModelResolver(resolver, credentials, proxyUrl));
+
+    container.resolve(AccessTargets).register(CALLER_TARGET, callerPointer(scopes));
+    server.route([...inferenceRoutes(container), ...proxyRoutes(container, settings)]);
+    server.ext('onPostStop', () => client.close());
+  },
+};
