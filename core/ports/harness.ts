@@ -88,6 +88,8 @@ export interface HarnessAuthStatus {
   available: boolean;
   reason: string;
   instructions: string[];
+  /** What is missing when it is not available: the CLI itself, or only its credentials (which a managed model supplies). */
+  missing?: 'binary' | 'credentials';
 }
 
 /** The harnesses this server knows (built-in and from plugins), by id or alias. Registered by the harnesses plugin. */

@@ -17,7 +17,7 @@ async function view(harnesses: Harnesses, def: HarnessDefinition) {
     aliases: def.aliases ?? [],
     description: def.description,
     variants: (def.variants ?? []).map((v) => ({ name: v.name, description: v.description, source })),
-    auth: await harnesses.auth(def.id),
+    auth: await harnesses.auth(def.id).then(({ available, reason, instructions }) => ({ available, reason, instructions })),
     capabilities: {
       supports_model: caps?.supportsModel ?? false,
       model_examples: caps?.modelExamples ?? [],

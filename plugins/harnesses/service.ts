@@ -67,7 +67,7 @@ export class HarnessAuth {
     const install = `Install the CLI for the user that runs jobs, or set harnesses.${def.id}.command (${commandVariable(def.id)}) to its path.`;
     const binary = findBinary(command);
     if (!binary) {
-      return { available: false, reason: `binary '${command}' not found${command.includes('/') ? '' : ' on PATH'}`, instructions: [install, ...(def.credentials?.instructions ?? [])] };
+      return { available: false, reason: `binary '${command}' not found${command.includes('/') ? '' : ' on PATH'}`, instructions: [install, ...(def.credentials?.instructions ?? [])], missing: 'binary' };
     }
     const spec = def.credentials;
     if (!spec || (spec.env.length === 0 && !spec.files?.length)) return { available: true, reason: `${binary} found; it needs no credentials`, instructions: [] };
@@ -87,6 +87,7 @@ export class HarnessAuth {
       available: false,
       reason: `no credentials: set ${wanted || 'nothing'}${spec.files?.length ? `, or log in (${spec.files.map((f) => `~/${f}`).join(', ')})` : ''}`,
       instructions: spec.instructions,
+      missing: 'credentials',
     };
   }
 }

@@ -1,4 +1,4 @@
-import Boom from '@hapi/boom';
+import { Invalid } from '../../core/errors.ts';
 import type { ManagedModelRequest, ManagedModelResolution, ManagedModels } from '../../core/ports/inference.ts';
 import type { Credentials } from './credentials.ts';
 import type { ModelResolver } from './resolution.ts';
@@ -28,7 +28,7 @@ export class ManagedModelResolver implements ManagedModels {
     }
     const { target } = resolved;
     if (target.kind !== 'anthropic') {
-      throw Boom.badData(`${request.model} is served by inference target ${target.name} (${target.kind}); a harness speaking Anthropic messages cannot use it`);
+      throw new Invalid(`${request.model} is served by inference target ${target.name} (${target.kind}); a harness speaking Anthropic messages cannot use it`);
     }
     const key = (await this.credentials.value(target.credential_secret, target.org_id, `inference target ${target.name}`)) ?? '';
     return {

@@ -1,8 +1,8 @@
-import Boom from '@hapi/boom';
 import { inject, injectable } from '../../core/di.ts';
 import { isManagedModel, MANAGED_PREFIX } from '../../core/ports/inference.ts';
 import { InferenceRepository, type ModelWithTarget, type TargetRow } from './repository.ts';
 import { usableBy } from './managed-models.ts';
+import { NotFound } from '../../core/errors.ts';
 import type { CallerScope } from './scopes.ts';
 
 /** Where a requested model goes: a target, the model id the upstream knows, and the catalog entry when it was a managed one. */
@@ -14,7 +14,7 @@ export interface ResolvedModel {
 }
 
 const unknown = (model: string) =>
-  Boom.notFound(`model ${model} not found: not a managed model (managed/<name>), a target's model (<target>/<model>) or a model an inference target allows`);
+  new NotFound(`model ${model} not found: not a managed model (managed/<name>), a target's model (<target>/<model>) or a model an inference target allows`);
 
 /**
  * Resolves a model name in the caller's scope (its org's entries before the system's):
@@ -29,7 +29,7 @@ export class ModelResolver {
   async resolve(model: string, scope: CallerScope): Promise<ResolvedModel> {
     if (isManagedModel(model)) {
       const entry = await this.repo.modelNamed(model.slice(MANAGED_PREFIX.length), scope.orgId);
-      if (!entry || !usableBy(entry, scope.projectId)) throw Boom.notFound(`model ${model} not found`);
+      if (!entry || !usableBy(entry, scope.projectId)) throw new NotFound(`model ${model} not found`);
       return { requested: model, target: entry.target, upstreamModel: entry.upstream_model, managed: entry };
     }
     const slash = model.indexOf('/');
@@ -38,7 +38,7 @@ export class ModelResolver {
       const upstreamModel = model.slice(slash + 1);
       if (target) {
         if (upstreamModel === '' || (target.allowed_models.length && !target.allowed_models.includes(upstreamModel))) {
-          throw Boom.notFound(`model ${model} not found: inference target ${target.name} allows ${target.allowed_models.join(', ')}`);
+          throw new NotFound(`model ${model} not found: inference target ${target.name} allows ${target.allowed_models.join(', ')}`);
         }
         return { requested: model, target, upstreamModel, managed: null };
       }

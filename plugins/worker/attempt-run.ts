@@ -4,14 +4,15 @@ import type { Logger } from 'pino';
 import type { MachineTokens } from '../../core/auth/machine-tokens.ts';
 import type { ClaimedAttempt } from '../../core/ports/worker.ts';
 import type { ProcessSpec, RunningProcess, Runtime } from '../../core/ports/runtime.ts';
-import type { HarnessRegistry } from '../../core/ports/harness.ts';
+import type { HarnessDefinition, HarnessRegistry } from '../../core/ports/harness.ts';
+import { isManagedModel, type ManagedModelResolution, type ManagedModels } from '../../core/ports/inference.ts';
 import type { ManifestReader } from '../../core/ports/manifest.ts';
 import type { CoordinationThreads } from '../../core/ports/threads.ts';
 import type { ResourceStore } from '../../core/ports/resources.ts';
 import type { SecretContext, SecretResolver } from '../../core/ports/secrets.ts';
 import type { Manifest } from '../../domain/manifest/types.ts';
 import { secretMasker } from '../../core/secrets/mask.ts';
-import { SecretMissing } from '../../core/errors.ts';
+import { Invalid, NotFound, SecretMissing } from '../../core/errors.ts';
 import { LeaseLost, type AttemptCompletion, type AttemptControl, type AttemptLease, type AttemptWork, type UsageCall } from '../../core/ports/attempts.ts';
 import { Aborted, WorkerFailure } from './failure.ts';
 import { LogSink } from './log-sink.ts';
@@ -48,6 +49,7 @@ export interface WorkerDeps {
   manifests(): ManifestReader | null;
   resources(): ResourceStore | null;
   coordination(): CoordinationThreads | null;
+  managedModels(): ManagedModels | null;
   apiUrl(): string;
 }
 
@@ -245,14 +247,37 @@ export class AttemptRun {
     masks.push(...Object.values(credentials));
     remask();
     const { choice } = plan;
+    const managed = isManagedModel(choice.model) ? await this.managedModel(work, plan.harness, choice.model!, token) : null;
+    if (managed) {
+      masks.push(...managed.secrets);
+      remask();
+      await log.system(`model ${choice.model}: ${managed.model} through ${managed.via === 'proxy' ? "svc's inference proxy" : managed.baseUrl}`);
+    }
     const invocation = plan.harness.build({
-      prompt: plan.prompt, workspace: dir, model: choice.model, reasoningEffort: choice.reasoningEffort, variant: choice.variant,
-      permissionPolicy: plan.permissionPolicy, env: { ...credentials, ...env },
+      prompt: plan.prompt, workspace: dir, model: managed?.model ?? choice.model, reasoningEffort: choice.reasoningEffort, variant: choice.variant,
+      permissionPolicy: plan.permissionPolicy, env: { ...credentials, ...env, ...managed?.env },
     });
     return {
       plan,
       spec: { command: invocation.command, args: invocation.args, env: { ...invocation.env, ...env }, files: invocation.files, cwd: dir, resourceClass: resourceClassOf(work) },
     };
+  }
+
+  /**
+   * A `managed/<name>` model resolved by the inference domain: the proxy with the job token for a
+   * CLI that speaks chat completions, the target itself for one that speaks Anthropic messages.
+   */
+  private async managedModel(work: AttemptWork, harness: HarnessDefinition, model: string, jobToken: string): Promise<ManagedModelResolution> {
+    const models = this.deps.managedModels();
+    if (!models) throw new WorkerFailure(`model ${model} is a managed model, but this server has no inference plugin to resolve it`);
+    const names = (harness.credentials?.env ?? []).flat();
+    const speaks = names.length > 0 && names.every((name) => /^(ANTHROPIC|CLAUDE)_/.test(name)) ? 'anthropic' : 'openai';
+    try {
+      return await models.resolve({ model, projectId: work.project.id, orgId: work.project.org_id, speaks, jobToken });
+    } catch (err) {
+      if (err instanceof NotFound || err instanceof Invalid) throw new WorkerFailure(err.message);
+      throw err;
+    }
   }
 
   private accessSecrets(ctx: SecretContext, credentialsDir: string, projectId: string): AccessSecrets {

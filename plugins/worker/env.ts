@@ -7,7 +7,7 @@ import { WorkerFailure } from './failure.ts';
  * What a job's token may do: read and work on jobs of its project (its own through /jobs routes), read the manifest, emit events,
  * and read and post to the project's threads (an agent answers in its coordination thread).
  */
-export const JOB_TOKEN_PERMISSIONS = ['jobs:read', 'jobs:create', 'jobs:write', 'manifest:read', 'events:write', 'threads:read', 'chat:write'] as const;
+export const JOB_TOKEN_PERMISSIONS = ['jobs:read', 'jobs:create', 'jobs:write', 'manifest:read', 'events:write', 'threads:read', 'chat:write', 'inference:use'] as const;
 
 const SECRET_EXPRESSION = /\$\{secret\.[^}]*\}/;
 

@@ -13,6 +13,7 @@ import { HarnessRegistryToken } from '../../core/ports/harness.ts';
 import { ManifestReaderToken } from '../../core/ports/manifest.ts';
 import { CoordinationThreadsToken } from '../../core/ports/threads.ts';
 import { ResourceStoreToken } from '../../core/ports/resources.ts';
+import { ManagedModelsToken } from '../../core/ports/inference.ts';
 import type { DependencyContainer, InjectionToken } from '../../core/di.ts';
 import { runAsOf } from './run-as.ts';
 import { InProcessWorker } from './worker.ts';
@@ -75,6 +76,7 @@ export const plugin: DomainPlugin = {
         manifests: optional(container, ManifestReaderToken),
         coordination: optional(container, CoordinationThreadsToken),
         resources: optional(container, ResourceStoreToken),
+        managedModels: optional(container, ManagedModelsToken),
         apiUrl: () => configuredApiUrl ?? ownApiUrl(),
       }, w.concurrency, logger, (suggested) => configuredApiUrl ?? suggested);
       container.resolve(JobPhaseListeners).add(worker.onPhases);

@@ -1,3 +1,4 @@
+import { isManagedModel } from '../../core/ports/inference.ts';
 import type { AttemptWork } from '../../core/ports/attempts.ts';
 import type { HarnessDefinition, HarnessRegistry, PermissionPolicy } from '../../core/ports/harness.ts';
 import type { SecretContext } from '../../core/ports/secrets.ts';
@@ -61,7 +62,9 @@ export async function planAttempt(
   const harness = harnesses.get(choice.harness);
   if (!harness) throw new WorkerFailure(`harness ${choice.harness} is not known to this server`);
   const auth = await harnesses.auth(harness.id, ctx);
-  if (!auth.available) throw new WorkerFailure(`harness ${harness.id} is not available here: ${auth.reason}${auth.instructions.length ? ` (${auth.instructions.join(' ')})` : ''}`);
+  // A managed model brings its own endpoint and credential; the CLI itself must still be there.
+  const credentialsSupplied = isManagedModel(choice.model) && auth.missing === 'credentials';
+  if (!auth.available && !credentialsSupplied) throw new WorkerFailure(`harness ${harness.id} is not available here: ${auth.reason}${auth.instructions.length ? ` (${auth.instructions.join(' ')})` : ''}`);
   const policy = (text(work.job.hints.permission_policy) ?? 'yolo') as PermissionPolicy;
   return { kind: 'agent', harness, choice, prompt: promptOf(work, agent), permissionPolicy: policy, agentId: text(agent.name) ?? harness.id, fallback };
 }

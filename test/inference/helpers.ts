@@ -16,10 +16,11 @@ export interface World {
   member: User;
 }
 
-export async function world(opts: { slowChunkMs?: number; idleTimeoutMs?: number; requestTimeoutMs?: number } = {}): Promise<World> {
+export async function world(opts: { slowChunkMs?: number; idleTimeoutMs?: number; requestTimeoutMs?: number; overrides?: Record<string, unknown> } = {}): Promise<World> {
   const fake = await startFakeLlm({ slowChunkMs: opts.slowChunkMs });
   const ctx = await setup({
     overrides: {
+      ...opts.overrides,
       inference: {
         providers: {
           fakeai: { kind: 'openai', base_url: `${fake.url}/v1`, credential_secret: 'FAKE_KEY', models: ['configured-1'] },
