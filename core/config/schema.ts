@@ -78,6 +78,8 @@ export const configSchema = Joi.object({
     run_as_uid: Joi.number().integer().min(0).allow(null).required(),
     run_as_gid: Joi.number().integer().min(0).allow(null).required(),
     heartbeat_seconds: Joi.number().positive().max(3600).required(),
+    lease_seconds: Joi.number().integer().min(2).max(86_400).greater(Joi.ref('heartbeat_seconds')).required()
+      .messages({ 'number.greater': '"worker.lease_seconds" must be greater than worker.heartbeat_seconds (a lease must outlive the beat that renews it)' }),
     api_url: Joi.string().uri().allow(null, '').required(),
     log_flush_ms: Joi.number().integer().min(0).max(10_000).required(),
     urls: workerUrlsSchema,
@@ -168,6 +170,8 @@ export interface Config {
     run_as_uid: number | null;
     run_as_gid: number | null;
     heartbeat_seconds: number;
+    /** How long a claimed attempt's lease lasts; each heartbeat renews it for this long. */
+    lease_seconds: number;
     /** SVC_API_URL given to jobs; null: server.public_url, else this server's own address. */
     api_url: string | null;
     log_flush_ms: number;

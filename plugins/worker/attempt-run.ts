@@ -31,6 +31,7 @@ export interface WorkerSettings {
   workspaceRoot: string;
   keepWorkspaces: boolean;
   heartbeatMs: number;
+  leaseSeconds: number;
   logFlushMs: number;
   git: { token_secret: string; ssh_key_secret: string; author_name: string; author_email: string };
   /** The user attempts run as (the workspace is handed to it); null: the server's own. */
@@ -334,7 +335,7 @@ export class AttemptRun {
     if (this.beating || this.abort.signal.aborted) return;
     this.beating = true;
     try {
-      await this.control.heartbeat(this.lease);
+      await this.control.heartbeat(this.lease, this.deps.settings.leaseSeconds);
     } catch (err) {
       if (err instanceof LeaseLost) this.stop(err.message);
       else this.deps.logger.warn({ err, jobId: this.claim.jobId }, 'heartbeat failed; trying again at the next beat');

@@ -67,6 +67,7 @@ export const plugin: DomainPlugin = {
           workspaceRoot: path.resolve(w.workspace_root || path.join(config.data_dir, 'workspaces')),
           keepWorkspaces: w.keep_workspaces,
           heartbeatMs: w.heartbeat_seconds * 1000,
+          leaseSeconds: w.lease_seconds,
           logFlushMs: w.log_flush_ms,
           git: w.git,
           runAs: runAsOf(w.run_as_uid, w.run_as_gid),

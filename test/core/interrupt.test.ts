@@ -148,3 +148,37 @@ test.serial('a PostgreSQL left running by a killed svc is stopped at the next st
     rmSync(dataDir, { recursive: true, force: true });
   }
 });
+
+test.serial('after a SIGKILL, the restarted server runs the stranded attempt again at once, not when its lease runs out', async (t) => {
+  t.timeout(240_000);
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'svc-sigkill-'));
+  chmodSync(dataDir, 0o755);
+  const url = `http://127.0.0.1:${await freePort()}`;
+  // A lease far longer than the test: only the restart's release of the dead owner's leases can free the job in time.
+  const env = { PORT: new URL(url).port, SVC_DATA_DIR: dataDir, SVC_WORKER__LEASE_SECONDS: '600' };
+  const killed = serveProcess(env);
+  let next: ServeProcess | null = null;
+  try {
+    await waitForHealth(url, killed);
+    const { token, projectId } = await world(url);
+    const job = await api(url, 'POST', `/projects/${projectId}/jobs`, { description: 'long script', hints: { step: { kind: 'script', script: { run: 'sleep 60' } }, max_attempts: 3 } }, token);
+    const attempts = `/projects/${projectId}/jobs/${job.id}/attempts`;
+    await until(async () => (await api(url, 'GET', attempts, undefined, token)).data.find((a: any) => a.status === 'running'), 'the attempt to run');
+    killed.child.kill('SIGKILL');
+    await killed.exited;
+
+    next = serveProcess(env);
+    await waitForHealth(url, next);
+    const restarted = Date.now();
+    const second = await until(async () => (await api(url, 'GET', attempts, undefined, token)).data.find((a: any) => a.attempt_number === 2), 'a second attempt', 30_000);
+    t.true(Date.now() - restarted < 15_000, `the job ran again ${Date.now() - restarted} ms after the restart`);
+    const [first] = (await api(url, 'GET', attempts, undefined, token)).data.filter((a: any) => a.attempt_number === 1);
+    t.is(first.status, 'failed');
+    t.regex(first.error, /lease expired/);
+    t.truthy(second);
+  } finally {
+    await stopped(killed);
+    if (next) await stopped(next);
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});

@@ -221,6 +221,18 @@ export class AttemptRepository {
     return rows;
   }
 
+  /** The owners of running attempts whose name starts with `prefix`. */
+  async runningOwners(prefix: string, db: Db): Promise<string[]> {
+    const rows = await db('job_attempts').distinct('lease_owner').where({ status: 'running' }).whereLike('lease_owner', `${prefix.replace(/[\\%_]/g, '\\$&')}%`);
+    return rows.map((r: { lease_owner: string }) => r.lease_owner);
+  }
+
+  /** Ends the leases of these owners' running attempts now, so the reaper takes them at its next pass. */
+  async expireLeasesOf(owners: string[], db: Db): Promise<number> {
+    if (owners.length === 0) return 0;
+    return db('job_attempts').where({ status: 'running' }).whereIn('lease_owner', owners).where('lease_expires_at', '>', db.fn.now()).update({ lease_expires_at: db.fn.now() });
+  }
+
   /** One page of the job's attempts, newest (highest number) first. */
   async page(jobId: string, { limit, offset }: Pick<ListQuery, 'limit' | 'offset'>): Promise<Page<Attempt>> {
     const attempts = this.db('job_attempts').where({ job_id: jobId });

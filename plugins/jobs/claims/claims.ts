@@ -142,6 +142,16 @@ export class Claims {
     });
   }
 
+  /**
+   * Leases still held by orchestrators of this host that are gone (a crash, a SIGKILL, a restart
+   * under the same PID) end now instead of running out: the reaper retries their attempts at once.
+   */
+  async releaseDeadPredecessors(prefix: string, isDead: (owner: string) => boolean): Promise<string[]> {
+    const dead = (await this.attempts.runningOwners(prefix, this.db)).filter(isDead);
+    await this.attempts.expireLeasesOf(dead, this.db);
+    return dead;
+  }
+
   /** Running attempts whose lease expired fail with 'lease expired'; their jobs are retried or cancelled. */
   reapExpired(limit = 100): Promise<Reaped[]> {
     return this.db.transaction(async (trx) => {

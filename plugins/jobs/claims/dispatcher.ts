@@ -1,5 +1,3 @@
-import { hostname } from 'node:os';
-import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { DependencyContainer } from '../../../core/di.ts';
 import { Tokens } from '../../../core/tokens.ts';
@@ -8,6 +6,7 @@ import { WorkerDispatcherToken, type WorkerDispatcher } from '../../../core/port
 import { Passes } from '../../../core/passes.ts';
 import { Claims } from './claims.ts';
 import { JobWakeups } from '../lifecycle/wakeups.ts';
+import { isDeadPredecessor, leaseOwnerName, localOwnerPrefix } from './node-identity.ts';
 
 /** The backstop when a notification is missed (or a deferral simply runs out). */
 const POLL_EVERY_MS = 1_000;
@@ -23,7 +22,8 @@ const MAX_BATCH = 32;
  */
 export class JobDispatcher implements RoleService {
   readonly name = 'job-dispatcher';
-  private readonly owner = `orchestrator:${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  private readonly owner = leaseOwnerName();
+  private readonly leaseSeconds: number;
   private readonly claims: Claims;
   private readonly logger: Logger;
   private readonly databaseUrl: string;
@@ -35,6 +35,7 @@ export class JobDispatcher implements RoleService {
     this.claims = container.resolve(Claims);
     this.logger = container.resolve(Tokens.Logger);
     this.databaseUrl = container.resolve(Tokens.DatabaseUrl);
+    this.leaseSeconds = container.resolve(Tokens.Config).worker.lease_seconds;
   }
 
   async start(): Promise<void> {
@@ -45,7 +46,20 @@ export class JobDispatcher implements RoleService {
       this.passes.every(POLL_EVERY_MS);
       this.passes.wake();
     }
+    await this.releaseDeadPredecessors();
     this.passes.every(REAP_EVERY_MS, () => void this.reap());
+  }
+
+  /** Attempts a previous orchestrator of this host held when it died run again now, not when their leases run out. */
+  private async releaseDeadPredecessors(): Promise<void> {
+    try {
+      const dead = await this.claims.releaseDeadPredecessors(localOwnerPrefix(), (owner) => isDeadPredecessor(owner, this.owner));
+      if (dead.length === 0) return;
+      this.logger.warn({ owners: dead }, 'leases of orchestrators of this host that are gone were ended; their attempts run again');
+      await this.reap();
+    } catch (err) {
+      this.logger.error({ err }, 'ending the leases of gone orchestrators failed; they run out on their own');
+    }
   }
 
   async stop(): Promise<void> {
@@ -56,7 +70,7 @@ export class JobDispatcher implements RoleService {
   private async pass(): Promise<void> {
     const worker = this.worker!;
     for (let room = worker.capacity(); room > 0 && !this.stopped; room = worker.capacity()) {
-      const batch = await this.claims.claimNext(this.owner, Math.min(room, MAX_BATCH), { skipWorkerTypes: worker.fullTypes?.() ?? [] });
+      const batch = await this.claims.claimNext(this.owner, Math.min(room, MAX_BATCH), { leaseSeconds: this.leaseSeconds, skipWorkerTypes: worker.fullTypes?.() ?? [] });
       for (const { job, attempt } of batch) {
         const workerType = job.hints.worker_type;
         await worker
