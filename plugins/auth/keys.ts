@@ -1,3 +1,4 @@
+import { Conflict } from '../../core/errors.ts';
 import Boom from '@hapi/boom';
 import { inject, injectable } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
@@ -34,14 +35,14 @@ export class UserKeys {
     const existing: KeyRow | undefined = await trx('user_keys').where({ fingerprint: key.fingerprint }).first();
     if (existing) {
       if (opts.allowOwnDuplicate && existing.user_id === userId) return toKey(existing);
-      throw Boom.conflict(`key ${key.fingerprint} is already registered`);
+      throw new Conflict(`key ${key.fingerprint} is already registered`);
     }
     const [row] = await trx('user_keys')
       .insert({ id: newId('key'), user_id: userId, type: key.type, public_key: key.openssh, fingerprint: key.fingerprint, label: label ?? key.comment })
       .onConflict('fingerprint')
       .ignore()
       .returning('*');
-    if (!row) throw Boom.conflict(`key ${key.fingerprint} is already registered`);
+    if (!row) throw new Conflict(`key ${key.fingerprint} is already registered`);
     return toKey(row);
   }
 

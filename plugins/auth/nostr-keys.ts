@@ -1,3 +1,4 @@
+import { Conflict } from '../../core/errors.ts';
 import Boom from '@hapi/boom';
 import { inject, injectable } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
@@ -31,7 +32,7 @@ export class NostrKeys {
     if (row) return toNostrKey(row);
     const existing = await this.find(key, trx);
     if (opts.allowOwnDuplicate && existing?.user_id === userId) return toNostrKey(existing);
-    throw Boom.conflict(`nostr key ${key} is already registered`);
+    throw new Conflict(`nostr key ${key} is already registered`);
   }
 
   list(userId: string, page: Pick<ListQuery, 'limit' | 'offset'>) {

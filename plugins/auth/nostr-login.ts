@@ -1,3 +1,4 @@
+import { Conflict } from '../../core/errors.ts';
 import Boom from '@hapi/boom';
 import { inject, injectable, type DependencyContainer } from '../../core/di.ts';
 import { Tokens, type Clock } from '../../core/tokens.ts';
@@ -83,7 +84,7 @@ export class NostrLogin {
     try {
       await this.keys.add(user.id, pubkey, null, this.db, { allowOwnDuplicate: true });
     } catch (e) {
-      if (Boom.isBoom(e) && e.output.statusCode === 409) throw Boom.unauthorized(`nostr key ${pubkey} is registered to another account`);
+      if (e instanceof Conflict) throw Boom.unauthorized(`nostr key ${pubkey} is registered to another account`);
       throw e;
     }
     return user;

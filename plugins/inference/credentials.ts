@@ -1,3 +1,4 @@
+import { SecretMissing } from '../../core/errors.ts';
 import Boom from '@hapi/boom';
 import type { DependencyContainer } from '../../core/di.ts';
 import { SecretResolverToken } from '../../core/ports/secrets.ts';
@@ -15,7 +16,7 @@ export class Credentials {
     try {
       return await this.container.resolve(SecretResolverToken).resolve(secret, orgId ? { orgId } : {});
     } catch (e) {
-      if (Boom.isBoom(e) && e.output.statusCode === 422) throw Boom.badData(`${owner} cannot be used: its credential secret ${secret} is not set (${orgId ? `org ${orgId} or system` : 'system'} secrets)`);
+      if (e instanceof SecretMissing) throw Boom.badData(`${owner} cannot be used: its credential secret ${secret} is not set (${orgId ? `org ${orgId} or system` : 'system'} secrets)`);
       throw e;
     }
   }

@@ -1,3 +1,4 @@
+import { SecretMissing } from '../../core/errors.ts';
 import { randomBytes } from 'node:crypto';
 import Boom from '@hapi/boom';
 import type { Logger } from 'pino';
@@ -89,7 +90,7 @@ export class InboundDeliveries {
     try {
       return await this.secrets().resolve(name, { projectId });
     } catch (e) {
-      if (Boom.isBoom(e) && e.output.statusCode === 422) return null;
+      if (e instanceof SecretMissing) return null;
       throw e;
     }
   }

@@ -1,3 +1,4 @@
+import { Conflict } from '../../core/errors.ts';
 import Boom from '@hapi/boom';
 import { inject, injectable } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
@@ -53,12 +54,12 @@ export class ProjectService {
         if (n > 0) slug = varySlug(slug, n - 1);
         const insert = (into: Db) => this.projects.insert(this.fields(input, slug), into);
         const row = await (db.isTransaction ? db.transaction(insert) : insert(db)).catch((e) => {
-          throw isUniqueViolation(e, 'projects_pkey') ? Boom.conflict(`project ${input.id} already exists`) : e;
+          throw isUniqueViolation(e, 'projects_pkey') ? new Conflict(`project ${input.id} already exists`) : e;
         });
         return toProject(row);
       },
       taken: (e) => isUniqueViolation(e, 'projects_slug_unique'),
-      exhausted: () => Boom.conflict(`project slug '${slug}' is taken`),
+      exhausted: () => new Conflict(`project slug '${slug}' is taken`),
     });
   }
 
@@ -71,7 +72,7 @@ export class ProjectService {
         return await this.create(input);
       } catch (e) {
         // Lost a race to a concurrent ensure: compare against the winner.
-        const winner = Boom.isBoom(e) && e.output.statusCode === 409 ? await this.find(input) : undefined;
+        const winner = e instanceof Conflict ? await this.find(input) : undefined;
         if (!winner) throw e;
         return this.compare(principal, input, winner);
       }

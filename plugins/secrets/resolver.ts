@@ -1,9 +1,8 @@
-import Boom from '@hapi/boom';
 import { inject, injectable } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
 import type { Sealer } from '../../core/crypto/sealer.ts';
-import { SecretMissing } from '../../core/errors.ts';
+import { Invalid, SecretMissing } from '../../core/errors.ts';
 import type { SecretContext, SecretResolver as SecretResolverPort } from '../../core/ports/secrets.ts';
 import { SecretRepository, ownerOf } from './repository.ts';
 import { SECRET_NAME } from './schemas.ts';
@@ -33,7 +32,7 @@ export class SecretResolver implements SecretResolverPort {
     const names = [...new Set([...text.matchAll(EXPRESSION)].map((m) => m[1]))];
     if (!names.length) return text;
     const bad = names.find((n) => !SECRET_NAME.test(n));
-    if (bad !== undefined) throw Boom.badData(`\${secret.${bad}} is not a valid secret expression: names are upper-case letters, digits and underscores`);
+    if (bad !== undefined) throw new Invalid(`\${secret.${bad}} is not a valid secret expression: names are upper-case letters, digits and underscores`);
     const values = await this.resolveAll(names, ctx);
     return text.replace(EXPRESSION, (_, name: string) => values.get(name)!);
   }
@@ -57,8 +56,8 @@ export class SecretResolver implements SecretResolverPort {
     let orgId = ctx.orgId ?? null;
     if (ctx.projectId) {
       const project = await this.projects.byId(ctx.projectId);
-      if (!project) throw Boom.badData(`project ${ctx.projectId} not found`);
-      if (orgId && orgId !== project.org_id) throw Boom.badData(`project ${ctx.projectId} is not in org ${orgId}`);
+      if (!project) throw new Invalid(`project ${ctx.projectId} not found`);
+      if (orgId && orgId !== project.org_id) throw new Invalid(`project ${ctx.projectId} is not in org ${orgId}`);
       orgId = project.org_id;
     }
     const owners: SecretOwner[] = [];

@@ -16,6 +16,8 @@ import { ID_ATTEMPTS, JobRepository, toJob, type Job, type JobRow, type NewRootJ
 import { createJobSchema } from './schemas.ts';
 import { JobLifecycle } from '../lifecycle/lifecycle.ts';
 import { BadRequest, Conflict, Forbidden, Invalid } from '../../../core/errors.ts';
+import { drawUntilFree } from '../../../core/ids.ts';
+import { isObject } from '../../../core/is-object.ts';
 
 /** Jobs nest at most three levels: root (depth 0), child, grandchild. */
 export const MAX_DEPTH = 2;
@@ -39,7 +41,6 @@ export function titleFrom(description: string): string {
   return `${(space > TITLE_MAX / 2 ? cut.slice(0, space) : cut).trimEnd()}…`;
 }
 
-export const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Manifest defaults under explicit fields; objects (hints, git, workspace) merge key by key. */
 export function withDefaults(defaults: Record<string, unknown>, explicit: CreateJobInput): CreateJobInput {
@@ -98,14 +99,18 @@ export class JobCreation {
     });
   }
 
-  /** Concurrent creations share one INSERT; an id already taken is drawn again. */
+  /** Concurrent creations share one INSERT; an id already taken is drawn again (a deleted project is 422). */
   private async createRoot(row: NewRow): Promise<Job> {
-    for (let attempt = 1; attempt <= ID_ATTEMPTS; attempt++) {
-      const created = await this.roots.submit({ ...row, suffix: randomBytes(4).toString('hex') });
-      if (created) return toJob(created);
-      await this.requireLiveProject(row.project_id);
-    }
-    throw new Error(`no free job id in project ${row.project_id} after ${ID_ATTEMPTS} draws`);
+    const created = await drawUntilFree({
+      draws: ID_ATTEMPTS,
+      attempt: async () => {
+        const inserted = await this.roots.submit({ ...row, suffix: randomBytes(4).toString('hex') });
+        if (!inserted) await this.requireLiveProject(row.project_id);
+        return inserted;
+      },
+      exhausted: () => new Error(`no free job id in project ${row.project_id} after ${ID_ATTEMPTS} draws`),
+    });
+    return toJob(created);
   }
 
   /** The project's slug; a deleted project is 422. */

@@ -4,6 +4,7 @@ import { Tokens } from '../../../core/tokens.ts';
 import type { Db } from '../../../core/db/knex.ts';
 import { paginate, type ListQuery } from '../../../core/http/lists.ts';
 import type { Phase } from './schemas.ts';
+import { drawUntilFree } from '../../../core/ids.ts';
 
 /** Draws of a random root id before giving up (a collision of 8 hex digits is rare). */
 export const ID_ATTEMPTS = 5;
@@ -91,13 +92,16 @@ export class JobRepository {
   }
 
   /** A root job `{slug}-{8 hex digits}` in `trx`, drawing the id again while it is taken. */
-  async insertRoot(slug: string, row: Partial<JobRow> & Pick<JobRow, 'project_id' | 'title'>, trx: Db): Promise<JobRow> {
-    for (let attempt = 1; attempt <= ID_ATTEMPTS; attempt++) {
-      const id = `${slug}-${randomBytes(4).toString('hex')}`;
-      const [created] = await trx('jobs').insert(serialize({ ...row, id })).onConflict('id').ignore().returning('*');
-      if (created) return created;
-    }
-    throw new Error(`no free job id in project ${row.project_id} after ${ID_ATTEMPTS} draws`);
+  insertRoot(slug: string, row: Partial<JobRow> & Pick<JobRow, 'project_id' | 'title'>, trx: Db): Promise<JobRow> {
+    return drawUntilFree({
+      draws: ID_ATTEMPTS,
+      attempt: async () => {
+        const id = `${slug}-${randomBytes(4).toString('hex')}`;
+        const [created] = await trx('jobs').insert(serialize({ ...row, id })).onConflict('id').ignore().returning('*');
+        return created ?? null;
+      },
+      exhausted: () => new Error(`no free job id in project ${row.project_id} after ${ID_ATTEMPTS} draws`),
+    });
   }
 
   /**

@@ -1,6 +1,6 @@
 import type { Db } from '../../../core/db/knex.ts';
 import { emitEvent } from '../../../core/events/emit.ts';
-import { isObject } from '../../../domain/manifest/problems.ts';
+import { isObject } from '../../../core/is-object.ts';
 import type { JobPhaseListener } from '../../../core/ports/jobs.ts';
 import type { JobRow } from '../job/repository.ts';
 import type { AttemptRow } from '../attempts/attempts.ts';

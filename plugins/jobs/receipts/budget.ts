@@ -1,4 +1,4 @@
-import { isObject } from '../job/create.ts';
+import { isObject } from '../../../core/is-object.ts';
 import type { CostSection, LlmSection } from './receipt-assembly.ts';
 
 export const BUDGET_EXCEEDED = 'BUDGET_EXCEEDED';

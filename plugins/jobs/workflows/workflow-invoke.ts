@@ -9,7 +9,8 @@ import { ConditionError, parseCondition, evaluateCondition, referencedSteps } fr
 import { checkEnvOverrides, checkMergedSize } from '../../../domain/manifest/validate-env.ts';
 import { Problems } from '../../../domain/manifest/problems.ts';
 import { Tokens } from '../../../core/tokens.ts';
-import { checkedRequest, isObject, JobCreation, requireOverridePermissions, type CreateJobInput } from '../job/create.ts';
+import { checkedRequest, JobCreation, requireOverridePermissions, type CreateJobInput } from '../job/create.ts';
+import { isObject } from '../../../core/is-object.ts';
 import { isFinished } from '../relations/blockers.ts';
 import { JobRepository, type JobRow } from '../job/repository.ts';
 import { RelationRepository } from '../relations/relations.ts';
