@@ -6,7 +6,8 @@
 #   DOCKER_BUILDKIT=1 docker build --build-arg DEPS_IMAGE=svc-deps:local ...
 #
 # Same platform only (the native packages were built for this machine). Run from anywhere; needs
-# `npm install` (or `npm ci`) to have been run in the checkout.
+# `npm install` (or `npm ci`) to have been run in the checkout. The image is labelled with the
+# lock file's SHA-256 (svc.package-lock), so a stale one can be told apart.
 set -eu
 
 TAG=${1:-svc-deps:local}
@@ -17,5 +18,6 @@ modules=$(readlink -f "$ROOT/node_modules")   # a checkout's node_modules may be
 
 # Only the top directory is renamed (S: symlink targets such as .bin's ../typescript/bin/tsc stay as they are).
 name=$(basename "$modules")
-tar -C "$(dirname "$modules")" --numeric-owner --owner=0 --group=0 --transform "s,^$name,app/node_modules,S" -cf - "$name" | "$DOCKER" import - "$TAG" >/dev/null
+tar -C "$(dirname "$modules")" --numeric-owner --owner=0 --group=0 --transform "s,^$name,app/node_modules,S" -cf - "$name" \
+  | "$DOCKER" import --change "LABEL svc.package-lock=$(sha256sum "$ROOT/package-lock.json" | cut -d' ' -f1)" - "$TAG" >/dev/null
 echo "built $TAG from $modules"

@@ -60,7 +60,7 @@ test.serial('the two documented processes come up, both answer /health, and a jo
     const common = { DATABASE_URL: database.url, SVC_DATA_DIR: path.join(scratch, 'data'), SVC_SECRETS_MASTER_KEY: 'ab'.repeat(32), SVC_PUBLIC_URL: apiUrl };
     for (const [i, line] of serveLines.entries()) {
       const { env, argv } = parseLine(line);
-      const ownPort = argv.includes('--port') ? {} : { PORT: String(ports[i]) };
+      const ownPort: Record<string, string> = argv.includes('--port') ? {} : { PORT: String(ports[i]) };
       if (argv.includes('--port')) argv[argv.indexOf('--port') + 1] = String(ports[i]);
       t.is(argv[0], 'node');
       procs.push(serveProcess({ ...common, ...env, ...ownPort }, { command: argv.slice(1) }));

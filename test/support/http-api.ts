@@ -13,6 +13,7 @@ export function httpApi(base: string, token?: string) {
       method,
       headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
       body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(30_000), // a proxy that accepted the connection may never answer
     });
     const text = await res.text();
     let parsed: any = text;
