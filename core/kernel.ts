@@ -103,14 +103,14 @@ export async function startKernel(config: Config, opts: KernelOptions = {}): Pro
 
     // Plugins always load (they add the roles' background services); the api role serves the API,
     // any other process only the probes and the internal routes its roles add.
-    const listener = config.roles.includes('api') ? null : new RoleListener(container);
+    const listener = config.roles.includes('api') ? null : new RoleListener(config);
     if (listener) container.registerInstance(RoleListener, listener);
     const server = await createServer(container);
     if (listener) {
       await server.initialize();
       undo.push(() => server.stop({ timeout: config.server.shutdown_timeout_ms }));
       await listener.start();
-      undo.push(() => listener.stop(config.server.shutdown_timeout_ms));
+      undo.push(() => listener.stop());
     } else {
       await server.start();
       undo.push(() => server.stop({ timeout: config.server.shutdown_timeout_ms }));

@@ -1,30 +1,22 @@
-import Hapi, { type Server, type ServerRoute } from '@hapi/hapi';
-import type { DependencyContainer } from 'tsyringe';
-import { Tokens } from '../tokens.ts';
-import { healthRoutes } from './health.ts';
+import Hapi, { type Server } from '@hapi/hapi';
+import type { Config } from '../config/schema.ts';
 import { validationFailed } from './server.ts';
 
 /**
- * A process without the api role still listens, on `server.host` and `server.port`: for the probes
- * (`/health`, `/health/live`) that every role answers, and for the internal routes its roles add
- * (the worker's dispatch routes). Nothing of the API is served here.
+ * A process without the api role still listens, on `server.host` and `server.port`, for what its
+ * plugins put on this server: the probes (`/health`, `/health/live`, from the discovery plugin) that
+ * every role answers, and internal routes such as the worker's dispatch routes. Nothing of the API.
  */
 export class RoleListener {
-  private readonly server: Server;
+  /** Plugins add their routes here while they register, before start(). */
+  readonly server: Server;
 
-  constructor(container: DependencyContainer) {
-    const config = container.resolve(Tokens.Config);
+  constructor(private readonly config: Config) {
     this.server = Hapi.server({
       host: config.server.host,
       port: config.server.port,
       routes: { validate: { failAction: validationFailed, options: { abortEarly: false } }, payload: { maxBytes: 64 * 1024 } },
     });
-    this.server.route(healthRoutes(container));
-  }
-
-  /** Adds internal routes; before start() only. */
-  route(routes: ServerRoute[]): void {
-    this.server.route(routes);
   }
 
   get url(): string {
@@ -35,7 +27,7 @@ export class RoleListener {
     await this.server.start();
   }
 
-  async stop(timeoutMs: number): Promise<void> {
-    await this.server.stop({ timeout: timeoutMs });
+  async stop(): Promise<void> {
+    await this.server.stop({ timeout: this.config.server.shutdown_timeout_ms });
   }
 }

@@ -4,7 +4,8 @@ import YAML from 'yaml';
 import type { DomainPlugin } from '../../core/http/plugins.ts';
 import { Tokens } from '../../core/tokens.ts';
 import { SigningKeys } from '../../core/auth/signing-keys.ts';
-import { healthRoutes } from '../../core/http/health.ts';
+import { RoleListener } from '../../core/http/role-listener.ts';
+import { healthRoutes } from './health.ts';
 
 const jwksSchema = Joi.object({ keys: Joi.array().items(Joi.object().unknown(true)).required() }).label('JWKS');
 
@@ -32,8 +33,11 @@ export const plugin: DomainPlugin = {
     const config = container.resolve(Tokens.Config);
     const keys = container.resolve(SigningKeys);
 
+    const health = healthRoutes(container);
+    // A process without the api role answers the probes too, on its RoleListener.
+    if (container.isRegistered(RoleListener)) container.resolve(RoleListener).server.route(health);
     server.route([
-      ...healthRoutes(container),
+      ...health,
       {
         method: 'GET',
         path: '/.well-known/jwks.json',

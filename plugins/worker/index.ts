@@ -84,7 +84,7 @@ export const plugin: DomainPlugin = {
       container.resolve(JobPhaseListeners).add(worker.onPhases);
       const routes = dispatchRoutes(worker, dispatchTokens, control);
       if (config.roles.includes('api')) server.route(routes);
-      else container.resolve(RoleListener).route(routes); // the kernel's listener of a process without the api role; it stops after the runs
+      else container.resolve(RoleListener).server.route(routes); // the kernel's listener of a process without the api role; it stops after the runs
       container.resolve(RoleServices).add('worker', worker);
       return worker;
     }

@@ -1,8 +1,8 @@
 import type { ServerRoute } from '@hapi/hapi';
 import Joi from 'joi';
-import type { DependencyContainer } from 'tsyringe';
-import { Tokens } from '../tokens.ts';
-import { VERSION } from '../version.ts';
+import type { DependencyContainer } from '../../core/di.ts';
+import { Tokens } from '../../core/tokens.ts';
+import { VERSION } from '../../core/version.ts';
 
 /** A load balancer wants an answer, not a hung probe: past this the database counts as down. */
 const HEALTH_DB_TIMEOUT_MS = 2_000;
@@ -18,8 +18,8 @@ const healthSchema = Joi.object({
 const livenessSchema = Joi.object({ status: Joi.string().valid('ok').required(), roles: Joi.array().items(Joi.string()).required() }).label('Liveness');
 
 /**
- * The probes every svc process answers, whatever its roles (the api server, or the role listener of
- * a process without the api role): `/health` is readiness (200 while the database answers, else 503),
+ * The probes every svc process answers, whatever its roles (on the api server, or on the kernel's
+ * RoleListener in a process without the api role): `/health` is readiness (200 while the database answers, else 503),
  * `/health/live` is liveness (200 while the process serves requests at all, whatever the database
  * does, so an orchestrator that restarts the process does not restart every replica during a
  * database outage).
