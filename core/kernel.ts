@@ -17,6 +17,7 @@ import { TokenService } from './auth/tokens.ts';
 import { Memberships } from './auth/memberships.ts';
 import { AccessTargets } from './http/access.ts';
 import { createServer } from './http/server.ts';
+import { RoleListener } from './http/role-listener.ts';
 import { checkAdapterKinds, createAdapter, type AdapterDeps } from './adapters.ts';
 import { Housekeeping, RoleServices, schedulerService } from './roles.ts';
 import { SchedulerToken } from './ports/scheduler.ts';
@@ -34,6 +35,8 @@ export interface Kernel {
   logger: Logger;
   /** Listening when the api role runs; initialized (plugins loaded, not listening) otherwise. */
   server: Server;
+  /** Where this process listens: the API, or without the api role its RoleListener (probes, internal routes). */
+  url: string;
   stop(): Promise<void>;
 }
 
@@ -45,7 +48,7 @@ export interface KernelOptions {
 
 /**
  * Boot order: database (external or embedded) → migrations → container → signing keys →
- * HTTP server (api role) → orchestrator and worker roles. stop() undoes it in reverse.
+ * HTTP server (the API with the api role, else the role listener) → orchestrator and worker roles. stop() undoes it in reverse.
  */
 export async function startKernel(config: Config, opts: KernelOptions = {}): Promise<Kernel> {
   const logger = opts.logger ?? createLogger(config.log.level);
@@ -111,22 +114,29 @@ export async function startKernel(config: Config, opts: KernelOptions = {}): Pro
       container.registerInstance(RuntimeToken, await createAdapter('runtime', config.adapters.runtime, adapterDeps));
     }
 
-    // Plugins always load (they add the roles' background services); only the api role listens.
+    // Plugins always load (they add the roles' background services); the api role serves the API,
+    // any other process only the probes and the internal routes its roles add.
+    const listener = config.roles.includes('api') ? null : new RoleListener(config);
+    if (listener) container.registerInstance(RoleListener, listener);
     const server = await createServer(container);
-    if (config.roles.includes('api')) {
-      await server.start();
-      logger.info({ url: server.info.uri, roles: config.roles }, 'svc listening');
-    } else {
+    if (listener) {
       await server.initialize();
+      undo.push(() => server.stop({ timeout: config.server.shutdown_timeout_ms }));
+      await listener.start();
+      undo.push(() => listener.stop());
+    } else {
+      await server.start();
+      undo.push(() => server.stop({ timeout: config.server.shutdown_timeout_ms }));
     }
-    undo.push(() => server.stop({ timeout: config.server.shutdown_timeout_ms }));
+    const url = listener?.url ?? server.info.uri;
+    logger.info({ url, roles: config.roles }, listener ? 'svc listening (probes and internal routes only: no api role here)' : 'svc listening');
     for (const role of config.roles) {
       for (const service of roleServices.of(role)) {
         await service.start();
         undo.push(() => service.stop());
       }
     }
-    return { config, container, db, databaseUrl, logger, server, stop };
+    return { config, container, db, databaseUrl, logger, server, url, stop };
   } catch (e) {
     await stop();
     throw e;

@@ -68,16 +68,20 @@ function readYaml(file: string): Tree {
   return parsed;
 }
 
+/** The config path an environment variable sets (`PORT` → `server.port`, `SVC_AUTH__TOKEN_TTL_DAYS` → `auth.token_ttl_days`), or null when it sets none. */
+export function configPathOf(name: string): string | null {
+  if (NAMED_ENV[name]) return NAMED_ENV[name];
+  if (name.startsWith(GENERIC_PREFIX) && name.includes(PATH_SEPARATOR)) return name.slice(GENERIC_PREFIX.length).toLowerCase().split(PATH_SEPARATOR).join('.');
+  return null;
+}
+
 /** Env values are YAML scalars ("7" → 7, "true" → true, "null" → null); lists are comma-separated. */
 function envOverrides(env: NodeJS.ProcessEnv): { tree: Tree; sources: Map<string, string> } {
   const tree: Tree = {};
   const sources = new Map<string, string>();
   for (const [name, raw] of Object.entries(env)) {
     if (raw === undefined) continue;
-    let dotted = NAMED_ENV[name];
-    if (!dotted && name.startsWith(GENERIC_PREFIX) && name.includes(PATH_SEPARATOR)) {
-      dotted = name.slice(GENERIC_PREFIX.length).toLowerCase().split(PATH_SEPARATOR).join('.');
-    }
+    const dotted = configPathOf(name);
     if (!dotted) continue;
     let value: unknown = raw;
     try {

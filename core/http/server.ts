@@ -74,7 +74,7 @@ export async function createServer(container: DependencyContainer): Promise<Serv
           }),
           res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
         },
-        ignorePaths: ['/health'],
+        ignorePaths: ['/health', '/health/live'],
         // a client that drops its connection is routine, not a server error
         ignoredEventTags: { log: ['client'] },
       },

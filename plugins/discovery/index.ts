@@ -4,17 +4,8 @@ import YAML from 'yaml';
 import type { DomainPlugin } from '../../core/http/plugins.ts';
 import { Tokens } from '../../core/tokens.ts';
 import { SigningKeys } from '../../core/auth/signing-keys.ts';
-
-/** A load balancer wants an answer, not a hung probe: past this the database counts as down. */
-const HEALTH_DB_TIMEOUT_MS = 2_000;
-
-const healthSchema = Joi.object({
-  status: Joi.string().valid('ok', 'unavailable').required(),
-  version: Joi.string().required(),
-  roles: Joi.array().items(Joi.string()).required(),
-  database: Joi.object({ ok: Joi.boolean().required(), latency_ms: Joi.number().allow(null) }).required(),
-  uptime_seconds: Joi.number().required(),
-}).label('Health');
+import { RoleListener } from '../../core/http/role-listener.ts';
+import { healthRoutes } from './health.ts';
 
 const jwksSchema = Joi.object({ keys: Joi.array().items(Joi.object().unknown(true)).required() }).label('JWKS');
 
@@ -40,36 +31,13 @@ export const plugin: DomainPlugin = {
   name: 'discovery',
   register(server, { container }) {
     const config = container.resolve(Tokens.Config);
-    const db = container.resolve(Tokens.ControlDb); // answers while reads pile up on the main pool
-    const startedAt = container.resolve(Tokens.StartedAt);
     const keys = container.resolve(SigningKeys);
 
+    const health = healthRoutes(container);
+    // A process without the api role answers the probes too, on its RoleListener.
+    if (container.isRegistered(RoleListener)) container.resolve(RoleListener).server.route(health);
     server.route([
-      {
-        method: 'GET',
-        path: '/health',
-        options: {
-          auth: false,
-          description: 'Health of this instance and its database (503 when the database does not answer)',
-          tags: ['api', 'discovery'],
-          response: { status: { 200: healthSchema, 503: healthSchema } },
-        },
-        handler: async (_request, h) => {
-          const t0 = performance.now();
-          const ok = await Promise.race([
-            db.raw('SELECT 1').then(() => true, () => false),
-            new Promise<boolean>((resolve) => setTimeout(resolve, HEALTH_DB_TIMEOUT_MS, false).unref()),
-          ]);
-          const body = {
-            status: ok ? 'ok' : 'unavailable',
-            version: '0.1.0',
-            roles: config.roles,
-            database: { ok, latency_ms: ok ? Math.round((performance.now() - t0) * 100) / 100 : null },
-            uptime_seconds: Math.round((Date.now() - startedAt.getTime()) / 1000),
-          };
-          return h.response(body).code(ok ? 200 : 503);
-        },
-      },
+      ...health,
       {
         method: 'GET',
         path: '/.well-known/jwks.json',

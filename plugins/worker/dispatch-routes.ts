@@ -1,11 +1,7 @@
 import Boom from '@hapi/boom';
-import Hapi, { type Request, type ResponseToolkit, type Server, type ServerRoute } from '@hapi/hapi';
+import type { Request, ResponseToolkit, ServerRoute } from '@hapi/hapi';
 import Joi from 'joi';
-import type { Logger } from 'pino';
-import type { Config } from '../../core/config/schema.ts';
-import type { RoleService } from '../../core/roles.ts';
 import type { AttemptControl } from '../../core/ports/attempts.ts';
-import { validationFailed } from '../../core/http/server.ts';
 import { CAPACITY_SUBJECT, type DispatchTokens } from './dispatch-token.ts';
 import { fromDispatchBody, type DispatchBody } from './remote.ts';
 import type { InProcessWorker } from './worker.ts';
@@ -70,36 +66,4 @@ export function dispatchRoutes(worker: InProcessWorker, tokens: DispatchTokens, 
       handler: () => ({ capacity: worker.capacity() }),
     },
   ];
-}
-
-/**
- * A process that runs the worker role without the api role still listens, on `server.host` and
- * `server.port`, but only for dispatch: the routes above, nothing of the API.
- */
-export class DispatchListener implements RoleService {
-  readonly name = 'worker-dispatch-listener';
-  private server: Server | null = null;
-
-  constructor(private readonly config: Config, private readonly routes: ServerRoute[], private readonly logger: Logger) {}
-
-  get url(): string | null {
-    return this.server?.info.uri ?? null;
-  }
-
-  async start(): Promise<void> {
-    const server = Hapi.server({
-      host: this.config.server.host,
-      port: this.config.server.port,
-      routes: { validate: { failAction: validationFailed, options: { abortEarly: false } }, payload: { maxBytes: 64 * 1024 } },
-    });
-    server.route(this.routes);
-    await server.start();
-    this.server = server;
-    this.logger.info({ url: server.info.uri }, 'worker listening for dispatch');
-  }
-
-  async stop(): Promise<void> {
-    await this.server?.stop({ timeout: this.config.server.shutdown_timeout_ms });
-    this.server = null;
-  }
 }

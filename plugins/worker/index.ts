@@ -2,6 +2,7 @@ import path from 'node:path';
 import type { DomainPlugin } from '../../core/http/plugins.ts';
 import { Tokens } from '../../core/tokens.ts';
 import { RoleServices } from '../../core/roles.ts';
+import { RoleListener } from '../../core/http/role-listener.ts';
 import { MachineTokens } from '../../core/auth/machine-tokens.ts';
 import { SigningKeys } from '../../core/auth/signing-keys.ts';
 import { JobPhaseListeners } from '../../core/ports/jobs.ts';
@@ -18,7 +19,7 @@ import type { DependencyContainer, InjectionToken } from '../../core/di.ts';
 import { runAsOf } from './run-as.ts';
 import { InProcessWorker } from './worker.ts';
 import { DispatchTokens } from './dispatch-token.ts';
-import { DispatchListener, dispatchRoutes } from './dispatch-routes.ts';
+import { dispatchRoutes } from './dispatch-routes.ts';
 import { RemoteWorker } from './remote.ts';
 import { RoutingDispatcher } from './routing.ts';
 
@@ -83,11 +84,7 @@ export const plugin: DomainPlugin = {
       container.resolve(JobPhaseListeners).add(worker.onPhases);
       const routes = dispatchRoutes(worker, dispatchTokens, control);
       if (config.roles.includes('api')) server.route(routes);
-      else {
-        const listener = new DispatchListener(config, routes, logger);
-        container.registerInstance(DispatchListener, listener);
-        container.resolve(RoleServices).add('worker', listener); // added first, so it stops after the runs
-      }
+      else container.resolve(RoleListener).server.route(routes); // the kernel's listener of a process without the api role; it stops after the runs
       container.resolve(RoleServices).add('worker', worker);
       return worker;
     }

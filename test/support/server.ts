@@ -66,7 +66,7 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
   return {
     kernel,
     server: kernel.server!,
-    url: kernel.server!.info.uri,
+    url: kernel.url,
     dataDir,
     triggerFile,
     stop: async () => {

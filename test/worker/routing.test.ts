@@ -141,7 +141,8 @@ test.serial('the dispatch routes take only an orchestrator\'s dispatch token for
   t.is((await fetch(`${base}/worker/capacity`, { headers: { authorization: `Bearer ${w.token}` } })).status, 403);
   const capacity = await fetch(`${base}/worker/capacity`, { headers: { authorization: `Bearer ${await tokens.sign('capacity')}` } });
   t.deepEqual(await capacity.json(), { capacity: 2 });
-  t.is((await fetch(`${base}/health`)).status, 404, 'a worker-only process serves dispatch, not the API');
+  t.is((await fetch(`${base}/orgs`)).status, 404, 'a worker-only process serves dispatch, not the API');
+  t.is((await fetch(`${base}/health`)).status, 200, 'but it answers the probes, as every role does');
   t.is((await call(w.srv.server, 'GET', '/orgs', undefined, await tokens.sign('capacity'))).statusCode, 401, 'the API refuses dispatch tokens');
   t.is((await call(w.srv.server, 'POST', '/worker/attempts', body)).statusCode, 401, 'a process with api and worker serves dispatch on its API port');
 });

@@ -1,0 +1,51 @@
+/**
+ * The images the engine-backed tests run, made here without pulling anything: the worker image
+ * (adapters/runtime/docker/image/build.sh), and for the packaging examples the Node base, the
+ * dependencies and the server image (examples/docker/) and PostgreSQL (examples/compose/).
+ * Bases are built when missing (the dependencies also when package-lock.json changed); the server
+ * image is built every time, from BuildKit's cache when the sources did not change.
+ */
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import type Docker from 'dockerode';
+import { statusOf } from '../../adapters/runtime/docker/engine.ts';
+
+export const WORKER_IMAGE = process.env.SVC_DOCKER_TEST_IMAGE ?? 'svc-worker:local';
+export const NODE_IMAGE = 'svc-node:local';
+export const DEPS_IMAGE = 'svc-deps:local';
+export const SERVER_IMAGE = process.env.SVC_DOCKER_TEST_SERVER_IMAGE ?? 'svc:local';
+export const POSTGRES_IMAGE = 'svc-postgres:local';
+
+/** Debian's CLI: a newer one earlier on PATH refuses BuildKit builds without buildx (docs/packaging.md). */
+export const DOCKER_CLI = process.env.SVC_DOCKER_CLI ?? '/usr/bin/docker';
+
+async function labelsOf(docker: Docker, image: string): Promise<Record<string, string> | null> {
+  try {
+    return (await docker.getImage(image).inspect()).Config?.Labels ?? {};
+  } catch (err) {
+    if (statusOf(err) === 404) return null;
+    throw err;
+  }
+}
+
+function run(root: string, what: string, command: string, args: string[], env: Record<string, string> = {}): void {
+  const started = Date.now();
+  console.log(`docker: building ${what}`);
+  const res = spawnSync(command, args, { cwd: root, stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, ...env } });
+  if (res.status !== 0) throw new Error(`building ${what} failed (exit ${res.status})`);
+  console.log(`docker: ${what} built in ${Math.round((Date.now() - started) / 1000)} s`);
+}
+
+export async function ensureImages(docker: Docker, root: string): Promise<void> {
+  if (!(await labelsOf(docker, WORKER_IMAGE))) run(root, WORKER_IMAGE, path.join(root, 'adapters/runtime/docker/image/build.sh'), [WORKER_IMAGE]);
+  if (!(await labelsOf(docker, NODE_IMAGE))) run(root, NODE_IMAGE, path.join(root, 'examples/docker/node-image.sh'), [NODE_IMAGE]);
+  const lock = createHash('sha256').update(readFileSync(path.join(root, 'package-lock.json'))).digest('hex');
+  if ((await labelsOf(docker, DEPS_IMAGE))?.['svc.package-lock'] !== lock) run(root, DEPS_IMAGE, path.join(root, 'examples/docker/deps-image.sh'), [DEPS_IMAGE]);
+  if (!(await labelsOf(docker, POSTGRES_IMAGE))) run(root, POSTGRES_IMAGE, path.join(root, 'examples/compose/postgres-image.sh'), [POSTGRES_IMAGE]);
+  run(root, SERVER_IMAGE, DOCKER_CLI, [
+    'build', '--quiet', '--network=none', '--build-arg', `NODE_IMAGE=${NODE_IMAGE}`, '--build-arg', `DEPS_IMAGE=${DEPS_IMAGE}`,
+    '-f', 'examples/docker/Dockerfile', '-t', SERVER_IMAGE, '.',
+  ], { DOCKER_BUILDKIT: '1' });
+}
