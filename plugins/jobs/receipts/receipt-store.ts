@@ -1,3 +1,4 @@
+import type { UsageCall } from '../../../core/ports/attempts.ts';
 import { inject, injectable } from '../../../core/di.ts';
 import { Tokens } from '../../../core/tokens.ts';
 import type { Db } from '../../../core/db/knex.ts';
@@ -5,16 +6,7 @@ import type { AttemptRow } from '../attempts/attempts.ts';
 import { assembleReceipt, inDisplayOrder, type ModelUsageRow, type PhaseRow, type Receipt } from './receipt-assembly.ts';
 
 /** One `llm.call`: usage only. The columns are the whole record: there is nowhere to put prompt or response text. */
-export interface LlmCall {
-  model: string;
-  provider?: string;
-  input_tokens: number;
-  output_tokens: number;
-  cache_read_tokens?: number;
-  cache_write_tokens?: number;
-  reasoning_tokens?: number;
-  duration_ms?: number;
-}
+export type LlmCall = UsageCall;
 export interface PhaseTiming {
   name: string;
   started_at: Date;
