@@ -42,13 +42,14 @@ export function grantOf(request: Request): Grant {
 
 const str = (v: unknown): string | null => (typeof v === 'string' && v.length > 0 ? v : null);
 const orgAt = (v: unknown): TargetPointer | null => (str(v) ? { org: v as string } : null);
-const projectAt = (v: unknown): TargetPointer | null => (str(v) ? { project: v as string } : null);
+/** A project; on a route that also names a job, that job too, which a job token must own. */
+const projectAt = (v: unknown, job?: unknown): TargetPointer | null => (str(v) ? { project: v as string, ...(str(job) ? { job: job as string } : {}) } : null);
 
 /** Named ways to find a route's target; plugins add their own (a job id → its project). */
 export class AccessTargets {
   private readonly resolvers = new Map<string, TargetResolver>([
     ['org', (r) => orgAt(r.params.org_id)],
-    ['project', (r) => projectAt(r.params.project_id)],
+    ['project', (r) => projectAt(r.params.project_id, r.params.job_id)],
     ['payload.org', (r) => orgAt((r.payload as Record<string, unknown> | null)?.org_id)],
   ]);
 

@@ -116,6 +116,13 @@ test.serial('a job token reaches its own job with its listed permissions, and st
   t.is((await api.get(`/jobs/${job.id}`)).statusCode, 200);
   t.is((await api.get(`/jobs/${job.id}/context`)).statusCode, 200);
   t.is((await api.get(`/jobs/${other.id}`)).statusCode, 404, 'another job');
+  // Project routes too: no other job of the project, listed or named.
+  const listed = await api.get(`/projects/${projectId}/jobs`);
+  t.is(listed.statusCode, 200);
+  t.deepEqual(listed.body.data.map((j: { id: string }) => j.id), [job.id], 'the list holds its own job only');
+  t.is((await api.get(`/projects/${projectId}/jobs/${other.id}/attempts`)).statusCode, 404, "another job's attempts");
+  t.is((await api.get(`/projects/${projectId}/jobs/${other.id}/attempts/1`)).statusCode, 404, "another job's attempt");
+  t.is((await api.get(`/projects/${projectId}/jobs/${job.id}/attempts`)).statusCode, 200, 'its own attempts');
   t.is((await api.get(`/projects/${otherProjectId}/jobs`)).statusCode, 404, 'another project');
   t.is((await api.get(`/orgs/${orgId}`)).statusCode, 404, 'the org');
   t.is((await api.post(`/jobs/${job.id}/submit`, { summary: 'x' })).statusCode, 403, 'not in its list');

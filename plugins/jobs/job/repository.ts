@@ -59,6 +59,8 @@ export interface JobFilters extends ListQuery {
   priority?: number;
   parent_id?: string;
   due_before?: string;
+  /** Only this job (a job token sees its own job and no other). */
+  only_id?: string;
 }
 
 @injectable()
@@ -83,6 +85,7 @@ export class JobRepository {
     if (f.priority !== undefined) q.where('jobs.priority', f.priority);
     if (f.parent_id) q.where('jobs.parent_id', f.parent_id);
     if (f.due_before) q.where('jobs.due_at', '<', f.due_before);
+    if (f.only_id) q.where('jobs.id', f.only_id);
     return paginate<JobRow, Job>(q, f, toJob, 'jobs');
   }
 

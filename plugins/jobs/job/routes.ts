@@ -40,7 +40,8 @@ export function jobRoutes(container: DependencyContainer): ServerRoute[] {
         validate: { params: projectParams, query: S.listJobsQuery },
         response: { schema: pageSchema(S.jobSchema, 'JobList') },
       },
-      handler: (request) => service.list(paramsOf(request).project_id, queryOf<JobFilters>(request)),
+      // A job token reaches its own job only, here as on every job route.
+      handler: (request) => service.list(paramsOf(request).project_id, { ...queryOf<JobFilters>(request), only_id: principalOf(request).job?.id }),
     },
     {
       method: 'GET',
