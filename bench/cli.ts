@@ -47,8 +47,16 @@ export async function runCliBench(): Promise<string[]> {
     const curl = await sample('curl', ['-sf', '-H', `authorization: Bearer ${token}`, route], env, failures, 'curl');
     const bare = await sample(process.execPath, ['-e', '0'], env, failures, 'node -e 0');
     const rows: Row[] = [];
-    for (const [name, times] of [['node -e 0 (Node start-up alone)', bare], ['curl GET /projects/{id}/jobs?limit=1', curl], ['svc --help', help], ['svc job list --limit 1', list]] as const) {
-      rows.push({ scenario: name, figure: 'p50', value: fmt.ms(percentile(times, 50)) }, { scenario: name, figure: 'p99', value: fmt.ms(percentile(times, 99)) });
+    for (const [name, times] of [
+      ['node -e 0 (Node start-up alone)', bare],
+      ['curl GET /projects/{id}/jobs?limit=1', curl],
+      ['svc --help', help],
+      ['svc job list --limit 1', list],
+    ] as const) {
+      rows.push(
+        { scenario: name, figure: 'p50', value: fmt.ms(percentile(times, 50)) },
+        { scenario: name, figure: 'p99', value: fmt.ms(percentile(times, 99)) },
+      );
     }
     const overhead = percentile(list, 50) - percentile(curl, 50);
     rows.push(goalRow('CLI overhead', 'svc job list p50 − curl p50', overhead, fmt.ms, { atMost: OVERHEAD_GOAL_MS }));

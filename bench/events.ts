@@ -110,7 +110,11 @@ export async function runEventsBench(): Promise<string[]> {
       rows.push(goalRow(scenario, 'event → workflow job created p50', percentile(p.latencies, 50), fmt.ms, { atMost: GOAL_P50_MS }));
       rows.push({ scenario, figure: 'event → workflow job created p99', value: fmt.ms(percentile(p.latencies, 99)) });
       rows.push({ scenario, figure: 'events routed to their job', value: fmt.rate(p.rate) });
-      rows.push({ scenario, figure: 'POST /events p50 / p99', value: `${fmt.ms(percentile(p.postLatencies, 50))} / ${fmt.ms(percentile(p.postLatencies, 99))}` });
+      rows.push({
+        scenario,
+        figure: 'POST /events p50 / p99',
+        value: `${fmt.ms(percentile(p.postLatencies, 50))} / ${fmt.ms(percentile(p.postLatencies, 99))}`,
+      });
       rows.push(checkRow(scenario, 'events without their job', String(p.missing), '0', p.missing === 0, failures));
       rows.push(checkRow(scenario, 'events that started two jobs', String(p.duplicates), '0', p.duplicates === 0, failures));
     }

@@ -98,12 +98,14 @@ async function claimersInProcesses(url: string, batch: number): Promise<ClaimRun
     return run;
   } finally {
     // After a failure the others may still wait for `go` or `exit`: stop them.
-    await Promise.all(children.map((c) => {
-      if (c.exitCode !== null || c.signalCode !== null) return null;
-      const exited = new Promise((r) => c.once('exit', r));
-      if (!finished) c.kill();
-      return exited;
-    }));
+    await Promise.all(
+      children.map((c) => {
+        if (c.exitCode !== null || c.signalCode !== null) return null;
+        const exited = new Promise((r) => c.once('exit', r));
+        if (!finished) c.kill();
+        return exited;
+      }),
+    );
   }
 }
 
@@ -147,7 +149,8 @@ async function claimThroughput(failures: string[]): Promise<Row[]> {
       const name = `Claim throughput: claimNext(owner, ${batch}), ${CLAIMERS} claimers ${mode === 'process' ? 'in their own processes' : 'in one process over one pool'}`;
       await db.raw('TRUNCATE jobs CASCADE'); // a fresh backlog (table and indexes) for each run
       await seedBacklog(db, projectId, slug, userId, CLAIM_JOBS);
-      const { logs, cpu, waits } = mode === 'process' ? await claimersInProcesses(srv.kernel.databaseUrl, batch) : await claimersInProcess(srv.kernel.databaseUrl, batch);
+      const { logs, cpu, waits } =
+        mode === 'process' ? await claimersInProcesses(srv.kernel.databaseUrl, batch) : await claimersInProcess(srv.kernel.databaseUrl, batch);
 
       const start = Math.min(...logs.map((l) => l.start));
       const wall = (Math.max(...logs.map((l) => l.end)) - start) / 1000;
@@ -157,7 +160,9 @@ async function claimThroughput(failures: string[]): Promise<Row[]> {
       const timedOut = logs.some((l) => l.timedOut);
       const durations = ascending(logs.flatMap((l) => l.durations));
       const perJob = ascending(logs.flatMap((l) => l.durations.map((d, i) => d / l.counts[i])));
-      const { rows: [found] } = await db.raw(
+      const {
+        rows: [found],
+      } = await db.raw(
         `SELECT (SELECT count(*) FROM job_attempts) AS attempts, (SELECT count(DISTINCT job_id) FROM job_attempts) AS jobs_attempted,
                 (SELECT count(*) FROM job_attempts WHERE attempt_number <> 1 OR status <> 'running') AS odd_attempts,
                 (SELECT count(*) FROM jobs WHERE phase = 'active') AS active, (SELECT count(*) FROM jobs WHERE phase = 'ready') AS ready`,
@@ -166,7 +171,11 @@ async function claimThroughput(failures: string[]): Promise<Row[]> {
       rows.push(
         goalRow(name, 'claims/s overall', claimed / wall, (v) => fmt.rate(v, 'claims/s'), { atLeast: CLAIM_GOAL_PER_S }),
         { scenario: name, figure: 'claims/s by quarter of the claims', value: quarterRates(logs, claimed) },
-        { scenario: name, figure: 'claimed, wall time', value: `${fmt.int(claimed)} of ${fmt.int(CLAIM_JOBS)} in ${fmt.s(wall)}${timedOut ? ` (${CLAIM_SECONDS} s limit)` : ''}` },
+        {
+          scenario: name,
+          figure: 'claimed, wall time',
+          value: `${fmt.int(claimed)} of ${fmt.int(CLAIM_JOBS)} in ${fmt.s(wall)}${timedOut ? ` (${CLAIM_SECONDS} s limit)` : ''}`,
+        },
         { scenario: name, figure: 'claimNext call p50 (one transaction)', value: fmt.ms(percentile(durations, 50)), goal: 'none set' },
         { scenario: name, figure: 'claimNext call p99 (one transaction)', value: fmt.ms(percentile(durations, 99)), goal: 'none set' },
         ...(batch > 1
@@ -175,16 +184,33 @@ async function claimThroughput(failures: string[]): Promise<Row[]> {
               { scenario: name, figure: 'per claimed job p99 (call ÷ jobs in it)', value: fmt.ms(percentile(perJob, 99)) },
             ]
           : []),
-        { scenario: name, figure: 'claims per claimer (min / max)', value: `${fmt.int(Math.min(...logs.map((l) => l.ids.length)))} / ${fmt.int(Math.max(...logs.map((l) => l.ids.length)))}` },
+        {
+          scenario: name,
+          figure: 'claims per claimer (min / max)',
+          value: `${fmt.int(Math.min(...logs.map((l) => l.ids.length)))} / ${fmt.int(Math.max(...logs.map((l) => l.ids.length)))}`,
+        },
         { scenario: name, figure: 'empty calls (rows locked by others; retried)', value: fmt.int(logs.reduce((s, l) => s + l.empty, 0)) },
         { scenario: name, figure: 'CPU cores: machine = Node + PG + others', value: cpu },
         { scenario: name, figure: 'PostgreSQL backends on CPU / waiting', value: waits },
-        checkRow(name, 'ids handed out / distinct', `${fmt.int(claimed)} / ${fmt.int(unique)}`, timedOut ? 'equal' : `${fmt.int(CLAIM_JOBS)} / ${fmt.int(CLAIM_JOBS)}`, unique === claimed && (timedOut || claimed === CLAIM_JOBS), failures),
         checkRow(
-          name, 'attempts / jobs with one / active / ready',
+          name,
+          'ids handed out / distinct',
+          `${fmt.int(claimed)} / ${fmt.int(unique)}`,
+          timedOut ? 'equal' : `${fmt.int(CLAIM_JOBS)} / ${fmt.int(CLAIM_JOBS)}`,
+          unique === claimed && (timedOut || claimed === CLAIM_JOBS),
+          failures,
+        ),
+        checkRow(
+          name,
+          'attempts / jobs with one / active / ready',
           `${fmt.int(found.attempts)} / ${fmt.int(found.jobs_attempted)} / ${fmt.int(found.active)} / ${fmt.int(found.ready)}`,
           `${fmt.int(claimed)} / ${fmt.int(claimed)} / ${fmt.int(claimed)} / ${fmt.int(left)}`,
-          found.attempts === claimed && found.jobs_attempted === claimed && found.active === claimed && found.ready === left && found.odd_attempts === 0 && (timedOut || left === 0),
+          found.attempts === claimed &&
+            found.jobs_attempted === claimed &&
+            found.active === claimed &&
+            found.ready === left &&
+            found.odd_attempts === 0 &&
+            (timedOut || left === 0),
           failures,
         ),
       );
@@ -208,11 +234,22 @@ async function dispatchLatency(failures: string[]): Promise<Row[]> {
       if (!dispatchedAt.has(a.jobId)) dispatchedAt.set(a.jobId, now);
     },
   };
-  const { srv, userId, projectId, slug } = await kernelWithProject(['orchestrator'], (c) => c.registerInstance(WorkerDispatcherToken, worker));
+  const { srv, userId, projectId } = await kernelWithProject(['orchestrator'], (c) => c.registerInstance(WorkerDispatcherToken, worker));
   // Jobs go in through the plugin's own creation path (its batched INSERT and the wake-up after commit), without HTTP.
   const creation = srv.kernel.container.resolve(JobCreation);
-  const principal: Principal = { kind: 'user', id: userId, email: 'bench@example.com', isAdmin: true, scope: null, roleCap: null, expiresAt: '', permissions: null };
-  const { rows: [{ org_id: orgId }] } = await srv.kernel.db.raw('SELECT org_id FROM projects WHERE id = ?', [projectId]);
+  const principal: Principal = {
+    kind: 'user',
+    id: userId,
+    email: 'bench@example.com',
+    isAdmin: true,
+    scope: null,
+    roleCap: null,
+    expiresAt: '',
+    permissions: null,
+  };
+  const {
+    rows: [{ org_id: orgId }],
+  } = await srv.kernel.db.raw('SELECT org_id FROM projects WHERE id = ?', [projectId]);
   const grant: Grant = { orgId, projectId, role: 'owner', permissions: ROLE_PERMISSIONS.owner };
   const committedAt = new Map<string, number>();
   const insertRtt: number[] = [];
@@ -237,9 +274,11 @@ async function dispatchLatency(failures: string[]): Promise<Row[]> {
     while (dispatchedAt.size < total && Date.now() < deadline) await sleep(10);
     cpu = meter.stop();
     await sleep(200); // a late duplicate would show up here
-    [stored] = (await srv.kernel.db.raw(
-      `SELECT count(*) AS attempts, count(DISTINCT job_id) AS jobs, (SELECT count(*) FROM jobs WHERE phase = 'active') AS active FROM job_attempts`,
-    )).rows;
+    [stored] = (
+      await srv.kernel.db.raw(
+        `SELECT count(*) AS attempts, count(DISTINCT job_id) AS jobs, (SELECT count(*) FROM jobs WHERE phase = 'active') AS active FROM job_attempts`,
+      )
+    ).rows;
   } finally {
     await srv.stop();
   }
@@ -253,8 +292,22 @@ async function dispatchLatency(failures: string[]): Promise<Row[]> {
     { scenario: name, figure: 'max', value: fmt.ms(lat[lat.length - 1]) },
     { scenario: name, figure: 'JobCreation.create p50 (for scale)', value: fmt.ms(percentile(ascending(insertRtt), 50)) },
     { scenario: name, figure: 'CPU cores: machine = Node + PG + others', value: cpu },
-    checkRow(name, 'jobs dispatched / dispatches', `${fmt.int(dispatchedAt.size)} / ${fmt.int(dispatches)}`, `${total} / ${total}`, dispatchedAt.size === total && dispatches === total, failures),
-    checkRow(name, 'attempts / jobs with one / active (database)', `${stored.attempts} / ${stored.jobs} / ${stored.active}`, `${total} / ${total} / ${total}`, stored.attempts === total && stored.jobs === total && stored.active === total, failures),
+    checkRow(
+      name,
+      'jobs dispatched / dispatches',
+      `${fmt.int(dispatchedAt.size)} / ${fmt.int(dispatches)}`,
+      `${total} / ${total}`,
+      dispatchedAt.size === total && dispatches === total,
+      failures,
+    ),
+    checkRow(
+      name,
+      'attempts / jobs with one / active (database)',
+      `${stored.attempts} / ${stored.jobs} / ${stored.active}`,
+      `${total} / ${total} / ${total}`,
+      stored.attempts === total && stored.jobs === total && stored.active === total,
+      failures,
+    ),
   ];
 }
 
@@ -264,7 +317,7 @@ const DESCRIPTION = [
   'The retry test in payments fails about one run in twenty on CI.',
   '',
   'Steps: run `npm test -- payments/retry` in a loop; the third attempt sometimes sees the',
-  'previous attempt\'s idempotency key. Make the fake clock deterministic, keep the public',
+  "previous attempt's idempotency key. Make the fake clock deterministic, keep the public",
   'behaviour, and add a regression test. Do not touch the card network adapters.',
 ].join('\n');
 
@@ -298,13 +351,16 @@ async function apiIngest(failures: string[]): Promise<Row[]> {
       duration: INGEST_DURATION_S,
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-      requests: [{
-        method: 'POST', path,
-        setupRequest: (req: any) => ({ ...req, body: ingestBody(n++) }),
-        onResponse: (status: number, body: string) => {
-          if (status === 201) acked.push(/"id":"([^"]+)"/.exec(body)![1]);
+      requests: [
+        {
+          method: 'POST',
+          path,
+          setupRequest: (req: any) => ({ ...req, body: ingestBody(n++) }),
+          onResponse: (status: number, body: string) => {
+            if (status === 201) acked.push(/"id":"([^"]+)"/.exec(body)![1]);
+          },
         },
-      }],
+      ],
     });
     const cpu = meter.stop();
     const waited = await waits.stop();
@@ -312,7 +368,9 @@ async function apiIngest(failures: string[]): Promise<Row[]> {
     const check = createKnex(server.databaseUrl, 1, silent);
     let counts: { rows: number; acked_found: number };
     try {
-      const { rows: [r] } = await check.raw(
+      const {
+        rows: [r],
+      } = await check.raw(
         'SELECT (SELECT count(*) FROM jobs WHERE project_id = ?) AS rows, (SELECT count(*) FROM jobs WHERE id = ANY(?::text[])) AS acked_found',
         [projectId, acked],
       );
@@ -331,8 +389,22 @@ async function apiIngest(failures: string[]): Promise<Row[]> {
       { scenario: name, figure: 'CPU cores: machine = Node + PG + others', value: cpu },
       { scenario: name, figure: 'PostgreSQL backends on CPU / waiting', value: waited },
       checkRow(name, 'non-2xx + errors + timeouts', `${fmt.int(errors)} of ${fmt.int(result.requests.total)}`, '0', errors === 0, failures),
-      checkRow(name, '201 ids acknowledged / distinct / found as rows', `${fmt.int(acked.length)} / ${fmt.int(new Set(acked).size)} / ${fmt.int(counts.acked_found)}`, 'all equal to the 2xx count', acked.length === twoXX && new Set(acked).size === twoXX && counts.acked_found === twoXX, failures),
-      checkRow(name, 'rows − 2xx (requests cut off at the stop)', `${fmt.int(counts.rows)} − ${fmt.int(twoXX)} = ${cutOff}`, `0 … ${INGEST_CONNECTIONS} (in flight at the stop)`, cutOff >= 0 && cutOff <= INGEST_CONNECTIONS, failures),
+      checkRow(
+        name,
+        '201 ids acknowledged / distinct / found as rows',
+        `${fmt.int(acked.length)} / ${fmt.int(new Set(acked).size)} / ${fmt.int(counts.acked_found)}`,
+        'all equal to the 2xx count',
+        acked.length === twoXX && new Set(acked).size === twoXX && counts.acked_found === twoXX,
+        failures,
+      ),
+      checkRow(
+        name,
+        'rows − 2xx (requests cut off at the stop)',
+        `${fmt.int(counts.rows)} − ${fmt.int(twoXX)} = ${cutOff}`,
+        `0 … ${INGEST_CONNECTIONS} (in flight at the stop)`,
+        cutOff >= 0 && cutOff <= INGEST_CONNECTIONS,
+        failures,
+      ),
     ];
   } finally {
     await server.stop();

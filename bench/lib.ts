@@ -54,7 +54,13 @@ export function printTable(title: string, rows: Row[], notes: string[] = []): vo
   const cols = ['figure', 'value', 'goal', 'verdict'] as const;
   type Cells = Record<(typeof cols)[number], string>;
   const header: Cells = { figure: 'figure', value: 'value', goal: 'goal / expected', verdict: '' };
-  const cells = rows.map((r): Cells & { scenario: string } => ({ scenario: r.scenario, figure: r.figure, value: r.value, goal: r.goal ?? '—', verdict: r.verdict ?? '' }));
+  const cells = rows.map((r): Cells & { scenario: string } => ({
+    scenario: r.scenario,
+    figure: r.figure,
+    value: r.value,
+    goal: r.goal ?? '—',
+    verdict: r.verdict ?? '',
+  }));
   const width = Object.fromEntries(cols.map((c) => [c, Math.max(header[c].length, ...cells.map((r) => r[c].length))])) as Record<(typeof cols)[number], number>;
   const line = (r: Cells) => `  ${cols.map((c) => (c === 'value' ? r[c].padStart(width[c]) : r[c].padEnd(width[c]))).join('   ')}`.trimEnd();
   const rule = `  ${cols.map((c) => '─'.repeat(width[c])).join('   ')}`;

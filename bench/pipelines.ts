@@ -197,7 +197,14 @@ function p50p99(values: number[]): string {
 }
 
 /** What became of a pass: figures from the worker's notes, checks against the API and the database. */
-async function report(name: string, pass: Awaited<ReturnType<typeof runPass>>, planned: number, load: { cpu: string; pool: string; waits: string }, ctx: Ctx, failures: string[]): Promise<Row[]> {
+async function report(
+  name: string,
+  pass: Awaited<ReturnType<typeof runPass>>,
+  planned: number,
+  load: { cpu: string; pool: string; waits: string },
+  ctx: Ctx,
+  failures: string[],
+): Promise<Row[]> {
   const { runs, stuck } = pass;
   const { seen, claimCalls } = ctx.w;
   const transitions: number[] = [];
@@ -252,9 +259,14 @@ async function report(name: string, pass: Awaited<ReturnType<typeof runPass>>, p
     }
   }
   const succeeded = statuses.get('succeeded') ?? 0;
-  const statusText = [...statuses.entries()].sort((a, b) => b[1] - a[1]).map(([s, n]) => `${n} ${s}`).join(', ');
+  const statusText = [...statuses.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .map(([s, n]) => `${n} ${s}`)
+    .join(', ');
 
-  const { rows: [db] } = await ctx.db.raw(
+  const {
+    rows: [db],
+  } = await ctx.db.raw(
     `SELECT (SELECT count(*)::int FROM job_attempts WHERE job_id = ANY(?::text[])) AS attempts,
             (SELECT count(DISTINCT job_id)::int FROM job_attempts WHERE job_id = ANY(?::text[])) AS jobs_attempted,
             (SELECT count(*)::int FROM jobs WHERE id = ANY(?::text[]) AND phase = 'done') AS done`,
@@ -272,7 +284,11 @@ async function report(name: string, pass: Awaited<ReturnType<typeof runPass>>, p
     { scenario: name, figure: 'of which: committed → claimNext call began, p50 / p99', value: p50p99(untilCall) },
     { scenario: name, figure: 'of which: the claimNext call that claimed it, p50 / p99', value: p50p99(callMs) },
     { scenario: name, figure: 'of which: claimNext returned → dispatched, p50 / p99', value: p50p99(handOver) },
-    { scenario: name, figure: 'jobs claimed by that claimNext call, p50 / max', value: batch.length ? `${percentile(ascending(batch), 50)} / ${Math.max(...batch)}` : 'n/a' },
+    {
+      scenario: name,
+      figure: 'jobs claimed by that claimNext call, p50 / max',
+      value: batch.length ? `${percentile(ascending(batch), 50)} / ${Math.max(...batch)}` : 'n/a',
+    },
     { scenario: name, figure: 'steps completed / s (pass wall time)', value: `${fmt.rate(completed / pass.seconds, 'steps/s')} (${fmt.s(pass.seconds)})` },
     { scenario: name, figure: 'POST run sent → s1 dispatched p50 (for scale)', value: fmt.ms(percentile(ascending(firstClaim), 50)) },
     { scenario: name, figure: 'POST …/run p50 / p99 (for scale)', value: p50p99(postMs) },
@@ -280,13 +296,55 @@ async function report(name: string, pass: Awaited<ReturnType<typeof runPass>>, p
     { scenario: name, figure: 'kernel pool: transactions waiting for a connection, mean / max', value: load.pool },
     { scenario: name, figure: 'CPU cores: machine = Node + PG + others', value: load.cpu },
     { scenario: name, figure: 'PostgreSQL backends on CPU / waiting', value: load.waits },
-    checkRow(name, 'runs started / finished in time', `${runs.length} / ${runs.length - stuck.length}`, `${planned} / ${planned}`, runs.length === planned && stuck.length === 0, failures),
-    checkRow(name, 'run status (GET /projects/{id}/runs/{run_id})', statusText || 'none', `${runs.length} succeeded`, succeeded === runs.length && runs.length > 0, failures),
-    checkRow(name, 'steps not succeeded in those runs', stepTrouble.length ? `${stepTrouble.length}: ${stepTrouble.slice(0, 3).join(', ')}` : '0', '0', stepTrouble.length === 0, failures),
-    checkRow(name, 'step jobs dispatched / dispatches / completed', `${fmt.int(dispatched)} / ${fmt.int(dispatches)} / ${fmt.int(completed)}`, `${fmt.int(n)} / ${fmt.int(n)} / ${fmt.int(n)}`, dispatched === n && dispatches === n && completed === n, failures),
+    checkRow(
+      name,
+      'runs started / finished in time',
+      `${runs.length} / ${runs.length - stuck.length}`,
+      `${planned} / ${planned}`,
+      runs.length === planned && stuck.length === 0,
+      failures,
+    ),
+    checkRow(
+      name,
+      'run status (GET /projects/{id}/runs/{run_id})',
+      statusText || 'none',
+      `${runs.length} succeeded`,
+      succeeded === runs.length && runs.length > 0,
+      failures,
+    ),
+    checkRow(
+      name,
+      'steps not succeeded in those runs',
+      stepTrouble.length ? `${stepTrouble.length}: ${stepTrouble.slice(0, 3).join(', ')}` : '0',
+      '0',
+      stepTrouble.length === 0,
+      failures,
+    ),
+    checkRow(
+      name,
+      'step jobs dispatched / dispatches / completed',
+      `${fmt.int(dispatched)} / ${fmt.int(dispatches)} / ${fmt.int(completed)}`,
+      `${fmt.int(n)} / ${fmt.int(n)} / ${fmt.int(n)}`,
+      dispatched === n && dispatches === n && completed === n,
+      failures,
+    ),
     checkRow(name, 'completions refused', errors.length ? `${errors.length}: ${errors[0]}` : '0', '0', errors.length === 0, failures),
-    checkRow(name, 'steps claimed before their blocker committed / transitions unseen', `${early} / ${missing}`, '0 / 0', early === 0 && missing === 0 && lat.length === expectedTransitions, failures),
-    checkRow(name, 'attempts / jobs with one / done (database)', `${fmt.int(db.attempts)} / ${fmt.int(db.jobs_attempted)} / ${fmt.int(db.done)}`, `${fmt.int(n)} / ${fmt.int(n)} / ${fmt.int(n)}`, db.attempts === n && db.jobs_attempted === n && db.done === n, failures),
+    checkRow(
+      name,
+      'steps claimed before their blocker committed / transitions unseen',
+      `${early} / ${missing}`,
+      '0 / 0',
+      early === 0 && missing === 0 && lat.length === expectedTransitions,
+      failures,
+    ),
+    checkRow(
+      name,
+      'attempts / jobs with one / done (database)',
+      `${fmt.int(db.attempts)} / ${fmt.int(db.jobs_attempted)} / ${fmt.int(db.done)}`,
+      `${fmt.int(n)} / ${fmt.int(n)} / ${fmt.int(n)}`,
+      db.attempts === n && db.jobs_attempted === n && db.done === n,
+      failures,
+    ),
   ];
 }
 

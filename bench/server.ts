@@ -37,7 +37,12 @@ export async function startBenchServer(): Promise<BenchServer> {
   try {
     const port = await freePort();
     const env: Record<string, string> = {
-      PATH: process.env.PATH!, HOME: process.env.HOME ?? '/root', PORT: String(port), SVC_DATA_DIR: dataDir, SVC_LOG_LEVEL: 'warn', SVC_ROLES: 'api',
+      PATH: process.env.PATH!,
+      HOME: process.env.HOME ?? '/root',
+      PORT: String(port),
+      SVC_DATA_DIR: dataDir,
+      SVC_LOG_LEVEL: 'warn',
+      SVC_ROLES: 'api',
       DATABASE_URL: database.url,
     };
     child = spawn(process.execPath, ['dist/core/main.js', 'serve'], { cwd: ROOT, env, stdio: ['ignore', 'inherit', 'inherit'] });
@@ -46,7 +51,13 @@ export async function startBenchServer(): Promise<BenchServer> {
     for (;;) {
       if (child.exitCode !== null) throw new Error('the bench server exited');
       if (Date.now() > until) throw new Error('the bench server did not start');
-      if (await fetch(`${url}/health`).then((r) => r.ok, () => false)) break;
+      if (
+        await fetch(`${url}/health`).then(
+          (r) => r.ok,
+          () => false,
+        )
+      )
+        break;
       await new Promise((r) => setTimeout(r, 200));
     }
     return { url, databaseUrl: database.url, stop };

@@ -75,15 +75,29 @@ export async function runWebhooksBench(): Promise<string[]> {
     }
     const seconds = (performance.now() - started) / 1000;
     const load = { cpu: meter.stop(), waits: await waits.stop() };
-    const stats = await (await fetch(receiver.url)).json() as { ok: number; bad: number; dup: number };
+    const stats = (await (await fetch(receiver.url)).json()) as { ok: number; bad: number; dup: number };
     const other = await db('webhook_deliveries').whereNot({ status: 'succeeded' }).count({ n: '*' }).first();
     rows.push(
       goalRow(name, 'deliveries/s (commit → all recorded succeeded)', done / seconds, (v) => fmt.rate(v), { atLeast: GOAL_PER_S }),
       { scenario: name, figure: 'elapsed', value: fmt.s(seconds) },
       { scenario: name, figure: 'CPU cores: machine = node + postgres + others', value: load.cpu },
       { scenario: name, figure: 'PostgreSQL backends waited on', value: load.waits },
-      checkRow(name, 'deliveries succeeded / not succeeded', `${fmt.int(done)} / ${fmt.int(Number(other!.n))}`, `${fmt.int(expected)} / 0`, done === expected && Number(other!.n) === 0, failures),
-      checkRow(name, 'received with a valid signature / invalid / duplicate', `${fmt.int(stats.ok)} / ${stats.bad} / ${stats.dup}`, `${fmt.int(expected)} / 0 / 0`, stats.ok === expected && stats.bad === 0 && stats.dup === 0, failures),
+      checkRow(
+        name,
+        'deliveries succeeded / not succeeded',
+        `${fmt.int(done)} / ${fmt.int(Number(other!.n))}`,
+        `${fmt.int(expected)} / 0`,
+        done === expected && Number(other!.n) === 0,
+        failures,
+      ),
+      checkRow(
+        name,
+        'received with a valid signature / invalid / duplicate',
+        `${fmt.int(stats.ok)} / ${stats.bad} / ${stats.dup}`,
+        `${fmt.int(expected)} / 0 / 0`,
+        stats.ok === expected && stats.bad === 0 && stats.dup === 0,
+        failures,
+      ),
     );
   } finally {
     await srv.stop();

@@ -66,7 +66,16 @@ async function scenario(label: 'bare' | 'checkout', rows: Row[], failures: strin
     rows.push(goalRow(name, 'p99', percentile(overhead, 99), fmt.ms, { atMost: GOALS[label].p99 }));
     rows.push({ scenario: name, figure: 'max', value: fmt.ms(overhead[overhead.length - 1]) });
     const succeeded = attempts.filter((a) => a.status === 'succeeded').length;
-    rows.push(checkRow(name, 'attempts succeeded, one per job', `${succeeded} of ${attempts.length}`, `${JOBS} of ${JOBS}`, succeeded === JOBS && attempts.length === JOBS, failures));
+    rows.push(
+      checkRow(
+        name,
+        'attempts succeeded, one per job',
+        `${succeeded} of ${attempts.length}`,
+        `${JOBS} of ${JOBS}`,
+        succeeded === JOBS && attempts.length === JOBS,
+        failures,
+      ),
+    );
   } finally {
     await srv.stop();
     rmSync(scratch, { recursive: true, force: true });
@@ -81,7 +90,7 @@ export async function runWorkerBench(): Promise<string[]> {
   await scenario('checkout', rows, failures);
   printTable('svc worker benchmark', rows, [
     'a kernel with roles [api, orchestrator, worker] in this process: the JobDispatcher claims, the in-process worker runs each attempt on the local runtime (wrapped only to note the spawn time)',
-    'overhead = the moment the runtime resolved start() (the child process spawned) − the attempt\'s started_at (database time of the claiming transaction); it covers loading the job, the workspace, the checkout (second scenario), secrets, the job token and the spawn',
+    "overhead = the moment the runtime resolved start() (the child process spawned) − the attempt's started_at (database time of the claiming transaction); it covers loading the job, the workspace, the checkout (second scenario), secrets, the job token and the spawn",
     'jobs are created back to back (POST /projects/{id}/jobs, server.inject), so attempts queue for the worker; the queue wait is before the claim and not counted',
     'BENCH_WORKER_JOBS and BENCH_WORKER_CONCURRENCY set the size',
   ]);

@@ -78,7 +78,12 @@ export function parseCommand<O extends OptionSpec>(
   } catch (error) {
     const message = error instanceof Error ? error.message.replace(/\. To specify a positional.*$/s, '') : String(error);
     const unknown = /^Unknown option '(--[^']+)'/.exec(message);
-    const near = unknown && closest(unknown[1], Object.keys(options).map((name) => `--${name}`));
+    const near =
+      unknown &&
+      closest(
+        unknown[1],
+        Object.keys(options).map((name) => `--${name}`),
+      );
     throw new UsageError(near ? `${message}; did you mean ${near}?` : message, usage);
   }
   const count = parsed.positionals.length;

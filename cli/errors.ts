@@ -2,7 +2,10 @@
 
 /** The command line is wrong: exit 2 and show the usage text. */
 export class UsageError extends Error {
-  constructor(message: string, readonly usage?: string) {
+  constructor(
+    message: string,
+    readonly usage?: string,
+  ) {
     super(message);
     this.name = 'UsageError';
   }
@@ -10,7 +13,10 @@ export class UsageError extends Error {
 
 /** Something outside the server went wrong (files, network, ssh-keygen): exit 1. */
 export class CliError extends Error {
-  constructor(message: string, readonly hint?: string) {
+  constructor(
+    message: string,
+    readonly hint?: string,
+  ) {
     super(message);
     this.name = 'CliError';
   }
@@ -18,7 +24,12 @@ export class CliError extends Error {
 
 /** The server answered with an error status; `message` comes from its `{statusCode, error, message}` body. */
 export class ApiError extends Error {
-  constructor(readonly statusCode: number, message: string, readonly body: unknown, readonly hint?: string) {
+  constructor(
+    readonly statusCode: number,
+    message: string,
+    readonly body: unknown,
+    readonly hint?: string,
+  ) {
     super(message);
     this.name = 'ApiError';
   }

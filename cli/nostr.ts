@@ -51,7 +51,10 @@ export function signEvent(secret: Uint8Array, event: { kind: number; tags?: stri
 
 /** `Authorization: Nostr <base64 event>` for one request (NIP-98 style, kind 27235). */
 export function nostrAuthorization(secret: Uint8Array, method: string, url: string, body?: string | Buffer, createdAt?: number): string {
-  const tags = [['u', url], ['method', method.toUpperCase()]];
+  const tags = [
+    ['u', url],
+    ['method', method.toUpperCase()],
+  ];
   if (body !== undefined && body.length > 0) tags.push(['payload', createHash('sha256').update(body).digest('hex')]);
   const event = signEvent(secret, { kind: HTTP_AUTH_EVENT_KIND, tags, created_at: createdAt });
   return `Nostr ${Buffer.from(JSON.stringify(event)).toString('base64')}`;

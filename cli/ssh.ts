@@ -40,12 +40,7 @@ const keygenBinary = (env: NodeJS.ProcessEnv): string => env.SVC_SSH_KEYGEN || '
  * armored signature. stdin stays attached so ssh-keygen can ask for a key passphrase; a .pub path makes
  * ssh-keygen sign with the matching key in ssh-agent.
  */
-export async function signMessage(
-  keyPath: string,
-  namespace: string,
-  message: string,
-  env: NodeJS.ProcessEnv = process.env,
-): Promise<string> {
+export async function signMessage(keyPath: string, namespace: string, message: string, env: NodeJS.ProcessEnv = process.env): Promise<string> {
   if (!existsSync(keyPath)) throw new CliError(`SSH key ${keyPath} does not exist`);
   const dir = await mkdtemp(join(tmpdir(), 'svc-sign-'));
   try {
@@ -76,7 +71,11 @@ function runKeygen(binary: string, args: string[]): Promise<void> {
     });
     child.on('close', (code) => {
       if (code === 0) return resolve();
-      const detail = stderr.trim().split('\n').filter((l) => !/^(Signing file|Write signature)/.test(l)).join('; ');
+      const detail = stderr
+        .trim()
+        .split('\n')
+        .filter((l) => !/^(Signing file|Write signature)/.test(l))
+        .join('; ');
       reject(new CliError(`ssh-keygen -Y sign failed (exit ${code})${detail ? `: ${detail}` : ''}`));
     });
   });

@@ -35,7 +35,11 @@ export type PortKind = keyof PortTypes;
 
 const BUILT_IN: Record<PortKind, Record<string, () => Promise<{ default: AdapterDefinition }>>> = {
   scheduler: { agenda: () => import('../adapters/scheduler/agenda/index.ts') },
-  runtime: { local: () => import('../adapters/runtime/local/index.ts'), docker: () => import('../adapters/runtime/docker/index.ts'), kubernetes: () => import('../adapters/runtime/kubernetes/index.ts') },
+  runtime: {
+    local: () => import('../adapters/runtime/local/index.ts'),
+    docker: () => import('../adapters/runtime/docker/index.ts'),
+    kubernetes: () => import('../adapters/runtime/kubernetes/index.ts'),
+  },
   vcshost: { hub: () => import('../adapters/vcshost/hub/index.ts') },
   chatapp: { chat: () => import('../adapters/chatapp/chat/index.ts') },
 };

@@ -8,7 +8,8 @@ import { CronExpressionParser } from 'cron-parser';
 export function cronProblem(expression: string): string | null {
   const fields = expression.trim().split(/\s+/);
   if (fields.length !== 5) return `'${expression}' is not a standard 5-field cron expression (minute hour day-of-month month day-of-week)`;
-  if (!fields.slice(0, 3).every((f) => /^[\d*,/-]+$/.test(f))) return `'${expression}': minute, hour and day-of-month take numbers, ranges, lists and steps only`;
+  if (!fields.slice(0, 3).every((f) => /^[\d*,/-]+$/.test(f)))
+    return `'${expression}': minute, hour and day-of-month take numbers, ranges, lists and steps only`;
   try {
     CronExpressionParser.parse(expression, { tz: 'UTC' });
     return null;

@@ -12,7 +12,11 @@ export class DomainError extends Error {
   declare readonly output: Output;
   declare readonly isBoom: true;
 
-  constructor(readonly kind: ErrorKind, message: string, readonly details: Record<string, unknown> = {}) {
+  constructor(
+    readonly kind: ErrorKind,
+    message: string,
+    readonly details: Record<string, unknown> = {},
+  ) {
     super(message);
     this.name = new.target.name;
     renderHttp(this);
@@ -74,7 +78,10 @@ export class LeaseLost extends DomainError {
 
 /** No scope searched holds the secret (422, naming it and the scopes in search order). */
 export class SecretMissing extends DomainError {
-  constructor(readonly secret: string, readonly searched: string[]) {
+  constructor(
+    readonly secret: string,
+    readonly searched: string[],
+  ) {
     super('invalid', `secret ${secret} not found; searched ${searched.join(', ')}`);
   }
 }

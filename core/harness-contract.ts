@@ -7,8 +7,12 @@
 import { isDeepStrictEqual } from 'node:util';
 import path from 'node:path';
 import {
-  PERMISSION_POLICIES, REASONING_EFFORTS,
-  type HarnessDefinition, type HarnessEvent, type HarnessInput, type HarnessInvocation,
+  PERMISSION_POLICIES,
+  REASONING_EFFORTS,
+  type HarnessDefinition,
+  type HarnessEvent,
+  type HarnessInput,
+  type HarnessInvocation,
 } from './ports/harness.ts';
 import { defineHarness } from './sdk.ts';
 
@@ -33,8 +37,25 @@ export class HarnessContractError extends Error {
 /** Linux refuses a single argument longer than this (MAX_ARG_STRLEN). */
 const MAX_ARG_BYTES = 128 * 1024;
 const NAME = /^[a-z][a-z0-9_-]*$/;
-const ODD_LINES = ['', '   ', 'not json at all', '{', '{"type":', '[]', '[1,2]', 'null', '42', '"text"', '{}', '{"type":null}', '{"type":{}}',
-  '{"type":"result","usage":"many"}', '{"type":"message","content":12}', '\u0000\u0001binary', 'x'.repeat(1_000_000)];
+const ODD_LINES = [
+  '',
+  '   ',
+  'not json at all',
+  '{',
+  '{"type":',
+  '[]',
+  '[1,2]',
+  'null',
+  '42',
+  '"text"',
+  '{}',
+  '{"type":null}',
+  '{"type":{}}',
+  '{"type":"result","usage":"many"}',
+  '{"type":"message","content":12}',
+  '\u0000\u0001binary',
+  'x'.repeat(1_000_000),
+];
 
 function fail(message: string): never {
   throw new HarnessContractError(message);
@@ -52,7 +73,10 @@ function checkInvocation(inv: HarnessInvocation, what: string): void {
   if (!inv || typeof inv !== 'object') fail(`${what}: build() must return {command, args, env, files}`);
   if (typeof inv.command !== 'string' || !inv.command) fail(`${what}: command must be a non-empty string`);
   if (!Array.isArray(inv.args) || inv.args.some((a) => typeof a !== 'string')) fail(`${what}: args must be an array of strings`);
-  for (const [key, value] of [['env', inv.env], ['files', inv.files]] as const) {
+  for (const [key, value] of [
+    ['env', inv.env],
+    ['files', inv.files],
+  ] as const) {
     if (!value || typeof value !== 'object' || Array.isArray(value)) fail(`${what}: ${key} must be an object`);
     for (const [k, v] of Object.entries(value)) if (typeof v !== 'string') fail(`${what}: ${key}.${k} must be a string`);
   }
@@ -72,13 +96,30 @@ function checkEvent(event: HarnessEvent, where: string): void {
   const e = event as Record<string, unknown>;
   const isCount = (v: unknown) => v === undefined || (Number.isInteger(v) && (v as number) >= 0);
   switch (e?.type) {
-    case 'message': if (typeof e.text === 'string') return; break;
-    case 'tool': if (typeof e.name === 'string' && e.name) return; break;
-    case 'error': if (typeof e.message === 'string') return; break;
-    case 'raw': if (typeof e.text === 'string') return; break;
+    case 'message':
+      if (typeof e.text === 'string') return;
+      break;
+    case 'tool':
+      if (typeof e.name === 'string' && e.name) return;
+      break;
+    case 'error':
+      if (typeof e.message === 'string') return;
+      break;
+    case 'raw':
+      if (typeof e.text === 'string') return;
+      break;
     case 'usage':
-      if (Number.isInteger(e.inputTokens) && Number.isInteger(e.outputTokens) && (e.inputTokens as number) >= 0 && (e.outputTokens as number) >= 0
-        && isCount(e.cacheReadTokens) && isCount(e.cacheWriteTokens) && isCount(e.reasoningTokens) && isCount(e.durationMs)) return;
+      if (
+        Number.isInteger(e.inputTokens) &&
+        Number.isInteger(e.outputTokens) &&
+        (e.inputTokens as number) >= 0 &&
+        (e.outputTokens as number) >= 0 &&
+        isCount(e.cacheReadTokens) &&
+        isCount(e.cacheWriteTokens) &&
+        isCount(e.reasoningTokens) &&
+        isCount(e.durationMs)
+      )
+        return;
       break;
   }
   fail(`${where}: not a valid harness event: ${JSON.stringify(event)?.slice(0, 200)}`);
@@ -116,9 +157,11 @@ export function harnessContract(definition: HarnessDefinition, fixtures: Harness
           if (!NAME.test(alias) || alias === def.id) fail(`alias '${alias}' must be a lower-case name other than the id`);
         }
         const names = (def.variants ?? []).map((v) => v.name);
-        if (names.some((n) => typeof n !== 'string' || !n || n.includes(':')) || new Set(names).size !== names.length) fail('variant names must be unique non-empty strings without a colon');
+        if (names.some((n) => typeof n !== 'string' || !n || n.includes(':')) || new Set(names).size !== names.length)
+          fail('variant names must be unique non-empty strings without a colon');
         const reasoning = def.capabilities?.reasoning;
-        if (reasoning && reasoning.levels.some((l) => !(REASONING_EFFORTS as readonly string[]).includes(l))) fail(`reasoning levels must be among ${REASONING_EFFORTS.join(', ')}`);
+        if (reasoning && reasoning.levels.some((l) => !(REASONING_EFFORTS as readonly string[]).includes(l)))
+          fail(`reasoning levels must be among ${REASONING_EFFORTS.join(', ')}`);
         if (reasoning && !reasoning.supported && reasoning.levels.length) fail('reasoning levels are listed but reasoning is not supported');
       },
     },
@@ -131,7 +174,7 @@ export function harnessContract(definition: HarnessDefinition, fixtures: Harness
           return inv;
         });
         if (isDeepStrictEqual(built[PERMISSION_POLICIES.indexOf('never')], built[PERMISSION_POLICIES.indexOf('yolo')])) {
-          fail('permission policies never and yolo build the same invocation: map them to the CLI\'s own flags');
+          fail("permission policies never and yolo build the same invocation: map them to the CLI's own flags");
         }
       },
     },
@@ -200,8 +243,12 @@ export function harnessContract(definition: HarnessDefinition, fixtures: Harness
         if (!/```json-result/.test(messageText(events))) fail('the messages of the sample stream hold no json-result block');
         const usage = events.filter((e) => e.type === 'usage');
         if (usage.length === 0) fail('the sample stream gives no usage event');
-        const total = usage.reduce((t, u) => ({ inputTokens: t.inputTokens + u.inputTokens, outputTokens: t.outputTokens + u.outputTokens }), { inputTokens: 0, outputTokens: 0 });
-        if (fixtures.usage && !isDeepStrictEqual(total, fixtures.usage)) fail(`usage adds up to ${JSON.stringify(total)}, expected ${JSON.stringify(fixtures.usage)}`);
+        const total = usage.reduce((t, u) => ({ inputTokens: t.inputTokens + u.inputTokens, outputTokens: t.outputTokens + u.outputTokens }), {
+          inputTokens: 0,
+          outputTokens: 0,
+        });
+        if (fixtures.usage && !isDeepStrictEqual(total, fixtures.usage))
+          fail(`usage adds up to ${JSON.stringify(total)}, expected ${JSON.stringify(fixtures.usage)}`);
         if (events.some((e) => e.type === 'error')) fail('a successful sample stream gives an error event');
       },
     },

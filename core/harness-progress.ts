@@ -21,7 +21,6 @@ export function planProgress(items: PlanItem[]): HarnessEvent[] {
   return [{ type: 'progress', message, percentage: Math.round((done / items.length) * 100) }];
 }
 
-
 /**
  * The todo lists the CLIs keep, all shaped `{todos: [{<text key>, status}]}` with status pending,
  * in_progress or completed (cancelled items count as settled); `textKeys` names where the text is.

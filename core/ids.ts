@@ -24,7 +24,34 @@ function encode(bytes: Buffer): string {
   return out;
 }
 
-export type IdPrefix = 'org' | 'proj' | 'usr' | 'key' | 'chl' | 'sk' | 'att' | 'inv' | 'areq' | 'role' | 'grp' | 'bnd' | 'sa' | 'sat' | 'prun' | 'evt' | 'sch' | 'wh' | 'whd' | 'rpl' | 'route' | 'doc' | 'docv' | 'thr' | 'msg' | 'itgt' | 'mdl';
+export type IdPrefix =
+  | 'org'
+  | 'proj'
+  | 'usr'
+  | 'key'
+  | 'chl'
+  | 'sk'
+  | 'att'
+  | 'inv'
+  | 'areq'
+  | 'role'
+  | 'grp'
+  | 'bnd'
+  | 'sa'
+  | 'sat'
+  | 'prun'
+  | 'evt'
+  | 'sch'
+  | 'wh'
+  | 'whd'
+  | 'rpl'
+  | 'route'
+  | 'doc'
+  | 'docv'
+  | 'thr'
+  | 'msg'
+  | 'itgt'
+  | 'mdl';
 
 export const newId = (prefix: IdPrefix): string => `${prefix}_${encode(uuidv7Bytes())}`;
 

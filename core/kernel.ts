@@ -92,7 +92,8 @@ export async function startKernel(config: Config, opts: KernelOptions = {}): Pro
     container.registerInstance(Tokens.StartedAt, new Date());
     declareDirectories(container);
     declareEventLog(container);
-    for (const cls of [SigningKeys, MachineTokens, TokenService, PermissionResolver, Access, AccessTargets, Memberships]) container.registerSingleton(cls as never);
+    for (const cls of [SigningKeys, MachineTokens, TokenService, PermissionResolver, Access, AccessTargets, Memberships])
+      container.registerSingleton(cls as never);
     await container.resolve(SigningKeys).ensureActive();
     const adapterDeps: AdapterDeps = { config, db, databaseUrl, logger };
     // Every role may talk to the code host and the chat app (inbound on api, pull requests and notices elsewhere).

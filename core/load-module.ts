@@ -21,7 +21,12 @@ function packageEntry(dir: string): string {
   if (existsSync(manifest)) {
     const pkg = JSON.parse(readFileSync(manifest, 'utf8')) as { exports?: unknown; main?: string };
     const dot = typeof pkg.exports === 'object' && pkg.exports !== null ? (pkg.exports as Record<string, unknown>)['.'] : pkg.exports;
-    const target = typeof dot === 'string' ? dot : typeof dot === 'object' && dot !== null ? ((dot as Record<string, unknown>).import ?? (dot as Record<string, unknown>).default) : pkg.main;
+    const target =
+      typeof dot === 'string'
+        ? dot
+        : typeof dot === 'object' && dot !== null
+          ? ((dot as Record<string, unknown>).import ?? (dot as Record<string, unknown>).default)
+          : pkg.main;
     if (typeof target === 'string') return path.join(dir, target);
   }
   const index = ['index.ts', 'index.js', 'index.mjs'].map((f) => path.join(dir, f)).find((f) => existsSync(f));

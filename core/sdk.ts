@@ -13,8 +13,15 @@ export type { ChatApp, ChatDelivery, ChatMessage, PostedMessage } from './ports/
 export type { InboundRequest, InboundEvent, Verification } from './ports/integrations.ts';
 export { HostApiError } from './ports/integrations.ts';
 export type {
-  HarnessDefinition, HarnessInput, HarnessInvocation, HarnessEvent, HarnessVariant, HarnessCapabilities, HarnessCredentials,
-  PermissionPolicy, ReasoningEffort,
+  HarnessDefinition,
+  HarnessInput,
+  HarnessInvocation,
+  HarnessEvent,
+  HarnessVariant,
+  HarnessCapabilities,
+  HarnessCredentials,
+  PermissionPolicy,
+  ReasoningEffort,
 } from './ports/harness.ts';
 export { harnessContract, messageText, HarnessContractError } from './harness-contract.ts';
 export { planProgress, todoItems, type PlanItem } from './harness-progress.ts';
@@ -36,8 +43,12 @@ export function defineHarness(definition: HarnessDefinition): HarnessDefinition 
   for (const fn of ['build', 'parseLine'] as const) {
     if (typeof definition[fn] !== 'function') throw new TypeError(`defineHarness(${definition.id}): ${fn} must be a function`);
   }
-  if (typeof definition.description !== 'string' || !definition.description.trim()) throw new TypeError(`defineHarness(${definition.id}): description must be a non-empty string`);
-  if (definition.aliases !== undefined && !(Array.isArray(definition.aliases) && definition.aliases.every((a) => typeof a === 'string' && HARNESS_NAME.test(a)))) {
+  if (typeof definition.description !== 'string' || !definition.description.trim())
+    throw new TypeError(`defineHarness(${definition.id}): description must be a non-empty string`);
+  if (
+    definition.aliases !== undefined &&
+    !(Array.isArray(definition.aliases) && definition.aliases.every((a) => typeof a === 'string' && HARNESS_NAME.test(a)))
+  ) {
     throw new TypeError(`defineHarness(${definition.id}): aliases must be lower-case names`);
   }
   return definition;

@@ -12,7 +12,13 @@ export function randomAlphanumeric(n: number): string {
  * letters or digits gets `org-` and a hash of the name: deterministic, so ensure by name finds it again.
  */
 export function orgSlugFrom(name: string): string {
-  const slug = name.normalize('NFKD').toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 63).replace(/-+$/, '');
+  const slug = name
+    .normalize('NFKD')
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 63)
+    .replace(/-+$/, '');
   return slug || `org-${createHash('sha256').update(name).digest('hex').slice(0, 8)}`;
 }
 
@@ -26,7 +32,11 @@ export const PROJECT_SLUG = /^[a-z0-9]{4,8}$/;
 
 /** A project slug from a name, padded with random characters to the minimum length. */
 export function projectSlugFrom(name: string): string {
-  const base = name.normalize('NFKD').toLowerCase().replace(/[^a-z0-9]/g, '').slice(0, 8);
+  const base = name
+    .normalize('NFKD')
+    .toLowerCase()
+    .replace(/[^a-z0-9]/g, '')
+    .slice(0, 8);
   return base.length >= 4 ? base : base + randomAlphanumeric(4 - base.length);
 }
 

@@ -22,7 +22,10 @@ export async function up(db: Knex): Promise<void> {
     t.jsonb('workspace');
     t.text('env_name');
     t.text('execution_mode').notNullable().defaultTo('persistent');
-    t.jsonb('harness').notNullable().defaultTo('{}').comment('harness, harness_profile, harness_variant, harness_options, model, reasoning_effort, harness_profile_override');
+    t.jsonb('harness')
+      .notNullable()
+      .defaultTo('{}')
+      .comment('harness, harness_profile, harness_variant, harness_options, model, reasoning_effort, harness_profile_override');
     t.jsonb('env_overrides');
     t.jsonb('resource_refs').notNullable().defaultTo('[]');
     t.timestamp('defer_until', { useTz: true });
@@ -50,7 +53,9 @@ export async function up(db: Knex): Promise<void> {
     t.primary(['job_id', 'related_job_id']);
     t.index(['related_job_id']);
   });
-  await db.raw(`ALTER TABLE job_relations ADD CONSTRAINT job_relations_type_check CHECK (relation_type IN ('blocked_by', 'blocks', 'waits_for', 'conditional_blocks'))`);
+  await db.raw(
+    `ALTER TABLE job_relations ADD CONSTRAINT job_relations_type_check CHECK (relation_type IN ('blocked_by', 'blocks', 'waits_for', 'conditional_blocks'))`,
+  );
   await db.raw('ALTER TABLE job_relations ADD CONSTRAINT job_relations_no_self CHECK (job_id <> related_job_id)');
 
   await db.schema.createTable('job_attempts', (t) => {

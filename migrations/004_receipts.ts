@@ -52,5 +52,7 @@ export async function up(db: Knex): Promise<void> {
       RAISE EXCEPTION 'attempt receipts are immutable: % of the receipt of attempt % is not allowed', TG_OP, OLD.attempt_id
         USING ERRCODE = 'integrity_constraint_violation';
     END $$`);
-  await db.raw(`CREATE TRIGGER attempt_receipts_immutable BEFORE UPDATE OR DELETE ON attempt_receipts FOR EACH ROW EXECUTE FUNCTION svc_attempt_receipts_immutable()`);
+  await db.raw(
+    `CREATE TRIGGER attempt_receipts_immutable BEFORE UPDATE OR DELETE ON attempt_receipts FOR EACH ROW EXECUTE FUNCTION svc_attempt_receipts_immutable()`,
+  );
 }

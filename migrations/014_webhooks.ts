@@ -68,7 +68,9 @@ export async function up(db: Knex): Promise<void> {
     t.index(['subscription_id', 'event_id']);
   });
   await db.raw(`ALTER TABLE webhook_deliveries ADD CONSTRAINT webhook_deliveries_kind_check CHECK (kind IN ('event', 'replay', 'test'))`);
-  await db.raw(`ALTER TABLE webhook_deliveries ADD CONSTRAINT webhook_deliveries_status_check CHECK (status IN ('pending', 'retrying', 'succeeded', 'failed'))`);
+  await db.raw(
+    `ALTER TABLE webhook_deliveries ADD CONSTRAINT webhook_deliveries_status_check CHECK (status IN ('pending', 'retrying', 'succeeded', 'failed'))`,
+  );
   // One delivery of an event per subscription in flight at a time: replays and fan-out dedupe on it.
   await db.raw(`CREATE UNIQUE INDEX webhook_deliveries_active ON webhook_deliveries (subscription_id, event_id) WHERE status IN ('pending', 'retrying')`);
   await db.raw(`CREATE INDEX webhook_deliveries_pending ON webhook_deliveries (created_at) WHERE status = 'pending'`);

@@ -37,8 +37,12 @@ export async function up(db: Knex): Promise<void> {
     t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(db.fn.now());
     t.unique(['thread_id', 'seq'], { indexName: 'thread_messages_seq_unique' });
   });
-  await db.raw(`ALTER TABLE thread_messages ADD CONSTRAINT thread_messages_kind_check CHECK (kind IN ('message', 'status', 'directive', 'question', 'update'))`);
-  await db.raw(`ALTER TABLE thread_messages ADD CONSTRAINT thread_messages_author_type_check CHECK (author_type IN ('user', 'service_account', 'job', 'system'))`);
+  await db.raw(
+    `ALTER TABLE thread_messages ADD CONSTRAINT thread_messages_kind_check CHECK (kind IN ('message', 'status', 'directive', 'question', 'update'))`,
+  );
+  await db.raw(
+    `ALTER TABLE thread_messages ADD CONSTRAINT thread_messages_author_type_check CHECK (author_type IN ('user', 'service_account', 'job', 'system'))`,
+  );
   await db.raw(`ALTER TABLE threads ADD CONSTRAINT threads_created_by_type_check CHECK (created_by_type IN ('user', 'service_account', 'job', 'system'))`);
   await db.raw('CREATE INDEX thread_messages_reply_to ON thread_messages (reply_to) WHERE reply_to IS NOT NULL');
 }

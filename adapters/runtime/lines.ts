@@ -42,10 +42,11 @@ export class LineBuffer {
     this.buffered += item.line.length;
     if (this.buffered > MAX_BUFFERED) {
       if (this.reader === 'reading') this.hold();
-      else while (this.buffered > MAX_BUFFERED / 2) {
-        this.shift();
-        this.dropped += 1;
-      }
+      else
+        while (this.buffered > MAX_BUFFERED / 2) {
+          this.shift();
+          this.dropped += 1;
+        }
     }
     this.wake?.();
   }

@@ -68,7 +68,10 @@ export function principalOf(
 /** `a,b, c` → ['a', 'b', 'c']; an empty list is a usage error. */
 export function csvFlag(value: string | undefined, name: string, usage: string): string[] | undefined {
   if (value === undefined) return undefined;
-  const items = value.split(',').map((s) => s.trim()).filter(Boolean);
+  const items = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   if (items.length === 0) throw new UsageError(`--${name} needs at least one value`, usage);
   return items;
 }

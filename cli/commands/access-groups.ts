@@ -51,7 +51,12 @@ export async function runGroups(ctx: Context, args: string[]): Promise<number> {
     case 'add-member': {
       const { values, positionals } = parseCommand(rest, memberOptions, USAGE, { min: 1, max: 1 });
       const body = principalOf(values, USAGE, ['user', 'service_account']);
-      printObject(ctx, await apiRequest(ctx, 'POST', `${groupPath(positionals[0])}/members`, { body }), ['group_id', 'principal_type', 'principal_id', 'created_at']);
+      printObject(ctx, await apiRequest(ctx, 'POST', `${groupPath(positionals[0])}/members`, { body }), [
+        'group_id',
+        'principal_type',
+        'principal_id',
+        'created_at',
+      ]);
       return 0;
     }
     case 'remove-member': {

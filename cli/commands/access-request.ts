@@ -16,7 +16,20 @@ export const ACCESS_REQUEST_USAGE = `usage: svc access-request <command> [flags]
 
 The org is --org, else the profile's org (svc config set org ID).`;
 
-const REQUEST_FIELDS = ['id', 'org_id', 'email', 'status', 'key_type', 'ssh_fingerprint', 'nostr_pubkey', 'role', 'reason', 'user_id', 'decided_at', 'created_at'];
+const REQUEST_FIELDS = [
+  'id',
+  'org_id',
+  'email',
+  'status',
+  'key_type',
+  'ssh_fingerprint',
+  'nostr_pubkey',
+  'role',
+  'reason',
+  'user_id',
+  'decided_at',
+  'created_at',
+];
 
 function orgOf(ctx: Context): string {
   if (!ctx.org) throw new UsageError('missing org (pass --org ID or `svc config set org ID`)', ACCESS_REQUEST_USAGE);
@@ -55,7 +68,12 @@ export async function runAccessRequest(ctx: Context, args: string[]): Promise<nu
         offset: intFlag(values.offset, 'offset', ACCESS_REQUEST_USAGE),
       };
       const body = await apiRequest<ListBody>(ctx, 'GET', `/orgs/${seg(orgOf(ctx))}/access-requests`, { query });
-      printList(ctx, body, [{ key: 'id' }, { key: 'email' }, { key: 'status' }, { key: 'key_type', header: 'KEY' }, { key: 'created_at', header: 'CREATED' }], 'access requests');
+      printList(
+        ctx,
+        body,
+        [{ key: 'id' }, { key: 'email' }, { key: 'status' }, { key: 'key_type', header: 'KEY' }, { key: 'created_at', header: 'CREATED' }],
+        'access requests',
+      );
       return 0;
     }
     case 'approve': {

@@ -69,7 +69,8 @@ function checkQuery(ctx: Context, args: string[]) {
   if (resourceType === undefined) {
     if (values.action !== undefined || values.resource !== undefined) throw new UsageError('--action and --resource need --resource-type', USAGE);
   } else {
-    if (!RESOURCE_TYPES.includes(resourceType)) throw new UsageError(`--resource-type must be one of ${RESOURCE_TYPES.join(', ')}, got "${resourceType}"`, USAGE);
+    if (!RESOURCE_TYPES.includes(resourceType))
+      throw new UsageError(`--resource-type must be one of ${RESOURCE_TYPES.join(', ')}, got "${resourceType}"`, USAGE);
     if (values.action === undefined) throw new UsageError('--resource-type needs --action read|write|admin', USAGE);
     if (!ACTIONS.includes(values.action)) throw new UsageError(`--action must be one of ${ACTIONS.join(', ')}, got "${values.action}"`, USAGE);
   }

@@ -148,9 +148,13 @@ async function login(ctx: Context, args: string[]): Promise<number> {
   }).catch((error: unknown) => {
     if (!(error instanceof ApiError) || error.statusCode !== 401) throw error;
     const pub = `${keyPath}.pub`;
-    throw new ApiError(error.statusCode, error.message, error.body,
+    throw new ApiError(
+      error.statusCode,
+      error.message,
+      error.body,
       `to register this key: logged in elsewhere, run \`svc auth keys add ${pub}\`; else an admin runs ` +
-        `\`svc auth mint --email ${email} --org ORG_ID --key ${pub}\`, or ask for access with \`svc access-request --help\``);
+        `\`svc auth mint --email ${email} --org ORG_ID --key ${pub}\`, or ask for access with \`svc access-request --help\``,
+    );
   });
   storeToken(ctx, response, 'Logged in');
   return 0;
@@ -196,7 +200,12 @@ async function whoami(ctx: Context, args: string[]): Promise<number> {
     ['Projects', me.projects, ['id', 'name', 'slug', 'org_id', 'role']],
   ];
   for (const [title, rows, keys] of sections) {
-    const table = rows?.length ? formatTable(rows, keys.map((key) => ({ key }))) : '(none)';
+    const table = rows?.length
+      ? formatTable(
+          rows,
+          keys.map((key) => ({ key })),
+        )
+      : '(none)';
     write(`\n${title}:\n${table}`);
   }
   return 0;

@@ -1,15 +1,5 @@
 import { parseCommand } from '../args.ts';
-import {
-  configPath,
-  credentialsPath,
-  DEFAULT_PROFILE,
-  isExpired,
-  normalizeApiUrl,
-  readConfig,
-  writeConfig,
-  type Context,
-  type Profile,
-} from '../config.ts';
+import { configPath, credentialsPath, DEFAULT_PROFILE, isExpired, normalizeApiUrl, readConfig, writeConfig, type Context, type Profile } from '../config.ts';
 import { UsageError } from '../errors.ts';
 import { formatFields, printJson, write } from '../output.ts';
 
@@ -87,11 +77,12 @@ const SOURCES = { flag: '--api-url', env: 'SVC_API_URL', profile: 'profile', def
 /** What the CLI would use right now, and why. Never prints the token itself. */
 function show(ctx: Context): void {
   const config = readConfig(ctx.home);
-  const login = ctx.tokenSource === 'env'
-    ? 'token from SVC_TOKEN'
-    : ctx.credential
-      ? `${ctx.credential.email ?? 'token'}${ctx.credential.expires_at ? `, expires ${ctx.credential.expires_at}` : ''}${isExpired(ctx.credential) ? ' (EXPIRED)' : ''}`
-      : 'not logged in';
+  const login =
+    ctx.tokenSource === 'env'
+      ? 'token from SVC_TOKEN'
+      : ctx.credential
+        ? `${ctx.credential.email ?? 'token'}${ctx.credential.expires_at ? `, expires ${ctx.credential.expires_at}` : ''}${isExpired(ctx.credential) ? ' (EXPIRED)' : ''}`
+        : 'not logged in';
   const summary = {
     config_path: configPath(ctx.home),
     credentials_path: credentialsPath(ctx.home),

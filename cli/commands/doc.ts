@@ -25,11 +25,19 @@ org_docs:/<path>[@v<N>]. The org is --org, else the profile's org.`;
 
 const DOC_FIELDS = ['id', 'path', 'project_id', 'version', 'current_version', 'content_hash', 'size_bytes', 'metadata', 'deleted', 'updated_at'];
 const DOC_COLUMNS: Column[] = [
-  { key: 'path' }, { key: 'current_version', header: 'VERSION' }, { key: 'size_bytes', header: 'SIZE' },
-  { key: 'project_id', header: 'SCOPE', format: (v) => (v ? String(v) : 'org') }, { key: 'updated_at', header: 'UPDATED' }, { key: 'id' },
+  { key: 'path' },
+  { key: 'current_version', header: 'VERSION' },
+  { key: 'size_bytes', header: 'SIZE' },
+  { key: 'project_id', header: 'SCOPE', format: (v) => (v ? String(v) : 'org') },
+  { key: 'updated_at', header: 'UPDATED' },
+  { key: 'id' },
 ];
 const VERSION_COLUMNS: Column[] = [
-  { key: 'version' }, { key: 'content_hash', header: 'HASH' }, { key: 'size_bytes', header: 'SIZE' }, { key: 'created_by', header: 'BY' }, { key: 'created_at', header: 'CREATED' },
+  { key: 'version' },
+  { key: 'content_hash', header: 'HASH' },
+  { key: 'size_bytes', header: 'SIZE' },
+  { key: 'created_by', header: 'BY' },
+  { key: 'created_at', header: 'CREATED' },
 ];
 
 type Doc = Record<string, unknown> & { id: string; path: string; content: string; current_version: number };
@@ -58,7 +66,12 @@ export async function runDoc(ctx: Context, args: string[]): Promise<number> {
     case 'list': {
       const options = { ...listOptions, path: { type: 'string' }, 'include-deleted': { type: 'boolean' } } as const;
       const { values } = parseCommand(rest, options, DOC_USAGE, { min: 0, max: 0 });
-      const query = { ...listQuery(values, DOC_USAGE), path: values.path, project_id: projectFlag(ctx), include_deleted: values['include-deleted'] || undefined };
+      const query = {
+        ...listQuery(values, DOC_USAGE),
+        path: values.path,
+        project_id: projectFlag(ctx),
+        include_deleted: values['include-deleted'] || undefined,
+      };
       printList(ctx, await apiRequest<ListBody>(ctx, 'GET', base(), { query }), DOC_COLUMNS, 'documents');
       return 0;
     }

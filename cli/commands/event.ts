@@ -36,7 +36,24 @@ interface Event {
   [key: string]: unknown;
 }
 
-const FIELDS = ['id', 'project_id', 'type', 'source', 'status', 'error', 'env_name', 'ref_branch', 'ref_sha', 'actor_type', 'actor_id', 'dedupe_key', 'mutation_id', 'request_id', 'created_at', 'updated_at'];
+const FIELDS = [
+  'id',
+  'project_id',
+  'type',
+  'source',
+  'status',
+  'error',
+  'env_name',
+  'ref_branch',
+  'ref_sha',
+  'actor_type',
+  'actor_id',
+  'dedupe_key',
+  'mutation_id',
+  'request_id',
+  'created_at',
+  'updated_at',
+];
 const COLUMNS: Column[] = [{ key: 'id' }, { key: 'type' }, { key: 'source' }, { key: 'status' }, { key: 'created_at', header: 'CREATED' }];
 
 /** The event's fields, its payload, then one line per trigger decision. */
@@ -57,8 +74,16 @@ export function formatEvent(event: Event): string {
 const show = (ctx: Context, event: Event) => (ctx.json ? printJson(event) : write(formatEvent(event)));
 
 const CREATE_OPTIONS = {
-  payload: { type: 'string' }, source: { type: 'string' }, env: { type: 'string' }, branch: { type: 'string' }, sha: { type: 'string' },
-  'dedupe-key': { type: 'string' }, 'actor-type': { type: 'string' }, 'actor-id': { type: 'string' }, 'mutation-id': { type: 'string' }, 'request-id': { type: 'string' },
+  payload: { type: 'string' },
+  source: { type: 'string' },
+  env: { type: 'string' },
+  branch: { type: 'string' },
+  sha: { type: 'string' },
+  'dedupe-key': { type: 'string' },
+  'actor-type': { type: 'string' },
+  'actor-id': { type: 'string' },
+  'mutation-id': { type: 'string' },
+  'request-id': { type: 'string' },
 } as const;
 
 export async function runEvent(ctx: Context, args: string[]): Promise<number> {
@@ -68,18 +93,40 @@ export async function runEvent(ctx: Context, args: string[]): Promise<number> {
     case 'create': {
       const { values: v, positionals } = parseCommand(rest, CREATE_OPTIONS, EVENT_USAGE, { min: 1, max: 1 });
       const body = {
-        type: positionals[0], payload: jsonObjectFlag(v.payload, '--payload', EVENT_USAGE), source: v.source, env_name: v.env, ref_branch: v.branch, ref_sha: v.sha,
-        dedupe_key: v['dedupe-key'], actor_type: v['actor-type'], actor_id: v['actor-id'], mutation_id: v['mutation-id'], request_id: v['request-id'],
+        type: positionals[0],
+        payload: jsonObjectFlag(v.payload, '--payload', EVENT_USAGE),
+        source: v.source,
+        env_name: v.env,
+        ref_branch: v.branch,
+        ref_sha: v.sha,
+        dedupe_key: v['dedupe-key'],
+        actor_type: v['actor-type'],
+        actor_id: v['actor-id'],
+        mutation_id: v['mutation-id'],
+        request_id: v['request-id'],
       };
       show(ctx, await apiRequest<Event>(ctx, 'POST', `/projects/${project()}/events`, { body }));
       return 0;
     }
     case 'list': {
-      const options = { type: { type: 'string' }, source: { type: 'string' }, status: { type: 'string' }, all: { type: 'boolean' }, limit: { type: 'string' }, offset: { type: 'string' } } as const;
+      const options = {
+        type: { type: 'string' },
+        source: { type: 'string' },
+        status: { type: 'string' },
+        all: { type: 'boolean' },
+        limit: { type: 'string' },
+        offset: { type: 'string' },
+      } as const;
       const { values: v } = parseCommand(rest, options, EVENT_USAGE, { min: 0, max: 0 });
-      if (v.all && !ctx.org) throw new UsageError("--all needs an org (--org ID or `svc config set org ID`)", EVENT_USAGE);
+      if (v.all && !ctx.org) throw new UsageError('--all needs an org (--org ID or `svc config set org ID`)', EVENT_USAGE);
       const path = v.all ? `/orgs/${seg(ctx.org!)}/events` : `/projects/${project()}/events`;
-      const query = { type: v.type, source: v.source, status: v.status, limit: intFlag(v.limit, 'limit', EVENT_USAGE), offset: intFlag(v.offset, 'offset', EVENT_USAGE) };
+      const query = {
+        type: v.type,
+        source: v.source,
+        status: v.status,
+        limit: intFlag(v.limit, 'limit', EVENT_USAGE),
+        offset: intFlag(v.offset, 'offset', EVENT_USAGE),
+      };
       const columns = v.all ? [...COLUMNS.slice(0, 1), { key: 'project_id', header: 'PROJECT' }, ...COLUMNS.slice(1)] : COLUMNS;
       printList(ctx, await apiRequest<ListBody>(ctx, 'GET', path, { query }), columns, 'events');
       return 0;

@@ -14,7 +14,9 @@ export const HARNESS_USAGE = `usage: svc harness <command> [flags]
   e.g. svc harness show harness_b`;
 
 type Harness = {
-  name: string; aliases: string[]; description: string;
+  name: string;
+  aliases: string[];
+  description: string;
   variants: { name: string; description: string; source: string }[];
   auth: { available: boolean; reason: string; instructions: string[] };
   capabilities: { supports_model: boolean; model_examples: string[]; reasoning: { supported: boolean; levels: string[] } };
@@ -41,14 +43,18 @@ export async function runHarness(ctx: Context, args: string[]): Promise<number> 
       const h = await apiRequest<Harness>(ctx, 'GET', `/harnesses/${seg(positionals[0])}`);
       if (ctx.json) return (printJson(h), 0);
       const { reasoning, supports_model: models, model_examples: examples } = h.capabilities;
-      write(formatFields([
-        ['name', h.name], ['aliases', h.aliases.join(', ')], ['description', h.description],
-        ['available', h.auth.available ? `yes: ${h.auth.reason}` : `no: ${h.auth.reason}`],
-        ...(h.auth.instructions.length ? [['to fix', h.auth.instructions.join(' ')] as [string, unknown]] : []),
-        ['models', models ? (examples.length ? `e.g. ${examples.join(', ')}` : 'any the CLI accepts') : 'chosen by the CLI'],
-        ['reasoning', reasoning.supported ? reasoning.levels.join(', ') : 'not supported'],
-        ['variants', h.variants.map((x) => `${x.name} (${x.source}): ${x.description}`).join('; ')],
-      ]));
+      write(
+        formatFields([
+          ['name', h.name],
+          ['aliases', h.aliases.join(', ')],
+          ['description', h.description],
+          ['available', h.auth.available ? `yes: ${h.auth.reason}` : `no: ${h.auth.reason}`],
+          ...(h.auth.instructions.length ? [['to fix', h.auth.instructions.join(' ')] as [string, unknown]] : []),
+          ['models', models ? (examples.length ? `e.g. ${examples.join(', ')}` : 'any the CLI accepts') : 'chosen by the CLI'],
+          ['reasoning', reasoning.supported ? reasoning.levels.join(', ') : 'not supported'],
+          ['variants', h.variants.map((x) => `${x.name} (${x.source}): ${x.description}`).join('; ')],
+        ]),
+      );
       return 0;
     }
     default:

@@ -30,31 +30,66 @@ Models to send to the proxy (POST /inference/v1/chat/completions): the managed/<
 org (--org) or project (--project) may use, then every configured provider's models.`;
 
 const TARGET_COLUMNS: Column[] = [
-  { key: 'name' }, { key: 'kind' }, { key: 'scope' }, { key: 'base_url', header: 'BASE URL' }, { key: 'credential_secret', header: 'SECRET' },
-  { key: 'allowed_models', header: 'MODELS', format: (v) => (Array.isArray(v) && v.length ? v.join(',') : 'any') }, { key: 'id' },
+  { key: 'name' },
+  { key: 'kind' },
+  { key: 'scope' },
+  { key: 'base_url', header: 'BASE URL' },
+  { key: 'credential_secret', header: 'SECRET' },
+  { key: 'allowed_models', header: 'MODELS', format: (v) => (Array.isArray(v) && v.length ? v.join(',') : 'any') },
+  { key: 'id' },
 ];
-const TARGET_FIELDS = ['id', 'name', 'kind', 'scope', 'org_id', 'base_url', 'credential_secret', 'allowed_models', 'request_timeout_ms', 'idle_timeout_ms', 'created_at', 'updated_at'];
+const TARGET_FIELDS = [
+  'id',
+  'name',
+  'kind',
+  'scope',
+  'org_id',
+  'base_url',
+  'credential_secret',
+  'allowed_models',
+  'request_timeout_ms',
+  'idle_timeout_ms',
+  'created_at',
+  'updated_at',
+];
 const price = (key: string) => (_: unknown, row: Record<string, unknown>) => {
   const v = (row.prices as Record<string, number | null> | undefined)?.[key];
   return v === null || v === undefined ? '-' : String(v);
 };
 const MANAGED_COLUMNS: Column[] = [
-  { key: 'canonical_model_id', header: 'MODEL' }, { key: 'scope' }, { key: 'target', format: (v) => String((v as { name?: string })?.name ?? '-') },
-  { key: 'upstream_model', header: 'UPSTREAM' }, { key: 'in', header: 'IN $/M', format: price('input') }, { key: 'out', header: 'OUT $/M', format: price('output') },
+  { key: 'canonical_model_id', header: 'MODEL' },
+  { key: 'scope' },
+  { key: 'target', format: (v) => String((v as { name?: string })?.name ?? '-') },
+  { key: 'upstream_model', header: 'UPSTREAM' },
+  { key: 'in', header: 'IN $/M', format: price('input') },
+  { key: 'out', header: 'OUT $/M', format: price('output') },
   { key: 'project_ids', header: 'PROJECTS', format: (v) => (Array.isArray(v) ? v.join(',') : 'all') },
 ];
 const MODEL_COLUMNS: Column[] = [
-  { key: 'id', header: 'MODEL' }, { key: 'source' }, { key: 'kind' },
-  { key: 'via', header: 'VIA', format: (_, row) => String(row.target ?? row.provider ?? '-') }, { key: 'upstream_model', header: 'UPSTREAM' },
+  { key: 'id', header: 'MODEL' },
+  { key: 'source' },
+  { key: 'kind' },
+  { key: 'via', header: 'VIA', format: (_, row) => String(row.target ?? row.provider ?? '-') },
+  { key: 'upstream_model', header: 'UPSTREAM' },
 ];
 
 const targetFlags = {
-  kind: { type: 'string' }, 'base-url': { type: 'string' }, 'credential-secret': { type: 'string' }, 'allowed-models': { type: 'string' },
-  'request-timeout-ms': { type: 'string' }, 'idle-timeout-ms': { type: 'string' },
+  kind: { type: 'string' },
+  'base-url': { type: 'string' },
+  'credential-secret': { type: 'string' },
+  'allowed-models': { type: 'string' },
+  'request-timeout-ms': { type: 'string' },
+  'idle-timeout-ms': { type: 'string' },
 } as const;
 const pageFlags = { limit: { type: 'string' }, offset: { type: 'string' } } as const;
 
-const list = (value: string | undefined) => (value === undefined ? undefined : value.split(',').map((s) => s.trim()).filter(Boolean));
+const list = (value: string | undefined) =>
+  value === undefined
+    ? undefined
+    : value
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean);
 
 function numberFlag(value: string | undefined, name: string): number | undefined {
   if (value === undefined) return undefined;
@@ -79,15 +114,25 @@ async function runTargets(ctx: Context, command: string | undefined, rest: strin
     case 'list': {
       const { values } = parseCommand(rest, { system: { type: 'boolean' }, ...pageFlags }, INFERENCE_USAGE, { min: 0, max: 0 });
       const org = scopeOf(ctx, values.system);
-      printList(ctx, await apiRequest<ListBody>(ctx, 'GET', '/inference/targets', { query: { ...pageQuery(values, INFERENCE_USAGE), org_id: org ?? undefined } }), TARGET_COLUMNS, 'inference targets');
+      printList(
+        ctx,
+        await apiRequest<ListBody>(ctx, 'GET', '/inference/targets', { query: { ...pageQuery(values, INFERENCE_USAGE), org_id: org ?? undefined } }),
+        TARGET_COLUMNS,
+        'inference targets',
+      );
       return 0;
     }
     case 'create': {
       const { values, positionals } = parseCommand(rest, { ...targetFlags, system: { type: 'boolean' } }, INFERENCE_USAGE, { min: 1, max: 1 });
       const body = {
-        org_id: scopeOf(ctx, values.system), name: positionals[0], kind: requireFlag(values.kind, 'kind', INFERENCE_USAGE), base_url: requireFlag(values['base-url'], 'base-url', INFERENCE_USAGE),
-        credential_secret: values['credential-secret'], allowed_models: list(values['allowed-models']),
-        request_timeout_ms: intFlag(values['request-timeout-ms'], 'request-timeout-ms', INFERENCE_USAGE), idle_timeout_ms: intFlag(values['idle-timeout-ms'], 'idle-timeout-ms', INFERENCE_USAGE),
+        org_id: scopeOf(ctx, values.system),
+        name: positionals[0],
+        kind: requireFlag(values.kind, 'kind', INFERENCE_USAGE),
+        base_url: requireFlag(values['base-url'], 'base-url', INFERENCE_USAGE),
+        credential_secret: values['credential-secret'],
+        allowed_models: list(values['allowed-models']),
+        request_timeout_ms: intFlag(values['request-timeout-ms'], 'request-timeout-ms', INFERENCE_USAGE),
+        idle_timeout_ms: intFlag(values['idle-timeout-ms'], 'idle-timeout-ms', INFERENCE_USAGE),
       };
       printObject(ctx, await apiRequest(ctx, 'POST', '/inference/targets', { body }), TARGET_FIELDS);
       return 0;
@@ -99,10 +144,16 @@ async function runTargets(ctx: Context, command: string | undefined, rest: strin
     }
     case 'update': {
       const { values, positionals } = parseCommand(rest, targetFlags, INFERENCE_USAGE, { min: 1, max: 1 });
-      const body = Object.fromEntries(Object.entries({
-        kind: values.kind, base_url: values['base-url'], credential_secret: values['credential-secret'], allowed_models: list(values['allowed-models']),
-        request_timeout_ms: intFlag(values['request-timeout-ms'], 'request-timeout-ms', INFERENCE_USAGE), idle_timeout_ms: intFlag(values['idle-timeout-ms'], 'idle-timeout-ms', INFERENCE_USAGE),
-      }).filter(([, v]) => v !== undefined));
+      const body = Object.fromEntries(
+        Object.entries({
+          kind: values.kind,
+          base_url: values['base-url'],
+          credential_secret: values['credential-secret'],
+          allowed_models: list(values['allowed-models']),
+          request_timeout_ms: intFlag(values['request-timeout-ms'], 'request-timeout-ms', INFERENCE_USAGE),
+          idle_timeout_ms: intFlag(values['idle-timeout-ms'], 'idle-timeout-ms', INFERENCE_USAGE),
+        }).filter(([, v]) => v !== undefined),
+      );
       if (Object.keys(body).length === 0) throw new UsageError('nothing to change', INFERENCE_USAGE);
       printObject(ctx, await apiRequest(ctx, 'PATCH', `/inference/targets/${seg(positionals[0])}`, { body }), TARGET_FIELDS);
       return 0;
@@ -128,19 +179,35 @@ async function runManaged(ctx: Context, command: string | undefined, rest: strin
     }
     case 'add': {
       const flags = {
-        target: { type: 'string' }, 'upstream-model': { type: 'string' }, description: { type: 'string' }, projects: { type: 'string' }, system: { type: 'boolean' },
-        'input-price': { type: 'string' }, 'output-price': { type: 'string' }, 'cache-read-price': { type: 'string' }, 'cache-write-price': { type: 'string' }, 'reasoning-price': { type: 'string' },
+        target: { type: 'string' },
+        'upstream-model': { type: 'string' },
+        description: { type: 'string' },
+        projects: { type: 'string' },
+        system: { type: 'boolean' },
+        'input-price': { type: 'string' },
+        'output-price': { type: 'string' },
+        'cache-read-price': { type: 'string' },
+        'cache-write-price': { type: 'string' },
+        'reasoning-price': { type: 'string' },
       } as const;
       const { values, positionals } = parseCommand(rest, flags, INFERENCE_USAGE, { min: 1, max: 1 });
-      const prices = Object.fromEntries(Object.entries({
-        input: numberFlag(values['input-price'], 'input-price'), output: numberFlag(values['output-price'], 'output-price'),
-        cache_read: numberFlag(values['cache-read-price'], 'cache-read-price'), cache_write: numberFlag(values['cache-write-price'], 'cache-write-price'),
-        reasoning: numberFlag(values['reasoning-price'], 'reasoning-price'),
-      }).filter(([, v]) => v !== undefined));
+      const prices = Object.fromEntries(
+        Object.entries({
+          input: numberFlag(values['input-price'], 'input-price'),
+          output: numberFlag(values['output-price'], 'output-price'),
+          cache_read: numberFlag(values['cache-read-price'], 'cache-read-price'),
+          cache_write: numberFlag(values['cache-write-price'], 'cache-write-price'),
+          reasoning: numberFlag(values['reasoning-price'], 'reasoning-price'),
+        }).filter(([, v]) => v !== undefined),
+      );
       const body = {
-        org_id: scopeOf(ctx, values.system), name: positionals[0], target_id: requireFlag(values.target, 'target', INFERENCE_USAGE),
-        upstream_model: requireFlag(values['upstream-model'], 'upstream-model', INFERENCE_USAGE), description: values.description,
-        prices: Object.keys(prices).length ? prices : undefined, project_ids: list(values.projects),
+        org_id: scopeOf(ctx, values.system),
+        name: positionals[0],
+        target_id: requireFlag(values.target, 'target', INFERENCE_USAGE),
+        upstream_model: requireFlag(values['upstream-model'], 'upstream-model', INFERENCE_USAGE),
+        description: values.description,
+        prices: Object.keys(prices).length ? prices : undefined,
+        project_ids: list(values.projects),
       };
       const created = await apiRequest<Record<string, unknown>>(ctx, 'POST', '/inference/managed-models', { body });
       printObject(ctx, created, ['canonical_model_id', 'id', 'scope', 'org_id', 'target', 'upstream_model', 'prices', 'currency', 'project_ids', 'created_at']);

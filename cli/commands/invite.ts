@@ -29,8 +29,12 @@ export async function runInvite(ctx: Context, args: string[]): Promise<number> {
   switch (command) {
     case 'create': {
       const options = {
-        role: { type: 'string' }, email: { type: 'string' }, 'identity-hint': { type: 'string' }, 'provider-hint': { type: 'string' },
-        'expires-in-days': { type: 'string' }, 'redirect-url': { type: 'string' },
+        role: { type: 'string' },
+        email: { type: 'string' },
+        'identity-hint': { type: 'string' },
+        'provider-hint': { type: 'string' },
+        'expires-in-days': { type: 'string' },
+        'redirect-url': { type: 'string' },
       } as const;
       const { values } = parseCommand(rest, options, INVITE_USAGE, { min: 0, max: 0 });
       const body = {

@@ -11,12 +11,32 @@ export const MAX_ATTACHMENT_BYTES = 5 * 1024 * 1024;
 const ATTACHMENT_FIELDS = ['id', 'job_id', 'name', 'mime_type', 'size_bytes', 'created_at'];
 
 const MIME_BY_EXTENSION: Record<string, string> = {
-  '.txt': 'text/plain', '.md': 'text/markdown', '.csv': 'text/csv', '.html': 'text/html', '.css': 'text/css',
-  '.json': 'application/json', '.yaml': 'application/yaml', '.yml': 'application/yaml', '.xml': 'application/xml',
-  '.js': 'text/javascript', '.ts': 'text/plain', '.py': 'text/x-python', '.sh': 'text/x-shellscript', '.diff': 'text/x-diff',
-  '.patch': 'text/x-diff', '.log': 'text/plain', '.pdf': 'application/pdf', '.png': 'image/png', '.jpg': 'image/jpeg',
-  '.jpeg': 'image/jpeg', '.gif': 'image/gif', '.svg': 'image/svg+xml', '.webp': 'image/webp', '.zip': 'application/zip',
-  '.gz': 'application/gzip', '.tar': 'application/x-tar',
+  '.txt': 'text/plain',
+  '.md': 'text/markdown',
+  '.csv': 'text/csv',
+  '.html': 'text/html',
+  '.css': 'text/css',
+  '.json': 'application/json',
+  '.yaml': 'application/yaml',
+  '.yml': 'application/yaml',
+  '.xml': 'application/xml',
+  '.js': 'text/javascript',
+  '.ts': 'text/plain',
+  '.py': 'text/x-python',
+  '.sh': 'text/x-shellscript',
+  '.diff': 'text/x-diff',
+  '.patch': 'text/x-diff',
+  '.log': 'text/plain',
+  '.pdf': 'application/pdf',
+  '.png': 'image/png',
+  '.jpg': 'image/jpeg',
+  '.jpeg': 'image/jpeg',
+  '.gif': 'image/gif',
+  '.svg': 'image/svg+xml',
+  '.webp': 'image/webp',
+  '.zip': 'application/zip',
+  '.gz': 'application/gzip',
+  '.tar': 'application/x-tar',
 };
 
 /** A MIME type from the file extension, or undefined (the server then serves application/octet-stream). */

@@ -5,8 +5,23 @@ type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 export const JOB_FIELDS = [
-  'id', 'project_id', 'parent_id', 'title', 'phase', 'priority', 'issue_type', 'labels', 'assignee',
-  'review_required', 'review_status', 'defer_until', 'due_at', 'created_at', 'updated_at', 'closed_at', 'close_reason',
+  'id',
+  'project_id',
+  'parent_id',
+  'title',
+  'phase',
+  'priority',
+  'issue_type',
+  'labels',
+  'assignee',
+  'review_required',
+  'review_status',
+  'defer_until',
+  'due_at',
+  'created_at',
+  'updated_at',
+  'closed_at',
+  'close_reason',
 ];
 
 export const JOB_COLUMNS: Column[] = [{ key: 'id' }, { key: 'phase' }, { key: 'priority', header: 'PRI' }, { key: 'title' }];
@@ -42,7 +57,12 @@ export function formatNested(value: unknown, indent = ''): string {
   const lines: string[] = [];
   const scalars: [string, unknown][] = [];
   const flush = () => {
-    if (scalars.length) lines.push(...formatFields(scalars).split('\n').map((l) => indent + l));
+    if (scalars.length)
+      lines.push(
+        ...formatFields(scalars)
+          .split('\n')
+          .map((l) => indent + l),
+      );
     scalars.length = 0;
   };
   for (const [key, v] of Object.entries(value)) {
@@ -68,7 +88,11 @@ export function formatNested(value: unknown, indent = ''): string {
 export function relationLine(v: unknown): string {
   if (!isObj(v) || !v.relation_type || !v.job_id || !v.related_job_id) return jobLine(v);
   const other = isObj(v.related) ? v.related : {};
-  return [`${String(v.job_id)} ${String(v.relation_type)} ${String(v.related_job_id)}`, other.phase ? `[${String(other.phase)}]` : undefined, other.title ? cell(other.title) : undefined]
+  return [
+    `${String(v.job_id)} ${String(v.relation_type)} ${String(v.related_job_id)}`,
+    other.phase ? `[${String(other.phase)}]` : undefined,
+    other.title ? cell(other.title) : undefined,
+  ]
     .filter((p) => p !== undefined)
     .join('  ');
 }
@@ -101,7 +125,11 @@ export function formatContext(body: unknown): string {
   lines.push(`latest_attempt:${attempt ? '' : ' none'}`);
   if (attempt) {
     const keys = ['id', 'attempt_number', 'status', 'result_summary', 'started_at', 'ended_at'].filter((k) => k in attempt);
-    lines.push(...formatFields(keys.map((k) => [k, attempt[k]])).split('\n').map((l) => `  ${l}`));
+    lines.push(
+      ...formatFields(keys.map((k) => [k, attempt[k]]))
+        .split('\n')
+        .map((l) => `  ${l}`),
+    );
   }
   if (c.latest_rejection_reason) lines.push(formatFields([['latest_rejection_reason', c.latest_rejection_reason]]));
   return lines.join('\n');

@@ -56,24 +56,57 @@ const orNull = (value: string | undefined): string | null | undefined => (value 
 const int = (value: string | undefined, name: string) => intFlag(value, name, JOB_USAGE);
 
 const CREATE_OPTIONS = {
-  description: { type: 'string' }, title: { type: 'string' }, priority: { type: 'string' }, 'issue-type': { type: 'string' },
-  label: { type: 'string', multiple: true }, parent: { type: 'string' }, 'review-required': { type: 'string' }, harness: { type: 'string' },
-  'defer-until': { type: 'string' }, 'due-at': { type: 'string' }, phase: { type: 'string' }, hints: { type: 'string' }, git: { type: 'string' },
-  model: { type: 'string' }, 'harness-profile': { type: 'string' }, env: { type: 'string' }, 'resource-ref': { type: 'string', multiple: true },
+  description: { type: 'string' },
+  title: { type: 'string' },
+  priority: { type: 'string' },
+  'issue-type': { type: 'string' },
+  label: { type: 'string', multiple: true },
+  parent: { type: 'string' },
+  'review-required': { type: 'string' },
+  harness: { type: 'string' },
+  'defer-until': { type: 'string' },
+  'due-at': { type: 'string' },
+  phase: { type: 'string' },
+  hints: { type: 'string' },
+  git: { type: 'string' },
+  model: { type: 'string' },
+  'harness-profile': { type: 'string' },
+  env: { type: 'string' },
+  'resource-ref': { type: 'string', multiple: true },
 } as const;
 const LIST_OPTIONS = {
-  phase: { type: 'string' }, label: { type: 'string' }, assignee: { type: 'string' }, 'issue-type': { type: 'string' }, priority: { type: 'string' },
-  parent: { type: 'string' }, 'due-before': { type: 'string' }, limit: { type: 'string' }, offset: { type: 'string' },
+  phase: { type: 'string' },
+  label: { type: 'string' },
+  assignee: { type: 'string' },
+  'issue-type': { type: 'string' },
+  priority: { type: 'string' },
+  parent: { type: 'string' },
+  'due-before': { type: 'string' },
+  limit: { type: 'string' },
+  offset: { type: 'string' },
 } as const;
 const UPDATE_OPTIONS = {
-  title: { type: 'string' }, description: { type: 'string' }, priority: { type: 'string' }, phase: { type: 'string' }, 'issue-type': { type: 'string' },
-  label: { type: 'string', multiple: true }, assignee: { type: 'string' }, unassign: { type: 'boolean' }, 'review-required': { type: 'string' },
-  'defer-until': { type: 'string' }, 'due-at': { type: 'string' }, hints: { type: 'string' },
+  title: { type: 'string' },
+  description: { type: 'string' },
+  priority: { type: 'string' },
+  phase: { type: 'string' },
+  'issue-type': { type: 'string' },
+  label: { type: 'string', multiple: true },
+  assignee: { type: 'string' },
+  unassign: { type: 'boolean' },
+  'review-required': { type: 'string' },
+  'defer-until': { type: 'string' },
+  'due-at': { type: 'string' },
+  hints: { type: 'string' },
 } as const;
 
 const ATTEMPT_COLUMNS: Column[] = [
-  { key: 'attempt_number', header: '#' }, { key: 'id' }, { key: 'status' }, { key: 'started_at', header: 'STARTED' },
-  { key: 'ended_at', header: 'ENDED' }, { key: 'result_summary', header: 'SUMMARY' },
+  { key: 'attempt_number', header: '#' },
+  { key: 'id' },
+  { key: 'status' },
+  { key: 'started_at', header: 'STARTED' },
+  { key: 'ended_at', header: 'ENDED' },
+  { key: 'result_summary', header: 'SUMMARY' },
 ];
 
 export async function runJob(ctx: Context, args: string[]): Promise<number> {
@@ -96,10 +129,23 @@ export async function runJob(ctx: Context, args: string[]): Promise<number> {
     case 'create': {
       const { values: v } = parseCommand(rest, CREATE_OPTIONS, JOB_USAGE, { min: 0, max: 0 });
       const body = {
-        description: requireFlag(v.description, 'description', JOB_USAGE), title: v.title, priority: int(v.priority, 'priority'),
-        issue_type: v['issue-type'], labels: many(v.label), parent_id: v.parent, review_required: v['review-required'], harness: v.harness,
-        model: v.model, harness_profile: v['harness-profile'], env_name: v.env, resource_refs: many(v['resource-ref'])?.map((uri) => ({ uri })),
-        defer_until: v['defer-until'], due_at: v['due-at'], phase: v.phase, hints: jsonObjectFlag(v.hints, '--hints', JOB_USAGE), git: jsonObjectFlag(v.git, '--git', JOB_USAGE),
+        description: requireFlag(v.description, 'description', JOB_USAGE),
+        title: v.title,
+        priority: int(v.priority, 'priority'),
+        issue_type: v['issue-type'],
+        labels: many(v.label),
+        parent_id: v.parent,
+        review_required: v['review-required'],
+        harness: v.harness,
+        model: v.model,
+        harness_profile: v['harness-profile'],
+        env_name: v.env,
+        resource_refs: many(v['resource-ref'])?.map((uri) => ({ uri })),
+        defer_until: v['defer-until'],
+        due_at: v['due-at'],
+        phase: v.phase,
+        hints: jsonObjectFlag(v.hints, '--hints', JOB_USAGE),
+        git: jsonObjectFlag(v.git, '--git', JOB_USAGE),
       };
       showJob(await apiRequest(ctx, 'POST', `/projects/${seg(requireProject(ctx))}/jobs`, { body }));
       return 0;
@@ -107,8 +153,15 @@ export async function runJob(ctx: Context, args: string[]): Promise<number> {
     case 'list': {
       const { values: v } = parseCommand(rest, LIST_OPTIONS, JOB_USAGE, { min: 0, max: 0 });
       const query = {
-        phase: v.phase, label: v.label, assignee: v.assignee, issue_type: v['issue-type'], priority: int(v.priority, 'priority'),
-        parent_id: v.parent, due_before: v['due-before'], limit: int(v.limit, 'limit'), offset: int(v.offset, 'offset'),
+        phase: v.phase,
+        label: v.label,
+        assignee: v.assignee,
+        issue_type: v['issue-type'],
+        priority: int(v.priority, 'priority'),
+        parent_id: v.parent,
+        due_before: v['due-before'],
+        limit: int(v.limit, 'limit'),
+        offset: int(v.offset, 'offset'),
       };
       const jobs = await apiRequest<ListBody>(ctx, 'GET', `/projects/${seg(requireProject(ctx))}/jobs`, { query });
       printList(ctx, jobs, jobColumnsFor(jobs.data ?? []), 'jobs');
@@ -121,9 +174,17 @@ export async function runJob(ctx: Context, args: string[]): Promise<number> {
       const { values: v, positionals } = one(UPDATE_OPTIONS);
       if (v.unassign && v.assignee !== undefined) throw new UsageError('pass --assignee or --unassign, not both', JOB_USAGE);
       const body = {
-        title: v.title, description: v.description, priority: int(v.priority, 'priority'), phase: v.phase, issue_type: v['issue-type'],
-        labels: many(v.label), assignee: v.unassign ? null : v.assignee, review_required: v['review-required'],
-        defer_until: orNull(v['defer-until']), due_at: orNull(v['due-at']), hints: jsonObjectFlag(v.hints, '--hints', JOB_USAGE),
+        title: v.title,
+        description: v.description,
+        priority: int(v.priority, 'priority'),
+        phase: v.phase,
+        issue_type: v['issue-type'],
+        labels: many(v.label),
+        assignee: v.unassign ? null : v.assignee,
+        review_required: v['review-required'],
+        defer_until: orNull(v['defer-until']),
+        due_at: orNull(v['due-at']),
+        hints: jsonObjectFlag(v.hints, '--hints', JOB_USAGE),
       };
       if (Object.values(body).every((x) => x === undefined)) throw new UsageError('nothing to update: pass at least one field flag', JOB_USAGE);
       showJob(await apiRequest(ctx, 'PATCH', jobPath(positionals[0]), { body }));
@@ -198,7 +259,8 @@ export async function runJob(ctx: Context, args: string[]): Promise<number> {
     case 'compare': {
       const { values, positionals } = one({ a: { type: 'string' }, b: { type: 'string' }, 'include-receipt': { type: 'boolean' } });
       const query = {
-        a: int(requireFlag(values.a, 'a', JOB_USAGE), 'a'), b: int(requireFlag(values.b, 'b', JOB_USAGE), 'b'),
+        a: int(requireFlag(values.a, 'a', JOB_USAGE), 'a'),
+        b: int(requireFlag(values.b, 'b', JOB_USAGE), 'b'),
         include_receipt: values['include-receipt'] ? true : undefined,
       };
       showNested(await apiRequest(ctx, 'GET', jobPath(positionals[0], '/compare'), { query }));

@@ -60,7 +60,9 @@ export async function runManifest(ctx: Context, args: string[]): Promise<number>
     }
     case 'validate': {
       const { values } = parseCommand(rest, sourceOptions, MANIFEST_USAGE, { min: 0, max: 0 });
-      const body = await apiRequest<{ valid: boolean; errors: Problem[]; manifest_hash: string | null }>(ctx, 'POST', `${base()}/validate`, { body: await sourceBody(values) });
+      const body = await apiRequest<{ valid: boolean; errors: Problem[]; manifest_hash: string | null }>(ctx, 'POST', `${base()}/validate`, {
+        body: await sourceBody(values),
+      });
       if (ctx.json) printJson(body);
       else if (body.valid) write(`Manifest is valid (${body.manifest_hash}).`);
       else {

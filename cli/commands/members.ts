@@ -17,13 +17,7 @@ export interface MembersTarget {
 
 export const DEFAULT_MEMBER_ROLE = 'member';
 
-const MEMBER_COLUMNS = [
-  { key: 'user_id' },
-  { key: 'email' },
-  { key: 'display_name', header: 'NAME' },
-  { key: 'role' },
-  { key: 'created_at', header: 'ADDED' },
-];
+const MEMBER_COLUMNS = [{ key: 'user_id' }, { key: 'email' }, { key: 'display_name', header: 'NAME' }, { key: 'role' }, { key: 'created_at', header: 'ADDED' }];
 
 /**
  * `<kind> members list [ID]`, `add [ID] --email E [--role R]`, `set-role [ID] USER_ID --role R`,

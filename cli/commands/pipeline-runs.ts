@@ -28,23 +28,47 @@ export interface Run {
 
 const TERMINAL = new Set(['succeeded', 'failed', 'cancelled']);
 const RUN_FIELDS = [
-  'id', 'pipeline_name', 'status', 'ref', 'git_sha', 'env_name', 'inputs', 'only_steps', 'error_message', 'cancel_reason',
-  'created_by', 'created_at', 'started_at', 'completed_at',
+  'id',
+  'pipeline_name',
+  'status',
+  'ref',
+  'git_sha',
+  'env_name',
+  'inputs',
+  'only_steps',
+  'error_message',
+  'cancel_reason',
+  'created_by',
+  'created_at',
+  'started_at',
+  'completed_at',
 ];
 const RUN_COLUMNS: Column[] = [
-  { key: 'id' }, { key: 'status' }, { key: 'ref' }, { key: 'env_name', header: 'ENV' }, { key: 'created_at', header: 'CREATED' },
+  { key: 'id' },
+  { key: 'status' },
+  { key: 'ref' },
+  { key: 'env_name', header: 'ENV' },
+  { key: 'created_at', header: 'CREATED' },
   { key: 'completed_at', header: 'COMPLETED' },
 ];
 const STEP_COLUMNS: Column[] = [
-  { key: 'name', header: 'STEP' }, { key: 'status' }, { key: 'job_id', header: 'JOB' },
-  { key: 'depends_on', header: 'AFTER', format: (v, row) => [...((v as string[] | undefined) ?? []), ...(row.approval ? ['(approval)'] : [])].join(', ') || '-' },
+  { key: 'name', header: 'STEP' },
+  { key: 'status' },
+  { key: 'job_id', header: 'JOB' },
+  {
+    key: 'depends_on',
+    header: 'AFTER',
+    format: (v, row) => [...((v as string[] | undefined) ?? []), ...(row.approval ? ['(approval)'] : [])].join(', ') || '-',
+  },
 ];
 
 /** The run's fields, then its steps as an indented table. */
 export function formatRun(run: Run): string {
   const record = run as Record<string, unknown>;
   const head = formatFields(RUN_FIELDS.filter((key) => key in record).map((key) => [key, record[key]]));
-  const steps = formatTable((run.steps ?? []) as unknown as Record<string, unknown>[], STEP_COLUMNS).split('\n').map((line) => `  ${line}`);
+  const steps = formatTable((run.steps ?? []) as unknown as Record<string, unknown>[], STEP_COLUMNS)
+    .split('\n')
+    .map((line) => `  ${line}`);
   return [head, 'steps:', ...steps].join('\n');
 }
 
@@ -98,10 +122,10 @@ export async function followRun(ctx: Context, runId: string, opts: { step?: stri
       const data = parseData(event);
       if (typeof data?.status !== 'string') return;
       if (event.event === 'run.status') {
-        if (data.status === 'awaiting_approval' && runStatus !== 'awaiting_approval') note(`svc: run ${runId} waits for approval: \`svc pipeline approve ${runId}\` releases it`);
+        if (data.status === 'awaiting_approval' && runStatus !== 'awaiting_approval')
+          note(`svc: run ${runId} waits for approval: \`svc pipeline approve ${runId}\` releases it`);
         runStatus = data.status;
-      }
-      else if (event.event === 'step.status' && typeof data.step_name === 'string') steps.set(data.step_name, data.status);
+      } else if (event.event === 'step.status' && typeof data.step_name === 'string') steps.set(data.step_name, data.status);
     },
     done: () => {
       if (opts.step !== undefined) return TERMINAL.has(steps.get(opts.step) ?? '');
@@ -131,7 +155,13 @@ export function onlyFlag(value: string | undefined, usage: string): string[] | u
   return names;
 }
 
-const RUN_OPTIONS = { ref: { type: 'string' }, env: { type: 'string' }, inputs: { type: 'string' }, only: { type: 'string' }, wait: { type: 'boolean' } } as const;
+const RUN_OPTIONS = {
+  ref: { type: 'string' },
+  env: { type: 'string' },
+  inputs: { type: 'string' },
+  only: { type: 'string' },
+  wait: { type: 'boolean' },
+} as const;
 
 export async function runPipelineRuns(ctx: Context, command: string, args: string[], usage: string): Promise<number> {
   const project = () => seg(requireProject(ctx, usage));
@@ -165,7 +195,8 @@ export async function runPipelineRuns(ctx: Context, command: string, args: strin
       if (v.follow) return failedExit(await followRun(ctx, runId, { step: v.step }));
       const run = await apiRequest<Run>(ctx, 'GET', `/projects/${project()}/runs/${seg(runId)}`);
       const steps = v.step === undefined ? run.steps : run.steps.filter((s) => s.name === v.step);
-      if (v.step !== undefined && steps.length === 0) throw new UsageError(`run ${runId} has no step "${v.step}" (steps: ${run.steps.map((s) => s.name).join(', ')})`, usage);
+      if (v.step !== undefined && steps.length === 0)
+        throw new UsageError(`run ${runId} has no step "${v.step}" (steps: ${run.steps.map((s) => s.name).join(', ')})`, usage);
       const ended = (v.step !== undefined || TERMINAL.has(run.status)) && steps.every((s) => TERMINAL.has(s.status));
       if (ended) {
         await followRun(ctx, runId, { step: v.step });

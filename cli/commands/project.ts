@@ -31,7 +31,7 @@ function projectId(ctx: Context, positional: string | undefined): string {
 }
 
 function requireOrg(ctx: Context): string {
-  if (!ctx.org) throw new UsageError('--org is required (or set the profile\'s org: `svc config set org ID`)', PROJECT_USAGE);
+  if (!ctx.org) throw new UsageError("--org is required (or set the profile's org: `svc config set org ID`)", PROJECT_USAGE);
   return ctx.org;
 }
 

@@ -20,7 +20,14 @@ export const SCHEDULE_USAGE = `usage: svc schedule <command> [flags]
 The project comes from --project, else the profile's project.`;
 
 const FIELDS = ['id', 'name', 'cron', 'event_type', 'payload', 'enabled', 'created_by', 'last_fired_at', 'created_at', 'updated_at'];
-const COLUMNS: Column[] = [{ key: 'id' }, { key: 'name' }, { key: 'cron' }, { key: 'event_type', header: 'EVENT' }, { key: 'enabled' }, { key: 'last_fired_at', header: 'LAST FIRED' }];
+const COLUMNS: Column[] = [
+  { key: 'id' },
+  { key: 'name' },
+  { key: 'cron' },
+  { key: 'event_type', header: 'EVENT' },
+  { key: 'enabled' },
+  { key: 'last_fired_at', header: 'LAST FIRED' },
+];
 
 /** --enable / --disable (or --enabled / --disabled for list) as one optional boolean. */
 function onOff(on: boolean | undefined, off: boolean | undefined, names: [string, string]): boolean | undefined {
@@ -30,7 +37,10 @@ function onOff(on: boolean | undefined, off: boolean | undefined, names: [string
 
 const EDIT_OPTIONS = { cron: { type: 'string' }, type: { type: 'string' }, payload: { type: 'string' }, name: { type: 'string' } } as const;
 const editBody = (v: { cron?: string; type?: string; payload?: string; name?: string }) => ({
-  cron: v.cron, event_type: v.type, payload: jsonObjectFlag(v.payload, '--payload', SCHEDULE_USAGE), name: v.name,
+  cron: v.cron,
+  event_type: v.type,
+  payload: jsonObjectFlag(v.payload, '--payload', SCHEDULE_USAGE),
+  name: v.name,
 });
 
 export async function runSchedule(ctx: Context, args: string[]): Promise<number> {
@@ -40,7 +50,11 @@ export async function runSchedule(ctx: Context, args: string[]): Promise<number>
     case 'list': {
       const options = { enabled: { type: 'boolean' }, disabled: { type: 'boolean' }, limit: { type: 'string' }, offset: { type: 'string' } } as const;
       const { values: v } = parseCommand(rest, options, SCHEDULE_USAGE, { min: 0, max: 0 });
-      const query = { enabled: onOff(v.enabled, v.disabled, ['enabled', 'disabled']), limit: intFlag(v.limit, 'limit', SCHEDULE_USAGE), offset: intFlag(v.offset, 'offset', SCHEDULE_USAGE) };
+      const query = {
+        enabled: onOff(v.enabled, v.disabled, ['enabled', 'disabled']),
+        limit: intFlag(v.limit, 'limit', SCHEDULE_USAGE),
+        offset: intFlag(v.offset, 'offset', SCHEDULE_USAGE),
+      };
       printList(ctx, await apiRequest<ListBody>(ctx, 'GET', base(), { query }), COLUMNS, 'schedules');
       return 0;
     }
@@ -52,9 +66,13 @@ export async function runSchedule(ctx: Context, args: string[]): Promise<number>
       return 0;
     }
     case 'update': {
-      const { values: v, positionals } = parseCommand(rest, { ...EDIT_OPTIONS, enable: { type: 'boolean' }, disable: { type: 'boolean' } }, SCHEDULE_USAGE, { min: 1, max: 1 });
+      const { values: v, positionals } = parseCommand(rest, { ...EDIT_OPTIONS, enable: { type: 'boolean' }, disable: { type: 'boolean' } }, SCHEDULE_USAGE, {
+        min: 1,
+        max: 1,
+      });
       const body = { ...editBody(v), enabled: onOff(v.enable, v.disable, ['enable', 'disable']) };
-      if (Object.values(body).every((value) => value === undefined)) throw new UsageError('nothing to change: pass --cron, --type, --payload, --name, --enable or --disable', SCHEDULE_USAGE);
+      if (Object.values(body).every((value) => value === undefined))
+        throw new UsageError('nothing to change: pass --cron, --type, --payload, --name, --enable or --disable', SCHEDULE_USAGE);
       printObject(ctx, await apiRequest(ctx, 'PATCH', `${base()}/${seg(positionals[0])}`, { body }), FIELDS);
       return 0;
     }

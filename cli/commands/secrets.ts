@@ -61,7 +61,9 @@ async function readValue(values: { value?: string; 'from-file'?: string }): Prom
   if (process.stdin.isTTY) throw new UsageError('no value: pass --value or --from-file, or pipe it on stdin', SECRETS_USAGE);
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+  return Buffer.concat(chunks)
+    .toString('utf8')
+    .replace(/\r?\n$/, '');
 }
 
 export async function runSecrets(ctx: Context, args: string[]): Promise<number> {

@@ -25,9 +25,25 @@ export const THREAD_USAGE = `usage: svc thread <command> [flags]
 
 The project comes from --project, else the profile's project.`;
 
-const THREAD_FIELDS = ['id', 'project_id', 'key', 'title', 'coordination', 'job_id', 'created_by_type', 'created_by', 'message_count', 'last_message_at', 'created_at'];
+const THREAD_FIELDS = [
+  'id',
+  'project_id',
+  'key',
+  'title',
+  'coordination',
+  'job_id',
+  'created_by_type',
+  'created_by',
+  'message_count',
+  'last_message_at',
+  'created_at',
+];
 const COLUMNS: Column[] = [
-  { key: 'id' }, { key: 'key' }, { key: 'title' }, { key: 'message_count', header: 'MESSAGES' }, { key: 'last_message_at', header: 'LAST MESSAGE' },
+  { key: 'id' },
+  { key: 'key' },
+  { key: 'title' },
+  { key: 'message_count', header: 'MESSAGES' },
+  { key: 'last_message_at', header: 'LAST MESSAGE' },
   { key: 'created_at', header: 'CREATED' },
 ];
 
@@ -102,10 +118,20 @@ export async function runThread(ctx: Context, args: string[]): Promise<number> {
       return 0;
     }
     case 'post': {
-      const options = { kind: { type: 'string' }, 'reply-to': { type: 'string' }, job: { type: 'string' }, metadata: { type: 'string' }, file: { type: 'string' } } as const;
+      const options = {
+        kind: { type: 'string' },
+        'reply-to': { type: 'string' },
+        job: { type: 'string' },
+        metadata: { type: 'string' },
+        file: { type: 'string' },
+      } as const;
       const { values: v, positionals } = parseCommand(rest, options, THREAD_USAGE, { min: 1, max: 2 });
       const body = {
-        body: bodyOf(positionals[1], v.file), kind: v.kind, reply_to: v['reply-to'], job_id: v.job, metadata: jsonObjectFlag(v.metadata, '--metadata', THREAD_USAGE),
+        body: bodyOf(positionals[1], v.file),
+        kind: v.kind,
+        reply_to: v['reply-to'],
+        job_id: v.job,
+        metadata: jsonObjectFlag(v.metadata, '--metadata', THREAD_USAGE),
       };
       const message = await apiRequest<Message>(ctx, 'POST', `${base()}/${seg(positionals[0])}/messages`, { body });
       if (ctx.json) printJson(message);

@@ -29,18 +29,54 @@ The org is --org, else the profile's org. --project here is the flag only.`;
 
 const WEBHOOK_FIELDS = ['id', 'url', 'events', 'filter', 'project_id', 'enabled', 'consecutive_failures', 'disabled_at', 'disabled_reason', 'created_at'];
 const WEBHOOK_COLUMNS: Column[] = [
-  { key: 'id' }, { key: 'url' }, { key: 'events', format: joined }, { key: 'project_id', header: 'SCOPE', format: (v) => (v ? String(v) : 'org') },
-  { key: 'enabled' }, { key: 'consecutive_failures', header: 'FAILURES' },
+  { key: 'id' },
+  { key: 'url' },
+  { key: 'events', format: joined },
+  { key: 'project_id', header: 'SCOPE', format: (v) => (v ? String(v) : 'org') },
+  { key: 'enabled' },
+  { key: 'consecutive_failures', header: 'FAILURES' },
 ];
-const DELIVERY_FIELDS = ['id', 'event_id', 'event_type', 'kind', 'status', 'attempts', 'response_status', 'response_body', 'error', 'duration_ms', 'next_attempt_at', 'completed_at'];
+const DELIVERY_FIELDS = [
+  'id',
+  'event_id',
+  'event_type',
+  'kind',
+  'status',
+  'attempts',
+  'response_status',
+  'response_body',
+  'error',
+  'duration_ms',
+  'next_attempt_at',
+  'completed_at',
+];
 const DELIVERY_COLUMNS: Column[] = [
-  { key: 'id' }, { key: 'event_type', header: 'EVENT' }, { key: 'kind' }, { key: 'status' }, { key: 'attempts' },
-  { key: 'response_status', header: 'HTTP' }, { key: 'next_attempt_at', header: 'NEXT' }, { key: 'created_at', header: 'CREATED' },
+  { key: 'id' },
+  { key: 'event_type', header: 'EVENT' },
+  { key: 'kind' },
+  { key: 'status' },
+  { key: 'attempts' },
+  { key: 'response_status', header: 'HTTP' },
+  { key: 'next_attempt_at', header: 'NEXT' },
+  { key: 'created_at', header: 'CREATED' },
 ];
-const REPLAY_FIELDS = ['id', 'status', 'dry_run', 'from_event', 'to', 'max_events', 'events_matched', 'events_enqueued', 'events_skipped', 'progress', 'completed_at'];
+const REPLAY_FIELDS = [
+  'id',
+  'status',
+  'dry_run',
+  'from_event',
+  'to',
+  'max_events',
+  'events_matched',
+  'events_enqueued',
+  'events_skipped',
+  'progress',
+  'completed_at',
+];
 
 function secretOf(values: { secret?: string; 'secret-file'?: string }): string {
-  if ((values.secret === undefined) === (values['secret-file'] === undefined)) throw new UsageError('pass exactly one of --secret or --secret-file', WEBHOOK_USAGE);
+  if ((values.secret === undefined) === (values['secret-file'] === undefined))
+    throw new UsageError('pass exactly one of --secret or --secret-file', WEBHOOK_USAGE);
   if (values.secret !== undefined) return values.secret;
   try {
     return readFileSync(values['secret-file']!, 'utf8').replace(/\r?\n$/, '');
@@ -61,7 +97,14 @@ export async function runWebhook(ctx: Context, args: string[]): Promise<number> 
   const one = (id: string) => `${base()}/${seg(id)}`;
   switch (command) {
     case 'create': {
-      const options = { url: { type: 'string' }, events: { type: 'string' }, secret: { type: 'string' }, 'secret-file': { type: 'string' }, filter: { type: 'string' }, disabled: { type: 'boolean' } } as const;
+      const options = {
+        url: { type: 'string' },
+        events: { type: 'string' },
+        secret: { type: 'string' },
+        'secret-file': { type: 'string' },
+        filter: { type: 'string' },
+        disabled: { type: 'boolean' },
+      } as const;
       const { values } = parseCommand(rest, options, WEBHOOK_USAGE, { min: 0, max: 0 });
       if (!values.url) throw new UsageError('--url is required', WEBHOOK_USAGE);
       const body = {
@@ -85,7 +128,8 @@ export async function runWebhook(ctx: Context, args: string[]): Promise<number> 
     case 'show':
     case 'enable': {
       const { positionals } = parseCommand(rest, {}, WEBHOOK_USAGE, { min: 1, max: 1 });
-      const body = command === 'show' ? await apiRequest(ctx, 'GET', one(positionals[0])) : await apiRequest(ctx, 'PATCH', `${one(positionals[0])}/enable`, { body: {} });
+      const body =
+        command === 'show' ? await apiRequest(ctx, 'GET', one(positionals[0])) : await apiRequest(ctx, 'PATCH', `${one(positionals[0])}/enable`, { body: {} });
       printRecord(ctx, body, WEBHOOK_FIELDS);
       return 0;
     }
@@ -115,7 +159,12 @@ export async function runWebhook(ctx: Context, args: string[]): Promise<number> 
         return 0;
       }
       if (!values['from-event']) throw new UsageError('--from-event is required', WEBHOOK_USAGE);
-      const body = { from_event: values['from-event'], to: values.to, max_events: intFlag(values['max-events'], 'max-events', WEBHOOK_USAGE), dry_run: values['dry-run'] };
+      const body = {
+        from_event: values['from-event'],
+        to: values.to,
+        max_events: intFlag(values['max-events'], 'max-events', WEBHOOK_USAGE),
+        dry_run: values['dry-run'],
+      };
       printRecord(ctx, await apiRequest(ctx, 'POST', `${one(positionals[0])}/replays`, { body }), REPLAY_FIELDS);
       return 0;
     }

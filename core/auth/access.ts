@@ -83,7 +83,9 @@ export class Access {
           q.select(this.db.raw('1')).from('project_members as vp').whereRaw('vp.project_id = projects.id').andWhere('vp.user_id', principal.id),
         )
         .orWhereExists((q) =>
-          this.bindingsOf(q, principal.id).whereRaw('vb.org_id = projects.org_id').where((b) => b.whereNull('vb.project_id').orWhereRaw('vb.project_id = projects.id')),
+          this.bindingsOf(q, principal.id)
+            .whereRaw('vb.org_id = projects.org_id')
+            .where((b) => b.whereNull('vb.project_id').orWhereRaw('vb.project_id = projects.id')),
         ),
     );
   }
@@ -97,7 +99,9 @@ export class Access {
         w
           .where({ 'vb.principal_type': 'user', 'vb.principal_id': userId })
           .orWhere((g) =>
-            g.where('vb.principal_type', 'group').whereIn('vb.principal_id', this.db('access_group_members').where({ principal_type: 'user', principal_id: userId }).select('group_id')),
+            g
+              .where('vb.principal_type', 'group')
+              .whereIn('vb.principal_id', this.db('access_group_members').where({ principal_type: 'user', principal_id: userId }).select('group_id')),
           ),
       );
   }

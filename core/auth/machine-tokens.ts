@@ -28,7 +28,8 @@ export interface JobTokenRequest {
   ttlSeconds: number;
 }
 
-const permissionSet = (names: unknown): Set<Permission> => new Set((Array.isArray(names) ? names : []).filter((p): p is Permission => typeof p === 'string' && isPermission(p)));
+const permissionSet = (names: unknown): Set<Permission> =>
+  new Set((Array.isArray(names) ? names : []).filter((p): p is Permission => typeof p === 'string' && isPermission(p)));
 
 /**
  * Tokens for machines: service-account tokens (their row is read on every request, so a revoked
@@ -42,7 +43,12 @@ export class MachineTokens {
     return ids.map((id) => byId.get(id));
   });
   private readonly runningAttempts = new Batcher<string, boolean>(async (ids) => {
-    const running = new Set<string>(await this.db('job_attempts').whereRaw('id::text = ANY(?)', [[...new Set(ids)]]).where({ status: 'running' }).pluck('id'));
+    const running = new Set<string>(
+      await this.db('job_attempts')
+        .whereRaw('id::text = ANY(?)', [[...new Set(ids)]])
+        .where({ status: 'running' })
+        .pluck('id'),
+    );
     return ids.map((id) => running.has(id));
   });
 
@@ -81,14 +87,32 @@ export class MachineTokens {
       if (!row || row.service_account_id !== payload.sub) throw new TokenRejected('the service account of this token no longer exists');
       if (row.revoked_at) throw new TokenRejected('token revoked');
       return {
-        kind: 'service_account', id: row.service_account_id, email: null, isAdmin: false, scope: { type: row.scope_type, id: row.scope_id },
-        roleCap: null, expiresAt, permissions: permissionSet(row.permissions),
+        kind: 'service_account',
+        id: row.service_account_id,
+        email: null,
+        isAdmin: false,
+        scope: { type: row.scope_type, id: row.scope_id },
+        roleCap: null,
+        expiresAt,
+        permissions: permissionSet(row.permissions),
       };
     }
-    if (payload.typ === 'job' && typeof payload.sub === 'string' && typeof payload.attempt_id === 'string' && typeof payload.project_id === 'string' && typeof payload.org_id === 'string') {
+    if (
+      payload.typ === 'job' &&
+      typeof payload.sub === 'string' &&
+      typeof payload.attempt_id === 'string' &&
+      typeof payload.project_id === 'string' &&
+      typeof payload.org_id === 'string'
+    ) {
       if (!(await this.runningAttempts.submit(payload.attempt_id))) throw new TokenRejected('the attempt of this job token has ended');
       return {
-        kind: 'job', id: payload.sub, email: null, isAdmin: false, scope: { type: 'project', id: payload.project_id }, roleCap: null, expiresAt,
+        kind: 'job',
+        id: payload.sub,
+        email: null,
+        isAdmin: false,
+        scope: { type: 'project', id: payload.project_id },
+        roleCap: null,
+        expiresAt,
         permissions: permissionSet(payload.permissions),
         job: { id: payload.sub, attemptId: payload.attempt_id, projectId: payload.project_id, orgId: payload.org_id },
       };

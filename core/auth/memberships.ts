@@ -57,8 +57,7 @@ export class Memberships {
 
   list(scope: MembershipScope, page: Pick<ListQuery, 'limit' | 'offset'>): Promise<Page<Member>> {
     const { table, key } = TABLES[scope.kind];
-    const query = this.db(table).join('users', 'users.id', `${table}.user_id`).where(`${table}.${key}`, scope.id)
-      .select('users.email', 'users.display_name');
+    const query = this.db(table).join('users', 'users.id', `${table}.user_id`).where(`${table}.${key}`, scope.id).select('users.email', 'users.display_name');
     return paginate<MemberRow, Member>(query, page, toMember, table, 'user_id');
   }
 
@@ -68,9 +67,15 @@ export class Memberships {
     const { table, key } = TABLES[scope.kind];
     return this.db.transaction(async (trx) => {
       const { user } = await this.users.ensure(email, null, trx);
-      const [inserted] = await trx(table).insert({ [key]: scope.id, user_id: user.id, role }).onConflict([key, 'user_id']).ignore().returning('*');
+      const [inserted] = await trx(table)
+        .insert({ [key]: scope.id, user_id: user.id, role })
+        .onConflict([key, 'user_id'])
+        .ignore()
+        .returning('*');
       if (!inserted) {
-        const existing = await trx(table).where({ [key]: scope.id, user_id: user.id }).first();
+        const existing = await trx(table)
+          .where({ [key]: scope.id, user_id: user.id })
+          .first();
         if (existing.role !== role) {
           throw Boom.conflict(`${email} is already a member with role ${existing.role}; change it with PATCH .../members/${user.id}`);
         }
@@ -83,12 +88,16 @@ export class Memberships {
     const { table, key } = TABLES[scope.kind];
     return this.db.transaction(async (trx) => {
       await this.lockScope(scope, trx);
-      const current = await trx(table).where({ [key]: scope.id, user_id: userId }).first();
+      const current = await trx(table)
+        .where({ [key]: scope.id, user_id: userId })
+        .first();
       if (!current) throw Boom.notFound(`user ${userId} is not a member`);
       if (current.role === role) return (await this.get(scope, userId, trx))!;
       if (role === 'owner' || current.role === 'owner') requireOwner(actorRole, 'grant or revoke the owner role');
       if (current.role === 'owner') await this.keepAnOwner(scope, trx);
-      await trx(table).where({ [key]: scope.id, user_id: userId }).update({ role, updated_at: trx.fn.now() });
+      await trx(table)
+        .where({ [key]: scope.id, user_id: userId })
+        .update({ role, updated_at: trx.fn.now() });
       return (await this.get(scope, userId, trx))!;
     });
   }
@@ -97,38 +106,54 @@ export class Memberships {
     const { table, key } = TABLES[scope.kind];
     await this.db.transaction(async (trx) => {
       await this.lockScope(scope, trx);
-      const current = await trx(table).where({ [key]: scope.id, user_id: userId }).first();
+      const current = await trx(table)
+        .where({ [key]: scope.id, user_id: userId })
+        .first();
       if (!current) throw Boom.notFound(`user ${userId} is not a member`);
       if (current.role === 'owner') {
         requireOwner(actorRole, 'remove an owner');
         await this.keepAnOwner(scope, trx);
       }
-      await trx(table).where({ [key]: scope.id, user_id: userId }).delete();
+      await trx(table)
+        .where({ [key]: scope.id, user_id: userId })
+        .delete();
     });
   }
 
   /** Called inside the creating transaction: the creator of an org (or project) owns it. */
   async addOwner(scope: MembershipScope, userId: string, trx: Db): Promise<void> {
     const { table, key } = TABLES[scope.kind];
-    await trx(table).insert({ [key]: scope.id, user_id: userId, role: 'owner' }).onConflict([key, 'user_id']).merge({ role: 'owner' });
+    await trx(table)
+      .insert({ [key]: scope.id, user_id: userId, role: 'owner' })
+      .onConflict([key, 'user_id'])
+      .merge({ role: 'owner' });
   }
 
   /** Adds the member unless already one (an existing membership keeps its role). */
   async addIfMissing(scope: MembershipScope, userId: string, role: RoleName, trx: Db): Promise<void> {
     const { table, key } = TABLES[scope.kind];
-    await trx(table).insert({ [key]: scope.id, user_id: userId, role }).onConflict([key, 'user_id']).ignore();
+    await trx(table)
+      .insert({ [key]: scope.id, user_id: userId, role })
+      .onConflict([key, 'user_id'])
+      .ignore();
   }
 
   /** Gives the user `role`, or keeps a stronger role they already hold; returns the role they end with. */
   async grantAtLeast(scope: MembershipScope, userId: string, role: RoleName, trx: Db): Promise<RoleName> {
     const { table, key } = TABLES[scope.kind];
-    const existing = await trx(table).where({ [key]: scope.id, user_id: userId }).forUpdate().first('role');
+    const existing = await trx(table)
+      .where({ [key]: scope.id, user_id: userId })
+      .forUpdate()
+      .first('role');
     if (!existing) {
       await trx(table).insert({ [key]: scope.id, user_id: userId, role });
       return role;
     }
     const effective = strongerRole(existing.role, role)!;
-    if (effective !== existing.role) await trx(table).where({ [key]: scope.id, user_id: userId }).update({ role: effective, updated_at: trx.fn.now() });
+    if (effective !== existing.role)
+      await trx(table)
+        .where({ [key]: scope.id, user_id: userId })
+        .update({ role: effective, updated_at: trx.fn.now() });
     return effective;
   }
 
@@ -143,13 +168,18 @@ export class Memberships {
 
   private async get(scope: MembershipScope, userId: string, trx: Db): Promise<Member | null> {
     const { table, key } = TABLES[scope.kind];
-    const row = await trx(table).join('users', 'users.id', `${table}.user_id`).where({ [`${table}.${key}`]: scope.id, user_id: userId })
+    const row = await trx(table)
+      .join('users', 'users.id', `${table}.user_id`)
+      .where({ [`${table}.${key}`]: scope.id, user_id: userId })
       .first(`${table}.*`, 'users.email', 'users.display_name');
     return row ? toMember(row) : null;
   }
 
   private lockScope(scope: MembershipScope, trx: Db) {
-    return trx(scope.kind === 'org' ? 'orgs' : 'projects').where({ id: scope.id }).forUpdate().first('id');
+    return trx(scope.kind === 'org' ? 'orgs' : 'projects')
+      .where({ id: scope.id })
+      .forUpdate()
+      .first('id');
   }
 
   /** Only orgs must keep an owner; a project belongs to its org's owners anyway. */

@@ -70,7 +70,10 @@ export class NostrRequestAuth {
     if (bodiless && payloadTag !== undefined && payloadTag !== EMPTY_SHA256) {
       throw rejected('payload hash does not match the request body', 'invalid_token');
     }
-    const user = await this.db('user_nostr_keys as k').join('users as u', 'u.id', 'k.user_id').where('k.pubkey', event.pubkey).first('u.id', 'u.email', 'u.is_admin');
+    const user = await this.db('user_nostr_keys as k')
+      .join('users as u', 'u.id', 'k.user_id')
+      .where('k.pubkey', event.pubkey)
+      .first('u.id', 'u.email', 'u.is_admin');
     if (!user) throw rejected('no user has this key', 'invalid_token');
     await this.consume(event);
 
@@ -145,7 +148,10 @@ export class NostrRequestAuth {
     const now = this.clock.now();
     if (now.getTime() - this.lastCleanup >= CLEANUP_EVERY_MS) {
       this.lastCleanup = now.getTime();
-      this.db('nostr_seen_events').where('expires_at', '<', now).delete().catch(() => undefined);
+      this.db('nostr_seen_events')
+        .where('expires_at', '<', now)
+        .delete()
+        .catch(() => undefined);
     }
   }
 }

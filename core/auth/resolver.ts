@@ -46,7 +46,6 @@ interface Row {
   bindings: { id: string; role: string; role_name: string | null; permissions: string[] | null; project_id: string | null; via_group: string | null }[];
 }
 
-
 /**
  * The one place permissions are worked out: memberships, then role bindings (direct or through a
  * group; org-wide or for the target project). Routes, lists and `access/can|explain` all ask here.
@@ -59,14 +58,24 @@ export class PermissionResolver {
 
   /** Null when the target does not exist. */
   async resolve(actor: Actor, target: TargetPointer): Promise<Resolution | null> {
-    const row = await this.batch.submit('project' in target ? { actor, orgId: null, projectId: target.project } : { actor, orgId: target.org, projectId: null });
+    const row = await this.batch.submit(
+      'project' in target ? { actor, orgId: null, projectId: target.project } : { actor, orgId: target.org, projectId: null },
+    );
     if (!row) return null;
     const sources: Resolution['sources'] = [];
     if (row.org_role) sources.push({ kind: 'org_membership', role: row.org_role, permissions: [...ROLE_PERMISSIONS[row.org_role]] });
     if (row.project_role) sources.push({ kind: 'project_membership', role: row.project_role, permissions: [...ROLE_PERMISSIONS[row.project_role]] });
     for (const b of row.bindings) {
       const permissions = isRoleName(b.role) ? [...ROLE_PERMISSIONS[b.role]] : (b.permissions ?? []).filter(isPermission);
-      sources.push({ kind: 'binding', binding_id: b.id, role: b.role, role_name: b.role_name ?? b.role, project_id: b.project_id, via_group: b.via_group, permissions });
+      sources.push({
+        kind: 'binding',
+        binding_id: b.id,
+        role: b.role,
+        role_name: b.role_name ?? b.role,
+        project_id: b.project_id,
+        via_group: b.via_group,
+        permissions,
+      });
     }
     const builtIn = sources.map((s) => ('role' in s && isRoleName(s.role) ? s.role : null));
     return {

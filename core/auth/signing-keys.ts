@@ -1,8 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import { inject, injectable } from '../di.ts';
 import {
-  SignJWT, createLocalJWKSet, decodeProtectedHeader, errors as joseErrors, exportJWK, exportPKCS8, generateKeyPair, importPKCS8, jwtVerify,
-  type JWK, type JWTPayload,
+  SignJWT,
+  createLocalJWKSet,
+  decodeProtectedHeader,
+  errors as joseErrors,
+  exportJWK,
+  exportPKCS8,
+  generateKeyPair,
+  importPKCS8,
+  jwtVerify,
+  type JWK,
+  type JWTPayload,
 } from 'jose';
 import { Tokens } from '../tokens.ts';
 import type { Config } from '../config/schema.ts';
@@ -17,7 +26,12 @@ const MAX_KID_CHARS = 200;
 const sealingContext = (kid: string): string => `signing-key:${kid}`;
 
 /** The private keys, for the master-key rekey. */
-export const SIGNING_KEY_SEALS: SealedColumn = { table: 'signing_keys', key: 'kid', column: 'private_key_enc', context: (r) => sealingContext(r.kid as string) };
+export const SIGNING_KEY_SEALS: SealedColumn = {
+  table: 'signing_keys',
+  key: 'kid',
+  column: 'private_key_enc',
+  context: (r) => sealingContext(r.kid as string),
+};
 
 interface ActiveKey {
   kid: string;

@@ -39,7 +39,9 @@ export class TokenService {
   private readonly verified = new Map<string, JWTPayload>();
   /** Concurrent requests share one users query. */
   private readonly users = new Batcher<string, UserRow | undefined>(async (ids) => {
-    const rows: UserRow[] = await this.db('users').whereRaw('id = ANY(?)', [[...new Set(ids)]]).select('id', 'email', 'is_admin');
+    const rows: UserRow[] = await this.db('users')
+      .whereRaw('id = ANY(?)', [[...new Set(ids)]])
+      .select('id', 'email', 'is_admin');
     const byId = new Map(rows.map((r) => [r.id, r]));
     return ids.map((id) => byId.get(id));
   });

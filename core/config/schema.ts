@@ -16,7 +16,12 @@ const CommaJoi = Joi.extend({
   base: Joi.array(),
   coerce: {
     from: 'string',
-    method: (value: string) => ({ value: value.split(',').map((s) => s.trim()).filter(Boolean) }),
+    method: (value: string) => ({
+      value: value
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    }),
   },
 });
 const list = (item: Joi.Schema) => CommaJoi.array().items(item);
@@ -24,7 +29,10 @@ const list = (item: Joi.Schema) => CommaJoi.array().items(item);
 export const configSchema = Joi.object({
   env: Joi.string().valid('development', 'production', 'test').required(),
   data_dir: Joi.string().required(),
-  roles: list(Joi.string().valid(...ROLES)).min(1).unique().required(),
+  roles: list(Joi.string().valid(...ROLES))
+    .min(1)
+    .unique()
+    .required(),
   server: Joi.object({
     host: Joi.string().required(),
     port: Joi.number().integer().min(0).max(65535).required(),
@@ -45,9 +53,7 @@ export const configSchema = Joi.object({
     level: Joi.string().valid('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent').required(),
   }).required(),
   plugins: list(Joi.string()).required(),
-  adapters: Joi.object()
-    .pattern(Joi.string(), adapterChoice)
-    .required(),
+  adapters: Joi.object().pattern(Joi.string(), adapterChoice).required(),
   auth: Joi.object({
     issuer: Joi.string().required(),
     token_ttl_days: Joi.number().integer().min(1).max(90).required(),
@@ -67,10 +73,15 @@ export const configSchema = Joi.object({
   }).required(),
   harnesses: Joi.object({
     plugins: list(Joi.string().min(1)).unique().required(),
-  }).pattern(/^[a-z][a-z0-9_-]*$/, Joi.object({
-    command: Joi.string().min(1).allow(null).required(),
-    mcp_servers: Joi.object().pattern(Joi.string(), Joi.object().unknown(true)),
-  })).required(),
+  })
+    .pattern(
+      /^[a-z][a-z0-9_-]*$/,
+      Joi.object({
+        command: Joi.string().min(1).allow(null).required(),
+        mcp_servers: Joi.object().pattern(Joi.string(), Joi.object().unknown(true)),
+      }),
+    )
+    .required(),
   worker: Joi.object({
     concurrency: Joi.number().integer().min(1).max(256).required(),
     workspace_root: Joi.string().allow(null, '').required(),
@@ -78,7 +89,12 @@ export const configSchema = Joi.object({
     run_as_uid: Joi.number().integer().min(0).allow(null).required(),
     run_as_gid: Joi.number().integer().min(0).allow(null).required(),
     heartbeat_seconds: Joi.number().positive().max(3600).required(),
-    lease_seconds: Joi.number().integer().min(2).max(86_400).greater(Joi.ref('heartbeat_seconds')).required()
+    lease_seconds: Joi.number()
+      .integer()
+      .min(2)
+      .max(86_400)
+      .greater(Joi.ref('heartbeat_seconds'))
+      .required()
       .messages({ 'number.greater': '"worker.lease_seconds" must be greater than worker.heartbeat_seconds (a lease must outlive the beat that renews it)' }),
     api_url: Joi.string().uri().allow(null, '').required(),
     log_flush_ms: Joi.number().integer().min(0).max(10_000).required(),
@@ -86,8 +102,12 @@ export const configSchema = Joi.object({
     dispatch_timeout_ms: Joi.number().integer().min(100).max(120_000).required(),
     dispatch_retry_ms: Joi.number().integer().min(10).max(600_000).required(),
     git: Joi.object({
-      token_secret: Joi.string().pattern(/^[A-Z][A-Z0-9_]*$/).required(),
-      ssh_key_secret: Joi.string().pattern(/^[A-Z][A-Z0-9_]*$/).required(),
+      token_secret: Joi.string()
+        .pattern(/^[A-Z][A-Z0-9_]*$/)
+        .required(),
+      ssh_key_secret: Joi.string()
+        .pattern(/^[A-Z][A-Z0-9_]*$/)
+        .required(),
       author_name: Joi.string().min(1).required(),
       author_email: Joi.string().min(1).required(),
     }).required(),
@@ -103,17 +123,30 @@ export const configSchema = Joi.object({
     allowed_hosts: list(Joi.string().min(1)).required(),
   }).required(),
   inference: Joi.object({
-    providers: Joi.object().pattern(/^[a-z][a-z0-9_-]*$/, Joi.object({
-      kind: Joi.string().valid('openai', 'anthropic').required(),
-      base_url: Joi.string().uri({ scheme: ['http', 'https'] }).required(),
-      credential_secret: Joi.string().pattern(/^[A-Z][A-Z0-9_]*$/).allow(null).required(),
-      models: list(Joi.string().min(1)).required(),
-    })).required(),
+    providers: Joi.object()
+      .pattern(
+        /^[a-z][a-z0-9_-]*$/,
+        Joi.object({
+          kind: Joi.string().valid('openai', 'anthropic').required(),
+          base_url: Joi.string()
+            .uri({ scheme: ['http', 'https'] })
+            .required(),
+          credential_secret: Joi.string()
+            .pattern(/^[A-Z][A-Z0-9_]*$/)
+            .allow(null)
+            .required(),
+          models: list(Joi.string().min(1)).required(),
+        }),
+      )
+      .required(),
     models_cache_seconds: Joi.number().integer().min(0).max(86_400).required(),
     request_timeout_ms: Joi.number().integer().min(1).required(),
     idle_timeout_ms: Joi.number().integer().min(1).required(),
     max_request_bytes: Joi.number().integer().min(1024).required(),
-    proxy_url: Joi.string().uri({ scheme: ['http', 'https'] }).allow(null, '').required(),
+    proxy_url: Joi.string()
+      .uri({ scheme: ['http', 'https'] })
+      .allow(null, '')
+      .required(),
     allow_loopback: Joi.boolean().allow(null).required(),
     allow_private: Joi.boolean().required(),
     allowed_hosts: list(Joi.string().min(1)).required(),

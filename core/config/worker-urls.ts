@@ -22,7 +22,10 @@ export function parseWorkerUrls(raw: string): Record<string, unknown> {
     return parsed as Record<string, unknown>;
   }
   const out: Record<string, unknown> = {};
-  for (const pair of text.split(',').map((p) => p.trim()).filter(Boolean)) {
+  for (const pair of text
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)) {
     const eq = pair.indexOf('=');
     if (eq <= 0) throw new Error(`'${pair}' is not type=url`);
     const type = pair.slice(0, eq).trim();

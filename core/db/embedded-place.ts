@@ -44,7 +44,9 @@ export async function placeEmbedded(dataDir: string): Promise<Placement> {
   let binaries = bundled;
   if (runAs && !reachable(runAs, bundled.postgres)) {
     binaries = copyBinaries(bundled);
-    notes.push(`the postgres user cannot reach ${path.dirname(bundled.postgres)}, so the PostgreSQL programs run from a copy in ${path.dirname(binaries.postgres)}`);
+    notes.push(
+      `the postgres user cannot reach ${path.dirname(bundled.postgres)}, so the PostgreSQL programs run from a copy in ${path.dirname(binaries.postgres)}`,
+    );
   }
   let home = dataDir;
   const legacy = existsSync(path.join(dataDir, 'postgres', 'PG_VERSION'));
@@ -67,7 +69,9 @@ async function bundledBinaries(): Promise<Binaries> {
   try {
     pkg = await import(name);
   } catch {
-    throw new Error(`the embedded PostgreSQL has no binaries for ${platform()}-${arch()} (${name} is not installed): set DATABASE_URL to use your own PostgreSQL`);
+    throw new Error(
+      `the embedded PostgreSQL has no binaries for ${platform()}-${arch()} (${name} is not installed): set DATABASE_URL to use your own PostgreSQL`,
+    );
   }
   return { postgres: pkg.postgres, initdb: pkg.initdb };
 }

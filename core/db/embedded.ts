@@ -110,7 +110,18 @@ async function startServer(place: Placement, port: number, logFile: string): Pro
   const log = openSync(logFile, 'a');
   const child = spawn(
     place.postgres,
-    ['-D', place.pgDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${place.socketDir}`, '-c', 'max_connections=200'],
+    [
+      '-D',
+      place.pgDir,
+      '-p',
+      String(port),
+      '-c',
+      'listen_addresses=127.0.0.1',
+      '-c',
+      `unix_socket_directories=${place.socketDir}`,
+      '-c',
+      'max_connections=200',
+    ],
     { ...place.runAs, env: pgEnv(), stdio: ['ignore', log, log], detached: true },
   );
   closeSync(log);
@@ -173,7 +184,9 @@ async function stopLeftover(pgDir: string, ownerFile: string): Promise<void> {
   if (!pid || !alive(pid) || !readOr(`/proc/${pid}/cmdline`).includes(pgDir)) return;
   const owner = Number(readOr(ownerFile).trim());
   if (owner && owner !== process.pid && alive(owner)) {
-    throw new Error(`another svc (pid ${owner}) is using the embedded database in ${path.dirname(ownerFile)}: stop it first, or give this one another SVC_DATA_DIR`);
+    throw new Error(
+      `another svc (pid ${owner}) is using the embedded database in ${path.dirname(ownerFile)}: stop it first, or give this one another SVC_DATA_DIR`,
+    );
   }
   signal(pid, 'SIGINT');
   const deadline = Date.now() + STOP_TIMEOUT_MS;

@@ -31,7 +31,14 @@ class DirectorySource implements Knex.MigrationSource<string> {
   }
   async getMigration(file: string): Promise<Knex.Migration> {
     const mod = (await import(pathToFileURL(path.join(MIGRATIONS_DIR, file)).href)) as Migration;
-    return { up: mod.up, down: mod.down ?? (async () => { throw new Error(`${file} is forward-only`); }) };
+    return {
+      up: mod.up,
+      down:
+        mod.down ??
+        (async () => {
+          throw new Error(`${file} is forward-only`);
+        }),
+    };
   }
 }
 

@@ -21,8 +21,7 @@ function stringProblem(s: string): string | null {
   return null;
 }
 
-const join = (path: string, key: string | number) =>
-  typeof key === 'number' ? `${path}[${key}]` : path ? `${path}.${key}` : key;
+const join = (path: string, key: string | number) => (typeof key === 'number' ? `${path}[${key}]` : path ? `${path}.${key}` : key);
 
 /**
  * The first part of `value` that cannot be stored, or null. Walks at most MAX_JSON_DEPTH levels

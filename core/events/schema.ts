@@ -17,7 +17,9 @@ export const recordedEventSchema = Joi.object({
   project_id: projectId.required(),
   type: Joi.string().required(),
   source: eventSource.required(),
-  status: Joi.string().valid(...EVENT_STATUSES).required(),
+  status: Joi.string()
+    .valid(...EVENT_STATUSES)
+    .required(),
   payload_json: Joi.object().unknown(true).required(),
   env_name: Joi.string().allow(null).required(),
   ref_sha: Joi.string().allow(null).required(),

@@ -1,6 +1,6 @@
 import Boom from '@hapi/boom';
 import type { Request, Server } from '@hapi/hapi';
-import { Access, type TargetPointer } from '../auth/access.ts';
+import { type Access, type TargetPointer } from '../auth/access.ts';
 import type { Permission } from '../auth/permissions.ts';
 import type { Grant, Principal } from '../auth/principal.ts';
 

@@ -21,8 +21,17 @@ const FORBIDDEN: [Range, string][] = [
   [['fd00:ec2::254', 128, 'ipv6'], 'a cloud metadata address'],
   [['ff00::', 8, 'ipv6'], 'a multicast address'],
 ];
-const LOOPBACK: Range[] = [['127.0.0.0', 8, 'ipv4'], ['::1', 128, 'ipv6']];
-const PRIVATE: Range[] = [['10.0.0.0', 8, 'ipv4'], ['172.16.0.0', 12, 'ipv4'], ['192.168.0.0', 16, 'ipv4'], ['100.64.0.0', 10, 'ipv4'], ['fc00::', 7, 'ipv6']];
+const LOOPBACK: Range[] = [
+  ['127.0.0.0', 8, 'ipv4'],
+  ['::1', 128, 'ipv6'],
+];
+const PRIVATE: Range[] = [
+  ['10.0.0.0', 8, 'ipv4'],
+  ['172.16.0.0', 12, 'ipv4'],
+  ['192.168.0.0', 16, 'ipv4'],
+  ['100.64.0.0', 10, 'ipv4'],
+  ['fc00::', 7, 'ipv6'],
+];
 
 const familyOf = (address: string): Family => (isIP(address) === 6 ? 'ipv6' : 'ipv4');
 

@@ -49,10 +49,14 @@ export async function paginate<Row, T>(
   const rows = await query
     .clone()
     .select(`${table}.*`, query.client.raw('count(*) OVER () AS _total'))
-    .orderBy([{ column: `${table}.created_at`, order: 'desc' }, { column: `${table}.${tiebreak}`, order: 'desc' }])
+    .orderBy([
+      { column: `${table}.created_at`, order: 'desc' },
+      { column: `${table}.${tiebreak}`, order: 'desc' },
+    ])
     .limit(limit)
     .offset(offset);
-  const total = rows.length > 0 ? Number(rows[0]._total) : offset > 0 ? Number((await query.clone().clearSelect().clearOrder().count({ n: '*' }).first()).n) : 0;
+  const total =
+    rows.length > 0 ? Number(rows[0]._total) : offset > 0 ? Number((await query.clone().clearSelect().clearOrder().count({ n: '*' }).first()).n) : 0;
   return {
     data: rows.map((r: Row & { _total?: unknown }) => {
       delete r._total;

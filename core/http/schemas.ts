@@ -23,8 +23,15 @@ export const errorSchema = Joi.object({
   .label('Error');
 
 const RESPONSE_TEXT: Record<number, string> = {
-  204: 'Done; no content', 400: 'Invalid input', 401: 'Missing or invalid token', 403: 'Missing permission', 404: 'Not found',
-  409: 'State conflict', 413: 'Payload too large', 422: 'Business rule violated', 503: 'Unavailable',
+  204: 'Done; no content',
+  400: 'Invalid input',
+  401: 'Missing or invalid token',
+  403: 'Missing permission',
+  404: 'Not found',
+  409: 'State conflict',
+  413: 'Payload too large',
+  422: 'Business rule violated',
+  503: 'Unavailable',
 };
 
 /** The non-2xx (and 204) responses a route may answer, for the OpenAPI document: `plugins: {...docs(400, 404)}`. */

@@ -25,7 +25,9 @@ function pick(headers: Record<string, string>, names: string[]): Record<string, 
 export function payloadFailed(request: Request, _h: ResponseToolkit, err?: Error): never {
   if (Boom.isBoom(err) && err.output.statusCode === 415) {
     const allowed = [request.route.settings.payload?.allow ?? 'application/json'].flat().join(' or ');
-    throw Boom.unsupportedMediaType(`expected ${allowed}, got ${request.headers['content-type'] ?? 'no content type'}: send the body with content-type: ${allowed.split(' or ')[0]}`);
+    throw Boom.unsupportedMediaType(
+      `expected ${allowed}, got ${request.headers['content-type'] ?? 'no content type'}: send the body with content-type: ${allowed.split(' or ')[0]}`,
+    );
   }
   throw err ?? Boom.badRequest('invalid request payload');
 }
@@ -54,7 +56,10 @@ export async function createServer(container: DependencyContainer): Promise<Serv
     router: { stripTrailingSlash: true },
     routes: {
       validate: { failAction: validationFailed, options: { abortEarly: false } },
-      response: responseValidation === 'off' ? undefined : { failAction: responseValidation, sample: config.server.response_validation_sample, options: { abortEarly: false } },
+      response:
+        responseValidation === 'off'
+          ? undefined
+          : { failAction: responseValidation, sample: config.server.response_validation_sample, options: { abortEarly: false } },
       payload: { maxBytes: 1024 * 1024, allow: 'application/json', failAction: payloadFailed },
     },
   });
@@ -69,7 +74,10 @@ export async function createServer(container: DependencyContainer): Promise<Serv
         // A request line says what was asked, by whom and how it went, not every header (the credential shows as redacted).
         serializers: {
           req: (req: { id: string; method: string; url: string; remoteAddress: string; headers: Record<string, string> }) => ({
-            id: req.id, method: req.method, url: req.url, remoteAddress: req.remoteAddress,
+            id: req.id,
+            method: req.method,
+            url: req.url,
+            remoteAddress: req.remoteAddress,
             headers: pick(req.headers, ['authorization', 'user-agent', 'content-length']),
           }),
           res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),

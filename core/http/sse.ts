@@ -84,10 +84,5 @@ export function openEventStream(request: Request, h: ResponseToolkit, log: Event
     .catch((err) => logger.warn({ err }, `${what} stream failed`))
     .finally(close);
 
-  return h
-    .response(out)
-    .type('text/event-stream')
-    .header('cache-control', 'no-cache')
-    .header('content-encoding', 'identity')
-    .header('x-accel-buffering', 'no');
+  return h.response(out).type('text/event-stream').header('cache-control', 'no-cache').header('content-encoding', 'identity').header('x-accel-buffering', 'no');
 }

@@ -43,7 +43,17 @@ export type HarnessEvent =
   | { type: 'tool'; name: string; input?: unknown }
   /** The agent's own plan moved on (a todo list it keeps): `percentage` of its items done, when it has a list. */
   | { type: 'progress'; message: string; percentage?: number }
-  | { type: 'usage'; model?: string; inputTokens: number; outputTokens: number; cacheReadTokens?: number; cacheWriteTokens?: number; reasoningTokens?: number; costUsd?: number; durationMs?: number }
+  | {
+      type: 'usage';
+      model?: string;
+      inputTokens: number;
+      outputTokens: number;
+      cacheReadTokens?: number;
+      cacheWriteTokens?: number;
+      reasoningTokens?: number;
+      costUsd?: number;
+      durationMs?: number;
+    }
   | { type: 'error'; message: string }
   | { type: 'raw'; text: string };
 

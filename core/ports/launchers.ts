@@ -23,7 +23,12 @@ export interface WorkflowLauncher {
 
 export interface PipelineLauncher {
   /** As `POST …/pipelines/{name}/run`. 404 when the pipeline is gone; 422 for a bad environment. */
-  runPipeline(creator: Creator, projectId: string, name: string, request: { ref?: string; env?: string; inputs?: Record<string, unknown> }): Promise<{ run_id: string }>;
+  runPipeline(
+    creator: Creator,
+    projectId: string,
+    name: string,
+    request: { ref?: string; env?: string; inputs?: Record<string, unknown> },
+  ): Promise<{ run_id: string }>;
 }
 
 export const WorkflowLauncherToken = Symbol('WorkflowLauncher') as InjectionToken<WorkflowLauncher>;

@@ -5,9 +5,7 @@ import type { InjectionToken } from 'tsyringe';
  * or a given version, or an attachment of a job in the same project. The resources domain registers
  * the store; the worker reads through it to hydrate `.svc/resources/`.
  */
-export type ResourceUri =
-  | { kind: 'org_docs'; path: string; version: number | null }
-  | { kind: 'job_attachments'; jobId: string; name: string };
+export type ResourceUri = { kind: 'org_docs'; path: string; version: number | null } | { kind: 'job_attachments'; jobId: string; name: string };
 
 /** One fetched resource: the bytes and what the index says about them. */
 export interface FetchedResource {

@@ -27,7 +27,12 @@ export class PortSlot<T extends object> {
 export type Registrar = { registerInstance<T>(token: InjectionToken<T>, instance: T): unknown };
 
 /** Registers an empty slot under `slotToken` and its port under `portToken`. */
-export function declareSlot<T extends object>(container: Registrar, slotToken: InjectionToken<PortSlot<T>>, portToken: InjectionToken<T>, slot: PortSlot<T>): void {
+export function declareSlot<T extends object>(
+  container: Registrar,
+  slotToken: InjectionToken<PortSlot<T>>,
+  portToken: InjectionToken<T>,
+  slot: PortSlot<T>,
+): void {
   container.registerInstance(slotToken, slot);
   container.registerInstance(portToken, slot.port);
 }

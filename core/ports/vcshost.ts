@@ -2,10 +2,7 @@ import type { InjectionToken } from 'tsyringe';
 import type { InboundEvent, InboundRequest, Verification } from './integrations.ts';
 
 /** What a verified code-host delivery means: an event to store, a kind svc does not use, or a body it cannot read. */
-export type VcsDelivery =
-  | { kind: 'event'; event: InboundEvent }
-  | { kind: 'ignored'; event: string }
-  | { kind: 'invalid'; message: string };
+export type VcsDelivery = { kind: 'event'; event: InboundEvent } | { kind: 'ignored'; event: string } | { kind: 'invalid'; message: string };
 
 export interface PullRequestInput {
   /** `owner/name` */

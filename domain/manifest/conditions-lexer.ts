@@ -37,7 +37,16 @@ const NEAR_MISSES: Record<string, string> = {
 };
 
 const ESCAPES: Record<string, string> = {
-  '\\': '\\', "'": "'", '"': '"', n: '\n', r: '\r', t: '\t', '0': '\0', b: '\b', f: '\f', v: '\v',
+  '\\': '\\',
+  "'": "'",
+  '"': '"',
+  n: '\n',
+  r: '\r',
+  t: '\t',
+  '0': '\0',
+  b: '\b',
+  f: '\f',
+  v: '\v',
 };
 
 const isDigit = (c: string | undefined): boolean => c !== undefined && c >= '0' && c <= '9';

@@ -7,9 +7,7 @@ import { manifestHash } from './hash.ts';
 /** Largest manifest accepted, in bytes of YAML. */
 export const MAX_MANIFEST_BYTES = 512 * 1024;
 
-export type ManifestResult =
-  | { ok: true; manifest: Manifest; hash: string }
-  | { ok: false; errors: ManifestProblem[] };
+export type ManifestResult = { ok: true; manifest: Manifest; hash: string } | { ok: false; errors: ManifestProblem[] };
 
 /** YAML text → plain data, or the syntax problems (duplicate keys included) with their line. */
 export function parseYaml(text: string): { doc: unknown; errors: ManifestProblem[] } {

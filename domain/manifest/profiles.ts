@@ -68,12 +68,17 @@ const str = (v: unknown): string | undefined => (typeof v === 'string' && v.leng
 
 function effort(value: unknown, where: string): ReasoningEffort | undefined {
   if (value === undefined || value === null) return undefined;
-  if (!(REASONING_EFFORTS as readonly unknown[]).includes(value)) throw new ProfileError(`${where}: reasoning_effort must be one of ${REASONING_EFFORTS.join(', ')}`);
+  if (!(REASONING_EFFORTS as readonly unknown[]).includes(value))
+    throw new ProfileError(`${where}: reasoning_effort must be one of ${REASONING_EFFORTS.join(', ')}`);
   return value as ReasoningEffort;
 }
 
 /** Flattens `profile` references depth-first; `trail` is the chain of profiles being expanded. */
-function expand(name: string, profiles: Record<string, AgentProfileEntry[]>, trail: string[]): { harness: string; model?: unknown; reasoning_effort?: unknown }[] {
+function expand(
+  name: string,
+  profiles: Record<string, AgentProfileEntry[]>,
+  trail: string[],
+): { harness: string; model?: unknown; reasoning_effort?: unknown }[] {
   if (trail.includes(name)) throw new ProfileError(`Profile cycle detected in x-svc.agents: ${[...trail.slice(trail.indexOf(name)), name].join(' -> ')}`);
   const entries = Object.hasOwn(profiles, name) ? profiles[name] : undefined;
   if (!Array.isArray(entries)) throw new ProfileError(`Unknown harness profile '${name}'; define it under x-svc.agents.profiles`);
@@ -97,7 +102,8 @@ function overrideEntries(override: Record<string, unknown>): { entries: unknown[
   const drop = override.drop_unavailable;
   if (drop !== undefined && typeof drop !== 'boolean') throw new ProfileError('harness_profile_override.drop_unavailable must be true or false');
   if (override.entries !== undefined) {
-    if (!Array.isArray(override.entries) || override.entries.length === 0) throw new ProfileError('harness_profile_override.entries must be a non-empty list of profile entries');
+    if (!Array.isArray(override.entries) || override.entries.length === 0)
+      throw new ProfileError('harness_profile_override.entries must be a non-empty list of profile entries');
     return { entries: override.entries, drop: drop as boolean | undefined };
   }
   const { drop_unavailable: _ignored, ...entry } = override;

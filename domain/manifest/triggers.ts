@@ -41,11 +41,19 @@ function oneOf<T extends string>(problems: Problems, value: unknown, allowed: re
 }
 
 /** The vcshost clause, reading each field from the `vcshost` mapping, else from the trigger itself (`event: push, branch: main`). */
-function vcshostClause(problems: Problems, trigger: Record<string, unknown>, fields: Record<string, unknown>, path: string, fieldsPath: string): TriggerClause | null {
-  const field = (key: string) => (fields[key] !== undefined ? { value: fields[key], where: at(fieldsPath, key) } : { value: trigger[key], where: at(path, key) });
+function vcshostClause(
+  problems: Problems,
+  trigger: Record<string, unknown>,
+  fields: Record<string, unknown>,
+  path: string,
+  fieldsPath: string,
+): TriggerClause | null {
+  const field = (key: string) =>
+    fields[key] !== undefined ? { value: fields[key], where: at(fieldsPath, key) } : { value: trigger[key], where: at(path, key) };
   if (!oneOf(problems, fields.event, VCS_EVENTS, at(fieldsPath, 'event'))) return null;
   if (fields.event === 'push') {
-    for (const key of ['action', 'base_branch']) if (field(key).value !== undefined) problems.add(field(key).where, `${key} applies to pull_request triggers, not push`);
+    for (const key of ['action', 'base_branch'])
+      if (field(key).value !== undefined) problems.add(field(key).where, `${key} applies to pull_request triggers, not push`);
     return { kind: 'push', branches: patterns(problems, field('branch').value, field('branch').where) };
   }
   if (field('branch').value !== undefined) problems.add(field('branch').where, 'pull_request triggers take base_branch, not branch');
@@ -62,7 +70,8 @@ function vcshostClause(problems: Problems, trigger: Record<string, unknown>, fie
 
 /** `event: {type, source}`: a custom event trigger. */
 function customClause(problems: Problems, event: Record<string, unknown>, path: string): TriggerClause | null {
-  for (const key of Object.keys(event)) if (key !== 'type' && key !== 'source') problems.add(at(path, key), `Unknown key '${key}' in ${path}; expected type and source`);
+  for (const key of Object.keys(event))
+    if (key !== 'type' && key !== 'source') problems.add(at(path, key), `Unknown key '${key}' in ${path}; expected type and source`);
   if (event.type === undefined && event.source === undefined) {
     problems.add(path, 'a custom event trigger needs event.type, event.source or both');
     return null;
@@ -131,7 +140,10 @@ export function readTrigger(trigger: unknown, path: string, problems = new Probl
       const clause = customClause(problems, event, at(path, 'event'));
       if (clause) clauses.push(clause);
     } else {
-      problems.add(at(path, 'event'), `event must be push, pull_request, message, app_mention, or a mapping {type, source}; got ${typeof event === 'string' ? `'${event}'` : kindOf(event)}`);
+      problems.add(
+        at(path, 'event'),
+        `event must be push, pull_request, message, app_mention, or a mapping {type, source}; got ${typeof event === 'string' ? `'${event}'` : kindOf(event)}`,
+      );
     }
   }
 

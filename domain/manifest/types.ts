@@ -74,9 +74,7 @@ export interface PipelineDefinition {
 }
 
 /** One entry of an agent profile: a harness choice, or a reference to another profile. */
-export type AgentProfileEntry =
-  | { harness: string; model?: string; reasoning_effort?: 'low' | 'medium' | 'high' | 'x-high' }
-  | { profile: string };
+export type AgentProfileEntry = { harness: string; model?: string; reasoning_effort?: 'low' | 'medium' | 'high' | 'x-high' } | { profile: string };
 
 export interface AgentsConfig {
   version: 1;
@@ -108,10 +106,7 @@ export interface SvcExtension {
   auth?: AuthConfig;
 }
 
-export type RegistrySetting =
-  | 'svc'
-  | 'none'
-  | { host: string; namespace?: string; auth?: { username_secret?: string; token_secret?: string } };
+export type RegistrySetting = 'svc' | 'none' | { host: string; namespace?: string; auth?: { username_secret?: string; token_secret?: string } };
 
 export interface ServiceDefinition {
   image?: string;

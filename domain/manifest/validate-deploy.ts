@@ -1,4 +1,4 @@
-import { Problems, at, expectObject, isObject, isString, unknownKeys } from './problems.ts';
+import { type Problems, at, expectObject, isObject, isString, unknownKeys } from './problems.ts';
 
 /** `registry`: 'svc' (native), 'none', or {host, namespace?, auth?: {username_secret?, token_secret?}}. */
 export function checkRegistry(problems: Problems, value: unknown): void {

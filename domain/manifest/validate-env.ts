@@ -1,4 +1,4 @@
-import { Problems, at, expectObject } from './problems.ts';
+import { type Problems, at, expectObject } from './problems.ts';
 
 /** Merged env_overrides of one step (workflow defaults under the step's own): at most 4 KB of JSON. */
 export const MAX_ENV_PAYLOAD_BYTES = 4096;
@@ -53,9 +53,6 @@ export function checkEnvOverrides(problems: Problems, value: unknown, path: stri
 export function checkMergedSize(problems: Problems, merged: Record<string, string>, path: string, stepName: string, workflow: string): void {
   const bytes = Buffer.byteLength(JSON.stringify(merged), 'utf8');
   if (bytes > MAX_ENV_PAYLOAD_BYTES) {
-    problems.add(
-      path,
-      `Invalid env overrides for step '${stepName}' in workflow '${workflow}': merged payload is ${bytes} bytes, over the 4 KB limit`,
-    );
+    problems.add(path, `Invalid env overrides for step '${stepName}' in workflow '${workflow}': merged payload is ${bytes} bytes, over the 4 KB limit`);
   }
 }

@@ -1,4 +1,4 @@
-import { Problems, at, expectObject, index, isString, isStringList, unknownKeys } from './problems.ts';
+import { type Problems, at, expectObject, index, isString, isStringList, unknownKeys } from './problems.ts';
 import { checkStepGraph, checkStepKind, type StepOwner } from './validate-steps.ts';
 import { checkEnvOverrides, checkMergedSize } from './validate-env.ts';
 import { checkTrigger } from './triggers.ts';
@@ -106,4 +106,3 @@ export function checkPipelines(problems: Problems, pipelines: unknown): void {
     checkStepGraph(problems, steps, at(path, 'steps'), owner);
   }
 }
-

@@ -1,5 +1,5 @@
 import { ACTION_TYPES } from './types.ts';
-import { Problems, at, expectObject, index, isObject, isString, isStringList, kindOf, unknownKeys } from './problems.ts';
+import { type Problems, at, expectObject, index, isObject, isString, isStringList, kindOf, unknownKeys } from './problems.ts';
 
 export type StepOwner = { kind: 'workflow' | 'pipeline'; name: string };
 

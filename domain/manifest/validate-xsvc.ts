@@ -1,4 +1,4 @@
-import { Problems, at, expectObject, index, isObject, isString, unknownKeys } from './problems.ts';
+import { type Problems, at, expectObject, index, isObject, isString, unknownKeys } from './problems.ts';
 import { checkEnvOverrides } from './validate-env.ts';
 import { findCycles } from './validate-steps.ts';
 
@@ -10,12 +10,43 @@ const SECTIONS = ['defaults', 'agents', 'api_spec', 'branding', 'auth'] as const
  * them; this is the shape check at sync.
  */
 export const DEFAULTABLE_JOB_FIELDS = [
-  'title', 'issue_type', 'labels', 'phase', 'priority', 'assignee', 'review_required', 'defer_until', 'due_at',
-  'harness', 'harness_profile', 'harness_variant', 'harness_options', 'model', 'reasoning_effort', 'harness_profile_override',
-  'env_overrides', 'hints', 'git', 'workspace', 'resource_refs', 'env_name', 'execution_mode',
+  'title',
+  'issue_type',
+  'labels',
+  'phase',
+  'priority',
+  'assignee',
+  'review_required',
+  'defer_until',
+  'due_at',
+  'harness',
+  'harness_profile',
+  'harness_variant',
+  'harness_options',
+  'model',
+  'reasoning_effort',
+  'harness_profile_override',
+  'env_overrides',
+  'hints',
+  'git',
+  'workspace',
+  'resource_refs',
+  'env_name',
+  'execution_mode',
 ] as const;
 const OBJECT_FIELDS = ['harness_options', 'harness_profile_override', 'hints', 'git', 'workspace'];
-const STRING_FIELDS = ['title', 'issue_type', 'phase', 'review_required', 'harness', 'harness_profile', 'harness_variant', 'model', 'reasoning_effort', 'execution_mode'];
+const STRING_FIELDS = [
+  'title',
+  'issue_type',
+  'phase',
+  'review_required',
+  'harness',
+  'harness_profile',
+  'harness_variant',
+  'model',
+  'reasoning_effort',
+  'execution_mode',
+];
 const REASONING = ['low', 'medium', 'high', 'x-high'];
 
 const AGENT_KEYS = ['version', 'profiles', 'availability'];
@@ -29,8 +60,10 @@ function checkDefaults(problems: Problems, value: unknown, path: string, profile
   for (const key of OBJECT_FIELDS) if (value[key] !== undefined) expectObject(problems, value[key], at(path, key));
   for (const key of STRING_FIELDS) if (value[key] !== undefined && !isString(value[key])) problems.add(at(path, key), `${key} must be a string`);
   const p = value.priority;
-  if (p !== undefined && !(Number.isInteger(p) && (p as number) >= 0 && (p as number) <= 4)) problems.add(at(path, 'priority'), 'priority must be an integer from 0 to 4');
-  if (value.labels !== undefined && !(Array.isArray(value.labels) && value.labels.every(isString))) problems.add(at(path, 'labels'), 'labels must be a list of strings');
+  if (p !== undefined && !(Number.isInteger(p) && (p as number) >= 0 && (p as number) <= 4))
+    problems.add(at(path, 'priority'), 'priority must be an integer from 0 to 4');
+  if (value.labels !== undefined && !(Array.isArray(value.labels) && value.labels.every(isString)))
+    problems.add(at(path, 'labels'), 'labels must be a list of strings');
   if (value.resource_refs !== undefined && !Array.isArray(value.resource_refs)) problems.add(at(path, 'resource_refs'), 'resource_refs must be a list');
   if (isString(value.harness_profile) && !profiles.has(value.harness_profile)) {
     problems.add(at(path, 'harness_profile'), `Unknown harness profile '${value.harness_profile}'; define it under x-svc.agents.profiles`);

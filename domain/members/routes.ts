@@ -31,7 +31,8 @@ export function memberRoutes(container: DependencyContainer, { kind, param, idSc
       method: 'GET',
       path: base,
       options: {
-        tags, description: `List ${kind} members`,
+        tags,
+        description: `List ${kind} members`,
         plugins: { ...requires('members:read', target), ...docs(400, 401, 404) },
         validate: { params, query: listQuerySchema },
         response: { schema: pageSchema(memberSchema, 'MemberList') },
@@ -42,7 +43,8 @@ export function memberRoutes(container: DependencyContainer, { kind, param, idSc
       method: 'POST',
       path: base,
       options: {
-        tags, description: `Add a ${kind} member by e-mail (201; 200 when already a member with that role; 409 with another role)`,
+        tags,
+        description: `Add a ${kind} member by e-mail (201; 200 when already a member with that role; 409 with another role)`,
         plugins: { ...requires('members:write', target), ...docs(400, 401, 403, 404, 409) },
         validate: { params, payload: Joi.object({ email: emailSchema.required(), role: roleSchema.default('member') }).label('AddMember') },
         response: { status: { 200: memberSchema, 201: memberSchema } },
@@ -57,7 +59,8 @@ export function memberRoutes(container: DependencyContainer, { kind, param, idSc
       method: 'PATCH',
       path: `${base}/{user_id}`,
       options: {
-        tags, description: `Change a ${kind} member's role`,
+        tags,
+        description: `Change a ${kind} member's role`,
         plugins: { ...requires('members:write', target), ...docs(400, 401, 403, 404, 422) },
         validate: { params: memberParams, payload: Joi.object({ role: roleSchema.required() }).label('SetMemberRole') },
         response: { schema: memberSchema },
@@ -69,7 +72,8 @@ export function memberRoutes(container: DependencyContainer, { kind, param, idSc
       method: 'DELETE',
       path: `${base}/{user_id}`,
       options: {
-        tags, description: `Remove a ${kind} member`,
+        tags,
+        description: `Remove a ${kind} member`,
         plugins: { ...requires('members:write', target), ...docs(204, 400, 401, 403, 404, 422) },
         validate: { params: memberParams },
       },

@@ -44,7 +44,8 @@ export function parseEvent(raw: unknown): NostrEvent {
   if (!isHexPubkey(e.pubkey)) throw new NostrEventError('event pubkey must be 64 lower-case hex characters');
   if (typeof e.sig !== 'string' || !HEX128.test(e.sig)) throw new NostrEventError('event sig must be 128 lower-case hex characters');
   if (!Number.isSafeInteger(e.created_at) || (e.created_at as number) < 0) throw new NostrEventError('event created_at must be a unix time in seconds');
-  if (!Number.isSafeInteger(e.kind) || (e.kind as number) < 0 || (e.kind as number) > 65535) throw new NostrEventError('event kind must be an integer 0 to 65535');
+  if (!Number.isSafeInteger(e.kind) || (e.kind as number) < 0 || (e.kind as number) > 65535)
+    throw new NostrEventError('event kind must be an integer 0 to 65535');
   if (typeof e.content !== 'string') throw new NostrEventError('event content must be a string');
   if (!Array.isArray(e.tags) || !e.tags.every((t) => Array.isArray(t) && t.every((v) => typeof v === 'string'))) {
     throw new NostrEventError('event tags must be an array of arrays of strings');

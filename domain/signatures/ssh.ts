@@ -39,7 +39,12 @@ const SSHSIG_MAGIC = Buffer.from('SSHSIG');
 const ARMOR_BEGIN = '-----BEGIN SSH SIGNATURE-----';
 const ARMOR_END = '-----END SSH SIGNATURE-----';
 
-interface EcdsaCurve { name: string; jwkCurve: string; fieldBytes: number; hash: string }
+interface EcdsaCurve {
+  name: string;
+  jwkCurve: string;
+  fieldBytes: number;
+  hash: string;
+}
 const ECDSA_CURVES: Partial<Record<SshKeyType, EcdsaCurve>> = {
   'ecdsa-sha2-nistp256': { name: 'nistp256', jwkCurve: 'P-256', fieldBytes: 32, hash: 'sha256' },
   'ecdsa-sha2-nistp384': { name: 'nistp384', jwkCurve: 'P-384', fieldBytes: 48, hash: 'sha384' },
@@ -53,7 +58,10 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 /** Sequential reader over RFC 4251 data types; every read is bounds-checked. */
 class WireReader {
   private offset = 0;
-  constructor(private readonly buf: Buffer, private readonly what: string) {}
+  constructor(
+    private readonly buf: Buffer,
+    private readonly what: string,
+  ) {}
 
   private truncated(): never {
     throw new SshKeyError(`${this.what} is truncated or malformed.`);
@@ -137,9 +145,7 @@ function displayType(type: string): string {
 function unsupportedType(type: string): SshKeyError {
   if (type.endsWith('-cert-v01@openssh.com')) return new SshKeyError('SSH certificates are not supported; use a plain public key.');
   if (type.startsWith('sk-')) return new SshKeyError('Security-key (FIDO) SSH keys are not supported.');
-  return new SshKeyError(
-    `Unsupported SSH key type "${displayType(type)}"; use ssh-ed25519, ssh-rsa or ecdsa-sha2-nistp256/384/521.`,
-  );
+  return new SshKeyError(`Unsupported SSH key type "${displayType(type)}"; use ssh-ed25519, ssh-rsa or ecdsa-sha2-nistp256/384/521.`);
 }
 
 function importJwk(jwk: JsonWebKey): KeyObject {
@@ -213,7 +219,11 @@ export function parsePublicKey(line: string): SshPublicKey {
 function decodeArmor(armored: string): Buffer {
   if (typeof armored !== 'string') throw new SshKeyError('Signature must be a string.');
   if (armored.length > MAX_ARMOR_CHARS) throw new SshKeyError('Signature is too long.');
-  const lines = armored.replace(/\r\n?/g, '\n').trim().split('\n').map((l) => l.trim());
+  const lines = armored
+    .replace(/\r\n?/g, '\n')
+    .trim()
+    .split('\n')
+    .map((l) => l.trim());
   if (lines.length < 3 || lines[0] !== ARMOR_BEGIN || lines[lines.length - 1] !== ARMOR_END) {
     throw new SshKeyError(`Signature must be an armored "${ARMOR_BEGIN}" block.`);
   }
@@ -282,15 +292,11 @@ export function verifySshSignature(armored: string, message: Buffer | string, ex
     throw new SshKeyError('Signature hash algorithm must be sha256 or sha512.');
   }
   const key = keyFromBlob(publicKeyBlob, null);
-  const digest = createHash(hashAlgorithm).update(typeof message === 'string' ? Buffer.from(message, 'utf8') : message).digest();
+  const digest = createHash(hashAlgorithm)
+    .update(typeof message === 'string' ? Buffer.from(message, 'utf8') : message)
+    .digest();
   // The signed blob is magic, namespace, reserved, hash name and H(message); the version and the key are not in it.
-  const signedData = Buffer.concat([
-    SSHSIG_MAGIC,
-    sshString(namespaceBytes),
-    sshString(reserved),
-    sshString(Buffer.from(hashAlgorithm)),
-    sshString(digest),
-  ]);
+  const signedData = Buffer.concat([SSHSIG_MAGIC, sshString(namespaceBytes), sshString(reserved), sshString(Buffer.from(hashAlgorithm)), sshString(digest)]);
   checkSignature(key, signatureBlob, signedData);
   return { key, namespace: expectedNamespace, hashAlgorithm };
 }

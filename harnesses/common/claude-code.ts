@@ -2,7 +2,15 @@
  * The assistant CLI 1 family (Claude Code: harness_a, harness_b, harness_c): headless print mode
  * with the stream-json output, as docs/harnesses.md describes.
  */
-import type { HarnessCapabilities, HarnessCredentials, HarnessEvent, HarnessInput, HarnessInvocation, PermissionPolicy, ReasoningEffort } from '../../core/ports/harness.ts';
+import type {
+  HarnessCapabilities,
+  HarnessCredentials,
+  HarnessEvent,
+  HarnessInput,
+  HarnessInvocation,
+  PermissionPolicy,
+  ReasoningEffort,
+} from '../../core/ports/harness.ts';
 import { field, isObject, jsonLineParser, text, usage, type Json } from './lines.ts';
 import { planProgress, todoItems } from '../../core/harness-progress.ts';
 import { promptArgument } from './prompt.ts';
@@ -27,7 +35,10 @@ export const CLAUDE_CAPABILITIES: HarnessCapabilities = {
 };
 
 /** Arguments before the prompt; `extra` (plugin dirs, MCP config) go before the `--` that ends options. */
-export function claudeInvocation(input: HarnessInput, extra: { args?: string[]; env?: Record<string, string>; files?: Record<string, string> } = {}): HarnessInvocation {
+export function claudeInvocation(
+  input: HarnessInput,
+  extra: { args?: string[]; env?: Record<string, string>; files?: Record<string, string> } = {},
+): HarnessInvocation {
   const files: Record<string, string> = { ...extra.files };
   const prompt = promptArgument(input.prompt, files);
   const args = ['-p', '--output-format', 'stream-json', '--verbose', '--permission-mode', PERMISSION_MODE[input.permissionPolicy] ?? 'default'];
@@ -67,26 +78,30 @@ function resultEvents(event: Json): HarnessEvent[] {
   const durationMs = models.length <= 1 ? event.duration_api_ms : undefined;
   if (models.length > 0) {
     for (const [model, u] of models) {
-      events.push(usage({
-        model,
-        input: field(u, 'inputTokens'),
-        output: field(u, 'outputTokens'),
-        cacheRead: field(u, 'cacheReadInputTokens'),
-        cacheWrite: field(u, 'cacheCreationInputTokens'),
-        costUsd: field(u, 'costUSD'),
-        durationMs,
-      }));
+      events.push(
+        usage({
+          model,
+          input: field(u, 'inputTokens'),
+          output: field(u, 'outputTokens'),
+          cacheRead: field(u, 'cacheReadInputTokens'),
+          cacheWrite: field(u, 'cacheCreationInputTokens'),
+          costUsd: field(u, 'costUSD'),
+          durationMs,
+        }),
+      );
     }
   } else if (isObject(event.usage)) {
     const u = event.usage;
-    events.push(usage({
-      input: u.input_tokens,
-      output: u.output_tokens,
-      cacheRead: u.cache_read_input_tokens,
-      cacheWrite: u.cache_creation_input_tokens,
-      costUsd: event.total_cost_usd,
-      durationMs,
-    }));
+    events.push(
+      usage({
+        input: u.input_tokens,
+        output: u.output_tokens,
+        cacheRead: u.cache_read_input_tokens,
+        cacheWrite: u.cache_creation_input_tokens,
+        costUsd: event.total_cost_usd,
+        durationMs,
+      }),
+    );
   }
   const subtype = text(event.subtype) ?? '';
   if (event.is_error === true || subtype.startsWith('error')) {

@@ -43,7 +43,14 @@ export function jsonLineParser(parse: (event: Json) => HarnessEvent[]): (line: s
 
 /** A usage event with only the counts that are present. */
 export function usage(u: {
-  model?: string; input: unknown; output: unknown; cacheRead?: unknown; cacheWrite?: unknown; reasoning?: unknown; costUsd?: unknown; durationMs?: unknown;
+  model?: string;
+  input: unknown;
+  output: unknown;
+  cacheRead?: unknown;
+  cacheWrite?: unknown;
+  reasoning?: unknown;
+  costUsd?: unknown;
+  durationMs?: unknown;
 }): HarnessEvent {
   const event: Extract<HarnessEvent, { type: 'usage' }> = { type: 'usage', inputTokens: count(u.input), outputTokens: count(u.output) };
   if (u.model) event.model = u.model;

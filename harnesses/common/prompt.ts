@@ -10,4 +10,3 @@ export function promptArgument(prompt: string, files: Record<string, string>): s
   files[PROMPT_FILE] = prompt;
   return `Your task is written in the file ${PROMPT_FILE} (relative to the working directory). Read that whole file first, then carry out the task it describes.`;
 }
-

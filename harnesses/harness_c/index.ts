@@ -7,8 +7,15 @@ import type { HarnessDefinition, HarnessInput } from '../../core/ports/harness.t
 import { defineHarness } from '../../core/sdk.ts';
 import { CLAUDE_CAPABILITIES, CLAUDE_COMMAND, claudeInvocation, parseClaudeLine } from '../common/claude-code.ts';
 
-const GATEWAY = [['ANTHROPIC_BASE_URL', 'ANTHROPIC_AUTH_TOKEN'], ['ANTHROPIC_BASE_URL', 'ANTHROPIC_API_KEY']];
-const BEDROCK = [['AWS_BEARER_TOKEN_BEDROCK', 'AWS_REGION'], ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_REGION'], ['AWS_PROFILE', 'AWS_REGION']];
+const GATEWAY = [
+  ['ANTHROPIC_BASE_URL', 'ANTHROPIC_AUTH_TOKEN'],
+  ['ANTHROPIC_BASE_URL', 'ANTHROPIC_API_KEY'],
+];
+const BEDROCK = [
+  ['AWS_BEARER_TOKEN_BEDROCK', 'AWS_REGION'],
+  ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_REGION'],
+  ['AWS_PROFILE', 'AWS_REGION'],
+];
 const VERTEX = [['ANTHROPIC_VERTEX_PROJECT_ID', 'CLOUD_ML_REGION']];
 
 /** The switch each provider needs besides its credentials. */

@@ -35,9 +35,7 @@ export const harnessE: HarnessDefinition = defineHarness({
   aliases: ['coder'],
   description: 'CLI 3 (Gemini CLI), headless with the stream-json output',
   command: 'gemini',
-  variants: [
-    { name: 'vertex', description: 'Through Vertex AI (GOOGLE_GENAI_USE_VERTEXAI=true) with GOOGLE_API_KEY or application default credentials' },
-  ],
+  variants: [{ name: 'vertex', description: 'Through Vertex AI (GOOGLE_GENAI_USE_VERTEXAI=true) with GOOGLE_API_KEY or application default credentials' }],
   capabilities: {
     supportsModel: true,
     modelExamples: ['gemini-2.5-pro', 'gemini-2.5-flash'],
@@ -55,7 +53,13 @@ export const harnessE: HarnessDefinition = defineHarness({
   build(input) {
     const files: Record<string, string> = {};
     // `--prompt=` keeps a prompt that starts with '-' from being read as a flag.
-    const args = [`--prompt=${promptArgument(input.prompt, files)}`, '--output-format', 'stream-json', '--approval-mode', APPROVAL_MODE[input.permissionPolicy] ?? 'default'];
+    const args = [
+      `--prompt=${promptArgument(input.prompt, files)}`,
+      '--output-format',
+      'stream-json',
+      '--approval-mode',
+      APPROVAL_MODE[input.permissionPolicy] ?? 'default',
+    ];
     if (input.model) args.push('--model', input.model);
     const env = { ...input.env };
     if (input.variant === 'vertex') env.GOOGLE_GENAI_USE_VERTEXAI = 'true';

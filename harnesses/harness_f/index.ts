@@ -24,14 +24,16 @@ function stepUsage(part: unknown): HarnessEvent[] {
   const tokens = field(part, 'tokens');
   if (!isObject(tokens)) return [];
   const cache = field(tokens, 'cache');
-  return [usage({
-    input: tokens.input,
-    output: tokens.output,
-    reasoning: tokens.reasoning,
-    cacheRead: field(cache, 'read'),
-    cacheWrite: field(cache, 'write'),
-    costUsd: field(part, 'cost'),
-  })];
+  return [
+    usage({
+      input: tokens.input,
+      output: tokens.output,
+      reasoning: tokens.reasoning,
+      cacheRead: field(cache, 'read'),
+      cacheWrite: field(cache, 'write'),
+      costUsd: field(part, 'cost'),
+    }),
+  ];
 }
 
 export const harnessF: HarnessDefinition = defineHarness({

@@ -64,11 +64,22 @@ export class AccessBindings {
     if (projectId) await this.principals.requireProject(orgId, projectId);
     try {
       const [row] = await this.db('access_bindings')
-        .insert({ id: newId('bnd'), org_id: orgId, role: input.role, principal_type: input.principal_type, principal_id: input.principal_id, project_id: projectId, created_by: createdBy })
+        .insert({
+          id: newId('bnd'),
+          org_id: orgId,
+          role: input.role,
+          principal_type: input.principal_type,
+          principal_id: input.principal_id,
+          project_id: projectId,
+          created_by: createdBy,
+        })
         .returning('*');
       return toBinding(row);
     } catch (e) {
-      if (isUniqueViolation(e)) throw Boom.conflict(`${input.principal_type.replace('_', ' ')} ${input.principal_id} already has role ${input.role} ${projectId ? `on project ${projectId}` : 'org-wide'}`);
+      if (isUniqueViolation(e))
+        throw Boom.conflict(
+          `${input.principal_type.replace('_', ' ')} ${input.principal_id} already has role ${input.role} ${projectId ? `on project ${projectId}` : 'org-wide'}`,
+        );
       throw e;
     }
   }

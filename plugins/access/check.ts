@@ -50,17 +50,31 @@ export class AccessCheck {
     const resolved = await this.resolver.resolve({ type: q.principal_type, id: q.principal_id }, q.project_id ? { project: q.project_id } : { org: orgId });
     if (!resolved) throw Boom.notFound(`org ${orgId} not found`);
     const needs = required(q);
-    const target = { org_id: orgId, project_id: q.project_id ?? null, ...(q.resource_type && { resource_type: q.resource_type, resource: q.resource, action: q.action }) };
+    const target = {
+      org_id: orgId,
+      project_id: q.project_id ?? null,
+      ...(q.resource_type && { resource_type: q.resource_type, resource: q.resource, action: q.action }),
+    };
     const principal = { type: q.principal_type, id: q.principal_id };
     const sources = resolved.sources.map(({ permissions, ...s }) => ({ ...s, grants: needs.filter((p) => permissions.includes(p)) }));
     if (q.principal_type === 'user' && (await this.principals.isSystemAdmin(q.principal_id))) {
-      return { allowed: true, principal, target, required: needs, sources: [{ kind: 'system_admin', grants: needs }, ...sources], reason: 'the system administrator holds every permission' };
+      return {
+        allowed: true,
+        principal,
+        target,
+        required: needs,
+        sources: [{ kind: 'system_admin', grants: needs }, ...sources],
+        reason: 'the system administrator holds every permission',
+      };
     }
     const missing = needs.filter((p) => !resolved.permissions.has(p));
     const where = q.project_id ? `project ${q.project_id}` : `org ${orgId}`;
     const reason =
       missing.length === 0
-        ? `granted by ${sources.filter((s) => s.grants.length).map(describe).join('; ')}`
+        ? `granted by ${sources
+            .filter((s) => s.grants.length)
+            .map(describe)
+            .join('; ')}`
         : resolved.sources.length === 0
           ? `no membership, binding or group gives ${principal.type.replace('_', ' ')} ${principal.id} anything on ${where}`
           : `missing ${missing.join(', ')}: not given by ${sources.map(describe).join('; ')}`;

@@ -43,7 +43,9 @@ export class AccessGroups {
 
   async create(orgId: string, input: { name: string; description?: string | null }): Promise<GroupRow> {
     try {
-      const [row] = await this.db('access_groups').insert({ id: newId('grp'), org_id: orgId, name: input.name, description: input.description ?? null }).returning('*');
+      const [row] = await this.db('access_groups')
+        .insert({ id: newId('grp'), org_id: orgId, name: input.name, description: input.description ?? null })
+        .returning('*');
       return row;
     } catch (e) {
       if (isUniqueViolation(e)) throw Boom.conflict(`a group named ${input.name} already exists in org ${orgId}`);
@@ -68,9 +70,18 @@ export class AccessGroups {
   async addMember(orgId: string, id: string, member: Pick<GroupMember, 'principal_type' | 'principal_id'>): Promise<{ member: GroupMember; created: boolean }> {
     await this.get(orgId, id);
     await this.principals.require(orgId, member.principal_type, member.principal_id);
-    const [created] = await this.db('access_group_members').insert({ group_id: id, ...member }).onConflict(['group_id', 'principal_type', 'principal_id']).ignore().returning('*');
+    const [created] = await this.db('access_group_members')
+      .insert({ group_id: id, ...member })
+      .onConflict(['group_id', 'principal_type', 'principal_id'])
+      .ignore()
+      .returning('*');
     if (created) return { member: created, created: true };
-    return { member: await this.db('access_group_members').where({ group_id: id, ...member }).first(), created: false };
+    return {
+      member: await this.db('access_group_members')
+        .where({ group_id: id, ...member })
+        .first(),
+      created: false,
+    };
   }
 
   async removeMember(orgId: string, id: string, type: string, principalId: string): Promise<void> {

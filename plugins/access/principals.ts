@@ -21,7 +21,9 @@ export class OrgPrincipals {
     const found =
       type === 'user'
         ? await this.users.findById(id)
-        : await this.db(type === 'group' ? 'access_groups' : 'service_accounts').where({ id, org_id: orgId }).first('id');
+        : await this.db(type === 'group' ? 'access_groups' : 'service_accounts')
+            .where({ id, org_id: orgId })
+            .first('id');
     if (!found) throw Boom.notFound(`${type.replace('_', ' ')} ${id} not found in org ${orgId}`);
   }
 

@@ -38,7 +38,14 @@ export class AccessRoles {
   async create(orgId: string, input: RoleInput): Promise<RoleRow> {
     try {
       const [row] = await this.db('access_roles')
-        .insert({ id: newId('role'), org_id: orgId, name: input.name, scope: input.scope, permissions: input.permissions, description: input.description ?? null })
+        .insert({
+          id: newId('role'),
+          org_id: orgId,
+          name: input.name,
+          scope: input.scope,
+          permissions: input.permissions,
+          description: input.description ?? null,
+        })
         .returning('*');
       return row;
     } catch (e) {
@@ -49,7 +56,10 @@ export class AccessRoles {
 
   async update(orgId: string, id: string, changes: Partial<Pick<RoleRow, 'permissions' | 'description'>>): Promise<RoleRow> {
     await this.get(orgId, id);
-    const [row] = await this.db('access_roles').where({ org_id: orgId, id }).update({ ...changes, updated_at: this.db.fn.now() }).returning('*');
+    const [row] = await this.db('access_roles')
+      .where({ org_id: orgId, id })
+      .update({ ...changes, updated_at: this.db.fn.now() })
+      .returning('*');
     return row;
   }
 

@@ -20,7 +20,9 @@ const explanationSchema = Joi.object({
   principal: Joi.object({ type: Joi.string().required(), id: Joi.string().required() }).required(),
   target: Joi.object().unknown(true).required(),
   required: Joi.array().items(Joi.string()).required(),
-  sources: Joi.array().items(Joi.object({ kind: Joi.string().required(), grants: Joi.array().items(Joi.string()).required() }).unknown(true)).required(),
+  sources: Joi.array()
+    .items(Joi.object({ kind: Joi.string().required(), grants: Joi.array().items(Joi.string()).required() }).unknown(true))
+    .required(),
   reason: Joi.string().required(),
 }).label('AccessExplanation');
 
@@ -34,47 +36,88 @@ export function accessRoutes(container: DependencyContainer): ServerRoute[] {
 
   return [
     {
-      method: 'GET', path: '/orgs/{org_id}/access/can',
+      method: 'GET',
+      path: '/orgs/{org_id}/access/can',
       options: {
-        tags, description: 'Whether a user, service account or group holds a permission (or a resource action) on the org or one of its projects',
-        plugins: { ...read, ...docs(400, 401, 403, 404) }, validate: { params: S.orgParams, query: S.checkQuery },
+        tags,
+        description: 'Whether a user, service account or group holds a permission (or a resource action) on the org or one of its projects',
+        plugins: { ...read, ...docs(400, 401, 403, 404) },
+        validate: { params: S.orgParams, query: S.checkQuery },
         response: { schema: Joi.object({ allowed: Joi.boolean().required() }).label('AccessCan') },
       },
       handler: async (request) => ({ allowed: (await check.explain(org(request), queryOf<CheckQuery>(request))).allowed }),
     },
     {
-      method: 'GET', path: '/orgs/{org_id}/access/explain',
+      method: 'GET',
+      path: '/orgs/{org_id}/access/explain',
       options: {
-        tags, description: 'The resolution behind `can`: each membership, binding and group that grants something, and why the answer is what it is',
-        plugins: { ...read, ...docs(400, 401, 403, 404) }, validate: { params: S.orgParams, query: S.checkQuery }, response: { schema: explanationSchema },
+        tags,
+        description: 'The resolution behind `can`: each membership, binding and group that grants something, and why the answer is what it is',
+        plugins: { ...read, ...docs(400, 401, 403, 404) },
+        validate: { params: S.orgParams, query: S.checkQuery },
+        response: { schema: explanationSchema },
       },
       handler: (request) => check.explain(org(request), queryOf<CheckQuery>(request)),
     },
 
     // roles
     {
-      method: 'GET', path: '/orgs/{org_id}/access/roles',
-      options: { tags, description: 'Custom roles, newest first', plugins: { ...read, ...docs(400, 401, 403, 404) }, validate: { params: S.orgParams, query: listQuerySchema }, response: { schema: pageSchema(S.roleSchema, 'AccessRoleList') } },
+      method: 'GET',
+      path: '/orgs/{org_id}/access/roles',
+      options: {
+        tags,
+        description: 'Custom roles, newest first',
+        plugins: { ...read, ...docs(400, 401, 403, 404) },
+        validate: { params: S.orgParams, query: listQuerySchema },
+        response: { schema: pageSchema(S.roleSchema, 'AccessRoleList') },
+      },
       handler: (request) => roles.list(org(request), queryOf<ListQuery>(request)),
     },
     {
-      method: 'POST', path: '/orgs/{org_id}/access/roles',
-      options: { tags, description: 'Create a custom role from catalog permissions (unknown permission: 400)', plugins: { ...admin, ...docs(400, 401, 403, 404, 409) }, validate: { params: S.orgParams, payload: S.createRole }, response: { status: { 201: S.roleSchema } } },
+      method: 'POST',
+      path: '/orgs/{org_id}/access/roles',
+      options: {
+        tags,
+        description: 'Create a custom role from catalog permissions (unknown permission: 400)',
+        plugins: { ...admin, ...docs(400, 401, 403, 404, 409) },
+        validate: { params: S.orgParams, payload: S.createRole },
+        response: { status: { 201: S.roleSchema } },
+      },
       handler: async (request, h) => h.response(await roles.create(org(request), payloadOf<RoleInput>(request))).code(201),
     },
     {
-      method: 'GET', path: '/orgs/{org_id}/access/roles/{role_id}',
-      options: { tags, description: 'One custom role', plugins: { ...read, ...docs(400, 401, 403, 404) }, validate: { params: S.roleParams }, response: { schema: S.roleSchema } },
+      method: 'GET',
+      path: '/orgs/{org_id}/access/roles/{role_id}',
+      options: {
+        tags,
+        description: 'One custom role',
+        plugins: { ...read, ...docs(400, 401, 403, 404) },
+        validate: { params: S.roleParams },
+        response: { schema: S.roleSchema },
+      },
       handler: (request) => roles.get(org(request), paramsOf(request).role_id),
     },
     {
-      method: 'PATCH', path: '/orgs/{org_id}/access/roles/{role_id}',
-      options: { tags, description: 'Change a custom role\'s permissions or description', plugins: { ...admin, ...docs(400, 401, 403, 404) }, validate: { params: S.roleParams, payload: S.updateRole }, response: { schema: S.roleSchema } },
+      method: 'PATCH',
+      path: '/orgs/{org_id}/access/roles/{role_id}',
+      options: {
+        tags,
+        description: "Change a custom role's permissions or description",
+        plugins: { ...admin, ...docs(400, 401, 403, 404) },
+        validate: { params: S.roleParams, payload: S.updateRole },
+        response: { schema: S.roleSchema },
+      },
       handler: (request) => roles.update(org(request), paramsOf(request).role_id, payloadOf(request)),
     },
     {
-      method: 'DELETE', path: '/orgs/{org_id}/access/roles/{role_id}',
-      options: { tags, description: 'Delete a custom role no binding uses (409 otherwise)', plugins: { ...admin, ...docs(204, 400, 401, 403, 404, 409) }, validate: { params: S.roleParams } },
+      method: 'DELETE',
+      path: '/orgs/{org_id}/access/roles/{role_id}',
+      options: {
+        tags,
+        description: 'Delete a custom role no binding uses (409 otherwise)',
+        plugins: { ...admin, ...docs(204, 400, 401, 403, 404, 409) },
+        validate: { params: S.roleParams },
+      },
       handler: async (request, h) => {
         await roles.remove(org(request), paramsOf(request).role_id);
         return h.response().code(204);
@@ -83,25 +126,46 @@ export function accessRoutes(container: DependencyContainer): ServerRoute[] {
 
     // bindings
     {
-      method: 'GET', path: '/orgs/{org_id}/access/bindings',
-      options: { tags, description: 'Role bindings, newest first; filter by principal or project', plugins: { ...read, ...docs(400, 401, 403, 404) }, validate: { params: S.orgParams, query: S.listBindingsQuery }, response: { schema: pageSchema(S.bindingSchema, 'AccessBindingList') } },
+      method: 'GET',
+      path: '/orgs/{org_id}/access/bindings',
+      options: {
+        tags,
+        description: 'Role bindings, newest first; filter by principal or project',
+        plugins: { ...read, ...docs(400, 401, 403, 404) },
+        validate: { params: S.orgParams, query: S.listBindingsQuery },
+        response: { schema: pageSchema(S.bindingSchema, 'AccessBindingList') },
+      },
       handler: (request) => bindings.list(org(request), queryOf<BindingFilters>(request)),
     },
     {
-      method: 'POST', path: '/orgs/{org_id}/access/bindings',
+      method: 'POST',
+      path: '/orgs/{org_id}/access/bindings',
       options: {
-        tags, description: 'Give a built-in or custom role to a user, service account or group, org-wide or on one project; you cannot give permissions you do not hold',
-        plugins: { ...admin, ...docs(400, 401, 403, 404, 409, 422) }, validate: { params: S.orgParams, payload: S.createBinding }, response: { status: { 201: S.bindingSchema } },
+        tags,
+        description:
+          'Give a built-in or custom role to a user, service account or group, org-wide or on one project; you cannot give permissions you do not hold',
+        plugins: { ...admin, ...docs(400, 401, 403, 404, 409, 422) },
+        validate: { params: S.orgParams, payload: S.createBinding },
+        response: { status: { 201: S.bindingSchema } },
       },
-      handler: async (request, h) => h.response(await bindings.create(grantOf(request), org(request), payloadOf<BindingInput>(request), principalOf(request).id)).code(201),
+      handler: async (request, h) =>
+        h.response(await bindings.create(grantOf(request), org(request), payloadOf<BindingInput>(request), principalOf(request).id)).code(201),
     },
     {
-      method: 'GET', path: '/orgs/{org_id}/access/bindings/{binding_id}',
-      options: { tags, description: 'One binding', plugins: { ...read, ...docs(400, 401, 403, 404) }, validate: { params: S.bindingParams }, response: { schema: S.bindingSchema } },
+      method: 'GET',
+      path: '/orgs/{org_id}/access/bindings/{binding_id}',
+      options: {
+        tags,
+        description: 'One binding',
+        plugins: { ...read, ...docs(400, 401, 403, 404) },
+        validate: { params: S.bindingParams },
+        response: { schema: S.bindingSchema },
+      },
       handler: (request) => bindings.get(org(request), paramsOf(request).binding_id),
     },
     {
-      method: 'DELETE', path: '/orgs/{org_id}/access/bindings/{binding_id}',
+      method: 'DELETE',
+      path: '/orgs/{org_id}/access/bindings/{binding_id}',
       options: { tags, description: 'Remove a binding', plugins: { ...admin, ...docs(204, 400, 401, 403, 404) }, validate: { params: S.bindingParams } },
       handler: async (request, h) => {
         await bindings.remove(org(request), paramsOf(request).binding_id);
@@ -111,44 +175,91 @@ export function accessRoutes(container: DependencyContainer): ServerRoute[] {
 
     // groups
     {
-      method: 'GET', path: '/orgs/{org_id}/access/groups',
-      options: { tags, description: 'Groups, newest first', plugins: { ...read, ...docs(400, 401, 403, 404) }, validate: { params: S.orgParams, query: listQuerySchema }, response: { schema: pageSchema(S.groupSchema, 'AccessGroupList') } },
+      method: 'GET',
+      path: '/orgs/{org_id}/access/groups',
+      options: {
+        tags,
+        description: 'Groups, newest first',
+        plugins: { ...read, ...docs(400, 401, 403, 404) },
+        validate: { params: S.orgParams, query: listQuerySchema },
+        response: { schema: pageSchema(S.groupSchema, 'AccessGroupList') },
+      },
       handler: (request) => groups.list(org(request), queryOf<ListQuery>(request)),
     },
     {
-      method: 'POST', path: '/orgs/{org_id}/access/groups',
-      options: { tags, description: 'Create a group', plugins: { ...admin, ...docs(400, 401, 403, 404, 409) }, validate: { params: S.orgParams, payload: S.createGroup }, response: { status: { 201: S.groupSchema } } },
+      method: 'POST',
+      path: '/orgs/{org_id}/access/groups',
+      options: {
+        tags,
+        description: 'Create a group',
+        plugins: { ...admin, ...docs(400, 401, 403, 404, 409) },
+        validate: { params: S.orgParams, payload: S.createGroup },
+        response: { status: { 201: S.groupSchema } },
+      },
       handler: async (request, h) => h.response(await groups.create(org(request), payloadOf(request))).code(201),
     },
     {
-      method: 'GET', path: '/orgs/{org_id}/access/groups/{group_id}',
-      options: { tags, description: 'One group', plugins: { ...read, ...docs(400, 401, 403, 404) }, validate: { params: S.groupParams }, response: { schema: S.groupSchema } },
+      method: 'GET',
+      path: '/orgs/{org_id}/access/groups/{group_id}',
+      options: {
+        tags,
+        description: 'One group',
+        plugins: { ...read, ...docs(400, 401, 403, 404) },
+        validate: { params: S.groupParams },
+        response: { schema: S.groupSchema },
+      },
       handler: (request) => groups.get(org(request), paramsOf(request).group_id),
     },
     {
-      method: 'DELETE', path: '/orgs/{org_id}/access/groups/{group_id}',
-      options: { tags, description: 'Delete a group, its memberships and the bindings made to it', plugins: { ...admin, ...docs(204, 400, 401, 403, 404) }, validate: { params: S.groupParams } },
+      method: 'DELETE',
+      path: '/orgs/{org_id}/access/groups/{group_id}',
+      options: {
+        tags,
+        description: 'Delete a group, its memberships and the bindings made to it',
+        plugins: { ...admin, ...docs(204, 400, 401, 403, 404) },
+        validate: { params: S.groupParams },
+      },
       handler: async (request, h) => {
         await groups.remove(org(request), paramsOf(request).group_id);
         return h.response().code(204);
       },
     },
     {
-      method: 'GET', path: '/orgs/{org_id}/access/groups/{group_id}/members',
-      options: { tags, description: 'Members of a group', plugins: { ...read, ...docs(400, 401, 403, 404) }, validate: { params: S.groupParams, query: listQuerySchema }, response: { schema: pageSchema(S.groupMemberSchema, 'AccessGroupMemberList') } },
+      method: 'GET',
+      path: '/orgs/{org_id}/access/groups/{group_id}/members',
+      options: {
+        tags,
+        description: 'Members of a group',
+        plugins: { ...read, ...docs(400, 401, 403, 404) },
+        validate: { params: S.groupParams, query: listQuerySchema },
+        response: { schema: pageSchema(S.groupMemberSchema, 'AccessGroupMemberList') },
+      },
       handler: (request) => groups.members(org(request), paramsOf(request).group_id, queryOf<ListQuery>(request)),
     },
     {
-      method: 'POST', path: '/orgs/{org_id}/access/groups/{group_id}/members',
-      options: { tags, description: 'Add a user or service account of the org (201; 200 when already a member)', plugins: { ...admin, ...docs(400, 401, 403, 404) }, validate: { params: S.groupParams, payload: S.groupMember }, response: { schema: S.groupMemberSchema } },
+      method: 'POST',
+      path: '/orgs/{org_id}/access/groups/{group_id}/members',
+      options: {
+        tags,
+        description: 'Add a user or service account of the org (201; 200 when already a member)',
+        plugins: { ...admin, ...docs(400, 401, 403, 404) },
+        validate: { params: S.groupParams, payload: S.groupMember },
+        response: { schema: S.groupMemberSchema },
+      },
       handler: async (request, h) => {
         const { member, created } = await groups.addMember(org(request), paramsOf(request).group_id, payloadOf(request));
         return h.response(member).code(created ? 201 : 200);
       },
     },
     {
-      method: 'DELETE', path: '/orgs/{org_id}/access/groups/{group_id}/members/{principal_type}/{principal_id}',
-      options: { tags, description: 'Remove a member from a group', plugins: { ...admin, ...docs(204, 400, 401, 403, 404) }, validate: { params: S.groupMemberParams } },
+      method: 'DELETE',
+      path: '/orgs/{org_id}/access/groups/{group_id}/members/{principal_type}/{principal_id}',
+      options: {
+        tags,
+        description: 'Remove a member from a group',
+        plugins: { ...admin, ...docs(204, 400, 401, 403, 404) },
+        validate: { params: S.groupMemberParams },
+      },
       handler: async (request, h) => {
         const p = paramsOf(request);
         await groups.removeMember(p.org_id, p.group_id, p.principal_type, p.principal_id);

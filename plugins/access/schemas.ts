@@ -13,7 +13,10 @@ export const serviceTokenId = idSchema('sat');
 const permission = Joi.string()
   .valid(...Object.keys(PERMISSIONS))
   .messages({ 'any.only': '{{#label}} is not a permission of the catalog' });
-const name = Joi.string().trim().pattern(/^[a-z0-9][a-z0-9_.-]*$/, 'lower-case name').max(100);
+const name = Joi.string()
+  .trim()
+  .pattern(/^[a-z0-9][a-z0-9_.-]*$/, 'lower-case name')
+  .max(100);
 const description = Joi.string().max(2000).allow('', null);
 const principalType = Joi.string().valid('user', 'service_account', 'group');
 /** A principal id of the given type; checked against its prefix. */
@@ -34,30 +37,46 @@ export const createRole = Joi.object({
   permissions: Joi.array().items(permission).min(1).unique().required(),
   description,
 }).label('CreateAccessRole');
-export const updateRole = Joi.object({ permissions: Joi.array().items(permission).min(1).unique(), description }).min(1).label('UpdateAccessRole');
+export const updateRole = Joi.object({ permissions: Joi.array().items(permission).min(1).unique(), description })
+  .min(1)
+  .label('UpdateAccessRole');
 export const roleParams = orgParams.keys({ role_id: roleId.required() });
 export const roleSchema = Joi.object({
-  id: roleId.required(), org_id: orgId.required(), name: Joi.string().required(), description: Joi.string().allow('', null).required(),
-  scope: Joi.string().valid('org', 'project').required(), permissions: Joi.array().items(Joi.string()).required(),
-  created_at: timestamp.required(), updated_at: timestamp.required(),
+  id: roleId.required(),
+  org_id: orgId.required(),
+  name: Joi.string().required(),
+  description: Joi.string().allow('', null).required(),
+  scope: Joi.string().valid('org', 'project').required(),
+  permissions: Joi.array().items(Joi.string()).required(),
+  created_at: timestamp.required(),
+  updated_at: timestamp.required(),
 }).label('AccessRole');
 
 // ─── groups ──────────────────────────────────────────────────────────────
 export const createGroup = Joi.object({ name: name.required(), description }).label('CreateAccessGroup');
 export const groupParams = orgParams.keys({ group_id: groupId.required() });
 export const groupSchema = Joi.object({
-  id: groupId.required(), org_id: orgId.required(), name: Joi.string().required(), description: Joi.string().allow('', null).required(),
-  created_at: timestamp.required(), updated_at: timestamp.required(),
+  id: groupId.required(),
+  org_id: orgId.required(),
+  name: Joi.string().required(),
+  description: Joi.string().allow('', null).required(),
+  created_at: timestamp.required(),
+  updated_at: timestamp.required(),
 }).label('AccessGroup');
 export const groupMember = Joi.object({
   principal_type: Joi.string().valid('user', 'service_account').required(),
   principal_id: principalId.required(),
 }).label('AccessGroupMember');
 export const groupMemberSchema = groupMember.keys({ group_id: groupId.required(), created_at: timestamp.required() }).label('AccessGroupMemberRecord');
-export const groupMemberParams = groupParams.keys({ principal_type: Joi.string().valid('user', 'service_account').required(), principal_id: principalId.required() });
+export const groupMemberParams = groupParams.keys({
+  principal_type: Joi.string().valid('user', 'service_account').required(),
+  principal_id: principalId.required(),
+});
 
 // ─── bindings ────────────────────────────────────────────────────────────
-const roleRef = Joi.alternatives().try(Joi.string().valid(...ROLE_NAMES), roleId).description('a built-in role (owner, admin, member) or a custom role id');
+const roleRef = Joi.alternatives()
+  .try(Joi.string().valid(...ROLE_NAMES), roleId)
+  .description('a built-in role (owner, admin, member) or a custom role id');
 export const createBinding = Joi.object({
   role: roleRef.required(),
   principal_type: principalType.required(),
@@ -66,8 +85,13 @@ export const createBinding = Joi.object({
 }).label('CreateAccessBinding');
 export const bindingParams = orgParams.keys({ binding_id: bindingId.required() });
 export const bindingSchema = Joi.object({
-  id: bindingId.required(), org_id: orgId.required(), role: Joi.string().required(), principal_type: principalType.required(),
-  principal_id: Joi.string().required(), project_id: projectId.allow(null).required(), created_at: timestamp.required(),
+  id: bindingId.required(),
+  org_id: orgId.required(),
+  role: Joi.string().required(),
+  principal_type: principalType.required(),
+  principal_id: Joi.string().required(),
+  project_id: projectId.allow(null).required(),
+  created_at: timestamp.required(),
 }).label('AccessBinding');
 export const listBindingsQuery = listQuerySchema.keys({ principal_type: principalType, principal_id: Joi.string().max(100), project_id: projectId });
 
@@ -96,21 +120,33 @@ export const createServiceAccount = Joi.object({
 export const updateServiceAccount = Joi.object({ description }).min(1).label('UpdateServiceAccount');
 export const serviceAccountParams = orgParams.keys({ sa_id: serviceAccountId.required() });
 export const serviceAccountSchema = Joi.object({
-  id: serviceAccountId.required(), org_id: orgId.required(), name: Joi.string().required(), description: Joi.string().allow('', null).required(),
-  created_at: timestamp.required(), updated_at: timestamp.required(),
+  id: serviceAccountId.required(),
+  org_id: orgId.required(),
+  name: Joi.string().required(),
+  description: Joi.string().allow('', null).required(),
+  created_at: timestamp.required(),
+  updated_at: timestamp.required(),
 }).label('ServiceAccount');
 export const mintServiceToken = Joi.object({
   name: Joi.string().max(200),
-  scope: Joi.object({ type: Joi.string().valid('org', 'project').required(), id: Joi.alternatives().conditional('type', { is: 'org', then: orgId, otherwise: projectId }).required() })
-    .description('default: the service account\'s org'),
+  scope: Joi.object({
+    type: Joi.string().valid('org', 'project').required(),
+    id: Joi.alternatives().conditional('type', { is: 'org', then: orgId, otherwise: projectId }).required(),
+  }).description("default: the service account's org"),
   permissions: Joi.array().items(permission).min(1).unique().required(),
   ttl_days: Joi.number().integer().min(1).max(90).default(1),
 }).label('MintServiceAccountToken');
 export const serviceTokenParams = serviceAccountParams.keys({ token_id: serviceTokenId.required() });
 export const serviceTokenSchema = Joi.object({
-  id: serviceTokenId.required(), service_account_id: serviceAccountId.required(), name: Joi.string().allow(null).required(),
+  id: serviceTokenId.required(),
+  service_account_id: serviceAccountId.required(),
+  name: Joi.string().allow(null).required(),
   scope: Joi.object({ type: Joi.string().required(), id: Joi.string().required() }).required(),
-  permissions: Joi.array().items(Joi.string()).required(), created_at: timestamp.required(), expires_at: timestamp.required(),
+  permissions: Joi.array().items(Joi.string()).required(),
+  created_at: timestamp.required(),
+  expires_at: timestamp.required(),
   revoked_at: timestamp.allow(null).required(),
 }).label('ServiceAccountToken');
-export const mintedServiceTokenSchema = serviceTokenSchema.keys({ token: Joi.string().required().description('shown once') }).label('MintedServiceAccountToken');
+export const mintedServiceTokenSchema = serviceTokenSchema
+  .keys({ token: Joi.string().required().description('shown once') })
+  .label('MintedServiceAccountToken');

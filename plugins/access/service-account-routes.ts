@@ -20,54 +20,110 @@ export function serviceAccountRoutes(container: DependencyContainer, collection:
 
   return [
     {
-      method: 'GET', path: base,
-      options: { tags, description: described('Service accounts of the org, newest first'), plugins: { ...read, ...docs(400, 401, 403, 404) }, validate: { params: S.orgParams, query: listQuerySchema }, response: { schema: pageSchema(S.serviceAccountSchema, 'ServiceAccountList') } },
+      method: 'GET',
+      path: base,
+      options: {
+        tags,
+        description: described('Service accounts of the org, newest first'),
+        plugins: { ...read, ...docs(400, 401, 403, 404) },
+        validate: { params: S.orgParams, query: listQuerySchema },
+        response: { schema: pageSchema(S.serviceAccountSchema, 'ServiceAccountList') },
+      },
       handler: (request) => accounts.list(paramsOf(request).org_id, queryOf<ListQuery>(request)),
     },
     {
-      method: 'POST', path: base,
+      method: 'POST',
+      path: base,
       options: {
-        tags, description: described('Create a service account; with `role` it is bound that role at once'),
-        plugins: { ...admin, ...docs(400, 401, 403, 404, 409, 422) }, validate: { params: S.orgParams, payload: S.createServiceAccount }, response: { status: { 201: S.serviceAccountSchema } },
+        tags,
+        description: described('Create a service account; with `role` it is bound that role at once'),
+        plugins: { ...admin, ...docs(400, 401, 403, 404, 409, 422) },
+        validate: { params: S.orgParams, payload: S.createServiceAccount },
+        response: { status: { 201: S.serviceAccountSchema } },
       },
       handler: async (request, h) =>
-        h.response(await accounts.create(grantOf(request), paramsOf(request).org_id, payloadOf<ServiceAccountInput>(request), principalOf(request).id)).code(201),
+        h
+          .response(await accounts.create(grantOf(request), paramsOf(request).org_id, payloadOf<ServiceAccountInput>(request), principalOf(request).id))
+          .code(201),
     },
     {
-      method: 'GET', path: `${base}/{sa_id}`,
-      options: { tags, description: described('One service account'), plugins: { ...read, ...docs(400, 401, 403, 404) }, validate: { params: S.serviceAccountParams }, response: { schema: S.serviceAccountSchema } },
+      method: 'GET',
+      path: `${base}/{sa_id}`,
+      options: {
+        tags,
+        description: described('One service account'),
+        plugins: { ...read, ...docs(400, 401, 403, 404) },
+        validate: { params: S.serviceAccountParams },
+        response: { schema: S.serviceAccountSchema },
+      },
       handler: (request) => accounts.get(paramsOf(request).org_id, paramsOf(request).sa_id),
     },
     {
-      method: 'PATCH', path: `${base}/{sa_id}`,
-      options: { tags, description: described('Change a service account\'s description'), plugins: { ...admin, ...docs(400, 401, 403, 404) }, validate: { params: S.serviceAccountParams, payload: S.updateServiceAccount }, response: { schema: S.serviceAccountSchema } },
+      method: 'PATCH',
+      path: `${base}/{sa_id}`,
+      options: {
+        tags,
+        description: described("Change a service account's description"),
+        plugins: { ...admin, ...docs(400, 401, 403, 404) },
+        validate: { params: S.serviceAccountParams, payload: S.updateServiceAccount },
+        response: { schema: S.serviceAccountSchema },
+      },
       handler: (request) => accounts.update(paramsOf(request).org_id, paramsOf(request).sa_id, payloadOf(request)),
     },
     {
-      method: 'DELETE', path: `${base}/{sa_id}`,
-      options: { tags, description: described('Delete a service account: its tokens stop working at once'), plugins: { ...admin, ...docs(204, 400, 401, 403, 404) }, validate: { params: S.serviceAccountParams } },
+      method: 'DELETE',
+      path: `${base}/{sa_id}`,
+      options: {
+        tags,
+        description: described('Delete a service account: its tokens stop working at once'),
+        plugins: { ...admin, ...docs(204, 400, 401, 403, 404) },
+        validate: { params: S.serviceAccountParams },
+      },
       handler: async (request, h) => {
         await accounts.remove(paramsOf(request).org_id, paramsOf(request).sa_id);
         return h.response().code(204);
       },
     },
     {
-      method: 'GET', path: `${base}/{sa_id}/tokens`,
-      options: { tags, description: described('Tokens of a service account (never their values)'), plugins: { ...read, ...docs(400, 401, 403, 404) }, validate: { params: S.serviceAccountParams, query: listQuerySchema }, response: { schema: pageSchema(S.serviceTokenSchema, 'ServiceAccountTokenList') } },
+      method: 'GET',
+      path: `${base}/{sa_id}/tokens`,
+      options: {
+        tags,
+        description: described('Tokens of a service account (never their values)'),
+        plugins: { ...read, ...docs(400, 401, 403, 404) },
+        validate: { params: S.serviceAccountParams, query: listQuerySchema },
+        response: { schema: pageSchema(S.serviceTokenSchema, 'ServiceAccountTokenList') },
+      },
       handler: (request) => accounts.tokens(paramsOf(request).org_id, paramsOf(request).sa_id, queryOf<ListQuery>(request)),
     },
     {
-      method: 'POST', path: `${base}/{sa_id}/tokens`,
+      method: 'POST',
+      path: `${base}/{sa_id}/tokens`,
       options: {
-        tags, description: described('Mint a token: org or project scope, explicit permissions (held by you and by the account), TTL 1-90 days; the value is shown once'),
-        plugins: { ...admin, ...docs(400, 401, 403, 404, 422) }, validate: { params: S.serviceAccountParams, payload: S.mintServiceToken }, response: { status: { 201: S.mintedServiceTokenSchema } },
+        tags,
+        description: described(
+          'Mint a token: org or project scope, explicit permissions (held by you and by the account), TTL 1-90 days; the value is shown once',
+        ),
+        plugins: { ...admin, ...docs(400, 401, 403, 404, 422) },
+        validate: { params: S.serviceAccountParams, payload: S.mintServiceToken },
+        response: { status: { 201: S.mintedServiceTokenSchema } },
       },
       handler: async (request, h) =>
-        h.response(await accounts.mint(grantOf(request), paramsOf(request).org_id, paramsOf(request).sa_id, payloadOf<MintInput>(request), principalOf(request).id)).code(201),
+        h
+          .response(
+            await accounts.mint(grantOf(request), paramsOf(request).org_id, paramsOf(request).sa_id, payloadOf<MintInput>(request), principalOf(request).id),
+          )
+          .code(201),
     },
     {
-      method: 'DELETE', path: `${base}/{sa_id}/tokens/{token_id}`,
-      options: { tags, description: described('Revoke a token: it stops working at once'), plugins: { ...admin, ...docs(204, 400, 401, 403, 404) }, validate: { params: S.serviceTokenParams } },
+      method: 'DELETE',
+      path: `${base}/{sa_id}/tokens/{token_id}`,
+      options: {
+        tags,
+        description: described('Revoke a token: it stops working at once'),
+        plugins: { ...admin, ...docs(204, 400, 401, 403, 404) },
+        validate: { params: S.serviceTokenParams },
+      },
       handler: async (request, h) => {
         const p = paramsOf(request);
         await accounts.revoke(p.org_id, p.sa_id, p.token_id);

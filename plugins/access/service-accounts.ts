@@ -51,8 +51,14 @@ export interface MintInput {
 
 const toAccount = ({ created_by: _c, ...a }: ServiceAccountRow & { created_by?: unknown }) => a;
 const toToken = (t: TokenRow & { created_by?: unknown }) => ({
-  id: t.id, service_account_id: t.service_account_id, name: t.name, scope: { type: t.scope_type, id: t.scope_id },
-  permissions: t.permissions, created_at: t.created_at, expires_at: t.expires_at, revoked_at: t.revoked_at,
+  id: t.id,
+  service_account_id: t.service_account_id,
+  name: t.name,
+  scope: { type: t.scope_type, id: t.scope_id },
+  permissions: t.permissions,
+  created_at: t.created_at,
+  expires_at: t.expires_at,
+  revoked_at: t.revoked_at,
 });
 
 /**
@@ -93,7 +99,12 @@ export class ServiceAccounts {
     }
     if (input.role) {
       try {
-        await this.bindings.create(grant, orgId, { role: input.role, principal_type: 'service_account', principal_id: account.id, project_id: input.project_id }, createdBy);
+        await this.bindings.create(
+          grant,
+          orgId,
+          { role: input.role, principal_type: 'service_account', principal_id: account.id, project_id: input.project_id },
+          createdBy,
+        );
       } catch (e) {
         await this.db('service_accounts').where({ id: account.id }).delete();
         throw e;
@@ -104,7 +115,10 @@ export class ServiceAccounts {
 
   async update(orgId: string, id: string, changes: { description?: string | null }): Promise<ServiceAccountRow> {
     await this.get(orgId, id);
-    const [row] = await this.db('service_accounts').where({ id }).update({ ...changes, updated_at: this.db.fn.now() }).returning('*');
+    const [row] = await this.db('service_accounts')
+      .where({ id })
+      .update({ ...changes, updated_at: this.db.fn.now() })
+      .returning('*');
     return toAccount(row);
   }
 
@@ -126,11 +140,18 @@ export class ServiceAccounts {
     requireGrantable(grant, input.permissions);
     const held = await this.resolver.resolve({ type: 'service_account', id }, scope.type === 'org' ? { org: scope.id } : { project: scope.id });
     const lacking = input.permissions.filter((p) => !held?.permissions.has(p));
-    if (lacking.length) throw Boom.badData(`service account ${id} does not hold ${lacking.join(', ')} on ${scope.type} ${scope.id}: bind it a role that does first`);
+    if (lacking.length)
+      throw Boom.badData(`service account ${id} does not hold ${lacking.join(', ')} on ${scope.type} ${scope.id}: bind it a role that does first`);
     const [row] = await this.db('service_account_tokens')
       .insert({
-        id: newId('sat'), service_account_id: id, name: input.name ?? null, scope_type: scope.type, scope_id: scope.id, permissions: input.permissions,
-        created_by: createdBy, expires_at: new Date(Date.now() + input.ttl_days * DAY_MS),
+        id: newId('sat'),
+        service_account_id: id,
+        name: input.name ?? null,
+        scope_type: scope.type,
+        scope_id: scope.id,
+        permissions: input.permissions,
+        created_by: createdBy,
+        expires_at: new Date(Date.now() + input.ttl_days * DAY_MS),
       })
       .returning('*');
     return { ...toToken(row), token: await this.machineTokens.signServiceToken(row) };

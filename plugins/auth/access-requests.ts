@@ -131,9 +131,11 @@ export class AccessRequests {
   }
 
   list(orgId: string, page: Pick<ListQuery, 'limit' | 'offset'>, status?: AccessRequestStatus) {
-    const query = this.db('access_requests').where({ org_id: orgId }).modify((q) => {
-      if (status) q.where({ status });
-    });
+    const query = this.db('access_requests')
+      .where({ org_id: orgId })
+      .modify((q) => {
+        if (status) q.where({ status });
+      });
     return paginate<AccessRequestRow, ReturnType<typeof toRequest>>(query, page, toRequest, 'access_requests');
   }
 

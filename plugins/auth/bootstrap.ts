@@ -76,8 +76,13 @@ export class Bootstrap {
     const completed = Boolean(await db('users').where({ is_admin: true }).first('id'));
     const windowMs = this.config.auth.bootstrap_window_minutes * 60_000;
     const now = this.clock.now().getTime();
-    const closed = (mode: BootstrapMode, requires_token = false): BootstrapStatus =>
-      ({ completed, window_open: false, window_closes_at: null, requires_token, mode });
+    const closed = (mode: BootstrapMode, requires_token = false): BootstrapStatus => ({
+      completed,
+      window_open: false,
+      window_closes_at: null,
+      requires_token,
+      mode,
+    });
 
     if (this.config.auth.bootstrap_token) {
       return { completed, window_open: !completed, window_closes_at: null, requires_token: true, mode: 'secure' };
@@ -133,7 +138,8 @@ export class Bootstrap {
     if (status.completed && status.mode !== 'recovery') return null;
     const command = 'svc auth bootstrap --email you@example.com';
     if (status.mode === 'secure') return { level: 'info', line: `bootstrap: no administrator yet; run \`${command} --token <SVC_BOOTSTRAP_TOKEN>\`` };
-    if (status.mode === 'closed') return { level: 'warn', line: 'bootstrap: no administrator yet and the window is closed: NODE_ENV=production requires SVC_BOOTSTRAP_TOKEN' };
+    if (status.mode === 'closed')
+      return { level: 'warn', line: 'bootstrap: no administrator yet and the window is closed: NODE_ENV=production requires SVC_BOOTSTRAP_TOKEN' };
     if (!status.window_open) return null;
     const until = status.window_closes_at!.toISOString().replace(/\.\d+Z$/, 'Z');
     return { level: 'warn', line: `bootstrap: the ${status.mode} window is open until ${until} to clients on this host only; run \`${command}\` here` };

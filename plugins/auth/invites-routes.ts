@@ -46,8 +46,11 @@ function inviteRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/auth/exchange',
       options: {
-        auth: false, tags, payload: SMALL_PAYLOAD,
-        description: 'Web sign-on: exchange an identity-provider token (HS256) for a service token; creates the account and applies e-mail invites. 501 when not configured',
+        auth: false,
+        tags,
+        payload: SMALL_PAYLOAD,
+        description:
+          'Web sign-on: exchange an identity-provider token (HS256) for a service token; creates the account and applies e-mail invites. 501 when not configured',
         plugins: docs(400, 401, 501),
         validate: { payload: S.exchangeRequest },
         response: { schema: tokenResponse },
@@ -61,7 +64,8 @@ function inviteRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/auth/invites',
       options: {
-        tags, description: 'Invite to an org (members:write): a single-use code, shown once. No e-mail is sent',
+        tags,
+        description: 'Invite to an org (members:write): a single-use code, shown once. No e-mail is sent',
         plugins: { ...requires('members:write', 'payload.org'), ...docs(400, 401, 403, 404, 422) },
         validate: { payload: S.inviteRequest },
         response: { status: { 201: S.createdInviteResponse } },
@@ -72,7 +76,8 @@ function inviteRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/auth/app-invites',
       options: {
-        tags, description: "Invite by e-mail with an app's branding (org admin or owner: members:write). No e-mail is sent",
+        tags,
+        description: "Invite by e-mail with an app's branding (org admin or owner: members:write). No e-mail is sent",
         plugins: { ...requires('members:write', 'payload.org'), ...docs(400, 401, 403, 404, 422) },
         validate: { payload: S.appInviteRequest },
         response: { status: { 201: S.createdInviteResponse } },
@@ -83,7 +88,8 @@ function inviteRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/auth/invites/{code}/accept',
       options: {
-        tags, description: 'Accept an invite: join its org. 410 when used, revoked or expired; 403 when it names another e-mail',
+        tags,
+        description: 'Accept an invite: join its org. 410 when used, revoked or expired; 403 when it names another e-mail',
         plugins: { ...authenticated, ...docs(400, 401, 403, 404, 410) },
         validate: { params: Joi.object({ code: S.inviteCode.required() }) },
         response: { schema: S.acceptResponse },
@@ -94,7 +100,8 @@ function inviteRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/orgs/{org_id}/invites',
       options: {
-        tags, description: "The org's invites, newest first (members:write); codes are never shown again",
+        tags,
+        description: "The org's invites, newest first (members:write); codes are never shown again",
         plugins: { ...requires('members:write', 'org'), ...docs(400, 401, 403, 404) },
         validate: { params: orgParams, query: listQuerySchema },
         response: { schema: pageSchema(S.inviteResponse, 'InviteList') },
@@ -105,7 +112,8 @@ function inviteRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'DELETE',
       path: '/orgs/{org_id}/invites/{invite_id}',
       options: {
-        tags, description: 'Revoke an invite (members:write); 409 once accepted',
+        tags,
+        description: 'Revoke an invite (members:write); 409 once accepted',
         plugins: { ...requires('members:write', 'org'), ...docs(204, 400, 401, 403, 404, 409) },
         validate: { params: orgParams.keys({ invite_id: S.inviteId.required() }) },
       },
@@ -119,7 +127,9 @@ function inviteRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/auth/request-access',
       options: {
-        auth: false, tags, payload: SMALL_PAYLOAD,
+        auth: false,
+        tags,
+        payload: SMALL_PAYLOAD,
         description: 'Ask to join an org with an e-mail and an SSH or hex nostr public key; keep the id to check the status',
         plugins: docs(400, 404, 409, 429),
         validate: { payload: S.accessRequestCreate },
@@ -131,7 +141,9 @@ function inviteRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/auth/request-access/{request_id}',
       options: {
-        auth: false, tags, description: 'Status of an access request (pending, approved, rejected with a reason)',
+        auth: false,
+        tags,
+        description: 'Status of an access request (pending, approved, rejected with a reason)',
         plugins: docs(400, 404),
         validate: { params: Joi.object({ request_id: S.accessRequestId.required() }) },
         response: { schema: S.accessRequestStatus },
@@ -142,7 +154,8 @@ function inviteRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/orgs/{org_id}/access-requests',
       options: {
-        tags, description: "The org's access requests, newest first (members:write); filter by status",
+        tags,
+        description: "The org's access requests, newest first (members:write); filter by status",
         plugins: { ...requires('members:write', 'org'), ...docs(400, 401, 403, 404) },
         validate: { params: orgParams, query: listQuerySchema.keys({ status: Joi.string().valid('pending', 'approved', 'rejected') }) },
         response: { schema: pageSchema(S.accessRequestResponse, 'AccessRequestList') },
@@ -156,7 +169,8 @@ function inviteRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/orgs/{org_id}/access-requests/{request_id}/approve',
       options: {
-        tags, description: 'Approve: account, key and membership in one transaction (members:write); approving again is a no-op',
+        tags,
+        description: 'Approve: account, key and membership in one transaction (members:write); approving again is a no-op',
         plugins: { ...requires('members:write', 'org'), ...docs(400, 401, 403, 404, 409) },
         validate: { params: orgParams.keys({ request_id: S.accessRequestId.required() }), payload: S.approveRequest.allow(null) },
         response: { schema: S.accessRequestResponse },
@@ -171,7 +185,8 @@ function inviteRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/orgs/{org_id}/access-requests/{request_id}/reject',
       options: {
-        tags, description: 'Reject with a reason (members:write); 409 once approved',
+        tags,
+        description: 'Reject with a reason (members:write); 409 once approved',
         plugins: { ...requires('members:write', 'org'), ...docs(400, 401, 403, 404, 409) },
         validate: { params: orgParams.keys({ request_id: S.accessRequestId.required() }), payload: S.rejectRequest },
         response: { schema: S.accessRequestResponse },

@@ -6,10 +6,17 @@ import { publicKey, ttlDays } from './schemas.ts';
 
 export const inviteId = Joi.string().pattern(new RegExp(`^inv_${TYPEID_SUFFIX}$`), 'inv_<base32> id');
 export const accessRequestId = Joi.string().pattern(new RegExp(`^areq_${TYPEID_SUFFIX}$`), 'areq_<base32> id');
-export const inviteCode = Joi.string().pattern(/^svcinv_[A-Za-z0-9_-]{32}$/, 'svcinv_<code>').description('the code shown once at creation');
-const nostrPubkey = Joi.string().pattern(/^[0-9a-fA-F]{64}$/, '64 hex characters').description('hex nostr public key (64 hex characters)');
+export const inviteCode = Joi.string()
+  .pattern(/^svcinv_[A-Za-z0-9_-]{32}$/, 'svcinv_<code>')
+  .description('the code shown once at creation');
+const nostrPubkey = Joi.string()
+  .pattern(/^[0-9a-fA-F]{64}$/, '64 hex characters')
+  .description('hex nostr public key (64 hex characters)');
 const reason = Joi.string().trim().min(1).max(1000);
-const redirectUrl = Joi.string().uri({ scheme: ['https', 'http'] }).max(2048).description('where the web client sends the invitee after accepting');
+const redirectUrl = Joi.string()
+  .uri({ scheme: ['https', 'http'] })
+  .max(2048)
+  .description('where the web client sends the invitee after accepting');
 
 export const exchangeRequest = Joi.object({
   token: Joi.string().max(8192).required().description('the identity provider token (HS256 JWT)'),
@@ -26,7 +33,11 @@ export const inviteRequest = Joi.object({
   role: roleSchema.default('member'),
   email: emailSchema.description('the invite applies by itself when this account signs in'),
   provider_hint: Joi.string().trim().min(1).max(200).description('the identity provider or code host the invitee uses (recorded only)'),
-  identity_hint: Joi.string().trim().min(1).max(16_384).description('SSH public key, SSH fingerprint or hex nostr key: that key gets the membership when it first logs in'),
+  identity_hint: Joi.string()
+    .trim()
+    .min(1)
+    .max(16_384)
+    .description('SSH public key, SSH fingerprint or hex nostr key: that key gets the membership when it first logs in'),
   redirect_url: redirectUrl,
   ...expiry,
 })

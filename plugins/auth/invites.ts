@@ -157,7 +157,10 @@ export class Invites {
     if (principal.scope) throw Boom.forbidden(`a token scoped to ${principal.scope.type} ${principal.scope.id} cannot accept invites; use a login token`);
     const email = principal.email;
     return this.db.transaction(async (trx) => {
-      const row: InviteRow | undefined = await trx('invites').where({ code_hash: hashCode(code) }).forUpdate().first();
+      const row: InviteRow | undefined = await trx('invites')
+        .where({ code_hash: hashCode(code) })
+        .forUpdate()
+        .first();
       if (!row) throw Boom.notFound('invite not found');
       const now = this.clock.now();
       const status = inviteStatus(row, now);

@@ -56,7 +56,9 @@ export class Identity {
   /** Memberships outside a scoped token's org or project are not shown: the token cannot reach them. */
   async me(principal: Principal) {
     if (principal.kind !== 'user') {
-      throw Boom.forbidden(`/auth/me describes a user; this is a ${principal.kind.replace('_', ' ')} token (${principal.id}, scope ${principal.scope?.type} ${principal.scope?.id})`);
+      throw Boom.forbidden(
+        `/auth/me describes a user; this is a ${principal.kind.replace('_', ' ')} token (${principal.id}, scope ${principal.scope?.type} ${principal.scope?.id})`,
+      );
     }
     const user = (await this.users.findById(principal.id))!;
     const { scope } = principal;

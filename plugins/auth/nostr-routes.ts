@@ -33,7 +33,9 @@ export function nostrRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/auth/nostr/challenge',
       options: {
-        auth: false, tags, description: 'Start Schnorr login for an e-mail or a public key: a nonce to sign as a kind-22242 Nostr event',
+        auth: false,
+        tags,
+        description: 'Start Schnorr login for an e-mail or a public key: a nonce to sign as a kind-22242 Nostr event',
         plugins: docs(400),
         validate: { payload: N.nostrChallengeRequest },
         response: { schema: N.nostrChallengeResponse },
@@ -44,7 +46,9 @@ export function nostrRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/auth/nostr/verify',
       options: {
-        auth: false, tags, description: 'Finish Schnorr login with the signed event; returns a token',
+        auth: false,
+        tags,
+        description: 'Finish Schnorr login with the signed event; returns a token',
         plugins: docs(400, 401),
         validate: { payload: N.nostrVerifyRequest },
         response: { schema: tokenResponse },
@@ -58,7 +62,8 @@ export function nostrRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/auth/nostr-keys',
       options: {
-        tags, description: 'Register a hex Nostr (secp256k1 x-only) public key on your own account (not with a scoped token)',
+        tags,
+        description: 'Register a hex Nostr (secp256k1 x-only) public key on your own account (not with a scoped token)',
         plugins: { ...authenticated, ...docs(400, 401, 403, 409) },
         validate: { payload: N.nostrKeyRequest },
         response: { status: { 201: N.nostrKeyResponse } },
@@ -72,7 +77,8 @@ export function nostrRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/auth/nostr-keys',
       options: {
-        tags, description: 'Your registered Nostr public keys (not with a scoped token)',
+        tags,
+        description: 'Your registered Nostr public keys (not with a scoped token)',
         plugins: { ...authenticated, ...docs(400, 401, 403) },
         validate: { query: listQuerySchema },
         response: { schema: pageSchema(N.nostrKeyResponse, 'NostrPublicKeyList') },
@@ -83,7 +89,8 @@ export function nostrRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'DELETE',
       path: '/auth/nostr-keys/{key_id}',
       options: {
-        tags, description: 'Remove one of your Nostr public keys (not with a scoped token)',
+        tags,
+        description: 'Remove one of your Nostr public keys (not with a scoped token)',
         plugins: { ...authenticated, ...docs(204, 400, 401, 403, 404) },
         validate: { params: Joi.object({ key_id: keyId.required() }) },
       },

@@ -24,9 +24,7 @@ export const nostrKeyResponse = Joi.object({
   created_at: timestamp.required(),
 }).label('NostrPublicKey');
 
-export const nostrChallengeRequest = Joi.object({ email: emailSchema, pubkey: nostrPubkey })
-  .xor('email', 'pubkey')
-  .label('NostrChallengeRequest');
+export const nostrChallengeRequest = Joi.object({ email: emailSchema, pubkey: nostrPubkey }).xor('email', 'pubkey').label('NostrChallengeRequest');
 
 export const nostrChallengeResponse = Joi.object({
   challenge_id: challengeId.required(),
@@ -40,9 +38,14 @@ export const nostrEvent = Joi.object({
   pubkey: hex64.required(),
   created_at: Joi.number().integer().min(0).strict().required(),
   kind: Joi.number().integer().min(0).max(65535).strict().required(),
-  tags: Joi.array().items(Joi.array().items(Joi.string().allow('').max(1024)).max(16)).max(64).required(),
+  tags: Joi.array()
+    .items(Joi.array().items(Joi.string().allow('').max(1024)).max(16))
+    .max(64)
+    .required(),
   content: Joi.string().allow('').max(1024).required(),
-  sig: Joi.string().pattern(/^[0-9a-f]{128}$/, '128 lower-case hex characters').required(),
+  sig: Joi.string()
+    .pattern(/^[0-9a-f]{128}$/, '128 lower-case hex characters')
+    .required(),
 }).label('NostrEvent');
 
 export const nostrVerifyRequest = Joi.object({

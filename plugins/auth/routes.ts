@@ -45,7 +45,10 @@ export function authRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/auth/bootstrap',
       options: {
-        auth: false, tags, description: 'Create the first administrator and return a token; without SVC_BOOTSTRAP_TOKEN only clients on the server host (loopback, not through a proxy) may',
+        auth: false,
+        tags,
+        description:
+          'Create the first administrator and return a token; without SVC_BOOTSTRAP_TOKEN only clients on the server host (loopback, not through a proxy) may',
         plugins: docs(400, 401, 403, 409),
         validate: { payload: S.bootstrapRequest },
         response: { status: { 201: S.tokenResponse } },
@@ -60,7 +63,9 @@ export function authRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/auth/challenge',
       options: {
-        auth: false, tags, description: 'Start key-signature login: a nonce to sign with ssh-keygen -Y sign -n svc-auth',
+        auth: false,
+        tags,
+        description: 'Start key-signature login: a nonce to sign with ssh-keygen -Y sign -n svc-auth',
         plugins: docs(400),
         validate: { payload: S.challengeRequest },
         response: { schema: S.challengeResponse },
@@ -71,7 +76,9 @@ export function authRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/auth/verify',
       options: {
-        auth: false, tags, description: 'Finish key-signature login with the signed nonce; returns a token',
+        auth: false,
+        tags,
+        description: 'Finish key-signature login with the signed nonce; returns a token',
         plugins: docs(400, 401),
         validate: { payload: S.verifyRequest },
         response: { schema: S.tokenResponse },
@@ -84,14 +91,20 @@ export function authRoutes(container: DependencyContainer): ServerRoute[] {
     {
       method: 'GET',
       path: '/auth/me',
-      options: { tags, description: 'The caller: account, token scope, and the orgs and projects it belongs to (within the token scope)', plugins: { ...authenticated, ...docs(401, 403) }, response: { schema: S.meResponse } },
+      options: {
+        tags,
+        description: 'The caller: account, token scope, and the orgs and projects it belongs to (within the token scope)',
+        plugins: { ...authenticated, ...docs(401, 403) },
+        response: { schema: S.meResponse },
+      },
       handler: (request) => identity.me(principalOf(request)),
     },
     {
       method: 'POST',
       path: '/auth/keys',
       options: {
-        tags, description: 'Register an SSH public key on your own account (not with an org- or project-scoped token)',
+        tags,
+        description: 'Register an SSH public key on your own account (not with an org- or project-scoped token)',
         plugins: { ...authenticated, ...docs(400, 401, 403, 409) },
         validate: { payload: S.keyRequest },
         response: { status: { 201: S.keyResponse } },
@@ -105,7 +118,8 @@ export function authRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/auth/keys',
       options: {
-        tags, description: 'Your registered SSH public keys (not with a scoped token)',
+        tags,
+        description: 'Your registered SSH public keys (not with a scoped token)',
         plugins: { ...authenticated, ...docs(400, 401, 403) },
         validate: { query: listQuerySchema },
         response: { schema: pageSchema(S.keyResponse, 'PublicKeyList') },
@@ -116,7 +130,8 @@ export function authRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'DELETE',
       path: '/auth/keys/{key_id}',
       options: {
-        tags, description: 'Remove one of your SSH public keys (not with a scoped token)',
+        tags,
+        description: 'Remove one of your SSH public keys (not with a scoped token)',
         plugins: { ...authenticated, ...docs(204, 400, 401, 403, 404) },
         validate: { params: Joi.object({ key_id: S.keyId.required() }) },
       },
@@ -129,7 +144,8 @@ export function authRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/auth/mint',
       options: {
-        tags, description: 'Mint a token for a user in an org or project scope (system administrator); creates the user and membership if needed',
+        tags,
+        description: 'Mint a token for a user in an org or project scope (system administrator); creates the user and membership if needed',
         plugins: { ...systemAdmin, ...docs(400, 401, 403, 404) },
         validate: { payload: S.mintRequest },
         response: { status: { 201: S.mintResponse } },
@@ -140,7 +156,8 @@ export function authRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/auth/signing-keys/rotate',
       options: {
-        tags, description: 'Start signing with a new key; earlier keys keep verifying their tokens (system administrator)',
+        tags,
+        description: 'Start signing with a new key; earlier keys keep verifying their tokens (system administrator)',
         plugins: { ...systemAdmin, ...docs(401, 403) },
         response: { schema: Joi.object({ kid: Joi.string().required() }).label('RotatedKey') },
       },

@@ -76,7 +76,9 @@ export const mintResponse = tokenResponse.keys({ scope: scopeSchema.required(), 
 export const meResponse = Joi.object({
   user: userResponseSchema.required(),
   token: Joi.object({ expires_at: timestamp.required(), scope: scopeSchema.allow(null).required(), role: roleSchema.allow(null).required() }).required(),
-  orgs: Joi.array().items(Joi.object({ id: Joi.string(), name: Joi.string(), slug: Joi.string(), role: roleSchema }).label('MyOrg')).required(),
+  orgs: Joi.array()
+    .items(Joi.object({ id: Joi.string(), name: Joi.string(), slug: Joi.string(), role: roleSchema }).label('MyOrg'))
+    .required(),
   projects: Joi.array()
     .items(Joi.object({ id: Joi.string(), org_id: Joi.string(), name: Joi.string(), slug: Joi.string(), role: roleSchema }).label('MyProject'))
     .required(),

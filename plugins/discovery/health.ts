@@ -41,7 +41,10 @@ export function healthRoutes(container: DependencyContainer): ServerRoute[] {
       handler: async (_request, h) => {
         const t0 = performance.now();
         const ok = await Promise.race([
-          db.raw('SELECT 1').then(() => true, () => false),
+          db.raw('SELECT 1').then(
+            () => true,
+            () => false,
+          ),
           new Promise<boolean>((resolve) => setTimeout(resolve, HEALTH_DB_TIMEOUT_MS, false).unref()),
         ]);
         const body = {

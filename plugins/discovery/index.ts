@@ -20,7 +20,9 @@ const authConfigSchema = Joi.object({
     issuer: Joi.string().allow(null).required(),
     audience: Joi.string().required(),
     algorithms: Joi.array().items(Joi.string()).required(),
-  }).required().label('SsoConfig'),
+  })
+    .required()
+    .label('SsoConfig'),
   login_methods: Joi.array().items(Joi.string()).required(),
   ssh_signature_namespace: Joi.string().required(),
   token_ttl_days: Joi.object({ default: Joi.number(), min: Joi.number(), max: Joi.number() }).required(),
@@ -41,13 +43,23 @@ export const plugin: DomainPlugin = {
       {
         method: 'GET',
         path: '/.well-known/jwks.json',
-        options: { auth: false, description: 'Public keys that verify tokens this service issues', tags: ['api', 'discovery'], response: { schema: jwksSchema } },
+        options: {
+          auth: false,
+          description: 'Public keys that verify tokens this service issues',
+          tags: ['api', 'discovery'],
+          response: { schema: jwksSchema },
+        },
         handler: () => keys.jwks(),
       },
       {
         method: 'GET',
         path: '/auth/config',
-        options: { auth: false, description: 'Identity-provider address and token settings for clients', tags: ['api', 'discovery'], response: { schema: authConfigSchema } },
+        options: {
+          auth: false,
+          description: 'Identity-provider address and token settings for clients',
+          tags: ['api', 'discovery'],
+          response: { schema: authConfigSchema },
+        },
         handler: (request) => ({
           issuer: config.auth.issuer,
           jwks_uri: `${config.server.public_url ?? `${request.server.info.protocol}://${request.info.host}`}/.well-known/jwks.json`,
@@ -69,7 +81,9 @@ export const plugin: DomainPlugin = {
         method: 'GET',
         path: '/openapi.yaml',
         options: {
-          auth: false, description: 'The OpenAPI document as YAML', tags: ['api', 'discovery'],
+          auth: false,
+          description: 'The OpenAPI document as YAML',
+          tags: ['api', 'discovery'],
           plugins: { 'hapi-swagger': { responses: { 200: { description: 'application/yaml', schema: Joi.string().label('OpenApiYaml') } } } },
         },
         handler: async (request, h) => {

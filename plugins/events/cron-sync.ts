@@ -132,7 +132,9 @@ export class CronSync implements RoleService {
     await this.db.transaction(async (trx) => {
       await trx.raw('SELECT pg_advisory_xact_lock(hashtext(?))', [`svc.cron:${projectId}`]);
       const desired = await this.desired(projectId, trx);
-      const registered = new Map<string, string>((await trx('schedule_registrations').where({ project_id: projectId })).map((r: { key: string; expression: string }) => [r.key, r.expression]));
+      const registered = new Map<string, string>(
+        (await trx('schedule_registrations').where({ project_id: projectId })).map((r: { key: string; expression: string }) => [r.key, r.expression]),
+      );
       for (const key of registered.keys()) {
         if (desired.has(key)) continue;
         await this.scheduler.cancel(CRON_JOB, { key });
@@ -157,7 +159,10 @@ export class CronSync implements RoleService {
     }
     await this.db.transaction(async (trx) => {
       const { created } = await emitEvent(trx, { ...event, dedupe_key: `cron:${key}:${cronTick(new Date())}` });
-      if (created && key.startsWith('schedule:')) await trx('schedules').where({ id: key.slice('schedule:'.length) }).update({ last_fired_at: trx.fn.now() });
+      if (created && key.startsWith('schedule:'))
+        await trx('schedules')
+          .where({ id: key.slice('schedule:'.length) })
+          .update({ last_fired_at: trx.fn.now() });
     });
   };
 
@@ -165,10 +170,16 @@ export class CronSync implements RoleService {
     const project = await this.projects.byId(projectId);
     if (!project || project.deleted) return null;
     if (key.startsWith('schedule:')) {
-      const s = await this.db('schedules').where({ id: key.slice('schedule:'.length), project_id: projectId, enabled: true }).first();
+      const s = await this.db('schedules')
+        .where({ id: key.slice('schedule:'.length), project_id: projectId, enabled: true })
+        .first();
       if (!s) return null;
       return {
-        project_id: projectId, type: s.event_type, source: 'cron', actor_type: 'user', actor_id: s.created_by,
+        project_id: projectId,
+        type: s.event_type,
+        source: 'cron',
+        actor_type: 'user',
+        actor_id: s.created_by,
         payload: { ...s.payload, schedule: s.cron, schedule_id: s.id },
       };
     }
@@ -176,7 +187,10 @@ export class CronSync implements RoleService {
     const trigger = manifest ? cronTriggers(projectId, manifest.parsed).get(key) : undefined;
     if (!trigger) return null;
     return {
-      project_id: projectId, type: 'cron.tick', source: 'cron', actor_type: 'system',
+      project_id: projectId,
+      type: 'cron.tick',
+      source: 'cron',
+      actor_type: 'system',
       payload: { schedule: trigger.schedule, trigger_name: trigger.name, trigger_kind: trigger.kind },
     };
   }

@@ -5,7 +5,19 @@ import type { EventLog, EventWindow, LoggedEvent } from '../../core/ports/events
 
 /** The columns of a LoggedEvent (the claim bookkeeping and the routing stay in this domain). */
 const LOGGED_FIELDS = [
-  'id', 'project_id', 'type', 'source', 'status', 'payload_json', 'env_name', 'ref_sha', 'ref_branch', 'actor_type', 'actor_id', 'dedupe_key', 'created_at',
+  'id',
+  'project_id',
+  'type',
+  'source',
+  'status',
+  'payload_json',
+  'env_name',
+  'ref_sha',
+  'ref_branch',
+  'actor_type',
+  'actor_id',
+  'dedupe_key',
+  'created_at',
 ];
 
 /** The EventLog port: what other domains read of the events table. */

@@ -34,8 +34,10 @@ const list = (patterns: string[]) => patterns.map((p) => `'${p}'`).join(', ');
 /** Every pipeline and workflow of the manifest with a `trigger`, in manifest order (pipelines first). */
 export function triggerOwners(manifest: Manifest): TriggerOwner[] {
   const owners: TriggerOwner[] = [];
-  for (const [name, def] of Object.entries(manifest.pipelines ?? {})) if (def.trigger !== undefined) owners.push({ kind: 'pipeline', name, trigger: def.trigger });
-  for (const [name, def] of Object.entries(manifest.workflows ?? {})) if (def.trigger !== undefined) owners.push({ kind: 'workflow', name, trigger: def.trigger });
+  for (const [name, def] of Object.entries(manifest.pipelines ?? {}))
+    if (def.trigger !== undefined) owners.push({ kind: 'pipeline', name, trigger: def.trigger });
+  for (const [name, def] of Object.entries(manifest.workflows ?? {}))
+    if (def.trigger !== undefined) owners.push({ kind: 'workflow', name, trigger: def.trigger });
   return owners;
 }
 
@@ -80,7 +82,8 @@ export function matchClause(clause: TriggerClause, event: RoutableEvent, owner: 
       const type = typeIs(event, 'vcshost.pull_request');
       if (!type.ok) return type;
       const action = str(event.payload.action);
-      if (clause.actions && !(action && clause.actions.includes(action))) return no(`action ${action ? `'${action}'` : '(none)'} is not one of ${clause.actions.join(', ')}`);
+      if (clause.actions && !(action && clause.actions.includes(action)))
+        return no(`action ${action ? `'${action}'` : '(none)'} is not one of ${clause.actions.join(', ')}`);
       return anyPattern(clause.base_branches, baseBranch(event.payload), 'base branch');
     }
     case 'cron': {

@@ -8,7 +8,6 @@ import type { LoggedEvent } from '../../core/ports/events.ts';
 import type { Decision } from './matcher.ts';
 import { ProjectDirectoryToken, type ProjectDirectory } from '../../core/ports/directory.ts';
 
-
 /** What the router did with an event: the manifest it read, and every trigger's decision (with what a match started). */
 export interface Routing {
   manifest_hash: string | null;
@@ -86,10 +85,17 @@ export class EventRepository {
    * back to pending, or failed once they have been claimed `maxAttempts` times.
    */
   async recoverStuck(staleSeconds: number, maxAttempts: number): Promise<{ requeued: number; failed: number }> {
-    const stale = this.db('events').where('status', 'processing').andWhere('claimed_at', '<', this.db.raw('now() - make_interval(secs => ?)', [staleSeconds]));
-    const failed = await stale.clone().where('attempts', '>=', maxAttempts).update({
-      status: 'failed', error: `routing did not finish after ${maxAttempts} claims`, updated_at: this.db.fn.now(),
-    });
+    const stale = this.db('events')
+      .where('status', 'processing')
+      .andWhere('claimed_at', '<', this.db.raw('now() - make_interval(secs => ?)', [staleSeconds]));
+    const failed = await stale
+      .clone()
+      .where('attempts', '>=', maxAttempts)
+      .update({
+        status: 'failed',
+        error: `routing did not finish after ${maxAttempts} claims`,
+        updated_at: this.db.fn.now(),
+      });
     const requeued = await stale.clone().where('attempts', '<', maxAttempts).update({ status: 'pending', claimed_at: null, updated_at: this.db.fn.now() });
     return { requeued, failed };
   }

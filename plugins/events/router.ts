@@ -37,7 +37,10 @@ export const ROUTER_DEFAULTS: RouterOptions = { pollEveryMs: 1_000, recoverEvery
 export class EventRouter implements RoleService {
   readonly name = 'event-router';
   private stopped = false;
-  private readonly passes = new Passes(() => this.pass(), (err) => this.logger.error({ err }, 'event routing pass failed'));
+  private readonly passes = new Passes(
+    () => this.pass(),
+    (err) => this.logger.error({ err }, 'event routing pass failed'),
+  );
 
   constructor(
     @inject(EventRepository) private readonly events: EventRepository,

@@ -18,7 +18,8 @@ export function eventRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/projects/{project_id}/events',
       options: {
-        tags, description: 'Emit an event (stored pending; the orchestrator routes it to matching triggers). A known dedupe_key answers 200 with the earlier event',
+        tags,
+        description: 'Emit an event (stored pending; the orchestrator routes it to matching triggers). A known dedupe_key answers 200 with the earlier event',
         plugins: { ...requires('events:write', 'project'), ...docs(400, 401, 403, 404) },
         validate: { params: S.projectParams, payload: S.createEventSchema },
         response: { status: { 200: S.eventSchema, 201: S.eventSchema } },
@@ -32,7 +33,8 @@ export function eventRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/projects/{project_id}/events',
       options: {
-        tags, description: "The project's events, newest first (filters type, source, status)",
+        tags,
+        description: "The project's events, newest first (filters type, source, status)",
         plugins: { ...requires('events:read', 'project'), ...docs(400, 401, 403, 404) },
         validate: { params: S.projectParams, query: S.eventsQuery },
         response: { schema: pageSchema(S.eventSchema, 'EventList') },
@@ -43,7 +45,8 @@ export function eventRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/projects/{project_id}/events/{event_id}',
       options: {
-        tags, description: 'One event, with its routing: which triggers matched (and what they started) and why the others did not',
+        tags,
+        description: 'One event, with its routing: which triggers matched (and what they started) and why the others did not',
         plugins: { ...requires('events:read', 'project'), ...docs(400, 401, 403, 404) },
         validate: { params: S.eventParams },
         response: { schema: S.eventSchema },
@@ -54,7 +57,8 @@ export function eventRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/orgs/{org_id}/events',
       options: {
-        tags, description: "The events of every project of the org, newest first (filters type, source, status)",
+        tags,
+        description: 'The events of every project of the org, newest first (filters type, source, status)',
         plugins: { ...requires('events:read', 'org'), ...docs(400, 401, 403, 404) },
         validate: { params: S.orgParams, query: S.eventsQuery },
         response: { schema: pageSchema(S.eventSchema, 'EventList') },

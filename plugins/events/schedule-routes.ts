@@ -17,7 +17,8 @@ export function scheduleRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: base,
       options: {
-        tags, description: "The project's schedules, newest first",
+        tags,
+        description: "The project's schedules, newest first",
         plugins: { ...requires('events:read', 'project'), ...docs(400, 401, 403, 404) },
         validate: { params: S.projectParams, query: S.schedulesQuery },
         response: { schema: pageSchema(S.scheduleSchema, 'ScheduleList') },
@@ -28,7 +29,8 @@ export function scheduleRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: base,
       options: {
-        tags, description: 'Create a schedule: a cron expression (UTC) that emits an event of the given type and payload',
+        tags,
+        description: 'Create a schedule: a cron expression (UTC) that emits an event of the given type and payload',
         plugins: { ...requires('events:write', 'project'), ...docs(400, 401, 403, 404) },
         validate: { params: S.projectParams, payload: S.createScheduleSchema },
         response: { status: { 201: S.scheduleSchema } },
@@ -40,7 +42,8 @@ export function scheduleRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: `${base}/{schedule_id}`,
       options: {
-        tags, description: 'One schedule',
+        tags,
+        description: 'One schedule',
         plugins: { ...requires('events:read', 'project'), ...docs(400, 401, 403, 404) },
         validate: { params: S.scheduleParams },
         response: { schema: S.scheduleSchema },
@@ -51,7 +54,8 @@ export function scheduleRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'PATCH',
       path: `${base}/{schedule_id}`,
       options: {
-        tags, description: 'Change a schedule (cron, event type, payload, enabled, name)',
+        tags,
+        description: 'Change a schedule (cron, event type, payload, enabled, name)',
         plugins: { ...requires('events:write', 'project'), ...docs(400, 401, 403, 404) },
         validate: { params: S.scheduleParams, payload: S.updateScheduleSchema },
         response: { schema: S.scheduleSchema },
@@ -62,7 +66,8 @@ export function scheduleRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'DELETE',
       path: `${base}/{schedule_id}`,
       options: {
-        tags, description: 'Delete a schedule',
+        tags,
+        description: 'Delete a schedule',
         plugins: { ...requires('events:write', 'project'), ...docs(204, 400, 401, 403, 404) },
         validate: { params: S.scheduleParams },
       },

@@ -56,7 +56,9 @@ export class Schedules {
   create(projectId: string, creatorId: string, input: ScheduleInput): Promise<Schedule> {
     refusePlatformEvent(input.event_type);
     return this.db.transaction(async (trx) => {
-      const [row] = await trx('schedules').insert({ id: newId('sch'), project_id: projectId, created_by: creatorId, ...stored(input) }).returning('*');
+      const [row] = await trx('schedules')
+        .insert({ id: newId('sch'), project_id: projectId, created_by: creatorId, ...stored(input) })
+        .returning('*');
       this.resync.afterCommit(trx, projectId);
       return row;
     });
@@ -66,7 +68,10 @@ export class Schedules {
     if (changes.event_type !== undefined) refusePlatformEvent(changes.event_type);
     return this.db.transaction(async (trx) => {
       await this.get(projectId, id, trx);
-      const [row] = await trx('schedules').where({ id }).update({ ...stored(changes), updated_at: trx.fn.now() }).returning('*');
+      const [row] = await trx('schedules')
+        .where({ id })
+        .update({ ...stored(changes), updated_at: trx.fn.now() })
+        .returning('*');
       this.resync.afterCommit(trx, projectId);
       return row;
     });

@@ -19,10 +19,12 @@ export const scheduleParams = projectParams.keys({ schedule_id: scheduleId.requi
 
 export const createEventSchema = Joi.object({
   type: eventType.required(),
-  source: source.default('manual').description('runner and system are the platform\'s own (403)'),
+  source: source.default('manual').description("runner and system are the platform's own (403)"),
   env_name: text(200).allow(null),
   ref_branch: text(255).allow(null),
-  ref_sha: Joi.string().pattern(/^[0-9a-fA-F]{7,64}$/, 'hex commit SHA').allow(null),
+  ref_sha: Joi.string()
+    .pattern(/^[0-9a-fA-F]{7,64}$/, 'hex commit SHA')
+    .allow(null),
   actor_type: Joi.string().valid('user', 'system', 'app').default('user'),
   actor_id: text(200).allow(null).description('default: the caller'),
   dedupe_key: text(500).allow(null).description('an event with a key the project has already seen is not created again: 200 with that event'),
@@ -45,23 +47,31 @@ const decision = Joi.object({
 const routingSchema = Joi.object({
   manifest_hash: Joi.string().allow(null).required(),
   routed_at: timestamp.required(),
-  matched: Joi.array().items(decision.keys({
-    matched: Joi.valid(true).required(),
-    trigger: Joi.string().required().description('the clause that fired'),
-    run_id: Joi.string().description('the pipeline run started'),
-    job_id: Joi.string().description('the workflow job started'),
-    error: Joi.string().description('why it could not be started'),
-  })).required(),
-  not_matched: Joi.array().items(decision.keys({ matched: Joi.valid(false).required(), reason: Joi.string().required() })).required(),
+  matched: Joi.array()
+    .items(
+      decision.keys({
+        matched: Joi.valid(true).required(),
+        trigger: Joi.string().required().description('the clause that fired'),
+        run_id: Joi.string().description('the pipeline run started'),
+        job_id: Joi.string().description('the workflow job started'),
+        error: Joi.string().description('why it could not be started'),
+      }),
+    )
+    .required(),
+  not_matched: Joi.array()
+    .items(decision.keys({ matched: Joi.valid(false).required(), reason: Joi.string().required() }))
+    .required(),
 }).label('EventRouting');
 
-export const eventSchema = recordedEventSchema.keys({
-  mutation_id: Joi.string().allow(null).required(),
-  request_id: Joi.string().allow(null).required(),
-  routing: routingSchema.allow(null).required().description('which triggers matched (and what they started) and why the others did not; null until routed'),
-  error: Joi.string().allow(null).required().description('why routing failed'),
-  updated_at: timestamp.required(),
-}).label('Event');
+export const eventSchema = recordedEventSchema
+  .keys({
+    mutation_id: Joi.string().allow(null).required(),
+    request_id: Joi.string().allow(null).required(),
+    routing: routingSchema.allow(null).required().description('which triggers matched (and what they started) and why the others did not; null until routed'),
+    error: Joi.string().allow(null).required().description('why routing failed'),
+    updated_at: timestamp.required(),
+  })
+  .label('Event');
 
 const cron = Joi.string()
   .trim()
@@ -86,7 +96,10 @@ export const updateScheduleSchema = Joi.object({
   event_type: eventType,
   payload: Joi.object().unknown(true),
   enabled: Joi.boolean(),
-}).min(1).messages({ 'object.min': 'give at least one of name, cron, event_type, payload, enabled' }).label('ScheduleUpdate');
+})
+  .min(1)
+  .messages({ 'object.min': 'give at least one of name, cron, event_type, payload, enabled' })
+  .label('ScheduleUpdate');
 
 export const schedulesQuery = listQuerySchema.keys({ enabled: Joi.boolean() });
 

@@ -58,12 +58,18 @@ export class Harnesses implements HarnessRegistry {
   private readonly byName = new Map<string, Entry>();
   private readonly entries: Entry[];
 
-  private constructor(entries: Entry[], private readonly authService: HarnessAuth) {
+  private constructor(
+    entries: Entry[],
+    private readonly authService: HarnessAuth,
+  ) {
     this.entries = entries;
     for (const entry of entries) {
       for (const name of [entry.def.id, ...(entry.def.aliases ?? [])]) {
         const taken = this.byName.get(name);
-        if (taken) throw new HarnessConfigError(`harness name '${name}' of ${entry.source === 'builtin' ? entry.def.id : `plugin '${entry.source}'`} is already taken by ${taken.def.id} (${taken.source})`);
+        if (taken)
+          throw new HarnessConfigError(
+            `harness name '${name}' of ${entry.source === 'builtin' ? entry.def.id : `plugin '${entry.source}'`} is already taken by ${taken.def.id} (${taken.source})`,
+          );
         this.byName.set(name, entry);
       }
     }
@@ -78,7 +84,10 @@ export class Harnesses implements HarnessRegistry {
     for (const key of Object.keys(config)) {
       if (key !== 'plugins' && !ids.has(key)) throw new HarnessConfigError(`harnesses.${key}: no harness has this id (known: ${[...ids].join(', ')})`);
     }
-    return new Harnesses(all.map((e) => ({ ...e, def: configured(e.def, settings(e.def.id), cwd) })), auth);
+    return new Harnesses(
+      all.map((e) => ({ ...e, def: configured(e.def, settings(e.def.id), cwd) })),
+      auth,
+    );
   }
 
   get(idOrAlias: string): HarnessDefinition | undefined {

@@ -2,8 +2,14 @@ import Joi from 'joi';
 import { MAX_LIMIT, pageSchema } from '../../core/http/lists.ts';
 
 export const nameParams = Joi.object({
-  name: Joi.string().max(100).pattern(/^[a-z][a-z0-9_-]*$/).required()
-    .messages({ 'string.pattern.base': '"name" must be a harness id or alias (lower-case letters, digits, _ or -); the harness:variant syntax is not parsed, use harness_options.variant' })
+  name: Joi.string()
+    .max(100)
+    .pattern(/^[a-z][a-z0-9_-]*$/)
+    .required()
+    .messages({
+      'string.pattern.base':
+        '"name" must be a harness id or alias (lower-case letters, digits, _ or -); the harness:variant syntax is not parsed, use harness_options.variant',
+    })
     .description('harness id or alias, e.g. harness_b or coder'),
 });
 
@@ -16,16 +22,22 @@ export const harnessSchema = Joi.object({
   name: Joi.string().required(),
   aliases: Joi.array().items(Joi.string()).required(),
   description: Joi.string().required(),
-  variants: Joi.array().items(Joi.object({
-    name: Joi.string().required(),
-    description: Joi.string().required(),
-    source: Joi.string().required().description('builtin, or the plugin that declares it'),
-  }).label('HarnessVariant')).required(),
+  variants: Joi.array()
+    .items(
+      Joi.object({
+        name: Joi.string().required(),
+        description: Joi.string().required(),
+        source: Joi.string().required().description('builtin, or the plugin that declares it'),
+      }).label('HarnessVariant'),
+    )
+    .required(),
   auth: Joi.object({
     available: Joi.boolean().required().description('the binary is found and credentials are present'),
     reason: Joi.string().required(),
     instructions: Joi.array().items(Joi.string()).required(),
-  }).label('HarnessAuth').required(),
+  })
+    .label('HarnessAuth')
+    .required(),
   capabilities: Joi.object({
     supports_model: Joi.boolean().required(),
     model_examples: Joi.array().items(Joi.string()).required(),
@@ -33,8 +45,12 @@ export const harnessSchema = Joi.object({
       supported: Joi.boolean().required(),
       levels: Joi.array().items(Joi.string()).required(),
       mode: Joi.string().allow(null).required(),
-    }).label('HarnessReasoning').required(),
-  }).label('HarnessCapabilities').required(),
+    })
+      .label('HarnessReasoning')
+      .required(),
+  })
+    .label('HarnessCapabilities')
+    .required(),
 }).label('Harness');
 
 export const harnessPage = pageSchema(harnessSchema, 'HarnessList');

@@ -33,7 +33,11 @@ export const credentialNames = (def: HarnessDefinition): string[] => [...new Set
 
 /** The declared credential variables the server's own environment holds. */
 export function environmentCredentials(def: HarnessDefinition, env: NodeJS.ProcessEnv = process.env): Record<string, string> {
-  return Object.fromEntries(credentialNames(def).filter((n) => env[n]).map((n) => [n, env[n] as string]));
+  return Object.fromEntries(
+    credentialNames(def)
+      .filter((n) => env[n])
+      .map((n) => [n, env[n] as string]),
+  );
 }
 
 /** `SVC_HARNESS_B_COMMAND` for harness_b; plugin harnesses use the generic config variable. */
@@ -67,10 +71,16 @@ export class HarnessAuth {
     const install = `Install the CLI for the user that runs jobs, or set harnesses.${def.id}.command (${commandVariable(def.id)}) to its path.`;
     const binary = findBinary(command);
     if (!binary) {
-      return { available: false, reason: `binary '${command}' not found${command.includes('/') ? '' : ' on PATH'}`, instructions: [install, ...(def.credentials?.instructions ?? [])], missing: 'binary' };
+      return {
+        available: false,
+        reason: `binary '${command}' not found${command.includes('/') ? '' : ' on PATH'}`,
+        instructions: [install, ...(def.credentials?.instructions ?? [])],
+        missing: 'binary',
+      };
     }
     const spec = def.credentials;
-    if (!spec || (spec.env.length === 0 && !spec.files?.length)) return { available: true, reason: `${binary} found; it needs no credentials`, instructions: [] };
+    if (!spec || (spec.env.length === 0 && !spec.files?.length))
+      return { available: true, reason: `${binary} found; it needs no credentials`, instructions: [] };
 
     const fromEnv = environmentCredentials(def);
     const groupOf = (have: Record<string, string>) => spec.env.find((g) => g.every((n) => have[n]));

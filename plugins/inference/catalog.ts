@@ -2,7 +2,7 @@ import Boom from '@hapi/boom';
 import type { InferenceConfig, ProviderSettings } from '../../core/config/schema.ts';
 import type { ProviderKind } from '../../core/ports/inference.ts';
 import { adapterFor } from './providers/index.ts';
-import { UpstreamClient } from './upstream.ts';
+import { type UpstreamClient } from './upstream.ts';
 import type { Credentials } from './credentials.ts';
 
 export interface ProviderView {
@@ -36,7 +36,11 @@ export class ProviderCatalog {
 
   list(): ProviderView[] {
     return Object.entries(this.settings.providers).map(([name, p]) => ({
-      name, kind: p.kind, description: adapterFor(p.kind).description, base_url: p.base_url, credential_secret: p.credential_secret,
+      name,
+      kind: p.kind,
+      description: adapterFor(p.kind).description,
+      base_url: p.base_url,
+      credential_secret: p.credential_secret,
       models_endpoint: `${p.base_url.replace(/\/+$/, '')}${adapterFor(p.kind).modelsPath}`,
     }));
   }
@@ -58,7 +62,13 @@ export class ProviderCatalog {
     const url = `${p.base_url.replace(/\/+$/, '')}${adapter.modelsPath}`;
     let body: unknown;
     try {
-      const answer = await this.client.send({ method: 'GET', url, headers: adapter.headers(key), requestTimeoutMs: this.settings.request_timeout_ms, guarded: false });
+      const answer = await this.client.send({
+        method: 'GET',
+        url,
+        headers: adapter.headers(key),
+        requestTimeoutMs: this.settings.request_timeout_ms,
+        guarded: false,
+      });
       const text = await answer.text(this.settings.idle_timeout_ms);
       if (answer.status < 200 || answer.status >= 300) throw new Error(`it answered ${answer.status}`);
       body = JSON.parse(text);

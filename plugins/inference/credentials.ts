@@ -12,11 +12,13 @@ export class Credentials {
 
   async value(secret: string | null, orgId: string | null, owner: string): Promise<string | null> {
     if (!secret) return null;
-    if (!this.container.isRegistered(SecretResolverToken)) throw Boom.badData(`${owner} names credential secret ${secret}, but the secrets plugin is not loaded`);
+    if (!this.container.isRegistered(SecretResolverToken))
+      throw Boom.badData(`${owner} names credential secret ${secret}, but the secrets plugin is not loaded`);
     try {
       return await this.container.resolve(SecretResolverToken).resolve(secret, orgId ? { orgId } : {});
     } catch (e) {
-      if (e instanceof SecretMissing) throw Boom.badData(`${owner} cannot be used: its credential secret ${secret} is not set (${orgId ? `org ${orgId} or system` : 'system'} secrets)`);
+      if (e instanceof SecretMissing)
+        throw Boom.badData(`${owner} cannot be used: its credential secret ${secret} is not set (${orgId ? `org ${orgId} or system` : 'system'} secrets)`);
       throw e;
     }
   }

@@ -22,8 +22,13 @@ export class ManagedModelResolver implements ManagedModels {
     if (request.speaks === 'openai') {
       const baseUrl = this.proxyUrl();
       return {
-        model: request.model, provider: 'openai', baseUrl, apiKey: request.jobToken, via: 'proxy',
-        env: { OPENAI_BASE_URL: baseUrl, OPENAI_API_KEY: request.jobToken }, secrets: [request.jobToken],
+        model: request.model,
+        provider: 'openai',
+        baseUrl,
+        apiKey: request.jobToken,
+        via: 'proxy',
+        env: { OPENAI_BASE_URL: baseUrl, OPENAI_API_KEY: request.jobToken },
+        secrets: [request.jobToken],
       };
     }
     const { target } = resolved;
@@ -32,8 +37,13 @@ export class ManagedModelResolver implements ManagedModels {
     }
     const key = (await this.credentials.value(target.credential_secret, target.org_id, `inference target ${target.name}`)) ?? '';
     return {
-      model: resolved.upstreamModel, provider: 'anthropic', baseUrl: target.base_url, apiKey: key, via: 'direct',
-      env: { ANTHROPIC_BASE_URL: target.base_url, ...(key ? { ANTHROPIC_API_KEY: key } : {}) }, secrets: key ? [key] : [],
+      model: resolved.upstreamModel,
+      provider: 'anthropic',
+      baseUrl: target.base_url,
+      apiKey: key,
+      via: 'direct',
+      env: { ANTHROPIC_BASE_URL: target.base_url, ...(key ? { ANTHROPIC_API_KEY: key } : {}) },
+      secrets: key ? [key] : [],
     };
   }
 }

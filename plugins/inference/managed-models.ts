@@ -43,7 +43,8 @@ export class ManagedModelService {
     await this.scopes.admin(principal, orgId);
     const target = await this.repo.target(input.target_id);
     // An org entry may use its org's targets or the system's; a system entry only the system's.
-    if (!target || (target.org_id !== null && target.org_id !== orgId)) throw Boom.badData(`inference target ${input.target_id} not found in ${orgId ? `org ${orgId} or the system` : 'the system'}`);
+    if (!target || (target.org_id !== null && target.org_id !== orgId))
+      throw Boom.badData(`inference target ${input.target_id} not found in ${orgId ? `org ${orgId} or the system` : 'the system'}`);
     if (target.allowed_models.length && !target.allowed_models.includes(input.upstream_model)) {
       throw Boom.badData(`inference target ${target.name} does not allow model ${input.upstream_model} (allowed: ${target.allowed_models.join(', ')})`);
     }
@@ -51,12 +52,19 @@ export class ManagedModelService {
     const prices = Object.fromEntries(PRICE_KEYS.map((k) => [`${k}_price`, input.prices?.[k] ?? null]));
     try {
       return await this.repo.insertModel({
-        id: newId('mdl'), org_id: orgId, name: input.name, target_id: target.id, upstream_model: input.upstream_model,
-        description: input.description ?? null, project_ids: input.project_ids ?? null, created_by: principal.id,
+        id: newId('mdl'),
+        org_id: orgId,
+        name: input.name,
+        target_id: target.id,
+        upstream_model: input.upstream_model,
+        description: input.description ?? null,
+        project_ids: input.project_ids ?? null,
+        created_by: principal.id,
         ...(prices as Record<`${PriceKey}_price`, string | null>),
       });
     } catch (e) {
-      if (isUniqueViolation(e, 'inference_models_scope_name')) throw Boom.conflict(`managed/${input.name} already exists in ${orgId ? `org ${orgId}` : 'the system'}`);
+      if (isUniqueViolation(e, 'inference_models_scope_name'))
+        throw Boom.conflict(`managed/${input.name} already exists in ${orgId ? `org ${orgId}` : 'the system'}`);
       throw e;
     }
   }
@@ -78,4 +86,5 @@ export class ManagedModelService {
 }
 
 /** Whether a project may use the entry (no list: every project of its scope). */
-export const usableBy = (model: ModelWithTarget, projectId: string | null) => !model.project_ids || (projectId !== null && model.project_ids.includes(projectId));
+export const usableBy = (model: ModelWithTarget, projectId: string | null) =>
+  !model.project_ids || (projectId !== null && model.project_ids.includes(projectId));

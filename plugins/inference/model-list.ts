@@ -32,13 +32,31 @@ export class ModelList {
     if (hint.source !== 'provider') {
       const managed = await this.repo.listModels(scope.orgId, { limit: MAX_MANAGED, offset: 0 }, { projectId: scope.projectId });
       for (const m of [...managed.data].sort((a, b) => a.name.localeCompare(b.name))) {
-        entries.push({ id: `${MANAGED_PREFIX}${m.name}`, object: 'model', source: 'managed', kind: m.target.kind, provider: null, target: m.target.name, upstream_model: m.upstream_model });
+        entries.push({
+          id: `${MANAGED_PREFIX}${m.name}`,
+          object: 'model',
+          source: 'managed',
+          kind: m.target.kind,
+          provider: null,
+          target: m.target.name,
+          upstream_model: m.upstream_model,
+        });
       }
     }
     if (hint.source !== 'managed') {
-      for (const m of await this.catalog.allModels()) entries.push({ id: m.id, object: 'model', source: m.source, kind: m.kind, provider: m.provider, target: null, upstream_model: m.id });
+      for (const m of await this.catalog.allModels())
+        entries.push({ id: m.id, object: 'model', source: m.source, kind: m.kind, provider: m.provider, target: null, upstream_model: m.id });
     }
     const data = entries.slice(query.offset, query.offset + query.limit);
-    return { data, pagination: { limit: query.limit, offset: query.offset, count: data.length, total: entries.length, has_more: query.offset + data.length < entries.length } };
+    return {
+      data,
+      pagination: {
+        limit: query.limit,
+        offset: query.offset,
+        count: data.length,
+        total: entries.length,
+        has_more: query.offset + data.length < entries.length,
+      },
+    };
   }
 }

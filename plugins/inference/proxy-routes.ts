@@ -8,7 +8,7 @@ import { payloadOf } from '../../core/http/request.ts';
 import type { InferenceConfig } from '../../core/config/schema.ts';
 import type { TargetPointer } from '../../core/auth/access.ts';
 import { ChatProxy } from './proxy.ts';
-import { Scopes } from './scopes.ts';
+import { type Scopes } from './scopes.ts';
 import type { ChatRequest } from './providers/types.ts';
 import * as S from './schemas.ts';
 
@@ -33,10 +33,12 @@ export function proxyRoutes(container: DependencyContainer, settings: InferenceC
   const proxy = container.resolve(ChatProxy);
   return [
     {
-      method: 'POST', path: '/inference/v1/chat/completions',
+      method: 'POST',
+      path: '/inference/v1/chat/completions',
       options: {
         tags: ['api', 'inference'],
-        description: 'Chat completions through an inference target: managed/<name>, <target>/<model> or a model a target allows; stream: true answers server-sent events as they arrive',
+        description:
+          'Chat completions through an inference target: managed/<name>, <target>/<model> or a model a target allows; stream: true answers server-sent events as they arrive',
         notes: 'Upstream errors come back with the upstream status and body (credentials masked); no answer in time is 504, a broken upstream 502.',
         plugins: { ...requires('inference:use', CALLER_TARGET), ...docs(400, 401, 403, 404, 413, 422) },
         payload: { maxBytes: settings.max_request_bytes, allow: 'application/json', failAction: payloadFailed },
@@ -51,9 +53,19 @@ export function proxyRoutes(container: DependencyContainer, settings: InferenceC
         request.raw.res.once('close', () => {
           if (!request.raw.res.writableFinished) gone.abort();
         });
-        const reply = await proxy.complete(principalOf(request), { orgId: grant.orgId, projectId: grant.projectId }, payloadOf<ChatRequest>(request), gone.signal);
+        const reply = await proxy.complete(
+          principalOf(request),
+          { orgId: grant.orgId, projectId: grant.projectId },
+          payloadOf<ChatRequest>(request),
+          gone.signal,
+        );
         if (reply.kind === 'stream') {
-          return h.response(reply.stream).type('text/event-stream').header('cache-control', 'no-cache').header('content-encoding', 'identity').header('x-accel-buffering', 'no');
+          return h
+            .response(reply.stream)
+            .type('text/event-stream')
+            .header('cache-control', 'no-cache')
+            .header('content-encoding', 'identity')
+            .header('x-accel-buffering', 'no');
         }
         const response = h.response(reply.body as object).code(reply.status);
         for (const [name, value] of Object.entries(reply.headers)) response.header(name, value);

@@ -5,21 +5,25 @@ import type { Principal } from '../../core/auth/principal.ts';
 import { adapterFor } from './providers/index.ts';
 import { SseSplitter, dataFrame, parseJson } from './providers/sse.ts';
 import { noUsage, type ChatRequest, type ProviderAdapter, type TokenUsage } from './providers/types.ts';
-import { UpstreamClient, UpstreamTimedOut, type UpstreamAnswer } from './upstream.ts';
+import { type UpstreamClient, UpstreamTimedOut, type UpstreamAnswer } from './upstream.ts';
 import type { Credentials } from './credentials.ts';
-import type { ModelResolver, ResolvedModel } from './resolution.ts';
+import type { ModelResolver } from './resolution.ts';
 import type { CallOutcome, UsageRecorder } from './usage.ts';
 import type { CallerScope } from './scopes.ts';
 
 /** What the route sends back: a JSON answer (the upstream's status included), or a stream of server-sent events. */
-export type ProxyReply =
-  | { kind: 'json'; status: number; body: unknown; headers: Record<string, string> }
-  | { kind: 'stream'; stream: Readable };
+export type ProxyReply = { kind: 'json'; status: number; body: unknown; headers: Record<string, string> } | { kind: 'stream'; stream: Readable };
 
 /** Upstream error bodies are read up to this size. */
 const MAX_ERROR_BYTES = 64 * 1024;
 /** Upstream headers passed on with an error answer (rate limits tell the client when to come back). */
-const PASSED_HEADERS = ['retry-after', 'x-ratelimit-limit-requests', 'x-ratelimit-remaining-requests', 'x-ratelimit-reset-requests', 'anthropic-ratelimit-requests-reset'];
+const PASSED_HEADERS = [
+  'retry-after',
+  'x-ratelimit-limit-requests',
+  'x-ratelimit-remaining-requests',
+  'x-ratelimit-reset-requests',
+  'anthropic-ratelimit-requests-reset',
+];
 
 /** Replaces every occurrence of the credential (4 characters or more) in text sent back. */
 export function maskWith(secret: string | null): (text: string) => string {
@@ -51,15 +55,24 @@ export class ChatProxy {
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
     const outcome = (o: Partial<CallOutcome> & { status: number }): CallOutcome => ({
-      stream: request.stream === true, error: null, usage: noUsage(), latencyMs: elapsed(), firstByteMs: null, ...o,
+      stream: request.stream === true,
+      error: null,
+      usage: noUsage(),
+      latencyMs: elapsed(),
+      firstByteMs: null,
+      ...o,
     });
 
     let answer: UpstreamAnswer;
     try {
       answer = await this.client.send({
-        method: 'POST', url: `${target.base_url}${adapter.chatPath}`, headers: adapter.headers(key),
+        method: 'POST',
+        url: `${target.base_url}${adapter.chatPath}`,
+        headers: adapter.headers(key),
         body: adapter.chatRequest(request, resolved.upstreamModel),
-        requestTimeoutMs: target.request_timeout_ms ?? this.settings.request_timeout_ms, guarded: target.org_id !== null, signal: clientGone,
+        requestTimeoutMs: target.request_timeout_ms ?? this.settings.request_timeout_ms,
+        guarded: target.org_id !== null,
+        signal: clientGone,
       });
     } catch (err) {
       const failure = upstreamError(err, target.name, mask);
@@ -69,7 +82,12 @@ export class ChatProxy {
     const firstByteMs = elapsed();
     const isStream = String(answer.headers['content-type'] ?? '').includes('text/event-stream');
     if (answer.status >= 200 && answer.status < 300 && isStream) {
-      return { kind: 'stream', stream: this.pipe(answer, adapter, request, idleMs, mask, clientGone, (o) => this.usage.recordLater(principal, scope, resolved, outcome({ ...o, firstByteMs }))) };
+      return {
+        kind: 'stream',
+        stream: this.pipe(answer, adapter, request, idleMs, mask, clientGone, (o) =>
+          this.usage.recordLater(principal, scope, resolved, outcome({ ...o, firstByteMs })),
+        ),
+      };
     }
 
     let text: string;
@@ -82,7 +100,10 @@ export class ChatProxy {
     }
     const parsed = parseJson(text);
     if (answer.status < 200 || answer.status >= 300) {
-      const body = parsed === undefined ? { error: { message: mask(text), type: 'upstream_error', code: null } } : JSON.parse(mask(JSON.stringify(adapter.errorBody(answer.status, parsed))));
+      const body =
+        parsed === undefined
+          ? { error: { message: mask(text), type: 'upstream_error', code: null } }
+          : JSON.parse(mask(JSON.stringify(adapter.errorBody(answer.status, parsed))));
       await this.usage.record(principal, scope, resolved, outcome({ status: answer.status, error: `upstream answered ${answer.status}`, firstByteMs }));
       return { kind: 'json', status: answer.status, body, headers: passedHeaders(answer) };
     }
@@ -98,8 +119,13 @@ export class ChatProxy {
 
   /** Forwards each upstream event the moment it is whole; a stream cut or gone silent ends with an error event. */
   private pipe(
-    answer: UpstreamAnswer, adapter: ProviderAdapter, request: ChatRequest, idleMs: number, mask: (t: string) => string,
-    clientGone: AbortSignal, done: (o: { status: number; usage: TokenUsage; error: string | null }) => void,
+    answer: UpstreamAnswer,
+    adapter: ProviderAdapter,
+    request: ChatRequest,
+    idleMs: number,
+    mask: (t: string) => string,
+    clientGone: AbortSignal,
+    done: (o: { status: number; usage: TokenUsage; error: string | null }) => void,
   ): PassThrough {
     const out = new PassThrough();
     const translator = adapter.stream(request);
@@ -132,7 +158,9 @@ export class ChatProxy {
 function upstreamError(err: unknown, targetName: string, mask: (t: string) => string): Boom.Boom {
   if (Boom.isBoom(err)) return err;
   const message = mask((err as Error).message);
-  return err instanceof UpstreamTimedOut ? Boom.gatewayTimeout(`inference target ${targetName}: ${message}`) : Boom.badGateway(`inference target ${targetName}: ${message}`);
+  return err instanceof UpstreamTimedOut
+    ? Boom.gatewayTimeout(`inference target ${targetName}: ${message}`)
+    : Boom.badGateway(`inference target ${targetName}: ${message}`);
 }
 
 function passedHeaders(answer: UpstreamAnswer): Record<string, string> {

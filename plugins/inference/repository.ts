@@ -106,7 +106,10 @@ export class InferenceRepository {
   }
 
   async updateTarget(id: string, changes: Partial<TargetRow>): Promise<TargetRow> {
-    const [updated] = await this.db('inference_targets').where({ id }).update({ ...changes, updated_at: this.db.fn.now() }).returning('*');
+    const [updated] = await this.db('inference_targets')
+      .where({ id })
+      .update({ ...changes, updated_at: this.db.fn.now() })
+      .returning('*');
     return updated;
   }
 
@@ -119,7 +122,11 @@ export class InferenceRepository {
   }
 
   /** The managed models a scope sees (its own and the system's, or with `own` its own only), with their targets, newest first. */
-  async listModels(orgId: ScopeId, query: Pick<ListQuery, 'limit' | 'offset'>, opts: { own?: boolean; projectId?: string | null } = {}): Promise<Page<ModelWithTarget>> {
+  async listModels(
+    orgId: ScopeId,
+    query: Pick<ListQuery, 'limit' | 'offset'>,
+    opts: { own?: boolean; projectId?: string | null } = {},
+  ): Promise<Page<ModelWithTarget>> {
     const { own = false, projectId = null } = opts;
     const base = this.db('inference_models');
     // A project-bound caller sees only the entries its project may use.
@@ -131,7 +138,9 @@ export class InferenceRepository {
 
   /** A managed model by name, the org's entry before the system's. */
   async modelNamed(name: string, orgId: ScopeId): Promise<ModelWithTarget | undefined> {
-    const row: ModelRow | undefined = await inScopes(this.db('inference_models').where({ name }), 'inference_models', orgId).orderByRaw('org_id IS NULL').first();
+    const row: ModelRow | undefined = await inScopes(this.db('inference_models').where({ name }), 'inference_models', orgId)
+      .orderByRaw('org_id IS NULL')
+      .first();
     return row ? (await this.withTargets([row]))[0] : undefined;
   }
 

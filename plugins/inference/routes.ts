@@ -23,9 +23,11 @@ export function inferenceRoutes(container: DependencyContainer): ServerRoute[] {
 
   return [
     {
-      method: 'GET', path: '/providers',
+      method: 'GET',
+      path: '/providers',
       options: {
-        tags, description: 'The configured model providers: wire kind, base URL and the name of the secret holding the key (never its value)',
+        tags,
+        description: 'The configured model providers: wire kind, base URL and the name of the secret holding the key (never its value)',
         plugins: { ...authenticated, ...docs(400, 401) },
         validate: { query: S.pageQuery },
         response: { schema: pageSchema(S.providerSchema, 'ProviderList') },
@@ -33,22 +35,29 @@ export function inferenceRoutes(container: DependencyContainer): ServerRoute[] {
       handler: (request) => inMemoryPage(catalog.list(), queryOf<ListQuery>(request)),
     },
     {
-      method: 'GET', path: '/providers/{name}/models',
+      method: 'GET',
+      path: '/providers/{name}/models',
       options: {
-        tags, description: "A provider's models: from its own models endpoint when its key is set (cached briefly), else as configured",
+        tags,
+        description: "A provider's models: from its own models endpoint when its key is set (cached briefly), else as configured",
         plugins: { ...authenticated, ...docs(400, 401, 404) },
         validate: { params: S.providerParams, query: S.pageQuery },
         response: { schema: pageSchema(S.modelSchema, 'ProviderModelList') },
       },
       handler: async (request) => {
         const list = await catalog.models(paramsOf(request).name);
-        return inMemoryPage(list.map((m) => ({ id: m.id, object: 'model', source: m.source, kind: m.kind, provider: m.provider, target: null, upstream_model: m.id })), queryOf<ListQuery>(request));
+        return inMemoryPage(
+          list.map((m) => ({ id: m.id, object: 'model', source: m.source, kind: m.kind, provider: m.provider, target: null, upstream_model: m.id })),
+          queryOf<ListQuery>(request),
+        );
       },
     },
     {
-      method: 'GET', path: '/models',
+      method: 'GET',
+      path: '/models',
       options: {
-        tags, description: "Models to send to the proxy: the managed/<name> entries the caller's org (or project) may use, then every provider's models",
+        tags,
+        description: "Models to send to the proxy: the managed/<name> entries the caller's org (or project) may use, then every provider's models",
         plugins: { ...authenticated, ...docs(400, 401, 403, 404) },
         validate: { query: S.modelsQuery },
         response: { schema: pageSchema(S.modelSchema, 'ModelList') },
@@ -59,9 +68,11 @@ export function inferenceRoutes(container: DependencyContainer): ServerRoute[] {
       },
     },
     {
-      method: 'GET', path: '/inference/targets',
+      method: 'GET',
+      path: '/inference/targets',
       options: {
-        tags, description: "An org's inference targets (inference:admin), or without org_id the system's (system administrator), newest first",
+        tags,
+        description: "An org's inference targets (inference:admin), or without org_id the system's (system administrator), newest first",
         plugins: { ...authenticated, ...docs(400, 401, 403, 404) },
         validate: { query: S.orgQuery },
         response: { schema: pageSchema(S.targetSchema, 'InferenceTargetList') },
@@ -73,9 +84,11 @@ export function inferenceRoutes(container: DependencyContainer): ServerRoute[] {
       },
     },
     {
-      method: 'POST', path: '/inference/targets',
+      method: 'POST',
+      path: '/inference/targets',
       options: {
-        tags, description: 'Create an inference target: a named upstream with its wire kind, base URL, credential secret name, allowed models and timeouts',
+        tags,
+        description: 'Create an inference target: a named upstream with its wire kind, base URL, credential secret name, allowed models and timeouts',
         plugins: { ...authenticated, ...docs(400, 401, 403, 404, 409, 422) },
         validate: { payload: S.createTarget },
         response: { status: { 201: S.targetSchema } },
@@ -83,9 +96,11 @@ export function inferenceRoutes(container: DependencyContainer): ServerRoute[] {
       handler: async (request, h) => h.response(S.toTarget(await targets.create(principalOf(request), payloadOf<TargetInput>(request)))).code(201),
     },
     {
-      method: 'GET', path: '/inference/targets/{target_id}',
+      method: 'GET',
+      path: '/inference/targets/{target_id}',
       options: {
-        tags, description: 'One inference target',
+        tags,
+        description: 'One inference target',
         plugins: { ...authenticated, ...docs(400, 401, 404) },
         validate: { params: S.targetParams },
         response: { schema: S.targetSchema },
@@ -93,9 +108,11 @@ export function inferenceRoutes(container: DependencyContainer): ServerRoute[] {
       handler: async (request) => S.toTarget(await targets.get(principalOf(request), paramsOf(request).target_id)),
     },
     {
-      method: 'PATCH', path: '/inference/targets/{target_id}',
+      method: 'PATCH',
+      path: '/inference/targets/{target_id}',
       options: {
-        tags, description: "Change a target's kind, base URL, credential secret, allowed models or timeouts (the name stays)",
+        tags,
+        description: "Change a target's kind, base URL, credential secret, allowed models or timeouts (the name stays)",
         plugins: { ...authenticated, ...docs(400, 401, 404, 422) },
         validate: { params: S.targetParams, payload: S.updateTarget },
         response: { schema: S.targetSchema },
@@ -103,9 +120,11 @@ export function inferenceRoutes(container: DependencyContainer): ServerRoute[] {
       handler: async (request) => S.toTarget(await targets.update(principalOf(request), paramsOf(request).target_id, payloadOf<TargetChanges>(request))),
     },
     {
-      method: 'DELETE', path: '/inference/targets/{target_id}',
+      method: 'DELETE',
+      path: '/inference/targets/{target_id}',
       options: {
-        tags, description: 'Delete a target; 409 while managed models map to it',
+        tags,
+        description: 'Delete a target; 409 while managed models map to it',
         plugins: { ...authenticated, ...docs(204, 400, 401, 404, 409) },
         validate: { params: S.targetParams },
       },
@@ -115,9 +134,11 @@ export function inferenceRoutes(container: DependencyContainer): ServerRoute[] {
       },
     },
     {
-      method: 'GET', path: '/inference/managed-models',
+      method: 'GET',
+      path: '/inference/managed-models',
       options: {
-        tags, description: "The managed models the caller's org (or project) may use, with the system's; without an org, the system's",
+        tags,
+        description: "The managed models the caller's org (or project) may use, with the system's; without an org, the system's",
         plugins: { ...authenticated, ...docs(400, 401, 403, 404) },
         validate: { query: S.managedListQuery },
         response: { schema: pageSchema(S.managedModelSchema, 'ManagedModelList') },
@@ -129,9 +150,11 @@ export function inferenceRoutes(container: DependencyContainer): ServerRoute[] {
       },
     },
     {
-      method: 'POST', path: '/inference/managed-models',
+      method: 'POST',
+      path: '/inference/managed-models',
       options: {
-        tags, description: 'Add managed/<name>: a target and its upstream model id, with prices (USD per million tokens) and optionally the projects that may use it',
+        tags,
+        description: 'Add managed/<name>: a target and its upstream model id, with prices (USD per million tokens) and optionally the projects that may use it',
         plugins: { ...authenticated, ...docs(400, 401, 403, 404, 409, 422) },
         validate: { payload: S.createManagedModel },
         response: { status: { 201: S.managedModelSchema } },
@@ -143,9 +166,11 @@ export function inferenceRoutes(container: DependencyContainer): ServerRoute[] {
       },
     },
     {
-      method: 'DELETE', path: '/inference/managed-models/{canonical_model_id*}',
+      method: 'DELETE',
+      path: '/inference/managed-models/{canonical_model_id*}',
       options: {
-        tags, description: "Delete managed/<name> from the org's catalog (org_id) or the system's",
+        tags,
+        description: "Delete managed/<name> from the org's catalog (org_id) or the system's",
         plugins: { ...authenticated, ...docs(204, 400, 401, 403, 404) },
         validate: { params: S.managedParams, query: S.managedDeleteQuery },
       },

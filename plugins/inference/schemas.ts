@@ -6,16 +6,24 @@ import { PRICE_KEYS, type ModelWithTarget, type TargetRow } from './repository.t
 
 export const targetId = idSchema('itgt');
 const scopeSchema = Joi.string().valid('org', 'system').required().description('org entries belong to org_id; system ones (org_id null) serve every org');
-const secretName = Joi.string().max(128).pattern(/^[A-Z][A-Z0-9_]*$/, 'secret name (upper-case letters, digits, _)');
+const secretName = Joi.string()
+  .max(128)
+  .pattern(/^[A-Z][A-Z0-9_]*$/, 'secret name (upper-case letters, digits, _)');
 const timeoutMs = Joi.number().integer().min(100).max(3_600_000);
 const modelId = Joi.string().min(1).max(200).pattern(/^\S+$/, 'no whitespace');
 /** Names of targets and managed models: the part after `managed/`, and the `<target>/` of a target's model. */
-const entryName = Joi.string().max(64).pattern(/^[a-z0-9][a-z0-9._-]*$/, 'lower-case letters, digits, ".", "_" and "-", starting with a letter or digit');
+const entryName = Joi.string()
+  .max(64)
+  .pattern(/^[a-z0-9][a-z0-9._-]*$/, 'lower-case letters, digits, ".", "_" and "-", starting with a letter or digit');
 /** A base URL without user:password (a credential belongs in a secret, never in a URL anyone can read). */
 const baseUrl = Joi.string()
   .uri({ scheme: ['http', 'https'] })
   .max(2000)
-  .custom((value: string, helpers) => (new URL(value).username || new URL(value).password ? helpers.message({ custom: '"base_url" must not carry a user or password; name a credential_secret instead' }) : value));
+  .custom((value: string, helpers) =>
+    new URL(value).username || new URL(value).password
+      ? helpers.message({ custom: '"base_url" must not carry a user or password; name a credential_secret instead' })
+      : value,
+  );
 
 export const orgQuery = listQuerySchema.keys({
   org_id: orgId.description("the org's entries; without it, the system's (system administrator)"),
@@ -26,7 +34,10 @@ export const targetParams = Joi.object({ target_id: targetId.required() });
 export const createTarget = Joi.object({
   org_id: orgId.allow(null).description('the owning org; null or absent: a system target (system administrator)'),
   name: entryName.required().description('unique in its scope; `<name>/<model>` addresses its models in the proxy'),
-  kind: Joi.string().valid(...PROVIDER_KINDS).required().description('wire format: openai (chat completions) or anthropic (messages)'),
+  kind: Joi.string()
+    .valid(...PROVIDER_KINDS)
+    .required()
+    .description('wire format: openai (chat completions) or anthropic (messages)'),
   base_url: baseUrl.required().description('openai: including /v1 (https://api.openai.com/v1); anthropic: without it (https://api.anthropic.com)'),
   credential_secret: secretName.allow(null).description('name of the secret holding the key (org, then system secrets); never a value'),
   allowed_models: Joi.array().items(modelId).max(500).unique().default([]).description('upstream model ids this target serves; empty: any'),
@@ -41,14 +52,18 @@ export const updateTarget = Joi.object({
   allowed_models: Joi.array().items(modelId).max(500).unique(),
   request_timeout_ms: timeoutMs.allow(null),
   idle_timeout_ms: timeoutMs.allow(null),
-}).min(1).label('UpdateInferenceTarget');
+})
+  .min(1)
+  .label('UpdateInferenceTarget');
 
 export const targetSchema = Joi.object({
   id: targetId.required(),
   org_id: orgId.allow(null).required(),
   scope: scopeSchema,
   name: Joi.string().required(),
-  kind: Joi.string().valid(...PROVIDER_KINDS).required(),
+  kind: Joi.string()
+    .valid(...PROVIDER_KINDS)
+    .required(),
   base_url: Joi.string().required(),
   credential_secret: Joi.string().allow(null).required().description('the secret name; its value is never returned'),
   allowed_models: Joi.array().items(Joi.string()).required(),
@@ -60,9 +75,19 @@ export const targetSchema = Joi.object({
 }).label('InferenceTarget');
 
 export const toTarget = (t: TargetRow) => ({
-  id: t.id, org_id: t.org_id, scope: t.org_id ? 'org' : 'system', name: t.name, kind: t.kind, base_url: t.base_url, credential_secret: t.credential_secret,
-  allowed_models: t.allowed_models, request_timeout_ms: t.request_timeout_ms, idle_timeout_ms: t.idle_timeout_ms,
-  created_by: t.created_by, created_at: t.created_at, updated_at: t.updated_at,
+  id: t.id,
+  org_id: t.org_id,
+  scope: t.org_id ? 'org' : 'system',
+  name: t.name,
+  kind: t.kind,
+  base_url: t.base_url,
+  credential_secret: t.credential_secret,
+  allowed_models: t.allowed_models,
+  request_timeout_ms: t.request_timeout_ms,
+  idle_timeout_ms: t.idle_timeout_ms,
+  created_by: t.created_by,
+  created_at: t.created_at,
+  updated_at: t.updated_at,
 });
 
 const price = Joi.number().min(0).max(1_000_000).allow(null).messages({ 'number.min': '{{#label}} must be a non-negative price' });
@@ -70,14 +95,15 @@ const pricesSchema = Joi.object(Object.fromEntries(PRICE_KEYS.map((k) => [k, pri
 
 export const managedListQuery = listQuerySchema.keys({
   org_id: orgId.description("the org's entries with the system's; default: the token's org or project"),
-  project_id: projectId.description("only what that project may use (implies its org)"),
+  project_id: projectId.description('only what that project may use (implies its org)'),
 });
 
 export const createManagedModel = Joi.object({
   org_id: orgId.allow(null).description('the owning org; null or absent: a system entry (system administrator)'),
-  name: Joi.alternatives(entryName, Joi.string().pattern(new RegExp(`^${MANAGED_PREFIX}[a-z0-9][a-z0-9._-]{0,63}$`))).required()
+  name: Joi.alternatives(entryName, Joi.string().pattern(new RegExp(`^${MANAGED_PREFIX}[a-z0-9][a-z0-9._-]{0,63}$`)))
+    .required()
     .description('the name after managed/ (or the full managed/<name>)'),
-  target_id: targetId.required().description("a target of the same org or of the system"),
+  target_id: targetId.required().description('a target of the same org or of the system'),
   upstream_model: modelId.required().description('the model id the target knows'),
   description: Joi.string().max(1000).allow(null),
   prices: pricesSchema.description('USD per million tokens: input, output, cache_read, cache_write, reasoning (non-negative)'),
@@ -109,30 +135,52 @@ export const managedModelSchema = Joi.object({
 const priceOf = (v: string | null) => (v === null ? null : Number(v));
 
 export const toManagedModel = (m: ModelWithTarget) => ({
-  canonical_model_id: `${MANAGED_PREFIX}${m.name}`, id: m.id, name: m.name, org_id: m.org_id, scope: m.org_id ? 'org' : 'system',
-  target: { id: m.target.id, name: m.target.name, kind: m.target.kind }, upstream_model: m.upstream_model, description: m.description,
-  prices: Object.fromEntries(PRICE_KEYS.map((k) => [k, priceOf(m[`${k}_price`])])), currency: 'USD', project_ids: m.project_ids,
-  created_by: m.created_by, created_at: m.created_at, updated_at: m.updated_at,
+  canonical_model_id: `${MANAGED_PREFIX}${m.name}`,
+  id: m.id,
+  name: m.name,
+  org_id: m.org_id,
+  scope: m.org_id ? 'org' : 'system',
+  target: { id: m.target.id, name: m.target.name, kind: m.target.kind },
+  upstream_model: m.upstream_model,
+  description: m.description,
+  prices: Object.fromEntries(PRICE_KEYS.map((k) => [k, priceOf(m[`${k}_price`])])),
+  currency: 'USD',
+  project_ids: m.project_ids,
+  created_by: m.created_by,
+  created_at: m.created_at,
+  updated_at: m.updated_at,
 });
 
 export const providerSchema = Joi.object({
   name: Joi.string().required(),
-  kind: Joi.string().valid(...PROVIDER_KINDS).required(),
+  kind: Joi.string()
+    .valid(...PROVIDER_KINDS)
+    .required(),
   description: Joi.string().required(),
   base_url: Joi.string().required(),
   credential_secret: Joi.string().allow(null).required().description('the system secret holding its key; never the value'),
   models_endpoint: Joi.string().required(),
 }).label('Provider');
 
-export const providerParams = Joi.object({ name: Joi.string().max(64).pattern(/^[a-z][a-z0-9_-]*$/).required() });
+export const providerParams = Joi.object({
+  name: Joi.string()
+    .max(64)
+    .pattern(/^[a-z][a-z0-9_-]*$/)
+    .required(),
+});
 
 export const pageQuery = listQuerySchema;
 
 export const modelSchema = Joi.object({
   id: Joi.string().required().description('what to send as `model` to the proxy'),
   object: Joi.string().valid('model').required(),
-  source: Joi.string().valid('provider', 'config', 'managed').required().description("provider: from the provider's models endpoint; config: configured; managed: the catalog"),
-  kind: Joi.string().valid(...PROVIDER_KINDS).required(),
+  source: Joi.string()
+    .valid('provider', 'config', 'managed')
+    .required()
+    .description("provider: from the provider's models endpoint; config: configured; managed: the catalog"),
+  kind: Joi.string()
+    .valid(...PROVIDER_KINDS)
+    .required(),
   provider: Joi.string().allow(null).required().description('the configured provider (provider models)'),
   target: Joi.string().allow(null).required().description('the inference target (managed models)'),
   upstream_model: Joi.string().required(),
@@ -154,8 +202,14 @@ export const chatRequest = Joi.object({
   stream_options: Joi.object().unknown(true).allow(null),
   max_tokens: Joi.number().integer().min(1).allow(null),
   max_completion_tokens: Joi.number().integer().min(1).allow(null),
-  tools: Joi.array().items(Joi.object({ type: Joi.string().valid('function').required(), function: Joi.object({ name: Joi.string().required() }).unknown(true).required() }).unknown(true)),
-}).unknown(true).label('ChatCompletionRequest');
+  tools: Joi.array().items(
+    Joi.object({ type: Joi.string().valid('function').required(), function: Joi.object({ name: Joi.string().required() }).unknown(true).required() }).unknown(
+      true,
+    ),
+  ),
+})
+  .unknown(true)
+  .label('ChatCompletionRequest');
 
 /** The answer as the upstream gave it (OpenAI-compatible) or as translated; with stream: true, server-sent chat.completion.chunk events ending in [DONE]. */
 export const chatResponse = Joi.object({
@@ -164,4 +218,7 @@ export const chatResponse = Joi.object({
   model: Joi.string(),
   choices: Joi.array().items(Joi.object().unknown(true)),
   usage: Joi.object().unknown(true),
-}).unknown(true).label('ChatCompletion').description('application/json: a chat.completion; with stream: true, text/event-stream of chat.completion.chunk events and data: [DONE]');
+})
+  .unknown(true)
+  .label('ChatCompletion')
+  .description('application/json: a chat.completion; with stream: true, text/event-stream of chat.completion.chunk events and data: [DONE]');

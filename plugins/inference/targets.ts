@@ -48,12 +48,20 @@ export class TargetService {
     await this.checkUrl(input.base_url, orgId);
     try {
       return await this.repo.insertTarget({
-        id: newId('itgt'), org_id: orgId, name: input.name, kind: input.kind, base_url: trimSlash(input.base_url),
-        credential_secret: input.credential_secret ?? null, allowed_models: input.allowed_models ?? [],
-        request_timeout_ms: input.request_timeout_ms ?? null, idle_timeout_ms: input.idle_timeout_ms ?? null, created_by: principal.id,
+        id: newId('itgt'),
+        org_id: orgId,
+        name: input.name,
+        kind: input.kind,
+        base_url: trimSlash(input.base_url),
+        credential_secret: input.credential_secret ?? null,
+        allowed_models: input.allowed_models ?? [],
+        request_timeout_ms: input.request_timeout_ms ?? null,
+        idle_timeout_ms: input.idle_timeout_ms ?? null,
+        created_by: principal.id,
       });
     } catch (e) {
-      if (isUniqueViolation(e, 'inference_targets_scope_name')) throw Boom.conflict(`${orgId ? `org ${orgId}` : 'the system'} already has an inference target named ${input.name}`);
+      if (isUniqueViolation(e, 'inference_targets_scope_name'))
+        throw Boom.conflict(`${orgId ? `org ${orgId}` : 'the system'} already has an inference target named ${input.name}`);
       throw e;
     }
   }
@@ -68,7 +76,8 @@ export class TargetService {
   async remove(principal: Principal, id: string): Promise<void> {
     const target = await this.get(principal, id);
     const users = await this.repo.modelsUsingTarget(target.id);
-    if (users.length) throw Boom.conflict(`inference target ${target.name} is used by managed models ${users.map((n) => `managed/${n}`).join(', ')}; delete them first`);
+    if (users.length)
+      throw Boom.conflict(`inference target ${target.name} is used by managed models ${users.map((n) => `managed/${n}`).join(', ')}; delete them first`);
     await this.repo.deleteTarget(id);
   }
 

@@ -1,7 +1,7 @@
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { isIP } from 'node:net';
-import { AddressGuard, hostOf } from '../../core/http/address-guard.ts';
+import { type AddressGuard, hostOf } from '../../core/http/address-guard.ts';
 
 /** The upstream did not answer, or broke off (502). */
 export class UpstreamFailed extends Error {}
@@ -45,7 +45,8 @@ export class UpstreamClient {
 
   async send(call: UpstreamCall): Promise<UpstreamAnswer> {
     const url = new URL(call.url);
-    if (call.guarded && isIP(hostOf(url))) await this.guard.check(url).catch((e: Error) => Promise.reject(new UpstreamFailed(`upstream refused: ${e.message}`)));
+    if (call.guarded && isIP(hostOf(url)))
+      await this.guard.check(url).catch((e: Error) => Promise.reject(new UpstreamFailed(`upstream refused: ${e.message}`)));
     const body = call.body === undefined ? undefined : JSON.stringify(call.body);
     const client = url.protocol === 'https:' ? https : http;
     const res = await new Promise<IncomingMessage>((resolve, reject) => {
@@ -59,7 +60,10 @@ export class UpstreamClient {
         },
         ...(call.guarded ? { lookup: this.guard.lookup } : {}),
       });
-      const timer = setTimeout(() => req.destroy(new UpstreamTimedOut(`the upstream did not answer within ${call.requestTimeoutMs} ms`)), call.requestTimeoutMs);
+      const timer = setTimeout(
+        () => req.destroy(new UpstreamTimedOut(`the upstream did not answer within ${call.requestTimeoutMs} ms`)),
+        call.requestTimeoutMs,
+      );
       const onAbort = () => req.destroy(new UpstreamFailed('the client went away'));
       call.signal?.addEventListener('abort', onAbort, { once: true });
       req.on('response', (r) => {
@@ -70,7 +74,9 @@ export class UpstreamClient {
       req.on('error', (err) => {
         clearTimeout(timer);
         call.signal?.removeEventListener('abort', onAbort);
-        reject(err instanceof UpstreamTimedOut || err instanceof UpstreamFailed ? err : new UpstreamFailed(`the upstream could not be reached: ${describe(err)}`));
+        reject(
+          err instanceof UpstreamTimedOut || err instanceof UpstreamFailed ? err : new UpstreamFailed(`the upstream could not be reached: ${describe(err)}`),
+        );
       });
       req.end(body);
     });

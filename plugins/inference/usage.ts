@@ -1,4 +1,3 @@
-import type { Logger } from 'pino';
 import type { DependencyContainer } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
 import { MachineTokens } from '../../core/auth/machine-tokens.ts';
@@ -31,19 +30,36 @@ export class UsageRecorder {
     const { usage } = outcome;
     const job = principal.job ?? null;
     await this.container.resolve(InferenceRepository).recordUsage({
-      org_id: scope.orgId, project_id: scope.projectId, job_id: job?.id ?? null, attempt_id: job?.attemptId ?? null,
-      principal_kind: principal.kind, principal_id: principal.id, target_id: resolved.target.id, provider_kind: resolved.target.kind,
-      model: resolved.requested, upstream_model: resolved.upstreamModel, stream: outcome.stream, status: outcome.status, error: outcome.error,
-      ...usage, latency_ms: outcome.latencyMs, first_byte_ms: outcome.firstByteMs,
+      org_id: scope.orgId,
+      project_id: scope.projectId,
+      job_id: job?.id ?? null,
+      attempt_id: job?.attemptId ?? null,
+      principal_kind: principal.kind,
+      principal_id: principal.id,
+      target_id: resolved.target.id,
+      provider_kind: resolved.target.kind,
+      model: resolved.requested,
+      upstream_model: resolved.upstreamModel,
+      stream: outcome.stream,
+      status: outcome.status,
+      error: outcome.error,
+      ...usage,
+      latency_ms: outcome.latencyMs,
+      first_byte_ms: outcome.firstByteMs,
     });
     const counted = usage.input_tokens + usage.output_tokens + usage.cache_read_tokens + usage.cache_write_tokens;
     if (!job || counted === 0 || !this.container.isRegistered(AttemptControlToken)) return { budgetExceeded: null };
     const lease = await this.container.resolve(MachineTokens).liveLease(job);
     if (!lease) return { budgetExceeded: null };
     try {
-      return await this.container.resolve(AttemptControlToken).recordUsage(lease, [{
-        model: resolved.upstreamModel, provider: resolved.target.kind, ...usage, duration_ms: outcome.latencyMs,
-      }]);
+      return await this.container.resolve(AttemptControlToken).recordUsage(lease, [
+        {
+          model: resolved.upstreamModel,
+          provider: resolved.target.kind,
+          ...usage,
+          duration_ms: outcome.latencyMs,
+        },
+      ]);
     } catch (e) {
       if (e instanceof LeaseLost) return { budgetExceeded: null };
       throw e;
@@ -52,6 +68,8 @@ export class UsageRecorder {
 
   /** For streams, whose usage is known only after the answer has gone: a failure is logged, never thrown at nobody. */
   recordLater(principal: Principal, scope: CallerScope, resolved: ResolvedModel, outcome: CallOutcome): void {
-    this.record(principal, scope, resolved, outcome).catch((err) => this.container.resolve(Tokens.Logger).warn({ err, model: resolved.requested }, 'inference usage not recorded'));
+    this.record(principal, scope, resolved, outcome).catch((err) =>
+      this.container.resolve(Tokens.Logger).warn({ err, model: resolved.requested }, 'inference usage not recorded'),
+    );
   }
 }

@@ -32,8 +32,11 @@ export function inboundRoutes(inbound: InboundDeliveries): ServerRoute[] {
     method: 'POST',
     path,
     options: {
-      auth: false, tags, description,
-      notes: 'Signed with the system secret CHATAPP_SIGNING_SECRET (X-Slack-Signature, X-Slack-Request-Timestamp; 5-minute replay window). Answers the url_verification handshake; stores message and app_mention events in the project the team and channel are routed to.',
+      auth: false,
+      tags,
+      description,
+      notes:
+        'Signed with the system secret CHATAPP_SIGNING_SECRET (X-Slack-Signature, X-Slack-Request-Timestamp; 5-minute replay window). Answers the url_verification handshake; stores message and app_mention events in the project the team and channel are routed to.',
       payload: rawBody(CHAT_MAX_BYTES),
       plugins: docs(400, 401, 404, 413),
       response: { status: { ...eventResponses, 200: Joi.alternatives().try(S.challengeSchema, S.eventSchema) } },
@@ -46,8 +49,11 @@ export function inboundRoutes(inbound: InboundDeliveries): ServerRoute[] {
       method: 'POST',
       path: '/integrations/vcshost/events/{project_id}',
       options: {
-        auth: false, tags, description: "Code-host webhook: push and pull_request deliveries become vcshost.* events of the project",
-        notes: "X-Hub-Signature-256 must be sha256=<hex HMAC-SHA256 of the body> with the project's secret VCSHOST_WEBHOOK_SECRET. 201 stored, 200 a redelivery (same X-GitHub-Delivery), 202 another kind of event (not stored).",
+        auth: false,
+        tags,
+        description: 'Code-host webhook: push and pull_request deliveries become vcshost.* events of the project',
+        notes:
+          "X-Hub-Signature-256 must be sha256=<hex HMAC-SHA256 of the body> with the project's secret VCSHOST_WEBHOOK_SECRET. 201 stored, 200 a redelivery (same X-GitHub-Delivery), 202 another kind of event (not stored).",
         payload: rawBody(VCSHOST_MAX_BYTES),
         validate: { params: S.projectParams },
         plugins: docs(400, 401, 413),

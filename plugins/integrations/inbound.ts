@@ -59,7 +59,8 @@ export class InboundDeliveries {
 
   async chat(request: InboundRequest, requestId: string): Promise<Outcome> {
     const secret = await this.secret(CHATAPP_SIGNING_SECRET, null);
-    if (!secret) throw Boom.notFound(`the chat app integration is not configured on this server: an admin sets the system secret ${CHATAPP_SIGNING_SECRET} to enable it`);
+    if (!secret)
+      throw Boom.notFound(`the chat app integration is not configured on this server: an admin sets the system secret ${CHATAPP_SIGNING_SECRET} to enable it`);
     const verification = this.app.verify(request, secret, this.clock.now());
     if (!verification.ok) throw Boom.unauthorized(verification.reason);
     const delivery = this.app.normalize(request);
@@ -74,7 +75,9 @@ export class InboundDeliveries {
     const projectId = await this.repo.projectFor(delivery.team_id, delivery.channel);
     if (!projectId) {
       this.logger.info({ team: delivery.team_id, channel: delivery.channel }, 'chat event for a team with no route');
-      return ignored(`no chat route for team ${delivery.team_id}${delivery.channel ? ` channel ${delivery.channel}` : ''}: add one with POST /projects/{project_id}/routes`);
+      return ignored(
+        `no chat route for team ${delivery.team_id}${delivery.channel ? ` channel ${delivery.channel}` : ''}: add one with POST /projects/{project_id}/routes`,
+      );
     }
     return this.store(projectId, 'chatapp', delivery.event, requestId);
   }

@@ -22,7 +22,8 @@ export function chatRouteRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/projects/{project_id}/routes',
       options: {
-        tags, description: "Route a chat team's messages (all channels, or one) to the project",
+        tags,
+        description: "Route a chat team's messages (all channels, or one) to the project",
         plugins: { ...requires('routes:write', 'project'), ...docs(400, 401, 403, 404, 409, 422) },
         validate: { params: S.projectParams, payload: S.createRouteSchema },
         response: { status: { 201: S.routeSchema } },
@@ -33,7 +34,8 @@ export function chatRouteRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/projects/{project_id}/routes',
       options: {
-        tags, description: "The project's chat routes, newest first",
+        tags,
+        description: "The project's chat routes, newest first",
         plugins: { ...requires('routes:read', 'project'), ...docs(400, 401, 403, 404) },
         validate: { params: S.projectParams, query: S.routesQuery },
         response: { schema: pageSchema(S.routeSchema, 'ChatRouteList') },
@@ -44,7 +46,8 @@ export function chatRouteRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/projects/{project_id}/routes/{route_id}',
       options: {
-        tags, description: 'One chat route of the project',
+        tags,
+        description: 'One chat route of the project',
         plugins: { ...requires('routes:read', 'project'), ...docs(400, 401, 403, 404) },
         validate: { params: S.routeParams },
         response: { schema: S.routeSchema },
@@ -58,7 +61,8 @@ export function chatRouteRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'DELETE',
       path: '/projects/{project_id}/routes/{route_id}',
       options: {
-        tags, description: 'Stop routing: later messages of that team or channel are not stored for the project',
+        tags,
+        description: 'Stop routing: later messages of that team or channel are not stored for the project',
         plugins: { ...requires('routes:write', 'project'), ...docs(204, 400, 401, 403, 404) },
         validate: { params: S.routeParams },
       },

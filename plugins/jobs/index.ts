@@ -42,13 +42,27 @@ export const plugin: DomainPlugin = {
   dependencies: ['projects'],
   register(server, { container }) {
     if (!container.isRegistered(ManifestDefaultsToken)) container.registerInstance(ManifestDefaultsToken, noManifestDefaults);
-    for (const cls of [JobPhaseListeners, JobRequestChecks, JobWakeups, JobRepository, AttemptCompletionListeners, ReceiptStore, AttemptRepository, JobLifecycle, JobCreation, JobService]) container.registerSingleton(cls as never);
+    for (const cls of [
+      JobPhaseListeners,
+      JobRequestChecks,
+      JobWakeups,
+      JobRepository,
+      AttemptCompletionListeners,
+      ReceiptStore,
+      AttemptRepository,
+      JobLifecycle,
+      JobCreation,
+      JobService,
+    ])
+      container.registerSingleton(cls as never);
     for (const cls of [AttemptHistory, Claims, ReviewLog, Review]) container.registerSingleton(cls as never);
     for (const cls of [Receipts, AttemptComparison]) container.registerSingleton(cls as never);
     for (const cls of [RelationRepository, JobRelations, ContextRepository, JobContext]) container.registerSingleton(cls as never);
     for (const cls of [AttachmentRepository, AttachmentService]) container.registerSingleton(cls as never);
     const attachments = container.resolve(AttachmentRepository);
-    container.registerInstance(JobAttachmentReaderToken, { read: async (projectId, jobId, name) => (await attachments.contentInProject(projectId, jobId, name)) ?? null });
+    container.registerInstance(JobAttachmentReaderToken, {
+      read: async (projectId, jobId, name) => (await attachments.contentInProject(projectId, jobId, name)) ?? null,
+    });
     for (const cls of [AttemptLogListeners, AttemptLogBus, AttemptLogs, AttemptControl]) container.registerSingleton(cls as never);
     container.register(AttemptControlToken, { useToken: AttemptControl });
     const phaseListeners = container.resolve(JobPhaseListeners);
@@ -73,7 +87,9 @@ export const plugin: DomainPlugin = {
     server.ext('onPostStop', () => container.resolve(AttemptLogBus).close());
     const invocation = new WorkflowInvocation(container);
     container.registerInstance(WorkflowLauncherToken, {
-      invokeWorkflow: async (creator, projectId, name, input, event) => ({ job_id: (await invocation.invoke(creator, projectId, null, name, { input, event })).job_id }),
+      invokeWorkflow: async (creator, projectId, name, input, event) => ({
+        job_id: (await invocation.invoke(creator, projectId, null, name, { input, event })).job_id,
+      }),
     });
     server.route(workflowRoutes(invocation));
     container.resolve(RoleServices).add('orchestrator', new JobDispatcher(container));

@@ -49,7 +49,8 @@ export function definitionRoutes(container: DependencyContainer): ServerRoute[] 
         method: 'GET',
         path: `/projects/{project_id}/${kind.section}`,
         options: {
-          tags, description: `${kind.label}s defined in the current manifest (empty when none was synced)`,
+          tags,
+          description: `${kind.label}s defined in the current manifest (empty when none was synced)`,
           plugins: { ...requires(kind.permission, 'project'), ...docs(400, 401, 403, 404) },
           validate: { params: S.projectParams, query: S.pageQuery },
           response: { schema: pageSchema(item, `${kind.label}List`) },
@@ -65,7 +66,8 @@ export function definitionRoutes(container: DependencyContainer): ServerRoute[] 
         method: 'GET',
         path: `/projects/{project_id}/${kind.section}/{name}`,
         options: {
-          tags, description: `One ${kind.noun} definition from the current manifest`,
+          tags,
+          description: `One ${kind.noun} definition from the current manifest`,
           plugins: { ...requires(kind.permission, 'project'), ...docs(400, 401, 403, 404) },
           validate: { params: S.namedParams },
           response: { schema: item },

@@ -28,7 +28,12 @@ function git(args: string[], cwd?: string): Promise<string> {
     execFile(
       'git',
       args,
-      { cwd, timeout: GIT_TIMEOUT_MS, maxBuffer: 8 * 1024 * 1024, env: { GIT_SSH_COMMAND: 'ssh -o BatchMode=yes', ...process.env, GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: 'true' } },
+      {
+        cwd,
+        timeout: GIT_TIMEOUT_MS,
+        maxBuffer: 8 * 1024 * 1024,
+        env: { GIT_SSH_COMMAND: 'ssh -o BatchMode=yes', ...process.env, GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: 'true' },
+      },
       (error, stdout, stderr) => (error ? reject(new GitError(String(stderr).trim() || error.message)) : resolve(String(stdout))),
     );
   });
@@ -54,9 +59,11 @@ export class GitManifestSource {
     const previous = this.queues.get(projectId) ?? Promise.resolve();
     const next = previous.catch(() => undefined).then(() => this.readNow(projectId, repoUrl, ref));
     this.queues.set(projectId, next);
-    void next.finally(() => {
-      if (this.queues.get(projectId) === next) this.queues.delete(projectId);
-    }).catch(() => undefined);
+    void next
+      .finally(() => {
+        if (this.queues.get(projectId) === next) this.queues.delete(projectId);
+      })
+      .catch(() => undefined);
     return next;
   }
 

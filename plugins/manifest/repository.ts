@@ -31,7 +31,12 @@ export class ManifestRepository implements ManifestReader {
   }
 
   async current(projectId: string): Promise<StoredManifest | null> {
-    return strip(await this.db('manifests').where({ project_id: projectId }).orderBy('id', 'desc').first(['id', ...COLUMNS]));
+    return strip(
+      await this.db('manifests')
+        .where({ project_id: projectId })
+        .orderBy('id', 'desc')
+        .first(['id', ...COLUMNS]),
+    );
   }
 
   async byHash(projectId: string, manifestHash: string): Promise<StoredManifest | null> {

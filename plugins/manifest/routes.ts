@@ -11,7 +11,9 @@ const tags = ['api', 'manifest'];
 /** hapi-swagger responses: the usual error codes plus the 422 that lists every problem. */
 function withInvalid(...codes: number[]) {
   const base = docs(...codes)['hapi-swagger'].responses;
-  return { 'hapi-swagger': { responses: { ...base, 422: { description: 'Invalid manifest, or the repository could not be read', schema: S.invalidManifestSchema } } } };
+  return {
+    'hapi-swagger': { responses: { ...base, 422: { description: 'Invalid manifest, or the repository could not be read', schema: S.invalidManifestSchema } } },
+  };
 }
 
 export function manifestRoutes(container: DependencyContainer): ServerRoute[] {
@@ -21,7 +23,8 @@ export function manifestRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/projects/{project_id}/manifest',
       options: {
-        tags, description: 'The current (last synced) manifest; 404 when none was synced',
+        tags,
+        description: 'The current (last synced) manifest; 404 when none was synced',
         plugins: { ...requires('manifest:read', 'project'), ...docs(400, 401, 404) },
         validate: { params: S.projectParams },
         response: { schema: S.manifestSchema },
@@ -33,7 +36,8 @@ export function manifestRoutes(container: DependencyContainer): ServerRoute[] {
       path: '/projects/{project_id}/manifest',
       options: {
         tags,
-        description: "Sync the manifest from {yaml}, or from .svc/manifest.yaml in the project's repository at {ref} (default: the project branch). 422 lists every problem and stores nothing.",
+        description:
+          "Sync the manifest from {yaml}, or from .svc/manifest.yaml in the project's repository at {ref} (default: the project branch). 422 lists every problem and stores nothing.",
         plugins: { ...requires('manifest:write', 'project'), ...withInvalid(400, 401, 403, 404) },
         validate: { params: S.projectParams, payload: S.manifestSource },
         response: { schema: S.manifestSchema },
@@ -44,7 +48,8 @@ export function manifestRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/projects/{project_id}/manifest/validate',
       options: {
-        tags, description: 'Validate a manifest (same body as sync) without storing it: {valid, errors: [{path, message}]}',
+        tags,
+        description: 'Validate a manifest (same body as sync) without storing it: {valid, errors: [{path, message}]}',
         plugins: { ...requires('manifest:read', 'project'), ...withInvalid(400, 401, 404) },
         validate: { params: S.projectParams, payload: S.manifestSource },
         response: { schema: S.validationSchema },

@@ -7,15 +7,22 @@ export const projectParams = Joi.object({ project_id: projectId.required() });
 export const namedParams = projectParams.keys({ name: Joi.string().min(1).max(200).required() });
 
 export const manifestSource = Joi.object({
-  yaml: Joi.string().allow('').max(512 * 1024).description('the manifest text; omit to read .svc/manifest.yaml from the project repository'),
+  yaml: Joi.string()
+    .allow('')
+    .max(512 * 1024)
+    .description('the manifest text; omit to read .svc/manifest.yaml from the project repository'),
   ref: Joi.string().pattern(REF_PATTERN, 'branch, tag or commit SHA').description("git ref to read (default: the project's branch)"),
-}).oxor('yaml', 'ref').label('ManifestSource');
+})
+  .oxor('yaml', 'ref')
+  .label('ManifestSource');
 
 const problem = Joi.object({ path: Joi.string().allow('').required(), message: Joi.string().required() }).label('ManifestProblem');
 
 export const manifestSchema = Joi.object({
   project_id: projectId.required(),
-  manifest_hash: Joi.string().pattern(/^sha256:[0-9a-f]{64}$/).required(),
+  manifest_hash: Joi.string()
+    .pattern(/^sha256:[0-9a-f]{64}$/)
+    .required(),
   git_sha: Joi.string().length(40).allow(null).required(),
   ref: Joi.string().allow(null).required(),
   yaml: Joi.string().allow('').required(),
@@ -44,4 +51,6 @@ export const pageQuery = Joi.object({
 
 /** A workflow or pipeline definition from the manifest, with its name. */
 export const definitionSchema = (label: string) =>
-  Joi.object({ name: Joi.string().required(), steps: Joi.array().items(Joi.object().unknown(true)).required() }).unknown(true).label(label);
+  Joi.object({ name: Joi.string().required(), steps: Joi.array().items(Joi.object().unknown(true)).required() })
+    .unknown(true)
+    .label(label);

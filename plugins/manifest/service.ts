@@ -61,7 +61,11 @@ export class ManifestService {
     const result = loadManifest(source.yaml);
     if (!result.ok) throw invalid(result.errors);
     const stored = await this.manifests.insert({
-      project_id: projectId, manifest_hash: result.hash, ...source, parsed: result.manifest, synced_by: principal.id,
+      project_id: projectId,
+      manifest_hash: result.hash,
+      ...source,
+      parsed: result.manifest,
+      synced_by: principal.id,
     });
     await this.listeners.synced(stored);
     return stored;

@@ -16,7 +16,9 @@ export class Orgs implements OrgDirectory {
 
   byIds(ids: string[], db: Db = this.db): Promise<OrgEntry[]> {
     if (ids.length === 0) return Promise.resolve([]);
-    return db('orgs').whereIn('id', [...new Set(ids)]).select(ENTRY);
+    return db('orgs')
+      .whereIn('id', [...new Set(ids)])
+      .select(ENTRY);
   }
 
   deletedIds(db: Db = this.db): Promise<string[]> {

@@ -20,7 +20,8 @@ export function orgRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/orgs',
       options: {
-        tags, description: 'Create an org; the caller becomes its owner',
+        tags,
+        description: 'Create an org; the caller becomes its owner',
         plugins: { ...authenticated, ...docs(400, 401, 403, 409) },
         validate: { payload: S.createOrg },
         response: { status: { 201: S.orgSchema } },
@@ -31,7 +32,8 @@ export function orgRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/orgs/ensure',
       options: {
-        tags, description: 'Find or create an org by id or slug: 200 when created or identical, 409 when it exists with other parameters',
+        tags,
+        description: 'Find or create an org by id or slug: 200 when created or identical, 409 when it exists with other parameters',
         plugins: { ...authenticated, ...docs(400, 401, 403, 409) },
         validate: { payload: S.ensureOrg },
         response: { schema: S.orgSchema },
@@ -42,7 +44,8 @@ export function orgRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/orgs',
       options: {
-        tags, description: 'Orgs the caller belongs to (every org for the system administrator), newest first',
+        tags,
+        description: 'Orgs the caller belongs to (every org for the system administrator), newest first',
         plugins: { ...authenticated, ...docs(400, 401) },
         validate: { query: S.listOrgsQuery },
         response: { schema: pageSchema(S.orgSchema, 'OrgList') },
@@ -53,7 +56,8 @@ export function orgRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/orgs/{org_id}',
       options: {
-        tags, description: 'One org',
+        tags,
+        description: 'One org',
         plugins: { ...requires('orgs:read', 'org'), ...docs(400, 401, 404) },
         validate: { params: S.orgParams },
         response: { schema: S.orgSchema },
@@ -64,7 +68,8 @@ export function orgRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'PATCH',
       path: '/orgs/{org_id}',
       options: {
-        tags, description: 'Rename, change the slug, or soft-delete with {deleted: true} (deleting needs orgs:delete)',
+        tags,
+        description: 'Rename, change the slug, or soft-delete with {deleted: true} (deleting needs orgs:delete)',
         plugins: { ...requires('orgs:write', 'org'), ...docs(400, 401, 403, 404, 409) },
         validate: { params: S.orgParams, payload: S.updateOrg },
         response: { schema: S.orgSchema },
@@ -75,7 +80,8 @@ export function orgRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'DELETE',
       path: '/orgs/{org_id}',
       options: {
-        tags, description: 'Soft-delete the org (same as PATCH {deleted: true})',
+        tags,
+        description: 'Soft-delete the org (same as PATCH {deleted: true})',
         plugins: { ...requires('orgs:delete', 'org'), ...docs(204, 400, 401, 403, 404) },
         validate: { params: S.orgParams },
       },

@@ -5,7 +5,6 @@ import type { Db } from '../../core/db/knex.ts';
 import { drawUntilFree, newId } from '../../core/ids.ts';
 import { Access } from '../../core/auth/access.ts';
 import { Memberships } from '../../core/auth/memberships.ts';
-import { ROLE_PERMISSIONS } from '../../core/auth/permissions.ts';
 import type { Grant, Principal } from '../../core/auth/principal.ts';
 import { conflictingFields, isUniqueViolation } from '../../core/http/unique.ts';
 import { orgSlugFrom, varyOrgSlug } from '../../core/slugs.ts';
@@ -60,7 +59,10 @@ export class OrgService {
       if (found) return this.compare(principal, input, found);
       const namesake = input.id ? undefined : await this.orgs.visibleNamed(principal, input.name);
       if (namesake?.slug === slug) return this.compare(principal, input, namesake); // a concurrent ensure just made it
-      if (namesake) throw Boom.conflict(`org ${namesake.id} is already named '${input.name}', with slug '${namesake.slug}': ensure it by that slug, or choose another name`);
+      if (namesake)
+        throw Boom.conflict(
+          `org ${namesake.id} is already named '${input.name}', with slug '${namesake.slug}': ensure it by that slug, or choose another name`,
+        );
       try {
         return await this.insertOwned(principal, { id: input.id ?? newId('org'), name: input.name, slug });
       } catch (e) {

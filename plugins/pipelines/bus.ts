@@ -10,11 +10,7 @@ export const RUN_CHANNEL = 'svc_pipeline_runs';
 /** Tells streams that a run (the key: its id) has new events, in this process and through NOTIFY. */
 @injectable()
 export class RunEventBus extends NotifyBus {
-  constructor(
-    @inject(Tokens.Db) db: Db,
-    @inject(Tokens.DatabaseUrl) databaseUrl: string,
-    @inject(Tokens.Logger) logger: Logger,
-  ) {
+  constructor(@inject(Tokens.Db) db: Db, @inject(Tokens.DatabaseUrl) databaseUrl: string, @inject(Tokens.Logger) logger: Logger) {
     super(RUN_CHANNEL, 'pipeline run', db, databaseUrl, logger);
   }
 }

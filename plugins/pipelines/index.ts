@@ -22,7 +22,9 @@ export const plugin: DomainPlugin = {
     const service = container.resolve(PipelineRuns);
     container.resolve(JobPhaseListeners).add(service.follow);
     container.resolve(AttemptLogListeners).add(service.stepLog);
-    container.registerInstance(PipelineLauncherToken, { runPipeline: async (creator, projectId, name, request) => ({ run_id: (await service.start(creator, projectId, name, request)).id }) });
+    container.registerInstance(PipelineLauncherToken, {
+      runPipeline: async (creator, projectId, name, request) => ({ run_id: (await service.start(creator, projectId, name, request)).id }),
+    });
     const db = container.resolve(Tokens.Db);
     // /pipeline-runs/{run_id} routes act on the run's project; an unknown run and a hidden one are both 404.
     container.resolve(AccessTargets).register('pipeline_run', async (request) => {

@@ -76,7 +76,11 @@ export class PipelineRunRepository {
     @inject(RunEventBus) private readonly bus: RunEventBus,
   ) {}
 
-  async insert(run: Omit<RunRow, 'status' | 'created_at' | 'started_at' | 'completed_at' | 'updated_at' | 'error_message' | 'cancel_reason'>, steps: Omit<StepRow, 'status' | 'approved_by' | 'approved_at' | 'started_at' | 'completed_at'>[], trx: Db): Promise<void> {
+  async insert(
+    run: Omit<RunRow, 'status' | 'created_at' | 'started_at' | 'completed_at' | 'updated_at' | 'error_message' | 'cancel_reason'>,
+    steps: Omit<StepRow, 'status' | 'approved_by' | 'approved_at' | 'started_at' | 'completed_at'>[],
+    trx: Db,
+  ): Promise<void> {
     await trx('pipeline_runs').insert({ ...run, inputs: JSON.stringify(run.inputs) });
     await trx('pipeline_run_steps').insert(steps);
   }
@@ -106,12 +110,28 @@ export class PipelineRunRepository {
     const q = this.db('pipeline_runs').where({ project_id: projectId, pipeline_name: pipelineName });
     if (f.status) q.where('status', f.status);
     const page = await paginate<RunRow, RunRow>(q, f, (r) => r, 'pipeline_runs');
-    const steps = await this.db('pipeline_run_steps').whereIn('run_id', page.data.map((r) => r.id)).orderBy('position');
-    return { ...page, data: page.data.map((run) => toRun(run, steps.filter((s: StepRow) => s.run_id === run.id))) };
+    const steps = await this.db('pipeline_run_steps')
+      .whereIn(
+        'run_id',
+        page.data.map((r) => r.id),
+      )
+      .orderBy('position');
+    return {
+      ...page,
+      data: page.data.map((run) =>
+        toRun(
+          run,
+          steps.filter((s: StepRow) => s.run_id === run.id),
+        ),
+      ),
+    };
   }
 
   async updateRun(id: string, changes: Partial<RunRow>, trx: Db): Promise<RunRow> {
-    const [row] = await trx('pipeline_runs').where({ id }).update({ ...changes, updated_at: trx.fn.now() }).returning('*');
+    const [row] = await trx('pipeline_runs')
+      .where({ id })
+      .update({ ...changes, updated_at: trx.fn.now() })
+      .returning('*');
     return row;
   }
 
@@ -140,7 +160,6 @@ export class PipelineRunRepository {
       for (const id of runIds) this.bus.publish(id);
     });
   }
-
 
   /** The run's events after `afterId`, oldest first; only one step's when `stepName` is given. */
   eventsAfter(runId: string, afterId: number, stepName: string | null): Promise<RunEventRow[]> {

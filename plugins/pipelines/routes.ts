@@ -8,7 +8,7 @@ import { paramsOf, payloadOf, queryOf } from '../../core/http/request.ts';
 import { Tokens } from '../../core/tokens.ts';
 import { JobGraphsToken } from '../../core/ports/jobs.ts';
 import { PipelineRunRepository, type RunFilters, type RunRow } from './repository.ts';
-import { PipelineRuns, type RunRequest } from './runs.ts';
+import { type PipelineRuns, type RunRequest } from './runs.ts';
 import { RunEventBus } from './bus.ts';
 import { RunStream } from './stream.ts';
 import * as S from './schemas.ts';
@@ -34,7 +34,8 @@ export function pipelineRunRoutes(container: DependencyContainer, service: Pipel
       method: 'POST',
       path: '/projects/{project_id}/pipelines/{name}/run',
       options: {
-        tags, description: 'Run a pipeline: one job per step, wired by depends_on',
+        tags,
+        description: 'Run a pipeline: one job per step, wired by depends_on',
         plugins: { ...requires('pipelines:run', 'project'), ...docs(400, 401, 403, 404, 422) },
         validate: { params: S.pipelineParams, payload: S.runRequestSchema.allow(null) },
         response: { status: { 201: S.runSchema } },
@@ -49,7 +50,8 @@ export function pipelineRunRoutes(container: DependencyContainer, service: Pipel
       method: 'GET',
       path: '/projects/{project_id}/pipelines/{name}/runs',
       options: {
-        tags, description: "A pipeline's runs, newest first",
+        tags,
+        description: "A pipeline's runs, newest first",
         plugins: { ...requires('pipelines:read', 'project'), ...docs(400, 401, 403, 404) },
         validate: { params: S.pipelineParams, query: S.runsQuery },
         response: { schema: pageSchema(S.runSchema, 'PipelineRunList') },
@@ -60,7 +62,8 @@ export function pipelineRunRoutes(container: DependencyContainer, service: Pipel
       method: 'GET',
       path: '/projects/{project_id}/pipelines/{name}/runs/{run_id}',
       options: {
-        tags, description: 'One run of the pipeline',
+        tags,
+        description: 'One run of the pipeline',
         plugins: { ...requires('pipelines:read', 'project'), ...docs(400, 401, 403, 404) },
         validate: { params: S.pipelineRunParams },
         response: { schema: S.runSchema },
@@ -74,7 +77,8 @@ export function pipelineRunRoutes(container: DependencyContainer, service: Pipel
       method: 'GET',
       path: '/projects/{project_id}/runs/{run_id}',
       options: {
-        tags, description: 'One pipeline run of the project',
+        tags,
+        description: 'One pipeline run of the project',
         plugins: { ...requires('pipelines:read', 'project'), ...docs(400, 401, 403, 404) },
         validate: { params: S.projectRunParams },
         response: { schema: S.runSchema },
@@ -85,7 +89,8 @@ export function pipelineRunRoutes(container: DependencyContainer, service: Pipel
       method: 'GET',
       path: '/projects/{project_id}/runs/{run_id}/jobs',
       options: {
-        tags, description: "The jobs of a run's steps, in step order",
+        tags,
+        description: "The jobs of a run's steps, in step order",
         plugins: { ...requires('pipelines:read', 'project'), ...docs(400, 401, 403, 404) },
         validate: { params: S.projectRunParams },
         response: { schema: pageSchema(S.stepJobSchema, 'PipelineRunJobList') },
@@ -100,7 +105,8 @@ export function pipelineRunRoutes(container: DependencyContainer, service: Pipel
       method: 'POST',
       path: '/pipeline-runs/{run_id}/approve',
       options: {
-        tags, description: 'Release the steps of a run that await approval',
+        tags,
+        description: 'Release the steps of a run that await approval',
         plugins: { ...requires('pipelines:approve', 'pipeline_run'), ...docs(400, 401, 403, 404, 409) },
         validate: { params: S.runParams, payload: S.approveSchema.allow(null) },
         response: { schema: S.runSchema },
@@ -111,7 +117,8 @@ export function pipelineRunRoutes(container: DependencyContainer, service: Pipel
       method: 'POST',
       path: '/pipeline-runs/{run_id}/cancel',
       options: {
-        tags, description: 'Cancel a run: unfinished steps are cancelled and running attempts end',
+        tags,
+        description: 'Cancel a run: unfinished steps are cancelled and running attempts end',
         plugins: { ...requires('pipelines:approve', 'pipeline_run'), ...docs(400, 401, 403, 404, 409) },
         validate: { params: S.runParams, payload: S.cancelSchema.allow(null) },
         response: { schema: S.runSchema },
@@ -122,7 +129,8 @@ export function pipelineRunRoutes(container: DependencyContainer, service: Pipel
       method: 'GET',
       path: '/pipeline-runs/{run_id}/stream',
       options: {
-        tags, description: "Server-sent events of the run's steps (resume with Last-Event-ID)",
+        tags,
+        description: "Server-sent events of the run's steps (resume with Last-Event-ID)",
         plugins: { ...requires('pipelines:read', 'pipeline_run'), ...docs(400, 401, 403, 404) },
         validate: { params: S.runParams, query: S.streamQuery },
         response: S.eventStream,
@@ -133,7 +141,8 @@ export function pipelineRunRoutes(container: DependencyContainer, service: Pipel
       method: 'GET',
       path: '/pipeline-runs/{run_id}/steps/{name}/stream',
       options: {
-        tags, description: "Server-sent events of one step of the run (resume with Last-Event-ID)",
+        tags,
+        description: 'Server-sent events of one step of the run (resume with Last-Event-ID)',
         plugins: { ...requires('pipelines:read', 'pipeline_run'), ...docs(400, 401, 403, 404) },
         validate: { params: S.stepParams, query: S.streamQuery },
         response: S.eventStream,

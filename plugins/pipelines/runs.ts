@@ -61,15 +61,31 @@ export class PipelineRuns {
       const jobIds = await this.graphs.create(creator, projectId, graph, trx);
       await this.runs.insert(
         {
-          id, project_id: projectId, pipeline_name: name, ref: request.ref ?? null, git_sha: request.ref && GIT_SHA.test(request.ref) ? request.ref : null,
-          env_name: request.env ?? null, inputs, only_steps: request.only_steps ?? null, manifest_hash: manifest.manifest_hash, created_by: creator.id,
+          id,
+          project_id: projectId,
+          pipeline_name: name,
+          ref: request.ref ?? null,
+          git_sha: request.ref && GIT_SHA.test(request.ref) ? request.ref : null,
+          env_name: request.env ?? null,
+          inputs,
+          only_steps: request.only_steps ?? null,
+          manifest_hash: manifest.manifest_hash,
+          created_by: creator.id,
         },
         steps.map((step, position) => ({
-          run_id: id, name: step.name, position, job_id: jobIds.get(step.name)!, execution_type: stepKind(step), depends_on: step.depends_on, approval: step.approval === true,
+          run_id: id,
+          name: step.name,
+          position,
+          job_id: jobIds.get(step.name)!,
+          execution_type: stepKind(step),
+          depends_on: step.depends_on,
+          approval: step.approval === true,
         })),
         trx,
       );
-      await this.runs.appendEvents(trx, [{ run_id: id, step_name: null, type: 'run.status', data: { run_id: id, status: 'pending', error_message: null, at: new Date() } }]);
+      await this.runs.appendEvents(trx, [
+        { run_id: id, step_name: null, type: 'run.status', data: { run_id: id, status: 'pending', error_message: null, at: new Date() } },
+      ]);
       const [run] = await this.settle([id], trx);
       return this.runs.withSteps(run, trx);
     });
@@ -95,13 +111,19 @@ export class PipelineRuns {
     const runId = hints.pipeline_run_id;
     const step = hints.step_name;
     if (typeof runId !== 'string' || typeof step !== 'string') return;
-    await this.runs.appendEvents(trx, lines.map((l) => ({ run_id: runId, step_name: step, type: 'step.log', data: { step_name: step, job_id, line: l.line, at: l.at } })));
+    await this.runs.appendEvents(
+      trx,
+      lines.map((l) => ({ run_id: runId, step_name: step, type: 'step.log', data: { step_name: step, job_id, line: l.line, at: l.at } })),
+    );
   };
 
   /** The runs' steps, each with its job's phase and close reason (asked of the jobs domain). */
   private async stepsWithJobs(runIds: string[], trx: Db): Promise<StepWithJob[]> {
     const steps = await this.runs.stepsOfRuns(runIds, trx);
-    const jobs = await this.graphs.phases(steps.map((s) => s.job_id), trx);
+    const jobs = await this.graphs.phases(
+      steps.map((s) => s.job_id),
+      trx,
+    );
     return steps.map((s) => ({ ...s, job_phase: jobs.get(s.job_id)!.phase, job_close_reason: jobs.get(s.job_id)!.close_reason }));
   }
 
@@ -113,7 +135,13 @@ export class PipelineRuns {
     const runs = await this.runs.lock(runIds, trx);
     const steps = await this.stepsWithJobs(runIds, trx);
     const now = new Date();
-    const settlements = runs.map((run) => settleRun(run, steps.filter((s) => s.run_id === run.id), now));
+    const settlements = runs.map((run) =>
+      settleRun(
+        run,
+        steps.filter((s) => s.run_id === run.id),
+        now,
+      ),
+    );
     return this.write(runs, settlements, trx);
   }
 
@@ -123,8 +151,14 @@ export class PipelineRuns {
    * cancels of doomed steps' jobs, so the settles those cause find nothing left to change.
    */
   private async write(runs: RunRow[], settlements: Settlement[], trx: Db): Promise<RunRow[]> {
-    await this.runs.updateSteps(settlements.flatMap((s) => s.steps), trx);
-    await this.runs.appendEvents(trx, settlements.flatMap((s) => s.events));
+    await this.runs.updateSteps(
+      settlements.flatMap((s) => s.steps),
+      trx,
+    );
+    await this.runs.appendEvents(
+      trx,
+      settlements.flatMap((s) => s.events),
+    );
     const written: RunRow[] = [];
     for (const [i, run] of runs.entries()) {
       const { run: changes, failed } = settlements[i];
@@ -133,17 +167,29 @@ export class PipelineRuns {
       written.push(updated);
     }
     for (const [i, run] of runs.entries()) {
-      if (settlements[i].doomed.length > 0) await this.graphs.cancel(settlements[i].doomed, `pipeline run ${run.id}: step ${settlements[i].failed?.name ?? 'a step'} failed`, trx);
+      if (settlements[i].doomed.length > 0)
+        await this.graphs.cancel(settlements[i].doomed, `pipeline run ${run.id}: step ${settlements[i].failed?.name ?? 'a step'} failed`, trx);
     }
     return written;
   }
 
   private emitFailed(run: RunRow, step: StepWithJob | null, trx: Db): Promise<unknown> {
     return emitEvent(trx, {
-      project_id: run.project_id, type: 'system.pipeline.failed', source: 'system', env_name: run.env_name, ref_sha: run.git_sha, actor_type: 'system',
+      project_id: run.project_id,
+      type: 'system.pipeline.failed',
+      source: 'system',
+      env_name: run.env_name,
+      ref_sha: run.git_sha,
+      actor_type: 'system',
       payload: {
-        run_id: run.id, pipeline_name: run.pipeline_name, error_message: run.error_message, error_code: STEP_FAILED, exit_code: null,
-        mutation_id: null, request_id: null, metadata: { step_name: step?.name ?? null, job_id: step?.job_id ?? null, project_id: run.project_id },
+        run_id: run.id,
+        pipeline_name: run.pipeline_name,
+        error_message: run.error_message,
+        error_code: STEP_FAILED,
+        exit_code: null,
+        mutation_id: null,
+        request_id: null,
+        metadata: { step_name: step?.name ?? null, job_id: step?.job_id ?? null, project_id: run.project_id },
       },
     });
   }
@@ -155,11 +201,19 @@ export class PipelineRuns {
       const waiting = (await this.stepsWithJobs([runId], trx)).filter((s) => s.status === 'awaiting_approval');
       const now = new Date();
       for (const step of waiting) await this.runs.updateStep(runId, step.name, { status: 'pending', approved_by: principal.id, approved_at: now }, trx);
-      await this.runs.appendEvents(trx, waiting.map((step) => ({
-        run_id: runId, step_name: step.name, type: 'step.status' as const,
-        data: { run_id: runId, step_name: step.name, job_id: step.job_id, status: 'pending', approved_by: principal.id, at: now },
-      })));
-      await this.graphs.release(waiting.map((s) => s.job_id), trx);
+      await this.runs.appendEvents(
+        trx,
+        waiting.map((step) => ({
+          run_id: runId,
+          step_name: step.name,
+          type: 'step.status' as const,
+          data: { run_id: runId, step_name: step.name, job_id: step.job_id, status: 'pending', approved_by: principal.id, at: now },
+        })),
+      );
+      await this.graphs.release(
+        waiting.map((s) => s.job_id),
+        trx,
+      );
       const [settled] = await this.settle([runId], trx);
       return this.runs.withSteps(settled, trx);
     });
@@ -168,7 +222,10 @@ export class PipelineRuns {
   async cancel(runId: string, reason: string | undefined): Promise<Run> {
     return this.db.transaction(async (trx) => {
       // Jobs before the run, the order a claim takes them in (job, then its run's settle).
-      await this.graphs.lock((await this.runs.steps(runId, trx)).map((s) => s.job_id), trx);
+      await this.graphs.lock(
+        (await this.runs.steps(runId, trx)).map((s) => s.job_id),
+        trx,
+      );
       const [run] = await this.runs.lock([runId], trx);
       if (isTerminal(run.status)) throw Boom.conflict(`pipeline run ${runId} already ended: ${run.status}`);
       const steps = await this.stepsWithJobs([runId], trx);

@@ -14,8 +14,8 @@ export const stepParams = runParams.keys({ name: name.required() });
 
 export const runRequestSchema = Joi.object({
   ref: Joi.string().trim().min(1).max(255).description('branch, tag or 40-hex commit SHA the steps work on'),
-  env: Joi.string().min(1).max(200).description("an environment of the manifest; its pipeline_inputs (when it names this pipeline) are the base of inputs"),
-  inputs: Joi.object().unknown(true).description('pipeline inputs; override the environment\'s pipeline_inputs key by key'),
+  env: Joi.string().min(1).max(200).description('an environment of the manifest; its pipeline_inputs (when it names this pipeline) are the base of inputs'),
+  inputs: Joi.object().unknown(true).description("pipeline inputs; override the environment's pipeline_inputs key by key"),
   only_steps: Joi.array().items(name).min(1).unique().description('run only these steps; dependencies outside them count as met'),
 }).label('PipelineRunRequest');
 
@@ -30,7 +30,9 @@ const stepSchema = Joi.object({
   execution_type: Joi.string().valid('action', 'script', 'agent').required(),
   depends_on: Joi.array().items(Joi.string()).required(),
   approval: Joi.boolean().required(),
-  status: Joi.string().valid(...STEP_STATUSES).required(),
+  status: Joi.string()
+    .valid(...STEP_STATUSES)
+    .required(),
   approved_by: Joi.string().allow(null).required().description('user or service account'),
   approved_at: timestamp.allow(null).required(),
   started_at: timestamp.allow(null).required(),
@@ -41,7 +43,9 @@ export const runSchema = Joi.object({
   id: runId.required(),
   project_id: projectId.required(),
   pipeline_name: Joi.string().required(),
-  status: Joi.string().valid(...RUN_STATUSES).required(),
+  status: Joi.string()
+    .valid(...RUN_STATUSES)
+    .required(),
   ref: Joi.string().allow(null).required(),
   git_sha: Joi.string().length(40).allow(null).required(),
   env_name: Joi.string().allow(null).required(),

@@ -30,7 +30,12 @@ export function moveStep(out: Settlement, step: StepWithJob, status: StepStatus,
   if (isTerminal(status)) change.completed_at = now;
   Object.assign(step, change);
   out.steps.push(change);
-  out.events.push({ run_id: step.run_id, step_name: step.name, type: 'step.status', data: { run_id: step.run_id, step_name: step.name, job_id: step.job_id, status, at: now } });
+  out.events.push({
+    run_id: step.run_id,
+    step_name: step.name,
+    type: 'step.status',
+    data: { run_id: step.run_id, step_name: step.name, job_id: step.job_id, status, at: now },
+  });
 }
 
 /** Moves the run to `status`, recording the change and its event (the failing step names the error). */
@@ -45,7 +50,12 @@ export function moveRun(out: Settlement, run: RunRow, status: RunStatus, steps: 
   }
   if (cancelReason !== undefined) changes.cancel_reason = cancelReason;
   out.run = changes;
-  out.events.push({ run_id: run.id, step_name: null, type: 'run.status', data: { run_id: run.id, status, error_message: changes.error_message ?? run.error_message, at: now } });
+  out.events.push({
+    run_id: run.id,
+    step_name: null,
+    type: 'run.status',
+    data: { run_id: run.id, status, error_message: changes.error_message ?? run.error_message, at: now },
+  });
 }
 
 /**
@@ -64,7 +74,10 @@ export function settleRun(run: RunRow, steps: StepWithJob[], now: Date): Settlem
     moveStep(out, step, status, now);
   }
   if (failed.length > 0 && !isTerminal(run.status)) {
-    const waiting = dependentsOf(steps, failed.map((s) => s.name));
+    const waiting = dependentsOf(
+      steps,
+      failed.map((s) => s.name),
+    );
     for (const step of steps) {
       if (isTerminal(step.status) || !(waiting.has(step.name) || (step.approval && !step.approved_at))) continue;
       moveStep(out, step, 'cancelled', now);
@@ -73,7 +86,8 @@ export function settleRun(run: RunRow, steps: StepWithJob[], now: Date): Settlem
   }
   const succeeded = new Set(steps.filter((s) => s.status === 'succeeded').map((s) => s.name));
   for (const step of steps) {
-    if (step.approval && !step.approved_at && step.status === 'pending' && step.depends_on.every((d) => succeeded.has(d))) moveStep(out, step, 'awaiting_approval', now);
+    if (step.approval && !step.approved_at && step.status === 'pending' && step.depends_on.every((d) => succeeded.has(d)))
+      moveStep(out, step, 'awaiting_approval', now);
   }
   if (!isTerminal(run.status)) moveRun(out, run, runStatusFor(steps, run.started_at !== null), steps, now);
   return out;

@@ -1,8 +1,8 @@
 import type { Request, ResponseToolkit, ResponseObject } from '@hapi/hapi';
 import type { Logger } from 'pino';
 import { openEventStream } from '../../core/http/sse.ts';
-import { PipelineRunRepository } from './repository.ts';
-import { RunEventBus } from './bus.ts';
+import { type PipelineRunRepository } from './repository.ts';
+import { type RunEventBus } from './bus.ts';
 import { isTerminal } from './status.ts';
 
 /**
@@ -18,11 +18,17 @@ export class RunStream {
   ) {}
 
   open(request: Request, h: ResponseToolkit, runId: string, stepName: string | null): ResponseObject {
-    return openEventStream(request, h, {
-      subscribe: (wake) => this.bus.subscribe(runId, wake),
-      ended: () => this.ended(runId, stepName),
-      after: async (afterId) => (await this.runs.eventsAfter(runId, afterId, stepName)).map((e) => ({ id: e.id, type: e.type, data: e.data })),
-    }, this.logger, 'pipeline run');
+    return openEventStream(
+      request,
+      h,
+      {
+        subscribe: (wake) => this.bus.subscribe(runId, wake),
+        ended: () => this.ended(runId, stepName),
+        after: async (afterId) => (await this.runs.eventsAfter(runId, afterId, stepName)).map((e) => ({ id: e.id, type: e.type, data: e.data })),
+      },
+      this.logger,
+      'pipeline run',
+    );
   }
 
   /** The run has ended and no step is still at work; for a step stream, that step has ended. */

@@ -21,7 +21,9 @@ export class Projects implements ProjectDirectory {
 
   byIds(ids: string[], db: Db = this.db): Promise<ProjectEntry[]> {
     if (ids.length === 0) return Promise.resolve([]);
-    return db('projects').whereIn('id', [...new Set(ids)]).select(ENTRY);
+    return db('projects')
+      .whereIn('id', [...new Set(ids)])
+      .select(ENTRY);
   }
 
   idsInOrg(orgId: string, db: Db = this.db): Promise<string[]> {

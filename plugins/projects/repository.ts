@@ -20,8 +20,15 @@ export interface ProjectRow {
 }
 
 export const toProject = (r: ProjectRow) => ({
-  id: r.id, org_id: r.org_id, name: r.name, slug: r.slug, repo_url: r.repo_url, branch: r.branch,
-  deleted: r.deleted, created_at: r.created_at, updated_at: r.updated_at,
+  id: r.id,
+  org_id: r.org_id,
+  name: r.name,
+  slug: r.slug,
+  repo_url: r.repo_url,
+  branch: r.branch,
+  deleted: r.deleted,
+  created_at: r.created_at,
+  updated_at: r.updated_at,
 });
 export type Project = ReturnType<typeof toProject>;
 

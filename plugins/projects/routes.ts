@@ -20,7 +20,8 @@ export function projectRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/projects',
       options: {
-        tags, description: 'Create a project in an org (slug: 4 to 8 letters and digits, unique, immutable; derived from the name when omitted)',
+        tags,
+        description: 'Create a project in an org (slug: 4 to 8 letters and digits, unique, immutable; derived from the name when omitted)',
         plugins: { ...requires('projects:create', 'payload.org'), ...docs(400, 401, 403, 404, 409) },
         validate: { payload: S.createProject },
         response: { status: { 201: S.projectSchema } },
@@ -31,7 +32,8 @@ export function projectRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/projects/ensure',
       options: {
-        tags, description: 'Find or create a project by id, slug, or name in the org: 200 when created or identical, 409 on other parameters',
+        tags,
+        description: 'Find or create a project by id, slug, or name in the org: 200 when created or identical, 409 on other parameters',
         plugins: { ...requires('projects:create', 'payload.org'), ...docs(400, 401, 403, 404, 409) },
         validate: { payload: S.ensureProject },
         response: { schema: S.projectSchema },
@@ -42,7 +44,8 @@ export function projectRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/projects',
       options: {
-        tags, description: 'Projects the caller can see, newest first',
+        tags,
+        description: 'Projects the caller can see, newest first',
         plugins: { ...authenticated, ...docs(400, 401) },
         validate: { query: S.listProjectsQuery },
         response: { schema: pageSchema(S.projectSchema, 'ProjectList') },
@@ -53,7 +56,8 @@ export function projectRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/projects/{project_id}',
       options: {
-        tags, description: 'One project',
+        tags,
+        description: 'One project',
         plugins: { ...requires('projects:read', 'project'), ...docs(400, 401, 404) },
         validate: { params: S.projectParams },
         response: { schema: S.projectSchema },
@@ -64,7 +68,8 @@ export function projectRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'PATCH',
       path: '/projects/{project_id}',
       options: {
-        tags, description: 'Change name, repository or branch, or soft-delete with {deleted: true} (deleting needs projects:delete)',
+        tags,
+        description: 'Change name, repository or branch, or soft-delete with {deleted: true} (deleting needs projects:delete)',
         plugins: { ...requires('projects:write', 'project'), ...docs(400, 401, 403, 404, 422) },
         validate: { params: S.projectParams, payload: S.updateProject },
         response: { schema: S.projectSchema },
@@ -75,7 +80,8 @@ export function projectRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'DELETE',
       path: '/projects/{project_id}',
       options: {
-        tags, description: 'Soft-delete the project (same as PATCH {deleted: true})',
+        tags,
+        description: 'Soft-delete the project (same as PATCH {deleted: true})',
         plugins: { ...requires('projects:delete', 'project'), ...docs(204, 400, 401, 403, 404) },
         validate: { params: S.projectParams },
       },

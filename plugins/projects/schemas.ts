@@ -27,8 +27,13 @@ export const projectSchema = Joi.object({
 export const createProject = Joi.object({ org_id: orgId.required(), name: name.required(), slug, repo_url: repoUrl, branch }).label('CreateProject');
 export const ensureProject = createProject.keys({ id: projectId }).label('EnsureProject');
 export const updateProject = Joi.object({
-  name, repo_url: repoUrl, branch, deleted: Joi.boolean(),
+  name,
+  repo_url: repoUrl,
+  branch,
+  deleted: Joi.boolean(),
   slug: slug.description('immutable: accepted only when equal to the current slug'),
-}).min(1).label('UpdateProject');
+})
+  .min(1)
+  .label('UpdateProject');
 export const projectParams = Joi.object({ project_id: projectId.required() });
 export const listProjectsQuery = listQuerySchema.keys({ org_id: orgId.description('only projects of this org') });

@@ -5,7 +5,6 @@ import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
 import { drawUntilFree, newId } from '../../core/ids.ts';
 import { Access } from '../../core/auth/access.ts';
-import { ROLE_PERMISSIONS } from '../../core/auth/permissions.ts';
 import type { Grant, Principal } from '../../core/auth/principal.ts';
 import { conflictingFields, isUniqueViolation } from '../../core/http/unique.ts';
 import { projectSlugFrom, varySlug } from '../../core/slugs.ts';

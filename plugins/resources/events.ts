@@ -33,9 +33,14 @@ export async function emitDocEvent(trx: Db, type: DocEventType, doc: DocRow, ver
   };
   for (const projectId of doc.project_id ? [doc.project_id] : projects) {
     await emitEvent(trx, {
-      project_id: projectId, type, source: 'system', payload,
-      actor_type: ctx.principal.kind === 'user' ? 'user' : 'app', actor_id: ctx.principal.id,
-      mutation_id: ctx.mutationId, request_id: ctx.requestId,
+      project_id: projectId,
+      type,
+      source: 'system',
+      payload,
+      actor_type: ctx.principal.kind === 'user' ? 'user' : 'app',
+      actor_id: ctx.principal.id,
+      mutation_id: ctx.mutationId,
+      request_id: ctx.requestId,
     });
   }
 }

@@ -87,7 +87,10 @@ export class DocRepository {
   }
 
   versions(docId: string, query: Pick<ListQuery, 'limit' | 'offset'>): Promise<Page<VersionMeta>> {
-    const meta = this.db('org_doc_versions').select([...VERSION_META]).where({ doc_id: docId }).as('org_doc_versions');
+    const meta = this.db('org_doc_versions')
+      .select([...VERSION_META])
+      .where({ doc_id: docId })
+      .as('org_doc_versions');
     return paginate<VersionMeta, VersionMeta>(this.db.from(meta), query, (r) => r, 'org_doc_versions');
   }
 
@@ -97,7 +100,9 @@ export class DocRepository {
   }
 
   async insertVersion(row: Omit<VersionRow, 'created_at'>, db: Db): Promise<VersionRow> {
-    const [created] = await db('org_doc_versions').insert({ ...row, metadata: JSON.stringify(row.metadata) }).returning('*');
+    const [created] = await db('org_doc_versions')
+      .insert({ ...row, metadata: JSON.stringify(row.metadata) })
+      .returning('*');
     return created;
   }
 

@@ -26,7 +26,9 @@ const payloadFailed: Lifecycle.Method = (request, h, err) => {
 const payload = { maxBytes: DOC_PAYLOAD_MAX, allow: 'application/json', failAction: payloadFailed };
 
 const mutation = (request: Request, mutationId?: string): MutationContext => ({
-  principal: principalOf(request), mutationId: mutationId ?? null, requestId: request.info.id,
+  principal: principalOf(request),
+  mutationId: mutationId ?? null,
+  requestId: request.info.id,
 });
 
 /** Org documents under /orgs/{org_id}/docs (docs/resources.md). */
@@ -37,9 +39,11 @@ export function docRoutes(container: DependencyContainer): ServerRoute[] {
 
   return [
     {
-      method: 'GET', path: base,
+      method: 'GET',
+      path: base,
       options: {
-        tags, description: "The org's documents with their current version (no content), newest first; `path` filters by prefix",
+        tags,
+        description: "The org's documents with their current version (no content), newest first; `path` filters by prefix",
         plugins: { ...requires('orgdocs:read', 'org'), ...docs(400, 401, 403, 404) },
         validate: { params: S.orgParams, query: S.listQuery },
         response: { schema: pageSchema(S.docSummarySchema, 'DocList') },
@@ -50,9 +54,11 @@ export function docRoutes(container: DependencyContainer): ServerRoute[] {
       },
     },
     {
-      method: 'POST', path: base,
+      method: 'POST',
+      path: base,
       options: {
-        tags, description: 'Create a document (version 1); a path is unique among the live documents of the org (409)',
+        tags,
+        description: 'Create a document (version 1); a path is unique among the live documents of the org (409)',
         plugins: { ...requires('orgdocs:write', 'org'), ...docs(400, 401, 403, 404, 409, 413, 422) },
         payload,
         validate: { params: S.orgParams, payload: S.createSchema },
@@ -64,9 +70,11 @@ export function docRoutes(container: DependencyContainer): ServerRoute[] {
       },
     },
     {
-      method: 'GET', path: `${base}/by-path`,
+      method: 'GET',
+      path: `${base}/by-path`,
       options: {
-        tags, description: 'The live document at a path, with its content (current version, or `version`)',
+        tags,
+        description: 'The live document at a path, with its content (current version, or `version`)',
         plugins: { ...requires('orgdocs:read', 'org'), ...docs(400, 401, 403, 404) },
         validate: { params: S.orgParams, query: S.byPathQuery },
         response: { schema: S.docSchema },
@@ -77,9 +85,11 @@ export function docRoutes(container: DependencyContainer): ServerRoute[] {
       },
     },
     {
-      method: 'GET', path: one,
+      method: 'GET',
+      path: one,
       options: {
-        tags, description: 'One document with its content (current version, or `version`); a deleted one shows deleted: true',
+        tags,
+        description: 'One document with its content (current version, or `version`); a deleted one shows deleted: true',
         plugins: { ...requires('orgdocs:read', 'org'), ...docs(400, 401, 403, 404) },
         validate: { params: S.docParams, query: S.getQuery },
         response: { schema: S.docSchema },
@@ -90,9 +100,11 @@ export function docRoutes(container: DependencyContainer): ServerRoute[] {
       },
     },
     {
-      method: 'PUT', path: one,
+      method: 'PUT',
+      path: one,
       options: {
-        tags, description: 'Write a new version; with expected_version, refused (409) unless that is the current one',
+        tags,
+        description: 'Write a new version; with expected_version, refused (409) unless that is the current one',
         plugins: { ...requires('orgdocs:write', 'org'), ...docs(400, 401, 403, 404, 409, 413) },
         payload,
         validate: { params: S.docParams, payload: S.updateSchema },
@@ -105,9 +117,11 @@ export function docRoutes(container: DependencyContainer): ServerRoute[] {
       },
     },
     {
-      method: 'DELETE', path: one,
+      method: 'DELETE',
+      path: one,
       options: {
-        tags, description: 'Delete the document (soft: its versions stay readable by id, its path is free again)',
+        tags,
+        description: 'Delete the document (soft: its versions stay readable by id, its path is free again)',
         plugins: { ...requires('orgdocs:write', 'org'), ...docs(204, 400, 401, 403, 404, 409) },
         validate: { params: S.docParams, query: S.deleteQuery },
       },
@@ -119,9 +133,11 @@ export function docRoutes(container: DependencyContainer): ServerRoute[] {
       },
     },
     {
-      method: 'GET', path: `${one}/versions`,
+      method: 'GET',
+      path: `${one}/versions`,
       options: {
-        tags, description: "The document's versions (no content), newest first",
+        tags,
+        description: "The document's versions (no content), newest first",
         plugins: { ...requires('orgdocs:read', 'org'), ...docs(400, 401, 403, 404) },
         validate: { params: S.docParams, query: S.versionsQuery },
         response: { schema: pageSchema(S.versionSchema, 'DocVersionList') },

@@ -49,13 +49,13 @@ export const createSchema = Joi.object({
   path: docPath.required(),
   content,
   metadata,
-  project_id: projectId.allow(null).description("the project the document belongs to (its events are recorded there); none: org-wide"),
+  project_id: projectId.allow(null).description('the project the document belongs to (its events are recorded there); none: org-wide'),
   mutation_id: mutationId,
 }).label('CreateDoc');
 
 export const updateSchema = Joi.object({
   content,
-  metadata: metadata.description('stored with the new version; left out, the previous version\'s carries over'),
+  metadata: metadata.description("stored with the new version; left out, the previous version's carries over"),
   expected_version: version.description('refuse (409) unless this is the current version'),
   mutation_id: mutationId,
 }).label('UpdateDoc');
@@ -68,7 +68,9 @@ const docFields = {
   current_version: version.required(),
   version: version.required().description('the version shown'),
   version_id: docVersionId.required(),
-  content_hash: Joi.string().pattern(/^sha256:[0-9a-f]{64}$/).required(),
+  content_hash: Joi.string()
+    .pattern(/^sha256:[0-9a-f]{64}$/)
+    .required(),
   size_bytes: Joi.number().integer().min(0).required(),
   metadata: Joi.object().unknown(true).required(),
   deleted: Joi.boolean().required(),
@@ -98,10 +100,23 @@ export const versionSchema = Joi.object({
 export function toDoc(row: (DocRow & { version: VersionMeta; content?: string }) | DocWithVersion): Record<string, unknown> {
   const { version: v, content: text, ...doc } = row;
   return {
-    id: doc.id, org_id: doc.org_id, project_id: doc.project_id, path: doc.path, current_version: doc.current_version,
-    version: v.version, version_id: v.id, content_hash: v.content_hash, size_bytes: v.size_bytes, metadata: v.metadata,
-    deleted: doc.deleted, deleted_at: doc.deleted_at, created_by: doc.created_by, created_at: doc.created_at, updated_at: doc.updated_at,
-    version_created_by: v.created_by, version_created_at: v.created_at,
+    id: doc.id,
+    org_id: doc.org_id,
+    project_id: doc.project_id,
+    path: doc.path,
+    current_version: doc.current_version,
+    version: v.version,
+    version_id: v.id,
+    content_hash: v.content_hash,
+    size_bytes: v.size_bytes,
+    metadata: v.metadata,
+    deleted: doc.deleted,
+    deleted_at: doc.deleted_at,
+    created_by: doc.created_by,
+    created_at: doc.created_at,
+    updated_at: doc.updated_at,
+    version_created_by: v.created_by,
+    version_created_at: v.created_at,
     ...(text === undefined ? {} : { content: text }),
   };
 }

@@ -51,7 +51,8 @@ export class DocService {
         if (!org || org.deleted) throw Boom.badData(`org ${orgId} is deleted`);
         if (input.project_id) {
           const project = await this.docs.project(input.project_id, trx);
-          if (!project || project.org_id !== orgId || project.deleted) throw Boom.badData(`project_id ${input.project_id} is not a live project of org ${orgId}`);
+          if (!project || project.org_id !== orgId || project.deleted)
+            throw Boom.badData(`project_id ${input.project_id} is not a live project of org ${orgId}`);
         }
         const doc = await this.docs.insertDoc(
           { id: newId('doc'), org_id: orgId, project_id: input.project_id ?? null, path: input.path, current_version: 1, created_by: ctx.principal.id },
@@ -113,12 +114,22 @@ export class DocService {
     const doc = (await this.docs.byId(orgId, docId, trx, true)) ?? notFound(docId);
     if (doc.deleted) throw Boom.conflict(`document ${docId} is deleted`);
     if (expected !== undefined && expected !== doc.current_version) {
-      throw Boom.conflict(`document ${docId} is at version ${doc.current_version}, not the expected_version ${expected}`, { current_version: doc.current_version });
+      throw Boom.conflict(`document ${docId} is at version ${doc.current_version}, not the expected_version ${expected}`, {
+        current_version: doc.current_version,
+      });
     }
     return doc;
   }
 
-  private async addVersion(doc: DocRow, version: number, content: string, size: number, metadata: Record<string, unknown>, ctx: MutationContext, trx: Db): Promise<VersionMeta> {
+  private async addVersion(
+    doc: DocRow,
+    version: number,
+    content: string,
+    size: number,
+    metadata: Record<string, unknown>,
+    ctx: MutationContext,
+    trx: Db,
+  ): Promise<VersionMeta> {
     const row = await this.docs.insertVersion(
       { id: newId('docv'), doc_id: doc.id, version, content, size_bytes: size, content_hash: contentHash(content), metadata, created_by: ctx.principal.id },
       trx,

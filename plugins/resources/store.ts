@@ -6,8 +6,15 @@ import type { FetchedResource, ResourceStore } from '../../core/ports/resources.
 import { contentHash } from './service.ts';
 
 const DOC_TYPES: Record<string, string> = {
-  md: 'text/markdown', markdown: 'text/markdown', txt: 'text/plain', json: 'application/json', yaml: 'application/yaml', yml: 'application/yaml',
-  html: 'text/html', csv: 'text/csv', xml: 'application/xml',
+  md: 'text/markdown',
+  markdown: 'text/markdown',
+  txt: 'text/plain',
+  json: 'application/json',
+  yaml: 'application/yaml',
+  yml: 'application/yaml',
+  html: 'text/html',
+  csv: 'text/csv',
+  xml: 'application/xml',
 };
 
 /** Documents are text: a type from the extension, text/plain otherwise. */
@@ -32,7 +39,13 @@ export class DbResourceStore implements ResourceStore {
       .where('v.version', version ?? this.db.ref('d.current_version'))
       .first('v.content', 'v.size_bytes', 'v.content_hash', 'v.version');
     if (!row) return null;
-    return { content: Buffer.from(row.content, 'utf8'), size_bytes: row.size_bytes, content_hash: row.content_hash, mime_type: docMimeType(path), version: row.version };
+    return {
+      content: Buffer.from(row.content, 'utf8'),
+      size_bytes: row.size_bytes,
+      content_hash: row.content_hash,
+      mime_type: docMimeType(path),
+      version: row.version,
+    };
   }
 
   async jobAttachment(projectId: string, jobId: string, name: string): Promise<FetchedResource | null> {

@@ -5,7 +5,12 @@ import { ownerOf, type SecretRow } from './repository.ts';
 import { secretContext } from './sealing.ts';
 
 /** The secrets' values. The other owners declare theirs (core/auth/signing-keys.ts, plugins/webhooks/repository.ts). */
-export const SECRET_SEALS: SealedColumn = { table: 'secrets', key: 'id', column: 'value_enc', context: (r) => secretContext(ownerOf(r as unknown as SecretRow), r.name as string) };
+export const SECRET_SEALS: SealedColumn = {
+  table: 'secrets',
+  key: 'id',
+  column: 'value_enc',
+  context: (r) => secretContext(ownerOf(r as unknown as SecretRow), r.name as string),
+};
 
 export interface RekeyReport {
   table: string;
@@ -46,7 +51,9 @@ async function rekeyColumn(trx: Knex.Transaction, sealed: SealedColumn, from: Se
       }
       throw new Error(`${sealed.table} ${sealed.key}=${row[sealed.key]}: the value opens with neither the old nor the new key`);
     }
-    await trx(sealed.table).where(sealed.key, row[sealed.key] as string).update({ [sealed.column]: to.seal(plain, context) });
+    await trx(sealed.table)
+      .where(sealed.key, row[sealed.key] as string)
+      .update({ [sealed.column]: to.seal(plain, context) });
     report.rekeyed++;
   }
   return report;

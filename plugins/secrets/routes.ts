@@ -1,7 +1,6 @@
 import Boom from '@hapi/boom';
 import type { Request, ServerRoute } from '@hapi/hapi';
 import type { DependencyContainer } from 'tsyringe';
-import { Tokens } from '../../core/tokens.ts';
 import { authenticated, grantOf, principalOf, requires, systemAdmin } from '../../core/http/access.ts';
 import { docs } from '../../core/http/schemas.ts';
 import { pageSchema, type ListQuery } from '../../core/http/lists.ts';
@@ -39,13 +38,17 @@ export function secretRoutes(container: DependencyContainer): ServerRoute[] {
 
   const scopes: ScopeSpec[] = [
     {
-      scope: 'project', base: '/projects/{project_id}/secrets',
-      read: requires('secrets:read', 'project'), write: requires('secrets:admin', 'project'),
+      scope: 'project',
+      base: '/projects/{project_id}/secrets',
+      read: requires('secrets:read', 'project'),
+      write: requires('secrets:admin', 'project'),
       owner: (r) => ({ scope: 'project', id: grantOf(r).projectId }),
     },
     {
-      scope: 'org', base: '/orgs/{org_id}/secrets',
-      read: requires('secrets:read', 'org'), write: requires('secrets:admin', 'org'),
+      scope: 'org',
+      base: '/orgs/{org_id}/secrets',
+      read: requires('secrets:read', 'org'),
+      write: requires('secrets:admin', 'org'),
       owner: (r) => ({ scope: 'org', id: grantOf(r).orgId }),
     },
     { scope: 'user', base: '/users/{user_id}/secrets', read: authenticated, write: authenticated, owner: userOwner },
@@ -61,9 +64,11 @@ function routesFor(spec: ScopeSpec, service: SecretService): ServerRoute[] {
   const item = `${base}/{name}`;
   return [
     {
-      method: 'POST', path: base,
+      method: 'POST',
+      path: base,
       options: {
-        tags, description: `Create a ${scope} secret; the answer is its metadata, never the value`,
+        tags,
+        description: `Create a ${scope} secret; the answer is its metadata, never the value`,
         plugins: { ...write, ...docs(400, 401, 403, 404, 409) },
         validate: { ...(params && { params }), payload: S.createSecret },
         response: { status: { 201: S.secretSchema } },
@@ -71,9 +76,11 @@ function routesFor(spec: ScopeSpec, service: SecretService): ServerRoute[] {
       handler: async (request, h) => h.response(await service.create(await owner(request), payloadOf<SecretInput>(request))).code(201),
     },
     {
-      method: 'GET', path: base,
+      method: 'GET',
+      path: base,
       options: {
-        tags, description: `List ${scope} secrets (metadata only), newest first`,
+        tags,
+        description: `List ${scope} secrets (metadata only), newest first`,
         plugins: { ...read, ...docs(400, 401, 403, 404) },
         validate: { ...(params && { params }), query: S.listSecretsQuery },
         response: { schema: pageSchema(S.secretSchema, 'SecretList') },
@@ -81,9 +88,11 @@ function routesFor(spec: ScopeSpec, service: SecretService): ServerRoute[] {
       handler: async (request) => service.list(await owner(request), queryOf<ListQuery>(request)),
     },
     {
-      method: 'GET', path: item,
+      method: 'GET',
+      path: item,
       options: {
-        tags, description: `One ${scope} secret's metadata`,
+        tags,
+        description: `One ${scope} secret's metadata`,
         plugins: { ...read, ...docs(400, 401, 403, 404) },
         validate: { params: named },
         response: { schema: S.secretSchema },
@@ -91,9 +100,11 @@ function routesFor(spec: ScopeSpec, service: SecretService): ServerRoute[] {
       handler: async (request) => service.get(await owner(request), paramsOf(request).name),
     },
     {
-      method: 'PUT', path: item,
+      method: 'PUT',
+      path: item,
       options: {
-        tags, description: `Replace a ${scope} secret's value (and type, when given); 404 when it does not exist`,
+        tags,
+        description: `Replace a ${scope} secret's value (and type, when given); 404 when it does not exist`,
         plugins: { ...write, ...docs(400, 401, 403, 404) },
         validate: { params: named, payload: S.replaceSecret },
         response: { schema: S.secretSchema },
@@ -101,9 +112,11 @@ function routesFor(spec: ScopeSpec, service: SecretService): ServerRoute[] {
       handler: async (request) => service.replace(await owner(request), paramsOf(request).name, payloadOf<SecretReplacement>(request)),
     },
     {
-      method: 'DELETE', path: item,
+      method: 'DELETE',
+      path: item,
       options: {
-        tags, description: `Delete a ${scope} secret`,
+        tags,
+        description: `Delete a ${scope} secret`,
         plugins: { ...write, ...docs(204, 400, 401, 403, 404) },
         validate: { params: named },
       },

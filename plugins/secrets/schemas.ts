@@ -18,7 +18,9 @@ const type = Joi.string().valid(...SECRET_TYPES);
 export const secretSchema = Joi.object({
   name: Joi.string().required(),
   type: type.required(),
-  scope: Joi.string().valid(...SECRET_SCOPES).required(),
+  scope: Joi.string()
+    .valid(...SECRET_SCOPES)
+    .required(),
   created_at: timestamp.required(),
   updated_at: timestamp.required(),
 }).label('Secret');

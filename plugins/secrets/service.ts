@@ -41,7 +41,11 @@ export class SecretService {
 
   async create(owner: SecretOwner, input: SecretInput): Promise<Secret> {
     try {
-      const row = await this.secrets.insert(owner, { name: input.name, type: input.type, value_enc: this.sealer.seal(input.value, secretContext(owner, input.name)) });
+      const row = await this.secrets.insert(owner, {
+        name: input.name,
+        type: input.type,
+        value_enc: this.sealer.seal(input.value, secretContext(owner, input.name)),
+      });
       return toSecret(row);
     } catch (e) {
       if (isUniqueViolation(e, 'secrets_name_unique')) {

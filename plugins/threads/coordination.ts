@@ -58,13 +58,28 @@ export class Coordination implements CoordinationThreads {
     const detail = attempt.status === 'failed' || attempt.status === 'cancelled' ? (reason ?? summary) : (summary ?? reason);
     const body = `Attempt ${attempt.attempt_number} of job ${job.id} (${job.title}) ${outcome}${detail ? `: ${detail}` : '.'}`.slice(0, SUMMARY_CHARS);
     const duration = attempt.ended_at ? new Date(attempt.ended_at).getTime() - new Date(attempt.started_at).getTime() : null;
-    await this.threads.append(thread.id, {
-      kind: 'status', body, author_type: 'job', author_id: job.id, job_id: job.id, reply_to: null,
-      metadata: {
-        posted_by: 'svc', attempt_id: attempt.id, attempt_number: attempt.attempt_number, status: attempt.status, result_status: attempt.result_status,
-        summary, reason, duration_ms: duration,
+    await this.threads.append(
+      thread.id,
+      {
+        kind: 'status',
+        body,
+        author_type: 'job',
+        author_id: job.id,
+        job_id: job.id,
+        reply_to: null,
+        metadata: {
+          posted_by: 'svc',
+          attempt_id: attempt.id,
+          attempt_number: attempt.attempt_number,
+          status: attempt.status,
+          result_status: attempt.result_status,
+          summary,
+          reason,
+          duration_ms: duration,
+        },
       },
-    }, trx);
+      trx,
+    );
     return { thread_id: thread.id };
   };
 

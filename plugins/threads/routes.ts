@@ -17,9 +17,11 @@ export function threadRoutes(container: DependencyContainer): ServerRoute[] {
   const one = `${base}/{thread_id}`;
   return [
     {
-      method: 'POST', path: base,
+      method: 'POST',
+      path: base,
       options: {
-        tags, description: 'Create a thread; with a key the project already has, that thread comes back (200) unless the title differs (409)',
+        tags,
+        description: 'Create a thread; with a key the project already has, that thread comes back (200) unless the title differs (409)',
         plugins: { ...requires('chat:write', 'project'), ...docs(400, 401, 403, 404, 409, 422) },
         validate: { params: S.projectParams, payload: S.createThread },
         response: { status: { 200: S.threadSchema, 201: S.threadSchema } },
@@ -30,9 +32,11 @@ export function threadRoutes(container: DependencyContainer): ServerRoute[] {
       },
     },
     {
-      method: 'POST', path: `${base}/ensure`,
+      method: 'POST',
+      path: `${base}/ensure`,
       options: {
-        tags, description: 'Find or create the thread with this key (200 either way; 409 when it exists with another title)',
+        tags,
+        description: 'Find or create the thread with this key (200 either way; 409 when it exists with another title)',
         plugins: { ...requires('chat:write', 'project'), ...docs(400, 401, 403, 404, 409, 422) },
         validate: { params: S.projectParams, payload: S.ensureThread },
         response: { schema: S.threadSchema },
@@ -40,9 +44,11 @@ export function threadRoutes(container: DependencyContainer): ServerRoute[] {
       handler: async (request) => (await service.create(principalOf(request), paramsOf(request).project_id, payloadOf<ThreadInput>(request))).thread,
     },
     {
-      method: 'GET', path: base,
+      method: 'GET',
+      path: base,
       options: {
-        tags, description: "The project's threads, newest first (filters key, job_id)",
+        tags,
+        description: "The project's threads, newest first (filters key, job_id)",
         plugins: { ...requires('threads:read', 'project'), ...docs(400, 401, 403, 404) },
         validate: { params: S.projectParams, query: S.listThreadsQuery },
         response: { schema: pageSchema(S.threadSchema, 'ThreadList') },
@@ -50,9 +56,11 @@ export function threadRoutes(container: DependencyContainer): ServerRoute[] {
       handler: (request) => service.list(paramsOf(request).project_id, queryOf<ListQuery & { key?: string; job_id?: string }>(request)),
     },
     {
-      method: 'GET', path: one,
+      method: 'GET',
+      path: one,
       options: {
-        tags, description: 'One thread',
+        tags,
+        description: 'One thread',
         plugins: { ...requires('threads:read', 'project'), ...docs(400, 401, 403, 404) },
         validate: { params: S.threadParams },
         response: { schema: S.threadSchema },
@@ -60,9 +68,11 @@ export function threadRoutes(container: DependencyContainer): ServerRoute[] {
       handler: (request) => service.get(paramsOf(request).project_id, paramsOf(request).thread_id),
     },
     {
-      method: 'GET', path: `${one}/messages`,
+      method: 'GET',
+      path: `${one}/messages`,
       options: {
-        tags, description: "The thread's messages, oldest first (seq order); page with limit/offset or with after (the last seq read) as a cursor",
+        tags,
+        description: "The thread's messages, oldest first (seq order); page with limit/offset or with after (the last seq read) as a cursor",
         plugins: { ...requires('threads:read', 'project'), ...docs(400, 401, 403, 404) },
         validate: { params: S.threadParams, query: S.listMessagesQuery },
         response: { schema: pageSchema(S.messageSchema, 'ThreadMessagePage') },
@@ -70,15 +80,19 @@ export function threadRoutes(container: DependencyContainer): ServerRoute[] {
       handler: (request) => service.messages(paramsOf(request).project_id, paramsOf(request).thread_id, queryOf<MessageFilters>(request)),
     },
     {
-      method: 'POST', path: `${one}/messages`,
+      method: 'POST',
+      path: `${one}/messages`,
       options: {
-        tags, description: 'Post a message as the caller (a job token posts as its job); coordination threads take status, directive, question and update',
+        tags,
+        description: 'Post a message as the caller (a job token posts as its job); coordination threads take status, directive, question and update',
         plugins: { ...requires('chat:write', 'project'), ...docs(400, 401, 403, 404, 422) },
         validate: { params: S.threadParams, payload: S.postMessage },
         response: { status: { 201: S.messageSchema } },
       },
       handler: async (request, h) =>
-        h.response(await service.post(principalOf(request), paramsOf(request).project_id, paramsOf(request).thread_id, payloadOf<MessageInput>(request))).code(201),
+        h
+          .response(await service.post(principalOf(request), paramsOf(request).project_id, paramsOf(request).thread_id, payloadOf<MessageInput>(request)))
+          .code(201),
     },
   ];
 }

@@ -35,7 +35,9 @@ export const threadSchema = Joi.object({
   title: Joi.string().allow(null).required(),
   coordination: Joi.boolean().required().description(`true for ${COORDINATION_KEY_PREFIX}<job_id> threads: messages are status, directive, question or update`),
   job_id: Joi.string().allow(null).required().description('the job whose team coordinates here (coordination threads)'),
-  created_by_type: Joi.string().valid(...AUTHOR_TYPES).required(),
+  created_by_type: Joi.string()
+    .valid(...AUTHOR_TYPES)
+    .required(),
   created_by: Joi.string().allow(null).required(),
   message_count: Joi.number().integer().min(0).required(),
   last_message_at: timestamp.allow(null).required(),
@@ -47,9 +49,13 @@ export const messageSchema = Joi.object({
   id: messageId.required(),
   thread_id: threadId.required(),
   seq: Joi.number().integer().min(1).required().description('1, 2, … in the thread: the order, and the `after` cursor'),
-  kind: Joi.string().valid(...MESSAGE_KINDS).required(),
+  kind: Joi.string()
+    .valid(...MESSAGE_KINDS)
+    .required(),
   body: Joi.string().required(),
-  author_type: Joi.string().valid(...AUTHOR_TYPES).required(),
+  author_type: Joi.string()
+    .valid(...AUTHOR_TYPES)
+    .required(),
   author_id: Joi.string().allow(null).required().description('user, service account or job id'),
   job_id: Joi.string().allow(null).required().description('the job the message is from or about'),
   reply_to: Joi.string().allow(null).required().description('the message this one answers (a question, usually)'),
@@ -74,7 +80,9 @@ export const listThreadsQuery = listQuerySchema.keys({
 });
 
 export const postMessage = Joi.object({
-  kind: Joi.string().valid(...MESSAGE_KINDS).description('default: message, or update on a coordination thread (where message is not allowed)'),
+  kind: Joi.string()
+    .valid(...MESSAGE_KINDS)
+    .description('default: message, or update on a coordination thread (where message is not allowed)'),
   body: Joi.string().trim().min(1).max(MAX_BODY_CHARS).required(),
   job_id: jobId.description('the job the message is about; a job token posts as its job'),
   reply_to: messageId.description('a message of this thread that this one answers'),

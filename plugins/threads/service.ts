@@ -5,7 +5,16 @@ import type { Db } from '../../core/db/knex.ts';
 import type { ListQuery, Page } from '../../core/http/lists.ts';
 import type { Principal } from '../../core/auth/principal.ts';
 import { COORDINATION_KEY_PREFIX, type MessageKind } from '../../core/ports/threads.ts';
-import { isCoordination, ThreadRepository, toThread, type AuthorType, type MessageFilters, type MessageRow, type Thread, type ThreadRow } from './repository.ts';
+import {
+  isCoordination,
+  ThreadRepository,
+  toThread,
+  type AuthorType,
+  type MessageFilters,
+  type MessageRow,
+  type Thread,
+  type ThreadRow,
+} from './repository.ts';
 import { ProjectDirectoryToken, type ProjectDirectory } from '../../core/ports/directory.ts';
 import { JobGraphsToken, type JobGraphs } from '../../core/ports/jobs.ts';
 
@@ -58,8 +67,12 @@ export class ThreadService {
     }
     const author = authorOf(principal);
     const row = await this.threads.insert({
-      project_id: projectId, key, title: input.title ?? (jobId ? `Coordination of the team of job ${jobId}` : null), job_id: jobId,
-      created_by_type: author.type, created_by: author.id,
+      project_id: projectId,
+      key,
+      title: input.title ?? (jobId ? `Coordination of the team of job ${jobId}` : null),
+      job_id: jobId,
+      created_by_type: author.type,
+      created_by: author.id,
     });
     if (row) return { thread: toThread(row), created: true };
     // Another request created the key between our read and insert.
@@ -86,9 +99,19 @@ export class ThreadService {
     }
     const author = authorOf(principal);
     return this.db.transaction((trx) =>
-      this.threads.append(thread.id, {
-        kind, body: input.body, author_type: author.type, author_id: author.id, job_id: jobId, reply_to: input.reply_to ?? null, metadata: input.metadata ?? {},
-      }, trx),
+      this.threads.append(
+        thread.id,
+        {
+          kind,
+          body: input.body,
+          author_type: author.type,
+          author_id: author.id,
+          job_id: jobId,
+          reply_to: input.reply_to ?? null,
+          metadata: input.metadata ?? {},
+        },
+        trx,
+      ),
     );
   }
 

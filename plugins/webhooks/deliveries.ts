@@ -162,7 +162,9 @@ export class DeliveryRepository {
 
   /** A retry has come due: back to pending for any dispatcher to claim. False when it already moved on. */
   async due(id: string, attempts: number): Promise<boolean> {
-    const n = await this.db('webhook_deliveries').where({ id, attempts, status: 'retrying' }).update({ status: 'pending', lease_expires_at: null, updated_at: this.db.fn.now() });
+    const n = await this.db('webhook_deliveries')
+      .where({ id, attempts, status: 'retrying' })
+      .update({ status: 'pending', lease_expires_at: null, updated_at: this.db.fn.now() });
     return n > 0;
   }
 
@@ -175,9 +177,13 @@ export class DeliveryRepository {
   }
 
   /** Records a delivery made and finished in one go (test deliveries). */
-  async insertFinished(row: Omit<DeliveryRow, 'created_at' | 'updated_at' | 'lease_expires_at' | 'next_attempt_at' | 'last_attempt_at' | 'completed_at'>): Promise<DeliveryRow> {
+  async insertFinished(
+    row: Omit<DeliveryRow, 'created_at' | 'updated_at' | 'lease_expires_at' | 'next_attempt_at' | 'last_attempt_at' | 'completed_at'>,
+  ): Promise<DeliveryRow> {
     const now = this.db.fn.now();
-    const [created] = await this.db('webhook_deliveries').insert({ ...row, last_attempt_at: now, completed_at: now }).returning('*');
+    const [created] = await this.db('webhook_deliveries')
+      .insert({ ...row, last_attempt_at: now, completed_at: now })
+      .returning('*');
     return created;
   }
 

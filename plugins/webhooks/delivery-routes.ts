@@ -36,7 +36,8 @@ export function deliveryRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/orgs/{org_id}/webhooks/{wh_id}/deliveries',
       options: {
-        tags, description: "The subscription's deliveries, newest first: status, attempts, last response, next attempt",
+        tags,
+        description: "The subscription's deliveries, newest first: status, attempts, last response, next attempt",
         plugins: { ...requires('webhooks:read', 'webhook'), ...docs(400, 401, 403, 404) },
         validate: { params: S.webhookParams, query: S.deliveriesQuery },
         response: { schema: pageSchema(S.deliverySchema, 'WebhookDeliveryList') },
@@ -50,7 +51,8 @@ export function deliveryRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/orgs/{org_id}/webhooks/{wh_id}/test',
       options: {
-        tags, description: 'Send a webhook.test event now and answer the outcome (recorded as a delivery of kind test; never retried)',
+        tags,
+        description: 'Send a webhook.test event now and answer the outcome (recorded as a delivery of kind test; never retried)',
         plugins: { ...requires('webhooks:write', 'webhook'), ...docs(400, 401, 403, 404) },
         validate: { params: S.webhookParams, payload: Joi.object({}).allow(null).label('Empty') },
         response: { schema: S.deliverySchema },
@@ -61,7 +63,8 @@ export function deliveryRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/orgs/{org_id}/webhooks/{wh_id}/replays',
       options: {
-        tags, description: 'Re-send the events of a window (dedupe per event; at most 3 running per subscription); dry_run only counts',
+        tags,
+        description: 'Re-send the events of a window (dedupe per event; at most 3 running per subscription); dry_run only counts',
         plugins: { ...requires('webhooks:write', 'webhook'), ...docs(400, 401, 403, 404, 409, 422) },
         validate: { params: S.webhookParams, payload: S.replaySchema, failAction: replayValidationFailed },
         response: { status: { 201: S.replayResponseSchema } },
@@ -75,7 +78,8 @@ export function deliveryRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/orgs/{org_id}/webhooks/{wh_id}/replays/{replay_id}',
       options: {
-        tags, description: "A replay's counts and the progress of its deliveries",
+        tags,
+        description: "A replay's counts and the progress of its deliveries",
         plugins: { ...requires('webhooks:read', 'webhook'), ...docs(400, 401, 403, 404) },
         validate: { params: S.replayParams },
         response: { schema: S.replayResponseSchema },

@@ -39,7 +39,10 @@ export class WebhookDispatcher implements RoleService {
   /** The last pass stopped for want of room: the next send to finish wakes the loop. */
   private starved = false;
   private stopped = false;
-  private readonly passes = new Passes(() => this.pass(), (err) => this.logger.error({ err }, 'webhook dispatch pass failed'));
+  private readonly passes = new Passes(
+    () => this.pass(),
+    (err) => this.logger.error({ err }, 'webhook dispatch pass failed'),
+  );
 
   constructor(
     @inject(Tokens.Db) private readonly db: Db,
@@ -111,10 +114,25 @@ export class WebhookDispatcher implements RoleService {
       for (const event of events) {
         for (const sub of subs) {
           if (sub.org_id !== event.org_id || !subscriptionMatches(sub, { ...event, payload: event.data })) continue;
-          const row: NewDelivery = { id: newId('whd'), subscription_id: sub.id, event_id: event.id, event_type: event.type, kind: 'event', replay_id: null, leased: room-- > 0 };
+          const row: NewDelivery = {
+            id: newId('whd'),
+            subscription_id: sub.id,
+            event_id: event.id,
+            event_type: event.type,
+            kind: 'event',
+            replay_id: null,
+            leased: room-- > 0,
+          };
           rows.push(row);
           if (row.leased) {
-            claimed.set(row.id, { id: row.id, kind: 'event', replay_id: null, attempts: 0, subscription: { id: sub.id, url: sub.url, secret_enc: sub.secret_enc, live: true }, event });
+            claimed.set(row.id, {
+              id: row.id,
+              kind: 'event',
+              replay_id: null,
+              attempts: 0,
+              subscription: { id: sub.id, url: sub.url, secret_enc: sub.secret_enc, live: true },
+              event,
+            });
           }
         }
       }

@@ -12,8 +12,7 @@ export interface DeliveredEvent {
   data: Record<string, unknown>;
 }
 
-export const sourceOf = (orgId: string, projectId: string | null): string =>
-  `svc://orgs/${orgId}${projectId === null ? '' : `/projects/${projectId}`}`;
+export const sourceOf = (orgId: string, projectId: string | null): string => `svc://orgs/${orgId}${projectId === null ? '' : `/projects/${projectId}`}`;
 
 /** The CloudEvents 1.0 structured-mode body: the bytes that are signed and sent. */
 export function envelope(event: DeliveredEvent): string {

@@ -16,12 +16,16 @@ const DEFAULT_CODES: Partial<Record<number, WebhookErrorCode>> = { 404: 'resourc
 
 /** Every 404 and 409 of this plugin's routes (the access check's included) carries its code. */
 export function installErrorCodes(server: Server): void {
-  server.ext('onPreResponse', (request, h) => {
-    const response = request.response;
-    if (Boom.isBoom(response)) {
-      const code = DEFAULT_CODES[response.output.statusCode];
-      if (code && response.output.payload.code === undefined) response.output.payload.code = code;
-    }
-    return h.continue;
-  }, { sandbox: 'plugin' });
+  server.ext(
+    'onPreResponse',
+    (request, h) => {
+      const response = request.response;
+      if (Boom.isBoom(response)) {
+        const code = DEFAULT_CODES[response.output.statusCode];
+        if (code && response.output.payload.code === undefined) response.output.payload.code = code;
+      }
+      return h.continue;
+    },
+    { sandbox: 'plugin' },
+  );
 }

@@ -39,7 +39,8 @@ export const plugin: DomainPlugin = {
     const transport = new Transport(guard, webhooks.timeout_ms);
     container.registerInstance(AddressGuard, guard);
     container.registerInstance(Transport, transport);
-    for (const cls of [SubscriptionRepository, DeliveryRepository, ReplayRepository, WebhookWakeups, WebhookService, Replays]) container.registerSingleton(cls as never);
+    for (const cls of [SubscriptionRepository, DeliveryRepository, ReplayRepository, WebhookWakeups, WebhookService, Replays])
+      container.registerSingleton(cls as never);
     // Without the events plugin nothing else announces new events; the poll would still find them.
     if (!eventWakeupsOf(db)) attachEventWakeups(db, new Notifier(db, EVENTS_CHANNEL, container.resolve(Tokens.Logger)));
 

@@ -61,18 +61,40 @@ export class Replays {
         }
         return true;
       });
-      const fresh = new Set(await this.replays.undelivered(trx, sub.id, matched.map((e) => e.id)));
+      const fresh = new Set(
+        await this.replays.undelivered(
+          trx,
+          sub.id,
+          matched.map((e) => e.id),
+        ),
+      );
       const id = newId('rpl');
       const sending = !req.dry_run && fresh.size > 0;
       await this.replays.insert(trx, {
-        id, subscription_id: sub.id, from_event: from.id, to_time: to, max_events: req.max_events, dry_run: req.dry_run,
-        status: sending ? 'running' : 'completed', events_matched: matched.length, events_enqueued: 0,
-        events_skipped: matched.length - fresh.size, created_by: principal.id,
+        id,
+        subscription_id: sub.id,
+        from_event: from.id,
+        to_time: to,
+        max_events: req.max_events,
+        dry_run: req.dry_run,
+        status: sending ? 'running' : 'completed',
+        events_matched: matched.length,
+        events_enqueued: 0,
+        events_skipped: matched.length - fresh.size,
+        created_by: principal.id,
       });
       if (sending) {
-        const rows = matched.filter((e) => fresh.has(e.id)).map((e) => ({
-          id: newId('whd'), subscription_id: sub.id, event_id: e.id, event_type: e.type, kind: 'replay' as const, replay_id: id, leased: false,
-        }));
+        const rows = matched
+          .filter((e) => fresh.has(e.id))
+          .map((e) => ({
+            id: newId('whd'),
+            subscription_id: sub.id,
+            event_id: e.id,
+            event_type: e.type,
+            kind: 'replay' as const,
+            replay_id: id,
+            leased: false,
+          }));
         const written = await this.deliveries.insert(trx, rows, 0);
         await this.replays.setEnqueued(trx, id, written.size, matched.length - written.size);
         this.wakeups.afterCommit(trx);

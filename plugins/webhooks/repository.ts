@@ -40,7 +40,12 @@ export function toSubscription({ secret_enc: _secret, ...rest }: SubscriptionRow
 export const secretContext = (id: string): string => `webhook-secret:${id}`;
 
 /** The subscriptions' signing secrets, for the master-key rekey. */
-export const WEBHOOK_SECRET_SEALS: SealedColumn = { table: 'webhook_subscriptions', key: 'id', column: 'secret_enc', context: (r) => secretContext(r.id as string) };
+export const WEBHOOK_SECRET_SEALS: SealedColumn = {
+  table: 'webhook_subscriptions',
+  key: 'id',
+  column: 'secret_enc',
+  context: (r) => secretContext(r.id as string),
+};
 
 @injectable()
 export class SubscriptionRepository {
@@ -49,8 +54,12 @@ export class SubscriptionRepository {
     @inject(ProjectDirectoryToken) private readonly projects: ProjectDirectory,
   ) {}
 
-  async insert(row: Omit<SubscriptionRow, 'consecutive_failures' | 'disabled_at' | 'disabled_reason' | 'created_at' | 'updated_at' | 'deleted_at'>): Promise<SubscriptionRow> {
-    const [created] = await this.db('webhook_subscriptions').insert({ ...row, filter: JSON.stringify(row.filter) }).returning('*');
+  async insert(
+    row: Omit<SubscriptionRow, 'consecutive_failures' | 'disabled_at' | 'disabled_reason' | 'created_at' | 'updated_at' | 'deleted_at'>,
+  ): Promise<SubscriptionRow> {
+    const [created] = await this.db('webhook_subscriptions')
+      .insert({ ...row, filter: JSON.stringify(row.filter) })
+      .returning('*');
     return created;
   }
 
@@ -72,7 +81,10 @@ export class SubscriptionRepository {
   }
 
   async update(id: string, changes: Partial<SubscriptionRow>, db: Db = this.db): Promise<SubscriptionRow> {
-    const [row] = await db('webhook_subscriptions').where({ id }).update({ ...changes, updated_at: db.fn.now() }).returning('*');
+    const [row] = await db('webhook_subscriptions')
+      .where({ id })
+      .update({ ...changes, updated_at: db.fn.now() })
+      .returning('*');
     return row;
   }
 
@@ -87,7 +99,14 @@ export class SubscriptionRepository {
    */
   async countOutcomes(trx: Db, counts: { id: string; reset: boolean; tail: number }[], disableAfter: number): Promise<string[]> {
     if (counts.length === 0) return [];
-    await trx('webhook_subscriptions').whereIn('id', counts.map((c) => c.id)).orderBy('id').forUpdate().select('id');
+    await trx('webhook_subscriptions')
+      .whereIn(
+        'id',
+        counts.map((c) => c.id),
+      )
+      .orderBy('id')
+      .forUpdate()
+      .select('id');
     const next = 'CASE WHEN v.reset THEN v.tail ELSE s.consecutive_failures + v.tail END';
     const { rows } = await trx.raw(
       `UPDATE webhook_subscriptions s SET

@@ -22,7 +22,8 @@ export function subscriptionRoutes(container: DependencyContainer): ServerRoute[
       method: 'POST',
       path: '/orgs/{org_id}/webhooks',
       options: {
-        tags, description: 'Subscribe a URL to events of every project of the org',
+        tags,
+        description: 'Subscribe a URL to events of every project of the org',
         plugins: { ...requires('webhooks:write', 'org'), ...docs(400, 401, 403, 404, 422) },
         validate: { params: S.orgParams, payload: S.createSchema },
         response: { status: { 201: S.subscriptionSchema } },
@@ -36,7 +37,8 @@ export function subscriptionRoutes(container: DependencyContainer): ServerRoute[
       method: 'POST',
       path: '/projects/{project_id}/webhooks',
       options: {
-        tags, description: "Subscribe a URL to the project's events (a project-scoped subscription, managed under its org)",
+        tags,
+        description: "Subscribe a URL to the project's events (a project-scoped subscription, managed under its org)",
         plugins: { ...requires('webhooks:write', 'project'), ...docs(400, 401, 403, 404, 422) },
         validate: { params: S.projectParams, payload: S.createSchema },
         response: { status: { 201: S.subscriptionSchema } },
@@ -50,7 +52,8 @@ export function subscriptionRoutes(container: DependencyContainer): ServerRoute[
       method: 'GET',
       path: '/orgs/{org_id}/webhooks',
       options: {
-        tags, description: "The org's webhook subscriptions (project-scoped ones included), newest first",
+        tags,
+        description: "The org's webhook subscriptions (project-scoped ones included), newest first",
         plugins: { ...requires('webhooks:read', 'org'), ...docs(400, 401, 403, 404) },
         validate: { params: S.orgParams, query: S.listQuery },
         response: { schema: pageSchema(S.subscriptionSchema, 'WebhookSubscriptionList') },
@@ -61,7 +64,8 @@ export function subscriptionRoutes(container: DependencyContainer): ServerRoute[
       method: 'GET',
       path: '/orgs/{org_id}/webhooks/{wh_id}',
       options: {
-        tags, description: 'One subscription (its secret is never shown)',
+        tags,
+        description: 'One subscription (its secret is never shown)',
         plugins: { ...requires('webhooks:read', 'webhook'), ...docs(400, 401, 403, 404) },
         validate: { params: S.webhookParams },
         response: { schema: S.subscriptionSchema },
@@ -72,7 +76,8 @@ export function subscriptionRoutes(container: DependencyContainer): ServerRoute[
       method: 'DELETE',
       path: '/orgs/{org_id}/webhooks/{wh_id}',
       options: {
-        tags, description: 'Delete a subscription: nothing more is sent to it',
+        tags,
+        description: 'Delete a subscription: nothing more is sent to it',
         plugins: { ...requires('webhooks:write', 'webhook'), ...docs(204, 400, 401, 403, 404) },
         validate: { params: S.webhookParams },
       },
@@ -85,7 +90,8 @@ export function subscriptionRoutes(container: DependencyContainer): ServerRoute[
       method: 'PATCH',
       path: '/orgs/{org_id}/webhooks/{wh_id}/enable',
       options: {
-        tags, description: 'Enable a subscription (also one disabled after repeated failures); resets its failure count',
+        tags,
+        description: 'Enable a subscription (also one disabled after repeated failures); resets its failure count',
         plugins: { ...requires('webhooks:write', 'webhook'), ...docs(400, 401, 403, 404) },
         validate: { params: S.webhookParams, payload: emptyBody },
         response: { schema: S.subscriptionSchema },

@@ -18,10 +18,13 @@ export const webhookParams = orgParams.keys({ wh_id: webhookId.required() });
 export const replayParams = webhookParams.keys({ replay_id: replayId.required() });
 
 /** An exact name, `prefix*`, `*suffix` or `*` (core/events/patterns.ts). */
-const pattern = Joi.string().min(1).max(200).custom((value: string, helpers) => {
-  const problem = patternProblem(value);
-  return problem ? helpers.message({ custom: `{{#label}} is not a pattern: ${problem}` }) : value;
-});
+const pattern = Joi.string()
+  .min(1)
+  .max(200)
+  .custom((value: string, helpers) => {
+    const problem = patternProblem(value);
+    return problem ? helpers.message({ custom: `{{#label}} is not a pattern: ${problem}` }) : value;
+  });
 
 const filterSchema = Joi.object({
   project_id: projectId.description('only events of this project'),
@@ -29,9 +32,18 @@ const filterSchema = Joi.object({
 }).label('WebhookFilter');
 
 export const createSchema = Joi.object({
-  url: Joi.string().uri({ scheme: ['http', 'https'] }).max(2048).required().description('delivery endpoint (http or https)'),
-  events: Joi.array().items(pattern).min(1).max(100).unique().required()
-    .description("event types: exact, `prefix*` (`system.job.*`), `*suffix` or `*`; `job.failed` also matches `system.job.failed`"),
+  url: Joi.string()
+    .uri({ scheme: ['http', 'https'] })
+    .max(2048)
+    .required()
+    .description('delivery endpoint (http or https)'),
+  events: Joi.array()
+    .items(pattern)
+    .min(1)
+    .max(100)
+    .unique()
+    .required()
+    .description('event types: exact, `prefix*` (`system.job.*`), `*suffix` or `*`; `job.failed` also matches `system.job.failed`'),
   filter: filterSchema.default({}),
   secret: Joi.string().min(16).max(256).required().description('HMAC signing secret; stored sealed, never returned'),
   enabled: Joi.boolean().default(true),
@@ -79,9 +91,13 @@ export const deliverySchema = Joi.object({
   subscription_id: webhookId.required(),
   event_id: eventId.required(),
   event_type: Joi.string().required(),
-  kind: Joi.string().valid(...DELIVERY_KINDS).required(),
+  kind: Joi.string()
+    .valid(...DELIVERY_KINDS)
+    .required(),
   replay_id: replayId.allow(null).required(),
-  status: Joi.string().valid(...DELIVERY_STATUSES).required(),
+  status: Joi.string()
+    .valid(...DELIVERY_STATUSES)
+    .required(),
   attempts: Joi.number().integer().required(),
   next_attempt_at: timestamp.allow(null).required(),
   last_attempt_at: timestamp.allow(null).required(),
@@ -109,7 +125,9 @@ export const replayResponseSchema = Joi.object({
     pending: Joi.number().integer().required(),
     succeeded: Joi.number().integer().required(),
     failed: Joi.number().integer().required(),
-  }).required().label('WebhookReplayProgress'),
+  })
+    .required()
+    .label('WebhookReplayProgress'),
   created_by: Joi.string().allow(null).required(),
   created_at: timestamp.required(),
   completed_at: timestamp.allow(null).required(),

@@ -51,7 +51,11 @@ export class DeliverySender {
     if (!d.event) return skipped(d, 'not sent: the event no longer exists');
     const body = envelope(d.event);
     const secret = this.sealer.open(d.subscription.secret_enc, secretContext(d.subscription.id));
-    const outcome = await this.transport.post(d.subscription.url, body, deliveryHeaders({ deliveryId: d.id, messageId: d.event.id, body, secret, sentAt: new Date() }));
+    const outcome = await this.transport.post(
+      d.subscription.url,
+      body,
+      deliveryHeaders({ deliveryId: d.id, messageId: d.event.id, body, secret, sentAt: new Date() }),
+    );
     // attempts counts earlier attempts, so it indexes the delay before the next one.
     const retryInMs = outcome.ok ? null : (this.retryDelays[d.attempts] ?? null);
     return { delivery: d, outcome, skipped: false, retryInMs };
@@ -67,9 +71,13 @@ export class DeliverySender {
     });
     if (disabled.length) this.logger.warn({ webhooks: disabled, after: this.disableAfter }, 'webhooks disabled after consecutive failed deliveries');
     // A schedule lost here is found by the dispatcher's overdue sweep.
-    await Promise.all(retrying.map((r) => this.scheduler
-      .schedule(r.next_attempt_at, REDELIVER_JOB, { delivery_id: r.id, attempts: r.attempts })
-      .catch((err) => this.logger.error({ err, delivery: r.id }, 'scheduling a webhook retry failed'))));
+    await Promise.all(
+      retrying.map((r) =>
+        this.scheduler
+          .schedule(r.next_attempt_at, REDELIVER_JOB, { delivery_id: r.id, attempts: r.attempts })
+          .catch((err) => this.logger.error({ err, delivery: r.id }, 'scheduling a webhook retry failed')),
+      ),
+    );
     return items.map(() => undefined);
   }
 }

@@ -49,8 +49,15 @@ export class WebhookService {
     }
     const id = newId('wh');
     const row = await this.subscriptions.insert({
-      id, org_id: scope.orgId, project_id: scope.projectId, url: input.url, events: input.events, filter: input.filter,
-      secret_enc: this.sealer.seal(input.secret, secretContext(id)), enabled: input.enabled, created_by: principal.id,
+      id,
+      org_id: scope.orgId,
+      project_id: scope.projectId,
+      url: input.url,
+      events: input.events,
+      filter: input.filter,
+      secret_enc: this.sealer.seal(input.secret, secretContext(id)),
+      enabled: input.enabled,
+      created_by: principal.id,
     });
     return toSubscription(row);
   }
@@ -81,16 +88,29 @@ export class WebhookService {
     const sub = await this.get(orgId, id);
     const deliveryId = newId('whd');
     const event = {
-      id: newId('evt'), type: TEST_EVENT_TYPE, org_id: sub.org_id, project_id: sub.project_id, time: new Date(),
+      id: newId('evt'),
+      type: TEST_EVENT_TYPE,
+      org_id: sub.org_id,
+      project_id: sub.project_id,
+      time: new Date(),
       data: { subscription_id: sub.id, message: 'test delivery from svc' },
     };
     const body = envelope(event);
     const secret = this.sealer.open(sub.secret_enc, secretContext(sub.id));
     const outcome = await this.transport.post(sub.url, body, deliveryHeaders({ deliveryId, messageId: event.id, body, secret, sentAt: new Date() }));
     const row = await this.deliveries.insertFinished({
-      id: deliveryId, subscription_id: sub.id, event_id: event.id, event_type: event.type, kind: 'test', replay_id: null,
-      status: outcome.ok ? 'succeeded' : 'failed', attempts: 1, response_status: outcome.status, response_body: outcome.body,
-      error: outcome.error, duration_ms: outcome.durationMs,
+      id: deliveryId,
+      subscription_id: sub.id,
+      event_id: event.id,
+      event_type: event.type,
+      kind: 'test',
+      replay_id: null,
+      status: outcome.ok ? 'succeeded' : 'failed',
+      attempts: 1,
+      response_status: outcome.status,
+      response_body: outcome.body,
+      error: outcome.error,
+      duration_ms: outcome.durationMs,
     });
     return toDelivery(row);
   }

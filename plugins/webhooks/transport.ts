@@ -2,7 +2,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { isIP } from 'node:net';
 import { storableText } from '../../core/db/storable.ts';
-import { AddressGuard, hostOf } from './address-guard.ts';
+import { type AddressGuard, hostOf } from './address-guard.ts';
 
 /** Stored response bodies are cut to this many characters (spec limit). */
 export const MAX_STORED_BODY = 4096;

@@ -82,7 +82,10 @@ export class AttemptRun {
   /** deps.control, its writes retried while the database is unreachable. */
   private readonly control: AttemptControl;
 
-  constructor(private readonly deps: WorkerDeps, readonly claim: ClaimedAttempt) {
+  constructor(
+    private readonly deps: WorkerDeps,
+    readonly claim: ClaimedAttempt,
+  ) {
     this.lease = { jobId: claim.jobId, attemptId: claim.attemptId, leaseToken: claim.leaseToken };
     this.control = patientControl(deps.control, this.abort.signal, deps.logger, claim.jobId);
   }
@@ -114,7 +117,12 @@ export class AttemptRun {
         const reason = err instanceof WorkerFailure ? err.message : `worker error: ${(err as Error).message}`;
         if (!(err instanceof WorkerFailure)) logger.error({ err, jobId: work.job.id }, 'attempt failed in the worker');
         await log.system(`failed: ${reason}`);
-        completion = { result: { status: 'failed', reason }, result_json: { svc: { status: 'failed', reason } }, error: reason, git: this.git?.resolved ?? null };
+        completion = {
+          result: { status: 'failed', reason },
+          result_json: { svc: { status: 'failed', reason } },
+          error: reason,
+          git: this.git?.resolved ?? null,
+        };
       }
       await log.flush();
       await control.recordPhases(this.lease, phases);
@@ -136,7 +144,8 @@ export class AttemptRun {
 
   /** `runner.completed` with the result, or `runner.failed` with the error and the exit code when there was one. */
   private runnerEnded(completion: AttemptCompletion): Promise<void> {
-    if (completion.result.status !== 'failed') return this.control.runnerEvent(this.lease, 'runner.completed', { result: completion.result_json ?? { svc: completion.result } });
+    if (completion.result.status !== 'failed')
+      return this.control.runnerEvent(this.lease, 'runner.completed', { result: completion.result_json ?? { svc: completion.result } });
     const exitCode = completion.result_json?.exit_code;
     return this.control.runnerEvent(this.lease, 'runner.failed', {
       error: completion.error ?? completion.result.reason ?? 'failed',
@@ -172,7 +181,13 @@ export class AttemptRun {
       if (this.abort.signal.aborted) void proc.kill();
       await log.system(`started ${plan.kind === 'script' ? `/bin/sh -c ${JSON.stringify(plan.run)}` : `${plan.harness.id} (${spec.command})`}`);
       await this.control.runnerEvent(this.lease, 'runner.started', {});
-      const harness = plan.kind === 'agent' ? new HarnessOutput(plan.harness, log, scanner, plan.choice.model ?? 'unknown', { usage: (call) => this.usage(call), progress: (message, pct) => this.progress(log.mask(message), pct) }) : null;
+      const harness =
+        plan.kind === 'agent'
+          ? new HarnessOutput(plan.harness, log, scanner, plan.choice.model ?? 'unknown', {
+              usage: (call) => this.usage(call),
+              progress: (message, pct) => this.progress(log.mask(message), pct),
+            })
+          : null;
       for await (const out of proc.lines()) {
         if (harness) await harness.line(out);
         else {
@@ -194,7 +209,11 @@ export class AttemptRun {
       if (!failure && git.wantsPush(succeeded)) failure = await timed('push', () => git.push());
       if (failure) {
         await log.system(`failed: ${failure}`);
-        completion = { ...completion, result: { status: 'failed', reason: failure, ...(completion.result.summary ? { summary: completion.result.summary } : {}) }, error: failure };
+        completion = {
+          ...completion,
+          result: { status: 'failed', reason: failure, ...(completion.result.summary ? { summary: completion.result.summary } : {}) },
+          error: failure,
+        };
       }
     }
     return { ...completion, git: this.git?.resolved ?? null };
@@ -204,7 +223,13 @@ export class AttemptRun {
   private async provision(work: AttemptWork, log: LogSink, dir: string, credentialsDir: string, timed: Timed): Promise<{ spec: ProcessSpec; plan: Plan }> {
     const { deps } = this;
     const ctx: SecretContext = { projectId: work.project.id, userId: work.job.created_by };
-    const manifest: Manifest | null = (await deps.manifests()?.current(work.project.id).catch(() => null))?.parsed ?? null;
+    const manifest: Manifest | null =
+      (
+        await deps
+          .manifests()
+          ?.current(work.project.id)
+          .catch(() => null)
+      )?.parsed ?? null;
     const plan = await planAttempt(work, deps.harnesses(), manifest, ctx);
     const masks: string[] = [];
     const remask = () => (log.mask = secretMasker(masks));
@@ -220,25 +245,50 @@ export class AttemptRun {
       const pushAccess = pushUrl && pushUrl !== url ? await repoAccess(pushUrl, secrets, 'pushing to') : null;
       masks.push(...access.secrets, ...(pushAccess?.secrets ?? []));
       remask();
-      this.git = await timed('clone', () => GitWorkspace.prepare({
-        dir, url, access, pushAccess, controls, jobId: work.job.id, projectBranch: work.project.branch, envName: work.job.env_name,
-        author: { name: deps.settings.git.author_name, email: deps.settings.git.author_email }, signal: this.abort.signal, log: (line) => log.system(line),
-      }));
+      this.git = await timed('clone', () =>
+        GitWorkspace.prepare({
+          dir,
+          url,
+          access,
+          pushAccess,
+          controls,
+          jobId: work.job.id,
+          projectBranch: work.project.branch,
+          envName: work.job.env_name,
+          author: { name: deps.settings.git.author_name, email: deps.settings.git.author_email },
+          signal: this.abort.signal,
+          log: (line) => log.system(line),
+        }),
+      );
     } else if ((controls.push ?? 'never') !== 'never' || controls.commit === 'auto' || controls.commit === 'required') {
       throw new WorkerFailure(`the job's git controls need a repository, but project ${work.project.id} has no repo_url`);
     }
 
-    const resourceIndex = await hydrateResources({ work, dir, store: deps.resources(), control: this.control, lease: this.lease, log: (line) => log.system(line) });
+    const resourceIndex = await hydrateResources({
+      work,
+      dir,
+      store: deps.resources(),
+      control: this.control,
+      lease: this.lease,
+      log: (line) => log.system(line),
+    });
     const inbox = await writeCoordinationInbox(deps.coordination(), work, dir);
     if (inbox !== null) await log.system(`coordination inbox ${INBOX_PATH}: ${inbox} message(s)`);
     const overrides = await resolveOverrides(work, deps.secrets(), ctx);
     const timeout = timeoutOf(work);
     const { token } = await deps.tokens.signJobToken({
-      jobId: work.job.id, attemptId: work.attempt.id, projectId: work.project.id, orgId: work.project.org_id,
-      permissions: [...JOB_TOKEN_PERMISSIONS], ttlSeconds: timeout ? Math.ceil(timeout) + TOKEN_MARGIN_SECONDS : DEFAULT_TOKEN_TTL_SECONDS,
+      jobId: work.job.id,
+      attemptId: work.attempt.id,
+      projectId: work.project.id,
+      orgId: work.project.org_id,
+      permissions: [...JOB_TOKEN_PERMISSIONS],
+      ttlSeconds: timeout ? Math.ceil(timeout) + TOKEN_MARGIN_SECONDS : DEFAULT_TOKEN_TTL_SECONDS,
     });
     masks.push(...overrides.secrets, token);
-    const env = { ...overrides.env, ...specEnv(work, { agentId: plan.agentId, resourceIndex, jobToken: token, apiUrl: deps.apiUrl(), appApis: appApiUrls(work, manifest) }) };
+    const env = {
+      ...overrides.env,
+      ...specEnv(work, { agentId: plan.agentId, resourceIndex, jobToken: token, apiUrl: deps.apiUrl(), appApis: appApiUrls(work, manifest) }),
+    };
     if (plan.kind === 'script') {
       remask();
       return { plan, spec: { command: '/bin/sh', args: ['-c', plan.run], env, cwd: dir, resourceClass: resourceClassOf(work) } };
@@ -255,12 +305,24 @@ export class AttemptRun {
       await log.system(`model ${choice.model}: ${managed.model} through ${managed.via === 'proxy' ? "svc's inference proxy" : managed.baseUrl}`);
     }
     const invocation = plan.harness.build({
-      prompt: plan.prompt, workspace: dir, model: managed?.model ?? choice.model, reasoningEffort: choice.reasoningEffort, variant: choice.variant,
-      permissionPolicy: plan.permissionPolicy, env: { ...credentials, ...env, ...managed?.env },
+      prompt: plan.prompt,
+      workspace: dir,
+      model: managed?.model ?? choice.model,
+      reasoningEffort: choice.reasoningEffort,
+      variant: choice.variant,
+      permissionPolicy: plan.permissionPolicy,
+      env: { ...credentials, ...env, ...managed?.env },
     });
     return {
       plan,
-      spec: { command: invocation.command, args: invocation.args, env: { ...invocation.env, ...env }, files: invocation.files, cwd: dir, resourceClass: resourceClassOf(work) },
+      spec: {
+        command: invocation.command,
+        args: invocation.args,
+        env: { ...invocation.env, ...env },
+        files: invocation.files,
+        cwd: dir,
+        resourceClass: resourceClassOf(work),
+      },
     };
   }
 

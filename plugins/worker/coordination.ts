@@ -8,7 +8,11 @@ export const INBOX_PATH = path.join('.svc', 'coordination-inbox.md');
 
 const when = (d: Date) => new Date(d).toISOString();
 const author = (m: InboxMessage) => `${m.author_type === 'service_account' ? 'service account' : m.author_type}${m.author_id ? ` ${m.author_id}` : ''}`;
-const quoted = (body: string) => body.split('\n').map((l) => (l ? `> ${l}` : '>')).join('\n');
+const quoted = (body: string) =>
+  body
+    .split('\n')
+    .map((l) => (l ? `> ${l}` : '>'))
+    .join('\n');
 const firstLine = (body: string) => {
   const line = body.trim().split('\n')[0];
   return line.length > 200 ? `${line.slice(0, 199)}…` : line;
@@ -45,7 +49,14 @@ export function renderInbox(inbox: CoordinationInbox, work: AttemptWork): string
   for (const m of messages) {
     const answers = m.reply_to ? `, answering ${seqOf.has(m.reply_to) ? `#${seqOf.get(m.reply_to)}` : m.reply_to}` : '';
     const about = m.job_id && m.job_id !== m.author_id ? `, about job ${m.job_id}` : '';
-    lines.push(`### #${m.seq} ${m.kind.toUpperCase()} from ${author(m)}${about}${answers}, ${when(m.created_at)}`, '', `Message id: ${m.id}`, '', quoted(m.body), '');
+    lines.push(
+      `### #${m.seq} ${m.kind.toUpperCase()} from ${author(m)}${about}${answers}, ${when(m.created_at)}`,
+      '',
+      `Message id: ${m.id}`,
+      '',
+      quoted(m.body),
+      '',
+    );
   }
   return `${lines.join('\n').trimEnd()}\n`;
 }

@@ -17,7 +17,10 @@ const dispatchSchema = Joi.object({
   lease_token: Joi.string().min(1).max(200).required(),
   lease_expires_at: Joi.date().iso().required(),
   worker_type: Joi.string().max(100).allow(null).default(null),
-  api_url: Joi.string().uri({ scheme: ['http', 'https'] }).allow(null).default(null),
+  api_url: Joi.string()
+    .uri({ scheme: ['http', 'https'] })
+    .allow(null)
+    .default(null),
 }).label('WorkerDispatch');
 
 const capacitySchema = Joi.object({ capacity: Joi.number().integer().min(0).required() }).label('WorkerCapacity');
@@ -40,7 +43,9 @@ export function dispatchRoutes(worker: InProcessWorker, tokens: DispatchTokens, 
       method: 'POST',
       path: '/worker/attempts',
       options: {
-        auth: false, tags, description: 'Run a claimed attempt on this worker (orchestrators only, with a worker dispatch token)',
+        auth: false,
+        tags,
+        description: 'Run a claimed attempt on this worker (orchestrators only, with a worker dispatch token)',
         ext: { onPostAuth: { method: authorizeDispatch } },
         validate: { payload: dispatchSchema },
         response: { status: { 202: capacitySchema } },
@@ -59,8 +64,12 @@ export function dispatchRoutes(worker: InProcessWorker, tokens: DispatchTokens, 
       method: 'GET',
       path: '/worker/capacity',
       options: {
-        auth: false, tags, description: 'How many more attempts this worker takes now (orchestrators only)',
-        ext: { onPreAuth: { method: async (request, h) => (await tokens.verify(request.headers.authorization as string | undefined, CAPACITY_SUBJECT), h.continue) } },
+        auth: false,
+        tags,
+        description: 'How many more attempts this worker takes now (orchestrators only)',
+        ext: {
+          onPreAuth: { method: async (request, h) => (await tokens.verify(request.headers.authorization as string | undefined, CAPACITY_SUBJECT), h.continue) },
+        },
         response: { schema: capacitySchema },
       },
       handler: () => ({ capacity: worker.capacity() }),

@@ -41,7 +41,7 @@ export class DispatchTokens {
     } catch {
       throw unauthorized('invalid or expired token');
     }
-    if (payload.typ !== TYP || payload.aud !== AUDIENCE) throw Boom.forbidden('only an orchestrator\'s worker dispatch token may call the worker');
+    if (payload.typ !== TYP || payload.aud !== AUDIENCE) throw Boom.forbidden("only an orchestrator's worker dispatch token may call the worker");
     if (payload.sub !== subject) throw Boom.forbidden(`this dispatch token is for ${payload.sub}, not ${subject}`);
   }
 }

@@ -7,7 +7,16 @@ import { WorkerFailure } from './failure.ts';
  * What a job's token may do: read and work on jobs of its project (its own through /jobs routes), read the manifest, emit events,
  * and read and post to the project's threads (an agent answers in its coordination thread).
  */
-export const JOB_TOKEN_PERMISSIONS = ['jobs:read', 'jobs:create', 'jobs:write', 'manifest:read', 'events:write', 'threads:read', 'chat:write', 'inference:use'] as const;
+export const JOB_TOKEN_PERMISSIONS = [
+  'jobs:read',
+  'jobs:create',
+  'jobs:write',
+  'manifest:read',
+  'events:write',
+  'threads:read',
+  'chat:write',
+  'inference:use',
+] as const;
 
 const SECRET_EXPRESSION = /\$\{secret\.[^}]*\}/;
 
@@ -25,7 +34,12 @@ export function appApiUrls(work: AttemptWork, manifest: Manifest | null): Record
   const out: Record<string, string> = {};
   for (const name of names) {
     const spec = specs[name];
-    const url = typeof spec === 'string' ? spec : spec && typeof spec === 'object' ? ((spec as Record<string, unknown>).url ?? (spec as Record<string, unknown>).base_url) : undefined;
+    const url =
+      typeof spec === 'string'
+        ? spec
+        : spec && typeof spec === 'object'
+          ? ((spec as Record<string, unknown>).url ?? (spec as Record<string, unknown>).base_url)
+          : undefined;
     if (typeof url === 'string' && /^https?:\/\//.test(url)) out[appApiVariable(name)] = url;
   }
   return out;
@@ -58,7 +72,11 @@ export function specEnv(work: AttemptWork, e: SpecEnv): Record<string, string> {
  * The job's env_overrides with every `${secret.NAME}` resolved (project, user, org, system), and the
  * secret values found, for masking. A missing secret fails the attempt naming it.
  */
-export async function resolveOverrides(work: AttemptWork, resolver: SecretResolver | null, ctx: SecretContext): Promise<{ env: Record<string, string>; secrets: string[] }> {
+export async function resolveOverrides(
+  work: AttemptWork,
+  resolver: SecretResolver | null,
+  ctx: SecretContext,
+): Promise<{ env: Record<string, string>; secrets: string[] }> {
   const env: Record<string, string> = {};
   const secrets: string[] = [];
   for (const [key, value] of Object.entries(work.job.env_overrides ?? {})) {

@@ -95,7 +95,10 @@ export class GitWorkspace {
     const mode = c.commit ?? 'manual';
     if (!this.wantsCommit(succeeded)) return null;
     await git(this.s, ['add', '-A']);
-    const changed = await git(this.s, ['diff', '--cached', '--quiet']).then(() => false, () => true);
+    const changed = await git(this.s, ['diff', '--cached', '--quiet']).then(
+      () => false,
+      () => true,
+    );
     if (!changed) return mode === 'required' ? 'git.commit is required but the attempt left no changes to commit' : null;
     const message = fill(c.commit_message ?? DEFAULT_COMMIT_MESSAGE, { job_id: this.s.jobId, summary });
     await run(this.s, ['commit', '--quiet', '--no-verify', '-m', message], this.s.dir, 'git commit failed');
@@ -182,10 +185,15 @@ function exec(s: GitSetup, args: string[], cwd: string, access: RepoAccess): Pro
   const env = { ...process.env, ...access.env, GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: '/bin/false' };
   return new Promise((resolve, reject) => {
     // The checkout may belong to the user the attempt runs as: git must not refuse it as "dubious ownership".
-    execFile('git', ['-c', 'safe.directory=*', ...args], { cwd, env, signal: s.signal, timeout: GIT_TIMEOUT_MS, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
-      if (s.signal.aborted) return reject(new Aborted(String(s.signal.reason ?? 'aborted')));
-      if (err) return reject(Object.assign(err, { stderr }));
-      resolve(stdout.trim());
-    });
+    execFile(
+      'git',
+      ['-c', 'safe.directory=*', ...args],
+      { cwd, env, signal: s.signal, timeout: GIT_TIMEOUT_MS, maxBuffer: 16 * 1024 * 1024 },
+      (err, stdout, stderr) => {
+        if (s.signal.aborted) return reject(new Aborted(String(s.signal.reason ?? 'aborted')));
+        if (err) return reject(Object.assign(err, { stderr }));
+        resolve(stdout.trim());
+      },
+    );
   });
 }

@@ -47,7 +47,8 @@ export class HarnessOutput {
       case 'error':
         return this.log.add('stderr', event.message);
       case 'progress': {
-        const percentage = typeof event.percentage === 'number' && Number.isFinite(event.percentage) ? Math.min(100, Math.max(0, Math.round(event.percentage))) : null;
+        const percentage =
+          typeof event.percentage === 'number' && Number.isFinite(event.percentage) ? Math.min(100, Math.max(0, Math.round(event.percentage))) : null;
         await this.log.add('stdout', `[progress]${percentage === null ? '' : ` ${percentage}%`} ${event.message}`);
         return this.hooks.progress(event.message, percentage);
       }

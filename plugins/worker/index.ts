@@ -23,7 +23,10 @@ import { dispatchRoutes } from './dispatch-routes.ts';
 import { RemoteWorker } from './remote.ts';
 import { RoutingDispatcher } from './routing.ts';
 
-const optional = <T>(container: DependencyContainer, token: InjectionToken<T>) => () => (container.isRegistered(token, true) ? container.resolve(token) : null);
+const optional =
+  <T>(container: DependencyContainer, token: InjectionToken<T>) =>
+  () =>
+    container.isRegistered(token, true) ? container.resolve(token) : null;
 
 /**
  * The worker role in this process and worker routing (docs/worker.md). Unless something else was
@@ -49,38 +52,48 @@ export const plugin: DomainPlugin = {
       return `http://${host.includes(':') ? `[${host}]` : host}:${server.info.port || config.server.port}`;
     };
     const worker = runsHere ? inProcessWorker() : null;
-    container.registerInstance(WorkerDispatcherToken, new RoutingDispatcher({
-      local: worker,
-      remotes: Object.entries(w.urls).map(([type, url]) => new RemoteWorker({ type, url, tokens: dispatchTokens, logger, timeoutMs: w.dispatch_timeout_ms, retryMs: w.dispatch_retry_ms })),
-      control,
-      logger,
-      apiUrl: () => configuredApiUrl ?? (config.roles.includes('api') ? ownApiUrl() : null),
-    }));
+    container.registerInstance(
+      WorkerDispatcherToken,
+      new RoutingDispatcher({
+        local: worker,
+        remotes: Object.entries(w.urls).map(
+          ([type, url]) => new RemoteWorker({ type, url, tokens: dispatchTokens, logger, timeoutMs: w.dispatch_timeout_ms, retryMs: w.dispatch_retry_ms }),
+        ),
+        control,
+        logger,
+        apiUrl: () => configuredApiUrl ?? (config.roles.includes('api') ? ownApiUrl() : null),
+      }),
+    );
 
     function inProcessWorker(): InProcessWorker {
       const runtime = container.resolve(RuntimeToken);
-      const worker = new InProcessWorker({
-        control,
-        runtime,
-        tokens: container.resolve(MachineTokens),
-        logger,
-        settings: {
-          workspaceRoot: path.resolve(w.workspace_root || path.join(config.data_dir, 'workspaces')),
-          keepWorkspaces: w.keep_workspaces,
-          heartbeatMs: w.heartbeat_seconds * 1000,
-          leaseSeconds: w.lease_seconds,
-          logFlushMs: w.log_flush_ms,
-          git: w.git,
-          runAs: runAsOf(w.run_as_uid, w.run_as_gid),
+      const worker = new InProcessWorker(
+        {
+          control,
+          runtime,
+          tokens: container.resolve(MachineTokens),
+          logger,
+          settings: {
+            workspaceRoot: path.resolve(w.workspace_root || path.join(config.data_dir, 'workspaces')),
+            keepWorkspaces: w.keep_workspaces,
+            heartbeatMs: w.heartbeat_seconds * 1000,
+            leaseSeconds: w.lease_seconds,
+            logFlushMs: w.log_flush_ms,
+            git: w.git,
+            runAs: runAsOf(w.run_as_uid, w.run_as_gid),
+          },
+          secrets: optional(container, SecretResolverToken),
+          harnesses: optional(container, HarnessRegistryToken),
+          manifests: optional(container, ManifestReaderToken),
+          coordination: optional(container, CoordinationThreadsToken),
+          resources: optional(container, ResourceStoreToken),
+          managedModels: optional(container, ManagedModelsToken),
+          apiUrl: () => configuredApiUrl ?? ownApiUrl(),
         },
-        secrets: optional(container, SecretResolverToken),
-        harnesses: optional(container, HarnessRegistryToken),
-        manifests: optional(container, ManifestReaderToken),
-        coordination: optional(container, CoordinationThreadsToken),
-        resources: optional(container, ResourceStoreToken),
-        managedModels: optional(container, ManagedModelsToken),
-        apiUrl: () => configuredApiUrl ?? ownApiUrl(),
-      }, w.concurrency, logger, (suggested) => configuredApiUrl ?? suggested);
+        w.concurrency,
+        logger,
+        (suggested) => configuredApiUrl ?? suggested,
+      );
       container.resolve(JobPhaseListeners).add(worker.onPhases);
       const routes = dispatchRoutes(worker, dispatchTokens, control);
       if (config.roles.includes('api')) server.route(routes);

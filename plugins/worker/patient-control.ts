@@ -12,21 +12,23 @@ import { isDatabaseUnavailable } from '../../core/db/unavailable.ts';
  * pass at once. Heartbeats are not retried here: the next beat is their retry.
  */
 export function patientControl(control: AttemptControl, signal: AbortSignal, logger: Logger, jobId: string): AttemptControl {
-  const patient = <A extends unknown[], R>(what: string, fn: (...args: A) => Promise<R>) => async (...args: A): Promise<R> => {
-    const backoff = new Backoff(250, 5_000);
-    for (;;) {
-      try {
-        return await fn(...args);
-      } catch (err) {
-        if (!isDatabaseUnavailable(err) || signal.aborted) throw err;
-        if (backoff.failures === 0) logger.warn({ err: (err as Error).message, jobId, what }, 'the database is unreachable; retrying until the write lands');
-        const delay = backoff.next();
-        backoff.failed();
-        await sleep(delay, undefined, { signal }).catch(() => undefined);
-        if (signal.aborted) throw err;
+  const patient =
+    <A extends unknown[], R>(what: string, fn: (...args: A) => Promise<R>) =>
+    async (...args: A): Promise<R> => {
+      const backoff = new Backoff(250, 5_000);
+      for (;;) {
+        try {
+          return await fn(...args);
+        } catch (err) {
+          if (!isDatabaseUnavailable(err) || signal.aborted) throw err;
+          if (backoff.failures === 0) logger.warn({ err: (err as Error).message, jobId, what }, 'the database is unreachable; retrying until the write lands');
+          const delay = backoff.next();
+          backoff.failed();
+          await sleep(delay, undefined, { signal }).catch(() => undefined);
+          if (signal.aborted) throw err;
+        }
       }
-    }
-  };
+    };
   return {
     load: patient('load', control.load.bind(control)),
     heartbeat: control.heartbeat.bind(control),

@@ -10,7 +10,15 @@ import { isObject } from '../../core/is-object.ts';
 /** What an attempt runs: a shell command, or a harness CLI with a prompt. */
 export type Plan =
   | { kind: 'script'; run: string; agentId: string }
-  | { kind: 'agent'; harness: HarnessDefinition; choice: AgentChoice; prompt: string; permissionPolicy: PermissionPolicy; agentId: string; fallback: string | null };
+  | {
+      kind: 'agent';
+      harness: HarnessDefinition;
+      choice: AgentChoice;
+      prompt: string;
+      permissionPolicy: PermissionPolicy;
+      agentId: string;
+      fallback: string | null;
+    };
 
 const text = (v: unknown): string | undefined => (typeof v === 'string' && v.trim() ? v : undefined);
 
@@ -29,12 +37,7 @@ function promptOf(work: AttemptWork, agent: Record<string, unknown>): string {
  * available yet. A job without `hints.step` is an agent job: its description is the prompt, and the
  * harness comes from its harness fields, the manifest's profiles, else the server's default harness.
  */
-export async function planAttempt(
-  work: AttemptWork,
-  harnesses: HarnessRegistry | null,
-  manifest: Manifest | null,
-  ctx: SecretContext,
-): Promise<Plan> {
+export async function planAttempt(work: AttemptWork, harnesses: HarnessRegistry | null, manifest: Manifest | null, ctx: SecretContext): Promise<Plan> {
   const step = isObject(work.job.hints.step) ? work.job.hints.step : null;
   const kind = step?.kind;
   if (step && kind === 'script') {
@@ -64,7 +67,10 @@ export async function planAttempt(
   const auth = await harnesses.auth(harness.id, ctx);
   // A managed model brings its own endpoint and credential; the CLI itself must still be there.
   const credentialsSupplied = isManagedModel(choice.model) && auth.missing === 'credentials';
-  if (!auth.available && !credentialsSupplied) throw new WorkerFailure(`harness ${harness.id} is not available here: ${auth.reason}${auth.instructions.length ? ` (${auth.instructions.join(' ')})` : ''}`);
+  if (!auth.available && !credentialsSupplied)
+    throw new WorkerFailure(
+      `harness ${harness.id} is not available here: ${auth.reason}${auth.instructions.length ? ` (${auth.instructions.join(' ')})` : ''}`,
+    );
   const policy = (text(work.job.hints.permission_policy) ?? 'yolo') as PermissionPolicy;
   return { kind: 'agent', harness, choice, prompt: promptOf(work, agent), permissionPolicy: policy, agentId: text(agent.name) ?? harness.id, fallback };
 }
@@ -79,7 +85,17 @@ function afterFailures(resolved: AgentChoice, failures: number): { choice: Agent
   const index = Math.min(failures, entries.length - 1);
   if (index === 0) return { choice: resolved, fallback: null };
   const { harness, model, reasoningEffort, variant } = entries[index];
-  const choice: AgentChoice = { ...rest, harness, fallbacks: entries.slice(index + 1), ...(model ? { model } : {}), ...(reasoningEffort ? { reasoningEffort } : {}), ...(variant ? { variant } : {}) };
+  const choice: AgentChoice = {
+    ...rest,
+    harness,
+    fallbacks: entries.slice(index + 1),
+    ...(model ? { model } : {}),
+    ...(reasoningEffort ? { reasoningEffort } : {}),
+    ...(variant ? { variant } : {}),
+  };
   const from = resolved.profile ? `profile '${resolved.profile}'` : resolved.source;
-  return { choice, fallback: `fallback after ${failures} failed attempt${failures === 1 ? '' : 's'}: entry ${index + 1} of ${entries.length} in ${from} (${harness}${model ? `, ${model}` : ''})` };
+  return {
+    choice,
+    fallback: `fallback after ${failures} failed attempt${failures === 1 ? '' : 's'}: entry ${index + 1} of ${entries.length} in ${from} (${harness}${model ? `, ${model}` : ''})`,
+  };
 }

@@ -26,13 +26,25 @@ export interface DispatchBody {
 }
 
 export const toDispatchBody = (a: ClaimedAttempt): DispatchBody => ({
-  job_id: a.jobId, project_id: a.projectId, attempt_id: a.attemptId, attempt_number: a.attemptNumber, lease_token: a.leaseToken,
-  lease_expires_at: a.leaseExpiresAt.toISOString(), worker_type: a.workerType ?? null, api_url: a.apiUrl ?? null,
+  job_id: a.jobId,
+  project_id: a.projectId,
+  attempt_id: a.attemptId,
+  attempt_number: a.attemptNumber,
+  lease_token: a.leaseToken,
+  lease_expires_at: a.leaseExpiresAt.toISOString(),
+  worker_type: a.workerType ?? null,
+  api_url: a.apiUrl ?? null,
 });
 
 export const fromDispatchBody = (b: DispatchBody): ClaimedAttempt => ({
-  jobId: b.job_id, projectId: b.project_id, attemptId: b.attempt_id, attemptNumber: b.attempt_number, leaseToken: b.lease_token,
-  leaseExpiresAt: new Date(b.lease_expires_at), workerType: b.worker_type, apiUrl: b.api_url,
+  jobId: b.job_id,
+  projectId: b.project_id,
+  attemptId: b.attempt_id,
+  attemptNumber: b.attempt_number,
+  leaseToken: b.lease_token,
+  leaseExpiresAt: new Date(b.lease_expires_at),
+  workerType: b.worker_type,
+  apiUrl: b.api_url,
 });
 
 /**
@@ -71,7 +83,8 @@ export class RemoteWorker {
       return true;
     }
     const why = `${res.status}${typeof body?.message === 'string' ? `: ${body.message}` : ''}`;
-    if (res.status === 429 || res.status === 503) logger.info({ workerType: type, url, jobId: attempt.jobId, status: res.status }, 'remote worker is full; the job is given back');
+    if (res.status === 429 || res.status === 503)
+      logger.info({ workerType: type, url, jobId: attempt.jobId, status: res.status }, 'remote worker is full; the job is given back');
     else logger.error({ workerType: type, url, jobId: attempt.jobId, why }, 'remote worker refused the dispatch; the job is given back');
     return this.refused();
   }

@@ -47,7 +47,10 @@ const text = (v: unknown): string | null => (typeof v === 'string' && v.length >
 
 function refsOf(work: AttemptWork): Ref[] {
   return (work.job.resource_refs ?? []).map((r) => ({
-    uri: String(r.uri ?? ''), label: text(r.label), required: r.required !== false, mount_path: text(r.mount_path),
+    uri: String(r.uri ?? ''),
+    label: text(r.label),
+    required: r.required !== false,
+    mount_path: text(r.mount_path),
   }));
 }
 
@@ -82,20 +85,37 @@ export async function hydrateResources(deps: HydrationDeps): Promise<string> {
   const resolved = entries.filter((e) => e.status === 'resolved').length;
   const failed = entries.filter((e) => e.status === 'missing' && e.required);
   if (failed.length > 0) {
-    await deps.control.systemEvent(deps.lease, 'system.resource.hydration.failed', { resolved_count: resolved, failed_required_count: failed.length, resources });
+    await deps.control.systemEvent(deps.lease, 'system.resource.hydration.failed', {
+      resolved_count: resolved,
+      failed_required_count: failed.length,
+      resources,
+    });
     const list = failed.map((e) => `${e.uri} (${e.reason})`).join('; ');
     throw new WorkerFailure(`required resource${failed.length > 1 ? 's' : ''} missing: ${list}`);
   }
   const missingOptional = entries.length - resolved;
-  await deps.control.systemEvent(deps.lease, 'system.resource.hydration.completed', { resolved_count: resolved, missing_optional_count: missingOptional, resources });
+  await deps.control.systemEvent(deps.lease, 'system.resource.hydration.completed', {
+    resolved_count: resolved,
+    missing_optional_count: missingOptional,
+    resources,
+  });
   await deps.log(`resources: ${resolved} hydrated into ${RESOURCES_DIR.join('/')}${missingOptional ? `, ${missingOptional} optional missing` : ''}`);
   return indexPath;
 }
 
 async function hydrateOne(deps: HydrationDeps, root: string, ref: Ref, earlier: IndexEntry[]): Promise<IndexEntry> {
   const entry: IndexEntry = {
-    uri: ref.uri, label: ref.label, required: ref.required, status: 'missing', kind: null, path: null, mount_path: null,
-    version: null, content_hash: null, mime_type: null, size_bytes: null,
+    uri: ref.uri,
+    label: ref.label,
+    required: ref.required,
+    status: 'missing',
+    kind: null,
+    path: null,
+    mount_path: null,
+    version: null,
+    content_hash: null,
+    mime_type: null,
+    size_bytes: null,
   };
   const missing = (reason: string): IndexEntry => ({ ...entry, reason });
   const parsed = parseResourceUri(ref.uri);
@@ -116,14 +136,26 @@ async function hydrateOne(deps: HydrationDeps, root: string, ref: Ref, earlier: 
   const file = path.join(root, ...target.path.split('/'));
   try {
     await directoryIn(root, target.path.split('/').slice(0, -1));
-    if (await lstat(file).then(() => true, () => false)) throw new Error('something is already there');
+    if (
+      await lstat(file).then(
+        () => true,
+        () => false,
+      )
+    )
+      throw new Error('something is already there');
     await writeFile(file, fetched.content, { flag: 'wx' });
   } catch (err) {
     return missing(`could not be written at ${target.path}: ${(err as Error).message}`);
   }
   return {
-    ...entry, status: 'resolved', path: file, mount_path: target.path,
-    version: fetched.version, content_hash: fetched.content_hash, mime_type: fetched.mime_type, size_bytes: fetched.size_bytes,
+    ...entry,
+    status: 'resolved',
+    path: file,
+    mount_path: target.path,
+    version: fetched.version,
+    content_hash: fetched.content_hash,
+    mime_type: fetched.mime_type,
+    size_bytes: fetched.size_bytes,
   };
 }
 
@@ -139,8 +171,7 @@ async function fetchResource(deps: HydrationDeps, uri: ResourceUri): Promise<Fet
   return file ?? `no attachment "${uri.name}" on job ${uri.jobId} in this project`;
 }
 
-const defaultMount = (uri: ResourceUri): string =>
-  uri.kind === 'org_docs' ? `org_docs${uri.path}` : `job_attachments/${uri.jobId}/${uri.name}`;
+const defaultMount = (uri: ResourceUri): string => (uri.kind === 'org_docs' ? `org_docs${uri.path}` : `job_attachments/${uri.jobId}/${uri.name}`);
 
 /** Two files at the same place, or one where the other needs a folder. */
 const overlaps = (a: string, b: string) => a === b || a.startsWith(`${b}/`) || b.startsWith(`${a}/`);

@@ -9,7 +9,6 @@ const OPEN = /^\s*(`{3,}|~{3,})\s*json-result\s*$/;
 const STATUSES = ['success', 'waiting', 'failed'] as const;
 type Status = (typeof STATUSES)[number];
 
-
 /**
  * Finds the last fenced block labelled `json-result` whose body is a JSON object, line by line as
  * output arrives (nothing else of the output is kept). A fence closes with the same character,
@@ -84,7 +83,11 @@ export function outcomeOf(kind: RunKind, exit: ProcessExit, block: Record<string
   const failedExit = exitText(exit, timeoutSeconds);
   if (failedExit) {
     const why = exit.timedOut ? failedExit : (reason ?? failedExit);
-    return { result: { status: 'failed', reason: why, ...(summary ? { summary } : {}) }, result_json: block ?? { svc: { status: 'failed', reason: why }, ...exitCode }, error: why };
+    return {
+      result: { status: 'failed', reason: why, ...(summary ? { summary } : {}) },
+      result_json: block ?? { svc: { status: 'failed', reason: why }, ...exitCode },
+      error: why,
+    };
   }
   if (status) {
     const result = { status, ...(summary ? { summary } : {}), ...(reason ? { reason } : {}) };

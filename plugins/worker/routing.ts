@@ -59,7 +59,10 @@ export class RoutingDispatcher implements WorkerDispatcher {
   }
 
   capacity(): number {
-    const rooms = [this.defaultRoute, ...this.remotes.values()].filter((r): r is Route => r !== null).map((r) => r.capacity()).filter((n) => n > 0);
+    const rooms = [this.defaultRoute, ...this.remotes.values()]
+      .filter((r): r is Route => r !== null)
+      .map((r) => r.capacity())
+      .filter((n) => n > 0);
     // Every route full: jobs of unconfigured types can still be claimed, one at a time, to fail them.
     return rooms.length ? Math.min(...rooms) : 1;
   }
@@ -75,7 +78,9 @@ export class RoutingDispatcher implements WorkerDispatcher {
     const route = type && this.remotes.has(type) ? this.remoteRoute(type) : !type || DEFAULT_TYPE_NAMES.includes(type) ? this.defaultRoute : null;
     if (!route && type && !DEFAULT_TYPE_NAMES.includes(type)) return this.unknownType(attempt, type);
     if (route && (await route.dispatch(attempt))) return;
-    await this.opts.control.release(leaseOf(attempt)).catch((err) => this.opts.logger.warn({ err, jobId: attempt.jobId }, 'could not give the job back; its lease will expire'));
+    await this.opts.control
+      .release(leaseOf(attempt))
+      .catch((err) => this.opts.logger.warn({ err, jobId: attempt.jobId }, 'could not give the job back; its lease will expire'));
   }
 
   private remoteRoute(type: string): Route | null {
@@ -91,7 +96,12 @@ export class RoutingDispatcher implements WorkerDispatcher {
     const lease = leaseOf(attempt);
     try {
       await this.opts.control.appendLogs(attempt.jobId, attempt.attemptId, [{ seq: 1, stream: 'system', line: `failed: ${reason}`, at: new Date() }]);
-      await this.opts.control.complete(lease, { result: { status: 'failed', reason }, result_json: { svc: { status: 'failed', reason } }, error: reason, final: true });
+      await this.opts.control.complete(lease, {
+        result: { status: 'failed', reason },
+        result_json: { svc: { status: 'failed', reason } },
+        error: reason,
+        final: true,
+      });
       this.opts.logger.warn({ jobId: attempt.jobId, workerType: type }, reason);
     } catch (err) {
       this.opts.logger.error({ err, jobId: attempt.jobId }, 'could not fail an attempt of an unconfigured worker type; its lease will expire');

@@ -37,7 +37,7 @@ export async function handOver(dir: string, user: RunAs): Promise<void> {
     if (!searchable(user, s)) {
       throw new WorkerFailure(
         `processes run as uid ${user.uid}, which cannot reach the workspace: ${up} is mode ${(s.mode & 0o777).toString(8).padStart(4, '0')} owned by uid ${s.uid}. ` +
-        'Set worker.workspace_root (SVC_WORKSPACE_ROOT) to a directory that user can reach, or worker.run_as_uid (SVC_RUN_AS_UID) to null to run as the server\'s own user',
+          "Set worker.workspace_root (SVC_WORKSPACE_ROOT) to a directory that user can reach, or worker.run_as_uid (SVC_RUN_AS_UID) to null to run as the server's own user",
       );
     }
     if (up === path.dirname(up)) break;

@@ -27,17 +27,32 @@ const ROUTES: Route[] = [
   { permission: 'orgs:read', level: 'org', name: 'GET org', call: (api, t) => api.get(`/orgs/${t.org}`) },
   { permission: 'orgs:write', level: 'org', name: 'PATCH org', call: (api, t) => api.patch(`/orgs/${t.org}`, { name: 'Same' }) },
   { permission: 'members:read', level: 'org', name: 'GET org members', call: (api, t) => api.get(`/orgs/${t.org}/members`) },
-  { permission: 'projects:create', level: 'org', name: 'POST project', call: (api, t, n) => api.post('/projects', { org_id: t.org, name: `P ${n}`, slug: `mx${n}` }) },
+  {
+    permission: 'projects:create',
+    level: 'org',
+    name: 'POST project',
+    call: (api, t, n) => api.post('/projects', { org_id: t.org, name: `P ${n}`, slug: `mx${n}` }),
+  },
   { permission: 'access:read', level: 'org', name: 'GET roles', call: (api, t) => api.get(`/orgs/${t.org}/access/roles`) },
   { permission: 'access:admin', level: 'org', name: 'POST group', call: (api, t, n) => api.post(`/orgs/${t.org}/access/groups`, { name: `g${n}` }) },
   { permission: 'access:read', level: 'org', name: 'GET service accounts', call: (api, t) => api.get(`/orgs/${t.org}/service-accounts`) },
-  { permission: 'secrets:admin', level: 'org', name: 'POST org secret', call: (api, t, n) => api.post(`/orgs/${t.org}/secrets`, { name: `MX_${n}`, value: 'v' }) },
+  {
+    permission: 'secrets:admin',
+    level: 'org',
+    name: 'POST org secret',
+    call: (api, t, n) => api.post(`/orgs/${t.org}/secrets`, { name: `MX_${n}`, value: 'v' }),
+  },
   { permission: 'projects:read', level: 'project', name: 'GET project', call: (api, t) => api.get(`/projects/${t.project}`) },
   { permission: 'projects:write', level: 'project', name: 'PATCH project', call: (api, t) => api.patch(`/projects/${t.project}`, { name: 'Same' }) },
   { permission: 'jobs:read', level: 'project', name: 'GET jobs', call: (api, t) => api.get(`/projects/${t.project}/jobs`) },
   { permission: 'jobs:create', level: 'project', name: 'POST job', call: (api, t) => api.post(`/projects/${t.project}/jobs`, { description: 'matrix' }) },
   { permission: 'secrets:read', level: 'project', name: 'GET project secrets', call: (api, t) => api.get(`/projects/${t.project}/secrets`) },
-  { permission: 'secrets:admin', level: 'project', name: 'POST project secret', call: (api, t, n) => api.post(`/projects/${t.project}/secrets`, { name: `MX_${n}`, value: 'v' }) },
+  {
+    permission: 'secrets:admin',
+    level: 'project',
+    name: 'POST project secret',
+    call: (api, t, n) => api.post(`/projects/${t.project}/secrets`, { name: `MX_${n}`, value: 'v' }),
+  },
   { permission: 'jobs:read', level: 'job', name: 'GET job', call: (api, t) => api.get(`/jobs/${t.job}`) },
   { permission: 'jobs:read', level: 'job', name: 'GET job context', call: (api, t) => api.get(`/jobs/${t.job}/context`) },
   { permission: 'jobs:write', level: 'job', name: 'PATCH job', call: (api, t) => api.patch(`/jobs/${t.job}`, { priority: 1 }) },
@@ -85,7 +100,12 @@ test.before(async () => {
   const claimed = (await owner.api.post(`/jobs/${home.job}/claim`, {})).body;
   const jobPermissions: Permission[] = ['jobs:read', 'jobs:create', 'secrets:read'];
   const { token } = await ctx.srv.kernel.container.resolve(MachineTokens).signJobToken({
-    jobId: home.job, attemptId: claimed.attempt.id, projectId: home.project, orgId: home.org, permissions: jobPermissions, ttlSeconds: 3600,
+    jobId: home.job,
+    attemptId: claimed.attempt.id,
+    projectId: home.project,
+    orgId: home.org,
+    permissions: jobPermissions,
+    ttlSeconds: 3600,
   });
   actors.push({ name: 'job token', api: as(ctx.srv.server, token), holds: (level) => (level === 'org' ? null : new Set(jobPermissions)) });
 });

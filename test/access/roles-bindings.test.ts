@@ -18,7 +18,10 @@ test.before(async () => {
   orgAdmin = await newUser(ctx, 'orgadmin');
   member = await newUser(ctx, 'member');
   orgId = (await owner.api.post('/orgs', { name: 'Acl' })).body.id;
-  for (const [u, role] of [[orgAdmin, 'admin'], [member, 'member']] as const) {
+  for (const [u, role] of [
+    [orgAdmin, 'admin'],
+    [member, 'member'],
+  ] as const) {
     const r = await owner.api.post(`/orgs/${orgId}/members`, { email: u.email, role });
     if (r.statusCode !== 201) throw new Error(JSON.stringify(r.body));
   }
@@ -41,7 +44,12 @@ test.serial('custom roles: catalog permissions only (400 naming the bad one), un
   t.like(role.body, { name: 'deployer', scope: 'project', permissions: ['environments:write', 'builds:read'], org_id: orgId });
   t.is((await owner.api.post(`/orgs/${orgId}/access/roles`, { name: 'deployer', permissions: ['jobs:read'] })).statusCode, 409);
   const outsider = await newUser(ctx, 'outsider');
-  const binding = await owner.api.post(`/orgs/${orgId}/access/bindings`, { role: role.body.id, principal_type: 'user', principal_id: outsider.id, project_id: projectId });
+  const binding = await owner.api.post(`/orgs/${orgId}/access/bindings`, {
+    role: role.body.id,
+    principal_type: 'user',
+    principal_id: outsider.id,
+    project_id: projectId,
+  });
   t.is(binding.statusCode, 201, JSON.stringify(binding.body));
   const del = await owner.api.delete(`/orgs/${orgId}/access/roles/${role.body.id}`);
   t.is(del.statusCode, 409);
@@ -62,7 +70,11 @@ test.serial('a project binding of a custom role opens that project to exactly it
   t.is(create.body.message, 'missing permission jobs:create');
   t.is((await u.api.get(`/projects/${otherProjectId}`)).statusCode, 404);
   t.is((await u.api.get(`/orgs/${orgId}`)).statusCode, 404);
-  t.deepEqual((await u.api.get('/projects')).body.data.map((p: { id: string }) => p.id), [projectId], 'lists agree');
+  t.deepEqual(
+    (await u.api.get('/projects')).body.data.map((p: { id: string }) => p.id),
+    [projectId],
+    'lists agree',
+  );
 });
 
 test.serial('scope rules: a project role needs project_id, an org role refuses it (422); unknown principal or foreign project 404', async (t) => {
@@ -74,11 +86,19 @@ test.serial('scope rules: a project role needs project_id, an org role refuses i
   t.regex(a.body.message, /scope project: give project_id/);
   const b = await owner.api.post(`/orgs/${orgId}/access/bindings`, { role: orgRole.id, principal_type: 'user', principal_id: u.id, project_id: projectId });
   t.is(b.statusCode, 422);
-  const ghost = await owner.api.post(`/orgs/${orgId}/access/bindings`, { role: 'member', principal_type: 'user', principal_id: 'usr_01h455vb4pex5vsknk084sn02q' });
+  const ghost = await owner.api.post(`/orgs/${orgId}/access/bindings`, {
+    role: 'member',
+    principal_type: 'user',
+    principal_id: 'usr_01h455vb4pex5vsknk084sn02q',
+  });
   t.is(ghost.statusCode, 404);
   const foreignOrg = (await admin.post('/orgs', { name: 'Foreign' })).body.id;
   const foreignProject = (await admin.post('/projects', { org_id: foreignOrg, name: 'F', slug: 'aclfor' })).body.id;
-  t.is((await owner.api.post(`/orgs/${orgId}/access/bindings`, { role: 'member', principal_type: 'user', principal_id: u.id, project_id: foreignProject })).statusCode, 404);
+  t.is(
+    (await owner.api.post(`/orgs/${orgId}/access/bindings`, { role: 'member', principal_type: 'user', principal_id: u.id, project_id: foreignProject }))
+      .statusCode,
+    404,
+  );
   t.is((await owner.api.get(`/orgs/${orgId}/access/bindings?principal_id=${u.id}`)).body.pagination.total, 0, 'nothing written');
 });
 
@@ -97,7 +117,11 @@ test.serial('groups: a binding to a group reaches its members, and leaving the g
   const u = await newUser(ctx, 'grouped');
   const group = (await owner.api.post(`/orgs/${orgId}/access/groups`, { name: 'ops' })).body;
   t.is((await owner.api.post(`/orgs/${orgId}/access/groups/${group.id}/members`, { principal_type: 'user', principal_id: u.id })).statusCode, 201);
-  t.is((await owner.api.post(`/orgs/${orgId}/access/groups/${group.id}/members`, { principal_type: 'user', principal_id: u.id })).statusCode, 200, 'idempotent');
+  t.is(
+    (await owner.api.post(`/orgs/${orgId}/access/groups/${group.id}/members`, { principal_type: 'user', principal_id: u.id })).statusCode,
+    200,
+    'idempotent',
+  );
   t.is((await owner.api.post(`/orgs/${orgId}/access/bindings`, { role: 'member', principal_type: 'group', principal_id: group.id })).statusCode, 201);
   t.is((await u.api.get(`/orgs/${orgId}`)).statusCode, 200);
   t.is((await u.api.get(`/projects/${otherProjectId}/jobs`)).statusCode, 200, 'org-wide binding covers every project');
@@ -112,8 +136,13 @@ test.serial('groups: a binding to a group reaches its members, and leaving the g
 test.serial('can and explain: memberships, missing permissions, resource actions, bad input', async (t) => {
   t.deepEqual((await can(owner.api, { principal_type: 'user', principal_id: member.id, permission: 'jobs:create' })).body, { allowed: true });
   t.deepEqual((await can(owner.api, { principal_type: 'user', principal_id: member.id, permission: 'secrets:write' })).body, { allowed: false });
-  t.deepEqual((await can(owner.api, { principal_type: 'user', principal_id: member.id, resource_type: 'orgfs', resource: 'docs/a.md', action: 'read' })).body, { allowed: true });
-  t.deepEqual((await can(owner.api, { principal_type: 'user', principal_id: member.id, resource_type: 'orgfs', resource: 'docs/a.md', action: 'write' })).body, { allowed: false });
+  t.deepEqual((await can(owner.api, { principal_type: 'user', principal_id: member.id, resource_type: 'orgfs', resource: 'docs/a.md', action: 'read' })).body, {
+    allowed: true,
+  });
+  t.deepEqual(
+    (await can(owner.api, { principal_type: 'user', principal_id: member.id, resource_type: 'orgfs', resource: 'docs/a.md', action: 'write' })).body,
+    { allowed: false },
+  );
   t.deepEqual((await can(owner.api, { principal_type: 'user', principal_id: orgAdmin.id, resource_type: 'envdb', action: 'admin' })).body, { allowed: true });
   const why = await owner.api.get(`/orgs/${orgId}/access/explain?principal_type=user&principal_id=${member.id}&permission=secrets:write`);
   t.false(why.body.allowed);
@@ -138,7 +167,8 @@ test.serial('can and explain: memberships, missing permissions, resource actions
 
 test.serial('can agrees with what the routes decide, for every principal and permission tried', async (t) => {
   const reader = await newUser(ctx, 'eq-reader');
-  const role = (await owner.api.post(`/orgs/${orgId}/access/roles`, { name: 'eq', scope: 'org', permissions: ['orgs:read', 'projects:read', 'jobs:read'] })).body;
+  const role = (await owner.api.post(`/orgs/${orgId}/access/roles`, { name: 'eq', scope: 'org', permissions: ['orgs:read', 'projects:read', 'jobs:read'] }))
+    .body;
   await owner.api.post(`/orgs/${orgId}/access/bindings`, { role: role.id, principal_type: 'user', principal_id: reader.id });
   const stranger = await newUser(ctx, 'eq-stranger');
   // [permission, a route call that needs exactly it on the project]

@@ -29,7 +29,11 @@ async function botWithToken(name: string, body: Record<string, unknown>) {
 }
 
 test.serial('a project-scoped token with explicit permissions does exactly that: its project, its list', async (t) => {
-  const { minted, api } = await botWithToken('ci-bot', { scope: { type: 'project', id: projectId }, permissions: ['jobs:read', 'jobs:create', 'projects:read'], ttl_days: 7 });
+  const { minted, api } = await botWithToken('ci-bot', {
+    scope: { type: 'project', id: projectId },
+    permissions: ['jobs:read', 'jobs:create', 'projects:read'],
+    ttl_days: 7,
+  });
   t.is(minted.statusCode, 201, JSON.stringify(minted.body));
   t.like(minted.body, { scope: { type: 'project', id: projectId }, permissions: ['jobs:read', 'jobs:create', 'projects:read'], revoked_at: null });
   t.true(new Date(minted.body.expires_at).getTime() > Date.now() + 6.9 * 86_400_000);
@@ -39,7 +43,10 @@ test.serial('a project-scoped token with explicit permissions does exactly that:
   t.is(patch.body.message, 'missing permission projects:write');
   t.is((await api.get(`/projects/${otherProjectId}`)).statusCode, 404, 'outside its scope');
   t.is((await api.get(`/orgs/${orgId}`)).statusCode, 404);
-  t.deepEqual((await api.get('/projects')).body.data.map((p: { id: string }) => p.id), [projectId]);
+  t.deepEqual(
+    (await api.get('/projects')).body.data.map((p: { id: string }) => p.id),
+    [projectId],
+  );
   const me = await api.get('/auth/me');
   t.is(me.statusCode, 403);
   t.regex(me.body.message, /describes a user; this is a service account token/);
@@ -99,7 +106,9 @@ test.serial('service-principals is the same collection; deleting an account stop
 test.serial('can and explain answer for service accounts from their bindings', async (t) => {
   const sa = (await owner.api.post(sas(), { name: 'checked', role: 'member', project_id: projectId })).body;
   const q = (permission: string, project?: string) =>
-    owner.api.get(`/orgs/${orgId}/access/can?principal_type=service_account&principal_id=${sa.id}&permission=${permission}${project ? `&project_id=${project}` : ''}`);
+    owner.api.get(
+      `/orgs/${orgId}/access/can?principal_type=service_account&principal_id=${sa.id}&permission=${permission}${project ? `&project_id=${project}` : ''}`,
+    );
   t.true((await q('jobs:create', projectId)).body.allowed);
   t.false((await q('jobs:create', otherProjectId)).body.allowed);
   t.false((await q('orgs:read')).body.allowed);
@@ -110,7 +119,12 @@ test.serial('a job token reaches its own job with its listed permissions, and st
   const other = (await owner.api.post(`/projects/${projectId}/jobs`, { description: 'neighbour' })).body;
   const claimed = (await owner.api.post(`/jobs/${job.id}/claim`, {})).body;
   const { token } = await ctx.srv.kernel.container.resolve(MachineTokens).signJobToken({
-    jobId: job.id, attemptId: claimed.attempt.id, projectId, orgId, permissions: ['jobs:read', 'jobs:create'], ttlSeconds: 3600,
+    jobId: job.id,
+    attemptId: claimed.attempt.id,
+    projectId,
+    orgId,
+    permissions: ['jobs:read', 'jobs:create'],
+    ttlSeconds: 3600,
   });
   const api = as(ctx.srv.server, token);
   t.is((await api.get(`/jobs/${job.id}`)).statusCode, 200);
@@ -119,7 +133,11 @@ test.serial('a job token reaches its own job with its listed permissions, and st
   // Project routes too: no other job of the project, listed or named.
   const listed = await api.get(`/projects/${projectId}/jobs`);
   t.is(listed.statusCode, 200);
-  t.deepEqual(listed.body.data.map((j: { id: string }) => j.id), [job.id], 'the list holds its own job only');
+  t.deepEqual(
+    listed.body.data.map((j: { id: string }) => j.id),
+    [job.id],
+    'the list holds its own job only',
+  );
   t.is((await api.get(`/projects/${projectId}/jobs/${other.id}/attempts`)).statusCode, 404, "another job's attempts");
   t.is((await api.get(`/projects/${projectId}/jobs/${other.id}/attempts/1`)).statusCode, 404, "another job's attempt");
   t.is((await api.get(`/projects/${projectId}/jobs/${job.id}/attempts`)).statusCode, 200, 'its own attempts');

@@ -21,8 +21,11 @@ let dir = '';
 test.before(async () => {
   if (!kubeconfig || !workspace) return;
   const { value, error } = runtimeAdapter.options.validate({
-    kubeconfig, image: process.env.SVC_KUBE_TEST_IMAGE ?? 'busybox:1.36', namespace: process.env.SVC_KUBE_TEST_NAMESPACE ?? 'default',
-    workspace: { host_path: workspace, mount_path: workspace }, kill_grace_seconds: 2,
+    kubeconfig,
+    image: process.env.SVC_KUBE_TEST_IMAGE ?? 'busybox:1.36',
+    namespace: process.env.SVC_KUBE_TEST_NAMESPACE ?? 'default',
+    workspace: { host_path: workspace, mount_path: workspace },
+    kill_grace_seconds: 2,
     resource_classes: { 'job.c1': { requests: { cpu: '50m', memory: '32Mi' }, limits: { memory: '64Mi' } } },
   });
   if (error) throw error;
@@ -43,8 +46,15 @@ async function collect(lines: AsyncIterable<OutputLine>): Promise<string[]> {
   return out;
 }
 
-cluster('a pod runs the command in the shared workspace with the Secret\'s environment', async (t) => {
-  const proc = await runtime.start({ command: 'sh', args: ['-c', 'echo "$GREETING"; cat hello.txt; id -u; exit 4'], env: { GREETING: 'hi' }, cwd: dir, user, files: { 'hello.txt': 'from the worker\n' } });
+cluster("a pod runs the command in the shared workspace with the Secret's environment", async (t) => {
+  const proc = await runtime.start({
+    command: 'sh',
+    args: ['-c', 'echo "$GREETING"; cat hello.txt; id -u; exit 4'],
+    env: { GREETING: 'hi' },
+    cwd: dir,
+    user,
+    files: { 'hello.txt': 'from the worker\n' },
+  });
   t.deepEqual(await collect(proc.lines()), ['hi', 'from the worker', '1000']);
   t.deepEqual(await proc.exited, { exitCode: 4, signal: null, timedOut: false });
 });

@@ -41,8 +41,14 @@ async function fakeKube(options: FakeKubeOptions = {}): Promise<FakeKube> {
 
 function optionsFor(fake: FakeKube, extra: Record<string, unknown> = {}): Record<string, unknown> {
   return {
-    server: fake.url, token: fake.token, insecure_skip_tls_verify: true, image: 'registry.example/svc-agent:1',
-    namespace: 'agents', workspace: { persistent_volume_claim: CLAIM, mount_path: root }, kill_grace_seconds: 1, ...extra,
+    server: fake.url,
+    token: fake.token,
+    insecure_skip_tls_verify: true,
+    image: 'registry.example/svc-agent:1',
+    namespace: 'agents',
+    workspace: { persistent_volume_claim: CLAIM, mount_path: root },
+    kill_grace_seconds: 1,
+    ...extra,
   };
 }
 
@@ -62,7 +68,12 @@ async function workdir(): Promise<string> {
 /** The user the worker names by default (worker.run_as_uid 1000); a test that means "none" removes it. */
 const RUN_AS = { uid: 1000, gid: 1000 };
 const sh = async (script: string, extra: Partial<ProcessSpec> = {}): Promise<ProcessSpec> => ({
-  command: '/bin/sh', args: ['-c', script], env: { SVC_ATTEMPT_ID: 'A1B2-attempt', SVC_JOB_ID: 'job-42' }, cwd: await workdir(), user: RUN_AS, ...extra,
+  command: '/bin/sh',
+  args: ['-c', script],
+  env: { SVC_ATTEMPT_ID: 'A1B2-attempt', SVC_JOB_ID: 'job-42' },
+  cwd: await workdir(),
+  user: RUN_AS,
+  ...extra,
 });
 const isRoot = process.getuid?.() === 0;
 
@@ -105,21 +116,37 @@ test('lines stream while the pod runs; the exit code comes from the terminated c
   t.is(pod.obj.status.phase, 'Running', 'the first line arrived while the container still ran');
   const rest: OutputLine[] = [];
   for (let n = await iterator.next(); !n.done; n = await iterator.next()) rest.push(n.value);
-  t.deepEqual(rest, [{ stream: 'stdout', line: 'err' }, { stream: 'stdout', line: 'two' }, { stream: 'stdout', line: 'no-newline' }], 'the log mixes stderr into one stream');
+  t.deepEqual(
+    rest,
+    [
+      { stream: 'stdout', line: 'err' },
+      { stream: 'stdout', line: 'two' },
+      { stream: 'stdout', line: 'no-newline' },
+    ],
+    'the log mixes stderr into one stream',
+  );
   t.deepEqual(await proc.exited, { exitCode: 3, signal: null, timedOut: false });
   cleanedUp(t, fake);
   const logs = fake.requests.filter((r) => r.path.endsWith('/log'));
   t.like(logs[0].query, { container: 'attempt', follow: 'true', timestamps: 'true' });
-  t.true(fake.requests.some((r) => r.query.watch === 'true' && r.query.fieldSelector === `metadata.name=${fake.createdPods()[0].metadata.name}`), 'waits with a watch');
+  t.true(
+    fake.requests.some((r) => r.query.watch === 'true' && r.query.fieldSelector === `metadata.name=${fake.createdPods()[0].metadata.name}`),
+    'waits with a watch',
+  );
 });
 
 test('the pod spec: Secret env, command, workingDir, resources of the class, security context, labels, volume, deadline', async (t) => {
   const fake = await fakeKube();
   const runtime = await runtimeFor(fake, {
-    service_account: 'svc-agent', labels: { team: 'core' },
+    service_account: 'svc-agent',
+    labels: { team: 'core' },
     resource_classes: { 'job.gpu': { requests: { cpu: '500m', memory: '1Gi' }, limits: { cpu: 1, 'nvidia.com/gpu': '1' } } },
   });
-  const spec = await sh('echo "$FOO|$MULTI|${HOSTNAME_FROM_LINKS:-none}"', { env: { SVC_ATTEMPT_ID: 'A1B2-attempt', FOO: 'bar', MULTI: 'a b\nc' }, timeoutMs: 2500, resourceClass: 'job.c2' });
+  const spec = await sh('echo "$FOO|$MULTI|${HOSTNAME_FROM_LINKS:-none}"', {
+    env: { SVC_ATTEMPT_ID: 'A1B2-attempt', FOO: 'bar', MULTI: 'a b\nc' },
+    timeoutMs: 2500,
+    resourceClass: 'job.c2',
+  });
   const proc = await runtime.start(spec);
   t.deepEqual(text(await collect(proc.lines())), ['bar|a b', 'c|none']);
   t.is((await proc.exited).exitCode, 0);
@@ -130,14 +157,32 @@ test('the pod spec: Secret env, command, workingDir, resources of the class, sec
   t.regex(pod.metadata.name, /^svc-a1b2-attempt-[0-9a-f]{6}$/);
   t.is(Buffer.from(secret.data.FOO, 'base64').toString(), 'bar');
   t.false(JSON.stringify(pod).includes('bar'), 'values stay out of the pod spec');
-  t.deepEqual(pod.metadata.labels, { team: 'core', 'app.kubernetes.io/managed-by': 'svc', 'app.kubernetes.io/component': 'attempt', 'svc/run': pod.metadata.name, 'svc/attempt-id': 'A1B2-attempt' });
+  t.deepEqual(pod.metadata.labels, {
+    team: 'core',
+    'app.kubernetes.io/managed-by': 'svc',
+    'app.kubernetes.io/component': 'attempt',
+    'svc/run': pod.metadata.name,
+    'svc/attempt-id': 'A1B2-attempt',
+  });
   t.deepEqual(secret.metadata.labels, pod.metadata.labels);
   const c = pod.spec.containers[0];
   t.like(pod.spec, {
-    restartPolicy: 'Never', activeDeadlineSeconds: 3, terminationGracePeriodSeconds: 1, enableServiceLinks: false,
-    serviceAccountName: 'svc-agent', automountServiceAccountToken: true, securityContext: { runAsUser: 1000, runAsGroup: 1000, runAsNonRoot: true },
+    restartPolicy: 'Never',
+    activeDeadlineSeconds: 3,
+    terminationGracePeriodSeconds: 1,
+    enableServiceLinks: false,
+    serviceAccountName: 'svc-agent',
+    automountServiceAccountToken: true,
+    securityContext: { runAsUser: 1000, runAsGroup: 1000, runAsNonRoot: true },
   });
-  t.like(c, { name: 'attempt', image: 'registry.example/svc-agent:1', command: ['/bin/sh'], args: spec.args, workingDir: spec.cwd, envFrom: [{ secretRef: { name: secret.metadata.name } }] });
+  t.like(c, {
+    name: 'attempt',
+    image: 'registry.example/svc-agent:1',
+    command: ['/bin/sh'],
+    args: spec.args,
+    workingDir: spec.cwd,
+    envFrom: [{ secretRef: { name: secret.metadata.name } }],
+  });
   t.is(c.env, undefined);
   t.deepEqual(c.resources, { requests: { cpu: '2', memory: '4Gi' }, limits: { cpu: '4', memory: '8Gi' } });
   t.like(c.securityContext, { runAsUser: 1000, runAsGroup: 1000, runAsNonRoot: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
@@ -149,7 +194,11 @@ test('the pod spec: Secret env, command, workingDir, resources of the class, sec
   t.deepEqual(fake.createdPods()[1].spec.containers[0].resources, { requests: { cpu: '500m', memory: '1Gi' }, limits: { cpu: 1, 'nvidia.com/gpu': '1' } });
   const plain = await runtime.start(await sh('true', { user: { uid: 2000, gid: 2001 } }));
   await plain.exited;
-  t.like(fake.createdPods()[2].spec.securityContext, { runAsUser: 2000, runAsGroup: 2001, runAsNonRoot: true }, 'the pod runs as the worker\'s user (spec.user)');
+  t.like(
+    fake.createdPods()[2].spec.securityContext,
+    { runAsUser: 2000, runAsGroup: 2001, runAsNonRoot: true },
+    "the pod runs as the worker's user (spec.user)",
+  );
   t.deepEqual(fake.createdPods()[2].spec.containers[0].resources.requests, { cpu: '1', memory: '2Gi' }, 'job.c1 without a class');
   t.like(fake.createdPods()[2].spec, { automountServiceAccountToken: true });
   cleanedUp(t, fake);
@@ -201,7 +250,9 @@ test('activeDeadlineSeconds enforced by the cluster is a timeout too', async (t)
   const proc = await runtime.start(await sh('sleep 30', { timeoutMs: 900 }));
   const lines = collect(proc.lines());
   t.deepEqual(await proc.exited, { exitCode: null, signal: 'SIGTERM', timedOut: true });
-  t.deepEqual(text(await lines, 'stderr'), [`[kubernetes: pod ${fake.createdPods()[0].metadata.name} Failed: DeadlineExceeded: Pod was active on the node longer than the specified deadline]`]);
+  t.deepEqual(text(await lines, 'stderr'), [
+    `[kubernetes: pod ${fake.createdPods()[0].metadata.name} Failed: DeadlineExceeded: Pod was active on the node longer than the specified deadline]`,
+  ]);
   cleanedUp(t, fake);
 });
 
@@ -242,20 +293,25 @@ test('a dropped log stream is resumed from the last timestamp without losing or 
   }
 });
 
-test('a command the image lacks ends the attempt with the container runtime\'s error', async (t) => {
+test("a command the image lacks ends the attempt with the container runtime's error", async (t) => {
   const fake = await fakeKube();
   const runtime = await runtimeFor(fake);
   const proc = await runtime.start({ ...(await sh('')), command: 'svc-no-such-command', args: [] });
   const lines = await collect(proc.lines());
   t.deepEqual(await proc.exited, { exitCode: 128, signal: null, timedOut: false });
-  t.true(text(lines, 'stderr').some((l) => l.includes('StartError') && l.includes('svc-no-such-command')), JSON.stringify(lines));
+  t.true(
+    text(lines, 'stderr').some((l) => l.includes('StartError') && l.includes('svc-no-such-command')),
+    JSON.stringify(lines),
+  );
   cleanedUp(t, fake);
 });
 
 test('an image that cannot be pulled or a pod that cannot be scheduled fails start() clearly, and leaves nothing behind', async (t) => {
   const fake = await fakeKube();
   const pull = await runtimeFor(fake, { image: 'missing/agent:1' });
-  await t.throwsAsync(pull.start(await sh('true')), { message: /^pod svc-a1b2-attempt-\w+ cannot start: ImagePullBackOff: Back-off pulling image "missing\/agent:1"$/ });
+  await t.throwsAsync(pull.start(await sh('true')), {
+    message: /^pod svc-a1b2-attempt-\w+ cannot start: ImagePullBackOff: Back-off pulling image "missing\/agent:1"$/,
+  });
   cleanedUp(t, fake);
 
   const big = await runtimeFor(fake, { resource_classes: { 'job.c1': { requests: { cpu: '64' }, limits: {} } } });
@@ -273,20 +329,23 @@ test('an image that cannot be pulled or a pod that cannot be scheduled fails sta
 test('what can be refused locally is refused before anything is created', async (t) => {
   const fake = await fakeKube();
   const runtime = await runtimeFor(fake);
-  await t.throwsAsync(runtime.start(await sh('true', { resourceClass: 'job.c9' })), { message: "resource class 'job.c9' is not configured (adapters.runtime.options.resource_classes has job.c1, job.c2)" });
+  await t.throwsAsync(runtime.start(await sh('true', { resourceClass: 'job.c9' })), {
+    message: "resource class 'job.c9' is not configured (adapters.runtime.options.resource_classes has job.c1, job.c2)",
+  });
   await t.throwsAsync(runtime.start({ ...(await sh('true')), cwd: tmpdir() }), { message: /working directory .* is not inside the workspace volume's root/ });
   await t.throwsAsync(runtime.start(await sh('true', { env: { 'BAD NAME': 'x' } })), { message: /BAD NAME cannot be Secret keys/ });
   await t.throwsAsync(runtime.start(await sh('true', { user: { uid: 0, gid: 0 } })), { message: /do not run as root in a pod/ });
   t.is(fake.requests.length, 0);
 });
 
-test('without spec.user (worker.run_as_uid null) the pod runs as the server\'s own user, refused when that is root', async (t) => {
+test("without spec.user (worker.run_as_uid null) the pod runs as the server's own user, refused when that is root", async (t) => {
   const fake = await fakeKube();
   const runtime = await runtimeFor(fake);
   const spec = { ...(await sh('id -u', { files: { 'f.txt': 'x' } })), user: undefined };
   if (isRoot) {
     await t.throwsAsync(runtime.start(spec), {
-      message: 'runtime kubernetes: without worker.run_as_uid pods run as the server\'s own user, which is root, and pods do not run as root (runAsNonRoot); set worker.run_as_uid (SVC_RUN_AS_UID) to another user',
+      message:
+        "runtime kubernetes: without worker.run_as_uid pods run as the server's own user, which is root, and pods do not run as root (runAsNonRoot); set worker.run_as_uid (SVC_RUN_AS_UID) to another user",
     });
     t.is(fake.requests.length, 0, 'nothing created');
     t.false(existsSync(path.join(spec.cwd, 'f.txt')), 'nothing written');
@@ -298,7 +357,7 @@ test('without spec.user (worker.run_as_uid null) the pod runs as the server\'s o
   }
 });
 
-test('the user rule for other servers: the pod\'s user, the files\' owner, and when the workspace stays the server\'s', async (t) => {
+test("the user rule for other servers: the pod's user, the files' owner, and when the workspace stays the server's", async (t) => {
   const spec = { command: 'true', args: [], env: {}, cwd: '/w/a' } satisfies ProcessSpec;
   const rootServer = { uid: 0, gid: 0 };
   const server = { uid: 1234, gid: 1235 };
@@ -306,29 +365,32 @@ test('the user rule for other servers: the pod\'s user, the files\' owner, and w
 
   t.deepEqual(podUser(withUser, rootServer), { uid: 1000, gid: 1001 });
   t.deepEqual(podUser(withUser, server), { uid: 1000, gid: 1001 }, 'spec.user wins whoever the server is');
-  t.deepEqual(podUser(spec, server), server, 'none: the server\'s own uid and gid');
+  t.deepEqual(podUser(spec, server), server, "none: the server's own uid and gid");
   t.throws(() => podUser(spec, rootServer), { message: /which is root.*set worker\.run_as_uid \(SVC_RUN_AS_UID\)/ });
   t.throws(() => podUser(spec, null), { message: /set worker\.run_as_uid \(SVC_RUN_AS_UID\)/ });
   t.throws(() => podUser({ ...spec, user: { uid: 0, gid: 0 } }, server), { message: /do not run as root in a pod/ });
 
-  t.deepEqual(filesOwner(withUser, rootServer), withUser.user, 'a root server writes files as the attempt\'s user');
+  t.deepEqual(filesOwner(withUser, rootServer), withUser.user, "a root server writes files as the attempt's user");
   t.is(filesOwner(withUser, server), null, 'any other server writes them as itself');
   t.is(filesOwner(spec, server), null);
 
-  t.true(workspaceNotHandedOver(withUser, server), 'not root and another user: the workspace stays the server\'s (warned once)');
+  t.true(workspaceNotHandedOver(withUser, server), "not root and another user: the workspace stays the server's (warned once)");
   t.false(workspaceNotHandedOver({ ...spec, user: { uid: 1234, gid: 1235 } }, server), 'the same user');
   t.false(workspaceNotHandedOver(withUser, rootServer), 'a root server has handed it over');
   t.false(workspaceNotHandedOver(spec, server), 'no user: the pod runs as the server');
 });
 
-test('API errors surface with the server\'s status: a wrong token, a refused object', async (t) => {
+test("API errors surface with the server's status: a wrong token, a refused object", async (t) => {
   const fake = await fakeKube();
   const wrong = await runtimeFor(fake, { token: 'not-the-token' });
   await t.throwsAsync(wrong.start(await sh('true')), { message: /^kubernetes API: creating secret svc-a1b2-attempt-\w+-env in namespace agents failed: 401/ });
 
   const runtime = await runtimeFor(fake, { resource_classes: { 'job.c1': { requests: { gpu: '1' }, limits: {} } } });
   const err = await runtime.start(await sh('true')).catch((e: Error) => e);
-  t.regex(String(err), /creating pod svc-\S+ in namespace agents failed: 422 Invalid: Pod "svc-\S+" is invalid: spec.containers\[0\].resources.requests\[gpu\]: Invalid value: "gpu": must be a standard resource type or fully qualified/);
+  t.regex(
+    String(err),
+    /creating pod svc-\S+ in namespace agents failed: 422 Invalid: Pod "svc-\S+" is invalid: spec.containers\[0\].resources.requests\[gpu\]: Invalid value: "gpu": must be a standard resource type or fully qualified/,
+  );
   cleanedUp(t, fake);
 });
 
@@ -347,41 +409,85 @@ test('the fake answers like an API server: Status objects for 404 and 409, 401 w
 
 test('bad options fail the boot naming the option', async (t) => {
   const fake = await fakeKube();
-  const boot = (options: Record<string, unknown>) => createAdapter('runtime', { use: 'kubernetes', options }, deps).then(() => 'booted', (e: Error) => e.message);
+  const boot = (options: Record<string, unknown>) =>
+    createAdapter('runtime', { use: 'kubernetes', options }, deps).then(
+      () => 'booted',
+      (e: Error) => e.message,
+    );
   const good = optionsFor(fake);
   t.is(await boot(good), 'booted');
   t.regex(await boot({ ...good, image: undefined }), /adapters\.runtime\.options\.image: "image" is required/);
   t.regex(await boot({ ...good, workspace: undefined }), /adapters\.runtime\.options\.workspace: "workspace" is required/);
-  t.regex(await boot({ ...good, workspace: { persistent_volume_claim: 'a', host_path: '/b' } }), /adapters\.runtime\.options\.workspace: "workspace" contains a conflict between exclusive peers \[persistent_volume_claim, host_path\]/);
-  t.regex(await boot({ ...good, insecure_skip_tls_verify: false }), /adapters\.runtime\.options\.server: an http:\/\/ server needs insecure_skip_tls_verify: true/);
-  t.regex(await boot({ ...good, kubeconfig: '/etc/kubeconfig' }), /adapters\.runtime\.options\.?: .*contains a conflict between optional exclusive peers \[kubeconfig, in_cluster, server\]/);
-  t.regex(await boot({ ...good, kubeconfig: undefined, server: undefined, token: undefined, insecure_skip_tls_verify: undefined, kubeconfig_: 1 }), /adapters\.runtime\.options\.kubeconfig_: "kubeconfig_" is not allowed/);
-  t.regex(await boot({ image: 'x', workspace: { host_path: '/w', mount_path: '/w' }, kubeconfig: '/nonexistent/kubeconfig' }), /adapters\.runtime\.options\.kubeconfig: cannot read \/nonexistent\/kubeconfig/);
+  t.regex(
+    await boot({ ...good, workspace: { persistent_volume_claim: 'a', host_path: '/b' } }),
+    /adapters\.runtime\.options\.workspace: "workspace" contains a conflict between exclusive peers \[persistent_volume_claim, host_path\]/,
+  );
+  t.regex(
+    await boot({ ...good, insecure_skip_tls_verify: false }),
+    /adapters\.runtime\.options\.server: an http:\/\/ server needs insecure_skip_tls_verify: true/,
+  );
+  t.regex(
+    await boot({ ...good, kubeconfig: '/etc/kubeconfig' }),
+    /adapters\.runtime\.options\.?: .*contains a conflict between optional exclusive peers \[kubeconfig, in_cluster, server\]/,
+  );
+  t.regex(
+    await boot({ ...good, kubeconfig: undefined, server: undefined, token: undefined, insecure_skip_tls_verify: undefined, kubeconfig_: 1 }),
+    /adapters\.runtime\.options\.kubeconfig_: "kubeconfig_" is not allowed/,
+  );
+  t.regex(
+    await boot({ image: 'x', workspace: { host_path: '/w', mount_path: '/w' }, kubeconfig: '/nonexistent/kubeconfig' }),
+    /adapters\.runtime\.options\.kubeconfig: cannot read \/nonexistent\/kubeconfig/,
+  );
   // The user is worker.run_as_uid/run_as_gid now, the same for every runtime: the old options are unknown here.
-  t.is(await boot({ ...good, run_as_uid: 1000, run_as_gid: 1000 }), 'adapters.runtime.options.run_as_uid: "run_as_uid" is not allowed; adapters.runtime.options.run_as_gid: "run_as_gid" is not allowed');
+  t.is(
+    await boot({ ...good, run_as_uid: 1000, run_as_gid: 1000 }),
+    'adapters.runtime.options.run_as_uid: "run_as_uid" is not allowed; adapters.runtime.options.run_as_gid: "run_as_gid" is not allowed',
+  );
   t.regex(await boot({ ...good, default_resource_class: 'job.c7' }), /adapters\.runtime\.options\.default_resource_class: 'job\.c7' is not a resource class/);
-  t.regex(await boot({ ...good, resource_classes: { 'job.c1': { requests: { cpu: 'lots' } } } }), /adapters\.runtime\.options\.resource_classes\.job\.c1\.requests\.cpu/);
+  t.regex(
+    await boot({ ...good, resource_classes: { 'job.c1': { requests: { cpu: 'lots' } } } }),
+    /adapters\.runtime\.options\.resource_classes\.job\.c1\.requests\.cpu/,
+  );
   t.regex(await boot({ ...good, workspace: { host_path: root } }), /workspace\.mount_path: required when the server config gives no worker\.workspace_root/);
 });
 
 test('a kubeconfig file (and one of its contexts) is a source of the address and credentials', async (t) => {
   const fake = await fakeKube();
   const file = path.join(root, 'kubeconfig');
-  await writeFile(file, [
-    'apiVersion: v1', 'kind: Config', 'current-context: other',
-    'clusters:',
-    `  - name: fake\n    cluster: { server: "${fake.url}", insecure-skip-tls-verify: true }`,
-    '  - name: nowhere\n    cluster: { server: "http://127.0.0.1:1", insecure-skip-tls-verify: true }',
-    `users:\n  - name: svc\n    user: { token: ${fake.token} }`,
-    'contexts:\n  - name: fake-ctx\n    context: { cluster: fake, user: svc }\n  - name: other\n    context: { cluster: nowhere, user: svc }',
-  ].join('\n'));
+  await writeFile(
+    file,
+    [
+      'apiVersion: v1',
+      'kind: Config',
+      'current-context: other',
+      'clusters:',
+      `  - name: fake\n    cluster: { server: "${fake.url}", insecure-skip-tls-verify: true }`,
+      '  - name: nowhere\n    cluster: { server: "http://127.0.0.1:1", insecure-skip-tls-verify: true }',
+      `users:\n  - name: svc\n    user: { token: ${fake.token} }`,
+      'contexts:\n  - name: fake-ctx\n    context: { cluster: fake, user: svc }\n  - name: other\n    context: { cluster: nowhere, user: svc }',
+    ].join('\n'),
+  );
   const { server: _s, token: _t, insecure_skip_tls_verify: _i, ...rest } = optionsFor(fake);
-  const runtime = await runtimeFor(fake, { ...rest, server: undefined, token: undefined, insecure_skip_tls_verify: undefined, kubeconfig: file, context: 'fake-ctx' });
+  const runtime = await runtimeFor(fake, {
+    ...rest,
+    server: undefined,
+    token: undefined,
+    insecure_skip_tls_verify: undefined,
+    kubeconfig: file,
+    context: 'fake-ctx',
+  });
   const proc = await runtime.start(await sh('echo via-kubeconfig'));
   t.deepEqual(text(await collect(proc.lines())), ['via-kubeconfig']);
   t.is((await proc.exited).exitCode, 0);
-  const boot = (options: Record<string, unknown>) => createAdapter('runtime', { use: 'kubernetes', options }, deps).then(() => 'booted', (e: Error) => e.message);
+  const boot = (options: Record<string, unknown>) =>
+    createAdapter('runtime', { use: 'kubernetes', options }, deps).then(
+      () => 'booted',
+      (e: Error) => e.message,
+    );
   t.is(await boot({ ...rest, kubeconfig: file, context: 'nope' }), `adapters.runtime.options.context: no context 'nope' in ${file}`);
   delete process.env.KUBERNETES_SERVICE_HOST;
-  t.is(await boot({ ...rest, in_cluster: true }), 'adapters.runtime.options.in_cluster: KUBERNETES_SERVICE_HOST is not set (the worker is not running in a pod)');
+  t.is(
+    await boot({ ...rest, in_cluster: true }),
+    'adapters.runtime.options.in_cluster: KUBERNETES_SERVICE_HOST is not set (the worker is not running in a pod)',
+  );
 });

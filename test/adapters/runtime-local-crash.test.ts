@@ -13,23 +13,34 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
  */
 /** The keeper processes the worker `ppid` started. */
 function keepersOf(ppid: number): number[] {
-  return readdirSync('/proc').filter((p) => /^\d+$/.test(p)).map(Number).filter((pid) => {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === ppid && cmdline.includes('keeper-process.js') && alive(pid);
-    } catch {
-      return false;
-    }
-  });
+  return readdirSync('/proc')
+    .filter((p) => /^\d+$/.test(p))
+    .map(Number)
+    .filter((pid) => {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+        const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === ppid && cmdline.includes('keeper-process.js') && alive(pid);
+      } catch {
+        return false;
+      }
+    });
 }
 
 for (const keeperKilledFirst of [false, true]) {
   test(`SIGKILL of the worker and its process group ends the attempt's process group within seconds${keeperKilledFirst ? ' (also after its keeper was killed and replaced)' : ''}`, async (t) => {
-    const owner = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/runtime-owner.ts'], { cwd: ROOT, detached: true, stdio: ['ignore', 'pipe', 'inherit'] });
+    const owner = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/runtime-owner.ts'], {
+      cwd: ROOT,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let out = '';
     owner.stdout!.on('data', (d) => (out += d));
-    const pids = await until(async () => (out.includes('\n') ? (JSON.parse(out.split('\n')[0]) as { leader: number; child: number }) : null), 'the attempt to start', 30_000);
+    const pids = await until(
+      async () => (out.includes('\n') ? (JSON.parse(out.split('\n')[0]) as { leader: number; child: number }) : null),
+      'the attempt to start',
+      30_000,
+    );
     t.true(alive(pids.leader) && alive(pids.child), 'the attempt runs');
     if (keeperKilledFirst) {
       const [first] = keepersOf(owner.pid!);
@@ -46,7 +57,11 @@ for (const keeperKilledFirst of [false, true]) {
       await until(async () => !alive(pids.leader) && !alive(pids.child), 'the orphaned attempt to die', 5_000);
     } finally {
       for (const pid of [pids.leader, pids.child]) {
-        try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          /* gone */
+        }
       }
     }
     t.log(`attempt processes gone ${Date.now() - killedAt} ms after the worker was killed`);

@@ -72,7 +72,9 @@ test('stdout and stderr arrive as lines, with the exit code', async (t) => {
 test('the environment is exactly spec.env plus PATH and HOME', async (t) => {
   process.env.SVC_TEST_PARENT_ONLY = 'leak';
   const runtime = await makeRuntime();
-  const proc = await runtime.start(sh('echo "$FOO|${SVC_TEST_PARENT_ONLY:-unset}|$HOME"; test -n "$PATH" && echo has-path', { env: { FOO: 'bar', HOME: '/custom' } }));
+  const proc = await runtime.start(
+    sh('echo "$FOO|${SVC_TEST_PARENT_ONLY:-unset}|$HOME"; test -n "$PATH" && echo has-path', { env: { FOO: 'bar', HOME: '/custom' } }),
+  );
   t.deepEqual(text(await collect(proc.lines()), 'stdout'), ['bar|unset|/custom', 'has-path']);
   t.is((await proc.exited).exitCode, 0);
 });
@@ -158,7 +160,7 @@ test('lines() can be consumed only once', async (t) => {
   await proc.exited;
 });
 
-test('options: defaults, and nonsense refused (the user to run as is the spec\'s, not an option)', (t) => {
+test("options: defaults, and nonsense refused (the user to run as is the spec's, not an option)", (t) => {
   const { value } = runtimeAdapter.options.validate({});
   t.deepEqual(value, { kill_grace_ms: 5000 });
   t.truthy(runtimeAdapter.options.validate({ kill_grace_ms: -1 }).error);
@@ -170,7 +172,13 @@ test('spec.user runs the process as that user when the server is root, with a ho
   const cwd = await workdir();
   await chown(cwd, 1000, 1000);
   const runtime = await makeRuntime();
-  const proc = await runtime.start(sh('id -u; id -g; stat -c %u f.txt; echo "$HOME"; touch sub/dir/new "$HOME/x"', { cwd, files: { 'f.txt': 'x', 'sub/dir/g.txt': 'y' }, user: { uid: 1000, gid: 1000 } }));
+  const proc = await runtime.start(
+    sh('id -u; id -g; stat -c %u f.txt; echo "$HOME"; touch sub/dir/new "$HOME/x"', {
+      cwd,
+      files: { 'f.txt': 'x', 'sub/dir/g.txt': 'y' },
+      user: { uid: 1000, gid: 1000 },
+    }),
+  );
   t.deepEqual(text(await collect(proc.lines()), 'stdout'), ['1000', '1000', '1000', path.join(cwd, '.svc', 'home')]);
   t.is((await proc.exited).exitCode, 0); // could write into the directory created for it, and its home
 });

@@ -36,7 +36,10 @@ interface Backend {
   name: 'postgres' | 'mongodb';
   options: Record<string, unknown>;
   /** Stored schedules of `table`, optionally of one job name, in a backend-neutral shape. */
-  schedules(table: string, name?: string): Promise<Array<{ name: string; repeat_interval: string | null; repeat_timezone: string | null; data: Record<string, unknown>; next_run_at: Date | null }>>;
+  schedules(
+    table: string,
+    name?: string,
+  ): Promise<Array<{ name: string; repeat_interval: string | null; repeat_timezone: string | null; data: Record<string, unknown>; next_run_at: Date | null }>>;
 }
 
 const postgres: Backend = {
@@ -58,9 +61,19 @@ const mongodb: Backend = {
   options: { backend: 'mongodb', mongodb_url: MONGODB_URL },
   async schedules(table, name) {
     mongoClient ??= await new MongoClient(MONGODB_URL!).connect();
-    const docs = await mongoClient.db().collection(table).find(name ? { name } : {}).toArray();
+    const docs = await mongoClient
+      .db()
+      .collection(table)
+      .find(name ? { name } : {})
+      .toArray();
     return docs
-      .map((d) => ({ name: d.name, repeat_interval: d.repeatInterval ?? null, repeat_timezone: d.repeatTimezone ?? null, data: d.data ?? {}, next_run_at: d.nextRunAt ?? null }))
+      .map((d) => ({
+        name: d.name,
+        repeat_interval: d.repeatInterval ?? null,
+        repeat_timezone: d.repeatTimezone ?? null,
+        data: d.data ?? {},
+        next_run_at: d.nextRunAt ?? null,
+      }))
       .sort((a, b) => a.name.localeCompare(b.name) || String(a.data.v ?? '').localeCompare(String(b.data.v ?? '')));
   },
 };
@@ -122,7 +135,10 @@ for (const backend of BACKENDS) {
     const table = tableName();
     const [a, b] = await Promise.all([makeScheduler(t, table, {}, backend), makeScheduler(t, table, {}, backend)]);
     const runs = new Map<number, string[]>();
-    for (const [instance, label] of [[a, 'a'], [b, 'b']] as const) {
+    for (const [instance, label] of [
+      [a, 'a'],
+      [b, 'b'],
+    ] as const) {
       instance.define('once', async (data) => {
         const id = data.id as number;
         runs.set(id, [...(runs.get(id) ?? []), label]);
@@ -134,21 +150,32 @@ for (const backend of BACKENDS) {
     for (let id = 0; id < 6; id += 1) await a.schedule(when, 'once', { id });
     await until(t, 'all six ran', () => runs.size === 6);
     await sleep(1000);
-    t.deepEqual([...runs.values()].map((who) => who.length), [1, 1, 1, 1, 1, 1]);
+    t.deepEqual(
+      [...runs.values()].map((who) => who.length),
+      [1, 1, 1, 1, 1, 1],
+    );
   });
 
   test(titled(backend, 'a failing job is retried after each delay, then runs no more'), async (t) => {
     const scheduler = await makeScheduler(t, tableName(), {}, backend);
     const flaky: number[] = [];
-    scheduler.define('flaky', async () => {
-      flaky.push(Date.now());
-      if (flaky.length < 3) throw new Error(`failure ${flaky.length}`);
-    }, { retryDelaysMs: [300, 600] });
+    scheduler.define(
+      'flaky',
+      async () => {
+        flaky.push(Date.now());
+        if (flaky.length < 3) throw new Error(`failure ${flaky.length}`);
+      },
+      { retryDelaysMs: [300, 600] },
+    );
     const hopeless: number[] = [];
-    scheduler.define('hopeless', async () => {
-      hopeless.push(Date.now());
-      throw new Error('always');
-    }, { retryDelaysMs: [200] });
+    scheduler.define(
+      'hopeless',
+      async () => {
+        hopeless.push(Date.now());
+        throw new Error('always');
+      },
+      { retryDelaysMs: [200] },
+    );
     await scheduler.start();
     await scheduler.schedule(new Date(), 'flaky');
     await scheduler.schedule(new Date(), 'hopeless');
@@ -181,9 +208,15 @@ for (const backend of BACKENDS) {
 
   test(titled(backend, 'a job running longer than the lock lifetime is kept locked, not run again elsewhere'), async (t) => {
     const table = tableName();
-    const [a, b] = await Promise.all([makeScheduler(t, table, { lock_lifetime_ms: 1000 }, backend), makeScheduler(t, table, { lock_lifetime_ms: 1000 }, backend)]);
+    const [a, b] = await Promise.all([
+      makeScheduler(t, table, { lock_lifetime_ms: 1000 }, backend),
+      makeScheduler(t, table, { lock_lifetime_ms: 1000 }, backend),
+    ]);
     const runs: string[] = [];
-    for (const [instance, label] of [[a, 'a'], [b, 'b']] as const) {
+    for (const [instance, label] of [
+      [a, 'a'],
+      [b, 'b'],
+    ] as const) {
       instance.define('long', async () => {
         runs.push(label);
         await sleep(3000);
@@ -218,7 +251,10 @@ for (const backend of BACKENDS) {
     // The same key under another job name moves the schedule rather than adding one.
     await a.cron('0 6 * * *', 'report-v2', {}, 'project-2');
     const moved = (await backend.schedules(table)).filter((r) => r.data.__svc_schedule_key === 'project-2');
-    t.deepEqual(moved.map((r) => r.name), ['report-v2']);
+    t.deepEqual(
+      moved.map((r) => r.name),
+      ['report-v2'],
+    );
   });
 
   test(titled(backend, 'cron() refuses expressions that are not standard 5-field cron'), async (t) => {

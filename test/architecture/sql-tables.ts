@@ -20,7 +20,10 @@ export function tablesNamed(source: string, known: ReadonlySet<string>): Set<str
     // a knex builder called on a table: db('t'), trx('t as x'), this.db('t')
     new RegExp(`\\b(?:db|trx|tx|knex|conn|database)\\s*\\(\\s*${q}${name}(?:\\s+as\\s+\\w+)?${q}`, 'g'),
     // builder methods that take a table
-    new RegExp(`\\.(?:from|into|table|join|leftJoin|rightJoin|innerJoin|leftOuterJoin|rightOuterJoin|fullOuterJoin|crossJoin|hasTable)\\s*\\(\\s*${q}${name}(?:\\s+as\\s+\\w+)?${q}`, 'g'),
+    new RegExp(
+      `\\.(?:from|into|table|join|leftJoin|rightJoin|innerJoin|leftOuterJoin|rightOuterJoin|fullOuterJoin|crossJoin|hasTable)\\s*\\(\\s*${q}${name}(?:\\s+as\\s+\\w+)?${q}`,
+      'g',
+    ),
     // a qualified column as an argument, key or default: ('t.column', …), { 't.column': … }, ['t.*'], c = 't.id'
     new RegExp(`(?<=[(,{\\[=]\\s*)${q}${name}\\.(?:[a-z_][a-z0-9_]*|\\*)${q}`, 'g'),
     // raw SQL

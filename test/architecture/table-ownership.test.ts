@@ -28,8 +28,7 @@ const KERNEL_READS: Record<string, string[]> = {
  * Plugins that still read another domain's table. Each entry is a file and the foreign tables it
  * names; the test fails when an entry is no longer true, so this list only shrinks.
  */
-const KNOWN_VIOLATIONS: Record<string, string[]> = {
-};
+const KNOWN_VIOLATIONS: Record<string, string[]> = {};
 
 /** Which domain a source file belongs to: plugins/<name>/…, or core. */
 function domainOf(file: string): string {
@@ -46,10 +45,21 @@ test('every table a migration creates has an owner, and every owner exists', (t)
   for (const file of readdirSync(`${ROOT}/migrations`).filter((f) => /^\d+_.+\.ts$/.test(f))) {
     for (const m of readSource(ROOT, `migrations/${file}`).matchAll(/createTable\(\s*'([a-z_0-9]+)'/g)) created.add(m[1]);
   }
-  t.deepEqual([...created].filter((table) => !KNOWN.has(table)), [], 'tables without an owner in core/db/table-owners.ts');
-  t.deepEqual([...KNOWN].filter((table) => !created.has(table)), [], 'owners of tables no migration creates');
+  t.deepEqual(
+    [...created].filter((table) => !KNOWN.has(table)),
+    [],
+    'tables without an owner in core/db/table-owners.ts',
+  );
+  t.deepEqual(
+    [...KNOWN].filter((table) => !created.has(table)),
+    [],
+    'owners of tables no migration creates',
+  );
   const plugins = new Set(readdirSync(`${ROOT}/plugins`));
-  t.deepEqual([...new Set(Object.values(TABLE_OWNERS))].filter((o) => o !== 'core' && !plugins.has(o)), []);
+  t.deepEqual(
+    [...new Set(Object.values(TABLE_OWNERS))].filter((o) => o !== 'core' && !plugins.has(o)),
+    [],
+  );
 });
 
 test("no plugin's SQL names a table another domain owns (beyond the listed ones)", (t) => {

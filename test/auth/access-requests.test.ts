@@ -33,7 +33,9 @@ async function newKey(name: string): Promise<SshKey> {
 
 async function pending(prefix: string, key?: SshKey) {
   const address = email(prefix);
-  const body = key ? { org_id: orgA, email: address, ssh_public_key: key.publicLine } : { org_id: orgA, email: address, nostr_pubkey: counter.toString(16).padStart(64, 'f') };
+  const body = key
+    ? { org_id: orgA, email: address, ssh_public_key: key.publicLine }
+    : { org_id: orgA, email: address, nostr_pubkey: counter.toString(16).padStart(64, 'f') };
   const res = await requestAccess(body);
   if (res.statusCode !== 201) throw new Error(`request-access: ${res.statusCode} ${JSON.stringify(res.body)}`);
   return { email: address, id: res.body.id as string };
@@ -92,7 +94,10 @@ test('approve: account, SSH key and membership; the requester can then log in; a
   t.is(again.statusCode, 200);
   t.deepEqual(again.body, res.body);
   const challenge = await call(s.server, 'POST', '/auth/challenge', { email: req.email });
-  const login = await call(s.server, 'POST', '/auth/verify', { challenge_id: challenge.body.challenge_id, signature: await sshSign(key, challenge.body.nonce) });
+  const login = await call(s.server, 'POST', '/auth/verify', {
+    challenge_id: challenge.body.challenge_id,
+    signature: await sshSign(key, challenge.body.nonce),
+  });
   t.is(login.statusCode, 200, JSON.stringify(login.body));
   t.is((await call(s.server, 'GET', `/auth/request-access/${req.id}`)).body.status, 'approved');
   const reject = await orgAdmin.post(`/orgs/${orgA}/access-requests/${req.id}/reject`, { reason: 'changed my mind' });
@@ -105,7 +110,10 @@ test('approve with a nostr key: the key is registered on the account', async (t)
   const res = await orgAdmin.post(`/orgs/${orgA}/access-requests/${created.body.id}/approve`);
   t.is(res.statusCode, 200);
   t.is(res.body.role, 'member');
-  const key = await s.kernel.db('user_nostr_keys').where({ pubkey: hex('7e') }).first();
+  const key = await s.kernel
+    .db('user_nostr_keys')
+    .where({ pubkey: hex('7e') })
+    .first();
   t.is(key?.user_id, res.body.user_id);
 });
 

@@ -194,7 +194,11 @@ test('secure: SVC_BOOTSTRAP_TOKEN is required; missing or wrong token 401 and no
   const s = await server({ env: { SVC_BOOTSTRAP_TOKEN: 'correct-horse-battery-staple' } });
   const anon = as(s.server);
   t.deepEqual((await anon.get('/auth/bootstrap/status')).body, {
-    completed: false, window_open: true, window_closes_at: null, requires_token: true, mode: 'secure',
+    completed: false,
+    window_open: true,
+    window_closes_at: null,
+    requires_token: true,
+    mode: 'secure',
   });
 
   const missing = await anon.post('/auth/bootstrap', { email: 'admin@example.com' });
@@ -222,7 +226,11 @@ test('production without a token: closed entirely (403), even with a trigger fil
   const s = await server({ env: { NODE_ENV: 'production' } });
   const anon = as(s.server);
   t.deepEqual((await anon.get('/auth/bootstrap/status')).body, {
-    completed: false, window_open: false, window_closes_at: null, requires_token: true, mode: 'closed',
+    completed: false,
+    window_open: false,
+    window_closes_at: null,
+    requires_token: true,
+    mode: 'closed',
   });
   const res = await anon.post('/auth/bootstrap', { email: 'admin@example.com' });
   t.is(res.statusCode, 403);
@@ -292,8 +300,11 @@ test('a public_key that belongs to someone else fails the whole bootstrap (409, 
   // Someone else's account holds the key (seeded directly: no admin exists yet to create accounts).
   await s.kernel.db('users').insert({ id: 'usr_01h455vb4pex5vsknk084sn02q', email: 'holder@example.com' });
   await s.kernel.db('user_keys').insert({
-    id: 'key_01h455vb4pex5vsknk084sn02q', user_id: 'usr_01h455vb4pex5vsknk084sn02q', type: 'ssh-ed25519',
-    public_key: other.publicLine, fingerprint: other.fingerprint,
+    id: 'key_01h455vb4pex5vsknk084sn02q',
+    user_id: 'usr_01h455vb4pex5vsknk084sn02q',
+    type: 'ssh-ed25519',
+    public_key: other.publicLine,
+    fingerprint: other.fingerprint,
   });
   writeFileSync(s.triggerFile, ''); // a user exists, so auto-open is over: use a recovery window
   const rows = await authRows(s.kernel);
@@ -323,7 +334,10 @@ test('token-less windows accept only clients on this host: a remote or proxied r
   t.is(remote.statusCode, 403);
   t.regex(JSON.parse(remote.payload).message, /^the auto-open bootstrap window accepts only clients on this host .*set SVC_BOOTSTRAP_TOKEN/);
   const proxied = await s.server.inject({
-    method: 'POST', url: '/auth/bootstrap', payload: { email: 'intruder@example.com' }, headers: { 'x-forwarded-for': '203.0.113.9' },
+    method: 'POST',
+    url: '/auth/bootstrap',
+    payload: { email: 'intruder@example.com' },
+    headers: { 'x-forwarded-for': '203.0.113.9' },
   });
   t.is(proxied.statusCode, 403, 'a local proxy forwarding a remote client is not a local client');
   t.deepEqual(await authRows(s.kernel), NO_ROWS_AFTER_BOOT);
@@ -340,7 +354,10 @@ test('token-less windows accept only clients on this host: a remote or proxied r
 test('secure mode accepts the token from any host', async (t) => {
   const s = await server({ env: { SVC_BOOTSTRAP_TOKEN: 'remote-bootstrap-secret' } });
   const res = await s.server.inject({
-    method: 'POST', url: '/auth/bootstrap', payload: { email: 'admin@example.com', token: 'remote-bootstrap-secret' }, remoteAddress: '203.0.113.9',
+    method: 'POST',
+    url: '/auth/bootstrap',
+    payload: { email: 'admin@example.com', token: 'remote-bootstrap-secret' },
+    remoteAddress: '203.0.113.9',
   });
   t.is(res.statusCode, 201, res.payload);
 });
@@ -349,7 +366,10 @@ test('the start notice says whether the window is open, until when, and the comm
   const open = await server();
   const notice = await open.kernel.container.resolve(Bootstrap).startNotice();
   t.is(notice?.level, 'warn');
-  t.regex(notice!.line, /^bootstrap: the auto-open window is open until \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ to clients on this host only; run `svc auth bootstrap --email you@example\.com` here$/);
+  t.regex(
+    notice!.line,
+    /^bootstrap: the auto-open window is open until \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ to clients on this host only; run `svc auth bootstrap --email you@example\.com` here$/,
+  );
   t.is((await call(open.server, 'POST', '/auth/bootstrap', { email: 'admin@example.com' })).statusCode, 201);
   t.is(await open.kernel.container.resolve(Bootstrap).startNotice(), null, 'nothing to say once an admin exists');
 

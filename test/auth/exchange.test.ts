@@ -24,7 +24,11 @@ interface IdTokenOptions {
 
 function idToken(address: string | null, opts: IdTokenOptions = {}): Promise<string> {
   const claims = { ...(address === null ? {} : { email: address }), ...opts.claims };
-  let jwt = new SignJWT(claims).setProtectedHeader({ alg: 'HS256' }).setIssuedAt().setIssuer(opts.issuer ?? ISSUER).setAudience(opts.audience ?? 'svc');
+  let jwt = new SignJWT(claims)
+    .setProtectedHeader({ alg: 'HS256' })
+    .setIssuedAt()
+    .setIssuer(opts.issuer ?? ISSUER)
+    .setAudience(opts.audience ?? 'svc');
   if (opts.expiresIn !== null) jwt = jwt.setExpirationTime(opts.expiresIn ?? '5m');
   return jwt.sign(new TextEncoder().encode(opts.secret ?? SECRET));
 }
@@ -74,7 +78,10 @@ test('pending e-mail invites are applied: the account joins the org with the inv
   const member = await s.kernel.db('org_members').where({ org_id: orgId, user_id: res.body.user.id }).first();
   t.is(member?.role, 'admin');
   const orgs = await as(s.server, res.body.access_token).get('/orgs');
-  t.deepEqual(orgs.body.data.map((o: { id: string }) => o.id), [orgId]);
+  t.deepEqual(
+    orgs.body.data.map((o: { id: string }) => o.id),
+    [orgId],
+  );
   const listed = (await admin.get(`/orgs/${orgId}/invites`)).body.data.find((i: { id: string }) => i.id === invite.body.id);
   t.like(listed, { status: 'accepted', accepted_by: res.body.user.id });
 });

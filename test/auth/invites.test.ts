@@ -90,12 +90,23 @@ test('an existing member keeps a stronger role when accepting a weaker invite', 
 test('an expired code is 410; an unknown code 404; a malformed code 400', async (t) => {
   const invite = await orgAdmin.post('/auth/invites', { org_id: orgA, expires_at: new Date(Date.now() + 60_000).toISOString() });
   t.is(invite.statusCode, 201);
-  await s.kernel.db('invites').where({ id: invite.body.id }).update({ expires_at: new Date(Date.now() - 1000) });
+  await s.kernel
+    .db('invites')
+    .where({ id: invite.body.id })
+    .update({ expires_at: new Date(Date.now() - 1000) });
   const user = await stranger('late');
   const expired = await user.api.post(`/auth/invites/${invite.body.code}/accept`);
   t.is(expired.statusCode, 410);
   t.is(expired.body.message, 'invite expired');
-  t.is((await s.kernel.db('org_members').where({ org_id: orgA }).whereIn('user_id', s.kernel.db('users').select('id').where({ email: user.email }))).length, 0);
+  t.is(
+    (
+      await s.kernel
+        .db('org_members')
+        .where({ org_id: orgA })
+        .whereIn('user_id', s.kernel.db('users').select('id').where({ email: user.email }))
+    ).length,
+    0,
+  );
   const listed = (await orgAdmin.get(`/orgs/${orgA}/invites?limit=100`)).body.data.find((i: { id: string }) => i.id === invite.body.id);
   t.is(listed.status, 'expired');
   t.is((await user.api.post(`/auth/invites/svcinv_${'A'.repeat(32)}/accept`)).statusCode, 404);
@@ -182,7 +193,13 @@ test('invited by e-mail, the user registers a key and logs in by SSH: the member
   const login = await call(s.server, 'POST', '/auth/verify', { challenge_id: challenge.body.challenge_id, signature });
   t.is(login.statusCode, 200, JSON.stringify(login.body));
   const me = await as(s.server, login.body.access_token).get('/auth/me');
-  t.deepEqual(me.body.orgs.map((o: { id: string; role: string }) => [o.id, o.role]).sort(), [[orgA, 'admin'], [orgB, 'member']].sort());
+  t.deepEqual(
+    me.body.orgs.map((o: { id: string; role: string }) => [o.id, o.role]).sort(),
+    [
+      [orgA, 'admin'],
+      [orgB, 'member'],
+    ].sort(),
+  );
   const row = await s.kernel.db('invites').where({ id: invite.body.id }).first();
   t.is(row.accepted_by, login.body.user.id);
 });
@@ -200,7 +217,10 @@ test('identity-targeted (SSH): an unknown key matching the hint gets an account,
   t.is((await s.kernel.db('org_members').where({ org_id: orgA, user_id: user.id }).first()).role, 'member');
   t.is(await handler.onUnknownIdentity({ kind: 'ssh', publicKey: key.publicLine, fingerprint: key.fingerprint }), null);
   const challenge = await call(s.server, 'POST', '/auth/challenge', { email: 'targeted@example.com' });
-  const login = await call(s.server, 'POST', '/auth/verify', { challenge_id: challenge.body.challenge_id, signature: await sshSign(key, challenge.body.nonce) });
+  const login = await call(s.server, 'POST', '/auth/verify', {
+    challenge_id: challenge.body.challenge_id,
+    signature: await sshSign(key, challenge.body.nonce),
+  });
   t.is(login.statusCode, 200);
 });
 
@@ -220,7 +240,10 @@ test('identity-targeted (nostr): a hex key hint, no e-mail: a placeholder accoun
 
 test('app invites: e-mail and branding required; the invite carries the branding', async (t) => {
   const res = await orgAdmin.post('/auth/app-invites', {
-    org_id: orgA, email: 'appuser@example.com', app: { app_name: 'Shop', primary_color: '#336699' }, redirect_url: 'https://shop.example.test/',
+    org_id: orgA,
+    email: 'appuser@example.com',
+    app: { app_name: 'Shop', primary_color: '#336699' },
+    redirect_url: 'https://shop.example.test/',
   });
   t.is(res.statusCode, 201, JSON.stringify(res.body));
   t.deepEqual(res.body.app, { app_name: 'Shop', primary_color: '#336699' });

@@ -59,7 +59,10 @@ test('org scope for a new e-mail: 201, user and membership created, token limite
   t.is(user.id, res.body.user.id);
   t.false(user.is_admin);
   const memberships = await s.kernel.db('org_members').where({ user_id: user.id });
-  t.deepEqual(memberships.map((m) => [m.org_id, m.role]), [[orgA, 'admin']]);
+  t.deepEqual(
+    memberships.map((m) => [m.org_id, m.role]),
+    [[orgA, 'admin']],
+  );
   t.is((await s.kernel.db('project_members').where({ user_id: user.id })).length, 0);
 
   const bot = as(s.server, res.body.access_token);
@@ -70,7 +73,10 @@ test('org scope for a new e-mail: 201, user and membership created, token limite
   t.is(other.statusCode, 404);
   t.is(other.body.message, `org ${orgB} not found`);
   const orgs = await bot.get('/orgs');
-  t.deepEqual(orgs.body.data.map((o: { id: string }) => o.id), [orgA]);
+  t.deepEqual(
+    orgs.body.data.map((o: { id: string }) => o.id),
+    [orgA],
+  );
   const projects = await bot.get('/projects');
   t.deepEqual(projects.body.data.map((p: { id: string }) => p.id).sort(), [p1, p2].sort());
   t.is((await bot.get(`/projects/${p3}`)).statusCode, 404);
@@ -97,13 +103,19 @@ test('project scope: the token sees only that project', async (t) => {
   t.deepEqual(res.body.scope, { type: 'project', id: p1 });
   t.is(res.body.role, 'member', 'role defaults to member');
   const user = await userByEmail(address);
-  t.deepEqual((await s.kernel.db('project_members').where({ user_id: user.id })).map((m) => [m.project_id, m.role]), [[p1, 'member']]);
+  t.deepEqual(
+    (await s.kernel.db('project_members').where({ user_id: user.id })).map((m) => [m.project_id, m.role]),
+    [[p1, 'member']],
+  );
   t.is((await s.kernel.db('org_members').where({ user_id: user.id })).length, 0);
 
   const bot = as(s.server, res.body.access_token);
   const list = await bot.get('/projects');
   t.is(list.statusCode, 200);
-  t.deepEqual(list.body.data.map((p: { id: string }) => p.id), [p1]);
+  t.deepEqual(
+    list.body.data.map((p: { id: string }) => p.id),
+    [p1],
+  );
   t.is(list.body.pagination.total, 1);
   t.is((await bot.get(`/projects/${p1}`)).statusCode, 200);
   const sibling = await bot.get(`/projects/${p2}`);
@@ -152,7 +164,16 @@ test('a minted role above the membership does not raise it', async (t) => {
   const res = await admin.post('/auth/mint', { email: address, org_id: orgD, role: 'owner' });
   t.is(res.statusCode, 201);
   t.is(res.body.role, 'owner');
-  t.is((await s.kernel.db('org_members').where({ org_id: orgD }).whereIn('user_id', s.kernel.db('users').select('id').where({ email: address })).first()).role, 'member');
+  t.is(
+    (
+      await s.kernel
+        .db('org_members')
+        .where({ org_id: orgD })
+        .whereIn('user_id', s.kernel.db('users').select('id').where({ email: address }))
+        .first()
+    ).role,
+    'member',
+  );
   const patch = await as(s.server, res.body.access_token).patch(`/orgs/${orgD}`, { name: 'Nope' });
   t.is(patch.statusCode, 403);
   t.is(patch.body.message, 'missing permission orgs:write');
@@ -164,7 +185,10 @@ test('minting again for the same user and scope keeps one membership', async (t)
   t.is((await admin.post('/auth/mint', { email: address.toUpperCase(), org_id: orgB, role: 'member' })).statusCode, 201);
   const user = await userByEmail(address);
   t.is((await s.kernel.db('users').whereRaw('lower(email) = ?', [address])).length, 1);
-  t.deepEqual((await s.kernel.db('org_members').where({ user_id: user.id })).map((m) => m.role), ['admin']);
+  t.deepEqual(
+    (await s.kernel.db('org_members').where({ user_id: user.id })).map((m) => m.role),
+    ['admin'],
+  );
 });
 
 test('bad input: both or neither scope, bad role or e-mail are 400 and create nothing', async (t) => {
@@ -248,18 +272,27 @@ test('/auth/me under a scoped token shows only what the scope reaches', async (t
   t.is((await admin.post(`/projects/${p3}/members`, { email: address, role: 'member' })).statusCode, 201);
   const full = await as(s.server, unscoped).get('/auth/me');
   t.deepEqual(full.body.orgs.map((o: { id: string }) => o.id).sort(), [orgA, orgB].sort());
-  t.deepEqual(full.body.projects.map((p: { id: string }) => p.id), [p3]);
+  t.deepEqual(
+    full.body.projects.map((p: { id: string }) => p.id),
+    [p3],
+  );
 
   const orgScoped = await admin.post('/auth/mint', { email: address, org_id: orgA, role: 'member' });
   const meOrg = await as(s.server, orgScoped.body.access_token).get('/auth/me');
   t.is(meOrg.statusCode, 200);
-  t.deepEqual(meOrg.body.orgs.map((o: { id: string }) => o.id), [orgA]);
+  t.deepEqual(
+    meOrg.body.orgs.map((o: { id: string }) => o.id),
+    [orgA],
+  );
   t.deepEqual(meOrg.body.projects, []);
 
   const projectScoped = await admin.post('/auth/mint', { email: address, project_id: p3 });
   const meProject = await as(s.server, projectScoped.body.access_token).get('/auth/me');
   t.deepEqual(meProject.body.orgs, []);
-  t.deepEqual(meProject.body.projects.map((p: { id: string }) => p.id), [p3]);
+  t.deepEqual(
+    meProject.body.projects.map((p: { id: string }) => p.id),
+    [p3],
+  );
 });
 
 test('public_key onboards the user: registered on the account, then SSH login works; a bad key is 400 and creates nothing', async (t) => {
@@ -270,10 +303,16 @@ test('public_key onboards the user: registered on the account, then SSH login wo
     const minted = await admin.post('/auth/mint', { email: address, org_id: orgA, public_key: key.publicLine });
     t.is(minted.statusCode, 201, JSON.stringify(minted.body));
     const stored = await s.kernel.db('user_keys').where({ user_id: minted.body.user.id });
-    t.deepEqual(stored.map((k) => k.fingerprint), [key.fingerprint]);
+    t.deepEqual(
+      stored.map((k) => k.fingerprint),
+      [key.fingerprint],
+    );
 
     const challenge = await call(s.server, 'POST', '/auth/challenge', { email: address });
-    const verified = await call(s.server, 'POST', '/auth/verify', { challenge_id: challenge.body.challenge_id, signature: await sshSign(key, challenge.body.nonce) });
+    const verified = await call(s.server, 'POST', '/auth/verify', {
+      challenge_id: challenge.body.challenge_id,
+      signature: await sshSign(key, challenge.body.nonce),
+    });
     t.is(verified.statusCode, 200, JSON.stringify(verified.body));
     t.is(verified.body.user.email, address);
 

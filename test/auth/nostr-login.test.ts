@@ -68,7 +68,10 @@ test('register a key, then log in by e-mail and by public key; the token works',
 
   const list = await user.api.get('/auth/nostr-keys');
   t.is(list.statusCode, 200);
-  t.deepEqual(list.body.data.map((k: { id: string }) => k.id), [reg.body.id]);
+  t.deepEqual(
+    list.body.data.map((k: { id: string }) => k.id),
+    [reg.body.id],
+  );
   t.is((await user.api.get('/auth/keys')).body.data.length, 0, 'SSH key list is unchanged');
 
   const c0 = Date.now();
@@ -152,13 +155,16 @@ test('an expired challenge is 401', async (t) => {
   const key = newKey();
   t.is((await user.api.post('/auth/nostr-keys', { public_key: key.pubkey })).statusCode, 201);
   const c = await challenge(s, { email: user.email });
-  await s.kernel.db('nostr_challenges').where({ id: c.challenge_id }).update({ expires_at: new Date(Date.now() - 1000) });
+  await s.kernel
+    .db('nostr_challenges')
+    .where({ id: c.challenge_id })
+    .update({ expires_at: new Date(Date.now() - 1000) });
   const res = await call(s.server, 'POST', '/auth/nostr/verify', { challenge_id: c.challenge_id, event: loginEvent(key.secret, c.nonce) });
   t.is(res.statusCode, 401);
   t.is(res.body.message, 'challenge expired');
 });
 
-test('an unregistered key, or another account\'s key, logs nobody in', async (t) => {
+test("an unregistered key, or another account's key, logs nobody in", async (t) => {
   const stranger = newKey();
   const byKey = await login(s, { pubkey: stranger.pubkey }, stranger.secret);
   t.is(byKey.statusCode, 401);
@@ -245,12 +251,13 @@ test('an unknown key that completes a challenge asks the registered UnknownIdent
   const seen: UnknownIdentity[] = [];
   let grantTo: string | null = null;
   const hooked = await startTestServer({
-    configure: (c) => c.registerInstance(UnknownIdentityHandlerToken, {
-      onUnknownIdentity: async (identity) => {
-        seen.push(identity);
-        return grantTo ? { userId: grantTo } : null;
-      },
-    }),
+    configure: (c) =>
+      c.registerInstance(UnknownIdentityHandlerToken, {
+        onUnknownIdentity: async (identity) => {
+          seen.push(identity);
+          return grantTo ? { userId: grantTo } : null;
+        },
+      }),
   });
   t.teardown(() => hooked.stop());
   const boot = await call(hooked.server, 'POST', '/auth/bootstrap', { email: 'root@example.com' });

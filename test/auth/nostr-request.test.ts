@@ -56,13 +56,16 @@ test.after.always(async () => {
   await s?.stop();
 });
 
-test('a signed GET authenticates as the key\'s user, unscoped', async (t) => {
+test("a signed GET authenticates as the key's user, unscoped", async (t) => {
   const u = await signer(s, 'get');
   const res = await send(s, 'GET', '/auth/me', nostrAuthorization(u.secret, 'GET', `${BASE}/auth/me`));
   t.is(res.statusCode, 200, JSON.stringify(res.body));
   t.is(res.body.user.email, u.email);
   t.is(res.body.token.scope, null);
-  t.deepEqual(res.body.orgs.map((o: { id: string }) => o.id), [orgId]);
+  t.deepEqual(
+    res.body.orgs.map((o: { id: string }) => o.id),
+    [orgId],
+  );
   // The scheme word is case-insensitive, like Bearer's; a query string is part of the signed URL.
   const lower = nostrAuthorization(u.secret, 'get', `${BASE}/auth/nostr-keys?limit=5`).replace(/^Nostr/, 'nostr');
   const list = await send(s, 'GET', '/auth/nostr-keys?limit=5', lower);
@@ -103,7 +106,14 @@ test('a body that does not match the payload tag, or a body without one, is 401 
   t.is(untagged.statusCode, 401);
   t.is(untagged.body.message, 'a request with a body must sign its sha256 in a payload tag');
 
-  const getWithHash = signEvent(u.secret, { kind: 27235, tags: [['u', `${BASE}/auth/me`], ['method', 'GET'], ['payload', createHash('sha256').update('x').digest('hex')]] });
+  const getWithHash = signEvent(u.secret, {
+    kind: 27235,
+    tags: [
+      ['u', `${BASE}/auth/me`],
+      ['method', 'GET'],
+      ['payload', createHash('sha256').update('x').digest('hex')],
+    ],
+  });
   t.is((await send(s, 'GET', '/auth/me', headerOf(getWithHash))).statusCode, 401);
   t.is(await s.kernel.db('user_nostr_keys').where({ pubkey: extra }).first(), undefined);
 });
@@ -150,7 +160,10 @@ test('another URL, host, query or method is 401', async (t) => {
 
 test('a bad signature, another kind, or an unregistered key is 401 invalid_token', async (t) => {
   const u = await signer(s, 'sig');
-  const tags = [['u', `${BASE}/auth/me`], ['method', 'GET']];
+  const tags = [
+    ['u', `${BASE}/auth/me`],
+    ['method', 'GET'],
+  ];
   const event = signEvent(u.secret, { kind: 27235, tags });
   const forged = { ...event, sig: signEvent(schnorr.utils.randomSecretKey(), { kind: 27235, tags }).sig };
   const bad = await send(s, 'GET', '/auth/me', headerOf(forged));
@@ -169,7 +182,13 @@ test('a bad signature, another kind, or an unregistered key is 401 invalid_token
 
 test('a malformed Nostr header is 401 invalid_request; Bearer is unchanged', async (t) => {
   const u = await signer(s, 'malformed');
-  const valid = signEvent(u.secret, { kind: 27235, tags: [['u', `${BASE}/auth/me`], ['method', 'GET']] });
+  const valid = signEvent(u.secret, {
+    kind: 27235,
+    tags: [
+      ['u', `${BASE}/auth/me`],
+      ['method', 'GET'],
+    ],
+  });
   const headers = [
     'Nostr',
     'Nostr not*base64',
@@ -195,7 +214,12 @@ test('a malformed Nostr header is 401 invalid_request; Bearer is unchanged', asy
   t.is(missing.headers['www-authenticate'], 'Bearer');
   const junk = await send(s, 'GET', '/auth/me', 'Basic abc');
   t.is(junk.headers['www-authenticate'], 'Bearer error="invalid_request", error_description="malformed authorization header: expected Bearer <token>"');
-  const bearerPost = await s.server.inject({ method: 'POST', url: '/auth/nostr-keys', payload: { public_key: nostrPublicKey(schnorr.utils.randomSecretKey()) }, headers: { authorization: `Bearer ${u.token}` } });
+  const bearerPost = await s.server.inject({
+    method: 'POST',
+    url: '/auth/nostr-keys',
+    payload: { public_key: nostrPublicKey(schnorr.utils.randomSecretKey()) },
+    headers: { authorization: `Bearer ${u.token}` },
+  });
   t.is(bearerPost.statusCode, 201, 'Bearer requests with a body pass the payload step');
 });
 

@@ -42,10 +42,17 @@ test.before(async () => {
   adminToken = boot.body.access_token;
   orgId = (await as(s.server, adminToken).post('/orgs', { name: 'Keys Org' })).body.id;
   const specs: [string, 'ed25519' | 'ecdsa' | 'rsa', number | undefined][] = [
-    ['ed25519', 'ed25519', undefined], ['ecdsa', 'ecdsa', 256], ['rsa', 'rsa', 3072],
-    ['stranger', 'ed25519', undefined], ['weakrsa', 'rsa', 1024],
+    ['ed25519', 'ed25519', undefined],
+    ['ecdsa', 'ecdsa', 256],
+    ['rsa', 'rsa', 3072],
+    ['stranger', 'ed25519', undefined],
+    ['weakrsa', 'rsa', 1024],
   ];
-  await Promise.all(specs.map(async ([name, type, bits]) => { keys[name] = await makeKey(dir, name, type, bits, `${name} key`); }));
+  await Promise.all(
+    specs.map(async ([name, type, bits]) => {
+      keys[name] = await makeKey(dir, name, type, bits, `${name} key`);
+    }),
+  );
 });
 
 test.after.always(async () => {
@@ -53,7 +60,11 @@ test.after.always(async () => {
   await cleanup();
 });
 
-for (const [name, type] of [['ed25519', 'ssh-ed25519'], ['ecdsa', 'ecdsa-sha2-nistp256'], ['rsa', 'ssh-rsa']] as const) {
+for (const [name, type] of [
+  ['ed25519', 'ssh-ed25519'],
+  ['ecdsa', 'ecdsa-sha2-nistp256'],
+  ['rsa', 'ssh-rsa'],
+] as const) {
   test(`${name}: register, challenge, ssh-keygen -Y sign, verify, token works`, async (t) => {
     const user = await newUser(name);
     const key = keys[name];
@@ -86,7 +97,10 @@ for (const [name, type] of [['ed25519', 'ssh-ed25519'], ['ecdsa', 'ecdsa-sha2-ni
     const me = await as(s.server, res.body.access_token).get('/auth/me');
     t.is(me.statusCode, 200);
     t.is(me.body.user.email, user.email);
-    t.deepEqual(me.body.orgs.map((o: { id: string }) => o.id), [orgId]);
+    t.deepEqual(
+      me.body.orgs.map((o: { id: string }) => o.id),
+      [orgId],
+    );
     t.not((await s.kernel.db('auth_challenges').where({ id: c.challenge_id }).first()).used_at, null);
   });
 }
@@ -127,7 +141,10 @@ test('an expired challenge is 401', async (t) => {
   const key = await makeKey(dir, 'expired', 'ecdsa', 256);
   t.is((await user.api.post('/auth/keys', { public_key: key.publicLine })).statusCode, 201);
   const c = await challenge(user.email);
-  await s.kernel.db('auth_challenges').where({ id: c.challenge_id }).update({ expires_at: new Date(Date.now() - 1000) });
+  await s.kernel
+    .db('auth_challenges')
+    .where({ id: c.challenge_id })
+    .update({ expires_at: new Date(Date.now() - 1000) });
   const res = await call(s.server, 'POST', '/auth/verify', { challenge_id: c.challenge_id, signature: await sshSign(key, c.nonce) });
   t.is(res.statusCode, 401);
   t.is(res.body.message, 'challenge expired');
@@ -310,14 +327,23 @@ test('GET /auth/keys lists only your keys, newest first, paginated', async (t) =
 
   const all = await user.api.get('/auth/keys');
   t.is(all.statusCode, 200);
-  t.deepEqual(all.body.data.map((k: { label: string }) => k.label), ['k2', 'k1', 'k0']);
+  t.deepEqual(
+    all.body.data.map((k: { label: string }) => k.label),
+    ['k2', 'k1', 'k0'],
+  );
   t.deepEqual(all.body.pagination, { limit: 10, offset: 0, count: 3, total: 3, has_more: false });
 
   const first = await user.api.get('/auth/keys?limit=2');
-  t.deepEqual(first.body.data.map((k: { fingerprint: string }) => k.fingerprint), [made[2].fingerprint, made[1].fingerprint]);
+  t.deepEqual(
+    first.body.data.map((k: { fingerprint: string }) => k.fingerprint),
+    [made[2].fingerprint, made[1].fingerprint],
+  );
   t.deepEqual(first.body.pagination, { limit: 2, offset: 0, count: 2, total: 3, has_more: true });
   const second = await user.api.get('/auth/keys?limit=2&offset=2');
-  t.deepEqual(second.body.data.map((k: { label: string }) => k.label), ['k0']);
+  t.deepEqual(
+    second.body.data.map((k: { label: string }) => k.label),
+    ['k0'],
+  );
   t.deepEqual(second.body.pagination, { limit: 2, offset: 2, count: 1, total: 3, has_more: false });
   const past = await user.api.get('/auth/keys?offset=10');
   t.deepEqual(past.body.pagination, { limit: 10, offset: 10, count: 0, total: 3, has_more: false });

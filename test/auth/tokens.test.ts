@@ -42,7 +42,10 @@ test.after.always(async () => {
 async function sshLogin(server: TestServer, email: string, key: SshKey, extra: Record<string, unknown> = {}) {
   const challenge = await call(server.server, 'POST', '/auth/challenge', { email });
   const signature = await sshSign(key, challenge.body.nonce);
-  return { challenge: challenge.body, res: await call(server.server, 'POST', '/auth/verify', { challenge_id: challenge.body.challenge_id, signature, ...extra }) };
+  return {
+    challenge: challenge.body,
+    res: await call(server.server, 'POST', '/auth/verify', { challenge_id: challenge.body.challenge_id, signature, ...extra }),
+  };
 }
 
 test('default lifetime is one day; /auth/me reports it', async (t) => {
@@ -127,7 +130,11 @@ test('tokens signed by a foreign RS256 key are 401 "invalid token", whatever kid
   const forge = (header: Record<string, unknown>) =>
     new SignJWT({ typ: 'user', email: 'admin@example.com' })
       .setProtectedHeader({ alg: 'RS256', typ: 'JWT', ...header })
-      .setIssuer('svc').setSubject(adminId).setIssuedAt(now).setExpirationTime(now + 3600).setJti('x')
+      .setIssuer('svc')
+      .setSubject(adminId)
+      .setIssuedAt(now)
+      .setExpirationTime(now + 3600)
+      .setJti('x')
       .sign(privateKey);
   for (const header of [{ kid: serverKid }, { kid: 'made-up-kid' }, {}]) {
     const res = await as(s.server, await forge(header)).get('/auth/me');
@@ -138,13 +145,16 @@ test('tokens signed by a foreign RS256 key are 401 "invalid token", whatever kid
   const jwk = (await call(s.server, 'GET', '/.well-known/jwks.json')).body.keys[0];
   const hs = await new SignJWT({ typ: 'user', email: 'admin@example.com' })
     .setProtectedHeader({ alg: 'HS256', kid: serverKid })
-    .setIssuer('svc').setSubject(adminId).setIssuedAt(now).setExpirationTime(now + 3600)
+    .setIssuer('svc')
+    .setSubject(adminId)
+    .setIssuedAt(now)
+    .setExpirationTime(now + 3600)
     .sign(Buffer.from(JSON.stringify(jwk)));
   t.is((await as(s.server, hs).get('/auth/me')).statusCode, 401);
 });
 
 test('a tampered payload, another issuer or a non-user token type is 401', async (t) => {
-  const [h, p, sig] = adminToken.split('.');
+  const [h, , sig] = adminToken.split('.');
   const claims = { ...jwtClaims(adminToken), sub: 'usr_01h455vb4pex5vsknk084sn02q' };
   const tampered = [h, Buffer.from(JSON.stringify(claims)).toString('base64url'), sig].join('.');
   const r1 = await as(s.server, tampered).get('/auth/me');
@@ -219,7 +229,16 @@ test('GET /auth/config describes issuer, JWKS, algorithms, namespace and TTL bou
   });
   t.regex(res.body.jwks_uri, /^https?:\/\/[^/]+\/\.well-known\/jwks\.json$/);
   t.true(Array.isArray(res.body.login_methods) && res.body.login_methods.includes('ssh-signature'));
-  t.deepEqual(Object.keys(res.body).sort(), ['algorithms', 'identity_provider_url', 'issuer', 'jwks_uri', 'login_methods', 'ssh_signature_namespace', 'sso', 'token_ttl_days']);
+  t.deepEqual(Object.keys(res.body).sort(), [
+    'algorithms',
+    'identity_provider_url',
+    'issuer',
+    'jwks_uri',
+    'login_methods',
+    'ssh_signature_namespace',
+    'sso',
+    'token_ttl_days',
+  ]);
 });
 
 test('rotation: old tokens keep working, new ones carry the new kid, JWKS has both; only the admin rotates', async (t) => {
@@ -253,7 +272,13 @@ test('rotation: old tokens keep working, new ones carry the new kid, JWKS has bo
   const jwks = await call(r.server, 'GET', '/.well-known/jwks.json');
   t.deepEqual(jwks.body.keys.map((k: { kid: string }) => k.kid).sort(), [oldKid, rotated.body.kid].sort());
   const rows = await r.kernel.db('signing_keys').orderBy('created_at');
-  t.deepEqual(rows.map((k) => [k.kid, k.active, k.retired_at !== null]), [[oldKid, false, true], [rotated.body.kid, true, false]]);
+  t.deepEqual(
+    rows.map((k) => [k.kid, k.active, k.retired_at !== null]),
+    [
+      [oldKid, false, true],
+      [rotated.body.kid, true, false],
+    ],
+  );
 });
 
 test('replicas on one database: a rotation on one is used and accepted by the other at once', async (t) => {
@@ -272,7 +297,10 @@ test('replicas on one database: a rotation on one is used and accepted by the ot
   const rotated = await as(a.server, boot.body.access_token).post('/auth/signing-keys/rotate');
   t.is(rotated.statusCode, 200);
   const jwksOnB = await call(b.server, 'GET', '/.well-known/jwks.json');
-  t.true(jwksOnB.body.keys.some((k: { kid: string }) => k.kid === rotated.body.kid), 'replica B publishes the key rotated on A at once');
+  t.true(
+    jwksOnB.body.keys.some((k: { kid: string }) => k.kid === rotated.body.kid),
+    'replica B publishes the key rotated on A at once',
+  );
   const fromA = await as(a.server, boot.body.access_token).post('/auth/mint', { email: 'm@example.com', org_id: org.body.id });
   t.is(jwtHeader(fromA.body.access_token).kid, rotated.body.kid);
   const onB = await as(b.server, fromA.body.access_token).get(`/orgs/${org.body.id}`);

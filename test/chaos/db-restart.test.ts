@@ -41,10 +41,14 @@ async function until<T>(check: () => Promise<T | null | undefined | false>, what
 
 /** Seconds until /health answers 200, while checking that the process stays up. */
 async function healthyAgain(since: number): Promise<number> {
-  await until(async () => {
-    if (!server.running()) return true;
-    return (await fetch(`${server.url}/health`, { signal: AbortSignal.timeout(2_000) })).status === 200;
-  }, '/health to answer 200', 30_000);
+  await until(
+    async () => {
+      if (!server.running()) return true;
+      return (await fetch(`${server.url}/health`, { signal: AbortSignal.timeout(2_000) })).status === 200;
+    },
+    '/health to answer 200',
+    30_000,
+  );
   if (!server.running()) throw new Error(`the server exited (${await server.exited}): ${tail()}`);
   return (Date.now() - since) / 1000;
 }
@@ -60,11 +64,17 @@ async function scriptJobs(n: number, run: string): Promise<string[]> {
 }
 
 async function settled(ids: string[]): Promise<{ done: number; attempts: number[] }> {
-  const jobs = await until(async () => {
-    const all = await Promise.all(ids.map(async (id) => (await api('GET', `/jobs/${id}`)).body));
-    return all.every((j) => j?.phase === 'done' || j?.phase === 'cancelled') ? all : null;
-  }, 'every job to finish', 60_000);
-  const attempts = await Promise.all(ids.map(async (id) => (await api('GET', `/projects/${projectId}/jobs/${id}/attempts?limit=100`)).body.data.length as number));
+  const jobs = await until(
+    async () => {
+      const all = await Promise.all(ids.map(async (id) => (await api('GET', `/jobs/${id}`)).body));
+      return all.every((j) => j?.phase === 'done' || j?.phase === 'cancelled') ? all : null;
+    },
+    'every job to finish',
+    60_000,
+  );
+  const attempts = await Promise.all(
+    ids.map(async (id) => (await api('GET', `/projects/${projectId}/jobs/${id}/attempts?limit=100`)).body.data.length as number),
+  );
   return { done: jobs.filter((j) => j.phase === 'done').length, attempts };
 }
 
@@ -76,7 +86,11 @@ test.before(async () => {
     SVC_WORKER__HEARTBEAT_SECONDS: '1',
     SVC_WORKER__LOG_FLUSH_MS: '20',
   });
-  const boot = await fetch(`${server.url}/auth/bootstrap`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'chaos@example.com' }) });
+  const boot = await fetch(`${server.url}/auth/bootstrap`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email: 'chaos@example.com' }),
+  });
   token = ((await boot.json()) as any).access_token;
   const org = await api('POST', '/orgs', { name: 'Chaos' });
   const project = await api('POST', '/projects', { org_id: org.body.id, name: 'restart', slug: 'restart' });
@@ -100,8 +114,12 @@ test.serial('the all-roles process survives a fast PostgreSQL restart, and its r
   t.true(server.running(), tail());
   const { done, attempts } = await settled(ids);
   t.is(done, ids.length, tail());
-  t.deepEqual(attempts, ids.map(() => 1), 'no attempt was reaped and run again');
-  t.false(server.output().includes('outside any request'), 'no connection error went unhandled (the crash handler\'s safety net was not needed)');
+  t.deepEqual(
+    attempts,
+    ids.map(() => 1),
+    'no attempt was reaped and run again',
+  );
+  t.false(server.output().includes('outside any request'), "no connection error went unhandled (the crash handler's safety net was not needed)");
 });
 
 /** Reads the job list every 50 ms until stopped, recording each status with its time. */
@@ -110,12 +128,21 @@ function probe(): { stop(): Promise<{ at: number; status: number }[]> } {
   let running = true;
   const loop = (async () => {
     while (running) {
-      const status = await api('GET', `/projects/${projectId}/jobs`).then((r) => r.status, () => 0);
+      const status = await api('GET', `/projects/${projectId}/jobs`).then(
+        (r) => r.status,
+        () => 0,
+      );
       seen.push({ at: Date.now(), status });
       await sleep(50);
     }
   })();
-  return { stop: async () => { running = false; await loop; return seen; } };
+  return {
+    stop: async () => {
+      running = false;
+      await loop;
+      return seen;
+    },
+  };
 }
 
 test.serial('the process survives an immediate stop with the database away for 4 s; completions made meanwhile land once it is back', async (t) => {
@@ -134,15 +161,38 @@ test.serial('the process survives an immediate stop with the database away for 4
   const after = seen.filter((r) => r.at >= backAt);
   const count = (rs: typeof seen, f: (s: number) => boolean) => rs.filter((r) => f(r.status)).length;
   const lastFailure = after.filter((r) => r.status >= 500 || r.status === 0).at(-1);
-  t.log(`job lists while the database was away: ${during.length} (${count(during, (s) => s === 503)} × 503, ${count(during, (s) => s === 500)} × 500); after it was back: ${after.length}, ${count(after, (s) => s >= 500)} × 5xx, the last ${lastFailure ? `${((lastFailure.at - backAt) / 1000).toFixed(1)} s after` : 'none'}`);
-  const serverErrors = server.output().split('\n').filter((l) => l.includes('"statusCode":500')).slice(0, 3).join('\n').slice(0, 3_000);
-  t.is(count(seen, (s) => s === 500 || s === 0), 0, `never a 500 (or a dropped connection): 503 while the database is away\n${serverErrors}`);
-  t.is(count(after.filter((r) => r.at > backAt + 2_000), (s) => s >= 500), 0, 'no 5xx from 2 s after the database is back');
+  t.log(
+    `job lists while the database was away: ${during.length} (${count(during, (s) => s === 503)} × 503, ${count(during, (s) => s === 500)} × 500); after it was back: ${after.length}, ${count(after, (s) => s >= 500)} × 5xx, the last ${lastFailure ? `${((lastFailure.at - backAt) / 1000).toFixed(1)} s after` : 'none'}`,
+  );
+  const serverErrors = server
+    .output()
+    .split('\n')
+    .filter((l) => l.includes('"statusCode":500'))
+    .slice(0, 3)
+    .join('\n')
+    .slice(0, 3_000);
+  t.is(
+    count(seen, (s) => s === 500 || s === 0),
+    0,
+    `never a 500 (or a dropped connection): 503 while the database is away\n${serverErrors}`,
+  );
+  t.is(
+    count(
+      after.filter((r) => r.at > backAt + 2_000),
+      (s) => s >= 500,
+    ),
+    0,
+    'no 5xx from 2 s after the database is back',
+  );
   t.log(`/health 200 again ${seconds.toFixed(1)} s after the database was back`);
   t.true(server.running(), tail());
   const { done, attempts } = await settled(ids);
   t.is(done, ids.length, tail());
-  t.deepEqual(attempts, ids.map(() => 1), 'no attempt was reaped and run again');
+  t.deepEqual(
+    attempts,
+    ids.map(() => 1),
+    'no attempt was reaped and run again',
+  );
   // New work flows after the restart (the claimer and its wake-ups reconnected).
   const later = await scriptJobs(2, 'echo after');
   t.is((await settled(later)).done, 2);

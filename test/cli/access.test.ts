@@ -57,7 +57,10 @@ test.serial('roles, bindings, can and explain', async (t) => {
   t.is((await svc(can, 1)).stdout, 'denied\n');
   t.deepEqual(await json(can, 1), { allowed: false });
   const why = await svc(['access', 'explain', '--user', bobId, '--permission', 'builds:write']);
-  t.regex(why.stdout, /^answer: +denied\nprincipal: +user usr_\S+\ntarget: +org org_\S+\nrequired: +builds:write\nreason: +missing builds:write: not given by org membership as member\n\n/);
+  t.regex(
+    why.stdout,
+    /^answer: +denied\nprincipal: +user usr_\S+\ntarget: +org org_\S+\nrequired: +builds:write\nreason: +missing builds:write: not given by org membership as member\n\n/,
+  );
   t.regex(why.stdout, /\nKIND +ROLE +BINDING +PROJECT +VIA_GROUP +GRANTS\norg_membership +member +- +- +- +-\n$/);
 
   const binding = await svc(['access', 'bindings', 'create', '--role', roleId, '--user', bobId]);
@@ -79,7 +82,10 @@ test.serial('roles, bindings, can and explain', async (t) => {
   t.is(inProject.target.project_id, projectId);
 
   const bindings = await svc(['access', 'bindings', 'list', '--principal-type', 'user', '--principal-id', bobId]);
-  t.regex(bindings.stdout, new RegExp(`^ID +ROLE +PRINCIPAL +PRINCIPAL_ID +PROJECT +CREATED\n${bindingId} +${roleId} +user +${bobId} +\\(org-wide\\) +\\S+\n$`));
+  t.regex(
+    bindings.stdout,
+    new RegExp(`^ID +ROLE +PRINCIPAL +PRINCIPAL_ID +PROJECT +CREATED\n${bindingId} +${roleId} +user +${bobId} +\\(org-wide\\) +\\S+\n$`),
+  );
   t.is((await json(['access', 'bindings', 'list', '--principal-type', 'group'])).data.length, 0);
   t.is((await json(['access', 'bindings', 'list', '--project', projectId])).data.length, 0);
 

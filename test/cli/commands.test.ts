@@ -42,7 +42,10 @@ test.before(async () => {
     .on('DELETE', '/projects/prj_1', { status: 204 })
     .on('POST', '/projects/prj_1/members', { status: 201, body: MEMBER })
     .on('GET', '/auth/bootstrap/status', { body: { completed: false, window_open: true, window_closes_at: null, requires_token: true, mode: 'first-user' } })
-    .on('POST', '/auth/mint', { status: 201, body: { access_token: 'minted-tok', token_type: 'Bearer', expires_at: 'x', user: USER, scope: { org_id: 'org_1' }, role: 'admin' } })
+    .on('POST', '/auth/mint', {
+      status: 201,
+      body: { access_token: 'minted-tok', token_type: 'Bearer', expires_at: 'x', user: USER, scope: { org_id: 'org_1' }, role: 'admin' },
+    })
     .on('GET', '/auth/keys', { body: page([{ id: 'key_1', type: 'ssh-ed25519', fingerprint: 'SHA256:abc', label: null, created_at: 'c' }]) })
     .on('DELETE', '/auth/keys/key_1', { status: 204 })
     .on('GET', '/auth/me', { status: 401, body: { statusCode: 401, error: 'Unauthorized', message: 'Missing authentication' } });

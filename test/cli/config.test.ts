@@ -77,9 +77,18 @@ test('subprocess: SVC_API_URL beats the profile, --api-url beats both; each serv
   t.is((await runCli(home, ['org', 'list', '--api-url', `${fromFlag.url}/`], { SVC_API_URL: fromEnv.url })).code, 0);
   t.is((await runCli(home, ['org', 'list'], { SVC_API_URL: fromEnv.url, SVC_TOKEN: 'tok-x' })).code, 0);
 
-  t.deepEqual(fromProfile.requests.map((r) => r.authorization), ['Bearer tok-p']);
-  t.deepEqual(fromEnv.requests.map((r) => r.authorization), ['Bearer tok-e', 'Bearer tok-x']);
-  t.deepEqual(fromFlag.requests.map((r) => r.authorization), [undefined]);
+  t.deepEqual(
+    fromProfile.requests.map((r) => r.authorization),
+    ['Bearer tok-p'],
+  );
+  t.deepEqual(
+    fromEnv.requests.map((r) => r.authorization),
+    ['Bearer tok-e', 'Bearer tok-x'],
+  );
+  t.deepEqual(
+    fromFlag.requests.map((r) => r.authorization),
+    [undefined],
+  );
 });
 
 test('login state is stored keyed by normalized URL, 0600 in a 0700 dir, and logout removes only that URL', async (t) => {

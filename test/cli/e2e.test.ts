@@ -147,8 +147,14 @@ test('the CLI bootstraps, logs in by SSH key, and manages orgs, projects and mem
   const orgTable = await ok(adminHome, ['org', 'list']);
   const [header, ...rows] = orgTable.trimEnd().split('\n');
   t.regex(header, /^ID\s+NAME\s+SLUG\s+CREATED$/);
-  t.true(rows.some((row) => row.startsWith(org) && /\sAcme\s/.test(row)), orgTable);
-  t.true(rows.some((row) => row.startsWith(other.id)), orgTable);
+  t.true(
+    rows.some((row) => row.startsWith(org) && /\sAcme\s/.test(row)),
+    orgTable,
+  );
+  t.true(
+    rows.some((row) => row.startsWith(other.id)),
+    orgTable,
+  );
 
   const ensured = await json(adminHome, ['org', 'ensure', 'Acme']);
   t.is(ensured.id, org);
@@ -183,12 +189,18 @@ test('the CLI bootstraps, logs in by SSH key, and manages orgs, projects and mem
   const keep = await json(adminHome, ['project', 'create', 'Keeper', '--org', org, '--slug', 'keep']);
   t.is(await ok(adminHome, ['project', 'delete', project]), `Deleted project ${project}.\n`);
   const live = await json(adminHome, ['project', 'list', '--org', org]);
-  t.deepEqual(live.data.map((p: { id: string }) => p.id), [keep.id]);
+  t.deepEqual(
+    live.data.map((p: { id: string }) => p.id),
+    [keep.id],
+  );
   const liveTable = await ok(adminHome, ['project', 'list']);
   t.true(liveTable.includes(keep.id), liveTable);
   t.false(liveTable.includes(project), liveTable);
   const all = await json(adminHome, ['project', 'list', '--org', org, '--include-deleted']);
-  t.like(all.data.find((p: { id: string }) => p.id === project), { deleted: true, name: 'My Renamed App' });
+  t.like(
+    all.data.find((p: { id: string }) => p.id === project),
+    { deleted: true, name: 'My Renamed App' },
+  );
   t.regex(await ok(adminHome, ['project', 'list', '--include-deleted']), new RegExp(`^${project}\\s.*\\strue$`, 'm'));
 
   // --- Errors: the server's message, exit 1 --------------------------------------------------------------
@@ -226,7 +238,10 @@ test('the CLI bootstraps, logs in by SSH key, and manages orgs, projects and mem
   t.like(await json(carolHome, ['auth', 'whoami']), { user: { email: 'carol@example.com', is_admin: false }, token: { scope: null } });
 
   const carolOrgs = await json(carolHome, ['org', 'list']);
-  t.deepEqual(carolOrgs.data.map((o: { id: string; name: string }) => [o.id, o.name]), [[org, 'Acme']]);
+  t.deepEqual(
+    carolOrgs.data.map((o: { id: string; name: string }) => [o.id, o.name]),
+    [[org, 'Acme']],
+  );
   await fails(carolHome, ['org', 'members', 'add', org, '--email', 'eve@example.com'], 403, /^svc: missing permission members:write \(403\)$/);
   await fails(carolHome, ['org', 'get', other.id], 404, new RegExp(other.id));
   // Carol's key does not log in anyone else.

@@ -41,7 +41,19 @@ test.after.always(async () => {
 });
 
 test.serial('event create, show (with its routing), list, list --all', async (t) => {
-  const created = await json(['event', 'create', 'manual.greet', '--project', project, '--payload', '{"who":"world"}', '--branch', 'main', '--dedupe-key', 'g-1']);
+  const created = await json([
+    'event',
+    'create',
+    'manual.greet',
+    '--project',
+    project,
+    '--payload',
+    '{"who":"world"}',
+    '--branch',
+    'main',
+    '--dedupe-key',
+    'g-1',
+  ]);
   t.like(created, { type: 'manual.greet', source: 'manual', status: 'pending', ref_branch: 'main', dedupe_key: 'g-1', payload_json: { who: 'world' } });
   let shown = '';
   for (let i = 0; i < 100 && !shown.includes('matched '); i++) {
@@ -58,9 +70,15 @@ test.serial('event create, show (with its routing), list, list --all', async (t)
 
   const table = (await ok(['event', 'list', '--project', project])).trimEnd().split('\n');
   t.regex(table[0], /^ID +TYPE +SOURCE +STATUS +CREATED$/);
-  t.deepEqual(table.slice(1).map((l) => l.split(/ +/)[1]), ['app.other', 'manual.greet']);
+  t.deepEqual(
+    table.slice(1).map((l) => l.split(/ +/)[1]),
+    ['app.other', 'manual.greet'],
+  );
   const filtered = await json(['event', 'list', '--project', project, '--type', 'manual.greet']);
-  t.deepEqual(filtered.data.map((e: { id: string }) => e.id), [created.id]);
+  t.deepEqual(
+    filtered.data.map((e: { id: string }) => e.id),
+    [created.id],
+  );
   const all = await json(['event', 'list', '--all', '--org', org, '--source', 'app']);
   t.is(all.data.length, 1);
 });
@@ -77,7 +95,20 @@ test.serial('event: usage and API errors exit 2 and 1 with the message', async (
 });
 
 test.serial('schedule create, list, update, delete', async (t) => {
-  const created = await json(['schedule', 'create', '--project', project, '--cron', '0 6 * * 1', '--type', 'manual.greet', '--payload', '{"who":"monday"}', '--name', 'weekly']);
+  const created = await json([
+    'schedule',
+    'create',
+    '--project',
+    project,
+    '--cron',
+    '0 6 * * 1',
+    '--type',
+    'manual.greet',
+    '--payload',
+    '{"who":"monday"}',
+    '--name',
+    'weekly',
+  ]);
   t.like(created, { cron: '0 6 * * 1', event_type: 'manual.greet', payload: { who: 'monday' }, name: 'weekly', enabled: true });
   const table = (await ok(['schedule', 'list', '--project', project])).trimEnd().split('\n');
   t.regex(table[0], /^ID +NAME +CRON +EVENT +ENABLED +LAST FIRED$/);

@@ -30,9 +30,36 @@ test.after.always(async () => {
 });
 
 test.serial('targets: create, list as a table, get, update, delete; --json prints the API body; the key never shows', async (t) => {
-  const created = await json(['inference', 'targets', 'create', 'main', '--kind', 'openai', '--base-url', `${fake.url}/v1`, '--credential-secret', 'FAKE_KEY', '--allowed-models', 'gpt-fake-1,slow-gpt', '--org', org]);
+  const created = await json([
+    'inference',
+    'targets',
+    'create',
+    'main',
+    '--kind',
+    'openai',
+    '--base-url',
+    `${fake.url}/v1`,
+    '--credential-secret',
+    'FAKE_KEY',
+    '--allowed-models',
+    'gpt-fake-1,slow-gpt',
+    '--org',
+    org,
+  ]);
   t.like(created, { name: 'main', org_id: org, scope: 'org', kind: 'openai', credential_secret: 'FAKE_KEY', allowed_models: ['gpt-fake-1', 'slow-gpt'] });
-  const system = await json(['inference', 'targets', 'create', 'shared', '--kind', 'anthropic', '--base-url', fake.url, '--credential-secret', 'FAKE_KEY', '--system']);
+  const system = await json([
+    'inference',
+    'targets',
+    'create',
+    'shared',
+    '--kind',
+    'anthropic',
+    '--base-url',
+    fake.url,
+    '--credential-secret',
+    'FAKE_KEY',
+    '--system',
+  ]);
   t.like(system, { scope: 'system', org_id: null });
 
   const table = await ok(['inference', 'targets', 'list', '--org', org]);
@@ -53,7 +80,22 @@ test.serial('targets: create, list as a table, get, update, delete; --json print
 
 test.serial('managed models: add with prices, list, models list shows them beside provider models, delete; negative prices are refused', async (t) => {
   const target = (await json(['inference', 'targets', 'list', '--org', org])).data[0];
-  const added = await json(['inference', 'managed', 'add', 'fast', '--target', target.id, '--upstream-model', 'gpt-fake-1', '--input-price', '0.5', '--output-price', '2', '--org', org]);
+  const added = await json([
+    'inference',
+    'managed',
+    'add',
+    'fast',
+    '--target',
+    target.id,
+    '--upstream-model',
+    'gpt-fake-1',
+    '--input-price',
+    '0.5',
+    '--output-price',
+    '2',
+    '--org',
+    org,
+  ]);
   t.like(added, { canonical_model_id: 'managed/fast', prices: { input: 0.5, output: 2, cache_read: null }, currency: 'USD', project_ids: null });
   const table = await ok(['inference', 'managed', 'list', '--org', org]);
   t.regex(table, /^MODEL\s+SCOPE\s+TARGET\s+UPSTREAM\s+IN \$\/M\s+OUT \$\/M\s+PROJECTS\n/);
@@ -63,9 +105,24 @@ test.serial('managed models: add with prices, list, models list shows them besid
   t.regex(models, /^MODEL\s+SOURCE\s+KIND\s+VIA\s+UPSTREAM\n/);
   t.regex(models, /managed\/fast\s+managed\s+openai\s+main\s+gpt-fake-1/);
   t.regex(models, /claude-fake-1\s+provider\s+openai\s+fakeai\s+claude-fake-1/);
-  t.deepEqual((await json(['models', 'list', '--org', org, '--source', 'managed'])).data.map((m: any) => m.id), ['managed/fast']);
+  t.deepEqual(
+    (await json(['models', 'list', '--org', org, '--source', 'managed'])).data.map((m: any) => m.id),
+    ['managed/fast'],
+  );
 
-  const negative = await svc(['inference', 'managed', 'add', 'neg', '--target', target.id, '--upstream-model', 'gpt-fake-1', '--output-price=-1', '--org', org]);
+  const negative = await svc([
+    'inference',
+    'managed',
+    'add',
+    'neg',
+    '--target',
+    target.id,
+    '--upstream-model',
+    'gpt-fake-1',
+    '--output-price=-1',
+    '--org',
+    org,
+  ]);
   t.not(negative.code, 0);
   t.regex(negative.stderr, /must be a non-negative price/);
   const nan = await svc(['inference', 'managed', 'add', 'nan', '--target', target.id, '--upstream-model', 'm', '--input-price', 'cheap', '--org', org]);

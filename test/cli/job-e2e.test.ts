@@ -26,7 +26,9 @@ test.after.always(async () => {
 /** What a runner reports while an attempt runs (no CLI command records usage: the worker does). */
 async function recordUsage(jobId: string, attemptId: string, leaseToken: string, calls: unknown[]): Promise<void> {
   const res = await fetch(`${server.url}/jobs/${jobId}/attempts/${attemptId}/usage`, {
-    method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ lease_token: leaseToken, calls }),
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ lease_token: leaseToken, calls }),
   });
   if (res.status !== 201) throw new Error(`usage: ${res.status} ${await res.text()}`);
 }
@@ -47,19 +49,57 @@ test('svc job: create, list, get, update, attachments, relations, context, tree,
   const project = (await json(['project', 'create', 'Web', '--org', org, '--slug', 'webapp'])).id;
 
   // --- create, list, get, update ------------------------------------------------------------------
-  const first = await json(['job', 'create', '--project', project, '--description', 'Fix the login bug\n\nIt 500s.', '--priority', '1',
-    '--label', 'auth', '--label', 'web', '--hints', '{"max_attempts":2}', '--issue-type', 'bug']);
+  const first = await json([
+    'job',
+    'create',
+    '--project',
+    project,
+    '--description',
+    'Fix the login bug\n\nIt 500s.',
+    '--priority',
+    '1',
+    '--label',
+    'auth',
+    '--label',
+    'web',
+    '--hints',
+    '{"max_attempts":2}',
+    '--issue-type',
+    'bug',
+  ]);
   t.regex(first.id, /^webapp-[0-9a-f]{8}$/);
-  t.like(first, { project_id: project, title: 'Fix the login bug', priority: 1, labels: ['auth', 'web'], issue_type: 'bug', phase: 'ready',
-    hints: { max_attempts: 2, permission_policy: 'yolo' } });
+  t.like(first, {
+    project_id: project,
+    title: 'Fix the login bug',
+    priority: 1,
+    labels: ['auth', 'web'],
+    issue_type: 'bug',
+    phase: 'ready',
+    hints: { max_attempts: 2, permission_policy: 'yolo' },
+  });
   const second = await json(['job', 'create', '--project', project, '--description', 'Write docs', '--title', 'Docs', '--phase', 'backlog']);
   t.like(second, { title: 'Docs', phase: 'backlog', priority: 2 });
 
   const table = (await ok(['job', 'list', '--project', project])).trimEnd().split('\n');
   t.regex(table[0], /^ID +PHASE +PRI +TITLE$/);
-  t.deepEqual(table.slice(1).map((l) => l.split(/ {2,}/)), [[second.id, 'backlog', '2', 'Docs'], [first.id, 'ready', '1', 'Fix the login bug']]);
-  t.deepEqual((await json(['job', 'list', '--project', project, '--phase', 'backlog'])).data.map((j: { id: string }) => j.id), [second.id]);
-  t.deepEqual((await json(['job', 'list', '--project', project, '--label', 'auth', '--limit', '1'])).pagination, { limit: 1, offset: 0, count: 1, total: 1, has_more: false });
+  t.deepEqual(
+    table.slice(1).map((l) => l.split(/ {2,}/)),
+    [
+      [second.id, 'backlog', '2', 'Docs'],
+      [first.id, 'ready', '1', 'Fix the login bug'],
+    ],
+  );
+  t.deepEqual(
+    (await json(['job', 'list', '--project', project, '--phase', 'backlog'])).data.map((j: { id: string }) => j.id),
+    [second.id],
+  );
+  t.deepEqual((await json(['job', 'list', '--project', project, '--label', 'auth', '--limit', '1'])).pagination, {
+    limit: 1,
+    offset: 0,
+    count: 1,
+    total: 1,
+    has_more: false,
+  });
 
   const got = await ok(['job', 'get', first.id]);
   t.regex(got, new RegExp(`^id: +${first.id}$`, 'm'));
@@ -76,15 +116,28 @@ test('svc job: create, list, get, update, attachments, relations, context, tree,
   const added = await ok(['job', 'attachments', 'add', first.id, join(home, 'notes.md')]);
   t.regex(added, /^name: +notes\.md$/m);
   t.regex(added, /^mime_type: +text\/markdown$/m);
-  t.like(await json(['job', 'attachments', 'add', first.id, join(home, 'dump.bin'), '--name', 'dump data.bin']), { name: 'dump data.bin', mime_type: null, size_bytes: bytes.length });
+  t.like(await json(['job', 'attachments', 'add', first.id, join(home, 'dump.bin'), '--name', 'dump data.bin']), {
+    name: 'dump data.bin',
+    mime_type: null,
+    size_bytes: bytes.length,
+  });
 
   const dup = await svc(['job', 'attachments', 'add', first.id, join(home, 'notes.md')]);
   t.is(dup.code, 1, show(['attachments', 'add', 'dup'], dup));
   t.is(dup.stderr, `svc: job ${first.id} already has an attachment named "notes.md" (409)\n`);
 
   const listed = await json(['job', 'attachments', 'list', first.id]);
-  t.deepEqual(listed.data.map((a: { name: string; size_bytes: number }) => [a.name, a.size_bytes]), [['dump data.bin', bytes.length], ['notes.md', Buffer.byteLength('# Notes\nüñí\n')]]);
-  t.regex(await ok(['job', 'attachments', 'list', first.id]), /^NAME +SIZE +TYPE +CREATED\ndump data\.bin +100000 +- +\S+\nnotes\.md +\d+ +text\/markdown +\S+\n$/);
+  t.deepEqual(
+    listed.data.map((a: { name: string; size_bytes: number }) => [a.name, a.size_bytes]),
+    [
+      ['dump data.bin', bytes.length],
+      ['notes.md', Buffer.byteLength('# Notes\nüñí\n')],
+    ],
+  );
+  t.regex(
+    await ok(['job', 'attachments', 'list', first.id]),
+    /^NAME +SIZE +TYPE +CREATED\ndump data\.bin +100000 +- +\S+\nnotes\.md +\d+ +text\/markdown +\S+\n$/,
+  );
 
   const out = join(home, 'back.bin');
   t.is(await ok(['job', 'attachments', 'get', first.id, 'dump data.bin', '--output', out]), `Saved dump data.bin (${bytes.length} bytes) to ${out}.\n`);
@@ -93,7 +146,10 @@ test('svc job: create, list, get, update, attachments, relations, context, tree,
   t.like(await json(['job', 'attachments', 'get', first.id, 'notes.md']), { name: 'notes.md', job_id: first.id });
 
   t.is(await ok(['job', 'attachments', 'remove', first.id, 'notes.md']), `Removed attachment notes.md from job ${first.id}.\n`);
-  t.deepEqual((await json(['job', 'attachments', 'list', first.id])).data.map((a: { name: string }) => a.name), ['dump data.bin']);
+  t.deepEqual(
+    (await json(['job', 'attachments', 'list', first.id])).data.map((a: { name: string }) => a.name),
+    ['dump data.bin'],
+  );
   const gone = await svc(['job', 'attachments', 'get', first.id, 'notes.md', '--output', join(home, 'x')]);
   t.is(gone.code, 1);
   t.is(gone.stderr, `svc: attachment "notes.md" not found on job ${first.id} (404)\n`);
@@ -124,23 +180,39 @@ test('svc job: create, list, get, update, attachments, relations, context, tree,
   t.regex(reclaimed, /^attempt:\n(.*\n)*  lease_token: +\S+$/m);
   const [, secondAttempt] = /^attempt:\n(?:.*\n)*?  id: +(\S+)$/m.exec(reclaimed) ?? [];
   const [, secondToken] = /^  lease_token: +(\S+)$/m.exec(reclaimed) ?? [];
-  await recordUsage(child.id, secondAttempt, secondToken, [{ model: 'gpt-5', input_tokens: 2000, output_tokens: 1000 }, { model: 'acme-llm-7', input_tokens: 5, output_tokens: 5 }]);
+  await recordUsage(child.id, secondAttempt, secondToken, [
+    { model: 'gpt-5', input_tokens: 2000, output_tokens: 1000 },
+    { model: 'acme-llm-7', input_tokens: 5, output_tokens: 5 },
+  ]);
   t.like(await json(['job', 'submit', child.id, '--summary', 'Did it']), { phase: 'review' });
   t.regex(await ok(['job', 'approve', child.id, '--comment', 'ok']), /^phase: +done$/m);
   const attempts = (await ok(['job', 'attempts', child.id, '--project', project])).trimEnd().split('\n');
   t.regex(attempts[0], /^# +ID +STATUS +STARTED +ENDED +SUMMARY$/);
-  t.deepEqual(attempts.slice(1).map((l) => l.split(/ +/).slice(0, 1)), [['2'], ['1']]);
+  t.deepEqual(
+    attempts.slice(1).map((l) => l.split(/ +/).slice(0, 1)),
+    [['2'], ['1']],
+  );
   t.like(await json(['job', 'attempts', child.id, '1', '--project', project]), { attempt_number: 1, status: 'cancelled' });
 
   // --- receipts and compare -------------------------------------------------------------------------
   const latest = await json(['job', 'receipt', child.id]);
-  t.like(latest, { attempt_id: secondAttempt, attempt_number: 2, status: 'succeeded', result_status: 'success',
-    llm: { calls: 2, input_tokens: 2005, output_tokens: 1005 }, cost: { base_cost_usd: 0.0125, pricing: 'partial', unpriced_models: ['acme-llm-7'] } });
+  t.like(latest, {
+    attempt_id: secondAttempt,
+    attempt_number: 2,
+    status: 'succeeded',
+    result_status: 'success',
+    llm: { calls: 2, input_tokens: 2005, output_tokens: 1005 },
+    cost: { base_cost_usd: 0.0125, pricing: 'partial', unpriced_models: ['acme-llm-7'] },
+  });
   const human = await ok(['job', 'receipt', child.id]);
   t.regex(human, /^timing:\n  started_at: +\S+\n  ended_at: +\S+\n  billable_ms: +\d+$/m);
   t.regex(human, /^cost:\n  base_cost_usd: +0\.0125\n/m);
   t.regex(human, /^    gpt-5:\n      calls: +1$/m);
-  t.like(await json(['job', 'receipt', child.id, '--attempt', claimed.attempt.id]), { attempt_number: 1, status: 'cancelled', cost: { base_cost_usd: 0.0045, pricing: 'priced' } });
+  t.like(await json(['job', 'receipt', child.id, '--attempt', claimed.attempt.id]), {
+    attempt_number: 1,
+    status: 'cancelled',
+    cost: { base_cost_usd: 0.0045, pricing: 'priced' },
+  });
   const compared = await json(['job', 'compare', child.id, '--a', '1', '--b', '2']);
   t.deepEqual(compared.differences.status, { a: 'cancelled', b: 'succeeded', changed: true });
   t.like(compared.differences.tokens, { a: { total_tokens: 1100 }, b: { total_tokens: 3010 }, changed: true, delta: { total_tokens: 1910 } });
@@ -182,24 +254,59 @@ test('svc job create takes --harness, --model, --harness-profile, --env and --re
   const org = (await json(['org', 'create', 'Flags E2E'])).id;
   const project = (await json(['project', 'create', 'Flags', '--org', org, '--slug', 'flagsx'])).id;
 
-  const job = await json(['job', 'create', '--project', project, '--description', 'Use the flags', '--phase', 'backlog', '--harness', 'harness_b',
-    '--model', 'claude-sonnet-4-5', '--harness-profile', 'careful', '--env', 'staging', '--resource-ref', 'org_docs:/guides/style.md', '--resource-ref', 'org_docs:/a.md@v2']);
+  const job = await json([
+    'job',
+    'create',
+    '--project',
+    project,
+    '--description',
+    'Use the flags',
+    '--phase',
+    'backlog',
+    '--harness',
+    'harness_b',
+    '--model',
+    'claude-sonnet-4-5',
+    '--harness-profile',
+    'careful',
+    '--env',
+    'staging',
+    '--resource-ref',
+    'org_docs:/guides/style.md',
+    '--resource-ref',
+    'org_docs:/a.md@v2',
+  ]);
   const context = await json(['job', 'context', job.id]);
   const created = context.job ?? context;
   t.like(created, { env_name: 'staging' });
-  t.deepEqual((created.resource_refs ?? []).map((r: { uri: string }) => r.uri), ['org_docs:/guides/style.md', 'org_docs:/a.md@v2']);
+  t.deepEqual(
+    (created.resource_refs ?? []).map((r: { uri: string }) => r.uri),
+    ['org_docs:/guides/style.md', 'org_docs:/a.md@v2'],
+  );
   t.like(created.harness, { harness: 'harness_b', model: 'claude-sonnet-4-5', harness_profile: 'careful' });
 
   await ok(['job', 'cancel', job.id, '--reason', 'superseded by the new login flow']);
   const other = await json(['job', 'create', '--project', project, '--description', 'Still open', '--phase', 'backlog']);
   const table = (await ok(['job', 'list', '--project', project])).trimEnd().split('\n');
   t.regex(table[0], /^ID +PHASE +PRI +TITLE +ENDED BECAUSE$/);
-  t.true(table.some((line) => line.startsWith(job.id) && line.endsWith('superseded by the new login flow')), table.join('\n'));
-  t.true(table.some((line) => line.startsWith(other.id) && line.trimEnd().endsWith('Still open')), table.join('\n'));
+  t.true(
+    table.some((line) => line.startsWith(job.id) && line.endsWith('superseded by the new login flow')),
+    table.join('\n'),
+  );
+  t.true(
+    table.some((line) => line.startsWith(other.id) && line.trimEnd().endsWith('Still open')),
+    table.join('\n'),
+  );
 
   const harnesses = (await ok(['harness', 'list', '--limit', '20'])).trimEnd().split('\n');
   t.regex(harnesses[0], /^NAME +ALIASES +AVAILABLE +DESCRIPTION$/);
-  t.deepEqual(harnesses.slice(1).map((l) => l.split(/ {2,}/)[0]).filter((n) => /^harness_[a-f]$/.test(n)), ['harness_a', 'harness_b', 'harness_c', 'harness_d', 'harness_e', 'harness_f']);
+  t.deepEqual(
+    harnesses
+      .slice(1)
+      .map((l) => l.split(/ {2,}/)[0])
+      .filter((n) => /^harness_[a-f]$/.test(n)),
+    ['harness_a', 'harness_b', 'harness_c', 'harness_d', 'harness_e', 'harness_f'],
+  );
   const coder = await ok(['harness', 'show', 'coder']);
   t.regex(coder, /^name: +harness_e$/m);
   t.regex(coder, /^available: +(yes|no): /m);

@@ -8,15 +8,41 @@ import { join } from 'node:path';
 import { BIN, page, runCli, tempHome, type Recorded } from './helpers.ts';
 
 const JOB = {
-  id: 'web-0a1b2c3d', project_id: 'proj_1', parent_id: null, title: 'Fix login', phase: 'ready', priority: 1, issue_type: 'bug',
-  labels: ['auth'], assignee: null, review_required: 'none', review_status: null, defer_until: null, due_at: null,
-  created_at: '2025-01-01T00:00:00.000Z', updated_at: '2025-01-01T00:00:00.000Z', closed_at: null, close_reason: null,
+  id: 'web-0a1b2c3d',
+  project_id: 'proj_1',
+  parent_id: null,
+  title: 'Fix login',
+  phase: 'ready',
+  priority: 1,
+  issue_type: 'bug',
+  labels: ['auth'],
+  assignee: null,
+  review_required: 'none',
+  review_status: null,
+  defer_until: null,
+  due_at: null,
+  created_at: '2025-01-01T00:00:00.000Z',
+  updated_at: '2025-01-01T00:00:00.000Z',
+  closed_at: null,
+  close_reason: null,
 };
 const CHILD = { ...JOB, id: 'web-0a1b2c3d.1', parent_id: JOB.id, title: 'Child', phase: 'done', priority: 2 };
 const FILE = { id: 'att_1', job_id: JOB.id, name: 'notes.md', mime_type: 'text/markdown', size_bytes: 5, created_at: 'c' };
 const BYTES = randomBytes(4096);
-const DEP = { job_id: JOB.id, related_job_id: 'web-99999999', relation_type: 'blocked_by', created_at: 'c', related: { id: 'web-99999999', title: 'Schema', phase: 'active' } };
-const DEPENDENT = { job_id: 'web-77777777', related_job_id: JOB.id, relation_type: 'waits_for', created_at: 'c', related: { id: 'web-77777777', title: 'Deploy', phase: 'ready' } };
+const DEP = {
+  job_id: JOB.id,
+  related_job_id: 'web-99999999',
+  relation_type: 'blocked_by',
+  created_at: 'c',
+  related: { id: 'web-99999999', title: 'Schema', phase: 'active' },
+};
+const DEPENDENT = {
+  job_id: 'web-77777777',
+  related_job_id: JOB.id,
+  relation_type: 'waits_for',
+  created_at: 'c',
+  related: { id: 'web-77777777', title: 'Deploy', phase: 'ready' },
+};
 const node = (job: object, children: object[] = []) => ({ job, children });
 
 /** node:http standing in for the API: canned replies per "METHOD /path" (JSON, or raw bytes), every request recorded. */
@@ -30,9 +56,15 @@ const routes: Record<string, Reply | ((r: Recorded) => Reply)> = {
   'PATCH /jobs/web-0a1b2c3d': (r) => ({ body: { ...JOB, ...(r.body as object) } }),
   'GET /jobs/web-0a1b2c3d/context': {
     body: {
-      job: JOB, parent: null, children: [CHILD], latest_attempt: { id: 'u-1', attempt_number: 2, status: 'failed' }, latest_rejection_reason: 'tests fail',
+      job: JOB,
+      parent: null,
+      children: [CHILD],
+      latest_attempt: { id: 'u-1', attempt_number: 2, status: 'failed' },
+      latest_rejection_reason: 'tests fail',
       relations: { dependencies: [DEP], dependents: [], blocking: [DEP] },
-      blocked: true, waiting: false, effective_phase: 'blocked',
+      blocked: true,
+      waiting: false,
+      effective_phase: 'blocked',
     },
   },
   'GET /jobs/web-0a1b2c3d/tree': { body: node(JOB, [node(CHILD, [node({ ...CHILD, id: 'web-0a1b2c3d.1.1' })]), node({ ...CHILD, id: 'web-0a1b2c3d.2' })]) },
@@ -49,7 +81,9 @@ const routes: Record<string, Reply | ((r: Recorded) => Reply)> = {
   'GET /jobs/web-0a1b2c3d/attachments/my%20file.bin': { body: { ...FILE, name: 'my file.bin' } },
   'GET /jobs/web-0a1b2c3d/attachments/my%20file.bin/content': { raw: BYTES },
   'DELETE /jobs/web-0a1b2c3d/attachments/notes.md': { status: 204 },
-  'GET /projects/proj_1/jobs/web-0a1b2c3d/attempts': { body: page([{ id: 'u-1', attempt_number: 1, status: 'failed', started_at: 's', ended_at: 'e', result_summary: 'broke' }]) },
+  'GET /projects/proj_1/jobs/web-0a1b2c3d/attempts': {
+    body: page([{ id: 'u-1', attempt_number: 1, status: 'failed', started_at: 's', ended_at: 'e', result_summary: 'broke' }]),
+  },
   'GET /projects/proj_1/jobs/web-0a1b2c3d/attempts/2': { body: { id: 'u-2', attempt_number: 2, result_json: { svc: { status: 'success' } } } },
   'GET /jobs/web-0a1b2c3d/receipt': { body: { timing: { billable_ms: 1200 }, cost: { base_cost_usd: 0.5 } } },
   'GET /jobs/web-0a1b2c3d/attempts/u-2/receipt': { body: { timing: { billable_ms: 10 } } },
@@ -67,10 +101,21 @@ test.before(async () => {
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const text = Buffer.concat(chunks).toString('utf8');
     const u = new URL(req.url ?? '/', 'http://fake');
-    const r: Recorded = { method: req.method!, path: u.pathname, query: Object.fromEntries(u.searchParams), authorization: req.headers.authorization, contentType: req.headers['content-type'], body: text ? JSON.parse(text) : undefined };
+    const r: Recorded = {
+      method: req.method!,
+      path: u.pathname,
+      query: Object.fromEntries(u.searchParams),
+      authorization: req.headers.authorization,
+      contentType: req.headers['content-type'],
+      body: text ? JSON.parse(text) : undefined,
+    };
     requests.push(r);
     const route = routes[`${r.method} ${r.path}`];
-    const { status = 200, body, raw } = typeof route === 'function' ? route(r) : (route ?? { status: 404, body: { statusCode: 404, error: 'Not Found', message: 'Not Found' } });
+    const {
+      status = 200,
+      body,
+      raw,
+    } = typeof route === 'function' ? route(r) : (route ?? { status: 404, body: { statusCode: 404, error: 'Not Found', message: 'Not Found' } });
     if (raw) res.writeHead(status, { 'content-type': 'application/octet-stream' }).end(raw);
     else if (body === undefined) res.writeHead(status).end();
     else res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
@@ -87,15 +132,57 @@ async function svc(args: string[], env: Record<string, string> = {}) {
 }
 
 test.serial('create sends every flag as the CreateJobRequest; --project is required or taken from the profile', async (t) => {
-  const r = await svc(['job', 'create', '--project', 'proj_1', '--description', 'Fix the login', '--title', 'Fix login', '--priority', '1', '--issue-type', 'bug',
-    '--label', 'auth', '--label', 'p1', '--parent', 'web-11111111', '--review-required', 'human', '--harness', 'harness_a', '--defer-until', '2030-01-01T00:00:00Z',
-    '--due-at', '2030-02-01T00:00:00Z', '--phase', 'backlog', '--hints', '{"max_attempts":3}', '--git', '{"branch":"fix"}']);
+  const r = await svc([
+    'job',
+    'create',
+    '--project',
+    'proj_1',
+    '--description',
+    'Fix the login',
+    '--title',
+    'Fix login',
+    '--priority',
+    '1',
+    '--issue-type',
+    'bug',
+    '--label',
+    'auth',
+    '--label',
+    'p1',
+    '--parent',
+    'web-11111111',
+    '--review-required',
+    'human',
+    '--harness',
+    'harness_a',
+    '--defer-until',
+    '2030-01-01T00:00:00Z',
+    '--due-at',
+    '2030-02-01T00:00:00Z',
+    '--phase',
+    'backlog',
+    '--hints',
+    '{"max_attempts":3}',
+    '--git',
+    '{"branch":"fix"}',
+  ]);
   t.is(r.code, 0, r.stderr);
   t.is(r.requests.length, 1);
   t.like(r.requests[0], { method: 'POST', path: '/projects/proj_1/jobs', authorization: 'Bearer tok-1', contentType: 'application/json' });
   t.deepEqual(r.requests[0].body, {
-    description: 'Fix the login', title: 'Fix login', priority: 1, issue_type: 'bug', labels: ['auth', 'p1'], parent_id: 'web-11111111', review_required: 'human',
-    harness: 'harness_a', defer_until: '2030-01-01T00:00:00Z', due_at: '2030-02-01T00:00:00Z', phase: 'backlog', hints: { max_attempts: 3 }, git: { branch: 'fix' },
+    description: 'Fix the login',
+    title: 'Fix login',
+    priority: 1,
+    issue_type: 'bug',
+    labels: ['auth', 'p1'],
+    parent_id: 'web-11111111',
+    review_required: 'human',
+    harness: 'harness_a',
+    defer_until: '2030-01-01T00:00:00Z',
+    due_at: '2030-02-01T00:00:00Z',
+    phase: 'backlog',
+    hints: { max_attempts: 3 },
+    git: { branch: 'fix' },
   });
   t.regex(r.stdout, /^id: +web-0a1b2c3d\nproject_id: +proj_1\n/);
   t.regex(r.stdout, /^labels: +\["auth","p1"\]$/m);
@@ -130,11 +217,43 @@ test.serial('create sends every flag as the CreateJobRequest; --project is requi
 });
 
 test.serial('list sends the filters and prints id, phase, priority, title', async (t) => {
-  const r = await svc(['job', 'list', '--project', 'proj_1', '--phase', 'ready', '--label', 'auth', '--assignee', 'ada', '--issue-type', 'bug', '--priority', '1',
-    '--parent', 'web-11111111', '--due-before', '2030-01-01', '--limit', '5', '--offset', '10']);
+  const r = await svc([
+    'job',
+    'list',
+    '--project',
+    'proj_1',
+    '--phase',
+    'ready',
+    '--label',
+    'auth',
+    '--assignee',
+    'ada',
+    '--issue-type',
+    'bug',
+    '--priority',
+    '1',
+    '--parent',
+    'web-11111111',
+    '--due-before',
+    '2030-01-01',
+    '--limit',
+    '5',
+    '--offset',
+    '10',
+  ]);
   t.is(r.code, 0, r.stderr);
   t.like(r.requests[0], { method: 'GET', path: '/projects/proj_1/jobs' });
-  t.deepEqual(r.requests[0].query, { phase: 'ready', label: 'auth', assignee: 'ada', issue_type: 'bug', priority: '1', parent_id: 'web-11111111', due_before: '2030-01-01', limit: '5', offset: '10' });
+  t.deepEqual(r.requests[0].query, {
+    phase: 'ready',
+    label: 'auth',
+    assignee: 'ada',
+    issue_type: 'bug',
+    priority: '1',
+    parent_id: 'web-11111111',
+    due_before: '2030-01-01',
+    limit: '5',
+    offset: '10',
+  });
   t.is(r.stdout, 'ID              PHASE  PRI  TITLE\nweb-0a1b2c3d    ready  1    Fix login\nweb-0a1b2c3d.1  done   2    Child\n');
   t.is((await svc(['job', 'list', '--project', 'proj_1', '--json'])).stdout, `${JSON.stringify(page([JOB, CHILD], { total: 2 }), null, 2)}\n`);
 });
@@ -143,10 +262,38 @@ test.serial('get, update and cancel', async (t) => {
   let r = await svc(['job', 'get', 'web-0a1b2c3d']);
   t.like(r.requests[0], { method: 'GET', path: '/jobs/web-0a1b2c3d', body: undefined });
   t.regex(r.stdout, /^phase: +ready$/m);
-  r = await svc(['job', 'update', 'web-0a1b2c3d', '--title', 'T', '--priority', '0', '--phase', 'backlog', '--label', 'a', '--unassign', '--defer-until', 'none', '--due-at', '2030-01-01T00:00:00Z', '--hints', '{"gates":["db"]}']);
+  r = await svc([
+    'job',
+    'update',
+    'web-0a1b2c3d',
+    '--title',
+    'T',
+    '--priority',
+    '0',
+    '--phase',
+    'backlog',
+    '--label',
+    'a',
+    '--unassign',
+    '--defer-until',
+    'none',
+    '--due-at',
+    '2030-01-01T00:00:00Z',
+    '--hints',
+    '{"gates":["db"]}',
+  ]);
   t.is(r.code, 0, r.stderr);
   t.like(r.requests[0], { method: 'PATCH', path: '/jobs/web-0a1b2c3d' });
-  t.deepEqual(r.requests[0].body, { title: 'T', priority: 0, phase: 'backlog', labels: ['a'], assignee: null, defer_until: null, due_at: '2030-01-01T00:00:00Z', hints: { gates: ['db'] } });
+  t.deepEqual(r.requests[0].body, {
+    title: 'T',
+    priority: 0,
+    phase: 'backlog',
+    labels: ['a'],
+    assignee: null,
+    defer_until: null,
+    due_at: '2030-01-01T00:00:00Z',
+    hints: { gates: ['db'] },
+  });
   r = await svc(['job', 'cancel', 'web-0a1b2c3d', '--reason', 'superseded']);
   t.deepEqual(r.requests[0].body, { phase: 'cancelled', close_reason: 'superseded' });
   t.regex(r.stdout, /^phase: +cancelled$/m);
@@ -160,28 +307,37 @@ test.serial('get, update and cancel', async (t) => {
 test.serial('context and tree render readably; --json is the body', async (t) => {
   let r = await svc(['job', 'context', 'web-0a1b2c3d']);
   t.like(r.requests[0], { method: 'GET', path: '/jobs/web-0a1b2c3d/context' });
-  t.is(r.stdout, [
-    'job:              web-0a1b2c3d  [ready]  P1  Fix login',
-    'effective_phase:  blocked (job phase ready)',
-    'parent:           -',
-    'children:',
-    '  web-0a1b2c3d.1  [done]  P2  Child',
-    'dependencies:',
-    '  web-0a1b2c3d blocked_by web-99999999  [active]  Schema',
-    'dependents: none',
-    'blocking:',
-    '  web-0a1b2c3d blocked_by web-99999999  [active]  Schema',
-    'latest_attempt:',
-    '  id:              u-1',
-    '  attempt_number:  2',
-    '  status:          failed',
-    'latest_rejection_reason:  tests fail',
-    '',
-  ].join('\n'));
+  t.is(
+    r.stdout,
+    [
+      'job:              web-0a1b2c3d  [ready]  P1  Fix login',
+      'effective_phase:  blocked (job phase ready)',
+      'parent:           -',
+      'children:',
+      '  web-0a1b2c3d.1  [done]  P2  Child',
+      'dependencies:',
+      '  web-0a1b2c3d blocked_by web-99999999  [active]  Schema',
+      'dependents: none',
+      'blocking:',
+      '  web-0a1b2c3d blocked_by web-99999999  [active]  Schema',
+      'latest_attempt:',
+      '  id:              u-1',
+      '  attempt_number:  2',
+      '  status:          failed',
+      'latest_rejection_reason:  tests fail',
+      '',
+    ].join('\n'),
+  );
   t.deepEqual(JSON.parse((await svc(['job', 'context', 'web-0a1b2c3d', '--json'])).stdout), (routes['GET /jobs/web-0a1b2c3d/context'] as Reply).body);
   r = await svc(['job', 'tree', 'web-0a1b2c3d']);
   t.like(r.requests[0], { method: 'GET', path: '/jobs/web-0a1b2c3d/tree' });
-  const tree = ['web-0a1b2c3d  [ready]  P1  Fix login', '├── web-0a1b2c3d.1  [done]  P2  Child', '│   └── web-0a1b2c3d.1.1  [done]  P2  Child', '└── web-0a1b2c3d.2  [done]  P2  Child', ''];
+  const tree = [
+    'web-0a1b2c3d  [ready]  P1  Fix login',
+    '├── web-0a1b2c3d.1  [done]  P2  Child',
+    '│   └── web-0a1b2c3d.1.1  [done]  P2  Child',
+    '└── web-0a1b2c3d.2  [done]  P2  Child',
+    '',
+  ];
   t.is(r.stdout, tree.join('\n'));
 });
 
@@ -199,7 +355,11 @@ test.serial('claim, release, submit, approve, reject post their bodies', async (
   t.deepEqual((await svc(['job', 'approve', 'web-0a1b2c3d'])).requests[0].body, {});
   r = await svc(['job', 'reject', 'web-0a1b2c3d', '--reason', 'no tests']);
   t.like(r.requests[0], { path: '/jobs/web-0a1b2c3d/reject', body: { reason: 'no tests' } });
-  for (const args of [['submit', 'web-0a1b2c3d'], ['reject', 'web-0a1b2c3d'], ['release', 'web-0a1b2c3d', '--attempt', 'u-3']]) {
+  for (const args of [
+    ['submit', 'web-0a1b2c3d'],
+    ['reject', 'web-0a1b2c3d'],
+    ['release', 'web-0a1b2c3d', '--attempt', 'u-3'],
+  ]) {
     const bad = await svc(['job', ...args]);
     t.is(bad.code, 2, args.join(' '));
     t.is(bad.requests.length, 0);
@@ -209,7 +369,10 @@ test.serial('claim, release, submit, approve, reject post their bodies', async (
 test.serial('deps list, add, remove', async (t) => {
   let r = await svc(['job', 'deps', 'list', 'web-0a1b2c3d']);
   t.like(r.requests[0], { method: 'GET', path: '/jobs/web-0a1b2c3d/dependencies' });
-  t.is(r.stdout, 'dependencies:\n  web-0a1b2c3d blocked_by web-99999999  [active]  Schema\ndependents:\n  web-77777777 waits_for web-0a1b2c3d  [ready]  Deploy\n');
+  t.is(
+    r.stdout,
+    'dependencies:\n  web-0a1b2c3d blocked_by web-99999999  [active]  Schema\ndependents:\n  web-77777777 waits_for web-0a1b2c3d  [ready]  Deploy\n',
+  );
   t.deepEqual(JSON.parse((await svc(['job', 'deps', 'list', 'web-0a1b2c3d', '--json'])).stdout), { dependencies: [DEP], dependents: [DEPENDENT] });
   r = await svc(['job', 'deps', 'add', 'web-0a1b2c3d', '--on', 'web-99999999']);
   t.like(r.requests[0], { method: 'POST', path: '/jobs/web-0a1b2c3d/dependencies', body: { related_job_id: 'web-99999999', relation_type: 'blocked_by' } });
@@ -241,11 +404,20 @@ test.serial('attachments add (base64 of the file), list, get to a file or stdout
   t.like(r.requests[0], { method: 'GET', path: '/jobs/web-0a1b2c3d/attachments/my%20file.bin/content', authorization: 'Bearer tok-1' });
   t.true((await readFile(out)).equals(BYTES));
   t.is(r.stdout, `Saved my file.bin (4096 bytes) to ${out}.\n`);
-  const stdout = await new Promise<Buffer>((resolve, reject) => execFile(process.execPath, [BIN, 'job', 'attachments', 'get', 'web-0a1b2c3d', 'my file.bin'],
-    { env: { PATH: process.env.PATH, HOME: home, SVC_API_URL: url, SVC_TOKEN: 't' }, encoding: 'buffer' }, (e, o) => (e ? reject(e) : resolve(o))));
+  const stdout = await new Promise<Buffer>((resolve, reject) =>
+    execFile(
+      process.execPath,
+      [BIN, 'job', 'attachments', 'get', 'web-0a1b2c3d', 'my file.bin'],
+      { env: { PATH: process.env.PATH, HOME: home, SVC_API_URL: url, SVC_TOKEN: 't' }, encoding: 'buffer' },
+      (e, o) => (e ? reject(e) : resolve(o)),
+    ),
+  );
   t.true(stdout.equals(BYTES));
   r = await svc(['job', 'attachments', 'get', 'web-0a1b2c3d', 'my file.bin', '--json']);
-  t.deepEqual(r.requests.map((q) => q.path), ['/jobs/web-0a1b2c3d/attachments/my%20file.bin']);
+  t.deepEqual(
+    r.requests.map((q) => q.path),
+    ['/jobs/web-0a1b2c3d/attachments/my%20file.bin'],
+  );
   t.deepEqual(JSON.parse(r.stdout), { ...FILE, name: 'my file.bin' });
   r = await svc(['job', 'attachments', 'remove', 'web-0a1b2c3d', 'notes.md']);
   t.like(r.requests[0], { method: 'DELETE', path: '/jobs/web-0a1b2c3d/attachments/notes.md' });

@@ -20,7 +20,15 @@ async function sshVerify(email: string, message: string, signature: string): Pro
   await writeFile(join(dir, 'msg'), message);
   await writeFile(join(dir, 'sig'), signature);
   try {
-    await run('sh', ['-c', `ssh-keygen -Y verify -f "$1" -I "$2" -n ${NAMESPACE} -s "$3" < "$4"`, 'sh', allowedSigners, email, join(dir, 'sig'), join(dir, 'msg')]);
+    await run('sh', [
+      '-c',
+      `ssh-keygen -Y verify -f "$1" -I "$2" -n ${NAMESPACE} -s "$3" < "$4"`,
+      'sh',
+      allowedSigners,
+      email,
+      join(dir, 'sig'),
+      join(dir, 'msg'),
+    ]);
     return true;
   } catch {
     return false;
@@ -58,7 +66,10 @@ test.before(async () => {
       }
       return { body: { access_token: `tok-${challenge_id}`, token_type: 'Bearer', expires_at: '2099-01-01T00:00:00.000Z', user: USER } };
     })
-    .on('POST', '/auth/keys', (req) => ({ status: 201, body: { id: 'key_9', type: 'ssh-ed25519', fingerprint: 'SHA256:x', label: (req.body as { label?: string }).label ?? null, created_at: 'c' } }));
+    .on('POST', '/auth/keys', (req) => ({
+      status: 201,
+      body: { id: 'key_9', type: 'ssh-ed25519', fingerprint: 'SHA256:x', label: (req.body as { label?: string }).label ?? null, created_at: 'c' },
+    }));
 });
 test.after.always(() => fake?.stop());
 
@@ -95,9 +106,12 @@ test.serial('a key the server does not know is refused: error printed with how t
   const mallory = await keygen('mallory');
   const result = await runCli(home, ['auth', 'login', '--email', USER.email, '--key', mallory, '--api-url', fake.url]);
   t.is(result.code, 1);
-  t.is(result.stderr, 'svc: Signature verification failed (401)\n' +
-    `svc: hint: to register this key: logged in elsewhere, run \`svc auth keys add ${mallory}.pub\`; else an admin runs ` +
-    `\`svc auth mint --email ${USER.email} --org ORG_ID --key ${mallory}.pub\`, or ask for access with \`svc access-request --help\`\n`);
+  t.is(
+    result.stderr,
+    'svc: Signature verification failed (401)\n' +
+      `svc: hint: to register this key: logged in elsewhere, run \`svc auth keys add ${mallory}.pub\`; else an admin runs ` +
+      `\`svc auth mint --email ${USER.email} --org ORG_ID --key ${mallory}.pub\`, or ask for access with \`svc access-request --help\`\n`,
+  );
   await t.throwsAsync(readFile(join(home, '.svc', 'credentials.json')));
 });
 

@@ -34,7 +34,8 @@ const { svc, ok, json } = cliUser(() => ({ home, url: server.url, token }));
 
 async function api(method: string, path: string, body?: unknown): Promise<any> {
   const res = await fetch(`${server.url}${path}`, {
-    method, headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const parsed = await res.json();
@@ -81,7 +82,13 @@ test.after.always(async () => {
 test.serial('run, logs -f while the steps run, logs of the ended run, runs', async (t) => {
   const run = await json(['pipeline', 'run', 'ship', '--project', project, '--env', 'staging', '--inputs', '{"region":"us"}', '--ref', 'main']);
   t.like(run, { pipeline_name: 'ship', status: 'pending', env_name: 'staging', ref: 'main', inputs: { tier: 'small', region: 'us' } });
-  t.deepEqual(run.steps.map((s: { name: string; status: string }) => [s.name, s.status]), [['build', 'pending'], ['test', 'pending']]);
+  t.deepEqual(
+    run.steps.map((s: { name: string; status: string }) => [s.name, s.status]),
+    [
+      ['build', 'pending'],
+      ['test', 'pending'],
+    ],
+  );
 
   const following = svc(['pipeline', 'logs', run.id, '-f']);
   await new Promise((resolve) => setTimeout(resolve, 500));
@@ -96,15 +103,27 @@ test.serial('run, logs -f while the steps run, logs of the ended run, runs', asy
   t.deepEqual(lines(await ok(['pipeline', 'logs', run.id, '--project', project, '--step', 'test'])), ['[test] running', '[test] succeeded']);
   const raw = lines(await ok(['pipeline', 'logs', run.id, '-f', '--json'])).map((l) => JSON.parse(l));
   t.like(raw[1], { event: 'step.status', data: { run_id: run.id, step_name: 'build', status: 'running' } });
-  t.true(raw.every((e, i) => i === 0 || Number(e.id) > Number(raw[i - 1].id)), 'ids increase');
+  t.true(
+    raw.every((e, i) => i === 0 || Number(e.id) > Number(raw[i - 1].id)),
+    'ids increase',
+  );
 
   const only = await json(['pipeline', 'run', 'ship', '--project', project, '--only', 'test']);
   t.deepEqual(only.only_steps, ['test']);
   const table = lines(await ok(['pipeline', 'runs', 'ship', '--project', project]));
   t.regex(table[0], /^ID +STATUS +REF +ENV +CREATED +COMPLETED$/);
-  t.deepEqual(table.slice(1).map((l) => l.split(/ +/).slice(0, 2)), [[only.id, 'pending'], [run.id, 'succeeded']]);
+  t.deepEqual(
+    table.slice(1).map((l) => l.split(/ +/).slice(0, 2)),
+    [
+      [only.id, 'pending'],
+      [run.id, 'succeeded'],
+    ],
+  );
   const done = await json(['pipeline', 'runs', 'ship', '--project', project, '--status', 'succeeded']);
-  t.deepEqual(done.data.map((r: { id: string }) => r.id), [run.id]);
+  t.deepEqual(
+    done.data.map((r: { id: string }) => r.id),
+    [run.id],
+  );
 
   const unknown = await svc(['pipeline', 'run', 'ship', '--project', project, '--only', 'lint']);
   t.is(unknown.code, 1);

@@ -9,9 +9,24 @@ const STEPS = [
   { name: 'deploy', job_id: 'web-00000002', execution_type: 'action', depends_on: ['build'], approval: true, status: 'awaiting_approval' },
 ];
 const RUN = {
-  id: 'prun_1', project_id: 'proj_1', pipeline_name: 'release', status: 'awaiting_approval', ref: 'main', git_sha: null, env_name: 'staging',
-  inputs: { tag: 'v1' }, only_steps: null, manifest_hash: 'sha256:x', error_message: null, cancel_reason: null, created_by: 'usr_1',
-  created_at: '2025-01-01T00:00:00.000Z', started_at: '2025-01-01T00:00:01.000Z', completed_at: null, updated_at: 'u', steps: STEPS,
+  id: 'prun_1',
+  project_id: 'proj_1',
+  pipeline_name: 'release',
+  status: 'awaiting_approval',
+  ref: 'main',
+  git_sha: null,
+  env_name: 'staging',
+  inputs: { tag: 'v1' },
+  only_steps: null,
+  manifest_hash: 'sha256:x',
+  error_message: null,
+  cancel_reason: null,
+  created_by: 'usr_1',
+  created_at: '2025-01-01T00:00:00.000Z',
+  started_at: '2025-01-01T00:00:01.000Z',
+  completed_at: null,
+  updated_at: 'u',
+  steps: STEPS,
 };
 const ENDED = { ...RUN, id: 'prun_2', status: 'failed', error_message: 'step deploy failed', steps: [STEPS[0], { ...STEPS[1], status: 'failed' }] };
 
@@ -26,7 +41,13 @@ const EVENTS = [
 ];
 const LINES = ['run running', '[build] running', '[build] compiling…', '[build] succeeded', '[deploy] failed', 'run failed: step deploy failed'];
 
-interface Seen { method: string; path: string; query: Record<string, string>; body: unknown; lastEventId?: string }
+interface Seen {
+  method: string;
+  path: string;
+  query: Record<string, string>;
+  body: unknown;
+  lastEventId?: string;
+}
 const seen: Seen[] = [];
 let streamed = 0;
 
@@ -65,8 +86,11 @@ test.before(async () => {
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const u = new URL(req.url ?? '/', 'http://x');
     const s: Seen = {
-      method: req.method ?? 'GET', path: u.pathname, query: Object.fromEntries(u.searchParams),
-      body: chunks.length ? JSON.parse(Buffer.concat(chunks).toString()) : undefined, lastEventId: req.headers['last-event-id'] as string | undefined,
+      method: req.method ?? 'GET',
+      path: u.pathname,
+      query: Object.fromEntries(u.searchParams),
+      body: chunks.length ? JSON.parse(Buffer.concat(chunks).toString()) : undefined,
+      lastEventId: req.headers['last-event-id'] as string | undefined,
     };
     seen.push(s);
     const route = json[`${s.method} ${s.path}`];
@@ -93,7 +117,14 @@ async function svc(args: string[]) {
 test.serial('usage and argument errors exit 2 before any request', async (t) => {
   const help = await svc(['pipeline', '--help']);
   t.is(help.code, 0);
-  for (const line of ['run NAME [--ref REF]', 'runs NAME [--status S]', 'logs RUN_ID [--step NAME] [-f|--follow]', 'approve RUN_ID', 'cancel RUN_ID', 'exit 1 when the run']) {
+  for (const line of [
+    'run NAME [--ref REF]',
+    'runs NAME [--status S]',
+    'logs RUN_ID [--step NAME] [-f|--follow]',
+    'approve RUN_ID',
+    'cancel RUN_ID',
+    'exit 1 when the run',
+  ]) {
     t.true(help.stdout.includes(line), line);
   }
   const cases: [string[], string | RegExp][] = [
@@ -119,19 +150,41 @@ test.serial('usage and argument errors exit 2 before any request', async (t) => 
 });
 
 test.serial('run sends ref, env, inputs and only_steps, and prints the run with its steps', async (t) => {
-  const r = await svc(['pipeline', 'run', 'release', '--project', 'proj_1', '--ref', 'v1.2', '--env', 'staging', '--inputs', '{"tag":"v1"}', '--only', 'build, deploy']);
+  const r = await svc([
+    'pipeline',
+    'run',
+    'release',
+    '--project',
+    'proj_1',
+    '--ref',
+    'v1.2',
+    '--env',
+    'staging',
+    '--inputs',
+    '{"tag":"v1"}',
+    '--only',
+    'build, deploy',
+  ]);
   t.is(r.code, 0, r.stderr);
-  t.deepEqual(r.requests.map((q) => [q.method, q.path, q.body]), [['POST', '/projects/proj_1/pipelines/release/run', { ref: 'v1.2', env: 'staging', inputs: { tag: 'v1' }, only_steps: ['build', 'deploy'] }]]);
+  t.deepEqual(
+    r.requests.map((q) => [q.method, q.path, q.body]),
+    [['POST', '/projects/proj_1/pipelines/release/run', { ref: 'v1.2', env: 'staging', inputs: { tag: 'v1' }, only_steps: ['build', 'deploy'] }]],
+  );
   t.regex(r.stdout, /^id: +prun_1$/m);
   t.regex(r.stdout, /^status: +pending$/m);
   t.regex(r.stdout, /^inputs: +\{"tag":"v1"\}$/m);
-  t.true(r.stdout.endsWith([
-    'steps:',
-    '  STEP    STATUS             JOB           AFTER',
-    '  build   succeeded          web-00000001  -',
-    '  deploy  awaiting_approval  web-00000002  build, (approval)',
-    '',
-  ].join('\n')), r.stdout);
+  t.true(
+    r.stdout.endsWith(
+      [
+        'steps:',
+        '  STEP    STATUS             JOB           AFTER',
+        '  build   succeeded          web-00000001  -',
+        '  deploy  awaiting_approval  web-00000002  build, (approval)',
+        '',
+      ].join('\n'),
+    ),
+    r.stdout,
+  );
 
   const bare = await svc(['pipeline', 'run', 'release', '--project', 'proj_1', '--json']);
   t.deepEqual(bare.requests[0].body, {});
@@ -146,16 +199,22 @@ test.serial('runs lists with the filters; approve and cancel send their body', a
   const runs = await svc(['pipeline', 'runs', 'release', '--project', 'proj_1', '--status', 'failed', '--limit', '5', '--offset', '0']);
   t.is(runs.code, 0, runs.stderr);
   t.deepEqual(runs.requests[0].query, { status: 'failed', limit: '5', offset: '0' });
-  t.is(runs.stdout, [
-    'ID      STATUS             REF   ENV      CREATED                   COMPLETED',
-    'prun_1  awaiting_approval  main  staging  2025-01-01T00:00:00.000Z  -',
-    'prun_2  failed             main  staging  2025-01-01T00:00:00.000Z  -',
-    '',
-  ].join('\n'));
+  t.is(
+    runs.stdout,
+    [
+      'ID      STATUS             REF   ENV      CREATED                   COMPLETED',
+      'prun_1  awaiting_approval  main  staging  2025-01-01T00:00:00.000Z  -',
+      'prun_2  failed             main  staging  2025-01-01T00:00:00.000Z  -',
+      '',
+    ].join('\n'),
+  );
 
   const approved = await svc(['pipeline', 'approve', 'prun_1', '--comment', 'ship it']);
   t.is(approved.code, 0, approved.stderr);
-  t.deepEqual(approved.requests.map((q) => [q.method, q.path, q.body]), [['POST', '/pipeline-runs/prun_1/approve', { comment: 'ship it' }]]);
+  t.deepEqual(
+    approved.requests.map((q) => [q.method, q.path, q.body]),
+    [['POST', '/pipeline-runs/prun_1/approve', { comment: 'ship it' }]],
+  );
   t.regex(approved.stdout, /^status: +running$/m);
 
   const cancelled = await svc(['pipeline', 'cancel', 'prun_1', '--reason', 'bad tag', '--json']);
@@ -169,14 +228,26 @@ test.serial('logs -f prints each event once across a dropped connection (resumed
   const r = await svc(['pipeline', 'logs', 'prun_2', '-f']);
   t.is(r.code, 1, r.stderr);
   t.is(r.stdout, `${LINES.join('\n')}\n`);
-  t.deepEqual(r.requests.map((q) => [q.path, q.lastEventId]), [['/pipeline-runs/prun_2/stream', undefined], ['/pipeline-runs/prun_2/stream', '3']]);
+  t.deepEqual(
+    r.requests.map((q) => [q.path, q.lastEventId]),
+    [
+      ['/pipeline-runs/prun_2/stream', undefined],
+      ['/pipeline-runs/prun_2/stream', '3'],
+    ],
+  );
   t.regex(r.stderr, /^svc: the stream ended early; reconnecting \(try 1\)\n$|^svc: the connection broke: .*; reconnecting \(try 1\)\n$/);
 
   const raw = await svc(['pipeline', 'logs', 'prun_2', '--follow', '--json']);
   t.is(raw.code, 1);
-  const objects = raw.stdout.trimEnd().split('\n').map((line) => JSON.parse(line));
+  const objects = raw.stdout
+    .trimEnd()
+    .split('\n')
+    .map((line) => JSON.parse(line));
   t.deepEqual(objects[0], { id: '1', event: 'run.status', data: { run_id: 'prun_2', status: 'running', error_message: null } });
-  t.deepEqual(objects.map((o) => o.id), ['1', '2', '3', '4', '5', '6']);
+  t.deepEqual(
+    objects.map((o) => o.id),
+    ['1', '2', '3', '4', '5', '6'],
+  );
 
   const step = await svc(['pipeline', 'logs', 'prun_2', '-f', '--step', 'build']);
   t.is(step.code, 0, step.stderr);
@@ -193,11 +264,17 @@ test.serial('logs without -f: an ended run prints its events; a run still going 
   const ended = await svc(['pipeline', 'logs', 'prun_2', '--project', 'proj_1']);
   t.is(ended.code, 0, ended.stderr);
   t.is(ended.stdout, `${LINES.join('\n')}\n`);
-  t.deepEqual(ended.requests.map((q) => q.path), ['/projects/proj_1/runs/prun_2', '/pipeline-runs/prun_2/stream']);
+  t.deepEqual(
+    ended.requests.map((q) => q.path),
+    ['/projects/proj_1/runs/prun_2', '/pipeline-runs/prun_2/stream'],
+  );
 
   const going = await svc(['pipeline', 'logs', 'prun_1', '--project', 'proj_1']);
   t.is(going.code, 0, going.stderr);
-  t.deepEqual(going.requests.map((q) => q.path), ['/projects/proj_1/runs/prun_1']);
+  t.deepEqual(
+    going.requests.map((q) => q.path),
+    ['/projects/proj_1/runs/prun_1'],
+  );
   t.regex(going.stdout, /^status: +awaiting_approval$/m);
   t.regex(going.stdout, /^ {2}deploy +awaiting_approval +web-00000002/m);
   t.is(going.stderr, 'svc: run prun_1 is awaiting_approval; `svc pipeline logs prun_1 -f` follows its events\n');
@@ -218,6 +295,9 @@ test.serial('run --wait follows the new run to its end; with --json it prints th
 
   const quiet = await svc(['pipeline', 'run', 'fails', '--project', 'proj_1', '--wait', '--json']);
   t.is(quiet.code, 1);
-  t.deepEqual(quiet.requests.map((q) => q.path), ['/projects/proj_1/pipelines/fails/run', '/pipeline-runs/prun_2/stream', '/projects/proj_1/runs/prun_2']);
+  t.deepEqual(
+    quiet.requests.map((q) => q.path),
+    ['/projects/proj_1/pipelines/fails/run', '/pipeline-runs/prun_2/stream', '/projects/proj_1/runs/prun_2'],
+  );
   t.deepEqual(JSON.parse(quiet.stdout), ENDED);
 });

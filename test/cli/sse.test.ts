@@ -48,7 +48,16 @@ test('multi-line data joins with \\n; field forms: no space, no colon, unknown f
 test('ids persist across events, an empty id clears it, a NUL id is ignored; retry is read', (t) => {
   const parser = new SseParser('7');
   const events = parser.feed('data: a\n\nid: 9\ndata: b\n\ndata: c\n\nid: x\0y\ndata: d\n\nid\ndata: e\n\nretry: 2500\nretry: soon\n');
-  t.deepEqual(events.map((e) => [e.id, e.data]), [['7', 'a'], ['9', 'b'], ['9', 'c'], ['9', 'd'], [undefined, 'e']]);
+  t.deepEqual(
+    events.map((e) => [e.id, e.data]),
+    [
+      ['7', 'a'],
+      ['9', 'b'],
+      ['9', 'c'],
+      ['9', 'd'],
+      [undefined, 'e'],
+    ],
+  );
   t.is(parser.retryMs, 2500);
 });
 
@@ -90,23 +99,39 @@ test('follow: reconnects with Last-Event-ID after a broken connection and after 
     if (n === 1) {
       res.write(event(1, 'a') + 'id: 2\ndata: half');
       setTimeout(() => res.destroy(), 20); // the connection breaks in the middle of event 2
-    } else if (n === 2) res.end(event(2, 'b')); // a clean end, but not done yet
+    } else if (n === 2)
+      res.end(event(2, 'b')); // a clean end, but not done yet
     else res.end(event(3, 'end'));
   });
   const got: SseEvent[] = [];
   const reconnects: number[] = [];
   await followEventStream(ctx, '/runs/x/stream', {
-    onEvent: (e) => got.push(e), done: () => got.at(-1)?.data === 'end', retryMs: 10, onReconnect: (n) => reconnects.push(n),
+    onEvent: (e) => got.push(e),
+    done: () => got.at(-1)?.data === 'end',
+    retryMs: 10,
+    onReconnect: (n) => reconnects.push(n),
   });
-  t.deepEqual(got.map((e) => [e.id, e.data]), [['1', 'a'], ['2', 'b'], ['3', 'end']]);
-  t.deepEqual(seen.map((s) => s.lastEventId), [undefined, '1', '2']);
+  t.deepEqual(
+    got.map((e) => [e.id, e.data]),
+    [
+      ['1', 'a'],
+      ['2', 'b'],
+      ['3', 'end'],
+    ],
+  );
+  t.deepEqual(
+    seen.map((s) => s.lastEventId),
+    [undefined, '1', '2'],
+  );
   t.like(seen[0], { authorization: 'Bearer tok', accept: 'text/event-stream' });
   t.deepEqual(reconnects, [1, 1]);
   await close();
 });
 
 test('follow: an error status is an ApiError with the server message; a 5xx is retried, then given up', async (t) => {
-  const notFound = await serve((req, res) => res.writeHead(404, { 'content-type': 'application/json' }).end('{"statusCode":404,"error":"Not Found","message":"pipeline run prun_x not found"}'));
+  const notFound = await serve((req, res) =>
+    res.writeHead(404, { 'content-type': 'application/json' }).end('{"statusCode":404,"error":"Not Found","message":"pipeline run prun_x not found"}'),
+  );
   const error = await t.throwsAsync(followEventStream(notFound.ctx, '/p', { onEvent: () => {}, done: () => false }), { instanceOf: ApiError });
   t.is(error?.message, 'pipeline run prun_x not found');
   t.is((error as ApiError).statusCode, 404);
@@ -114,7 +139,9 @@ test('follow: an error status is an ApiError with the server message; a 5xx is r
   await notFound.close();
 
   const down = await serve((req, res) => res.writeHead(503).end());
-  const gaveUp = await t.throwsAsync(followEventStream(down.ctx, '/p', { onEvent: () => {}, done: () => false, retryMs: 1, maxRetries: 2 }), { instanceOf: CliError });
+  const gaveUp = await t.throwsAsync(followEventStream(down.ctx, '/p', { onEvent: () => {}, done: () => false, retryMs: 1, maxRetries: 2 }), {
+    instanceOf: CliError,
+  });
   t.regex(gaveUp?.message ?? '', /^lost the event stream \/p after 2 reconnection attempts: /);
   t.is(down.seen.length, 3);
   await down.close();

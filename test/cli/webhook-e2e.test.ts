@@ -32,7 +32,20 @@ test.after.always(async () => {
 
 test.serial('create, list, show, test, deliveries, replay, delete', async (t) => {
   await writeFile(join(home, 'secret'), `${SECRET}\n`);
-  const created = await json(['webhook', 'create', '--org', org, '--url', rx.url, '--events', 'manual.*,job.failed', '--secret-file', join(home, 'secret'), '--filter', `{"project_id":"${project}"}`]);
+  const created = await json([
+    'webhook',
+    'create',
+    '--org',
+    org,
+    '--url',
+    rx.url,
+    '--events',
+    'manual.*,job.failed',
+    '--secret-file',
+    join(home, 'secret'),
+    '--filter',
+    `{"project_id":"${project}"}`,
+  ]);
   t.regex(created.id, /^wh_/);
   t.deepEqual(created.events, ['manual.*', 'job.failed']);
   t.false(JSON.stringify(created).includes(SECRET));
@@ -75,7 +88,12 @@ test.serial('a project-scoped webhook; usage errors exit 2', async (t) => {
   const scoped = await json(['webhook', 'create', '--org', org, '--project', project, '--url', rx.url, '--secret', SECRET]);
   t.like(scoped, { project_id: project });
   t.deepEqual(scoped.events, ['*']);
-  for (const args of [['webhook', 'create', '--org', org, '--url', rx.url], ['webhook', 'create', '--org', org, '--secret', SECRET], ['webhook', 'replay', scoped.id, '--org', org], ['webhook', 'frobnicate']]) {
+  for (const args of [
+    ['webhook', 'create', '--org', org, '--url', rx.url],
+    ['webhook', 'create', '--org', org, '--secret', SECRET],
+    ['webhook', 'replay', scoped.id, '--org', org],
+    ['webhook', 'frobnicate'],
+  ]) {
     const r = await svc(args);
     t.is(r.code, 2, showRun(args, r));
   }

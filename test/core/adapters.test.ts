@@ -38,5 +38,7 @@ test('the SDK rejects malformed definitions with their name', (t) => {
   t.throws(() => defineHarness({ id: 'Bad Id', description: 'x', build: () => ({ command: '', args: [], env: {}, files: {} }), parseLine: () => [] }), {
     message: /id 'Bad Id'/,
   });
-  t.throws(() => defineHarness({ id: 'ok', description: 'x', build: undefined as never, parseLine: () => [] }), { message: /defineHarness\(ok\): build must be a function/ });
+  t.throws(() => defineHarness({ id: 'ok', description: 'x', build: undefined as never, parseLine: () => [] }), {
+    message: /defineHarness\(ok\): build must be a function/,
+  });
 });

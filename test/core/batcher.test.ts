@@ -51,10 +51,13 @@ test('batches hold at most maxBatch items and at most `concurrency` are in fligh
 
 test('ItemFailed rejects that item alone; a thrown error rejects the whole batch; the batcher goes on', async (t) => {
   let fail = false;
-  const batcher = new Batcher(async (items: number[]) => {
-    if (fail) throw new Error('connection lost');
-    return items.map((i) => (i % 2 ? new ItemFailed(new Error(`odd ${i}`)) : i));
-  }, { maxBatch: 10, concurrency: 1 });
+  const batcher = new Batcher(
+    async (items: number[]) => {
+      if (fail) throw new Error('connection lost');
+      return items.map((i) => (i % 2 ? new ItemFailed(new Error(`odd ${i}`)) : i));
+    },
+    { maxBatch: 10, concurrency: 1 },
+  );
   const [one, two] = await Promise.allSettled([batcher.submit(1), batcher.submit(2)]);
   t.like(one, { status: 'rejected', reason: { message: 'odd 1' } });
   t.like(two, { status: 'fulfilled', value: 2 });
@@ -97,11 +100,14 @@ test('a batch that throws is run again item by item: only the item that caused t
 
 test('a batch failing because the database is unreachable is not retried item by item', async (t) => {
   let calls = 0;
-  const batcher = new Batcher(async (items: number[]) => {
-    calls++;
-    if (calls === 1) return items; // the first, idle call
-    throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
-  }, { maxBatch: 10, concurrency: 1 });
+  const batcher = new Batcher(
+    async (items: number[]) => {
+      calls++;
+      if (calls === 1) return items; // the first, idle call
+      throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+    },
+    { maxBatch: 10, concurrency: 1 },
+  );
   const first = batcher.submit(0);
   const rest = Promise.allSettled([1, 2, 3].map((i) => batcher.submit(i)));
   t.is(await first, 0);

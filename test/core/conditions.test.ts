@@ -18,7 +18,10 @@ const ctx: ConditionContext = {
       ref: 'refs/heads/release/1.2',
       branch: 'release/1.2',
       labels: ['deploy', 'urgent'],
-      commits: [{ id: 'c1', message: 'fix: thing' }, { id: 'c2', message: 'feat: other' }],
+      commits: [
+        { id: 'c1', message: 'fix: thing' },
+        { id: 'c2', message: 'feat: other' },
+      ],
       pull_request: { base: { ref: 'main' }, title: 'WIP: stuff' },
       'odd key': 'spaced',
     },
@@ -48,11 +51,26 @@ function errorOf(text: string): ConditionError {
 
 test('literals and their truthiness', (t) => {
   for (const [text, want] of [
-    ['true', true], ['false', false], ['null', false],
-    ['1', true], ['0', false], ['-1', true], ['2.5', true], ['0.0', false], ['1e3 == 1000', true], ['1.5E-1 == 0.15', true],
-    ["'x'", true], ["''", false], ['""', false], ['"a"', true],
-    [`'it\\'s' == "it's"`, true], [`"say \\"hi\\"" == 'say "hi"'`, true],
-    [`'a\\nb' == "a\\u000ab"`, true], [`'\\x41\\u{1F600}' == "A😀"`, true], [`'\\\\' == "\\\\"`, true], [`'tab\\there' != 'tab there'`, true],
+    ['true', true],
+    ['false', false],
+    ['null', false],
+    ['1', true],
+    ['0', false],
+    ['-1', true],
+    ['2.5', true],
+    ['0.0', false],
+    ['1e3 == 1000', true],
+    ['1.5E-1 == 0.15', true],
+    ["'x'", true],
+    ["''", false],
+    ['""', false],
+    ['"a"', true],
+    [`'it\\'s' == "it's"`, true],
+    [`"say \\"hi\\"" == 'say "hi"'`, true],
+    [`'a\\nb' == "a\\u000ab"`, true],
+    [`'\\x41\\u{1F600}' == "A😀"`, true],
+    [`'\\\\' == "\\\\"`, true],
+    [`'tab\\there' != 'tab there'`, true],
   ] as const) {
     t.is(ev(text), want, text);
   }
@@ -65,7 +83,15 @@ test('paths read inputs, the event and earlier steps; missing paths are null', (
   t.true(ev("steps.build.result.tag == 'v1.2.3'"));
   t.true(ev("inputs.nested.x.y == 'deep'"));
   t.true(ev("steps.run-lint.status == 'failed'"), 'hyphenated step names');
-  for (const missing of ['inputs.nope', 'inputs.nope.deeper.still', 'steps.deploy.status', 'event.payload.ref.length', 'inputs.count.x', 'steps.run-lint.result.tag', 'inputs.tags.length']) {
+  for (const missing of [
+    'inputs.nope',
+    'inputs.nope.deeper.still',
+    'steps.deploy.status',
+    'event.payload.ref.length',
+    'inputs.count.x',
+    'steps.run-lint.result.tag',
+    'inputs.tags.length',
+  ]) {
     t.true(ev(`${missing} == null`), missing);
     t.false(ev(missing), missing);
   }
@@ -91,7 +117,7 @@ test('bracket access: array indexes, quoted keys and computed keys', (t) => {
   t.true(ev("inputs.map[inputs.k] == 'v'", { inputs: { map: { key: 'v' }, k: 'key' } }), 'computed key');
   t.true(ev('inputs.tags[len(inputs.tags) == 2] == null'), 'a boolean index reads nothing');
   t.true(ev("inputs.map[1] == 'one'", { inputs: { map: { '1': 'one' } } }), 'integer keys on objects');
-  t.true(ev("inputs.env[0] == null"), 'strings are not indexed');
+  t.true(ev('inputs.env[0] == null'), 'strings are not indexed');
 });
 
 test('== and != compare type and value; arrays and objects deeply', (t) => {
@@ -158,12 +184,16 @@ test('precedence: ! over comparisons over && over ||', (t) => {
 
 test('&& and || short-circuit', (t) => {
   const touched: string[] = [];
-  const watched = (name: string, value: unknown) => new Proxy({ v: value }, {
-    getOwnPropertyDescriptor(target, key) {
-      if (!touched.includes(name)) touched.push(name);
-      return Reflect.getOwnPropertyDescriptor(target, key);
-    },
-  });
+  const watched = (name: string, value: unknown) =>
+    new Proxy(
+      { v: value },
+      {
+        getOwnPropertyDescriptor(target, key) {
+          if (!touched.includes(name)) touched.push(name);
+          return Reflect.getOwnPropertyDescriptor(target, key);
+        },
+      },
+    );
   // The proxies' prototype is Object.prototype, so they read as plain objects.
   const context = { inputs: { yes: watched('yes', true), no: watched('no', false), yes2: watched('yes2', true), no2: watched('no2', false) } };
   t.true(ev('inputs.yes.v || inputs.no.v', context));
@@ -184,7 +214,7 @@ test('functions: contains, startsWith, endsWith, exists, len', (t) => {
   t.false(ev("contains('123', 2)"), 'no coercion');
   t.true(ev('contains(inputs.list, 2)', { inputs: { list: [1, 2, 3] } }));
   t.false(ev("contains(inputs.list, '2')", { inputs: { list: [1, 2, 3] } }));
-  t.true(ev("contains(inputs.list, inputs.item)", { inputs: { list: [{ a: 1 }, { a: 2 }], item: { a: 2 } } }));
+  t.true(ev('contains(inputs.list, inputs.item)', { inputs: { list: [{ a: 1 }, { a: 2 }], item: { a: 2 } } }));
   t.false(ev("contains(inputs.missing, 'x')"));
   t.false(ev("contains(inputs.nested, 'x')"), 'objects are not searched');
   t.true(ev("startsWith(event.payload.ref, 'refs/heads/release/')"));
@@ -212,9 +242,19 @@ test('functions: contains, startsWith, endsWith, exists, len', (t) => {
 
 test('prototype pollution and odd values read as null', (t) => {
   for (const text of [
-    'inputs.__proto__', 'inputs.constructor', 'inputs.constructor.constructor', "inputs['constructor']['constructor']",
-    'inputs.prototype', 'inputs.toString', 'inputs.hasOwnProperty', 'inputs.tags.length', 'inputs.tags.constructor',
-    "inputs.tags['map']", 'event.__proto__.polluted', 'inputs.env.length', 'steps.__proto__',
+    'inputs.__proto__',
+    'inputs.constructor',
+    'inputs.constructor.constructor',
+    "inputs['constructor']['constructor']",
+    'inputs.prototype',
+    'inputs.toString',
+    'inputs.hasOwnProperty',
+    'inputs.tags.length',
+    'inputs.tags.constructor',
+    "inputs.tags['map']",
+    'event.__proto__.polluted',
+    'inputs.env.length',
+    'steps.__proto__',
   ]) {
     t.false(ev(text), text);
     t.true(ev(`${text} == null`), `${text} == null`);
@@ -228,7 +268,9 @@ test('prototype pollution and odd values read as null', (t) => {
   const withGetter = Object.defineProperty({}, 'secret', { get: () => ((ran = true), 'x'), enumerable: true });
   t.false(ev("inputs.secret == 'x'", { inputs: withGetter }));
   t.false(ran);
-  class Thing { name = 'thing'; }
+  class Thing {
+    name = 'thing';
+  }
   t.true(ev('inputs.obj == null && inputs.obj.name == null', { inputs: { obj: new Thing() } }));
   t.true(ev('inputs.fn == null && inputs.date == null && inputs.map == null', { inputs: { fn: () => 1, date: new Date(), map: new Map([['a', 1]]) } }));
   t.true(ev("inputs.obj.name == 'ok'", { inputs: { obj: Object.assign(Object.create(null), { name: 'ok' }) } }), 'null-prototype objects are plain');
@@ -239,11 +281,11 @@ test('prototype pollution and odd values read as null', (t) => {
 
 test('${{ … }} wrapping is accepted and stripped', (t) => {
   t.true(ev("${{ inputs.env == 'prod' }}"));
-  t.true(ev("  ${{inputs.count==3}}  "));
+  t.true(ev('  ${{inputs.count==3}}  '));
   t.is(checkCondition('${{ inputs.env'), "unterminated '${{' at 0 (expected '}}' at the end)");
   t.is(checkCondition('${{ }}'), 'empty condition at 4');
   t.is(checkCondition('${{ ) }}'), "unexpected ')' at 4", 'positions count from the text as written');
-  t.regex(checkCondition("inputs.a && ${{ inputs.b }}") ?? '', /^unexpected '\$' at 12 \(a \$\{\{ … \}\} wrapper must enclose the whole condition\)$/);
+  t.regex(checkCondition('inputs.a && ${{ inputs.b }}') ?? '', /^unexpected '\$' at 12 \(a \$\{\{ … \}\} wrapper must enclose the whole condition\)$/);
 });
 
 test('syntax errors name what and where', (t) => {
@@ -271,7 +313,7 @@ test('syntax errors name what and where', (t) => {
     ['len()', 'len() takes 1 argument but got 0 at 0'],
     ["x || startsWith('a', 'b', 'c')", "unknown name 'x' at 0 (paths start with inputs, event, steps; quote strings)"],
     ["true || startsWith('a', 'b', 'c')", 'startsWith() takes 2 arguments but got 3 at 8'],
-    ["exists('inputs.a')", "exists() takes a path such as inputs.name at 7"],
+    ["exists('inputs.a')", 'exists() takes a path such as inputs.name at 7'],
     ['contains(inputs.a, 1', "unexpected end of condition at 20 (expected ')' to close contains()"],
     ['steps.build.0', "unexpected '0' at 12 (expected a name after '.'; use [0] for an index)"],
     ['inputs.', "unexpected end of condition at 7 (expected a name after '.'; use […] for an index)"],
@@ -334,7 +376,10 @@ test('nesting depth limit', (t) => {
 });
 
 test('referencedSteps lists the steps a condition reads', (t) => {
-  t.deepEqual(referencedSteps(parseCondition("steps.build.status == 'succeeded' && steps['run-lint'].status != 'failed' || steps.build.result.tag == inputs.x")), ['build', 'run-lint']);
+  t.deepEqual(
+    referencedSteps(parseCondition("steps.build.status == 'succeeded' && steps['run-lint'].status != 'failed' || steps.build.result.tag == inputs.x")),
+    ['build', 'run-lint'],
+  );
   t.deepEqual(referencedSteps(parseCondition("inputs.list[steps.idx.result.n] == 'a' && exists(steps.opt)")), ['idx', 'opt']);
   t.deepEqual(referencedSteps(parseCondition("inputs.env == 'prod'")), []);
 });
@@ -342,13 +387,24 @@ test('referencedSteps lists the steps a condition reads', (t) => {
 test('realistic workflow conditions', (t) => {
   const push = (branch: string, over: Partial<Record<string, unknown>> = {}): ConditionContext => ({
     inputs: { env: 'prod', dry_run: false, services: ['api', 'web'] },
-    event: { type: 'vcshost.push', source: 'vcshost', payload: { ref: `refs/heads/${branch}`, branch, commits: [{ message: 'feat: x [deploy]' }], head_commit: { message: 'feat: x [deploy]' } } },
-    steps: { tests: { status: 'succeeded', result: { failed: 0 } }, build: { status: 'succeeded', result: { tag: 'v2.0.0', build_id: 'bld_1' } }, lint: { status: 'failed' } },
+    event: {
+      type: 'vcshost.push',
+      source: 'vcshost',
+      payload: { ref: `refs/heads/${branch}`, branch, commits: [{ message: 'feat: x [deploy]' }], head_commit: { message: 'feat: x [deploy]' } },
+    },
+    steps: {
+      tests: { status: 'succeeded', result: { failed: 0 } },
+      build: { status: 'succeeded', result: { tag: 'v2.0.0', build_id: 'bld_1' } },
+      lint: { status: 'failed' },
+    },
     ...over,
   });
   const pr = (action: string, labels: string[]): ConditionContext => ({
     inputs: {},
-    event: { type: 'vcshost.pull_request', payload: { action, number: 7, labels, pull_request: { base: { ref: 'main' }, head: { ref: 'feat/x' }, title: 'Add x' } } },
+    event: {
+      type: 'vcshost.pull_request',
+      payload: { action, number: 7, labels, pull_request: { base: { ref: 'main' }, head: { ref: 'feat/x' }, title: 'Add x' } },
+    },
     steps: {},
   });
   const table: [string, ConditionContext, boolean][] = [
@@ -362,7 +418,7 @@ test('realistic workflow conditions', (t) => {
     ["${{ event.payload.branch == 'main' || startsWith(event.payload.ref, 'refs/heads/release/') }}", push('feat/y'), false],
     ["steps.lint.status == 'failed' && !inputs.dry_run", push('main'), true],
     ["steps.build.status == 'succeeded' && exists(steps.build.result.build_id)", push('main'), true],
-    ["steps.tests.result.failed == 0 && len(inputs.services) > 0", push('main'), true],
+    ['steps.tests.result.failed == 0 && len(inputs.services) > 0', push('main'), true],
     ["contains(inputs.services, 'api') && !contains(inputs.services, 'worker')", push('main'), true],
     ["contains(event.payload.head_commit.message, '[deploy]') && !contains(event.payload.head_commit.message, '[skip ci]')", push('main'), true],
     ["event.payload.action == 'opened' || event.payload.action == 'synchronize'", pr('synchronize', []), true],
@@ -370,7 +426,7 @@ test('realistic workflow conditions', (t) => {
     ["endsWith(steps.build.result.tag, '-rc') || inputs.env != 'prod'", push('main'), false],
     ["event.type == 'cron.tick' || inputs.force == true", push('main'), false],
     ["steps.deploy.status == 'skipped'", push('main', { steps: { deploy: { status: 'skipped' } } }), true],
-    ["!exists(inputs.tag) || inputs.tag == steps.build.result.tag", push('main'), true],
+    ['!exists(inputs.tag) || inputs.tag == steps.build.result.tag', push('main'), true],
   ];
   for (const [text, context, want] of table) {
     t.is(checkCondition(text), null, text);

@@ -21,9 +21,22 @@ test('drawUntilFree: the first free draw wins; taken draws (null, or an error it
 
 test('drawUntilFree: after the last taken draw it throws exhausted(); any other error ends it at once', async (t) => {
   let calls = 0;
-  await t.throwsAsync(drawUntilFree({ draws: 3, attempt: async () => (calls++, null), exhausted: () => new Error('none free after 3') }), { message: 'none free after 3' });
+  await t.throwsAsync(drawUntilFree({ draws: 3, attempt: async () => (calls++, null), exhausted: () => new Error('none free after 3') }), {
+    message: 'none free after 3',
+  });
   t.is(calls, 3);
   calls = 0;
-  await t.throwsAsync(drawUntilFree({ draws: 3, attempt: async () => { calls++; throw new Error('broken'); }, taken: () => false, exhausted: () => new Error('x') }), { message: 'broken' });
+  await t.throwsAsync(
+    drawUntilFree({
+      draws: 3,
+      attempt: async () => {
+        calls++;
+        throw new Error('broken');
+      },
+      taken: () => false,
+      exhausted: () => new Error('x'),
+    }),
+    { message: 'broken' },
+  );
   t.is(calls, 1);
 });

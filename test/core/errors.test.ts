@@ -18,8 +18,20 @@ test('a domain error keeps its class and fields, and has the HTTP form of its ki
 
 test('a route that throws one answers with its status, message and details', async (t) => {
   const server = Hapi.server();
-  server.route({ method: 'GET', path: '/held', handler: () => { throw new Conflict('gates held: a', { blocked_on_gates: ['a'], jobId: 'j-1' }); } });
-  server.route({ method: 'GET', path: '/gone', handler: () => { throw new NotFound('job j-2 not found'); } });
+  server.route({
+    method: 'GET',
+    path: '/held',
+    handler: () => {
+      throw new Conflict('gates held: a', { blocked_on_gates: ['a'], jobId: 'j-1' });
+    },
+  });
+  server.route({
+    method: 'GET',
+    path: '/gone',
+    handler: () => {
+      throw new NotFound('job j-2 not found');
+    },
+  });
   const held = await server.inject('/held');
   t.is(held.statusCode, 409);
   t.deepEqual(JSON.parse(held.payload), { statusCode: 409, error: 'Conflict', message: 'gates held: a', blocked_on_gates: ['a'], jobId: 'j-1' });

@@ -18,7 +18,10 @@ test('an event is stored pending; a dedupe key already seen in the project retur
   const other = await emitEvent(w.db, { ...base, project_id: w.projectA2, dedupe_key: 'd-1' });
   t.true(other.created, 'keys are per project');
   const plain = await Promise.all([emitEvent(w.db, base), emitEvent(w.db, base)]);
-  t.true(plain.every((e) => e.created), 'no key: every event is new');
+  t.true(
+    plain.every((e) => e.created),
+    'no key: every event is new',
+  );
   const row = await w.db('events').where({ id: first.id }).first();
   t.like(row, { status: 'pending', source: 'manual', type: 'manual.deploy', dedupe_key: 'd-1' });
   t.deepEqual(row.payload_json, { n: 1 });

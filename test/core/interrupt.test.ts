@@ -44,42 +44,57 @@ const stopped = async (proc: ServeProcess) => {
   }
 };
 
-test.serial('Ctrl-C (SIGINT to the whole foreground group) drains like SIGTERM: the attempt is handed back, the database stops last, a few readable lines', async (t) => {
-  t.timeout(240_000);
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'svc-ctrl-c-'));
-  chmodSync(dataDir, 0o755);
-  const url = `http://127.0.0.1:${await freePort()}`;
-  const first = serveProcess({ PORT: new URL(url).port, SVC_DATA_DIR: dataDir, SVC_LOG_LEVEL: 'info' }, { detached: true });
-  let second: ServeProcess | null = null;
-  try {
-    await waitForHealth(url, first);
-    const { token, projectId } = await world(url);
-    const job = await api(url, 'POST', `/projects/${projectId}/jobs`, { description: 'long script', hints: { step: { kind: 'script', script: { run: 'sleep 60' } } } }, token);
-    const attempts = `/projects/${projectId}/jobs/${job.id}/attempts`;
-    await until(async () => (await api(url, 'GET', attempts, undefined, token)).data.find((a: any) => a.status === 'running'), 'the attempt to run');
-    const pgPort = Number(readFileSync(path.join(dataDir, 'postgres.port'), 'utf8'));
+test.serial(
+  'Ctrl-C (SIGINT to the whole foreground group) drains like SIGTERM: the attempt is handed back, the database stops last, a few readable lines',
+  async (t) => {
+    t.timeout(240_000);
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'svc-ctrl-c-'));
+    chmodSync(dataDir, 0o755);
+    const url = `http://127.0.0.1:${await freePort()}`;
+    const first = serveProcess({ PORT: new URL(url).port, SVC_DATA_DIR: dataDir, SVC_LOG_LEVEL: 'info' }, { detached: true });
+    let second: ServeProcess | null = null;
+    try {
+      await waitForHealth(url, first);
+      const { token, projectId } = await world(url);
+      const job = await api(
+        url,
+        'POST',
+        `/projects/${projectId}/jobs`,
+        { description: 'long script', hints: { step: { kind: 'script', script: { run: 'sleep 60' } } } },
+        token,
+      );
+      const attempts = `/projects/${projectId}/jobs/${job.id}/attempts`;
+      await until(async () => (await api(url, 'GET', attempts, undefined, token)).data.find((a: any) => a.status === 'running'), 'the attempt to run');
+      const pgPort = Number(readFileSync(path.join(dataDir, 'postgres.port'), 'utf8'));
 
-    const before = first.output().length;
-    process.kill(-first.child.pid!, 'SIGINT');
-    t.is(await first.exited, 0, first.output());
-    const shutdownLog = first.output().slice(before).trim().split('\n').filter(Boolean);
-    t.true(shutdownLog.length <= 8, `a few lines, not ${shutdownLog.length}:\n${shutdownLog.join('\n')}`);
-    t.false(shutdownLog.some((line) => /^\s+at /.test(line) || line.length > 600), `no stack traces or object dumps:\n${shutdownLog.join('\n')}`);
-    t.false(/could not be stored|ECONNREFUSED|terminating connection/.test(first.output()), first.output());
-    t.false(await accepts(pgPort), 'the embedded PostgreSQL stopped with svc');
-    t.false(existsSync(path.join(dataDir, 'postgres', 'postmaster.pid')), 'and shut down cleanly');
+      const before = first.output().length;
+      process.kill(-first.child.pid!, 'SIGINT');
+      t.is(await first.exited, 0, first.output());
+      const shutdownLog = first.output().slice(before).trim().split('\n').filter(Boolean);
+      t.true(shutdownLog.length <= 8, `a few lines, not ${shutdownLog.length}:\n${shutdownLog.join('\n')}`);
+      t.false(
+        shutdownLog.some((line) => /^\s+at /.test(line) || line.length > 600),
+        `no stack traces or object dumps:\n${shutdownLog.join('\n')}`,
+      );
+      t.false(/could not be stored|ECONNREFUSED|terminating connection/.test(first.output()), first.output());
+      t.false(await accepts(pgPort), 'the embedded PostgreSQL stopped with svc');
+      t.false(existsSync(path.join(dataDir, 'postgres', 'postmaster.pid')), 'and shut down cleanly');
 
-    second = serveProcess({ PORT: new URL(url).port, SVC_DATA_DIR: dataDir }, { detached: true });
-    await waitForHealth(url, second);
-    const [firstAttempt] = (await api(url, 'GET', attempts, undefined, token)).data.filter((a: any) => a.attempt_number === 1);
-    t.not(firstAttempt.status, 'running', 'the interrupted attempt was ended, not left leased');
-    await until(async () => (await api(url, 'GET', attempts, undefined, token)).data.find((a: any) => a.attempt_number === 2), 'the job to run again after the restart');
-  } finally {
-    await stopped(first);
-    if (second) await stopped(second);
-    rmSync(dataDir, { recursive: true, force: true });
-  }
-});
+      second = serveProcess({ PORT: new URL(url).port, SVC_DATA_DIR: dataDir }, { detached: true });
+      await waitForHealth(url, second);
+      const [firstAttempt] = (await api(url, 'GET', attempts, undefined, token)).data.filter((a: any) => a.attempt_number === 1);
+      t.not(firstAttempt.status, 'running', 'the interrupted attempt was ended, not left leased');
+      await until(
+        async () => (await api(url, 'GET', attempts, undefined, token)).data.find((a: any) => a.attempt_number === 2),
+        'the job to run again after the restart',
+      );
+    } finally {
+      await stopped(first);
+      if (second) await stopped(second);
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  },
+);
 
 test.serial('as root from a folder the postgres user cannot enter (a checkout in /root, a mktemp -d data directory): npm start works', async (t) => {
   if (process.getuid?.() !== 0) {
@@ -161,7 +176,13 @@ test.serial('after a SIGKILL, the restarted server runs the stranded attempt aga
   try {
     await waitForHealth(url, killed);
     const { token, projectId } = await world(url);
-    const job = await api(url, 'POST', `/projects/${projectId}/jobs`, { description: 'long script', hints: { step: { kind: 'script', script: { run: 'sleep 60' } }, max_attempts: 3 } }, token);
+    const job = await api(
+      url,
+      'POST',
+      `/projects/${projectId}/jobs`,
+      { description: 'long script', hints: { step: { kind: 'script', script: { run: 'sleep 60' } }, max_attempts: 3 } },
+      token,
+    );
     const attempts = `/projects/${projectId}/jobs/${job.id}/attempts`;
     await until(async () => (await api(url, 'GET', attempts, undefined, token)).data.find((a: any) => a.status === 'running'), 'the attempt to run');
     killed.child.kill('SIGKILL');
@@ -170,7 +191,11 @@ test.serial('after a SIGKILL, the restarted server runs the stranded attempt aga
     next = serveProcess(env);
     await waitForHealth(url, next);
     const restarted = Date.now();
-    const second = await until(async () => (await api(url, 'GET', attempts, undefined, token)).data.find((a: any) => a.attempt_number === 2), 'a second attempt', 30_000);
+    const second = await until(
+      async () => (await api(url, 'GET', attempts, undefined, token)).data.find((a: any) => a.attempt_number === 2),
+      'a second attempt',
+      30_000,
+    );
     t.true(Date.now() - restarted < 15_000, `the job ran again ${Date.now() - restarted} ms after the restart`);
     const [first] = (await api(url, 'GET', attempts, undefined, token)).data.filter((a: any) => a.attempt_number === 1);
     t.is(first.status, 'failed');

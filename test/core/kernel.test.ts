@@ -22,7 +22,11 @@ test.serial('npm start: embedded PostgreSQL, all roles, data kept across restart
     const health = await waitForHealth(url, first);
     t.deepEqual(health.roles, ['api', 'orchestrator', 'worker']);
     t.true(health.database.ok);
-    const boot = await fetch(`${url}/auth/bootstrap`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'first@example.com' }) });
+    const boot = await fetch(`${url}/auth/bootstrap`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: 'first@example.com' }),
+    });
     t.is(boot.status, 201);
     const pgPort = Number(readFileSync(path.join(dataDir, 'postgres.port'), 'utf8'));
     t.true(await accepts(pgPort));
@@ -47,7 +51,10 @@ test.serial('npm start: embedded PostgreSQL, all roles, data kept across restart
 test('`svc serve --roles api --port N` runs only the api role on the given port', async (t) => {
   const database = await createTestDatabase();
   const port = await freePort();
-  const proc = serveProcess({ DATABASE_URL: database.url, SVC_DATA_DIR: mkdtempSync(path.join(tmpdir(), 'svc-roles-')) }, { command: ['dist/cli/bin.js', 'serve', '--roles', 'api', '--port', String(port)] });
+  const proc = serveProcess(
+    { DATABASE_URL: database.url, SVC_DATA_DIR: mkdtempSync(path.join(tmpdir(), 'svc-roles-')) },
+    { command: ['dist/cli/bin.js', 'serve', '--roles', 'api', '--port', String(port)] },
+  );
   try {
     const health = await waitForHealth(`http://127.0.0.1:${port}`, proc);
     t.deepEqual(health.roles, ['api']);
@@ -69,10 +76,16 @@ test('replicas starting together on one database migrate once', async (t) => {
   const database = await createTestDatabase();
   const started = await Promise.allSettled([startTestServer({ database }), startTestServer({ database })]);
   try {
-    const [a, b] = started.map((r) => (r.status === 'fulfilled' ? r.value : t.fail(String(r.reason)) as never));
+    const [a, b] = started.map((r) => (r.status === 'fulfilled' ? r.value : (t.fail(String(r.reason)) as never)));
     const rows = await a.kernel.db('knex_migrations').select('name');
-    const files = readdirSync(path.join(ROOT, 'migrations')).filter((f) => f.endsWith('.ts')).sort();
-    t.deepEqual(rows.map((r) => r.name), files, 'each migration applied exactly once');
+    const files = readdirSync(path.join(ROOT, 'migrations'))
+      .filter((f) => f.endsWith('.ts'))
+      .sort();
+    t.deepEqual(
+      rows.map((r) => r.name),
+      files,
+      'each migration applied exactly once',
+    );
     t.is((await a.kernel.db('signing_keys').where({ active: true })).length, 1, 'one signing key for all replicas');
     t.is((await call(b.server, 'GET', '/health')).statusCode, 200);
   } finally {
@@ -130,7 +143,7 @@ test('errors keep the {statusCode, error, message} shape', async (t) => {
   }
 });
 
-test('the worker role\'s runtime is built by the kernel from adapters.runtime, like every other adapter', async (t) => {
+test("the worker role's runtime is built by the kernel from adapters.runtime, like every other adapter", async (t) => {
   const s = await startTestServer({ overrides: { roles: ['api', 'worker'], plugins: ['discovery'] } });
   try {
     t.true(s.kernel.container.isRegistered(RuntimeToken, true));
@@ -138,6 +151,8 @@ test('the worker role\'s runtime is built by the kernel from adapters.runtime, l
   } finally {
     await s.stop();
   }
-  const bad = await t.throwsAsync(startTestServer({ overrides: { roles: ['api', 'worker'], plugins: ['discovery'], adapters: { runtime: { use: 'no-such-runtime' } } } }));
+  const bad = await t.throwsAsync(
+    startTestServer({ overrides: { roles: ['api', 'worker'], plugins: ['discovery'], adapters: { runtime: { use: 'no-such-runtime' } } } }),
+  );
   t.regex(bad!.message, /adapters\.runtime\.use: 'no-such-runtime' is neither a built-in runtime adapter/);
 });

@@ -11,7 +11,12 @@ const SSH_KEYGEN = '/usr/bin/ssh-keygen';
 const NAMESPACE = 'svc-auth';
 const run = promisify(execFile);
 
-interface KeySpec { name: string; args: string[]; type: SshKeyType; comment: string }
+interface KeySpec {
+  name: string;
+  args: string[];
+  type: SshKeyType;
+  comment: string;
+}
 const KEY_SPECS: KeySpec[] = [
   { name: 'ed25519', args: ['-t', 'ed25519'], type: 'ssh-ed25519', comment: 'alice@laptop' },
   { name: 'rsa', args: ['-t', 'rsa', '-b', '3072'], type: 'ssh-rsa', comment: 'rsa key with spaces' },
@@ -94,7 +99,13 @@ function unarmor(armored: string): Buffer {
   return Buffer.from(armored.replace(/-----[A-Z ]+-----/g, '').replace(/\s/g, ''), 'base64');
 }
 
-interface SigParts { keyBlob: Buffer; namespace?: string; hashAlgorithm?: string; version?: number; magic?: string }
+interface SigParts {
+  keyBlob: Buffer;
+  namespace?: string;
+  hashAlgorithm?: string;
+  version?: number;
+  magic?: string;
+}
 
 function signedData(message: Buffer, namespace: string, hashAlgorithm: string): Buffer {
   const digest = createHash(hashAlgorithm).update(message).digest();
@@ -106,8 +117,13 @@ function sshsig(parts: SigParts, signatureBlob: Buffer): string {
   version.writeUInt32BE(parts.version ?? 1);
   return armor(
     Buffer.concat([
-      Buffer.from(parts.magic ?? 'SSHSIG'), version, sshString(parts.keyBlob), sshString(parts.namespace ?? NAMESPACE),
-      sshString(''), sshString(parts.hashAlgorithm ?? 'sha512'), sshString(signatureBlob),
+      Buffer.from(parts.magic ?? 'SSHSIG'),
+      version,
+      sshString(parts.keyBlob),
+      sshString(parts.namespace ?? NAMESPACE),
+      sshString(''),
+      sshString(parts.hashAlgorithm ?? 'sha512'),
+      sshString(signatureBlob),
     ]),
   );
 }
@@ -166,16 +182,25 @@ test('parsePublicKey rejects unsupported and malformed keys with a reason', (t) 
   const ed = parsePublicKey(key('ed25519').publicLine);
   const fake = (type: string, ...fields: Buffer[]) => `${type} ${Buffer.concat([sshString(type), ...fields]).toString('base64')}`;
   t.throws(() => parsePublicKey(fake('ssh-dss', sshString(Buffer.alloc(128, 1)))), { instanceOf: SshKeyError, message: /Unsupported SSH key type "ssh-dss"/ });
-  t.throws(() => parsePublicKey(fake('sk-ssh-ed25519@openssh.com', sshString(Buffer.alloc(32)), sshString('ssh:'))), { instanceOf: SshKeyError, message: /FIDO/ });
+  t.throws(() => parsePublicKey(fake('sk-ssh-ed25519@openssh.com', sshString(Buffer.alloc(32)), sshString('ssh:'))), {
+    instanceOf: SshKeyError,
+    message: /FIDO/,
+  });
   t.throws(() => parsePublicKey(fake('ssh-ed25519-cert-v01@openssh.com', sshString('x'))), { instanceOf: SshKeyError, message: /certificates/ });
   t.throws(() => parsePublicKey(`ssh-rsa ${ed.blob.toString('base64')}`), { instanceOf: SshKeyError, message: /does not match/ });
   t.throws(() => parsePublicKey(`ssh-ed25519 ${ed.blob.toString('base64').slice(0, -1)}!`), { instanceOf: SshKeyError, message: /base64/ });
-  t.throws(() => parsePublicKey(`ssh-ed25519 ${Buffer.concat([ed.blob, Buffer.from([0])]).toString('base64')}`), { instanceOf: SshKeyError, message: /trailing/ });
+  t.throws(() => parsePublicKey(`ssh-ed25519 ${Buffer.concat([ed.blob, Buffer.from([0])]).toString('base64')}`), {
+    instanceOf: SshKeyError,
+    message: /trailing/,
+  });
   t.throws(() => parsePublicKey('ssh-ed25519'), isSshKeyError);
   t.throws(() => parsePublicKey(''), isSshKeyError);
   t.throws(() => parsePublicKey(`${ed.openssh}\n${ed.openssh}`), { instanceOf: SshKeyError, message: /single line/ });
   // A length field claiming 4 GiB must be a clean error, not a RangeError.
-  t.throws(() => parsePublicKey(`ssh-ed25519 ${Buffer.concat([sshString('ssh-ed25519'), Buffer.from([0xff, 0xff, 0xff, 0xff])]).toString('base64')}`), isSshKeyError);
+  t.throws(
+    () => parsePublicKey(`ssh-ed25519 ${Buffer.concat([sshString('ssh-ed25519'), Buffer.from([0xff, 0xff, 0xff, 0xff])]).toString('base64')}`),
+    isSshKeyError,
+  );
   // Off-curve ECDSA point.
   const p256 = parsePublicKey(key('ecdsa256').publicLine);
   const bent = Buffer.from(p256.blob);
@@ -202,7 +227,10 @@ for (const spec of KEY_SPECS) {
     t.is(verifySshSignature(k.signature, k.nonce.toString('utf8'), NAMESPACE).key.fingerprint, k.keygenFingerprint);
 
     t.throws(() => verifySshSignature(k.signature, k.nonce, 'git'), { instanceOf: SshKeyError, message: /namespace/ });
-    t.throws(() => verifySshSignature(k.signature, Buffer.concat([k.nonce, Buffer.from('x')]), NAMESPACE), { instanceOf: SshKeyError, message: /does not verify/ });
+    t.throws(() => verifySshSignature(k.signature, Buffer.concat([k.nonce, Buffer.from('x')]), NAMESPACE), {
+      instanceOf: SshKeyError,
+      message: /does not verify/,
+    });
   });
 
   test(`verifySshSignature ${spec.name}: every truncation and bit flip of the blob throws SshKeyError`, (t) => {
@@ -253,7 +281,9 @@ test('RSA signature made with -O hashalg=sha256 verifies', async (t) => {
 test('garbage and truncated armor throw SshKeyError', (t) => {
   const k = key('ecdsa256');
   const cases = [
-    '', 'hello', '-----BEGIN SSH SIGNATURE-----\n-----END SSH SIGNATURE-----',
+    '',
+    'hello',
+    '-----BEGIN SSH SIGNATURE-----\n-----END SSH SIGNATURE-----',
     '-----BEGIN SSH SIGNATURE-----\n!!!!\n-----END SSH SIGNATURE-----',
     k.signature.slice(0, k.signature.length / 2),
     k.signature.replace('SSH SIGNATURE', 'PGP SIGNATURE'),
@@ -295,8 +325,14 @@ test('RSA: short signatures are padded, legacy ssh-rsa (SHA-1) is rejected, othe
 
   const full = rsaSig('rsa-sha2-256', raw);
   t.notThrows(() => verifySshSignature(sshsig({ keyBlob }, full), message, NAMESPACE));
-  t.throws(() => verifySshSignature(sshsig({ keyBlob }, rsaSig('rsa-sha2-512', raw)), message, NAMESPACE), { instanceOf: SshKeyError, message: /does not verify/ });
-  t.throws(() => verifySshSignature(sshsig({ keyBlob }, rsaSig('ssh-rsa', sign('sha1', data, privateKey))), message, NAMESPACE), { instanceOf: SshKeyError, message: /SHA-1/ });
+  t.throws(() => verifySshSignature(sshsig({ keyBlob }, rsaSig('rsa-sha2-512', raw)), message, NAMESPACE), {
+    instanceOf: SshKeyError,
+    message: /does not verify/,
+  });
+  t.throws(() => verifySshSignature(sshsig({ keyBlob }, rsaSig('ssh-rsa', sign('sha1', data, privateKey))), message, NAMESPACE), {
+    instanceOf: SshKeyError,
+    message: /SHA-1/,
+  });
   t.throws(() => verifySshSignature(sshsig({ keyBlob, version: 2 }, full), message, NAMESPACE), { instanceOf: SshKeyError, message: /version/ });
   t.throws(() => verifySshSignature(sshsig({ keyBlob, magic: 'SSHSIH' }, full), message, NAMESPACE), { instanceOf: SshKeyError, message: /magic/ });
   const sha1Envelope = sshsig({ keyBlob, hashAlgorithm: 'sha1' }, rsaSig('rsa-sha2-256', sign('sha256', signedData(message, NAMESPACE, 'sha1'), privateKey)));

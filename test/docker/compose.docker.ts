@@ -27,9 +27,13 @@ test('docker-compose up: PostgreSQL, api × 2 and the orchestrator/worker run a 
   const bootstrapToken = 'compose-bootstrap-token';
   const env = {
     ...process.env,
-    SVC_IMAGE: SERVER_IMAGE, POSTGRES_IMAGE,
-    SVC_SECRETS_MASTER_KEY: 'ef'.repeat(32), SVC_BOOTSTRAP_TOKEN: bootstrapToken,
-    SVC_API_PORT_1: String(ports[0]), SVC_API_PORT_2: String(ports[1]), SVC_LOG_LEVEL: 'warn',
+    SVC_IMAGE: SERVER_IMAGE,
+    POSTGRES_IMAGE,
+    SVC_SECRETS_MASTER_KEY: 'ef'.repeat(32),
+    SVC_BOOTSTRAP_TOKEN: bootstrapToken,
+    SVC_API_PORT_1: String(ports[0]),
+    SVC_API_PORT_2: String(ports[1]),
+    SVC_LOG_LEVEL: 'warn',
   };
   // The project's repository, on the host, mounted where the worker's container clones it from.
   const bare = path.join(scratch, 'demo.git');
@@ -41,7 +45,8 @@ test('docker-compose up: PostgreSQL, api × 2 and the orchestrator/worker run a 
   execFileSync('chown', ['-R', '1000:1000', bare]);
   const override = path.join(scratch, 'test-override.yml');
   writeFileSync(override, YAML.stringify({ services: { runner: { volumes: [`${bare}:/repos/demo.git`] } } }));
-  const compose = (...args: string[]) => spawnSync('docker-compose', ['-p', project, '-f', COMPOSE_FILE, '-f', override, ...args], { env, encoding: 'utf8', timeout: 300_000 });
+  const compose = (...args: string[]) =>
+    spawnSync('docker-compose', ['-p', project, '-f', COMPOSE_FILE, '-f', override, ...args], { env, encoding: 'utf8', timeout: 300_000 });
   try {
     const started = Date.now();
     const up = compose('up', '-d');
@@ -51,7 +56,9 @@ test('docker-compose up: PostgreSQL, api × 2 and the orchestrator/worker run a 
     for (const api of apis) {
       let health: { status: number; body: any } = { status: 0, body: null };
       for (const deadline = Date.now() + 120_000; health.status !== 200 && Date.now() < deadline; await new Promise((r) => setTimeout(r, 1000))) {
-        health = await httpApi(api).get('/health').catch(() => ({ status: 0, body: null }));
+        health = await httpApi(api)
+          .get('/health')
+          .catch(() => ({ status: 0, body: null }));
       }
       t.is(health.status, 200, `${api}: ${compose('logs', '--tail', '30').stdout}`);
       t.deepEqual(health.body.roles, ['api']);

@@ -23,5 +23,8 @@ export async function containerActions(label: string, since: Date): Promise<stri
   });
   let text = '';
   for await (const chunk of stream as AsyncIterable<Buffer>) text += chunk.toString('utf8');
-  return text.split('\n').filter(Boolean).map((line) => (JSON.parse(line) as { Action: string }).Action);
+  return text
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => (JSON.parse(line) as { Action: string }).Action);
 }

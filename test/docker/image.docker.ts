@@ -20,7 +20,13 @@ test('the server image runs as a non-root user, listens on every interface and c
 
 /** Runs `script` with sh in a throwaway container of the image; its stdout. */
 async function inImage(script: string): Promise<string> {
-  const container = await docker.createContainer({ Image: SERVER_IMAGE, Entrypoint: ['/bin/sh', '-c'], Cmd: [script], Tty: true, HostConfig: { NetworkMode: 'none' } });
+  const container = await docker.createContainer({
+    Image: SERVER_IMAGE,
+    Entrypoint: ['/bin/sh', '-c'],
+    Cmd: [script],
+    Tty: true,
+    HostConfig: { NetworkMode: 'none' },
+  });
   try {
     await container.start();
     await container.wait();
@@ -51,7 +57,11 @@ test('started with a master key, the server becomes healthy on its own embedded 
   try {
     await container.start();
     let state = (await container.inspect()).State;
-    for (const deadline = Date.now() + 150_000; state.Health?.Status !== 'healthy' && state.Running && Date.now() < deadline; await new Promise((r) => setTimeout(r, 1000))) {
+    for (
+      const deadline = Date.now() + 150_000;
+      state.Health?.Status !== 'healthy' && state.Running && Date.now() < deadline;
+      await new Promise((r) => setTimeout(r, 1000))
+    ) {
       state = (await container.inspect()).State;
     }
     t.is(state.Health?.Status, 'healthy', JSON.stringify(state.Health?.Log?.slice(-2)));

@@ -41,11 +41,30 @@ function run(root: string, what: string, command: string, args: string[], env: R
 export async function ensureImages(docker: Docker, root: string): Promise<void> {
   if (!(await labelsOf(docker, WORKER_IMAGE))) run(root, WORKER_IMAGE, path.join(root, 'adapters/runtime/docker/image/build.sh'), [WORKER_IMAGE]);
   if (!(await labelsOf(docker, NODE_IMAGE))) run(root, NODE_IMAGE, path.join(root, 'examples/docker/node-image.sh'), [NODE_IMAGE]);
-  const lock = createHash('sha256').update(readFileSync(path.join(root, 'package-lock.json'))).digest('hex');
-  if ((await labelsOf(docker, DEPS_IMAGE))?.['svc.package-lock'] !== lock) run(root, DEPS_IMAGE, path.join(root, 'examples/docker/deps-image.sh'), [DEPS_IMAGE]);
+  const lock = createHash('sha256')
+    .update(readFileSync(path.join(root, 'package-lock.json')))
+    .digest('hex');
+  if ((await labelsOf(docker, DEPS_IMAGE))?.['svc.package-lock'] !== lock)
+    run(root, DEPS_IMAGE, path.join(root, 'examples/docker/deps-image.sh'), [DEPS_IMAGE]);
   if (!(await labelsOf(docker, POSTGRES_IMAGE))) run(root, POSTGRES_IMAGE, path.join(root, 'examples/compose/postgres-image.sh'), [POSTGRES_IMAGE]);
-  run(root, SERVER_IMAGE, DOCKER_CLI, [
-    'build', '--quiet', '--network=none', '--build-arg', `NODE_IMAGE=${NODE_IMAGE}`, '--build-arg', `DEPS_IMAGE=${DEPS_IMAGE}`,
-    '-f', 'examples/docker/Dockerfile', '-t', SERVER_IMAGE, '.',
-  ], { DOCKER_BUILDKIT: '1' });
+  run(
+    root,
+    SERVER_IMAGE,
+    DOCKER_CLI,
+    [
+      'build',
+      '--quiet',
+      '--network=none',
+      '--build-arg',
+      `NODE_IMAGE=${NODE_IMAGE}`,
+      '--build-arg',
+      `DEPS_IMAGE=${DEPS_IMAGE}`,
+      '-f',
+      'examples/docker/Dockerfile',
+      '-t',
+      SERVER_IMAGE,
+      '.',
+    ],
+    { DOCKER_BUILDKIT: '1' },
+  );
 }

@@ -17,7 +17,10 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const address = engineAddress(null, null);
 const docker = new Docker(address.options);
 const answered = await Promise.race([
-  docker.ping().then(() => null, (err: unknown) => engineMessage(err)),
+  docker.ping().then(
+    () => null,
+    (err: unknown) => engineMessage(err),
+  ),
   new Promise<string>((resolve) => setTimeout(() => resolve('no answer in 5 s'), 5000).unref()),
 ]);
 if (answered !== null) {

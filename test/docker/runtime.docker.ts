@@ -89,18 +89,30 @@ test('lines arrive while the container is still running', async (t) => {
   t.true(await noContainerFor(cwd));
 });
 
-test('the environment is spec.env over the image\'s; the process runs as spec.user (uid 1000) in the workspace handed to it', async (t) => {
+test("the environment is spec.env over the image's; the process runs as spec.user (uid 1000) in the workspace handed to it", async (t) => {
   const cwd = await workdir();
   await handTo(cwd, SVC);
   const runtime = await makeRuntime();
   process.env.SVC_TEST_PARENT_ONLY = 'leak';
-  const proc = await runtime.start(sh(cwd, 'echo "$FOO|${SVC_TEST_PARENT_ONLY:-unset}|$HOME|$PATH"; env | grep -E "^SVC_(WORKSPACE_ROOT|CACHE_ROOT|HOME|RUN_AS_UID)=" | sort; id -u; id -g; pwd; touch made-inside && echo wrote', { env: { FOO: 'bar baz=1' }, user: SVC }));
+  const proc = await runtime.start(
+    sh(
+      cwd,
+      'echo "$FOO|${SVC_TEST_PARENT_ONLY:-unset}|$HOME|$PATH"; env | grep -E "^SVC_(WORKSPACE_ROOT|CACHE_ROOT|HOME|RUN_AS_UID)=" | sort; id -u; id -g; pwd; touch made-inside && echo wrote',
+      { env: { FOO: 'bar baz=1' }, user: SVC },
+    ),
+  );
   const out = text(await collect(proc.lines()), 'stdout');
   t.deepEqual(out, [
     'bar baz=1|unset|/home/node|/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin',
     // The spec's fixed worker-image environment.
-    'SVC_CACHE_ROOT=/opt/svc/cache', 'SVC_HOME=/home/node', 'SVC_RUN_AS_UID=1000', 'SVC_WORKSPACE_ROOT=/opt/svc/workspaces',
-    '1000', '1000', cwd, 'wrote',
+    'SVC_CACHE_ROOT=/opt/svc/cache',
+    'SVC_HOME=/home/node',
+    'SVC_RUN_AS_UID=1000',
+    'SVC_WORKSPACE_ROOT=/opt/svc/workspaces',
+    '1000',
+    '1000',
+    cwd,
+    'wrote',
   ]);
   t.is((await proc.exited).exitCode, 0);
   // Nothing is handed back: the host's git runs with safe.directory=*, so the worker commits it as it is.
@@ -108,7 +120,7 @@ test('the environment is spec.env over the image\'s; the process runs as spec.us
   t.like(await stat(cwd), { uid: 1000, gid: 1000 });
 });
 
-test('without spec.user (run_as_uid null) the container runs as the server\'s own uid:gid', async (t) => {
+test("without spec.user (run_as_uid null) the container runs as the server's own uid:gid", async (t) => {
   const cwd = await workdir();
   const runtime = await makeRuntime();
   const proc = await runtime.start(sh(cwd, 'id -u; id -g; touch made-inside && echo wrote; sleep 1'));
@@ -128,7 +140,9 @@ test('files are written into the workspace before the start, owned by spec.user;
   const runtime = await makeRuntime();
   const files = { 'conf/nested/a.json': '{"a":1}\n', 'b.txt': 'hello\n' };
   // The container user rewrites them and creates next to them: they and the folders made for them are its own.
-  const proc = await runtime.start(sh(cwd, 'cat conf/nested/a.json; cat b.txt; echo again >> b.txt && touch conf/nested/c && echo rewrote', { files, user: SVC }));
+  const proc = await runtime.start(
+    sh(cwd, 'cat conf/nested/a.json; cat b.txt; echo again >> b.txt && touch conf/nested/c && echo rewrote', { files, user: SVC }),
+  );
   t.deepEqual(text(await collect(proc.lines()), 'stdout'), ['{"a":1}', 'hello', 'rewrote']);
   t.is((await proc.exited).exitCode, 0);
   t.is(await readFile(path.join(cwd, 'b.txt'), 'utf8'), 'hello\nagain\n');
@@ -153,7 +167,11 @@ test('files are written into the workspace before the start, owned by spec.user;
 test('the resource class sets the memory and CPU limits', async (t) => {
   const cwd = await workdir();
   const runtime = await makeRuntime({ resource_classes: { 'test.small': { cpus: 0.5, memory: '64m', pids: 64 } } });
-  const proc = await runtime.start(sh(cwd, 'cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || cat /sys/fs/cgroup/memory.max; echo ready; sleep 2', { resourceClass: 'test.small' }));
+  const proc = await runtime.start(
+    sh(cwd, 'cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || cat /sys/fs/cgroup/memory.max; echo ready; sleep 2', {
+      resourceClass: 'test.small',
+    }),
+  );
   const iterator = proc.lines()[Symbol.asyncIterator]();
   t.is((await iterator.next()).value?.line, String(64 * 1024 * 1024), 'the cgroup limit seen inside');
   await iterator.next();
@@ -167,7 +185,9 @@ test('the resource class sets the memory and CPU limits', async (t) => {
   t.deepEqual(text(await collect(defaults.lines()), 'stdout'), [String(2 * 1024 ** 3)], 'job.c1 when the job names no class');
   await defaults.exited;
 
-  await t.throwsAsync(runtime.start(sh(cwd, 'true', { resourceClass: 'job.huge' })), { message: "runtime docker: unknown resource class 'job.huge' (known: job.c1, job.c2, test.small; add it to adapters.runtime.options.resource_classes)" });
+  await t.throwsAsync(runtime.start(sh(cwd, 'true', { resourceClass: 'job.huge' })), {
+    message: "runtime docker: unknown resource class 'job.huge' (known: job.c1, job.c2, test.small; add it to adapters.runtime.options.resource_classes)",
+  });
   t.true(await noContainerFor(cwd));
 });
 
@@ -199,7 +219,7 @@ test('kill() ends the container with SIGTERM and resolves once it is removed', a
   t.true(await noContainerFor(cwd));
 });
 
-test('a command missing from the image exits 127 with the init\'s message; the container is removed', async (t) => {
+test("a command missing from the image exits 127 with the init's message; the container is removed", async (t) => {
   const cwd = await workdir();
   const runtime = await makeRuntime();
   const proc = await runtime.start({ command: 'svc-no-such-command', args: [], env: {}, cwd });
@@ -248,11 +268,12 @@ test('a slow reader holds the container back instead of losing output', async (t
 
 test('a missing image fails the boot naming it', async (t) => {
   await t.throwsAsync(makeRuntime({ image: 'svc-no-such-image:nope' }), {
-    message: /^runtime docker: image 'svc-no-such-image:nope' is not on the engine at .*; images are never pulled: build it with adapters\/runtime\/docker\/image\/build\.sh/,
+    message:
+      /^runtime docker: image 'svc-no-such-image:nope' is not on the engine at .*; images are never pulled: build it with adapters\/runtime\/docker\/image\/build\.sh/,
   });
 });
 
-test('the runtime hands nothing over: spec.user cannot write a 0700 workspace it was not given; the server\'s user can', async (t) => {
+test("the runtime hands nothing over: spec.user cannot write a 0700 workspace it was not given; the server's user can", async (t) => {
   const cwd = await workdir();
   await chmod(cwd, 0o700);
   const runtime = await makeRuntime();

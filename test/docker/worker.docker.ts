@@ -51,12 +51,17 @@ test.serial('a harness_b job with the fake CLI runs in a container: ready → ac
   const since = new Date(Date.now() - 1000);
   const description = `Fix the flaky test.\n${'Some context the agent needs.\n'.repeat(4000)}`;
   const created = await w.api.post(`/projects/${w.projectId}/jobs`, {
-    description, harness: 'harness_b', git: { branch: 'agent/${job_id}', commit: 'required', push: 'on_success' },
+    description,
+    harness: 'harness_b',
+    git: { branch: 'agent/${job_id}', commit: 'required', push: 'on_success' },
   });
   t.is(created.statusCode, 201, JSON.stringify(created.body));
   t.is(created.body.phase, 'ready');
   const phases = await phasesUntilFinished(created.body.id);
-  t.deepEqual(phases.filter((p) => p !== 'ready'), ['active', 'done']);
+  t.deepEqual(
+    phases.filter((p) => p !== 'ready'),
+    ['active', 'done'],
+  );
 
   const job = (await w.api.get(`/jobs/${created.body.id}`)).body;
   const [attempt] = await attemptsOf(w, job.id);
@@ -65,7 +70,12 @@ test.serial('a harness_b job with the fake CLI runs in a container: ready → ac
   t.is(attempt.git.commits.length, 1);
   t.is(git(w.bare, 'rev-parse', `agent/${job.id}`), attempt.git.commits[0]);
   t.is(git(w.bare, 'show', `agent/${job.id}:CHANGES.md`), '- Fix the flaky test.');
-  t.deepEqual(git(w.bare, 'ls-tree', '-r', '--name-only', `agent/${job.id}`).split('\n').filter((f) => f.startsWith('.svc/')), []);
+  t.deepEqual(
+    git(w.bare, 'ls-tree', '-r', '--name-only', `agent/${job.id}`)
+      .split('\n')
+      .filter((f) => f.startsWith('.svc/')),
+    [],
+  );
 
   const lines = await logLines(w, job.id, attempt.id);
   const stdout = lines.filter((l) => l.stream === 'stdout').map((l) => l.line);
@@ -80,14 +90,21 @@ test.serial('a harness_b job with the fake CLI runs in a container: ready → ac
   t.like(receipt.body.llm, { input_tokens: 1200, output_tokens: 340 });
   t.deepEqual(await containersLabelled(`svc.job_id=${job.id}`), [], 'the container is gone');
   const actions = await containerActions(`svc.job_id=${job.id}`, since);
-  t.deepEqual(actions.filter((a) => ['create', 'start', 'die', 'destroy'].includes(a)), ['create', 'start', 'die', 'destroy'], 'one container, run and removed');
+  t.deepEqual(
+    actions.filter((a) => ['create', 'start', 'die', 'destroy'].includes(a)),
+    ['create', 'start', 'die', 'destroy'],
+    'one container, run and removed',
+  );
 });
 
 test.serial('a script job writes into the mounted workspace as uid 1000; the host commits and pushes it', async (t) => {
   const created = await w.api.post(`/projects/${w.projectId}/jobs`, {
     description: 'script in docker',
     git: { branch: 'script/${job_id}', commit: 'auto', push: 'on_success' },
-    hints: { step: { kind: 'script', script: { run: 'id -u > uid.txt && echo "$SVC_JOB_ID" > job.txt && test -f "$SVC_RESOURCE_INDEX" && echo resources-visible' } }, resource_class: 'job.c2' },
+    hints: {
+      step: { kind: 'script', script: { run: 'id -u > uid.txt && echo "$SVC_JOB_ID" > job.txt && test -f "$SVC_RESOURCE_INDEX" && echo resources-visible' } },
+      resource_class: 'job.c2',
+    },
   });
   t.is(created.statusCode, 201, JSON.stringify(created.body));
   const job = await finished(w, created.body.id, 60_000);
@@ -98,13 +115,17 @@ test.serial('a script job writes into the mounted workspace as uid 1000; the hos
   t.is(git(w.bare, 'show', `script/${job.id}:uid.txt`), '1000');
   t.is(git(w.bare, 'show', `script/${job.id}:job.txt`), job.id);
   const lines = await logLines(w, job.id, attempt.id);
-  t.true(lines.some((l) => l.stream === 'stdout' && l.line === 'resources-visible'), 'SVC_RESOURCE_INDEX is valid inside the container');
+  t.true(
+    lines.some((l) => l.stream === 'stdout' && l.line === 'resources-visible'),
+    'SVC_RESOURCE_INDEX is valid inside the container',
+  );
   t.deepEqual(await containersLabelled(`svc.job_id=${job.id}`), []);
 });
 
 test.serial('a job timing out in its container is killed and fails saying so', async (t) => {
   const created = await w.api.post(`/projects/${w.projectId}/jobs`, {
-    description: 'hang', hints: { timeout_seconds: 2, step: { kind: 'script', script: { run: 'echo begun; sleep 60' } } },
+    description: 'hang',
+    hints: { timeout_seconds: 2, step: { kind: 'script', script: { run: 'echo begun; sleep 60' } } },
   });
   const started = Date.now();
   const job = await finished(w, created.body.id, 60_000);
@@ -116,7 +137,8 @@ test.serial('a job timing out in its container is killed and fails saying so', a
 
 test.serial('cancelling a job running in a container stops and removes the container', async (t) => {
   const created = await w.api.post(`/projects/${w.projectId}/jobs`, {
-    description: 'long', hints: { step: { kind: 'script', script: { run: 'echo begun; sleep 60' } } },
+    description: 'long',
+    hints: { step: { kind: 'script', script: { run: 'echo begun; sleep 60' } } },
   });
   const jobId = created.body.id;
   await until(async () => (await containersLabelled(`svc.job_id=${jobId}`)).some((c) => c.State === 'running'), 'the container to run', 30_000);
@@ -125,9 +147,13 @@ test.serial('cancelling a job running in a container stops and removes the conta
   const [attempt] = await attemptsOf(w, jobId);
   t.like(attempt, { status: 'cancelled' });
   await until(async () => (await containersLabelled(`svc.job_id=${jobId}`)).length === 0, 'the container to be removed', 20_000);
-  const lines = await until(async () => {
-    const all = await logLines(w, jobId, attempt.id);
-    return all.some((l) => l.line === 'stopped: job cancelled: not needed') ? all : null;
-  }, 'the stopped line', 20_000);
+  const lines = await until(
+    async () => {
+      const all = await logLines(w, jobId, attempt.id);
+      return all.some((l) => l.line === 'stopped: job cancelled: not needed') ? all : null;
+    },
+    'the stopped line',
+    20_000,
+  );
   t.true(lines.some((l) => l.stream === 'stdout' && l.line === 'begun'));
 });

@@ -35,8 +35,12 @@ export async function eventually<T>(check: () => Promise<T | undefined | null | 
 
 /** The event once routed (completed or failed), read through the API. */
 export async function routed(w: World, eventId: string, project = w.projectA): Promise<any> {
-  return eventually(async () => {
-    const res = await w.owner.api.get(`/projects/${project}/events/${eventId}`);
-    return res.body.status === 'completed' || res.body.status === 'failed' ? res.body : null;
-  }, 10_000, `event ${eventId} to be routed`);
+  return eventually(
+    async () => {
+      const res = await w.owner.api.get(`/projects/${project}/events/${eventId}`);
+      return res.body.status === 'completed' || res.body.status === 'failed' ? res.body : null;
+    },
+    10_000,
+    `event ${eventId} to be routed`,
+  );
 }

@@ -4,7 +4,11 @@ import { decide, decideAll, pushedBranch, type RoutableEvent, type TriggerOwner 
 import type { Manifest } from '../../domain/manifest/types.ts';
 
 const event = (type: string, payload: Record<string, unknown> = {}, more: Partial<RoutableEvent> = {}): RoutableEvent => ({
-  type, source: 'manual', ref_branch: null, payload, ...more,
+  type,
+  source: 'manual',
+  ref_branch: null,
+  payload,
+  ...more,
 });
 const pipeline = (trigger: unknown, name = 'p'): TriggerOwner => ({ kind: 'pipeline', name, trigger });
 const workflow = (trigger: unknown, name = 'w'): TriggerOwner => ({ kind: 'workflow', name, trigger });
@@ -53,7 +57,8 @@ test('vcshost push: vcshost.event or event, branch wildcards, branch from ref_br
 
 test('vcshost pull request: action list and base_branch wildcards', (t) => {
   const owner = workflow({ event: 'pull_request', action: ['opened', 'synchronize'], base_branch: 'release/*' });
-  const pr = (action: string, base: string) => event('vcshost.pull_request', { action, number: 7, pull_request: { base: { ref: base }, head: { ref: 'feature' } } });
+  const pr = (action: string, base: string) =>
+    event('vcshost.pull_request', { action, number: 7, pull_request: { base: { ref: base }, head: { ref: 'feature' } } });
   t.true(fires(owner, pr('opened', 'release/1')));
   t.true(fires(owner, pr('synchronize', 'release/2')));
   t.is(why(owner, pr('closed', 'release/1')), "action 'closed' is not one of opened, synchronize");
@@ -85,7 +90,10 @@ test('system: system.event with the system. prefix implied, wildcards, pipeline 
   const pipelineFailed = (name: string) => event('system.pipeline.failed', { run_id: 'prun_x', pipeline_name: name }, { source: 'system' });
   t.true(fires(scoped, pipelineFailed('deploy-eu')));
   t.is(why(scoped, pipelineFailed('build')), "pipeline 'build' does not match 'deploy-*'");
-  t.true(fires(workflow({ system: { event: 'job.failed', pipeline: 'ship' } }), failed({ metadata: { pipeline_name: 'ship' } })), 'job events carry the pipeline in metadata');
+  t.true(
+    fires(workflow({ system: { event: 'job.failed', pipeline: 'ship' } }), failed({ metadata: { pipeline_name: 'ship' } })),
+    'job events carry the pipeline in metadata',
+  );
   t.is(why(workflow({ system: { event: 'job.failed', pipeline: 'ship' } }), failed()), 'the event names no pipeline');
 });
 
@@ -95,9 +103,16 @@ test('anti-recursion: a system event never triggers the pipeline or workflow it 
   t.is(why(self, fromDeploy), 'anti-recursion: the event came from pipeline deploy itself');
   t.true(fires(pipeline({ system: { event: 'pipeline.failed' } }, 'rollback'), fromDeploy));
   const wf = workflow({ system: { event: 'job.failed' } }, 'fixer');
-  t.is(why(wf, event('system.job.failed', { metadata: { workflow_name: 'fixer' } }, { source: 'system' })), 'anti-recursion: the event came from workflow fixer itself');
+  t.is(
+    why(wf, event('system.job.failed', { metadata: { workflow_name: 'fixer' } }, { source: 'system' })),
+    'anti-recursion: the event came from workflow fixer itself',
+  );
   t.true(fires(wf, event('system.job.failed', { metadata: { workflow_name: 'other' } }, { source: 'system' })));
-  t.is(why(pipeline({ event: { type: 'system.*' } }, 'deploy'), fromDeploy), 'anti-recursion: the event came from pipeline deploy itself', 'whatever the clause');
+  t.is(
+    why(pipeline({ event: { type: 'system.*' } }, 'deploy'), fromDeploy),
+    'anti-recursion: the event came from pipeline deploy itself',
+    'whatever the clause',
+  );
 });
 
 test('chatapp: event and channel (with or without #)', (t) => {
@@ -122,7 +137,10 @@ test('manual: never fired by an event; several kinds in one trigger: any of them
   t.is(why(pipeline({ manual: true }), event('manual.run')), 'manual: runs only when started explicitly');
   const both = pipeline({ manual: true, event: 'push', branch: 'main' });
   t.true(fires(both, event('vcshost.push', { ref: 'refs/heads/main' })));
-  t.is(why(both, event('vcshost.push', { ref: 'refs/heads/dev' })), "vcshost.push: branch 'dev' does not match 'main'; manual: manual: runs only when started explicitly");
+  t.is(
+    why(both, event('vcshost.push', { ref: 'refs/heads/dev' })),
+    "vcshost.push: branch 'dev' does not match 'main'; manual: manual: runs only when started explicitly",
+  );
   t.regex(why(pipeline({ bogus: 1 }), event('x')), /^invalid trigger: pipelines\.p\.trigger\.bogus: Unknown trigger kind 'bogus'/);
   t.is(why(pipeline({ manual: false }), event('x')), 'the trigger defines no event');
 });

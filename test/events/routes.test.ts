@@ -15,14 +15,31 @@ const countEvents = async (project = w.projectA) => Number((await w.db('events')
 
 test.serial('POST events: 201 pending with the spec fields; defaults: source manual, actor the caller as user, payload {}', async (t) => {
   const res = await w.owner.api.post(`/projects/${w.projectA}/events`, {
-    type: 'manual.deploy', env_name: 'staging', ref_branch: 'main', ref_sha: 'a'.repeat(40), mutation_id: 'mut-1', request_id: 'req-1',
+    type: 'manual.deploy',
+    env_name: 'staging',
+    ref_branch: 'main',
+    ref_sha: 'a'.repeat(40),
+    mutation_id: 'mut-1',
+    request_id: 'req-1',
     payload: { service: 'api', nested: { n: 1 } },
   });
   t.is(res.statusCode, 201, JSON.stringify(res.body));
   t.regex(res.body.id, /^evt_[0-9a-z]{26}$/);
   t.like(res.body, {
-    project_id: w.projectA, type: 'manual.deploy', source: 'manual', status: 'pending', env_name: 'staging', ref_branch: 'main', ref_sha: 'a'.repeat(40),
-    actor_type: 'user', actor_id: w.owner.id, dedupe_key: null, mutation_id: 'mut-1', request_id: 'req-1', routing: null, error: null,
+    project_id: w.projectA,
+    type: 'manual.deploy',
+    source: 'manual',
+    status: 'pending',
+    env_name: 'staging',
+    ref_branch: 'main',
+    ref_sha: 'a'.repeat(40),
+    actor_type: 'user',
+    actor_id: w.owner.id,
+    dedupe_key: null,
+    mutation_id: 'mut-1',
+    request_id: 'req-1',
+    routing: null,
+    error: null,
   });
   t.deepEqual(res.body.payload_json, { service: 'api', nested: { n: 1 } });
   t.regex(res.body.created_at, ISO);
@@ -43,9 +60,24 @@ test.serial('dedupe_key: the second POST answers 200 with the first event and wr
 
 test.serial('source runner or system, and system.* / runner.* types: 403, nothing written', async (t) => {
   const before = await countEvents();
-  assertError(t, await w.owner.api.post(`/projects/${w.projectA}/events`, { type: 'runner.started', source: 'runner' }), 403, 'events from source runner are emitted by the platform only');
-  assertError(t, await w.owner.api.post(`/projects/${w.projectA}/events`, { type: 'manual.x', source: 'system' }), 403, 'events from source system are emitted by the platform only');
-  assertError(t, await w.owner.api.post(`/projects/${w.projectA}/events`, { type: 'system.job.failed' }), 403, 'event type system.job.failed: system.* events are emitted by the platform only');
+  assertError(
+    t,
+    await w.owner.api.post(`/projects/${w.projectA}/events`, { type: 'runner.started', source: 'runner' }),
+    403,
+    'events from source runner are emitted by the platform only',
+  );
+  assertError(
+    t,
+    await w.owner.api.post(`/projects/${w.projectA}/events`, { type: 'manual.x', source: 'system' }),
+    403,
+    'events from source system are emitted by the platform only',
+  );
+  assertError(
+    t,
+    await w.owner.api.post(`/projects/${w.projectA}/events`, { type: 'system.job.failed' }),
+    403,
+    'event type system.job.failed: system.* events are emitted by the platform only',
+  );
   t.is(await countEvents(), before);
 });
 
@@ -65,7 +97,12 @@ test.serial('bad input: 400 naming the field, nothing written; never a 500', asy
     [{ type: 'x'.repeat(201) }, /"type" length must be less than or equal to 200/],
   ];
   for (const [body, message] of cases) assertError(t, await w.owner.api.post(`/projects/${w.projectA}/events`, body), 400, message);
-  const raw = await w.ctx.srv.server.inject({ method: 'POST', url: `/projects/${w.projectA}/events`, payload: '{"type":', headers: { authorization: `Bearer ${w.owner.token}`, 'content-type': 'application/json' } });
+  const raw = await w.ctx.srv.server.inject({
+    method: 'POST',
+    url: `/projects/${w.projectA}/events`,
+    payload: '{"type":',
+    headers: { authorization: `Bearer ${w.owner.token}`, 'content-type': 'application/json' },
+  });
   t.is(raw.statusCode, 400);
   assertError(t, await w.owner.api.post('/projects/nope/events', { type: 'a.b' }), 400, /"project_id"/);
   t.is(await countEvents(), before);
@@ -93,9 +130,18 @@ test.serial('GET events: newest first, filters type, source, status, paginated; 
   t.is(all.statusCode, 200);
   const ids = all.body.data.map((e: any) => e.id);
   t.deepEqual(ids.slice(0, 3), [c.id, b.id, a.id]);
-  t.deepEqual((await list('?type=manual.list-a')).body.data.map((e: any) => e.id), [c.id, a.id]);
-  t.deepEqual((await list('?source=app')).body.data.map((e: any) => e.id), [b.id]);
-  t.deepEqual((await list('?status=completed')).body.data.map((e: any) => e.id), [a.id]);
+  t.deepEqual(
+    (await list('?type=manual.list-a')).body.data.map((e: any) => e.id),
+    [c.id, a.id],
+  );
+  t.deepEqual(
+    (await list('?source=app')).body.data.map((e: any) => e.id),
+    [b.id],
+  );
+  t.deepEqual(
+    (await list('?status=completed')).body.data.map((e: any) => e.id),
+    [a.id],
+  );
   const page = await list('?type=manual.list-a&limit=1&offset=1');
   t.deepEqual(page.body.pagination, { limit: 1, offset: 1, count: 1, total: 2, has_more: false });
   assertError(t, await list('?status=done'), 400, /"status" must be one of/);
@@ -110,7 +156,10 @@ test.serial('GET /orgs/{org_id}/events: every project of the org; members read, 
   const inA2 = await postEvent(w, { type: 'manual.org-a' }, w.projectA2);
   const res = await w.owner.api.get(`/orgs/${orgId}/events?type=manual.org-a`);
   t.is(res.statusCode, 200);
-  t.deepEqual(res.body.data.map((e: any) => e.id), [inA2.id, inA.id]);
+  t.deepEqual(
+    res.body.data.map((e: any) => e.id),
+    [inA2.id, inA.id],
+  );
   const member = await memberOf(w.ctx, orgId, 'ev-member');
   t.is((await member.api.get(`/orgs/${orgId}/events?limit=1`)).statusCode, 200);
   const created = await member.api.post(`/projects/${w.projectA}/events`, { type: 'manual.by-member' });

@@ -120,8 +120,16 @@ test.serial('a project without a manifest: completed, nothing matched', async (t
 test.serial('a failed job emits system.job.failed, which triggers on-fail; a job of on-fail failing never triggers on-fail again', async (t) => {
   const job = (await w.owner.api.post(`/projects/${w.projectA}/jobs`, { description: 'doomed', hints: { mutation_id: 'm-9', request_id: 'r-9' } })).body;
   const { attempt } = (await w.owner.api.post(`/jobs/${job.id}/claim`, {})).body;
-  await w.owner.api.post(`/jobs/${job.id}/attempts/${attempt.id}/complete`, { lease_token: attempt.lease_token, result: { status: 'failed', reason: 'boom' }, result_json: { exit_code: 3 } });
-  const failed = await eventually(() => w.db('events').where({ type: 'system.job.failed' }).whereRaw("payload_json->>'job_id' = ?", [job.id]).first(), 5_000, 'system.job.failed');
+  await w.owner.api.post(`/jobs/${job.id}/attempts/${attempt.id}/complete`, {
+    lease_token: attempt.lease_token,
+    result: { status: 'failed', reason: 'boom' },
+    result_json: { exit_code: 3 },
+  });
+  const failed = await eventually(
+    () => w.db('events').where({ type: 'system.job.failed' }).whereRaw("payload_json->>'job_id' = ?", [job.id]).first(),
+    5_000,
+    'system.job.failed',
+  );
   const event = await routed(w, failed.id);
   t.like(event, { source: 'system', actor_type: 'system', mutation_id: 'm-9', request_id: 'r-9' });
   t.deepEqual(matchedNames(event), ['workflow on-fail']);
@@ -131,15 +139,25 @@ test.serial('a failed job emits system.job.failed, which triggers on-fail; a job
 
   // The triage job fails too: its system.job.failed names workflow on-fail, which it must not trigger.
   const claim = (await w.owner.api.post(`/jobs/${triage.id}/claim`, {})).body;
-  await w.owner.api.post(`/jobs/${triage.id}/attempts/${claim.attempt.id}/complete`, { lease_token: claim.attempt.lease_token, result: { status: 'failed', reason: 'again' } });
-  const second = await eventually(() => w.db('events').where({ type: 'system.job.failed' }).whereRaw("payload_json->>'job_id' = ?", [triage.id]).first(), 5_000, 'second failure');
+  await w.owner.api.post(`/jobs/${triage.id}/attempts/${claim.attempt.id}/complete`, {
+    lease_token: claim.attempt.lease_token,
+    result: { status: 'failed', reason: 'again' },
+  });
+  const second = await eventually(
+    () => w.db('events').where({ type: 'system.job.failed' }).whereRaw("payload_json->>'job_id' = ?", [triage.id]).first(),
+    5_000,
+    'second failure',
+  );
   const looped = await routed(w, second.id);
   t.deepEqual(looped.routing.matched, []);
   t.is(reasonFor(looped, 'on-fail'), 'anti-recursion: the event came from workflow on-fail itself');
 });
 
 test.serial('events stuck in processing return to pending (and are routed); after the last allowed claim they fail', async (t) => {
-  const router = w.ctx.srv.server.app.container.resolve(RoleServices).of('orchestrator').find((s) => s instanceof EventRouter) as EventRouter;
+  const router = w.ctx.srv.server.app.container
+    .resolve(RoleServices)
+    .of('orchestrator')
+    .find((s) => s instanceof EventRouter) as EventRouter;
   const stuck = await postEvent(w, { type: 'manual.stage', env_name: 'staging' });
   await routed(w, stuck.id);
   const hopeless = await postEvent(w, { type: 'manual.nothing' });
@@ -162,11 +180,18 @@ test.serial('events stuck in processing return to pending (and are routed); afte
 
 test.serial('system.job.attempt.completed for every ended attempt, with the spec payload', async (t) => {
   const thread = (await w.owner.api.post(`/projects/${w.projectA}/threads`, { title: 'team' })).body.id;
-  const job = (await w.owner.api.post(`/projects/${w.projectA}/jobs`, { description: 'fine', hints: { coordination: { thread_id: thread }, max_attempts: 2 } })).body;
+  const job = (await w.owner.api.post(`/projects/${w.projectA}/jobs`, { description: 'fine', hints: { coordination: { thread_id: thread }, max_attempts: 2 } }))
+    .body;
   const first = (await w.owner.api.post(`/jobs/${job.id}/claim`, {})).body;
-  await w.owner.api.post(`/jobs/${job.id}/attempts/${first.attempt.id}/complete`, { lease_token: first.attempt.lease_token, result: { status: 'failed', reason: 'flaky' } });
+  await w.owner.api.post(`/jobs/${job.id}/attempts/${first.attempt.id}/complete`, {
+    lease_token: first.attempt.lease_token,
+    result: { status: 'failed', reason: 'flaky' },
+  });
   const second = (await w.owner.api.post(`/jobs/${job.id}/claim`, {})).body;
-  await w.owner.api.post(`/jobs/${job.id}/attempts/${second.attempt.id}/complete`, { lease_token: second.attempt.lease_token, result: { status: 'success', summary: 'ok' } });
+  await w.owner.api.post(`/jobs/${job.id}/attempts/${second.attempt.id}/complete`, {
+    lease_token: second.attempt.lease_token,
+    result: { status: 'success', summary: 'ok' },
+  });
   const events = await w.db('events').where({ type: 'system.job.attempt.completed' }).whereRaw("payload_json->>'job_id' = ?", [job.id]).orderBy('created_at');
   t.is(events.length, 2);
   const payloads = events.map((e: any) => e.payload_json);
@@ -175,25 +200,47 @@ test.serial('system.job.attempt.completed for every ended attempt, with the spec
     t.like(p, { job_id: job.id, assignee: w.owner.id, thread_id: thread, execution_type: 'agent' });
     t.true(Number.isInteger(p.duration_ms) && p.duration_ms >= 0);
   }
-  t.deepEqual(payloads.map((p: any) => [p.attempt_id, p.status]), [[first.attempt.id, 'failed'], [second.attempt.id, 'succeeded']]);
-  t.is(await w.db('events').where({ type: 'system.job.failed' }).whereRaw("payload_json->>'job_id' = ?", [job.id]).first(), undefined, 'a retried failure is not the job failing');
+  t.deepEqual(
+    payloads.map((p: any) => [p.attempt_id, p.status]),
+    [
+      [first.attempt.id, 'failed'],
+      [second.attempt.id, 'succeeded'],
+    ],
+  );
+  t.is(
+    await w.db('events').where({ type: 'system.job.failed' }).whereRaw("payload_json->>'job_id' = ?", [job.id]).first(),
+    undefined,
+    'a retried failure is not the job failing',
+  );
 });
 
 test.serial('system.job.completed when a job reaches done: after its successful attempt, or only at approval when it needs review', async (t) => {
   const completedOf = (jobId: string) => w.db('events').where({ type: 'system.job.completed' }).whereRaw("payload_json->>'job_id' = ?", [jobId]);
   const job = (await w.owner.api.post(`/projects/${w.projectA}/jobs`, { description: 'finish', hints: { mutation_id: 'm-c', request_id: 'r-c' } })).body;
   const { attempt } = (await w.owner.api.post(`/jobs/${job.id}/claim`, {})).body;
-  await w.owner.api.post(`/jobs/${job.id}/attempts/${attempt.id}/complete`, { lease_token: attempt.lease_token, result: { status: 'success', summary: 'all good' } });
+  await w.owner.api.post(`/jobs/${job.id}/attempts/${attempt.id}/complete`, {
+    lease_token: attempt.lease_token,
+    result: { status: 'success', summary: 'all good' },
+  });
   const [event] = await completedOf(job.id);
   t.like(event, { source: 'system', actor_type: 'system', mutation_id: 'm-c', request_id: 'r-c' });
   t.deepEqual(event.payload_json, {
-    job_id: job.id, attempt_id: attempt.id, status: 'done', result_summary: 'all good', close_reason: null,
-    mutation_id: 'm-c', request_id: 'r-c', metadata: { project_id: w.projectA },
+    job_id: job.id,
+    attempt_id: attempt.id,
+    status: 'done',
+    result_summary: 'all good',
+    close_reason: null,
+    mutation_id: 'm-c',
+    request_id: 'r-c',
+    metadata: { project_id: w.projectA },
   });
 
   const reviewed = (await w.owner.api.post(`/projects/${w.projectA}/jobs`, { description: 'check me', review_required: 'human' })).body;
   const claim = (await w.owner.api.post(`/jobs/${reviewed.id}/claim`, {})).body;
-  await w.owner.api.post(`/jobs/${reviewed.id}/attempts/${claim.attempt.id}/complete`, { lease_token: claim.attempt.lease_token, result: { status: 'success', summary: 'please look' } });
+  await w.owner.api.post(`/jobs/${reviewed.id}/attempts/${claim.attempt.id}/complete`, {
+    lease_token: claim.attempt.lease_token,
+    result: { status: 'success', summary: 'please look' },
+  });
   t.is((await completedOf(reviewed.id)).length, 0, 'in review, not done yet');
   t.is((await w.owner.api.post(`/jobs/${reviewed.id}/approve`, {})).statusCode, 200);
   const approved = await completedOf(reviewed.id);

@@ -50,7 +50,10 @@ test('readTrigger: every bad shape is a problem with its path', (t) => {
   ];
   for (const [trigger, path, message] of cases) {
     const { problems } = read(trigger);
-    t.true(problems.some((p) => p.path === path && message.test(p.message)), `${JSON.stringify(trigger)} → ${JSON.stringify(problems)}`);
+    t.true(
+      problems.some((p) => p.path === path && message.test(p.message)),
+      `${JSON.stringify(trigger)} → ${JSON.stringify(problems)}`,
+    );
   }
 });
 
@@ -59,7 +62,10 @@ test('manifest validation reports trigger problems at their path; valid triggers
     pipelines: { ship: { trigger: { vcshost: { event: 'push', branch: 'main' }, cron: { schedule: '0 3 * * *' } }, steps: [{ name: 'a', run: 'x' }] } },
     workflows: { fix: { trigger: { system: { event: 'job.failed' }, nonsense: 1 }, steps: [{ name: 'a', run: 'x' }] } },
   });
-  t.deepEqual(problems.map((p) => p.path), ['workflows.fix.trigger.nonsense']);
+  t.deepEqual(
+    problems.map((p) => p.path),
+    ['workflows.fix.trigger.nonsense'],
+  );
 });
 
 test('cronProblem: standard five fields only, UTC', (t) => {

@@ -54,7 +54,6 @@ const docs = render(DIR);
 const of = (kind: string) => docs.filter((d) => d.kind === kind);
 const named = (kind: string, name: string) => of(kind).find((d) => d.metadata.name === name);
 const deployments = of('Deployment');
-const settingsFile = YAML.parse(named('ConfigMap', 'svc-config')!.data['svc.yaml']);
 const scratch = mkdtempSync(path.join(tmpdir(), 'svc-cluster-test-'));
 test.after.always(() => rmSync(scratch, { recursive: true, force: true }));
 
@@ -71,13 +70,15 @@ function environmentOf(deployment: Doc): Record<string, string> {
   return { ...env, SVC_CONFIG: file };
 }
 const configOf = (deployment: Doc): Config => loadConfig({ env: environmentOf(deployment), cwd: scratch });
-const podsOf = (selector: Record<string, string>) => deployments.filter((d) => Object.entries(selector).every(([k, v]) => d.spec.template.metadata.labels[k] === v));
+const podsOf = (selector: Record<string, string>) =>
+  deployments.filter((d) => Object.entries(selector).every(([k, v]) => d.spec.template.metadata.labels[k] === v));
 
 test('kubectl-free rendering: an api Deployment with replicas, an orchestrator, workers per worker type, config, secret, RBAC, PDBs', (t) => {
   t.true(named('Deployment', 'svc-api')!.spec.replicas > 1);
   t.truthy(named('Deployment', 'svc-orchestrator'));
   t.true(deployments.filter((d) => d.metadata.name.startsWith('svc-worker-')).length >= 2);
-  for (const kind of ['Service', 'ConfigMap', 'Secret', 'ServiceAccount', 'Role', 'RoleBinding', 'PodDisruptionBudget', 'PersistentVolumeClaim']) t.true(of(kind).length > 0, kind);
+  for (const kind of ['Service', 'ConfigMap', 'Secret', 'ServiceAccount', 'Role', 'RoleBinding', 'PodDisruptionBudget', 'PersistentVolumeClaim'])
+    t.true(of(kind).length > 0, kind);
   for (const d of deployments) {
     t.is(d.spec.template.spec.containers[0].image, 'registry.example.com/svc:0.1.0', 'the images override applies');
     t.deepEqual(d.spec.selector.matchLabels, d.spec.template.metadata.labels, `${d.metadata.name} selects its own pods`);
@@ -107,19 +108,33 @@ test('ports: containers listen on server.port, Services reach them, and the URLs
   for (const s of of('Service')) {
     const pods = podsOf(s.spec.selector);
     t.true(pods.length > 0, `${s.metadata.name} selects pods`);
-    for (const p of s.spec.ports) for (const pod of pods) t.truthy(pod.spec.template.spec.containers[0].ports.find((cp: Doc) => cp.name === p.targetPort || cp.containerPort === p.targetPort), `${s.metadata.name}:${p.port}`);
+    for (const p of s.spec.ports)
+      for (const pod of pods)
+        t.truthy(
+          pod.spec.template.spec.containers[0].ports.find((cp: Doc) => cp.name === p.targetPort || cp.containerPort === p.targetPort),
+          `${s.metadata.name}:${p.port}`,
+        );
   }
-  const urls = [...deployments.flatMap((d) => Object.values(configOf(d).worker.urls)), ...deployments.map((d) => configOf(d).worker.api_url).filter(Boolean)] as string[];
+  const urls = [
+    ...deployments.flatMap((d) => Object.values(configOf(d).worker.urls)),
+    ...deployments.map((d) => configOf(d).worker.api_url).filter(Boolean),
+  ] as string[];
   t.true(urls.length > 0);
   for (const url of urls) {
     const u = new URL(url);
     const service = named('Service', u.hostname);
     t.truthy(service, `${url} names a Service`);
-    t.truthy(service?.spec.ports.find((p: Doc) => p.port === Number(u.port || 80)), `${url}: the Service has that port`);
+    t.truthy(
+      service?.spec.ports.find((p: Doc) => p.port === Number(u.port || 80)),
+      `${url}: the Service has that port`,
+    );
   }
   const orchestrator = configOf(named('Deployment', 'svc-orchestrator')!);
   for (const d of deployments.filter((x) => x.metadata.name.startsWith('svc-worker-'))) {
-    t.truthy(Object.values(orchestrator.worker.urls).find((u) => podsOf(named('Service', new URL(u).hostname)!.spec.selector).includes(d)), `the orchestrator dispatches to ${d.metadata.name}`);
+    t.truthy(
+      Object.values(orchestrator.worker.urls).find((u) => podsOf(named('Service', new URL(u).hostname)!.spec.selector).includes(d)),
+      `the orchestrator dispatches to ${d.metadata.name}`,
+    );
   }
 });
 
@@ -142,7 +157,10 @@ test('probes point at routes each process answers with 200, on its named port', 
       for (const kind of ['readinessProbe', 'livenessProbe', 'startupProbe']) {
         const probe = c[kind]?.httpGet;
         if (!probe) continue;
-        t.truthy(c.ports.find((p: Doc) => p.name === probe.port || p.containerPort === probe.port), `${d.metadata.name} ${kind} port`);
+        t.truthy(
+          c.ports.find((p: Doc) => p.name === probe.port || p.containerPort === probe.port),
+          `${d.metadata.name} ${kind} port`,
+        );
         t.is((await fetch(`${s.url}${probe.path}`)).status, 200, `${d.metadata.name} (${roles}) ${kind} ${probe.path}`);
       }
       t.truthy(c.readinessProbe && c.livenessProbe, `${d.metadata.name} has both probes`);
@@ -161,7 +179,7 @@ function permissionOf(r: RecordedRequest): string {
   return `${verb} ${resource}`;
 }
 
-test('the Role allows every call the kubernetes runtime makes, for the account the worker pods run as, in the runtime\'s namespace', async (t) => {
+test("the Role allows every call the kubernetes runtime makes, for the account the worker pods run as, in the runtime's namespace", async (t) => {
   t.timeout(60_000);
   const worker = named('Deployment', 'svc-worker-default')!;
   const options = { ...configOf(worker).adapters.runtime.options };
@@ -172,12 +190,26 @@ test('the Role allows every call the kubernetes runtime makes, for the account t
   const fake = await new FakeKube({ claims: { [(options.workspace as Doc).persistent_volume_claim]: workspace } }).start();
   try {
     delete options.in_cluster;
-    const { value, error } = runtimeAdapter.options.validate({ ...options, server: fake.url, token: fake.token, insecure_skip_tls_verify: true, workspace: { ...(options.workspace as Doc), mount_path: workspace }, kill_grace_seconds: 1 });
+    const { value, error } = runtimeAdapter.options.validate({
+      ...options,
+      server: fake.url,
+      token: fake.token,
+      insecure_skip_tls_verify: true,
+      workspace: { ...(options.workspace as Doc), mount_path: workspace },
+      kill_grace_seconds: 1,
+    });
     if (error) throw error;
-    const runtime = await runtimeAdapter.create(value, { logger: pino({ level: 'silent' }), databaseUrl: '', config: undefined, db: {} } as unknown as AdapterDeps);
+    const runtime = await runtimeAdapter.create(value, {
+      logger: pino({ level: 'silent' }),
+      databaseUrl: '',
+      config: undefined,
+      db: {},
+    } as unknown as AdapterDeps);
     const user = { uid: 1000, gid: 1000 };
     const done = await runtime.start({ command: '/bin/sh', args: ['-c', 'echo hi'], env: {}, cwd: path.join(workspace, 'w1'), user });
-    for await (const _line of done.lines()) { /* drain */ }
+    for await (const _line of done.lines()) {
+      /* drain */
+    }
     await done.exited;
     const killed = await runtime.start({ command: '/bin/sh', args: ['-c', 'sleep 30'], env: {}, cwd: path.join(workspace, 'w2'), user });
     await killed.kill();
@@ -189,11 +221,21 @@ test('the Role allows every call the kubernetes runtime makes, for the account t
   t.true(needed.includes('create pods') && needed.includes('get pods/log') && needed.includes('watch pods'), needed.join(', '));
   const role = of('Role')[0];
   const allowed = new Set(role.rules.flatMap((r: Doc) => r.resources.flatMap((res: string) => r.verbs.map((v: string) => `${v} ${res}`))));
-  t.deepEqual(needed.filter((p) => !allowed.has(p)), [], 'every call is allowed');
+  t.deepEqual(
+    needed.filter((p) => !allowed.has(p)),
+    [],
+    'every call is allowed',
+  );
   t.is(role.metadata.namespace, options.namespace, 'the Role is in the namespace the attempt pods go to');
   const binding = of('RoleBinding').find((b) => b.roleRef.name === role.metadata.name)!;
   for (const d of deployments.filter((x) => configOf(x).roles.includes('worker'))) {
-    t.truthy(binding.subjects.find((s: Doc) => s.kind === 'ServiceAccount' && s.name === d.spec.template.spec.serviceAccountName && s.namespace === d.metadata.namespace), d.metadata.name);
+    t.truthy(
+      binding.subjects.find(
+        (s: Doc) => s.kind === 'ServiceAccount' && s.name === d.spec.template.spec.serviceAccountName && s.namespace === d.metadata.namespace,
+      ),
+      d.metadata.name,
+    );
   }
-  for (const d of deployments.filter((x) => !configOf(x).roles.includes('worker'))) t.false(d.spec.template.spec.automountServiceAccountToken, `${d.metadata.name} gets no API token`);
+  for (const d of deployments.filter((x) => !configOf(x).roles.includes('worker')))
+    t.false(d.spec.template.spec.automountServiceAccountToken, `${d.metadata.name} gets no API token`);
 });

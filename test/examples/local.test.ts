@@ -15,7 +15,9 @@ import { ROOT, serveProcess, waitForHealth, type ServeProcess } from '../support
  */
 const README = readFileSync(path.join(ROOT, 'examples/local/README.md'), 'utf8');
 const SETTINGS = YAML.parse(readFileSync(path.join(ROOT, 'examples/local/svc.yaml'), 'utf8'));
-const serveLines = README.split('\n').map((l) => l.trim()).filter((l) => /^SVC_CONFIG=\S+ .*\bserve\b/.test(l));
+const serveLines = README.split('\n')
+  .map((l) => l.trim())
+  .filter((l) => /^SVC_CONFIG=\S+ .*\bserve\b/.test(l));
 
 /** `A=1 B=2 prog args…` as its environment and argv (the README's lines need no more of a shell). */
 function parseLine(line: string): { env: Record<string, string>; argv: string[] } {

@@ -17,7 +17,13 @@ test('the compiled server loads examples/harness-plugin (index.ts) through the T
   const proc = serveProcess({ DATABASE_URL: database.url, SVC_DATA_DIR: dir, SVC_CONFIG: config, SVC_ROLES: 'api', PORT: new URL(url).port });
   try {
     await waitForHealth(url, proc);
-    const boot = await (await fetch(`${url}/auth/bootstrap`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'a@example.com' }) })).json();
+    const boot = await (
+      await fetch(`${url}/auth/bootstrap`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: 'a@example.com' }),
+      })
+    ).json();
     const res = await fetch(`${url}/harnesses/acme`, { headers: { authorization: `Bearer ${boot.access_token}` } });
     t.is(res.status, 200, proc.output());
     t.is((await res.json()).name, 'acme');

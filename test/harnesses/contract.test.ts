@@ -47,7 +47,11 @@ test('the example plugin package passes the contract kit', async (t) => {
 /** The kit must catch what it claims to catch. */
 const broken = (over: Partial<HarnessDefinition>): HarnessDefinition => ({ ...builtIns[1], ...over });
 const failing: [string, HarnessDefinition, string][] = [
-  ['a harness that ignores permission policies', broken({ build: (i) => ({ command: 'x', args: ['--', i.prompt], env: { ...i.env }, files: {} }) }), 'never and yolo'],
+  [
+    'a harness that ignores permission policies',
+    broken({ build: (i) => ({ command: 'x', args: ['--', i.prompt], env: { ...i.env }, files: {} }) }),
+    'never and yolo',
+  ],
   ['a parser that throws', broken({ parseLine: (l) => [JSON.parse(l)] }), 'parseLine threw'],
   ['a build that drops the job environment', broken({ build: (i) => ({ ...builtIns[1].build(i), env: {} }) }), 'job environment'],
   ['a prompt passed as one huge argument', broken({ build: (i) => ({ ...builtIns[1].build({ ...i, prompt: 'short' }), args: [i.prompt] }) }), 'exceeds'],
@@ -56,14 +60,19 @@ const failing: [string, HarnessDefinition, string][] = [
 ];
 for (const [what, def, message] of failing) {
   test(`the contract kit rejects ${what}`, async (t) => {
-    const results = await Promise.all(harnessContract(def, claude).map(async (c) => {
-      try {
-        await c.run();
-        return null;
-      } catch (e) {
-        return (e as Error).message;
-      }
-    }));
-    t.true(results.some((m) => m?.includes(message)), JSON.stringify(results));
+    const results = await Promise.all(
+      harnessContract(def, claude).map(async (c) => {
+        try {
+          await c.run();
+          return null;
+        } catch (e) {
+          return (e as Error).message;
+        }
+      }),
+    );
+    t.true(
+      results.some((m) => m?.includes(message)),
+      JSON.stringify(results),
+    );
   });
 }

@@ -19,7 +19,12 @@ import { HarnessAuth } from '../../plugins/harnesses/service.ts';
 
 const BIN = fileURLToPath(new URL('../fixtures/bin/', import.meta.url));
 const FAKE: Record<string, string> = {
-  harness_a: 'fake-claude', harness_b: 'fake-claude', harness_c: 'fake-claude', harness_d: 'fake-codex', harness_e: 'fake-gemini', harness_f: 'fake-opencode',
+  harness_a: 'fake-claude',
+  harness_b: 'fake-claude',
+  harness_c: 'fake-claude',
+  harness_d: 'fake-codex',
+  harness_e: 'fake-gemini',
+  harness_f: 'fake-opencode',
 };
 const noSecrets = () => null;
 
@@ -31,11 +36,18 @@ test.before(async () => {
   const { value } = runtimeAdapter.options.validate({ kill_grace_ms: 500 });
   runtime = await runtimeAdapter.create(value, { logger: pino({ level: 'silent' }) } as unknown as AdapterDeps);
   const config = Object.fromEntries(Object.entries(FAKE).map(([id, bin]) => [id, { command: path.join(BIN, bin) }]));
-  registry = await Harnesses.load({ plugins: [], ...config, harness_a: { command: path.join(BIN, 'fake-claude'), mcp_servers: { docs: { command: 'docs-mcp' } } } }, new HarnessAuth(noSecrets));
+  registry = await Harnesses.load(
+    { plugins: [], ...config, harness_a: { command: path.join(BIN, 'fake-claude'), mcp_servers: { docs: { command: 'docs-mcp' } } } },
+    new HarnessAuth(noSecrets),
+  );
 });
 test.after.always(() => rm(root, { recursive: true, force: true }));
 
-interface Run { events: HarnessEvent[]; lines: OutputLine[]; exit: ProcessExit }
+interface Run {
+  events: HarnessEvent[];
+  lines: OutputLine[];
+  exit: ProcessExit;
+}
 let runs = 0;
 async function run(id: string, over: Partial<HarnessInput> = {}, timeoutMs = 20_000): Promise<Run> {
   const workspace = await mkdtemp(path.join(root, `w${++runs}-`));
@@ -61,7 +73,8 @@ function resultBlock(text: string): Record<string, unknown> | null {
   }
   return found;
 }
-const usageOf = (events: HarnessEvent[]) => events.filter((e) => e.type === 'usage').reduce((s, u) => s + (u.type === 'usage' ? u.inputTokens + u.outputTokens : 0), 0);
+const usageOf = (events: HarnessEvent[]) =>
+  events.filter((e) => e.type === 'usage').reduce((s, u) => s + (u.type === 'usage' ? u.inputTokens + u.outputTokens : 0), 0);
 
 for (const id of Object.keys(FAKE)) {
   test(`${id}: a successful run streams messages, tools and usage and ends with a json-result block`, async (t) => {
@@ -125,7 +138,11 @@ test('the flags each CLI received are the ones the policy, model and reasoning a
   t.like(JSON.parse(gemini.lines[0].line), { type: 'init', approval_mode: 'plan', model: 'gemini-2.5-flash', vertex: 'true' });
 
   const opencode = await run('harness_f', { permissionPolicy: 'never', model: 'openai/gpt-5', reasoningEffort: 'high' });
-  t.deepEqual(JSON.parse(opencode.lines[0].line).part.fake, { model: 'openai/gpt-5', variant: 'high', permission: { edit: 'deny', bash: 'deny', webfetch: 'deny' } });
+  t.deepEqual(JSON.parse(opencode.lines[0].line).part.fake, {
+    model: 'openai/gpt-5',
+    variant: 'high',
+    permission: { edit: 'deny', bash: 'deny', webfetch: 'deny' },
+  });
 });
 
 test('a prompt too long for one argument reaches the CLI through .svc/prompt.md', async (t) => {

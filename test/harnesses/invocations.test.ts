@@ -4,7 +4,11 @@ import { builtInHarnesses } from '../../harnesses/index.ts';
 
 const [a, b, c, d, e, f] = builtInHarnesses({ harness_a: { mcp_servers: { docs: { command: 'docs-mcp' } } } });
 const input = (over: Partial<HarnessInput> = {}): HarnessInput => ({
-  prompt: 'Fix it', workspace: '/w', permissionPolicy: 'default', env: { SVC_JOB_ID: 'job-1' }, ...over,
+  prompt: 'Fix it',
+  workspace: '/w',
+  permissionPolicy: 'default',
+  env: { SVC_JOB_ID: 'job-1' },
+  ...over,
 });
 const flagValue = (inv: HarnessInvocation, flag: string) => inv.args[inv.args.indexOf(flag) + 1];
 const before = (inv: HarnessInvocation) => inv.args.slice(0, inv.args.indexOf('--'));
@@ -79,7 +83,12 @@ test('harness_d: codex exec --json, --model, reasoning through -c model_reasonin
   t.deepEqual(inv.args.slice(-2), ['--', 'Fix it']);
 });
 
-for (const [policy, mode] of [['default', 'default'], ['auto_edit', 'auto_edit'], ['never', 'plan'], ['yolo', 'yolo']] as [PermissionPolicy, string][]) {
+for (const [policy, mode] of [
+  ['default', 'default'],
+  ['auto_edit', 'auto_edit'],
+  ['never', 'plan'],
+  ['yolo', 'yolo'],
+] as [PermissionPolicy, string][]) {
   test(`harness_e: permission policy ${policy} is --approval-mode ${mode}`, (t) => {
     t.is(flagValue(e.build(input({ permissionPolicy: policy })), '--approval-mode'), mode);
   });
@@ -105,7 +114,7 @@ test('harness_f: opencode run --format json, --model, --variant for reasoning, p
   t.deepEqual(JSON.parse(inv.env.OPENCODE_CONFIG_CONTENT).permission, { edit: 'deny', bash: 'deny', webfetch: 'deny' });
   t.deepEqual(JSON.parse(f.build(input({ permissionPolicy: 'auto_edit' })).env.OPENCODE_CONFIG_CONTENT).permission, { edit: 'allow' });
   t.is(JSON.parse(f.build(input({ permissionPolicy: 'yolo' })).env.OPENCODE_CONFIG_CONTENT).permission.bash, 'allow');
-  t.false('OPENCODE_CONFIG_CONTENT' in f.build(input()).env, 'default keeps the user\'s own config');
+  t.false('OPENCODE_CONFIG_CONTENT' in f.build(input()).env, "default keeps the user's own config");
 });
 
 test('every harness: a prompt over 100 kB goes to .svc/prompt.md and the argument points at it', (t) => {
@@ -113,7 +122,13 @@ test('every harness: a prompt over 100 kB goes to .svc/prompt.md and the argumen
   for (const h of [a, b, c, d, e, f]) {
     const inv = h.build(input({ prompt }));
     t.is(inv.files['.svc/prompt.md'], prompt, h.id);
-    t.true(inv.args.every((arg) => arg.length < 100_000), h.id);
-    t.true(inv.args.some((arg) => arg.includes('.svc/prompt.md')), h.id);
+    t.true(
+      inv.args.every((arg) => arg.length < 100_000),
+      h.id,
+    );
+    t.true(
+      inv.args.some((arg) => arg.includes('.svc/prompt.md')),
+      h.id,
+    );
   }
 });

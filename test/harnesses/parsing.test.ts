@@ -20,20 +20,36 @@ test('claude stream: text and tool_use blocks; usage per model from the result l
 });
 
 test('claude stream: a result without modelUsage counts its usage; API time only when one model made every call; an error result is an error', (t) => {
-  const line = JSON.stringify({ type: 'result', subtype: 'success', duration_api_ms: 1500, usage: { input_tokens: 7, output_tokens: 3, cache_read_input_tokens: 2, cache_creation_input_tokens: 4 }, total_cost_usd: 0.5 });
+  const line = JSON.stringify({
+    type: 'result',
+    subtype: 'success',
+    duration_api_ms: 1500,
+    usage: { input_tokens: 7, output_tokens: 3, cache_read_input_tokens: 2, cache_creation_input_tokens: 4 },
+    total_cost_usd: 0.5,
+  });
   t.deepEqual(b.parseLine(line), [{ type: 'usage', inputTokens: 7, outputTokens: 3, cacheReadTokens: 2, cacheWriteTokens: 4, costUsd: 0.5, durationMs: 1500 }]);
-  const oneModel = JSON.stringify({ type: 'result', subtype: 'success', duration_api_ms: 900, modelUsage: { 'claude-opus-4-1': { inputTokens: 1, outputTokens: 2 } } });
+  const oneModel = JSON.stringify({
+    type: 'result',
+    subtype: 'success',
+    duration_api_ms: 900,
+    modelUsage: { 'claude-opus-4-1': { inputTokens: 1, outputTokens: 2 } },
+  });
   t.deepEqual(b.parseLine(oneModel), [{ type: 'usage', model: 'claude-opus-4-1', inputTokens: 1, outputTokens: 2, durationMs: 900 }]);
   t.deepEqual(only(parse(b, samples.claudeFailure), 'error'), [{ type: 'error', message: 'run ended with error_max_turns' }]);
 });
 
 test('codex stream: items become messages and tools; turn usage has cached input apart', (t) => {
   const events = parse(d, samples.codexStream);
-  t.deepEqual(only(events, 'tool').map((x) => x.name), ['command_execution', 'file_change', 'docs.search']);
+  t.deepEqual(
+    only(events, 'tool').map((x) => x.name),
+    ['command_execution', 'file_change', 'docs.search'],
+  );
   t.deepEqual(only(events, 'usage'), [{ type: 'usage', inputTokens: 315, outputTokens: 122, cacheReadTokens: 24448 }]);
   t.regex(messageText(events), /json-result/);
   t.deepEqual(parse(d, samples.codexFailure), [{ type: 'error', message: 'stream disconnected before completion' }]);
-  t.deepEqual(d.parseLine(JSON.stringify({ type: 'item.completed', item: { item_type: 'assistant_message', text: 'old format' } })), [{ type: 'message', text: 'old format' }]);
+  t.deepEqual(d.parseLine(JSON.stringify({ type: 'item.completed', item: { item_type: 'assistant_message', text: 'old format' } })), [
+    { type: 'message', text: 'old format' },
+  ]);
 });
 
 test('gemini stream: assistant deltas join into the reply; stats give usage with cached input apart', (t) => {
@@ -43,7 +59,11 @@ test('gemini stream: assistant deltas join into the reply; stats give usage with
   t.deepEqual(only(events, 'usage'), [{ type: 'usage', inputTokens: 500, outputTokens: 290, cacheReadTokens: 1000 }]);
   t.regex(messageText(events), /^All tests pass now\.\n\n```json-result\n/);
   t.deepEqual(only(parse(e, samples.geminiFailure), 'error'), [{ type: 'error', message: 'Reached max session turns' }]);
-  const perModel = JSON.stringify({ type: 'result', status: 'success', stats: { models: { 'gemini-2.5-pro': { input_tokens: 10, output_tokens: 2, cached: 4, input: 6 } } } });
+  const perModel = JSON.stringify({
+    type: 'result',
+    status: 'success',
+    stats: { models: { 'gemini-2.5-pro': { input_tokens: 10, output_tokens: 2, cached: 4, input: 6 } } },
+  });
   t.deepEqual(e.parseLine(perModel), [{ type: 'usage', model: 'gemini-2.5-pro', inputTokens: 6, outputTokens: 2, cacheReadTokens: 4 }]);
 });
 
@@ -65,21 +85,53 @@ test('every parser: non-JSON lines are raw, blank lines nothing, unknown objects
   }
 });
 
-test('each CLI\'s todo list becomes progress: the item in progress and the share done', (t) => {
-  const todos = [{ content: 'Read', activeForm: 'Reading', status: 'completed' }, { content: 'Fix', activeForm: 'Fixing', status: 'in_progress' }, { content: 'Test', status: 'pending' }];
+test("each CLI's todo list becomes progress: the item in progress and the share done", (t) => {
+  const todos = [
+    { content: 'Read', activeForm: 'Reading', status: 'completed' },
+    { content: 'Fix', activeForm: 'Fixing', status: 'in_progress' },
+    { content: 'Test', status: 'pending' },
+  ];
   const claude = b.parseLine(JSON.stringify({ type: 'assistant', message: { content: [{ type: 'tool_use', name: 'TodoWrite', input: { todos } }] } }));
   t.deepEqual(only(claude, 'progress'), [{ type: 'progress', message: 'Fixing', percentage: 33 }]);
   t.is(only(claude, 'tool')[0].name, 'TodoWrite');
 
   const codexPlan = (completed: boolean[]) => ({ id: 'i', type: 'todo_list', items: completed.map((c, i) => ({ text: `step ${i + 1}`, completed: c })) });
   t.deepEqual(d.parseLine(JSON.stringify({ type: 'item.updated', item: codexPlan([true, false]) })), [{ type: 'progress', message: 'step 2', percentage: 50 }]);
-  t.deepEqual(d.parseLine(JSON.stringify({ type: 'item.completed', item: codexPlan([true, true]) })), [{ type: 'progress', message: 'all 2 planned steps done', percentage: 100 }]);
+  t.deepEqual(d.parseLine(JSON.stringify({ type: 'item.completed', item: codexPlan([true, true]) })), [
+    { type: 'progress', message: 'all 2 planned steps done', percentage: 100 },
+  ]);
   t.deepEqual(d.parseLine(JSON.stringify({ type: 'item.started', item: { type: 'command_execution', command: 'ls' } })), []);
 
-  const gemini = e.parseLine(JSON.stringify({ type: 'tool_use', tool_name: 'write_todos', parameters: { todos: [{ description: 'Plan', status: 'completed' }, { description: 'Do', status: 'pending' }] } }));
+  const gemini = e.parseLine(
+    JSON.stringify({
+      type: 'tool_use',
+      tool_name: 'write_todos',
+      parameters: {
+        todos: [
+          { description: 'Plan', status: 'completed' },
+          { description: 'Do', status: 'pending' },
+        ],
+      },
+    }),
+  );
   t.deepEqual(only(gemini, 'progress'), [{ type: 'progress', message: 'Do', percentage: 50 }]);
 
-  const opencode = f.parseLine(JSON.stringify({ type: 'tool_use', part: { tool: 'todowrite', state: { input: { todos: [{ content: 'A', status: 'cancelled' }, { content: 'B', status: 'completed' }] } } } }));
+  const opencode = f.parseLine(
+    JSON.stringify({
+      type: 'tool_use',
+      part: {
+        tool: 'todowrite',
+        state: {
+          input: {
+            todos: [
+              { content: 'A', status: 'cancelled' },
+              { content: 'B', status: 'completed' },
+            ],
+          },
+        },
+      },
+    }),
+  );
   t.deepEqual(only(opencode, 'progress'), [{ type: 'progress', message: 'all 2 planned steps done', percentage: 100 }]);
   t.deepEqual(only(f.parseLine(JSON.stringify({ type: 'tool_use', part: { tool: 'todowrite', state: { input: { todos: [] } } } })), 'progress'), []);
 });

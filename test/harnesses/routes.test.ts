@@ -46,28 +46,45 @@ test.after.always(async () => {
 test('GET /harnesses lists the six built-ins and the plugin harness with the spec fields', async (t) => {
   const res = await api.get('/harnesses');
   t.is(res.statusCode, 200);
-  t.deepEqual(res.body.data.map((h: { name: string }) => h.name), ['harness_a', 'harness_b', 'harness_c', 'harness_d', 'harness_e', 'harness_f', 'acme']);
+  t.deepEqual(
+    res.body.data.map((h: { name: string }) => h.name),
+    ['harness_a', 'harness_b', 'harness_c', 'harness_d', 'harness_e', 'harness_f', 'acme'],
+  );
   t.like(res.body.pagination, { limit: 10, offset: 0, count: 7, total: 7, has_more: false });
   const e = res.body.data[4];
   t.deepEqual(Object.keys(e).sort(), ['aliases', 'auth', 'capabilities', 'description', 'name', 'variants']);
   t.deepEqual(e.aliases, ['coder']);
   t.deepEqual(e.variants[0], { name: 'vertex', description: e.variants[0].description, source: 'builtin' });
-  t.deepEqual(e.capabilities, { supports_model: true, model_examples: ['gemini-2.5-pro', 'gemini-2.5-flash'], reasoning: { supported: false, levels: [], mode: null } });
+  t.deepEqual(e.capabilities, {
+    supports_model: true,
+    model_examples: ['gemini-2.5-pro', 'gemini-2.5-flash'],
+    reasoning: { supported: false, levels: [], mode: null },
+  });
   t.deepEqual(res.body.data[1].capabilities.reasoning.levels, ['low', 'medium', 'high', 'x-high']);
   const page = await api.get('/harnesses?limit=2&offset=2');
-  t.deepEqual(page.body.data.map((h: { name: string }) => h.name), ['harness_c', 'harness_d']);
+  t.deepEqual(
+    page.body.data.map((h: { name: string }) => h.name),
+    ['harness_c', 'harness_d'],
+  );
   t.like(page.body.pagination, { count: 2, total: 7, has_more: true });
 });
 
 test('auth: available with the binary found and a key in the environment (the value never shown)', async (t) => {
   const res = await api.get('/harnesses/harness_b');
   t.is(res.statusCode, 200);
-  t.deepEqual(res.body.auth, { available: true, reason: `${path.join(BIN, 'fake-claude')} found; credentials from the environment (CLAUDE_CODE_OAUTH_TOKEN)`, instructions: [] });
+  t.deepEqual(res.body.auth, {
+    available: true,
+    reason: `${path.join(BIN, 'fake-claude')} found; credentials from the environment (CLAUDE_CODE_OAUTH_TOKEN)`,
+    instructions: [],
+  });
   t.false(JSON.stringify(res.body).includes('sk-ant-oat-test-not-shown'));
 });
 
 test('auth: a login file under the home directory counts', async (t) => {
-  t.like((await api.get('/harnesses/harness_f')).body.auth, { available: true, reason: `${path.join(BIN, 'fake-opencode')} found; logged in (~/.local/share/opencode/auth.json)` });
+  t.like((await api.get('/harnesses/harness_f')).body.auth, {
+    available: true,
+    reason: `${path.join(BIN, 'fake-opencode')} found; logged in (~/.local/share/opencode/auth.json)`,
+  });
 });
 
 test('auth: a binary that is not there is unavailable, with how to install or configure it', async (t) => {
@@ -88,7 +105,11 @@ test('auth: no credentials is unavailable with the variables to set; a system se
   t.true(before.instructions[0].includes('OPENAI_API_KEY'));
   t.is((await api.post('/system/secrets', { name: 'OPENAI_API_KEY', value: 'sk-openai-secret-value' })).statusCode, 201);
   const after = await api.get('/harnesses/harness_d');
-  t.deepEqual(after.body.auth, { available: true, reason: `${path.join(BIN, 'fake-codex')} found; credentials from secrets and the environment (OPENAI_API_KEY)`, instructions: [] });
+  t.deepEqual(after.body.auth, {
+    available: true,
+    reason: `${path.join(BIN, 'fake-codex')} found; credentials from secrets and the environment (OPENAI_API_KEY)`,
+    instructions: [],
+  });
   t.false(JSON.stringify(after.body).includes('sk-openai-secret-value'));
   const registry = s.kernel.container.resolve(HarnessRegistryToken);
   t.deepEqual(await registry.credentials('harness_d'), { OPENAI_API_KEY: 'sk-openai-secret-value' });
@@ -102,7 +123,7 @@ test('the plugin harness from config: listed, its variants sourced to the plugin
   const registry = s.kernel.container.resolve(HarnessRegistryToken);
   const inv = registry.get('acme')!.build({ prompt: 'hi', workspace: '/w', permissionPolicy: 'yolo', env: {} });
   t.is(inv.command, path.join(EXAMPLE, 'bin/acme-agent'));
-  t.is(inv.env.ACME_API_KEY, 'acme-test', 'the server\'s credential variables reach the CLI');
+  t.is(inv.env.ACME_API_KEY, 'acme-test', "the server's credential variables reach the CLI");
 });
 
 test('the registry serves the worker: configured commands, env override, profiles with availability', async (t) => {
@@ -110,10 +131,17 @@ test('the registry serves the worker: configured commands, env override, profile
   t.is(s.kernel.config.harnesses.harness_e && (s.kernel.config.harnesses.harness_e as { command: string }).command, '/nonexistent/gemini');
   t.is(registry.get('coder')?.id, 'harness_e');
   t.is(registry.get('harness_b')!.build({ prompt: 'x', workspace: '/w', permissionPolicy: 'default', env: {} }).command, path.join(BIN, 'fake-claude'));
-  const agents = { version: 1 as const, profiles: { p: [{ harness: 'coder' }, { harness: 'harness_c' }, { harness: 'acme', model: 'acme-small' }] }, availability: { drop_unavailable: true } };
+  const agents = {
+    version: 1 as const,
+    profiles: { p: [{ harness: 'coder' }, { harness: 'harness_c' }, { harness: 'acme', model: 'acme-small' }] },
+    availability: { drop_unavailable: true },
+  };
   const choice = await registry.resolve({ harness_profile: 'p' }, agents);
   t.like(choice, { harness: 'acme', model: 'acme-small' });
-  t.deepEqual(choice.dropped.map((d) => d.harness), ['harness_e', 'harness_c']);
+  t.deepEqual(
+    choice.dropped.map((d) => d.harness),
+    ['harness_e', 'harness_c'],
+  );
 });
 
 test('bad input: the colon syntax, unknown names, bad paging, no token', async (t) => {
@@ -132,21 +160,29 @@ test('bad input: the colon syntax, unknown names, bad paging, no token', async (
 });
 
 const bootFails = async (harnesses: Record<string, unknown>) => {
-  const err = await startTestServer({ overrides: { harnesses } }).then(async (srv) => {
-    await srv.stop();
-    return null;
-  }, (e: Error) => e);
+  const err = await startTestServer({ overrides: { harnesses } }).then(
+    async (srv) => {
+      await srv.stop();
+      return null;
+    },
+    (e: Error) => e,
+  );
   return err?.message ?? 'booted';
 };
 
 test('a plugin with the wrong shape fails the boot with an error naming it', async (t) => {
-  t.regex(await bootFails({ plugins: ['./test/fixtures/harness-plugins/bad-shape.ts'] }),
-    /^harnesses\.plugins: '\.\/test\/fixtures\/harness-plugins\/bad-shape\.ts' does not export a harness definition .*build must be a function/);
+  t.regex(
+    await bootFails({ plugins: ['./test/fixtures/harness-plugins/bad-shape.ts'] }),
+    /^harnesses\.plugins: '\.\/test\/fixtures\/harness-plugins\/bad-shape\.ts' does not export a harness definition .*build must be a function/,
+  );
 });
 
 test('a plugin that does not load, an id clash and settings for an unknown harness fail the boot by name', async (t) => {
   t.regex(await bootFails({ plugins: ['svc-harness-does-not-exist'] }), /^harnesses\.plugins: 'svc-harness-does-not-exist' could not be loaded/);
-  t.regex(await bootFails({ plugins: ['./test/fixtures/harness-plugins/clash.ts'] }), /harness name 'harness_b' of plugin '\.\/test\/fixtures\/harness-plugins\/clash\.ts' is already taken by harness_b \(builtin\)/);
+  t.regex(
+    await bootFails({ plugins: ['./test/fixtures/harness-plugins/clash.ts'] }),
+    /harness name 'harness_b' of plugin '\.\/test\/fixtures\/harness-plugins\/clash\.ts' is already taken by harness_b \(builtin\)/,
+  );
   t.regex(await bootFails({ harness_zz: { command: 'x' } }), /^harnesses\.harness_zz: no harness has this id/);
   t.regex(await bootFails({ harness_b: { command: '' } }), /harnesses\.harness_b\.command/);
 });

@@ -40,11 +40,31 @@ const CASES: [string, string, () => string, RegExp][] = [
   ['NUL in a job description', 'POST /projects/{p}/jobs', () => '{"description":"fix\\u0000it"}', /^description contains a NUL character/],
   ['lone surrogate in a job description', 'POST /projects/{p}/jobs', () => '{"description":"fix \\ud800 it"}', /^description contains a lone UTF-16 surrogate/],
   ['NUL in a hint', 'POST /projects/{p}/jobs', () => '{"description":"x","hints":{"note":"a\\u0000"}}', /^hints\.note contains a NUL character/],
-  ['hints nested 10,000 deep', 'POST /projects/{p}/jobs', () => `{"description":"x","hints":${nested(10_000)}}`, /^hints\.a\.a.* is nested more than 64 levels deep/],
-  ['hints nested 150,000 deep (near the 1 MB body limit)', 'POST /projects/{p}/jobs', () => `{"description":"x","hints":${nested(150_000)}}`, /nested more than 64 levels deep|Invalid request payload JSON/],
+  [
+    'hints nested 10,000 deep',
+    'POST /projects/{p}/jobs',
+    () => `{"description":"x","hints":${nested(10_000)}}`,
+    /^hints\.a\.a.* is nested more than 64 levels deep/,
+  ],
+  [
+    'hints nested 150,000 deep (near the 1 MB body limit)',
+    'POST /projects/{p}/jobs',
+    () => `{"description":"x","hints":${nested(150_000)}}`,
+    /nested more than 64 levels deep|Invalid request payload JSON/,
+  ],
   ['NUL in an event payload', 'POST /projects/{p}/events', () => '{"type":"manual.x","payload":{"k":"\\u0000"}}', /^payload\.k contains a NUL character/],
-  ['lone surrogate in an event payload key', 'POST /projects/{p}/events', () => '{"type":"manual.x","payload":{"\\udc00":1}}', /^payload\.\\udc00 has a key that contains a lone UTF-16 surrogate/],
-  ['event payload nested 10,000 deep', 'POST /projects/{p}/events', () => `{"type":"manual.x","payload":${nested(10_000)}}`, /^payload\.a\.a.* is nested more than 64 levels deep/],
+  [
+    'lone surrogate in an event payload key',
+    'POST /projects/{p}/events',
+    () => '{"type":"manual.x","payload":{"\\udc00":1}}',
+    /^payload\.\\udc00 has a key that contains a lone UTF-16 surrogate/,
+  ],
+  [
+    'event payload nested 10,000 deep',
+    'POST /projects/{p}/events',
+    () => `{"type":"manual.x","payload":${nested(10_000)}}`,
+    /^payload\.a\.a.* is nested more than 64 levels deep/,
+  ],
   ['NUL in an org name', 'POST /orgs', () => '{"name":"Acme\\u0000"}', /^name contains a NUL character/],
   ['lone surrogate in an org name', 'POST /orgs', () => '{"name":"Acme \\ud83d"}', /^name contains a lone UTF-16 surrogate/],
   ['NUL in an org doc', 'POST /orgs/{o}/docs', () => '{"path":"/guides/a.md","content":"a\\u0000b"}', /^content contains a NUL character/],
@@ -68,14 +88,19 @@ for (const [what, route, body, message] of CASES) {
 test.serial('NUL in a path or query parameter: 400 naming it', async (t) => {
   const byPath = await call(s.server, 'GET', `/orgs/org_%00`, undefined, token);
   t.is(byPath.statusCode, 400);
-  t.regex(byPath.body.message, /org_id/, 'joi\'s pattern refuses it first, naming the parameter');
+  t.regex(byPath.body.message, /org_id/, "joi's pattern refuses it first, naming the parameter");
   const byQuery = await call(s.server, 'GET', `/projects/${projectId}/jobs?label=a%00b`, undefined, token);
   t.is(byQuery.statusCode, 400);
   t.regex(byQuery.body.message, /^query parameter label contains a NUL character/);
 });
 
 test.serial('authentication still comes first: an anonymous hostile request is 401', async (t) => {
-  const res = await s.server.inject({ method: 'POST', url: `/projects/${projectId}/jobs`, payload: '{"description":"\\u0000"}', headers: { 'content-type': 'application/json' } });
+  const res = await s.server.inject({
+    method: 'POST',
+    url: `/projects/${projectId}/jobs`,
+    payload: '{"description":"\\u0000"}',
+    headers: { 'content-type': 'application/json' },
+  });
   t.is(res.statusCode, 401);
 });
 

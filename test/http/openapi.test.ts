@@ -42,9 +42,24 @@ test('every operation has a description, a domain tag and a success response sch
 
 test('the document covers the kernel routes with their spec paths', async (t) => {
   const doc = (await call(s.server, 'GET', '/openapi.json')).body;
-  for (const path of ['/health', '/auth/config', '/.well-known/jwks.json', '/auth/challenge', '/auth/verify', '/auth/mint', '/auth/bootstrap',
-    '/auth/bootstrap/status', '/orgs', '/orgs/ensure', '/orgs/{org_id}', '/orgs/{org_id}/members', '/projects', '/projects/ensure',
-    '/projects/{project_id}', '/projects/{project_id}/members']) {
+  for (const path of [
+    '/health',
+    '/auth/config',
+    '/.well-known/jwks.json',
+    '/auth/challenge',
+    '/auth/verify',
+    '/auth/mint',
+    '/auth/bootstrap',
+    '/auth/bootstrap/status',
+    '/orgs',
+    '/orgs/ensure',
+    '/orgs/{org_id}',
+    '/orgs/{org_id}/members',
+    '/projects',
+    '/projects/ensure',
+    '/projects/{project_id}',
+    '/projects/{project_id}/members',
+  ]) {
     t.truthy(doc.paths[path], path);
   }
   t.truthy(doc.components.securitySchemes.bearer);

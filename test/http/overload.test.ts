@@ -29,11 +29,13 @@ test('a 12 s exclusive lock on jobs: no 500, blocked lists 503 + Retry-After, an
   await locker.connect();
   await locker.query('BEGIN');
   await locker.query('LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE');
-  const released = new Promise<void>((resolve) => setTimeout(async () => {
-    await locker.query('COMMIT');
-    await locker.end();
-    resolve();
-  }, 12_000));
+  const released = new Promise<void>((resolve) =>
+    setTimeout(async () => {
+      await locker.query('COMMIT');
+      await locker.end();
+      resolve();
+    }, 12_000),
+  );
   try {
     const started = Date.now();
     const lists = Array.from({ length: 30 }, () => admin.get(`/projects/${projectId}/jobs`));
@@ -50,8 +52,14 @@ test('a 12 s exclusive lock on jobs: no 500, blocked lists 503 + Retry-After, an
     const listed = await Promise.all(lists);
     const orgRead = await org;
     const statuses = listed.map((r) => r.statusCode);
-    t.log(`lists: ${statuses.filter((c) => c === 200).length} × 200, ${statuses.filter((c) => c === 503).length} × 503; org read ${orgRead.statusCode} after ${orgRead.ms} ms; /health ${health.join(',')} in ${healthMs.join(',')} ms`);
-    t.deepEqual(statuses.filter((c) => c !== 200 && c !== 503), [], 'every list answers 200 or 503');
+    t.log(
+      `lists: ${statuses.filter((c) => c === 200).length} × 200, ${statuses.filter((c) => c === 503).length} × 503; org read ${orgRead.statusCode} after ${orgRead.ms} ms; /health ${health.join(',')} in ${healthMs.join(',')} ms`,
+    );
+    t.deepEqual(
+      statuses.filter((c) => c !== 200 && c !== 503),
+      [],
+      'every list answers 200 or 503',
+    );
     for (const r of listed.filter((x) => x.statusCode === 503)) {
       t.is(r.headers['retry-after'], '2');
       t.regex(r.body.message, /database is busy or unreachable/);

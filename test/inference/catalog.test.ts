@@ -1,5 +1,5 @@
 import test from 'ava';
-import { as, call } from '../support/server.ts';
+import { call } from '../support/server.ts';
 import { assertError, assertPage, missingOrgId, newUser } from '../orgs/helpers.ts';
 import { managed, target, teardown, world, type World } from './helpers.ts';
 
@@ -13,16 +13,41 @@ test.after.always(async () => {
 });
 
 const TARGET_FIELDS = [
-  'allowed_models', 'base_url', 'created_at', 'created_by', 'credential_secret', 'id', 'idle_timeout_ms', 'kind', 'name', 'org_id', 'request_timeout_ms', 'scope', 'updated_at',
+  'allowed_models',
+  'base_url',
+  'created_at',
+  'created_by',
+  'credential_secret',
+  'id',
+  'idle_timeout_ms',
+  'kind',
+  'name',
+  'org_id',
+  'request_timeout_ms',
+  'scope',
+  'updated_at',
 ];
 
 test.serial('an org admin creates, reads, changes and deletes an org target; the secret name is shown, never its value', async (t) => {
   const created = await w.orgAdmin.api.post('/inference/targets', {
-    org_id: w.org, name: 'org-ai', kind: 'openai', base_url: `${w.fake.url}/v1/`, credential_secret: 'FAKE_KEY', allowed_models: ['gpt-fake-1'],
+    org_id: w.org,
+    name: 'org-ai',
+    kind: 'openai',
+    base_url: `${w.fake.url}/v1/`,
+    credential_secret: 'FAKE_KEY',
+    allowed_models: ['gpt-fake-1'],
   });
   t.is(created.statusCode, 201, JSON.stringify(created.body));
   t.deepEqual(Object.keys(created.body).sort(), TARGET_FIELDS);
-  t.like(created.body, { org_id: w.org, scope: 'org', kind: 'openai', base_url: `${w.fake.url}/v1`, credential_secret: 'FAKE_KEY', allowed_models: ['gpt-fake-1'], request_timeout_ms: null });
+  t.like(created.body, {
+    org_id: w.org,
+    scope: 'org',
+    kind: 'openai',
+    base_url: `${w.fake.url}/v1`,
+    credential_secret: 'FAKE_KEY',
+    allowed_models: ['gpt-fake-1'],
+    request_timeout_ms: null,
+  });
   t.regex(created.body.id, /^itgt_/);
   t.false(JSON.stringify(created.body).includes(w.fake.apiKey));
 
@@ -36,7 +61,12 @@ test.serial('an org admin creates, reads, changes and deletes an org target; the
 
   // members may use models but not administer targets; another org's admin does not see them at all
   assertError(t, await w.member.api.get(`/inference/targets?org_id=${w.org}`), 403, 'missing permission inference:admin');
-  assertError(t, await w.member.api.post('/inference/targets', { org_id: w.org, name: 'x', kind: 'openai', base_url: 'https://example.com/v1' }), 403, 'missing permission inference:admin');
+  assertError(
+    t,
+    await w.member.api.post('/inference/targets', { org_id: w.org, name: 'x', kind: 'openai', base_url: 'https://example.com/v1' }),
+    403,
+    'missing permission inference:admin',
+  );
   const stranger = await newUser(w.ctx, 'inf-stranger');
   assertError(t, await stranger.api.get(`/inference/targets/${created.body.id}`), 404, `inference target ${created.body.id} not found`);
   assertError(t, await stranger.api.get(`/inference/targets?org_id=${missingOrgId}`), 404, /not found/);
@@ -46,8 +76,13 @@ test.serial('an org admin creates, reads, changes and deletes an org target; the
   assertError(t, await w.orgAdmin.api.get(`/inference/targets/${created.body.id}`), 404, `inference target ${created.body.id} not found`);
 });
 
-test.serial('system targets are the system administrator\'s; bad targets are 400 or 422 and write nothing', async (t) => {
-  assertError(t, await w.orgAdmin.api.post('/inference/targets', { name: 'sys', kind: 'openai', base_url: 'https://example.com/v1' }), 403, /system administrator/);
+test.serial("system targets are the system administrator's; bad targets are 400 or 422 and write nothing", async (t) => {
+  assertError(
+    t,
+    await w.orgAdmin.api.post('/inference/targets', { name: 'sys', kind: 'openai', base_url: 'https://example.com/v1' }),
+    403,
+    /system administrator/,
+  );
   assertError(t, await w.orgAdmin.api.get('/inference/targets'), 403, /system administrator/);
   const sys = await target(w, { name: 'sys-ai', kind: 'openai', base_url: `${w.fake.url}/v1`, credential_secret: 'FAKE_KEY' });
   t.like(sys, { org_id: null, scope: 'system' });
@@ -62,34 +97,91 @@ test.serial('system targets are the system administrator\'s; bad targets are 400
   ] as const;
   for (const [body, message] of bad) assertError(t, await w.admin.post('/inference/targets', body), 400, message);
   // org targets may not reach metadata addresses
-  assertError(t, await w.orgAdmin.api.post('/inference/targets', { org_id: w.org, name: 'meta', kind: 'openai', base_url: 'http://169.254.169.254/v1' }), 422, /base_url is refused: 169\.254\.169\.254 is a link-local/);
+  assertError(
+    t,
+    await w.orgAdmin.api.post('/inference/targets', { org_id: w.org, name: 'meta', kind: 'openai', base_url: 'http://169.254.169.254/v1' }),
+    422,
+    /base_url is refused: 169\.254\.169\.254 is a link-local/,
+  );
   t.is(Number((await w.ctx.srv.kernel.db('inference_targets').count({ n: '*' }).first())!.n), 1);
 });
 
 test.serial('managed models: org and system entries, prices, projects; the catalog and GET /models show them to whom may use them', async (t) => {
   const sys = (await w.admin.get('/inference/targets')).body.data[0];
-  const orgTarget = await target(w, { org_id: w.org, name: 'org-claude', kind: 'anthropic', base_url: w.fake.url, credential_secret: 'FAKE_KEY' }, w.orgAdmin.api);
+  const orgTarget = await target(
+    w,
+    { org_id: w.org, name: 'org-claude', kind: 'anthropic', base_url: w.fake.url, credential_secret: 'FAKE_KEY' },
+    w.orgAdmin.api,
+  );
   const fast = await managed(w, { name: 'fast', target_id: sys.id, upstream_model: 'gpt-fake-1', prices: { input: 0.5, output: 1.5, cache_read: 0.05 } });
   t.like(fast, {
-    canonical_model_id: 'managed/fast', name: 'fast', scope: 'system', org_id: null, target: { id: sys.id, name: 'sys-ai', kind: 'openai' }, upstream_model: 'gpt-fake-1',
-    prices: { input: 0.5, output: 1.5, cache_read: 0.05, cache_write: null, reasoning: null }, currency: 'USD', project_ids: null,
+    canonical_model_id: 'managed/fast',
+    name: 'fast',
+    scope: 'system',
+    org_id: null,
+    target: { id: sys.id, name: 'sys-ai', kind: 'openai' },
+    upstream_model: 'gpt-fake-1',
+    prices: { input: 0.5, output: 1.5, cache_read: 0.05, cache_write: null, reasoning: null },
+    currency: 'USD',
+    project_ids: null,
   });
-  const smart = await managed(w, { org_id: w.org, name: 'managed/smart', target_id: orgTarget.id, upstream_model: 'claude-fake-1', project_ids: [w.project] }, w.orgAdmin.api);
+  const smart = await managed(
+    w,
+    { org_id: w.org, name: 'managed/smart', target_id: orgTarget.id, upstream_model: 'claude-fake-1', project_ids: [w.project] },
+    w.orgAdmin.api,
+  );
   t.like(smart, { canonical_model_id: 'managed/smart', scope: 'org', project_ids: [w.project] });
 
   // bad input: negative prices, unknown targets, another org's target, projects of another org
-  assertError(t, await w.admin.post('/inference/managed-models', { name: 'neg', target_id: sys.id, upstream_model: 'm', prices: { output: -1 } }), 400, '"prices.output" must be a non-negative price');
-  assertError(t, await w.orgAdmin.api.post('/inference/managed-models', { org_id: w.org, name: 'dup', target_id: orgTarget.id, upstream_model: 'm', project_ids: ['proj_01h455vb4pex5vsknk084sn02q'] }), 422, /is not a live project of org/);
-  assertError(t, await w.admin.post('/inference/managed-models', { name: 'x', target_id: orgTarget.id, upstream_model: 'm' }), 422, `inference target ${orgTarget.id} not found in the system`);
-  assertError(t, await w.orgAdmin.api.post('/inference/managed-models', { org_id: w.org, name: 'smart', target_id: orgTarget.id, upstream_model: 'm' }), 409, `managed/smart already exists in org ${w.org}`);
-  assertError(t, await w.member.api.post('/inference/managed-models', { org_id: w.org, name: 'y', target_id: orgTarget.id, upstream_model: 'm' }), 403, 'missing permission inference:admin');
+  assertError(
+    t,
+    await w.admin.post('/inference/managed-models', { name: 'neg', target_id: sys.id, upstream_model: 'm', prices: { output: -1 } }),
+    400,
+    '"prices.output" must be a non-negative price',
+  );
+  assertError(
+    t,
+    await w.orgAdmin.api.post('/inference/managed-models', {
+      org_id: w.org,
+      name: 'dup',
+      target_id: orgTarget.id,
+      upstream_model: 'm',
+      project_ids: ['proj_01h455vb4pex5vsknk084sn02q'],
+    }),
+    422,
+    /is not a live project of org/,
+  );
+  assertError(
+    t,
+    await w.admin.post('/inference/managed-models', { name: 'x', target_id: orgTarget.id, upstream_model: 'm' }),
+    422,
+    `inference target ${orgTarget.id} not found in the system`,
+  );
+  assertError(
+    t,
+    await w.orgAdmin.api.post('/inference/managed-models', { org_id: w.org, name: 'smart', target_id: orgTarget.id, upstream_model: 'm' }),
+    409,
+    `managed/smart already exists in org ${w.org}`,
+  );
+  assertError(
+    t,
+    await w.member.api.post('/inference/managed-models', { org_id: w.org, name: 'y', target_id: orgTarget.id, upstream_model: 'm' }),
+    403,
+    'missing permission inference:admin',
+  );
 
   const forOrg = await w.member.api.get(`/inference/managed-models?org_id=${w.org}`);
   t.deepEqual(assertPage(t, forOrg, { limit: 10, offset: 0, count: 2, total: 2, has_more: false }, 'canonical_model_id'), ['managed/smart', 'managed/fast']);
   const forOther = await w.member.api.get(`/inference/managed-models?project_id=${w.otherProject}`);
-  t.deepEqual(forOther.body.data.map((m: any) => m.canonical_model_id), ['managed/fast']);
+  t.deepEqual(
+    forOther.body.data.map((m: any) => m.canonical_model_id),
+    ['managed/fast'],
+  );
   const systemOnly = await (await newUser(w.ctx, 'inf-nobody')).api.get('/inference/managed-models');
-  t.deepEqual(systemOnly.body.data.map((m: any) => m.canonical_model_id), ['managed/fast']);
+  t.deepEqual(
+    systemOnly.body.data.map((m: any) => m.canonical_model_id),
+    ['managed/fast'],
+  );
 
   const models = await w.member.api.get(`/models?org_id=${w.org}&limit=100`);
   t.is(models.statusCode, 200, JSON.stringify(models.body));
@@ -97,27 +189,57 @@ test.serial('managed models: org and system entries, prices, projects; the catal
   t.deepEqual(ids.slice(0, 2), ['managed/fast', 'managed/smart']);
   t.like(models.body.data[1], { object: 'model', source: 'managed', kind: 'anthropic', target: 'org-claude', provider: null, upstream_model: 'claude-fake-1' });
   t.true(ids.includes('gpt-fake-1') && ids.includes('claude-fake-1'), 'provider models from the fake upstream');
-  t.deepEqual((await w.member.api.get(`/models?org_id=${w.org}&source=managed`)).body.data.map((m: any) => m.id), ['managed/fast', 'managed/smart']);
+  t.deepEqual(
+    (await w.member.api.get(`/models?org_id=${w.org}&source=managed`)).body.data.map((m: any) => m.id),
+    ['managed/fast', 'managed/smart'],
+  );
 
-  const del = await call(w.ctx.srv.server, 'DELETE', `/inference/managed-models/${encodeURIComponent('managed/smart')}?org_id=${w.org}`, undefined, w.orgAdmin.token);
+  const del = await call(
+    w.ctx.srv.server,
+    'DELETE',
+    `/inference/managed-models/${encodeURIComponent('managed/smart')}?org_id=${w.org}`,
+    undefined,
+    w.orgAdmin.token,
+  );
   t.is(del.statusCode, 204);
-  assertError(t, await call(w.ctx.srv.server, 'DELETE', `/inference/managed-models/managed/smart?org_id=${w.org}`, undefined, w.orgAdmin.token), 404, `model managed/smart not found in org ${w.org}`);
+  assertError(
+    t,
+    await call(w.ctx.srv.server, 'DELETE', `/inference/managed-models/managed/smart?org_id=${w.org}`, undefined, w.orgAdmin.token),
+    404,
+    `model managed/smart not found in org ${w.org}`,
+  );
   // a target in use cannot go
-  assertError(t, await call(w.ctx.srv.server, 'DELETE', `/inference/targets/${sys.id}`, undefined, w.ctx.adminToken), 409, 'inference target sys-ai is used by managed models managed/fast; delete them first');
+  assertError(
+    t,
+    await call(w.ctx.srv.server, 'DELETE', `/inference/targets/${sys.id}`, undefined, w.ctx.adminToken),
+    409,
+    'inference target sys-ai is used by managed models managed/fast; delete them first',
+  );
 });
 
 test.serial('providers: kinds, base URLs and secret names (no values); models from the provider, cached, else configured', async (t) => {
   const providers = await w.member.api.get('/providers');
   t.is(providers.statusCode, 200, JSON.stringify(providers.body));
   const byName = Object.fromEntries(providers.body.data.map((p: any) => [p.name, p]));
-  t.like(byName.openai, { kind: 'openai', base_url: 'https://api.openai.com/v1', credential_secret: 'OPENAI_API_KEY', models_endpoint: 'https://api.openai.com/v1/models' });
+  t.like(byName.openai, {
+    kind: 'openai',
+    base_url: 'https://api.openai.com/v1',
+    credential_secret: 'OPENAI_API_KEY',
+    models_endpoint: 'https://api.openai.com/v1/models',
+  });
   t.like(byName.anthropic, { kind: 'anthropic', credential_secret: 'ANTHROPIC_API_KEY' });
   t.like(byName.fakeclaude, { kind: 'anthropic', base_url: w.fake.url, models_endpoint: `${w.fake.url}/v1/models` });
   t.false(JSON.stringify(providers.body).includes(w.fake.apiKey));
 
   const before = w.fake.calls.length;
   const models = await w.member.api.get('/providers/fakeclaude/models');
-  t.deepEqual(models.body.data.map((m: any) => [m.id, m.source]), [['gpt-fake-1', 'provider'], ['claude-fake-1', 'provider']]);
+  t.deepEqual(
+    models.body.data.map((m: any) => [m.id, m.source]),
+    [
+      ['gpt-fake-1', 'provider'],
+      ['claude-fake-1', 'provider'],
+    ],
+  );
   await w.member.api.get('/providers/fakeclaude/models');
   t.is(w.fake.calls.filter((c, i) => i >= before && c.path === '/v1/models').length, 0, 'cached from the GET /models call of the test before');
   // no credential set: the provider is not asked, the configured list answers

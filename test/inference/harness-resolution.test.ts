@@ -30,8 +30,13 @@ test('a chat-completions CLI goes through the proxy with its job token, whatever
 test('an Anthropic-messages CLI gets the Anthropic target directly, its key marked secret; an OpenAI target cannot serve it', async (t) => {
   const r = await resolve('managed/smart', 'anthropic');
   t.deepEqual(r, {
-    model: 'claude-fake-1', provider: 'anthropic', via: 'direct', baseUrl: w.fake.url, apiKey: w.fake.apiKey,
-    env: { ANTHROPIC_BASE_URL: w.fake.url, ANTHROPIC_API_KEY: w.fake.apiKey }, secrets: [w.fake.apiKey],
+    model: 'claude-fake-1',
+    provider: 'anthropic',
+    via: 'direct',
+    baseUrl: w.fake.url,
+    apiKey: w.fake.apiKey,
+    env: { ANTHROPIC_BASE_URL: w.fake.url, ANTHROPIC_API_KEY: w.fake.apiKey },
+    secrets: [w.fake.apiKey],
   });
   const err = await t.throwsAsync(resolve('managed/fast', 'anthropic'));
   t.is((err as any).output.statusCode, 422);
@@ -39,7 +44,10 @@ test('an Anthropic-messages CLI gets the Anthropic target directly, its key mark
 });
 
 test('unknown models, and models the project may not use, are 404 naming the model', async (t) => {
-  for (const [model, project] of [['managed/nope', w.project], ['managed/smart', w.otherProject]]) {
+  for (const [model, project] of [
+    ['managed/nope', w.project],
+    ['managed/smart', w.otherProject],
+  ]) {
     const err = await t.throwsAsync(resolve(model, 'openai', project));
     t.is((err as any).output.statusCode, 404);
     t.is(err!.message, `model ${model} not found`);

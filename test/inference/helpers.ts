@@ -16,7 +16,9 @@ export interface World {
   member: User;
 }
 
-export async function world(opts: { slowChunkMs?: number; idleTimeoutMs?: number; requestTimeoutMs?: number; overrides?: Record<string, unknown> } = {}): Promise<World> {
+export async function world(
+  opts: { slowChunkMs?: number; idleTimeoutMs?: number; requestTimeoutMs?: number; overrides?: Record<string, unknown> } = {},
+): Promise<World> {
   const fake = await startFakeLlm({ slowChunkMs: opts.slowChunkMs });
   const ctx = await setup({
     overrides: {
@@ -54,7 +56,12 @@ export async function jobToken(w: World, project = w.project, permissions: Permi
   const claimed = await w.admin.post(`/jobs/${job.body.id}/claim`, {});
   if (claimed.statusCode !== 200 && claimed.statusCode !== 201) throw new Error(`claim: ${JSON.stringify(claimed.body)}`);
   const { token } = await w.ctx.srv.kernel.container.resolve(MachineTokens).signJobToken({
-    jobId: job.body.id, attemptId: claimed.body.attempt.id, projectId: project, orgId: w.org, permissions, ttlSeconds: 3600,
+    jobId: job.body.id,
+    attemptId: claimed.body.attempt.id,
+    projectId: project,
+    orgId: w.org,
+    permissions,
+    ttlSeconds: 3600,
   });
   return { token, jobId: job.body.id as string, attemptId: claimed.body.attempt.id as string, leaseToken: claimed.body.lease_token as string };
 }
@@ -74,7 +81,12 @@ export async function managed(w: World, body: Record<string, unknown>, api = w.a
 
 /** `POST /inference/v1/chat/completions` through server.inject, with extra headers. */
 export async function chat(w: World, token: string, body: unknown, headers: Record<string, string> = {}) {
-  const res = await w.ctx.srv.server.inject({ method: 'POST', url: '/inference/v1/chat/completions', payload: body as object, headers: { authorization: `Bearer ${token}`, ...headers } });
+  const res = await w.ctx.srv.server.inject({
+    method: 'POST',
+    url: '/inference/v1/chat/completions',
+    payload: body as object,
+    headers: { authorization: `Bearer ${token}`, ...headers },
+  });
   let parsed: any = res.payload;
   try {
     parsed = JSON.parse(res.payload);

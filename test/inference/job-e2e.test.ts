@@ -17,14 +17,18 @@ test.after.always(() => teardown(w));
 test('a harness_d job on managed/fast calls the model through the proxy with its job token; the usage is on its attempt', async (t) => {
   const created = await w.admin.post(`/projects/${w.project}/jobs`, { description: 'Say hello [[fake:proxy]]', harness: 'harness_d', model: 'managed/fast' });
   t.is(created.statusCode, 201, JSON.stringify(created.body));
-  const job = await until(async () => {
-    const r = await w.admin.get(`/jobs/${created.body.id}`);
-    return ['done', 'cancelled'].includes(r.body.phase) ? r.body : null;
-  }, 'the job to end', 60_000);
+  const job = await until(
+    async () => {
+      const r = await w.admin.get(`/jobs/${created.body.id}`);
+      return ['done', 'cancelled'].includes(r.body.phase) ? r.body : null;
+    },
+    'the job to end',
+    60_000,
+  );
   const attempts = (await w.admin.get(`/projects/${w.project}/jobs/${job.id}/attempts`)).body.data;
   t.is(job.phase, 'done', JSON.stringify(attempts));
   const lines: { seq: number; line: string }[] = [];
-  for (let more = true; more; ) {
+  for (let more = true; more;) {
     const page = await w.admin.get(`/jobs/${job.id}/attempts/${attempts[0].id}/logs?limit=50&after_seq=${lines.at(-1)?.seq ?? 0}`);
     lines.push(...page.body.data);
     more = page.body.pagination.has_more;

@@ -6,13 +6,23 @@ import { chat, jobToken, managed, target, teardown, world, type World } from './
 let w: World;
 let sys: any;
 let claude: any;
-const user = [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Say hello' }];
+const user = [
+  { role: 'system', content: 'Be brief.' },
+  { role: 'user', content: 'Say hello' },
+];
 const ORG = () => ({ 'x-svc-org': w.org });
 
 test.before(async () => {
   w = await world({ requestTimeoutMs: 800, idleTimeoutMs: 800 });
   sys = await target(w, { name: 'sys-ai', kind: 'openai', base_url: `${w.fake.url}/v1`, credential_secret: 'FAKE_KEY' });
-  claude = await target(w, { org_id: w.org, name: 'claude', kind: 'anthropic', base_url: w.fake.url, credential_secret: 'FAKE_KEY', allowed_models: ['claude-fake-1', 'tools-claude', 'limited-claude', 'cut-claude'] });
+  claude = await target(w, {
+    org_id: w.org,
+    name: 'claude',
+    kind: 'anthropic',
+    base_url: w.fake.url,
+    credential_secret: 'FAKE_KEY',
+    allowed_models: ['claude-fake-1', 'tools-claude', 'limited-claude', 'cut-claude'],
+  });
   await managed(w, { name: 'fast', target_id: sys.id, upstream_model: 'gpt-fake-1' });
   await managed(w, { org_id: w.org, name: 'smart', target_id: claude.id, upstream_model: 'claude-fake-1', project_ids: [w.project] });
 });
@@ -25,16 +35,34 @@ const usageRows = () => w.ctx.srv.kernel.db('inference_usage').orderBy('id');
 test.serial('an OpenAI-compatible target: the answer passes through, the key goes upstream, usage is recorded in disjoint classes', async (t) => {
   const res = await chat(w, w.member.token, { model: 'managed/fast', messages: user }, ORG());
   t.is(res.statusCode, 200, res.raw);
-  t.like(res.body, { object: 'chat.completion', model: 'gpt-fake-1', choices: [{ message: { role: 'assistant', content: 'Hello from gpt-fake-1' }, finish_reason: 'stop' }] });
+  t.like(res.body, {
+    object: 'chat.completion',
+    model: 'gpt-fake-1',
+    choices: [{ message: { role: 'assistant', content: 'Hello from gpt-fake-1' }, finish_reason: 'stop' }],
+  });
   const sent = w.fake.calls.at(-1)!;
   t.is(sent.path, '/v1/chat/completions');
   t.is(sent.headers.authorization, `Bearer ${w.fake.apiKey}`);
   t.like(sent.body, { model: 'gpt-fake-1', messages: user });
   const [row] = await usageRows();
   t.like(row, {
-    org_id: w.org, project_id: null, job_id: null, principal_kind: 'user', principal_id: w.member.id, target_id: sys.id, provider_kind: 'openai',
-    model: 'managed/fast', upstream_model: 'gpt-fake-1', stream: false, status: 200, error: null,
-    input_tokens: 16, cache_read_tokens: 5, output_tokens: 6, reasoning_tokens: 2, cache_write_tokens: 0,
+    org_id: w.org,
+    project_id: null,
+    job_id: null,
+    principal_kind: 'user',
+    principal_id: w.member.id,
+    target_id: sys.id,
+    provider_kind: 'openai',
+    model: 'managed/fast',
+    upstream_model: 'gpt-fake-1',
+    stream: false,
+    status: 200,
+    error: null,
+    input_tokens: 16,
+    cache_read_tokens: 5,
+    output_tokens: 6,
+    reasoning_tokens: 2,
+    cache_write_tokens: 0,
   });
   t.true(row.latency_ms >= 0 && row.first_byte_ms >= 0);
 });
@@ -46,31 +74,71 @@ test.serial('an Anthropic target: chat completions translated to messages and ba
   t.is(sent.path, '/v1/messages');
   t.is(sent.headers['x-api-key'], w.fake.apiKey);
   t.is(sent.headers['anthropic-version'], '2023-06-01');
-  t.deepEqual(sent.body, { model: 'claude-fake-1', system: 'Be brief.', messages: [{ role: 'user', content: [{ type: 'text', text: 'Say hello' }] }], max_tokens: 50, stop_sequences: ['END'] });
+  t.deepEqual(sent.body, {
+    model: 'claude-fake-1',
+    system: 'Be brief.',
+    messages: [{ role: 'user', content: [{ type: 'text', text: 'Say hello' }] }],
+    max_tokens: 50,
+    stop_sequences: ['END'],
+  });
   t.like(res.body, {
-    id: 'msg_fake1', object: 'chat.completion', model: 'claude-fake-1', choices: [{ index: 0, message: { role: 'assistant', content: 'Hello from the fake upstream.' }, finish_reason: 'stop' }],
+    id: 'msg_fake1',
+    object: 'chat.completion',
+    model: 'claude-fake-1',
+    choices: [{ index: 0, message: { role: 'assistant', content: 'Hello from the fake upstream.' }, finish_reason: 'stop' }],
     usage: { prompt_tokens: 20, completion_tokens: 6, total_tokens: 26, prompt_tokens_details: { cached_tokens: 4 } },
   });
-  t.like((await usageRows()).at(-1), { project_id: w.project, provider_kind: 'anthropic', input_tokens: 13, cache_read_tokens: 4, cache_write_tokens: 3, output_tokens: 6 });
+  t.like((await usageRows()).at(-1), {
+    project_id: w.project,
+    provider_kind: 'anthropic',
+    input_tokens: 13,
+    cache_read_tokens: 4,
+    cache_write_tokens: 3,
+    output_tokens: 6,
+  });
 
-  const tools = [{ type: 'function', function: { name: 'weather', description: 'Weather of a city', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }];
-  const called = await chat(w, w.member.token, {
-    model: 'claude/tools-claude', tools, tool_choice: 'required',
-    messages: [...user, { role: 'assistant', content: null, tool_calls: [{ id: 'call_0', type: 'function', function: { name: 'weather', arguments: '{"city":"Rome"}' } }] }, { role: 'tool', tool_call_id: 'call_0', content: 'sunny' }],
-  }, ORG());
+  const tools = [
+    {
+      type: 'function',
+      function: { name: 'weather', description: 'Weather of a city', parameters: { type: 'object', properties: { city: { type: 'string' } } } },
+    },
+  ];
+  const called = await chat(
+    w,
+    w.member.token,
+    {
+      model: 'claude/tools-claude',
+      tools,
+      tool_choice: 'required',
+      messages: [
+        ...user,
+        { role: 'assistant', content: null, tool_calls: [{ id: 'call_0', type: 'function', function: { name: 'weather', arguments: '{"city":"Rome"}' } }] },
+        { role: 'tool', tool_call_id: 'call_0', content: 'sunny' },
+      ],
+    },
+    ORG(),
+  );
   t.is(called.statusCode, 200, called.raw);
   t.like(w.fake.calls.at(-1)!.body, {
-    tools: [{ name: 'weather', description: 'Weather of a city', input_schema: { type: 'object' } }], tool_choice: { type: 'any' }, max_tokens: 4096,
+    tools: [{ name: 'weather', description: 'Weather of a city', input_schema: { type: 'object' } }],
+    tool_choice: { type: 'any' },
+    max_tokens: 4096,
     messages: [
       { role: 'user' },
       { role: 'assistant', content: [{ type: 'tool_use', id: 'call_0', name: 'weather', input: { city: 'Rome' } }] },
       { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'call_0', content: 'sunny' }] },
     ],
   });
-  t.like(called.body.choices[0], { finish_reason: 'tool_calls', message: { content: null, tool_calls: [{ id: 'toolu_1', type: 'function', function: { name: 'weather', arguments: '{"city":"Paris"}' } }] } });
+  t.like(called.body.choices[0], {
+    finish_reason: 'tool_calls',
+    message: { content: null, tool_calls: [{ id: 'toolu_1', type: 'function', function: { name: 'weather', arguments: '{"city":"Paris"}' } }] },
+  });
 
   const openAiTools = await chat(w, w.member.token, { model: 'sys-ai/tools-gpt', tools, messages: user }, ORG());
-  t.like(openAiTools.body.choices[0], { finish_reason: 'tool_calls', message: { tool_calls: [{ function: { name: 'weather', arguments: '{"city":"Paris"}' } }] } });
+  t.like(openAiTools.body.choices[0], {
+    finish_reason: 'tool_calls',
+    message: { tool_calls: [{ function: { name: 'weather', arguments: '{"city":"Paris"}' } }] },
+  });
 });
 
 test.serial('upstream errors pass through with their status, never with the key in them; no answer is 504, a broken one 502', async (t) => {
@@ -87,8 +155,18 @@ test.serial('upstream errors pass through with their status, never with the key 
   t.is(broken.statusCode, 500);
   t.is(broken.body.error.message, 'The server had an error');
 
-  assertError(t, await chat(w, w.member.token, { model: 'sys-ai/silent-gpt', messages: user }, ORG()), 504, 'inference target sys-ai: the upstream did not answer within 800 ms');
-  assertError(t, await chat(w, w.member.token, { model: 'claude/cut-claude', messages: user }, ORG()), 502, /^inference target claude: the upstream (broke off|closed the connection)/);
+  assertError(
+    t,
+    await chat(w, w.member.token, { model: 'sys-ai/silent-gpt', messages: user }, ORG()),
+    504,
+    'inference target sys-ai: the upstream did not answer within 800 ms',
+  );
+  assertError(
+    t,
+    await chat(w, w.member.token, { model: 'claude/cut-claude', messages: user }, ORG()),
+    502,
+    /^inference target claude: the upstream (broke off|closed the connection)/,
+  );
 
   // a wrong key: the upstream echoes it, we do not (the stored key is the one masked; a wrong one set by an admin is its own problem, but never ours to show)
   await w.admin.post('/system/secrets', { name: 'WRONG_KEY', value: 'sk-wrong-value-123' });
@@ -100,14 +178,22 @@ test.serial('upstream errors pass through with their status, never with the key 
   t.truthy(wrong.id);
 
   const failed = await w.ctx.srv.kernel.db('inference_usage').whereNot({ status: 200 }).orderBy('id').select('status', 'error');
-  t.deepEqual(failed.map((r) => r.status), [429, 429, 500, 504, 502, 401]);
+  t.deepEqual(
+    failed.map((r) => r.status),
+    [429, 429, 500, 504, 502, 401],
+  );
   t.false(JSON.stringify(failed).includes(w.fake.apiKey));
 });
 
 test.serial('bad input: unknown models are 404 naming them, a missing scope or messages 400, a model outside allowed_models 404', async (t) => {
   assertError(t, await chat(w, w.member.token, { model: 'managed/nope', messages: user }, ORG()), 404, 'model managed/nope not found');
   assertError(t, await chat(w, w.member.token, { model: 'gpt-unknown', messages: user }, ORG()), 404, /^model gpt-unknown not found: not a managed model/);
-  assertError(t, await chat(w, w.member.token, { model: 'claude/other-model', messages: user }, ORG()), 404, 'model claude/other-model not found: inference target claude allows claude-fake-1, tools-claude, limited-claude, cut-claude');
+  assertError(
+    t,
+    await chat(w, w.member.token, { model: 'claude/other-model', messages: user }, ORG()),
+    404,
+    'model claude/other-model not found: inference target claude allows claude-fake-1, tools-claude, limited-claude, cut-claude',
+  );
   assertError(t, await chat(w, w.member.token, { model: 'managed/fast' }, ORG()), 400, /"messages" is required/);
   assertError(t, await chat(w, w.member.token, { model: 'managed/fast', messages: user }), 400, /X-Svc-Org or X-Svc-Project/);
   // the org-restricted entry is invisible without its project, and from another org
@@ -143,7 +229,12 @@ test.serial('a call that takes the attempt over its token budget ends the attemp
   const claimed = await w.admin.post(`/jobs/${job.body.id}/claim`, {});
   const { MachineTokens } = await import('../../core/auth/machine-tokens.ts');
   const { token } = await w.ctx.srv.kernel.container.resolve(MachineTokens).signJobToken({
-    jobId: job.body.id, attemptId: claimed.body.attempt.id, projectId: w.project, orgId: w.org, permissions: ['inference:use'], ttlSeconds: 600,
+    jobId: job.body.id,
+    attemptId: claimed.body.attempt.id,
+    projectId: w.project,
+    orgId: w.org,
+    permissions: ['inference:use'],
+    ttlSeconds: 600,
   });
   t.is((await chat(w, token, { model: 'managed/fast', messages: user })).statusCode, 200);
   const attempt = await w.ctx.srv.kernel.db('job_attempts').where({ id: claimed.body.attempt.id }).first('status', 'error');

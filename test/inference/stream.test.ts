@@ -35,8 +35,17 @@ async function stream(body: Record<string, unknown>, token = w.ctx.adminToken): 
   return { status: res.status, contentType: res.headers.get('content-type'), pieces, text: pieces.map((p) => p.text).join('') };
 }
 
-const dataOf = (text: string) => text.split('\n\n').filter((b) => b.startsWith('data: ')).map((b) => b.slice(6));
-const content = (text: string) => dataOf(text).filter((d) => d !== '[DONE]').map((d) => JSON.parse(d)).map((c) => c.choices?.[0]?.delta?.content ?? '').join('');
+const dataOf = (text: string) =>
+  text
+    .split('\n\n')
+    .filter((b) => b.startsWith('data: '))
+    .map((b) => b.slice(6));
+const content = (text: string) =>
+  dataOf(text)
+    .filter((d) => d !== '[DONE]')
+    .map((d) => JSON.parse(d))
+    .map((c) => c.choices?.[0]?.delta?.content ?? '')
+    .join('');
 const waitFor = async (check: () => Promise<boolean>) => {
   for (let i = 0; i < 100 && !(await check()); i++) await new Promise((r) => setTimeout(r, 50));
 };
@@ -66,7 +75,9 @@ test.serial('a slow stream arrives chunk by chunk: the first chunk reaches the c
 
 test.serial('include_usage asked by the client: the usage chunk comes through', async (t) => {
   const got = await stream({ model: 'sys-ai/gpt-fake-1', stream_options: { include_usage: true } });
-  const chunks = dataOf(got.text).filter((d) => d !== '[DONE]').map((d) => JSON.parse(d));
+  const chunks = dataOf(got.text)
+    .filter((d) => d !== '[DONE]')
+    .map((d) => JSON.parse(d));
   t.like(chunks.at(-1), { choices: [], usage: { prompt_tokens: 21, completion_tokens: 6 } });
 });
 
@@ -74,7 +85,9 @@ test.serial('an Anthropic stream becomes chat-completion chunks: text deltas, to
   const got = await stream({ model: 'claude/claude-fake-1', stream_options: { include_usage: true } });
   t.is(got.status, 200);
   t.is(content(got.text), 'Hello from the fake upstream.');
-  const chunks = dataOf(got.text).filter((d) => d !== '[DONE]').map((d) => JSON.parse(d));
+  const chunks = dataOf(got.text)
+    .filter((d) => d !== '[DONE]')
+    .map((d) => JSON.parse(d));
   t.like(chunks[0], { id: 'msg_fake1', object: 'chat.completion.chunk', model: 'claude-fake-1', choices: [{ delta: { role: 'assistant' } }] });
   t.is(chunks.at(-2).choices[0].finish_reason, 'stop');
   t.like(chunks.at(-1), { choices: [], usage: { prompt_tokens: 20, completion_tokens: 6, prompt_tokens_details: { cached_tokens: 4 } } });
@@ -82,14 +95,21 @@ test.serial('an Anthropic stream becomes chat-completion chunks: text deltas, to
 
   const tools = [{ type: 'function', function: { name: 'weather', parameters: { type: 'object' } } }];
   const called = await stream({ model: 'claude/tools-claude', tools });
-  const calls = dataOf(called.text).filter((d) => d !== '[DONE]').map((d) => JSON.parse(d)).flatMap((c) => c.choices?.[0]?.delta?.tool_calls ?? []);
+  const calls = dataOf(called.text)
+    .filter((d) => d !== '[DONE]')
+    .map((d) => JSON.parse(d))
+    .flatMap((c) => c.choices?.[0]?.delta?.tool_calls ?? []);
   t.like(calls[0], { index: 0, id: 'toolu_1', type: 'function', function: { name: 'weather', arguments: '' } });
   t.is(calls.map((c: any) => c.function.arguments).join(''), '{"city":"Paris"}');
   t.true(called.text.includes('"finish_reason":"tool_calls"'));
 });
 
 test.serial('a stream cut mid-answer ends with an error event (502); a silent one with a timeout event (504); both are recorded', async (t) => {
-  for (const [model, code, pattern] of [['sys-ai/cut-gpt', 502, /broke off|before the answer was complete/], ['claude/cut-claude', 502, /broke off|before the answer was complete/], ['sys-ai/stall-gpt', 504, /sent nothing for 700 ms/]] as const) {
+  for (const [model, code, pattern] of [
+    ['sys-ai/cut-gpt', 502, /broke off|before the answer was complete/],
+    ['claude/cut-claude', 502, /broke off|before the answer was complete/],
+    ['sys-ai/stall-gpt', 504, /sent nothing for 700 ms/],
+  ] as const) {
     const got = await stream({ model });
     t.is(got.status, 200, model);
     if (model === 'sys-ai/cut-gpt') t.is(content(got.text), 'Hello from', 'what came before the cut was passed on');
@@ -106,7 +126,8 @@ test.serial('a stream cut mid-answer ends with an error event (502); a silent on
 test.serial('a client that goes away mid-stream stops the upstream call', async (t) => {
   const controller = new AbortController();
   const res = await fetch(`${w.ctx.srv.url}/inference/v1/chat/completions`, {
-    method: 'POST', signal: controller.signal,
+    method: 'POST',
+    signal: controller.signal,
     headers: { authorization: `Bearer ${w.ctx.adminToken}`, 'content-type': 'application/json', 'x-svc-org': w.org },
     body: JSON.stringify({ model: 'sys-ai/slow-gone', messages, stream: true }),
   });

@@ -33,7 +33,13 @@ function envelope(team: string, event: Record<string, unknown>, eventId = `Ev${p
 }
 
 const message = (channel: string, text = 'deploy the widgets please', extra: Record<string, unknown> = {}) => ({
-  type: 'message', channel, user: 'U0ALICE1', text, ts: '1718000000.000100', client_msg_id: '5f3c2e2a-1b2c-4d5e-8f90-123456789abc', ...extra,
+  type: 'message',
+  channel,
+  user: 'U0ALICE1',
+  text,
+  ts: '1718000000.000100',
+  client_msg_id: '5f3c2e2a-1b2c-4d5e-8f90-123456789abc',
+  ...extra,
 });
 
 /** Signed with the signing secret (or `opts.secret`), sent now (or at `opts.at`). */
@@ -50,7 +56,12 @@ async function route(projectId: string, team: string, channel?: string) {
 test.serial('without the system signing secret the endpoint says it is not configured (404, not a server failure)', async (t) => {
   await call(ctx.srv.server, 'DELETE', '/system/secrets/CHATAPP_SIGNING_SECRET', undefined, ctx.adminToken);
   try {
-    assertError(t, await send({ type: 'url_verification', challenge: 'abc' }), 404, 'the chat app integration is not configured on this server: an admin sets the system secret CHATAPP_SIGNING_SECRET to enable it');
+    assertError(
+      t,
+      await send({ type: 'url_verification', challenge: 'abc' }),
+      404,
+      'the chat app integration is not configured on this server: an admin sets the system secret CHATAPP_SIGNING_SECRET to enable it',
+    );
   } finally {
     await setSecret(ctx, '/system', 'CHATAPP_SIGNING_SECRET', SIGNING_SECRET);
   }
@@ -73,9 +84,24 @@ test('a message in a routed team becomes a pending chatapp.message event of the 
   const body = envelope(team, message('C0GENERAL', 'deploy the widgets please', { thread_ts: '1717999999.000050' }), 'Ev0MSG1');
   const res = await send(body);
   t.is(res.statusCode, 201, JSON.stringify(res.body));
-  t.like(res.body, { project_id: projectId, type: 'chatapp.message', source: 'chatapp', status: 'pending', actor_type: 'user', actor_id: 'chatapp:U0ALICE1', dedupe_key: 'chatapp:Ev0MSG1', ref_sha: null, ref_branch: null });
+  t.like(res.body, {
+    project_id: projectId,
+    type: 'chatapp.message',
+    source: 'chatapp',
+    status: 'pending',
+    actor_type: 'user',
+    actor_id: 'chatapp:U0ALICE1',
+    dedupe_key: 'chatapp:Ev0MSG1',
+    ref_sha: null,
+    ref_branch: null,
+  });
   t.deepEqual(res.body.payload_json, {
-    text: 'deploy the widgets please', channel: 'C0GENERAL', user: 'U0ALICE1', ts: '1718000000.000100', thread_ts: '1717999999.000050', team_id: team,
+    text: 'deploy the widgets please',
+    channel: 'C0GENERAL',
+    user: 'U0ALICE1',
+    ts: '1718000000.000100',
+    thread_ts: '1717999999.000050',
+    team_id: team,
   });
 
   const again = await send(body, { headers: { 'x-slack-retry-num': '1', 'x-slack-retry-reason': 'http_timeout' } });
@@ -92,7 +118,14 @@ test('an app mention becomes chatapp.app_mention; the legacy path stores the sam
   const res = await send(envelope(team, mention), { path: LEGACY });
   t.is(res.statusCode, 201, JSON.stringify(res.body));
   t.like(res.body, { type: 'chatapp.app_mention', actor_id: 'chatapp:U0BOB001' });
-  t.deepEqual(res.body.payload_json, { text: '<@U0BOTUSER> run the release pipeline', channel: 'C0GENERAL', user: 'U0BOB001', ts: '1718000001.000300', thread_ts: null, team_id: team });
+  t.deepEqual(res.body.payload_json, {
+    text: '<@U0BOTUSER> run the release pipeline',
+    channel: 'C0GENERAL',
+    user: 'U0BOB001',
+    ts: '1718000001.000300',
+    thread_ts: null,
+    team_id: team,
+  });
 });
 
 test("a channel's own route wins over the team's; other channels go to the team's project", async (t) => {
@@ -133,10 +166,19 @@ test('bot posts, edits and other event types are acknowledged and not stored', a
   const team = newTeam();
   await route(projectId, team);
   const cases: [Record<string, unknown>, string][] = [
-    [message('C0GENERAL', 'Build passed', { subtype: 'bot_message', bot_id: 'B0SVC001' }), 'bot messages, edits, deletions and other message subtypes are not stored'],
+    [
+      message('C0GENERAL', 'Build passed', { subtype: 'bot_message', bot_id: 'B0SVC001' }),
+      'bot messages, edits, deletions and other message subtypes are not stored',
+    ],
     [message('C0GENERAL', 'Build passed', { bot_id: 'B0SVC001' }), 'bot messages, edits, deletions and other message subtypes are not stored'],
-    [{ type: 'message', subtype: 'message_changed', channel: 'C0GENERAL', ts: '1718000000.000900', message: { text: 'edited' } }, 'bot messages, edits, deletions and other message subtypes are not stored'],
-    [{ type: 'reaction_added', user: 'U0ALICE1', reaction: 'thumbsup', item: { type: 'message', channel: 'C0GENERAL', ts: '1718000000.000100' } }, 'events of type reaction_added are not stored'],
+    [
+      { type: 'message', subtype: 'message_changed', channel: 'C0GENERAL', ts: '1718000000.000900', message: { text: 'edited' } },
+      'bot messages, edits, deletions and other message subtypes are not stored',
+    ],
+    [
+      { type: 'reaction_added', user: 'U0ALICE1', reaction: 'thumbsup', item: { type: 'message', channel: 'C0GENERAL', ts: '1718000000.000100' } },
+      'events of type reaction_added are not stored',
+    ],
   ];
   for (const [event, reason] of cases) {
     const res = await send(envelope(team, event));
@@ -144,7 +186,8 @@ test('bot posts, edits and other event types are acknowledged and not stored', a
     t.deepEqual(res.body, { ignored: true, message: reason });
   }
   t.deepEqual((await send({ type: 'app_rate_limited', team_id: team, minute_rate_limited: 1518467820, api_app_id: 'A0APPID1' })).body, {
-    ignored: true, message: 'requests of type app_rate_limited are not stored',
+    ignored: true,
+    message: 'requests of type app_rate_limited are not stored',
   });
   const broadcast = await send(envelope(team, message('C0GENERAL', 'also here', { subtype: 'thread_broadcast', thread_ts: '1717999999.000050' })));
   t.is(broadcast.statusCode, 201, 'a reply also sent to the channel is someone writing');
@@ -180,7 +223,17 @@ test('unreadable requests are 400, never 500', async (t) => {
   assertError(t, await send('"text"'), 400, 'the request body must be a JSON object');
   assertError(t, await send(''), 400, 'the request body is not valid JSON');
   assertError(t, await send({ type: 'url_verification' }), 400, 'url_verification: "challenge" is required');
-  assertError(t, await send(envelope(team, { type: 'message', user: 'U0ALICE1', text: 'hi', ts: '1718000000.1' })), 400, 'event_callback: "event.channel" is required');
+  assertError(
+    t,
+    await send(envelope(team, { type: 'message', user: 'U0ALICE1', text: 'hi', ts: '1718000000.1' })),
+    400,
+    'event_callback: "event.channel" is required',
+  );
   assertError(t, await send(envelope(team, message('C0GENERAL', 'hi', { ts: 'now' }))), 400, /^event_callback: "event.ts" with value "now" fails to match/);
-  assertError(t, await send({ ...envelope(team, message('C0GENERAL')), team_id: 'not a team' }), 400, /^event_callback: "team_id" with value "not a team" fails to match/);
+  assertError(
+    t,
+    await send({ ...envelope(team, message('C0GENERAL')), team_id: 'not a team' }),
+    400,
+    /^event_callback: "team_id" with value "not a team" fails to match/,
+  );
 });

@@ -42,7 +42,11 @@ test('create, read, list and delete a route', async (t) => {
 
   t.deepEqual((await admin.get(`/projects/${projectA}/routes/${created.body.id}`)).body, created.body);
   const list = await admin.get(`/projects/${projectA}/routes?team_id=${team}`);
-  t.deepEqual(list.body.data.map((r: { id: string }) => r.id), [teamWide.body.id, created.body.id], 'newest first');
+  t.deepEqual(
+    list.body.data.map((r: { id: string }) => r.id),
+    [teamWide.body.id, created.body.id],
+    'newest first',
+  );
   t.like(list.body.pagination, { limit: 10, offset: 0, count: 2, total: 2, has_more: false });
   const page = await admin.get(`/projects/${projectA}/routes?team_id=${team}&limit=1&offset=1`);
   t.like(page.body.pagination, { count: 1, total: 2, has_more: false });
@@ -55,22 +59,42 @@ test('create, read, list and delete a route', async (t) => {
 test('bad input is 400 with the field, and nothing is written', async (t) => {
   assertError(t, await admin.post(`/projects/${projectA}/routes`, {}), 400, '"team_id" is required');
   assertError(t, await admin.post(`/projects/${projectA}/routes`, { team_id: 'T 1' }), 400, /"team_id" with value "T 1" fails to match the chat app id/);
-  assertError(t, await admin.post(`/projects/${projectA}/routes`, { team_id: 'T1', channel: '#general' }), 400, /"channel" with value "#general" fails to match/);
+  assertError(
+    t,
+    await admin.post(`/projects/${projectA}/routes`, { team_id: 'T1', channel: '#general' }),
+    400,
+    /"channel" with value "#general" fails to match/,
+  );
   assertError(t, await admin.post(`/projects/${projectA}/routes`, { team_id: 'T1', project_id: projectB }), 400, '"project_id" is not allowed');
   assertError(t, await admin.post(`/projects/${projectA}/routes`, { team_id: 'x'.repeat(65) }), 400, /fails to match/);
   assertError(t, await admin.get(`/projects/${projectA}/routes/not-a-route`), 400, /"route_id" with value "not-a-route" fails to match/);
   assertError(t, await admin.get(`/projects/${projectA}/routes?include_deleted=true`), 400, '"include_deleted" is not allowed');
   const res = await call(ctx.srv.server, 'POST', `/projects/${projectA}/routes`, '{"team_id": ', ctx.adminToken);
   t.is(res.statusCode, 400);
-  t.deepEqual(await ctx.srv.kernel.db('chat_routes').whereIn('team_id', ['T1', 'T 1', 'x'.repeat(65)]).select('id'), []);
+  t.deepEqual(
+    await ctx.srv.kernel
+      .db('chat_routes')
+      .whereIn('team_id', ['T1', 'T 1', 'x'.repeat(65)])
+      .select('id'),
+    [],
+  );
 });
 
 test('a team and channel route to one project; a team belongs to one org (409)', async (t) => {
   const team = newTeam();
   t.is((await admin.post(`/projects/${projectA}/routes`, { team_id: team })).statusCode, 201);
   assertError(t, await admin.post(`/projects/${projectA2}/routes`, { team_id: team }), 409, `chat team ${team} is already routed`);
-  t.is((await admin.post(`/projects/${projectA2}/routes`, { team_id: team, channel: 'C0OPS' })).statusCode, 201, 'another project of the org takes one channel');
-  assertError(t, await admin.post(`/projects/${projectA}/routes`, { team_id: team, channel: 'C0OPS' }), 409, `channel C0OPS of chat team ${team} is already routed`);
+  t.is(
+    (await admin.post(`/projects/${projectA2}/routes`, { team_id: team, channel: 'C0OPS' })).statusCode,
+    201,
+    'another project of the org takes one channel',
+  );
+  assertError(
+    t,
+    await admin.post(`/projects/${projectA}/routes`, { team_id: team, channel: 'C0OPS' }),
+    409,
+    `channel C0OPS of chat team ${team} is already routed`,
+  );
   assertError(t, await admin.post(`/projects/${projectB}/routes`, { team_id: team, channel: 'C0OTHER' }), 409, `chat team ${team} is routed by another org`);
 });
 
@@ -107,7 +131,10 @@ test("tenant isolation: another org's members see none of the routes; a route is
   // The owner of org B may use their own project's path, but not to reach org A's route.
   assertError(t, await outsider.api.get(`/projects/${projectB}/routes/${routeA.id}`), 404, `chat route ${routeA.id} not found`);
   assertError(t, await outsider.api.delete(`/projects/${projectB}/routes/${routeA.id}`), 404, `chat route ${routeA.id} not found`);
-  t.deepEqual((await outsider.api.get(`/projects/${projectB}/routes`)).body.data.filter((r: { org_id: string }) => r.org_id !== orgB), []);
+  t.deepEqual(
+    (await outsider.api.get(`/projects/${projectB}/routes`)).body.data.filter((r: { org_id: string }) => r.org_id !== orgB),
+    [],
+  );
   assertError(t, await admin.get(`/projects/${projectA2}/routes/${routeA.id}`), 404, `chat route ${routeA.id} not found`);
   t.truthy(await ctx.srv.kernel.db('chat_routes').where({ id: routeA.id }).first(), 'still there');
 });

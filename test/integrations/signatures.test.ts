@@ -16,7 +16,9 @@ test('the chat replay window is 5 minutes either way, to the second', async (t) 
 
 test('signature headers are matched without regard to hex case, and a repeated header counts as missing', async (t) => {
   const host = await createAdapter('vcshost', { use: 'hub', options: {} }, deps);
-  const upper = hubSignature('s3cret', body.toString()).replace(/[a-f]/g, (c) => c.toUpperCase()).replace('SHA256', 'sha256');
+  const upper = hubSignature('s3cret', body.toString())
+    .replace(/[a-f]/g, (c) => c.toUpperCase())
+    .replace('SHA256', 'sha256');
   t.deepEqual(host.verify({ headers: { 'x-hub-signature-256': upper }, body }, 's3cret'), { ok: true });
   const twice = [hubSignature('s3cret', body.toString()), hubSignature('s3cret', body.toString())];
   t.deepEqual(host.verify({ headers: { 'x-hub-signature-256': twice }, body }, 's3cret'), { ok: false, reason: 'X-Hub-Signature-256 header is missing' });

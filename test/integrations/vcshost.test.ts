@@ -29,7 +29,12 @@ let deliveries = 0;
 const deliveryId = () => `72d3162e-cc78-11e3-81ab-4c9367dc${String(++deliveries).padStart(4, '0')}`;
 
 /** A delivery as the host sends it: event and delivery headers, signed with `secret`. */
-function send(project: string, event: string, body: object | string, opts: { secret?: string | null; delivery?: string; headers?: Record<string, string> } = {}) {
+function send(
+  project: string,
+  event: string,
+  body: object | string,
+  opts: { secret?: string | null; delivery?: string; headers?: Record<string, string> } = {},
+) {
   const raw = typeof body === 'string' ? body : JSON.stringify(body);
   const secret = opts.secret === undefined ? SECRET : opts.secret;
   return deliver(ctx.srv.server, `/integrations/vcshost/events/${project}`, raw, {
@@ -48,8 +53,15 @@ test('a push delivery becomes a pending vcshost.push event with ref, sha, branch
   const event = res.body;
   t.regex(event.id, /^evt_/);
   t.like(event, {
-    project_id: projectId, type: 'vcshost.push', source: 'vcshost', status: 'pending',
-    ref_sha: AFTER, ref_branch: 'release/2.0', actor_type: 'user', actor_id: 'vcshost:octo', dedupe_key: `vcshost:${delivery}`,
+    project_id: projectId,
+    type: 'vcshost.push',
+    source: 'vcshost',
+    status: 'pending',
+    ref_sha: AFTER,
+    ref_branch: 'release/2.0',
+    actor_type: 'user',
+    actor_id: 'vcshost:octo',
+    dedupe_key: `vcshost:${delivery}`,
   });
   const payload = event.payload_json;
   t.is(payload.ref, 'refs/heads/release/2.0');
@@ -58,8 +70,14 @@ test('a push delivery becomes a pending vcshost.push event with ref, sha, branch
   t.is(payload.commits[1].message, 'Document it');
   t.is(payload.head_commit.id, AFTER);
   t.deepEqual(payload.repository, {
-    id: 3003, name: 'widgets', full_name: 'acme/widgets', html_url: 'https://code.example/acme/widgets',
-    clone_url: 'https://code.example/acme/widgets.git', ssh_url: 'git@code.example:acme/widgets.git', default_branch: 'main', private: true,
+    id: 3003,
+    name: 'widgets',
+    full_name: 'acme/widgets',
+    html_url: 'https://code.example/acme/widgets',
+    clone_url: 'https://code.example/acme/widgets.git',
+    ssh_url: 'git@code.example:acme/widgets.git',
+    default_branch: 'main',
+    private: true,
     owner: { login: 'acme', id: 1001, type: 'Organization', html_url: 'https://code.example/acme' },
   });
   t.deepEqual(payload.sender, { login: 'octo', id: 2002, type: 'User', html_url: 'https://code.example/octo' });
@@ -83,12 +101,24 @@ test('a tag push has no branch; a branch deletion has no sha', async (t) => {
 test('a pull_request delivery becomes vcshost.pull_request with action, number, head and base', async (t) => {
   const res = await send(projectId, 'pull_request', pullRequest('synchronize', 42));
   t.is(res.statusCode, 201, JSON.stringify(res.body));
-  t.like(res.body, { type: 'vcshost.pull_request', source: 'vcshost', ref_sha: HEAD_SHA, ref_branch: 'feature/new', actor_id: 'vcshost:octo', actor_type: 'user' });
+  t.like(res.body, {
+    type: 'vcshost.pull_request',
+    source: 'vcshost',
+    ref_sha: HEAD_SHA,
+    ref_branch: 'feature/new',
+    actor_id: 'vcshost:octo',
+    actor_type: 'user',
+  });
   const payload = res.body.payload_json;
   t.is(payload.action, 'synchronize');
   t.is(payload.number, 42);
   t.like(payload.pull_request, { number: 42, title: 'Add the new module', body: 'Adds src/new.ts.', state: 'open', draft: false, merged: false });
-  t.deepEqual(payload.pull_request.head, { ref: 'feature/new', sha: HEAD_SHA, label: 'octo:feature/new', repo: { full_name: 'octo/widgets', clone_url: 'https://code.example/acme/widgets.git', html_url: 'https://code.example/acme/widgets' } });
+  t.deepEqual(payload.pull_request.head, {
+    ref: 'feature/new',
+    sha: HEAD_SHA,
+    label: 'octo:feature/new',
+    repo: { full_name: 'octo/widgets', clone_url: 'https://code.example/acme/widgets.git', html_url: 'https://code.example/acme/widgets' },
+  });
   t.is(payload.pull_request.base.ref, 'main');
   t.is(payload.pull_request.user.login, 'octo');
   t.is(payload.repository.full_name, 'acme/widgets');
@@ -115,7 +145,10 @@ test('a redelivery (same delivery id) answers 200 with the first event and store
 test('other kinds of delivery answer 202 and say they are ignored', async (t) => {
   const projectId = await ownProject();
   const before = (await eventsOf(ctx, projectId)).length;
-  for (const [kind, body] of [['issue_comment', issueComment], ['ping', { zen: 'Keep it logically awesome.', hook_id: 1 }]] as const) {
+  for (const [kind, body] of [
+    ['issue_comment', issueComment],
+    ['ping', { zen: 'Keep it logically awesome.', hook_id: 1 }],
+  ] as const) {
     const res = await send(projectId, kind, body);
     t.is(res.statusCode, 202);
     t.deepEqual(res.body, { ignored: true, message: `vcshost event '${kind}' is ignored: only push and pull_request deliveries are stored` });
@@ -128,14 +161,26 @@ test('a missing, malformed or wrong signature is 401 and stores nothing', async 
   const before = (await eventsOf(ctx, projectId)).length;
   const body = JSON.stringify(push());
   assertError(t, await send(projectId, 'push', body, { secret: null }), 401, 'X-Hub-Signature-256 header is missing');
-  assertError(t, await send(projectId, 'push', body, { secret: null, headers: { 'x-hub-signature-256': 'sha1=abc' } }), 401, 'X-Hub-Signature-256 must be sha256=<64 hex digits>');
+  assertError(
+    t,
+    await send(projectId, 'push', body, { secret: null, headers: { 'x-hub-signature-256': 'sha1=abc' } }),
+    401,
+    'X-Hub-Signature-256 must be sha256=<64 hex digits>',
+  );
   const mismatch = "X-Hub-Signature-256 does not match the body signed with the project's webhook secret";
   assertError(t, await send(projectId, 'push', body, { secret: 'not-the-secret' }), 401, mismatch);
   assertError(t, await send(projectId, 'push', body, { secret: OTHER_SECRET }), 401, mismatch);
   // Signed correctly, then changed on the way.
-  const tampered = await deliver(ctx.srv.server, `/integrations/vcshost/events/${projectId}`, body.replace('release', 'main').replace('"forced":false', '"forced":true'), {
-    'x-github-event': 'push', 'x-github-delivery': deliveryId(), 'x-hub-signature-256': hubSignature(SECRET, body),
-  });
+  const tampered = await deliver(
+    ctx.srv.server,
+    `/integrations/vcshost/events/${projectId}`,
+    body.replace('release', 'main').replace('"forced":false', '"forced":true'),
+    {
+      'x-github-event': 'push',
+      'x-github-delivery': deliveryId(),
+      'x-hub-signature-256': hubSignature(SECRET, body),
+    },
+  );
   assertError(t, tampered, 401, mismatch);
   t.is((await eventsOf(ctx, projectId)).length, before);
 });

@@ -1,4 +1,4 @@
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import { randomBytes } from 'node:crypto';
 import { as, type Reply } from '../support/server.ts';
 import { assertError, assertPage, memberOf, newUser, setup, type Ctx, type User } from '../orgs/helpers.ts';
@@ -43,7 +43,7 @@ async function download(job: string, name: string, token = ctx.adminToken) {
   return { status: res.statusCode, bytes: res.rawPayload, headers: res.headers };
 }
 
-function assertMeta(t: import('ava').ExecutionContext, res: Reply, expected: { name: string; mime_type: string | null; size_bytes: number; job_id?: string }) {
+function assertMeta(t: ExecutionContext, res: Reply, expected: { name: string; mime_type: string | null; size_bytes: number; job_id?: string }) {
   t.deepEqual(Object.keys(res.body).sort(), META_FIELDS);
   t.regex(res.body.id, ATT_ID);
   t.like(res.body, { job_id: jobA, ...expected });
@@ -95,7 +95,9 @@ test.serial('the list is paginated metadata, newest first', async (t) => {
   const first = await admin.get(`${path(job)}?limit=2`);
   t.deepEqual(assertPage(t, first, { limit: 2, offset: 0, count: 2, total: 3, has_more: true }, 'name'), ['three.txt', 'two.txt']);
   for (const item of first.body.data) t.deepEqual(Object.keys(item).sort(), META_FIELDS);
-  t.deepEqual(assertPage(t, await admin.get(`${path(job)}?limit=2&offset=2`), { limit: 2, offset: 0 + 2, count: 1, total: 3, has_more: false }, 'name'), ['one.txt']);
+  t.deepEqual(assertPage(t, await admin.get(`${path(job)}?limit=2&offset=2`), { limit: 2, offset: 0 + 2, count: 1, total: 3, has_more: false }, 'name'), [
+    'one.txt',
+  ]);
   t.deepEqual(assertPage(t, await admin.get(`${path(job)}?offset=5`), { limit: 10, offset: 5, count: 0, total: 3, has_more: false }, 'name'), []);
   assertError(t, await admin.get(`${path(job)}?limit=0`), 400, /"limit" must be greater than or equal to 1/);
   assertError(t, await admin.get(`${path(job)}?include_deleted=true`), 400, '"include_deleted" is not allowed');
@@ -104,19 +106,42 @@ test.serial('the list is paginated metadata, newest first', async (t) => {
 test.serial('content over 5 MiB after decoding is 413 with a clear message, and nothing is written', async (t) => {
   const before = await countFor(jobA);
   const over = Buffer.alloc(MAX_ATTACHMENT_BYTES + 1, 7);
-  assertError(t, await admin.post(path(jobA), { name: 'big.bin', content: over.toString('base64'), encoding: 'base64' }), 413,
-    `attachment content is ${MAX_ATTACHMENT_BYTES + 1} bytes; the limit is ${MAX_ATTACHMENT_BYTES} bytes (5 MiB) after decoding`);
+  assertError(
+    t,
+    await admin.post(path(jobA), { name: 'big.bin', content: over.toString('base64'), encoding: 'base64' }),
+    413,
+    `attachment content is ${MAX_ATTACHMENT_BYTES + 1} bytes; the limit is ${MAX_ATTACHMENT_BYTES} bytes (5 MiB) after decoding`,
+  );
   // utf8: a short string whose UTF-8 bytes pass the limit (3 bytes per character).
-  assertError(t, await admin.post(path(jobA), { name: 'big.txt', content: '€'.repeat(MAX_ATTACHMENT_BYTES / 3 + 1) }), 413, /the limit is 5242880 bytes \(5 MiB\)/);
+  assertError(
+    t,
+    await admin.post(path(jobA), { name: 'big.txt', content: '€'.repeat(MAX_ATTACHMENT_BYTES / 3 + 1) }),
+    413,
+    /the limit is 5242880 bytes \(5 MiB\)/,
+  );
   // A body the route refuses while reading it.
   const res = await ctx.srv.server.inject({
-    method: 'POST', url: path(jobA), headers: { authorization: `Bearer ${ctx.adminToken}`, 'content-type': 'application/json' },
+    method: 'POST',
+    url: path(jobA),
+    headers: { authorization: `Bearer ${ctx.adminToken}`, 'content-type': 'application/json' },
     payload: JSON.stringify({ name: 'huge.txt', content: 'x'.repeat(9 * 1024 * 1024) }),
   });
-  assertError(t, { statusCode: res.statusCode, body: JSON.parse(res.payload), headers: res.headers }, 413,
-    /^request body is larger than 8388608 bytes; attachment content is limited to 5242880 bytes \(5 MiB\)/);
+  assertError(
+    t,
+    { statusCode: res.statusCode, body: JSON.parse(res.payload), headers: res.headers },
+    413,
+    /^request body is larger than 8388608 bytes; attachment content is limited to 5242880 bytes \(5 MiB\)/,
+  );
   t.is(await countFor(jobA), before);
-  t.is(await ctx.srv.kernel.db('job_attachments').whereIn('name', ['big.bin', 'big.txt', 'huge.txt']).count({ n: '*' }).first().then((r) => Number(r!.n)), 0);
+  t.is(
+    await ctx.srv.kernel
+      .db('job_attachments')
+      .whereIn('name', ['big.bin', 'big.txt', 'huge.txt'])
+      .count({ n: '*' })
+      .first()
+      .then((r) => Number(r!.n)),
+    0,
+  );
 
   // Exactly the limit is accepted.
   const exact = await admin.post(path(jobA), { name: 'exact.bin', content: Buffer.alloc(MAX_ATTACHMENT_BYTES, 1).toString('base64'), encoding: 'base64' });
@@ -139,7 +164,10 @@ test.serial('bad names, encodings, MIME types and base64 are 400 naming the prob
   await bad({ name: 'ok.txt' }, '"content" is required');
   await bad({ name: 'ok.txt', content: 5 }, '"content" must be a string');
   await bad({ name: 'ok.txt', content: 'x', encoding: 'hex' }, '"encoding" must be one of [utf8, base64]');
-  await bad({ name: 'ok.txt', content: 'x', mime_type: 'text/plain\r\nx-evil: 1' }, /^"mime_type" with value .* fails to match the type\/subtype\[; parameter=value\] pattern$/s);
+  await bad(
+    { name: 'ok.txt', content: 'x', mime_type: 'text/plain\r\nx-evil: 1' },
+    /^"mime_type" with value .* fails to match the type\/subtype\[; parameter=value\] pattern$/s,
+  );
   await bad({ name: 'ok.txt', content: 'x', mime_type: 'plain' }, /fails to match the type\/subtype/);
   await bad({ name: 'ok.txt', content: 'x', size_bytes: 1 }, '"size_bytes" is not allowed');
   await bad({ name: 'ok.txt', content: 'not base64!', encoding: 'base64' }, '"content" is not valid base64 (encoding "base64")');
@@ -166,7 +194,15 @@ test.serial('the same name again is 409 and leaves the first file alone; another
   t.is((await admin.post(path(jobA), { name: 'dup.txt', content: 'first' })).statusCode, 201);
   assertError(t, await admin.post(path(jobA), { name: 'dup.txt', content: 'second' }), 409, `job ${jobA} already has an attachment named "dup.txt"`);
   t.is((await download(jobA, 'dup.txt')).bytes.toString(), 'first');
-  t.is(await ctx.srv.kernel.db('job_attachments').where({ job_id: jobA, name: 'dup.txt' }).count({ n: '*' }).first().then((r) => Number(r!.n)), 1);
+  t.is(
+    await ctx.srv.kernel
+      .db('job_attachments')
+      .where({ job_id: jobA, name: 'dup.txt' })
+      .count({ n: '*' })
+      .first()
+      .then((r) => Number(r!.n)),
+    1,
+  );
   t.is((await admin.post(path(jobB), { name: 'dup.txt', content: 'other job' })).statusCode, 201);
 });
 
@@ -201,7 +237,11 @@ test.serial('a member of the org reads and writes; other orgs and non-members ge
   t.is(row.created_by, memberA.id);
 
   const before = { a: await countFor(jobA), b: await countFor(jobB) };
-  for (const [who, job] of [[memberB, jobA], [stranger, jobA], [memberA, jobB]] as const) {
+  for (const [who, job] of [
+    [memberB, jobA],
+    [stranger, jobA],
+    [memberA, jobB],
+  ] as const) {
     const nf = `job ${job} not found`;
     assertError(t, await who.api.post(path(job), { name: 'intruder.txt', content: 'x' }), 404, nf);
     assertError(t, await who.api.get(path(job)), 404, nf);

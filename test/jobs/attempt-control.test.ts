@@ -25,9 +25,13 @@ test.serial('a stale token or an attempt that is gone is LeaseLost, of the kind 
   const { attempt } = await w.claims.claim(job.id, 'actl-worker');
   const stale = await t.throwsAsync(control.heartbeat({ jobId: job.id, attemptId: attempt.id, leaseToken: crypto.randomUUID() }), { instanceOf: LeaseLost });
   t.is(stale!.kind, 'conflict');
-  const gone = await t.throwsAsync(control.heartbeat({ jobId: job.id, attemptId: crypto.randomUUID(), leaseToken: attempt.lease_token }), { instanceOf: LeaseLost });
+  const gone = await t.throwsAsync(control.heartbeat({ jobId: job.id, attemptId: crypto.randomUUID(), leaseToken: attempt.lease_token }), {
+    instanceOf: LeaseLost,
+  });
   t.is(gone!.kind, 'not_found');
-  const noJob = await t.throwsAsync(control.release({ jobId: `${job.id}x`, attemptId: attempt.id, leaseToken: attempt.lease_token }), { instanceOf: LeaseLost });
+  const noJob = await t.throwsAsync(control.release({ jobId: `${job.id}x`, attemptId: attempt.id, leaseToken: attempt.lease_token }), {
+    instanceOf: LeaseLost,
+  });
   t.is(noJob!.kind, 'not_found');
 });
 

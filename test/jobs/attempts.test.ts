@@ -2,7 +2,18 @@ import test from 'ava';
 import { unique } from '../orgs/helpers.ts';
 import { WAITING_BACKOFF_SECONDS } from '../../plugins/jobs/claims/claims.ts';
 import {
-  ISO, assertConflict, attemptRow, blockedBy, claimWorld, claimed, complete, gatesHeldBy, jobRow, newJob, secondsFromNow, type World,
+  ISO,
+  assertConflict,
+  attemptRow,
+  blockedBy,
+  claimWorld,
+  claimed,
+  complete,
+  gatesHeldBy,
+  jobRow,
+  newJob,
+  secondsFromNow,
+  type World,
 } from './claim-helpers.ts';
 
 let w: World;
@@ -27,7 +38,13 @@ test('success with review_required none: done, closed; the attempt succeeded wit
   t.is(res.statusCode, 200, JSON.stringify(res.body));
   t.like(res.body.job, { phase: 'done', review_status: null });
   t.regex(res.body.job.closed_at, ISO);
-  t.like(res.body.attempt, { status: 'succeeded', result_status: 'success', result_summary: 'fixed it', error: null, result_json: { svc: { status: 'success', summary: 'fixed it' } } });
+  t.like(res.body.attempt, {
+    status: 'succeeded',
+    result_status: 'success',
+    result_summary: 'fixed it',
+    error: null,
+    result_json: { svc: { status: 'success', summary: 'fixed it' } },
+  });
   t.regex(res.body.attempt.ended_at, ISO);
   t.false('lease_token' in res.body.attempt);
   t.deepEqual(await gatesHeldBy(w, job.id), []);
@@ -103,13 +120,19 @@ test('the reaper fails expired attempts, frees their gates, retries or cancels p
   const twice = await newJob(w, { hints: { max_attempts: 2 } });
   const live = await newJob(w);
   const runs = [await claimed(t, w, once.id), await claimed(t, w, twice.id), await claimed(t, w, live.id)];
-  await w.db('job_attempts').whereIn('id', [runs[0].attempt.id, runs[1].attempt.id]).update({ lease_expires_at: w.db.raw("now() - interval '1 second'") });
+  await w
+    .db('job_attempts')
+    .whereIn('id', [runs[0].attempt.id, runs[1].attempt.id])
+    .update({ lease_expires_at: w.db.raw("now() - interval '1 second'") });
 
   const reaped = await w.claims.reapExpired();
-  t.deepEqual(reaped.filter((r) => [once.id, twice.id, live.id].includes(r.job_id)).sort((a, b) => a.job_id.localeCompare(b.job_id)), [
-    { job_id: once.id, attempt_id: runs[0].attempt.id, phase: 'cancelled' as const },
-    { job_id: twice.id, attempt_id: runs[1].attempt.id, phase: 'ready' as const },
-  ].sort((a, b) => a.job_id.localeCompare(b.job_id)));
+  t.deepEqual(
+    reaped.filter((r) => [once.id, twice.id, live.id].includes(r.job_id)).sort((a, b) => a.job_id.localeCompare(b.job_id)),
+    [
+      { job_id: once.id, attempt_id: runs[0].attempt.id, phase: 'cancelled' as const },
+      { job_id: twice.id, attempt_id: runs[1].attempt.id, phase: 'ready' as const },
+    ].sort((a, b) => a.job_id.localeCompare(b.job_id)),
+  );
   t.like(await attemptRow(w, runs[0].attempt.id), { status: 'failed', error: 'lease expired' });
   t.like(await jobRow(w, once.id), { phase: 'cancelled', close_reason: 'attempt 1 failed (1 of 1 allowed attempts failed): lease expired' });
   t.like(await jobRow(w, twice.id), { phase: 'ready', assignee: null });
@@ -118,10 +141,17 @@ test('the reaper fails expired attempts, frees their gates, retries or cancels p
 
   const before = await attemptRow(w, runs[1].attempt.id);
   assertConflict(t, await complete(w, twice.id, runs[1].attempt, { status: 'success' }), /the attempt is failed/);
-  assertConflict(t, await w.owner.api.post(`/jobs/${twice.id}/attempts/${runs[1].attempt.id}/heartbeat`, { lease_token: runs[1].attempt.lease_token }), /the attempt is failed/);
+  assertConflict(
+    t,
+    await w.owner.api.post(`/jobs/${twice.id}/attempts/${runs[1].attempt.id}/heartbeat`, { lease_token: runs[1].attempt.lease_token }),
+    /the attempt is failed/,
+  );
   t.deepEqual(await attemptRow(w, runs[1].attempt.id), before);
   t.is((await claimed(t, w, twice.id)).attempt.attempt_number, 2);
-  t.deepEqual((await w.claims.reapExpired()).filter((r) => r.job_id === twice.id), []);
+  t.deepEqual(
+    (await w.claims.reapExpired()).filter((r) => r.job_id === twice.id),
+    [],
+  );
 });
 
 test('attempts list: newest first, paginated, never the lease token', async (t) => {
@@ -134,12 +164,18 @@ test('attempts list: newest first, paginated, never the lease token', async (t) 
   const url = `/projects/${w.projectA}/jobs/${job.id}/attempts`;
   const page = await w.owner.api.get(url);
   t.is(page.statusCode, 200, JSON.stringify(page.body));
-  t.deepEqual(page.body.data.map((a: { attempt_number: number }) => a.attempt_number), [4, 3, 2, 1]);
+  t.deepEqual(
+    page.body.data.map((a: { attempt_number: number }) => a.attempt_number),
+    [4, 3, 2, 1],
+  );
   t.deepEqual(page.body.pagination, { limit: 10, offset: 0, count: 4, total: 4, has_more: false });
   t.true(page.body.data.every((a: object) => !('lease_token' in a)));
   t.like(page.body.data[0], { status: 'running', job_id: job.id });
   const second = await w.owner.api.get(`${url}?limit=2&offset=2`);
-  t.deepEqual(second.body.data.map((a: { attempt_number: number }) => a.attempt_number), [2, 1]);
+  t.deepEqual(
+    second.body.data.map((a: { attempt_number: number }) => a.attempt_number),
+    [2, 1],
+  );
   t.deepEqual(second.body.pagination, { limit: 2, offset: 2, count: 2, total: 4, has_more: false });
   const past = await w.owner.api.get(`${url}?offset=10`);
   t.deepEqual(past.body.pagination, { limit: 10, offset: 10, count: 0, total: 4, has_more: false });
@@ -162,7 +198,12 @@ test('attempts read API: 404 for a missing attempt, a job of another project, or
   nf(await w.owner.api.get(`/projects/${w.projectA2}/jobs/${job.id}/attempts/1`), `job ${job.id} not found`);
   nf(await w.outsider.api.get(inA), `project ${w.projectA} not found`);
   nf(await w.outsider.api.get(`/projects/${w.projectB}/jobs/${job.id}/attempts`), `job ${job.id} not found`);
-  for (const [url, field] of [[`${inA}/0`, 'attempt_number'], [`${inA}/x`, 'attempt_number'], [`${inA}?limit=0`, 'limit'], [`/projects/${w.projectA}/jobs/nope/attempts`, 'job_id']]) {
+  for (const [url, field] of [
+    [`${inA}/0`, 'attempt_number'],
+    [`${inA}/x`, 'attempt_number'],
+    [`${inA}?limit=0`, 'limit'],
+    [`/projects/${w.projectA}/jobs/nope/attempts`, 'job_id'],
+  ]) {
     const res = await w.owner.api.get(url);
     t.is(res.statusCode, 400, url);
     t.true(res.body.message.includes(`"${field}"`), res.body.message);

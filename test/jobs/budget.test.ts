@@ -60,8 +60,11 @@ test('each recorded call is an llm.call event with its usage only', async (t) =>
   await postUsage(w, job.id, attempt, [{ ...call(SONNET, 10, 20), provider: 'anthropic', duration_ms: 900 }, call('gpt-4o-mini', 1, 2)]);
   const events = await w.db('events').where({ type: 'llm.call' }).whereRaw("payload_json->>'attempt_id' = ?", [attempt.id]).orderBy('created_at');
   t.true(events.every((e: any) => e.source === 'runner' && e.project_id === job.project_id));
-  t.deepEqual(events.map((e: any) => e.payload_json).sort((a: any, b: any) => a.model.localeCompare(b.model)), [
-    { job_id: job.id, attempt_id: attempt.id, model: SONNET, provider: 'anthropic', input_tokens: 10, output_tokens: 20, duration_ms: 900 },
-    { job_id: job.id, attempt_id: attempt.id, model: 'gpt-4o-mini', input_tokens: 1, output_tokens: 2 },
-  ].sort((a, b) => a.model.localeCompare(b.model)));
+  t.deepEqual(
+    events.map((e: any) => e.payload_json).sort((a: any, b: any) => a.model.localeCompare(b.model)),
+    [
+      { job_id: job.id, attempt_id: attempt.id, model: SONNET, provider: 'anthropic', input_tokens: 10, output_tokens: 20, duration_ms: 900 },
+      { job_id: job.id, attempt_id: attempt.id, model: 'gpt-4o-mini', input_tokens: 1, output_tokens: 2 },
+    ].sort((a, b) => a.model.localeCompare(b.model)),
+  );
 });

@@ -45,7 +45,14 @@ export async function claimed(t: ExecutionContext, w: World, jobId: string, body
 }
 
 /** Ends an attempt through the API with its lease token. */
-export function complete(w: World, jobId: string, attempt: { id: string; lease_token: string }, result: Record<string, unknown>, extra: Record<string, unknown> = {}, user = w.owner): Promise<Reply> {
+export function complete(
+  w: World,
+  jobId: string,
+  attempt: { id: string; lease_token: string },
+  result: Record<string, unknown>,
+  extra: Record<string, unknown> = {},
+  user = w.owner,
+): Promise<Reply> {
   return user.api.post(`/jobs/${jobId}/attempts/${attempt.id}/complete`, { lease_token: attempt.lease_token, result, ...extra });
 }
 

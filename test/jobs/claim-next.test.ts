@@ -34,18 +34,29 @@ test.serial('claimNext: priority then age order; skips deferred, blocked and gat
   const [gate, held] = [unique('g'), unique('g')];
   const jobs: Record<string, any> = {};
   for (const [name, body] of [
-    ['p3', { priority: 3 }], ['p0-old', { priority: 0 }], ['p2', { priority: 2 }], ['p0-new', { priority: 0 }],
-    ['deferred', { priority: 0, defer_until: new Date(Date.now() + 60_000).toISOString() }], ['blocked', { priority: 0 }],
-    ['gate-1', { priority: 1, hints: { gates: [gate] } }], ['gate-2', { priority: 1, hints: { gates: [gate] } }],
-    ['holder', { priority: 4, hints: { gates: [held] } }], ['waits-for-held', { priority: 0, hints: { gates: [held] } }], ['idea', { phase: 'idea', priority: 0 }],
-  ] as const) jobs[name] = await newJob(w, body);
+    ['p3', { priority: 3 }],
+    ['p0-old', { priority: 0 }],
+    ['p2', { priority: 2 }],
+    ['p0-new', { priority: 0 }],
+    ['deferred', { priority: 0, defer_until: new Date(Date.now() + 60_000).toISOString() }],
+    ['blocked', { priority: 0 }],
+    ['gate-1', { priority: 1, hints: { gates: [gate] } }],
+    ['gate-2', { priority: 1, hints: { gates: [gate] } }],
+    ['holder', { priority: 4, hints: { gates: [held] } }],
+    ['waits-for-held', { priority: 0, hints: { gates: [held] } }],
+    ['idea', { phase: 'idea', priority: 0 }],
+  ] as const)
+    jobs[name] = await newJob(w, body);
   await blockedBy(w, jobs.blocked.id, jobs.p3.id);
   const holder = await w.claims.claim(jobs.holder.id, 'someone-else');
   t.is(holder.job.phase, 'active');
 
   const batch = await w.claims.claimNext('orchestrator-1', 10, { leaseSeconds: 30 });
   const order = ['p0-old', 'p0-new', 'gate-1', 'p2', 'p3'];
-  t.deepEqual(batch.map((c) => c.job.id), order.map((n) => jobs[n].id));
+  t.deepEqual(
+    batch.map((c) => c.job.id),
+    order.map((n) => jobs[n].id),
+  );
   for (const c of batch) {
     t.like(c.job, { phase: 'active', assignee: 'orchestrator-1' });
     t.like(c.attempt, { attempt_number: 1, status: 'running', lease_owner: 'orchestrator-1' });
@@ -85,7 +96,15 @@ test.serial('concurrency: 4 claimNext callers on two servers and an API claimer 
     }
   })();
 
-  const left = async () => Number((await w.db('jobs').whereIn('id', [...ids]).whereNot({ phase: 'done' }).count({ n: '*' }).first())!.n);
+  const left = async () =>
+    Number(
+      (await w
+        .db('jobs')
+        .whereIn('id', [...ids])
+        .whereNot({ phase: 'done' })
+        .count({ n: '*' })
+        .first())!.n,
+    );
   const finish = (claims: Claims, c: Claimed) => claims.complete(c.job.id, c.attempt.id, { lease_token: c.attempt.lease_token, result: { status: 'success' } });
   async function claimer(claims: Claims, owner: string): Promise<string[]> {
     const mine: string[] = [];
@@ -112,7 +131,11 @@ test.serial('concurrency: 4 claimNext callers on two servers and an API claimer 
 
   const replicaClaims = replica.server.app.container.resolve(Claims);
   const results = await Promise.all([
-    claimer(w.claims, 'orch-a1'), claimer(w.claims, 'orch-a2'), claimer(replicaClaims, 'orch-b1'), claimer(replicaClaims, 'orch-b2'), apiClaimer(),
+    claimer(w.claims, 'orch-a1'),
+    claimer(w.claims, 'orch-a2'),
+    claimer(replicaClaims, 'orch-b1'),
+    claimer(replicaClaims, 'orch-b2'),
+    apiClaimer(),
   ]);
   running = false;
   await monitor;
@@ -123,7 +146,10 @@ test.serial('concurrency: 4 claimNext callers on two servers and an API claimer 
   t.true(all.every((id) => ids.has(id)));
   t.true(results.slice(0, 4).filter((r) => r.length > 0).length >= 2, `work spread over claimers: ${results.map((r) => r.length)}`);
   t.deepEqual(violations, [], 'never two active jobs on one gate');
-  const attempts = await w.db('job_attempts').whereIn('job_id', [...ids]).select('job_id', 'attempt_number', 'status');
+  const attempts = await w
+    .db('job_attempts')
+    .whereIn('job_id', [...ids])
+    .select('job_id', 'attempt_number', 'status');
   t.is(attempts.length, 300);
   t.true(attempts.every((a) => a.attempt_number === 1 && a.status === 'succeeded'));
   t.is(await left(), 0);
@@ -150,18 +176,30 @@ test.serial('claimNext: a mixed batch (gated and gate-less, priorities, deferred
   const [gate, other] = [unique('g'), unique('g')];
   const jobs: Record<string, any> = {};
   for (const [name, body] of [
-    ['gated-p0', { priority: 0, hints: { gates: [gate] } }], ['free-p0', { priority: 0 }], ['deferred', { priority: 0, defer_until: new Date(Date.now() + 60_000).toISOString() }],
-    ['blocked', { priority: 0 }], ['free-p1', { priority: 1 }], ['gated-p1', { priority: 1, hints: { gates: [other] } }],
-    ['same-gate-p1', { priority: 1, hints: { gates: [gate] } }], ['retry-p2', { priority: 2 }], ['free-p4', { priority: 4 }],
-  ] as const) jobs[name] = await newJob(w, body);
+    ['gated-p0', { priority: 0, hints: { gates: [gate] } }],
+    ['free-p0', { priority: 0 }],
+    ['deferred', { priority: 0, defer_until: new Date(Date.now() + 60_000).toISOString() }],
+    ['blocked', { priority: 0 }],
+    ['free-p1', { priority: 1 }],
+    ['gated-p1', { priority: 1, hints: { gates: [other] } }],
+    ['same-gate-p1', { priority: 1, hints: { gates: [gate] } }],
+    ['retry-p2', { priority: 2 }],
+    ['free-p4', { priority: 4 }],
+  ] as const)
+    jobs[name] = await newJob(w, body);
   await blockedBy(w, jobs.blocked.id, jobs['free-p4'].id);
   const first = await w.claims.claim(jobs['retry-p2'].id, 'earlier');
   await w.claims.release(jobs['retry-p2'].id, first.attempt.id, first.attempt.lease_token);
 
   // 5 picks: same-gate-p1 loses the gate gated-p0 took in this batch; its slot goes to retry-p2.
   const batch = await w.claims.claimNext('mixed', 5, { leaseSeconds: 60 });
-  t.deepEqual(batch.map((c) => c.job.id), ['gated-p0', 'free-p0', 'free-p1', 'gated-p1', 'retry-p2'].map((n) => jobs[n].id));
-  const { rows: [{ now }] } = await w.db.raw('SELECT now() AS now');
+  t.deepEqual(
+    batch.map((c) => c.job.id),
+    ['gated-p0', 'free-p0', 'free-p1', 'gated-p1', 'retry-p2'].map((n) => jobs[n].id),
+  );
+  const {
+    rows: [{ now }],
+  } = await w.db.raw('SELECT now() AS now');
   for (const c of batch) {
     t.like(c.job, { phase: 'active', assignee: 'mixed' });
     t.like(await w.db('jobs').where({ id: c.job.id }).first(), { phase: 'active', assignee: 'mixed' });
@@ -169,7 +207,24 @@ test.serial('claimNext: a mixed batch (gated and gate-less, priorities, deferred
     t.regex(c.attempt.lease_token, /^[0-9a-f-]{36}$/);
     t.true(Math.abs(c.attempt.lease_expires_at!.getTime() - now.getTime() - 60_000) < 5_000);
   }
-  t.is(Number((await w.db('attempt_receipts').whereIn('attempt_id', batch.map((c) => c.attempt.id)).count({ n: '*' }).first())!.n), 0, 'no receipt until an attempt ends');
-  t.deepEqual((await w.claims.claimNext('mixed', 10)).map((c) => c.job.id), [jobs['free-p4'].id], 'deferred, blocked and same-gate jobs stay ready');
+  t.is(
+    Number(
+      (await w
+        .db('attempt_receipts')
+        .whereIn(
+          'attempt_id',
+          batch.map((c) => c.attempt.id),
+        )
+        .count({ n: '*' })
+        .first())!.n,
+    ),
+    0,
+    'no receipt until an attempt ends',
+  );
+  t.deepEqual(
+    (await w.claims.claimNext('mixed', 10)).map((c) => c.job.id),
+    [jobs['free-p4'].id],
+    'deferred, blocked and same-gate jobs stay ready',
+  );
   for (const n of ['deferred', 'blocked', 'same-gate-p1']) t.like(await w.db('jobs').where({ id: jobs[n].id }).first(), { phase: 'ready', assignee: null });
 });

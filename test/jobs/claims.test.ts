@@ -1,7 +1,20 @@
 import test from 'ava';
 import { unique } from '../orgs/helpers.ts';
 import {
-  ISO, UUID, assertConflict, attemptRow, attemptsOf, blockedBy, claimWorld, claimed, complete, gatesHeldBy, jobRow, newJob, secondsFromNow, type World,
+  ISO,
+  UUID,
+  assertConflict,
+  attemptRow,
+  attemptsOf,
+  blockedBy,
+  claimWorld,
+  claimed,
+  complete,
+  gatesHeldBy,
+  jobRow,
+  newJob,
+  secondsFromNow,
+  type World,
 } from './claim-helpers.ts';
 
 let w: World;
@@ -12,7 +25,21 @@ test.after.always(async () => {
   await w?.ctx.srv.stop();
 });
 
-const ATTEMPT_FIELDS = ['attempt_number', 'ended_at', 'error', 'git', 'id', 'job_id', 'lease_expires_at', 'lease_owner', 'result_json', 'result_status', 'result_summary', 'started_at', 'status'];
+const ATTEMPT_FIELDS = [
+  'attempt_number',
+  'ended_at',
+  'error',
+  'git',
+  'id',
+  'job_id',
+  'lease_expires_at',
+  'lease_owner',
+  'result_json',
+  'result_status',
+  'result_summary',
+  'started_at',
+  'status',
+];
 
 test('claim: a ready job becomes active for the caller, with a running attempt, a lease and its token', async (t) => {
   const job = await newJob(w);
@@ -82,7 +109,11 @@ test('gates: a key held by another job is 409 with blocked_on_gates and jobId; r
   const res = await w.owner.api.post(`/jobs/${second.id}/claim`);
   t.is(res.statusCode, 409);
   t.deepEqual(res.body, {
-    statusCode: 409, error: 'Conflict', message: `job ${second.id} waits for gates held by other jobs: ${g2}`, blocked_on_gates: [g2], jobId: second.id,
+    statusCode: 409,
+    error: 'Conflict',
+    message: `job ${second.id} waits for gates held by other jobs: ${g2}`,
+    blocked_on_gates: [g2],
+    jobId: second.id,
   });
   t.deepEqual(await gatesHeldBy(w, second.id), [], 'the free key g3 was not kept');
   t.deepEqual(await attemptsOf(w, second.id), []);
@@ -123,7 +154,11 @@ test('fencing: a wrong token is 409 and writes nothing; an unknown attempt is 40
   const { attempt } = await claimed(t, w, job.id);
   const wrong = '00000000-0000-4000-8000-000000000000';
   const before = await attemptRow(w, attempt.id);
-  assertConflict(t, await w.owner.api.post(`/jobs/${job.id}/release`, { attempt_id: attempt.id, lease_token: wrong }), /^lease lost: .*the lease token does not match$/);
+  assertConflict(
+    t,
+    await w.owner.api.post(`/jobs/${job.id}/release`, { attempt_id: attempt.id, lease_token: wrong }),
+    /^lease lost: .*the lease token does not match$/,
+  );
   assertConflict(t, await complete(w, job.id, { id: attempt.id, lease_token: wrong }, { status: 'success' }), /lease token does not match/);
   assertConflict(t, await w.owner.api.post(`/jobs/${job.id}/attempts/${attempt.id}/heartbeat`, { lease_token: wrong }), /lease token does not match/);
   t.deepEqual(await attemptRow(w, attempt.id), before);
@@ -140,16 +175,27 @@ test('fencing: after a release, a late complete or heartbeat with the old token 
   const next = await claimed(t, w, job.id);
   const before = [await attemptRow(w, attempt.id), await attemptRow(w, next.attempt.id), await jobRow(w, job.id)];
   assertConflict(t, await complete(w, job.id, attempt, { status: 'success', summary: 'late' }), /^lease lost: attempt 1 .*the attempt is cancelled$/);
-  assertConflict(t, await w.owner.api.post(`/jobs/${job.id}/attempts/${attempt.id}/heartbeat`, { lease_token: attempt.lease_token }), /the attempt is cancelled/);
+  assertConflict(
+    t,
+    await w.owner.api.post(`/jobs/${job.id}/attempts/${attempt.id}/heartbeat`, { lease_token: attempt.lease_token }),
+    /the attempt is cancelled/,
+  );
   t.deepEqual([await attemptRow(w, attempt.id), await attemptRow(w, next.attempt.id), await jobRow(w, job.id)], before);
 });
 
 test('fencing: an expired lease can be neither renewed nor used to complete', async (t) => {
   const job = await newJob(w);
   const { attempt } = await claimed(t, w, job.id);
-  await w.db('job_attempts').where({ id: attempt.id }).update({ lease_expires_at: w.db.raw("now() - interval '1 second'") });
+  await w
+    .db('job_attempts')
+    .where({ id: attempt.id })
+    .update({ lease_expires_at: w.db.raw("now() - interval '1 second'") });
   const before = await attemptRow(w, attempt.id);
-  assertConflict(t, await w.owner.api.post(`/jobs/${job.id}/attempts/${attempt.id}/heartbeat`, { lease_token: attempt.lease_token }), /^lease lost: .*the lease expired at /);
+  assertConflict(
+    t,
+    await w.owner.api.post(`/jobs/${job.id}/attempts/${attempt.id}/heartbeat`, { lease_token: attempt.lease_token }),
+    /^lease lost: .*the lease expired at /,
+  );
   assertConflict(t, await complete(w, job.id, attempt, { status: 'success' }), /the lease expired at/);
   t.deepEqual(await attemptRow(w, attempt.id), before);
 });
@@ -202,11 +248,15 @@ test('bad input is 400 naming the fields, and writes nothing', async (t) => {
   await bad(`/jobs/${job.id}/attempts/not-a-uuid/heartbeat`, { lease_token: attempt.lease_token }, ['attempt_id']);
   await bad(`/jobs/${job.id}/attempts/${attempt.id}/complete`, { result: { status: 'done' } }, ['lease_token', 'result.status']);
   await bad(`/jobs/${job.id}/attempts/${attempt.id}/complete`, { lease_token: attempt.lease_token }, ['result']);
-  await bad(`/jobs/${job.id}/attempts/${attempt.id}/complete`, { lease_token: attempt.lease_token, result: { status: 'success', summary: 7 }, result_json: [] }, ['result.summary', 'result_json']);
+  await bad(
+    `/jobs/${job.id}/attempts/${attempt.id}/complete`,
+    { lease_token: attempt.lease_token, result: { status: 'success', summary: 7 }, result_json: [] },
+    ['result.summary', 'result_json'],
+  );
   t.like(await attemptRow(w, attempt.id), { status: 'running', ended_at: null });
 });
 
-test('another org\'s job is 404 for every claim route, and nothing changes', async (t) => {
+test("another org's job is 404 for every claim route, and nothing changes", async (t) => {
   const job = await newJob(w);
   const { attempt } = await claimed(t, w, job.id);
   const nf = `job ${job.id} not found`;

@@ -47,8 +47,15 @@ test('a lone root job: no parent, no children, no relations, nothing attempted, 
   const body = await contextOf(root.id);
   t.deepEqual(Object.keys(body).sort(), CONTEXT_FIELDS);
   t.deepEqual(body, {
-    job: root, parent: null, children: [], relations: { dependencies: [], dependents: [], blocking: [] },
-    latest_attempt: null, latest_rejection_reason: null, blocked: false, waiting: false, effective_phase: 'ready',
+    job: root,
+    parent: null,
+    children: [],
+    relations: { dependencies: [], dependents: [], blocking: [] },
+    latest_attempt: null,
+    latest_rejection_reason: null,
+    blocked: false,
+    waiting: false,
+    effective_phase: 'ready',
   });
   t.is((await owner.api.patch(`/jobs/${root.id}`, { phase: 'backlog' })).statusCode, 200);
   t.is((await contextOf(root.id)).effective_phase, 'backlog');
@@ -61,7 +68,10 @@ test('a root lists its direct children in child-number order; a child names its 
   const grandchild = await newJob('grandchild', children[0].id);
 
   const rootCtx = await contextOf(root.id);
-  t.deepEqual(rootCtx.children.map((c: { id: string }) => c.id), children.map((c) => c.id));
+  t.deepEqual(
+    rootCtx.children.map((c: { id: string }) => c.id),
+    children.map((c) => c.id),
+  );
   t.is(rootCtx.children[10].id, `${root.id}.11`);
   t.deepEqual(rootCtx.children[1], children[1]);
 
@@ -76,13 +86,23 @@ test('latest_attempt is the highest attempt_number; waiting follows its result_s
   const job = await newJob('works');
   await insertAttempt(job.id, 1, { status: 'failed', result_status: 'failed', error: 'boom', ended_at: new Date() });
   const secondId = await insertAttempt(job.id, 2, {
-    result_status: 'waiting', result_summary: 'waiting for review of the schema', result_json: JSON.stringify({ svc: { status: 'waiting' } }),
-    started_at: new Date('2030-01-01T00:00:00Z'), ended_at: new Date('2030-01-01T00:05:00Z'),
+    result_status: 'waiting',
+    result_summary: 'waiting for review of the schema',
+    result_json: JSON.stringify({ svc: { status: 'waiting' } }),
+    started_at: new Date('2030-01-01T00:00:00Z'),
+    ended_at: new Date('2030-01-01T00:05:00Z'),
   });
   const body = await contextOf(job.id);
   t.deepEqual(body.latest_attempt, {
-    id: secondId, attempt_number: 2, status: 'succeeded', result_status: 'waiting', result_summary: 'waiting for review of the schema',
-    result_json: { svc: { status: 'waiting' } }, error: null, started_at: '2030-01-01T00:00:00.000Z', ended_at: '2030-01-01T00:05:00.000Z',
+    id: secondId,
+    attempt_number: 2,
+    status: 'succeeded',
+    result_status: 'waiting',
+    result_summary: 'waiting for review of the schema',
+    result_json: { svc: { status: 'waiting' } },
+    error: null,
+    started_at: '2030-01-01T00:00:00.000Z',
+    ended_at: '2030-01-01T00:05:00.000Z',
   });
   t.like(body, { waiting: true, blocked: false, effective_phase: 'waiting' });
 
@@ -98,7 +118,10 @@ test('blocked overrides waiting, and waiting returns once the blocker is cancell
 
   const blocked = await contextOf(job.id);
   t.like(blocked, { blocked: true, waiting: true, effective_phase: 'blocked' });
-  t.deepEqual(blocked.relations.blocking.map((r: { related: { id: string } }) => r.related.id), [blocker.id]);
+  t.deepEqual(
+    blocked.relations.blocking.map((r: { related: { id: string } }) => r.related.id),
+    [blocker.id],
+  );
 
   t.is((await owner.api.patch(`/jobs/${blocker.id}`, { phase: 'cancelled' })).statusCode, 200);
   const unblocked = await contextOf(job.id);

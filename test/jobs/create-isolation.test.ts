@@ -31,8 +31,22 @@ test.after.always(async () => {
   await s?.stop();
 });
 
-const principal = (): Principal => ({ kind: 'user', id: userId, email: 'admin@example.com', isAdmin: true, scope: null, roleCap: null, expiresAt: new Date(Date.now() + 3_600_000).toISOString() } as Principal);
-const grant = (p: { orgId: string; projectId: string }): Grant => ({ orgId: p.orgId, projectId: p.projectId, role: 'owner', permissions: ROLE_PERMISSIONS.owner });
+const principal = (): Principal =>
+  ({
+    kind: 'user',
+    id: userId,
+    email: 'admin@example.com',
+    isAdmin: true,
+    scope: null,
+    roleCap: null,
+    expiresAt: new Date(Date.now() + 3_600_000).toISOString(),
+  }) as Principal;
+const grant = (p: { orgId: string; projectId: string }): Grant => ({
+  orgId: p.orgId,
+  projectId: p.projectId,
+  role: 'owner',
+  permissions: ROLE_PERMISSIONS.owner,
+});
 
 function nested(depth: number): Record<string, unknown> {
   let v: Record<string, unknown> = { leaf: true };
@@ -48,7 +62,7 @@ const HOSTILE: [string, Record<string, unknown>, RegExp][] = [
   ['hints nested 10,000 deep', { description: 'x', hints: nested(10_000) }, /hints\.a\.a.*is nested more than 64 levels deep/],
 ];
 
-test('a row the database would refuse fails its own create (422 naming the field) and no other tenant\'s create in the batch', async (t) => {
+test("a row the database would refuse fails its own create (422 naming the field) and no other tenant's create in the batch", async (t) => {
   const creation = s.kernel.container.resolve(JobCreation);
   const [hostile, bystander] = projects;
   const before = Number((await s.kernel.db('jobs').count({ n: '*' }).first())!.n);
@@ -60,7 +74,11 @@ test('a row the database would refuse fails its own create (422 naming the field
   ];
   const results = await Promise.allSettled([first, ...calls]);
   const bystanders = [results[0], ...results.slice(1 + HOSTILE.length)];
-  t.is(bystanders.filter((r) => r.status === 'fulfilled').length, 21, String((bystanders.find((r) => r.status === "rejected") as PromiseRejectedResult | undefined)?.reason));
+  t.is(
+    bystanders.filter((r) => r.status === 'fulfilled').length,
+    21,
+    String((bystanders.find((r) => r.status === 'rejected') as PromiseRejectedResult | undefined)?.reason),
+  );
   HOSTILE.forEach(([what, , message], i) => {
     const r = results[1 + i];
     t.is(r.status, 'rejected', what);
@@ -69,5 +87,5 @@ test('a row the database would refuse fails its own create (422 naming the field
     t.regex(String(r.reason.message), message, what);
   });
   const after = Number((await s.kernel.db('jobs').count({ n: '*' }).first())!.n);
-  t.is(after - before, 21, 'the bystanders\' jobs, and nothing of the hostile ones');
+  t.is(after - before, 21, "the bystanders' jobs, and nothing of the hostile ones");
 });

@@ -36,9 +36,23 @@ test('only description is required; the spec defaults apply', async (t) => {
   t.is(res.statusCode, 201, JSON.stringify(res.body));
   t.regex(res.body.id, /^jobapp-[0-9a-f]{8}$/);
   t.like(res.body, {
-    project_id: projectId, parent_id: null, depth: 0, title: 'Fix the login bug', issue_type: 'task', labels: [], phase: 'ready',
-    priority: 2, assignee: null, review_required: 'none', review_status: null, execution_mode: 'persistent', git: null,
-    resolved_git: null, closed_at: null, close_reason: null, hints: { permission_policy: 'yolo' },
+    project_id: projectId,
+    parent_id: null,
+    depth: 0,
+    title: 'Fix the login bug',
+    issue_type: 'task',
+    labels: [],
+    phase: 'ready',
+    priority: 2,
+    assignee: null,
+    review_required: 'none',
+    review_status: null,
+    execution_mode: 'persistent',
+    git: null,
+    resolved_git: null,
+    closed_at: null,
+    close_reason: null,
+    hints: { permission_policy: 'yolo' },
   });
   t.deepEqual((await admin.get(`/jobs/${res.body.id}`)).body, res.body);
 });
@@ -71,36 +85,80 @@ test.serial('children are {parent}.{n}, numbered per parent, at most three level
 test('concurrent children get distinct numbers', async (t) => {
   const root = (await admin.post(jobs(), { description: 'busy parent' })).body;
   const made = await Promise.all(Array.from({ length: 8 }, (_, i) => admin.post(jobs(), { description: `c${i}`, parent_id: root.id })));
-  t.deepEqual(made.map((r) => r.statusCode), Array(8).fill(201));
+  t.deepEqual(
+    made.map((r) => r.statusCode),
+    Array(8).fill(201),
+  );
   t.deepEqual(made.map((r) => r.body.id).sort(), Array.from({ length: 8 }, (_, i) => `${root.id}.${i + 1}`).sort());
 });
 
 test('concurrent root creations (one INSERT for many) each get their own fields and a distinct id', async (t) => {
   const bodies = Array.from({ length: 40 }, (_, i) => ({
-    description: `batch ${i}\n\ndetails`, priority: i % 5, labels: [`l${i}`, 'batch'], hints: { max_attempts: 1 + (i % 3) },
-    git: { branch: `b/${i}` }, due_at: new Date(Date.UTC(2027, 0, 1 + (i % 28))).toISOString(), phase: i % 2 ? 'backlog' : 'ready',
+    description: `batch ${i}\n\ndetails`,
+    priority: i % 5,
+    labels: [`l${i}`, 'batch'],
+    hints: { max_attempts: 1 + (i % 3) },
+    git: { branch: `b/${i}` },
+    due_at: new Date(Date.UTC(2027, 0, 1 + (i % 28))).toISOString(),
+    phase: i % 2 ? 'backlog' : 'ready',
   }));
   const made = await Promise.all(bodies.map((b) => admin.post(jobs(), b)));
-  t.deepEqual(made.map((r) => r.statusCode), Array(40).fill(201));
+  t.deepEqual(
+    made.map((r) => r.statusCode),
+    Array(40).fill(201),
+  );
   t.is(new Set(made.map((r) => r.body.id)).size, 40);
   made.forEach((r, i) => {
     t.regex(r.body.id, /^jobapp-[0-9a-f]{8}$/);
-    t.like(r.body, { title: `batch ${i}`, priority: i % 5, labels: [`l${i}`, 'batch'], phase: bodies[i].phase, git: { branch: `b/${i}` }, due_at: bodies[i].due_at });
+    t.like(r.body, {
+      title: `batch ${i}`,
+      priority: i % 5,
+      labels: [`l${i}`, 'batch'],
+      phase: bodies[i].phase,
+      git: { branch: `b/${i}` },
+      due_at: bodies[i].due_at,
+    });
     t.deepEqual(r.body.hints, { permission_policy: 'yolo', max_attempts: 1 + (i % 3) });
   });
   const stored = await Promise.all(made.map((r) => admin.get(`/jobs/${r.body.id}`)));
-  t.deepEqual(stored.map((r) => r.body), made.map((r) => r.body));
+  t.deepEqual(
+    stored.map((r) => r.body),
+    made.map((r) => r.body),
+  );
 });
 
 test.serial('a taken id is drawn again: the batch insert answers null for it and writes the others', async (t) => {
   const repo = s.kernel.container.resolve(JobRepository);
   const taken = (await admin.post(jobs(), { description: 'first' })).body.id as string;
   const suffix = taken.slice('jobapp-'.length);
-  const row = { project_id: projectId, slug: 'jobapp', title: 't', description: 'd', issue_type: 'task', labels: [], phase: 'ready' as const, priority: 2, assignee: null,
-    review_required: 'none', hints: {}, git: null, workspace: null, env_name: null, execution_mode: 'persistent', harness: {}, env_overrides: null,
-    resource_refs: [], defer_until: null, due_at: null, created_by: null };
+  const row = {
+    project_id: projectId,
+    slug: 'jobapp',
+    title: 't',
+    description: 'd',
+    issue_type: 'task',
+    labels: [],
+    phase: 'ready' as const,
+    priority: 2,
+    assignee: null,
+    review_required: 'none',
+    hints: {},
+    git: null,
+    workspace: null,
+    env_name: null,
+    execution_mode: 'persistent',
+    harness: {},
+    env_overrides: null,
+    resource_refs: [],
+    defer_until: null,
+    due_at: null,
+    created_by: null,
+  };
   const before = await countJobs();
-  const [clash, fresh] = await repo.insertRoots([{ ...row, suffix }, { ...row, suffix: 'feedf00d' }]);
+  const [clash, fresh] = await repo.insertRoots([
+    { ...row, suffix },
+    { ...row, suffix: 'feedf00d' },
+  ]);
   t.is(clash, null);
   t.is(fresh!.id, 'jobapp-feedf00d');
   t.is(await countJobs(), before + 1);
@@ -170,9 +228,19 @@ test('overrides need jobs:harness_override, secret-backed values secrets:read to
 });
 
 test.serial('manifest defaults merge under explicit fields; objects merge key by key', async (t) => {
-  manifestDefaults[projectId] = { priority: 1, labels: ['from-manifest'], hints: { timeout_seconds: 600, worker_type: 'node-worker' }, git: { push: 'on_success', commit: 'auto' } };
+  manifestDefaults[projectId] = {
+    priority: 1,
+    labels: ['from-manifest'],
+    hints: { timeout_seconds: 600, worker_type: 'node-worker' },
+    git: { push: 'on_success', commit: 'auto' },
+  };
   try {
-    const res = await admin.post(jobs(), { description: 'with defaults', labels: ['mine'], hints: { worker_type: 'rust-worker' }, git: { commit: 'required' } });
+    const res = await admin.post(jobs(), {
+      description: 'with defaults',
+      labels: ['mine'],
+      hints: { worker_type: 'rust-worker' },
+      git: { commit: 'required' },
+    });
     t.is(res.statusCode, 201, JSON.stringify(res.body));
     t.is(res.body.priority, 1);
     t.deepEqual(res.body.labels, ['mine']);

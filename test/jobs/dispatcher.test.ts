@@ -70,7 +70,10 @@ test('a blocked job is dispatched only once its blocker finishes (woken by the b
     t.is(attempt.jobId, first.id);
     await new Promise((r) => setTimeout(r, 300));
     t.is(worker.received.length, 1, 'the blocked job waits');
-    const done = await admin.post(`/jobs/${first.id}/attempts/${attempt.attemptId}/complete`, { lease_token: attempt.leaseToken, result: { status: 'success' } });
+    const done = await admin.post(`/jobs/${first.id}/attempts/${attempt.attemptId}/complete`, {
+      lease_token: attempt.leaseToken,
+      result: { status: 'success' },
+    });
     t.is(done.statusCode, 200, JSON.stringify(done.body));
     await until(() => worker.received.length === 2, 'the unblocked job dispatched');
     t.is(worker.received[1].jobId, second.id);
@@ -106,7 +109,10 @@ test('two orchestrators on one database dispatch every job exactly once', async 
     const ids = dispatched().map((a) => a.jobId);
     t.is(new Set(ids).size, ids.length, 'no job dispatched twice');
     t.is(ids.filter((id) => jobs.findIndex((j) => j.id === id) % 10 === 0).length, 1, 'one job holds the deploy gate');
-    t.true(workers.every((w) => w.received.length > 0), 'both orchestrators took work');
+    t.true(
+      workers.every((w) => w.received.length > 0),
+      'both orchestrators took work',
+    );
   } finally {
     for (const s of servers) await s.stop();
     await database.drop();

@@ -42,9 +42,29 @@ export function cycles(graph: Map<string, string[]>): string[][] {
 }
 
 test('the cycle finder sees a loop, and none in a chain', (t) => {
-  t.deepEqual(cycles(new Map([['a', ['b']], ['b', ['c']], ['c', ['a']]])), [['a', 'b', 'c', 'a']]);
-  t.deepEqual(cycles(new Map([['a', ['b']], ['b', ['c']], ['c', []]])), []);
-  t.deepEqual(importsOf(path.join(DOMAIN, 'x/a.ts'), "import type { A } from '../y/b.ts';\nimport { C } from '../../../core/c.ts';"), [path.join(DOMAIN, 'y/b.ts')]);
+  t.deepEqual(
+    cycles(
+      new Map([
+        ['a', ['b']],
+        ['b', ['c']],
+        ['c', ['a']],
+      ]),
+    ),
+    [['a', 'b', 'c', 'a']],
+  );
+  t.deepEqual(
+    cycles(
+      new Map([
+        ['a', ['b']],
+        ['b', ['c']],
+        ['c', []],
+      ]),
+    ),
+    [],
+  );
+  t.deepEqual(importsOf(path.join(DOMAIN, 'x/a.ts'), "import type { A } from '../y/b.ts';\nimport { C } from '../../../core/c.ts';"), [
+    path.join(DOMAIN, 'y/b.ts'),
+  ]);
 });
 
 test('plugins/jobs has no import loop', (t) => {

@@ -23,7 +23,12 @@ test('priceOf: case and a vendor/ prefix are ignored; no boundary or no entry is
 });
 
 test('cost: tokens × USD per million, kept to the micro-dollar', (t) => {
-  const micro = costMicroUsd(PRICES['claude-sonnet-4'], { input_tokens: 1_000_000, output_tokens: 200_000, cache_read_tokens: 500_000, cache_write_tokens: 100_000 });
+  const micro = costMicroUsd(PRICES['claude-sonnet-4'], {
+    input_tokens: 1_000_000,
+    output_tokens: 200_000,
+    cache_read_tokens: 500_000,
+    cache_write_tokens: 100_000,
+  });
   t.is(microToUsd(micro), 6.525);
   t.is(microToUsd(costMicroUsd(PRICES['gpt-5-nano'], { input_tokens: 1, output_tokens: 1, cache_read_tokens: 0, cache_write_tokens: 0 })), 0);
   t.is(microToUsd(costMicroUsd(PRICES['gpt-5'], { input_tokens: 3, output_tokens: 0, cache_read_tokens: 0, cache_write_tokens: 0 })), 0.000004);

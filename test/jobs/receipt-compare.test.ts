@@ -14,13 +14,24 @@ test.before(async (t) => {
   const job = await newJob(w, { hints: { max_attempts: 3 } });
   jobId = job.id;
   const runs: [unknown[], Record<string, unknown>, Record<string, unknown>][] = [
-    [[{ model: 'claude-sonnet-4-5', input_tokens: 1000, output_tokens: 100 }], { resolved_branch: 'svc/fix', pushed: false }, { status: 'failed', reason: 'tests fail' }],
-    [[{ model: 'gpt-5', input_tokens: 2000, output_tokens: 1000, reasoning_tokens: 600, cache_read_tokens: 400 }], { resolved_branch: 'svc/fix', pushed: true, commits: ['abc123'] }, { status: 'success', summary: 'fixed' }],
+    [
+      [{ model: 'claude-sonnet-4-5', input_tokens: 1000, output_tokens: 100 }],
+      { resolved_branch: 'svc/fix', pushed: false },
+      { status: 'failed', reason: 'tests fail' },
+    ],
+    [
+      [{ model: 'gpt-5', input_tokens: 2000, output_tokens: 1000, reasoning_tokens: 600, cache_read_tokens: 400 }],
+      { resolved_branch: 'svc/fix', pushed: true, commits: ['abc123'] },
+      { status: 'success', summary: 'fixed' },
+    ],
   ];
   for (const [calls, git, result] of runs) {
     const { attempt } = await claimed(t, w, job.id);
     await recordUsage(t, w, job.id, attempt, calls);
-    await w.db('job_attempts').where({ id: attempt.id }).update({ git: JSON.stringify(git) }); // the worker's part, later
+    await w
+      .db('job_attempts')
+      .where({ id: attempt.id })
+      .update({ git: JSON.stringify(git) }); // the worker's part, later
     await complete(w, job.id, attempt, result);
     const row = await attemptRow(w, attempt.id);
     ids.push(attempt.id);
@@ -29,7 +40,10 @@ test.before(async (t) => {
   // review_required none: attempt 2 made the job done; reopen it for a running attempt 3.
   await w.db('jobs').where({ id: job.id }).update({ phase: 'ready', closed_at: null });
   const third = await claimed(t, w, job.id);
-  await recordUsage(t, w, job.id, third.attempt, [{ model: 'gpt-5', input_tokens: 100, output_tokens: 10 }, { model: 'acme-llm-7', input_tokens: 50, output_tokens: 5 }]);
+  await recordUsage(t, w, job.id, third.attempt, [
+    { model: 'gpt-5', input_tokens: 100, output_tokens: 10 },
+    { model: 'acme-llm-7', input_tokens: 50, output_tokens: 5 },
+  ]);
   ids.push(third.attempt.id);
 });
 test.after.always(async () => {
@@ -38,7 +52,15 @@ test.after.always(async () => {
 
 const compare = (query: string, user = w.owner) => user.api.get(`/jobs/${jobId}/compare?${query}`);
 const TOKENS_1 = { input_tokens: 1000, output_tokens: 100, cache_read_tokens: 0, cache_write_tokens: 0, reasoning_tokens: 0, total_tokens: 1100, calls: 1 };
-const TOKENS_2 = { input_tokens: 2000, output_tokens: 1000, cache_read_tokens: 400, cache_write_tokens: 0, reasoning_tokens: 600, total_tokens: 3400, calls: 1 };
+const TOKENS_2 = {
+  input_tokens: 2000,
+  output_tokens: 1000,
+  cache_read_tokens: 400,
+  cache_write_tokens: 0,
+  reasoning_tokens: 600,
+  total_tokens: 3400,
+  calls: 1,
+};
 const SUMMARY_FIELDS = ['attempt_number', 'ended_at', 'error', 'id', 'pricing', 'result_status', 'started_at', 'status'];
 
 test('compare 1 with 2: every difference with a, b and changed; numbers with delta; no receipts unless asked', async (t) => {
@@ -58,7 +80,9 @@ test('compare 1 with 2: every difference with a, b and changed; numbers with del
   t.deepEqual(d.git, { a: { resolved_branch: 'svc/fix', pushed: false }, b: { resolved_branch: 'svc/fix', pushed: true, commits: ['abc123'] }, changed: true });
   t.deepEqual(d.duration_ms, { a: billable[0], b: billable[1], changed: billable[0] !== billable[1], delta: billable[1] - billable[0] });
   t.deepEqual(d.tokens, {
-    a: TOKENS_1, b: TOKENS_2, changed: true,
+    a: TOKENS_1,
+    b: TOKENS_2,
+    changed: true,
     delta: { input_tokens: 1000, output_tokens: 900, cache_read_tokens: 400, cache_write_tokens: 0, reasoning_tokens: 600, total_tokens: 2300, calls: 0 },
   });
   // sonnet 1000 × $3 + 100 × $15 per million = $0.0045; gpt-5 2000 × $1.25 + 1000 × $10 + 400 × $0.125 = $0.01255

@@ -31,6 +31,25 @@ export const phaseRows = (w: World, attemptId: string) => w.db('attempt_phases')
 export const receiptRows = (w: World, jobId: string) => w.db('attempt_receipts').where({ job_id: jobId });
 
 export const RECEIPT_FIELDS = [
-  'attempt_id', 'attempt_number', 'compute', 'cost', 'created_at', 'job_id', 'llm', 'receipt_version', 'result_status', 'status', 'timing',
+  'attempt_id',
+  'attempt_number',
+  'compute',
+  'cost',
+  'created_at',
+  'job_id',
+  'llm',
+  'receipt_version',
+  'result_status',
+  'status',
+  'timing',
 ];
-export const ZERO_LLM = { calls: 0, input_tokens: 0, output_tokens: 0, cache_read_tokens: 0, cache_write_tokens: 0, reasoning_tokens: 0, duration_ms: 0, models: {} };
+export const ZERO_LLM = {
+  calls: 0,
+  input_tokens: 0,
+  output_tokens: 0,
+  cache_read_tokens: 0,
+  cache_write_tokens: 0,
+  reasoning_tokens: 0,
+  duration_ms: 0,
+  models: {},
+};

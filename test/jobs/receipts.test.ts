@@ -15,7 +15,16 @@ test.after.always(async () => {
 const SONNET = 'claude-sonnet-4-5-20250929';
 const MINI = 'gpt-4o-mini-2024-07-18';
 const CALLS = [
-  { model: SONNET, provider: 'anthropic', input_tokens: 600_000, output_tokens: 150_000, cache_read_tokens: 500_000, cache_write_tokens: 100_000, reasoning_tokens: 40_000, duration_ms: 12_000 },
+  {
+    model: SONNET,
+    provider: 'anthropic',
+    input_tokens: 600_000,
+    output_tokens: 150_000,
+    cache_read_tokens: 500_000,
+    cache_write_tokens: 100_000,
+    reasoning_tokens: 40_000,
+    duration_ms: 12_000,
+  },
   { model: SONNET, provider: 'anthropic', input_tokens: 400_000, output_tokens: 50_000, duration_ms: 8000 },
   { model: MINI, provider: 'openai', input_tokens: 2_000_000, output_tokens: 1_000_000, cache_read_tokens: 1_000_000 },
 ];
@@ -43,28 +52,70 @@ test('usage and phases, then complete: a receipt with exact sums, the per-model 
   t.regex(receipt.created_at, ISO);
   t.like(receipt, { receipt_version: 1, attempt_id: attempt.id, attempt_number: 1, job_id: job.id, status: 'succeeded', result_status: 'success' });
   t.deepEqual(receipt.timing, {
-    started_at: row.started_at.toISOString(), ended_at: row.ended_at.toISOString(), billable_ms: billable,
+    started_at: row.started_at.toISOString(),
+    ended_at: row.ended_at.toISOString(),
+    billable_ms: billable,
     phases: { provision: 1500, clone: 2500, execute: 60_000 },
   });
   t.deepEqual(receipt.compute, { resource_class: 'large', billable_ms: billable });
   // Keys in the documented order, phases in lifecycle order (jsonb alone would not keep them).
-  t.deepEqual(Object.keys(receipt), ['receipt_version', 'attempt_id', 'attempt_number', 'job_id', 'status', 'result_status', 'timing', 'llm', 'cost', 'compute', 'created_at']);
+  t.deepEqual(Object.keys(receipt), [
+    'receipt_version',
+    'attempt_id',
+    'attempt_number',
+    'job_id',
+    'status',
+    'result_status',
+    'timing',
+    'llm',
+    'cost',
+    'compute',
+    'created_at',
+  ]);
   t.deepEqual(Object.keys(receipt.timing.phases), ['provision', 'clone', 'execute']);
   t.deepEqual(receipt.llm, {
-    calls: 3, input_tokens: 3_000_000, output_tokens: 1_200_000, cache_read_tokens: 1_500_000, cache_write_tokens: 100_000, reasoning_tokens: 40_000, duration_ms: 20_000,
+    calls: 3,
+    input_tokens: 3_000_000,
+    output_tokens: 1_200_000,
+    cache_read_tokens: 1_500_000,
+    cache_write_tokens: 100_000,
+    reasoning_tokens: 40_000,
+    duration_ms: 20_000,
     models: {
       [SONNET]: {
-        calls: 2, input_tokens: 1_000_000, output_tokens: 200_000, cache_read_tokens: 500_000, cache_write_tokens: 100_000, reasoning_tokens: 40_000,
-        duration_ms: 20_000, providers: ['anthropic'], cost_usd: 6.525, priced_as: 'claude-sonnet-4',
+        calls: 2,
+        input_tokens: 1_000_000,
+        output_tokens: 200_000,
+        cache_read_tokens: 500_000,
+        cache_write_tokens: 100_000,
+        reasoning_tokens: 40_000,
+        duration_ms: 20_000,
+        providers: ['anthropic'],
+        cost_usd: 6.525,
+        priced_as: 'claude-sonnet-4',
       },
       [MINI]: {
-        calls: 1, input_tokens: 2_000_000, output_tokens: 1_000_000, cache_read_tokens: 1_000_000, cache_write_tokens: 0, reasoning_tokens: 0,
-        duration_ms: 0, providers: ['openai'], cost_usd: 0.975, priced_as: 'gpt-4o-mini',
+        calls: 1,
+        input_tokens: 2_000_000,
+        output_tokens: 1_000_000,
+        cache_read_tokens: 1_000_000,
+        cache_write_tokens: 0,
+        reasoning_tokens: 0,
+        duration_ms: 0,
+        providers: ['openai'],
+        cost_usd: 0.975,
+        priced_as: 'gpt-4o-mini',
       },
     },
   });
   // sonnet: 1M in × $3 + 0.2M out × $15 + 0.5M cache reads × $0.30 + 0.1M cache writes × $3.75; mini: 2M × $0.15 + 1M × $0.60 + 1M × $0.075
-  t.deepEqual(receipt.cost, { base_cost_usd: 7.5, billed_cost: { currency: 'USD', amount: 7.5 }, pricing: 'priced', unpriced_models: [], price_table: 'builtin-2025-11' });
+  t.deepEqual(receipt.cost, {
+    base_cost_usd: 7.5,
+    billed_cost: { currency: 'USD', amount: 7.5 },
+    pricing: 'priced',
+    unpriced_models: [],
+    price_table: 'builtin-2025-11',
+  });
   t.is(receipt.cost.billed_cost.amount.toFixed(2), '7.50');
   t.deepEqual((await w.owner.api.get(`/jobs/${job.id}/receipt`)).body, receipt);
   t.is((await receiptRows(w, job.id)).length, 1);
@@ -80,7 +131,13 @@ test("pricing: a model without a price counts 0 and makes it 'partial'; only unp
   };
   const mystery = { model: 'acme-llm-7', input_tokens: 5000, output_tokens: 100 };
   const partial = await run([{ model: 'gpt-4o', input_tokens: 1_000_000, output_tokens: 100_000 }, mystery]);
-  t.deepEqual(partial.cost, { base_cost_usd: 3.5, billed_cost: { currency: 'USD', amount: 3.5 }, pricing: 'partial', unpriced_models: ['acme-llm-7'], price_table: 'builtin-2025-11' });
+  t.deepEqual(partial.cost, {
+    base_cost_usd: 3.5,
+    billed_cost: { currency: 'USD', amount: 3.5 },
+    pricing: 'partial',
+    unpriced_models: ['acme-llm-7'],
+    price_table: 'builtin-2025-11',
+  });
   t.like(partial.llm.models['acme-llm-7'], { cost_usd: null, priced_as: null, input_tokens: 5000, providers: [] });
   t.like(partial.llm, { calls: 2, input_tokens: 1_005_000, output_tokens: 100_100 });
 
@@ -127,7 +184,10 @@ test('every way an attempt ends writes its receipt: release, failed, submit, rea
   const reaped = await newJob(w);
   const e = await claimed(t, w, reaped.id);
   await recordUsage(t, w, reaped.id, e.attempt, [call]);
-  await w.db('job_attempts').where({ id: e.attempt.id }).update({ lease_expires_at: w.db.raw("now() - interval '1 second'") });
+  await w
+    .db('job_attempts')
+    .where({ id: e.attempt.id })
+    .update({ lease_expires_at: w.db.raw("now() - interval '1 second'") });
   t.true((await w.claims.reapExpired()).some((x) => x.attempt_id === e.attempt.id));
   await check(reaped.id, e.attempt, 'failed', null);
 
@@ -150,7 +210,12 @@ test('receipts are immutable: UPDATE and DELETE are refused by the database; the
   await recordUsage(t, w, job.id, attempt, [{ model: 'gpt-5', input_tokens: 10, output_tokens: 10 }]);
   await complete(w, job.id, attempt, { status: 'success' });
   const before = await receiptRows(w, job.id);
-  const update = await t.throwsAsync(w.db('attempt_receipts').where({ attempt_id: attempt.id }).update({ receipt: JSON.stringify({ forged: true }) }));
+  const update = await t.throwsAsync(
+    w
+      .db('attempt_receipts')
+      .where({ attempt_id: attempt.id })
+      .update({ receipt: JSON.stringify({ forged: true }) }),
+  );
   t.regex(update!.message, /attempt receipts are immutable: UPDATE of the receipt of attempt [0-9a-f-]{36} is not allowed/);
   const remove = await t.throwsAsync(w.db('attempt_receipts').where({ attempt_id: attempt.id }).delete());
   t.regex(remove!.message, /attempt receipts are immutable: DELETE/);
@@ -178,9 +243,15 @@ test('fencing: usage or phases after the attempt ended, or with another token, a
   t.deepEqual(await receiptOf(t, w, job.id, attempt.id), receipt);
 
   const expired = await claimed(t, w, (await newJob(w)).id);
-  await w.db('job_attempts').where({ id: expired.attempt.id }).update({ lease_expires_at: w.db.raw("now() - interval '1 second'") });
+  await w
+    .db('job_attempts')
+    .where({ id: expired.attempt.id })
+    .update({ lease_expires_at: w.db.raw("now() - interval '1 second'") });
   assertConflict(t, await postUsage(w, expired.job.id, expired.attempt, [call]), /the lease expired at/);
-  await w.db('job_attempts').where({ id: expired.attempt.id }).update({ lease_expires_at: w.db.raw("now() + interval '1 hour'") });
+  await w
+    .db('job_attempts')
+    .where({ id: expired.attempt.id })
+    .update({ lease_expires_at: w.db.raw("now() + interval '1 hour'") });
   assertError(t, await postUsage(w, job.id, expired.attempt, [call]), 404, `attempt ${expired.attempt.id} of job ${job.id} not found`);
   t.deepEqual(await usageRows(w, expired.attempt.id), []);
 });
@@ -195,14 +266,18 @@ test('bad input is 400 naming the field, and nothing is written: content fields,
   await bad([{ ...ok, response: 'done' }], '"calls[0].response" is not allowed');
   await bad([ok], '"messages" is not allowed', { messages: ['hi'] });
   await bad([], '"calls" must contain at least 1 items');
-  await bad(Array.from({ length: 101 }, () => ok), '"calls" must contain less than or equal to 100 items');
+  await bad(
+    Array.from({ length: 101 }, () => ok),
+    '"calls" must contain less than or equal to 100 items',
+  );
   await bad([{ ...ok, input_tokens: -1 }], '"calls[0].input_tokens" must be greater than or equal to 0');
   await bad([{ ...ok, output_tokens: 1.5 }], '"calls[0].output_tokens" must be an integer');
   await bad([{ input_tokens: 1, output_tokens: 1 }], '"calls[0].model" is required');
   await bad([{ ...ok, reasoning_tokens: 2 }], '"calls[0].reasoning_tokens" must not exceed "calls[0].output_tokens" (it is part of them)');
   t.deepEqual(await usageRows(w, attempt.id), []);
 
-  const badPhases = async (phases: unknown, message: string | RegExp) => assertError(t, await postPhases(w, job.id, attempt, phases as unknown[]), 400, message);
+  const badPhases = async (phases: unknown, message: string | RegExp) =>
+    assertError(t, await postPhases(w, job.id, attempt, phases as unknown[]), 400, message);
   await badPhases([{ ...PHASES[0], name: 'Execute' }], /^"phases\[0\]\.name" with value "Execute" fails to match the lower-case words/);
   await badPhases([{ ...PHASES[0], name: 'run tests' }], /fails to match the lower-case words/);
   await badPhases([PHASES[0], { name: 'execute', started_at: at(10), ended_at: at(9) }], '"phases[1].ended_at" must not be before "phases[1].started_at"');
@@ -220,23 +295,42 @@ test('receipt reads: 404 before any attempt ended, while running, for another jo
   const job = await newJob(w, { hints: { max_attempts: 3 } });
   assertError(t, await w.owner.api.get(`/jobs/${job.id}/receipt`), 404, `job ${job.id} has no receipt yet`);
   const first = await claimed(t, w, job.id);
-  assertError(t, await w.owner.api.get(`/jobs/${job.id}/attempts/${first.attempt.id}/receipt`), 404,
-    `attempt 1 (${first.attempt.id}) of job ${job.id} has no receipt yet: it is still running`);
+  assertError(
+    t,
+    await w.owner.api.get(`/jobs/${job.id}/attempts/${first.attempt.id}/receipt`),
+    404,
+    `attempt 1 (${first.attempt.id}) of job ${job.id} has no receipt yet: it is still running`,
+  );
   await complete(w, job.id, first.attempt, { status: 'failed', reason: 'flaky' });
   const second = await claimed(t, w, job.id);
   t.like((await w.owner.api.get(`/jobs/${job.id}/receipt`)).body, { attempt_number: 1, status: 'failed' });
   await complete(w, job.id, second.attempt, { status: 'success' });
   t.like((await w.owner.api.get(`/jobs/${job.id}/receipt`)).body, { attempt_number: 2, status: 'succeeded' });
-  t.deepEqual((await attemptsOf(w, job.id)).map((a: { attempt_number: number }) => a.attempt_number), [1, 2]);
+  t.deepEqual(
+    (await attemptsOf(w, job.id)).map((a: { attempt_number: number }) => a.attempt_number),
+    [1, 2],
+  );
 
   const other = await newJob(w);
-  assertError(t, await w.owner.api.get(`/jobs/${other.id}/attempts/${first.attempt.id}/receipt`), 404, `attempt ${first.attempt.id} of job ${other.id} not found`);
+  assertError(
+    t,
+    await w.owner.api.get(`/jobs/${other.id}/attempts/${first.attempt.id}/receipt`),
+    404,
+    `attempt ${first.attempt.id} of job ${other.id} not found`,
+  );
   assertError(t, await w.owner.api.get(`/jobs/${job.id}/attempts/not-a-uuid/receipt`), 400, '"attempt_id" must be a valid GUID');
   for (const path of [`/jobs/${job.id}/receipt`, `/jobs/${job.id}/attempts/${first.attempt.id}/receipt`]) {
     assertError(t, await w.outsider.api.get(path), 404, `job ${job.id} not found`);
   }
-  assertError(t, await w.outsider.api.post(`/jobs/${job.id}/attempts/${second.attempt.id}/usage`, { lease_token: second.attempt.lease_token, calls: [{ model: 'x', input_tokens: 1, output_tokens: 1 }] }),
-    404, `job ${job.id} not found`);
+  assertError(
+    t,
+    await w.outsider.api.post(`/jobs/${job.id}/attempts/${second.attempt.id}/usage`, {
+      lease_token: second.attempt.lease_token,
+      calls: [{ model: 'x', input_tokens: 1, output_tokens: 1 }],
+    }),
+    404,
+    `job ${job.id} not found`,
+  );
 });
 
 test('usage racing the end of the attempt: every report is either in the receipt or refused with 409, never lost', async (t) => {
@@ -246,7 +340,10 @@ test('usage racing the end of the attempt: every report is either in the receipt
   const reports = Array.from({ length: 20 }, () => postUsage(w, job.id, attempt, [call, call]));
   const [ended, ...answers] = await Promise.all([complete(w, job.id, attempt, { status: 'success' }), ...reports]);
   t.is(ended.statusCode, 200);
-  t.true(answers.every((r) => r.statusCode === 201 || r.statusCode === 409), JSON.stringify(answers.map((r) => r.statusCode)));
+  t.true(
+    answers.every((r) => r.statusCode === 201 || r.statusCode === 409),
+    JSON.stringify(answers.map((r) => r.statusCode)),
+  );
   const accepted = answers.filter((r) => r.statusCode === 201).length * 2;
   const receipt = await receiptOf(t, w, job.id, attempt.id);
   t.is(receipt.llm.calls, accepted);

@@ -40,11 +40,21 @@ const relate = (job: string, related: string, type: string, api = owner.api) =>
   api.post(`/jobs/${job}/dependencies`, { related_job_id: related, relation_type: type });
 /** The stored relations touching any of `ids` (tests in this file run concurrently, so each looks at its own jobs). */
 const relationRows = (...ids: string[]) =>
-  ctx.srv.kernel.db('job_relations').whereIn('job_id', ids).orWhereIn('related_job_id', ids).orderBy(['job_id', 'related_job_id']).select('job_id', 'related_job_id', 'relation_type', 'created_at');
+  ctx.srv.kernel
+    .db('job_relations')
+    .whereIn('job_id', ids)
+    .orWhereIn('related_job_id', ids)
+    .orderBy(['job_id', 'related_job_id'])
+    .select('job_id', 'related_job_id', 'relation_type', 'created_at');
 const relationsOf = async (...ids: string[]) => (await relationRows(...ids)).length;
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 
-for (const [type, aWaits] of [['blocked_by', true], ['waits_for', true], ['blocks', false], ['conditional_blocks', false]] as const) {
+for (const [type, aWaits] of [
+  ['blocked_by', true],
+  ['waits_for', true],
+  ['blocks', false],
+  ['conditional_blocks', false],
+] as const) {
   test(`"a ${type} b": 201, and ${aWaits ? 'a waits for b' : 'b waits for a'} in dependencies and context`, async (t) => {
     const [a, b] = await newJobs(2);
     const [waiter, blocker] = aWaits ? [a, b] : [b, a];
@@ -137,13 +147,21 @@ test('a 3-cycle mixing blocked_by, blocks and conditional_blocks is 422 naming i
   const before = await relationRows(a, b, c, d);
   assertError(t, await relate(a, c, 'blocks'), 422, `${a} blocks ${c} would close a cycle: ${a} -> ${b} -> ${c} -> ${a} (each job waits for the next)`);
   assertError(t, await relate(c, a, 'waits_for'), 422, `${c} waits_for ${a} would close a cycle: ${c} -> ${a} -> ${b} -> ${c} (each job waits for the next)`);
-  assertError(t, await relate(a, c, 'conditional_blocks'), 422, `${a} conditional_blocks ${c} would close a cycle: ${a} -> ${b} -> ${c} -> ${a} (each job waits for the next)`);
+  assertError(
+    t,
+    await relate(a, c, 'conditional_blocks'),
+    422,
+    `${a} conditional_blocks ${c} would close a cycle: ${a} -> ${b} -> ${c} -> ${a} (each job waits for the next)`,
+  );
   t.deepEqual(await relationRows(a, b, c, d), before);
   // a waits for b and d, both wait for c: several paths, no cycle.
   t.is((await relate(d, a, 'blocks')).statusCode, 201);
   t.is((await relate(d, c, 'waits_for')).statusCode, 201);
   t.is((await relate(a, c, 'blocked_by')).statusCode, 201);
-  t.deepEqual((await owner.api.get(`/jobs/${c}/dependencies`)).body.dependents.map((r: { related: { id: string } }) => r.related.id), [b, d, a]);
+  t.deepEqual(
+    (await owner.api.get(`/jobs/${c}/dependencies`)).body.dependents.map((r: { related: { id: string } }) => r.related.id),
+    [b, d, a],
+  );
 });
 
 test('concurrent opposing inserts: exactly one succeeds, the other names the cycle', async (t) => {

@@ -38,7 +38,13 @@ test('approve: review → done with review_status approved; the comment is optio
   t.is(res.statusCode, 200, JSON.stringify(res.body));
   t.like(res.body, { phase: 'done', review_status: 'approved' });
   t.regex(res.body.closed_at, ISO);
-  t.deepEqual((await reviews(job.id)).map((r) => [r.action, r.text]), [['submit', 'ready for a look'], ['approve', 'lgtm']]);
+  t.deepEqual(
+    (await reviews(job.id)).map((r) => [r.action, r.text]),
+    [
+      ['submit', 'ready for a look'],
+      ['approve', 'lgtm'],
+    ],
+  );
 
   const other = (await inReview(t)).job;
   const bare = await w.ctx.srv.server.inject({ method: 'POST', url: `/jobs/${other.id}/approve`, headers: { authorization: `Bearer ${w.owner.token}` } });
@@ -54,10 +60,13 @@ test('reject: review → active with a new attempt claimed for the rejecting cal
   t.like(res.body.attempt, { attempt_number: 2, status: 'running', lease_owner: w.owner.id });
   t.regex(res.body.attempt.lease_token, UUID);
   t.not(res.body.attempt.id, first.id);
-  t.deepEqual((await reviews(job.id)).map((r) => [r.action, r.text, r.actor_id]), [
-    ['submit', 'ready for a look', w.owner.id],
-    ['reject', 'missing tests', w.owner.id],
-  ]);
+  t.deepEqual(
+    (await reviews(job.id)).map((r) => [r.action, r.text, r.actor_id]),
+    [
+      ['submit', 'ready for a look', w.owner.id],
+      ['reject', 'missing tests', w.owner.id],
+    ],
+  );
   const done = await complete(w, job.id, res.body.attempt, { status: 'success', summary: 'tests added' });
   t.like(done.body.job, { phase: 'review', review_status: 'pending' });
 });
@@ -90,7 +99,11 @@ test('moves the table does not allow are 409 naming the current phase', async (t
   assertConflict(t, await w.owner.api.patch(`/jobs/${review.id}`, { phase: 'done' }), `job ${review.id} is review: it cannot move to done this way`);
 
   await post(`/jobs/${review.id}/approve`, {});
-  for (const [path, body, action] of [['submit', { summary: 's' }, 'submit needs a job in active'], ['approve', {}, 'approve needs a job in review'], ['reject', { reason: 'r' }, 'reject needs a job in review']] as const) {
+  for (const [path, body, action] of [
+    ['submit', { summary: 's' }, 'submit needs a job in active'],
+    ['approve', {}, 'approve needs a job in review'],
+    ['reject', { reason: 'r' }, 'reject needs a job in review'],
+  ] as const) {
     assertConflict(t, await post(`/jobs/${review.id}/${path}`, body), `job ${review.id} is done: ${action}`);
   }
   assertConflict(t, await w.owner.api.patch(`/jobs/${review.id}`, { phase: 'cancelled' }), `job ${review.id} is done: it cannot move to cancelled this way`);
@@ -128,7 +141,11 @@ test('bad input is 400 naming the field, and writes nothing', async (t) => {
 
 test("another org's job is 404 for submit, approve and reject", async (t) => {
   const { job } = await inReview(t);
-  for (const [path, body] of [['submit', { summary: 's' }], ['approve', {}], ['reject', { reason: 'r' }]] as const) {
+  for (const [path, body] of [
+    ['submit', { summary: 's' }],
+    ['approve', {}],
+    ['reject', { reason: 'r' }],
+  ] as const) {
     const res = await w.outsider.api.post(`/jobs/${job.id}/${path}`, body);
     t.is(res.statusCode, 404);
     t.is(res.body.message, `job ${job.id} not found`);

@@ -138,7 +138,11 @@ test.serial('a multi-step workflow: root, one child per step, blocked_by from de
   t.is(deploy.phase, 'ready');
   t.deepEqual(deploy.hints.step, { kind: 'agent', agent: { name: 'deployer', harness_profile: 'fast' }, if: "steps.test.status == 'succeeded'" });
   t.deepEqual(deploy.harness, { harness_profile: 'fast' });
-  const relations = await w.db('job_relations').whereIn('job_id', [build.id, tst.id, docs.id, deploy.id]).orderBy(['job_id', 'related_job_id']).select('job_id', 'related_job_id', 'relation_type');
+  const relations = await w
+    .db('job_relations')
+    .whereIn('job_id', [build.id, tst.id, docs.id, deploy.id])
+    .orderBy(['job_id', 'related_job_id'])
+    .select('job_id', 'related_job_id', 'relation_type');
   t.deepEqual(relations, [
     { job_id: tst.id, related_job_id: build.id, relation_type: 'blocked_by' },
     { job_id: deploy.id, related_job_id: tst.id, relation_type: 'blocked_by' },
@@ -196,7 +200,13 @@ test.serial('wait=true answers 200 with result_json when the workflow finishes i
   // The job appears, is claimed and completed while the invoke waits.
   let jobId: string | undefined;
   for (let i = 0; i < 100 && !jobId; i++) {
-    if ((await jobCount()) > before) jobId = (await w.db('jobs').where('hints', '@>', JSON.stringify({ request_json: '{"q":1}' })).first('id'))?.id;
+    if ((await jobCount()) > before)
+      jobId = (
+        await w
+          .db('jobs')
+          .where('hints', '@>', JSON.stringify({ request_json: '{"q":1}' }))
+          .first('id')
+      )?.id;
     if (!jobId) await new Promise((r) => setTimeout(r, 50));
   }
   t.truthy(jobId);
@@ -214,7 +224,13 @@ test.serial('wait=true on a multi-step workflow maps step names to results', asy
   const waiting = invoke('ship', { input: { env: 'x', tag: 'multi' } }, '?wait=true&wait_seconds=20');
   let rootId: string | undefined;
   for (let i = 0; i < 100 && !rootId; i++) {
-    rootId = (await w.db('jobs').where('hints', '@>', JSON.stringify({ request_json: '{"env":"x","tag":"multi"}' })).where({ depth: 0 }).first('id'))?.id;
+    rootId = (
+      await w
+        .db('jobs')
+        .where('hints', '@>', JSON.stringify({ request_json: '{"env":"x","tag":"multi"}' }))
+        .where({ depth: 0 })
+        .first('id')
+    )?.id;
     if (!rootId) await new Promise((r) => setTimeout(r, 50));
   }
   t.truthy(rootId);
@@ -288,7 +304,13 @@ test.serial('a trigger invokes through the WorkflowLauncher port: the event payl
 
   const other = await launcher.invokeWorkflow({ id: 'system' }, w.projectA, 'on-event', {}, { ...event, payload: { branch: 'dev' } });
   const steps = await w.db('jobs').where({ parent_id: other.job_id }).orderBy('id');
-  t.deepEqual(steps.map((s: any) => [s.phase, s.close_reason]), [['cancelled', 'skipped'], ['cancelled', 'skipped']]);
+  t.deepEqual(
+    steps.map((s: any) => [s.phase, s.close_reason]),
+    [
+      ['cancelled', 'skipped'],
+      ['cancelled', 'skipped'],
+    ],
+  );
   t.is((await jobRow(w, other.job_id)).phase, 'done');
   await t.throwsAsync(launcher.invokeWorkflow({ id: 'system' }, w.projectA, 'gone', {}), { message: "workflow gone not found in the project's manifest" });
 });
@@ -297,9 +319,18 @@ test.serial('cli: svc workflow invoke NAME [--input JSON | --input-file F] [--wa
   const home = await tempHome();
   const fake = await startFake();
   try {
-    const created = { job_id: 'wfinv-0000000a', project_id: 'proj_1', status: 'ready', step_jobs: [{ job_id: 'wfinv-0000000a.1', step_name: 'a' }, { job_id: 'wfinv-0000000a.2', step_name: 'b', depends_on: ['a'] }] };
+    const created = {
+      job_id: 'wfinv-0000000a',
+      project_id: 'proj_1',
+      status: 'ready',
+      step_jobs: [
+        { job_id: 'wfinv-0000000a.1', step_name: 'a' },
+        { job_id: 'wfinv-0000000a.2', step_name: 'b', depends_on: ['a'] },
+      ],
+    };
     fake.on('POST', '/projects/proj_1/workflows/ship/invoke', (req) =>
-      req.query.wait === 'true' ? { body: { ...created, status: 'done', result_json: { a: { ok: true }, b: null } } } : { status: 201, body: created });
+      req.query.wait === 'true' ? { body: { ...created, status: 'done', result_json: { a: { ok: true }, b: null } } } : { status: 201, body: created },
+    );
     const cli = (args: string[]) => runCli(home, ['--project', 'proj_1', 'workflow', 'invoke', ...args], { SVC_API_URL: fake.url, SVC_TOKEN: 'tok' });
     const plain = await cli(['ship', '--input', '{"env":"prod"}']);
     t.is(plain.code, 0, plain.stderr);

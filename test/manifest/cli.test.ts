@@ -4,12 +4,22 @@ import { join } from 'node:path';
 import { page, runCli, startFake, tempHome, type FakeApi } from '../cli/helpers.ts';
 
 const MANIFEST = {
-  project_id: 'proj_1', manifest_hash: `sha256:${'a'.repeat(64)}`, git_sha: 'b'.repeat(40), ref: 'main',
-  yaml: 'registry: none\n', parsed: { registry: 'none' }, synced_at: '2025-01-01T00:00:00.000Z', synced_by: 'usr_1',
+  project_id: 'proj_1',
+  manifest_hash: `sha256:${'a'.repeat(64)}`,
+  git_sha: 'b'.repeat(40),
+  ref: 'main',
+  yaml: 'registry: none\n',
+  parsed: { registry: 'none' },
+  synced_at: '2025-01-01T00:00:00.000Z',
+  synced_by: 'usr_1',
 };
 const WORKFLOW = {
-  name: 'review', db_access: 'read_only',
-  steps: [{ name: 'lint', script: { run: 'npm run lint' }, depends_on: [] }, { name: 'check', agent: { name: 'reviewer' }, depends_on: ['lint'] }],
+  name: 'review',
+  db_access: 'read_only',
+  steps: [
+    { name: 'lint', script: { run: 'npm run lint' }, depends_on: [] },
+    { name: 'check', agent: { name: 'reviewer' }, depends_on: ['lint'] },
+  ],
 };
 const PIPELINE = { name: 'release', steps: [{ name: 'build', action: { type: 'build' }, depends_on: [] }] };
 const PROBLEMS = [{ path: 'workflows.w.steps[0]', message: 'Workflow step must define exactly one of action, script, agent, or run' }];
@@ -25,11 +35,13 @@ test.before(async () => {
     .on('POST', '/projects/proj_1/manifest', (req) =>
       (req.body as { yaml?: string }).yaml?.includes('bad')
         ? { status: 422, body: { statusCode: 422, error: 'Unprocessable Entity', message: 'invalid manifest', errors: PROBLEMS } }
-        : { body: MANIFEST })
+        : { body: MANIFEST },
+    )
     .on('POST', '/projects/proj_1/manifest/validate', (req) =>
       (req.body as { yaml?: string }).yaml?.includes('bad')
         ? { body: { valid: false, errors: PROBLEMS, manifest_hash: null } }
-        : { body: { valid: true, errors: [], manifest_hash: MANIFEST.manifest_hash } })
+        : { body: { valid: true, errors: [], manifest_hash: MANIFEST.manifest_hash } },
+    )
     .on('GET', '/projects/proj_1/workflows', { body: page([WORKFLOW]) })
     .on('GET', '/projects/proj_1/workflows/review', { body: WORKFLOW })
     .on('GET', '/projects/proj_1/pipelines', { body: page([PIPELINE]) })

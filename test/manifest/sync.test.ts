@@ -48,7 +48,9 @@ test('404 before any sync; sync from YAML stores and answers the manifest; GET r
 test('every version is stored; the same content in another key order or spacing has the same hash', async (t) => {
   const projectId = await newProject();
   const first = await admin.post(`/projects/${projectId}/manifest`, { yaml: 'registry: none\nworkflows: { w: { steps: [ { name: a, run: x } ] } }\n' });
-  const second = await admin.post(`/projects/${projectId}/manifest`, { yaml: '# same\nworkflows:\n  w:\n    steps:\n      - run: x\n        name: a\nregistry:    none\n' });
+  const second = await admin.post(`/projects/${projectId}/manifest`, {
+    yaml: '# same\nworkflows:\n  w:\n    steps:\n      - run: x\n        name: a\nregistry:    none\n',
+  });
   const third = await admin.post(`/projects/${projectId}/manifest`, { yaml: 'registry: svc\n' });
   t.is(first.body.manifest_hash, second.body.manifest_hash);
   t.not(second.body.manifest_hash, third.body.manifest_hash);
@@ -154,10 +156,16 @@ test('workflows and pipelines are listed from the current manifest; unknown name
   t.deepEqual((await admin.get(`/projects/${projectId}/workflows`)).body.data, []);
   await admin.post(`/projects/${projectId}/manifest`, { yaml: SIMPLE });
   const list = await member.get(`/projects/${projectId}/workflows`);
-  t.deepEqual(list.body.data.map((w: { name: string }) => w.name), ['review', 'nightly']);
+  t.deepEqual(
+    list.body.data.map((w: { name: string }) => w.name),
+    ['review', 'nightly'],
+  );
   t.like(list.body.pagination, { total: 2, count: 2, has_more: false });
   const paged = await member.get(`/projects/${projectId}/workflows?limit=1&offset=1`);
-  t.deepEqual(paged.body.data.map((w: { name: string }) => w.name), ['nightly']);
+  t.deepEqual(
+    paged.body.data.map((w: { name: string }) => w.name),
+    ['nightly'],
+  );
   const one = await member.get(`/projects/${projectId}/workflows/review`);
   t.like(one.body, { name: 'review', db_access: 'read_only' });
   t.deepEqual(one.body.steps[1], { name: 'check', agent: { name: 'reviewer' }, depends_on: ['lint'] });
@@ -165,13 +173,16 @@ test('workflows and pipelines are listed from the current manifest; unknown name
   t.is(missing.statusCode, 404);
   t.is(missing.body.message, `workflow 'ghost' not found in the current manifest of project ${projectId}`);
   const pipelines = await member.get(`/projects/${projectId}/pipelines`);
-  t.deepEqual(pipelines.body.data.map((p: { name: string }) => p.name), ['release']);
+  t.deepEqual(
+    pipelines.body.data.map((p: { name: string }) => p.name),
+    ['release'],
+  );
   const release = await member.get(`/projects/${projectId}/pipelines/release`);
   t.deepEqual(release.body.steps[1], { name: 'deploy', action: { type: 'deploy', with: { env_name: 'prod' } }, depends_on: ['build'] });
   t.is((await member.get(`/projects/${projectId}/pipelines/nope`)).body.message, `pipeline 'nope' not found in the current manifest of project ${projectId}`);
 });
 
-test('workflows and pipelines list in the order the manifest writes them, not the database\'s key order', async (t) => {
+test("workflows and pipelines list in the order the manifest writes them, not the database's key order", async (t) => {
   const projectId = await newProject();
   const yaml = `
 workflows:
@@ -183,9 +194,18 @@ pipelines:
   qa: { steps: [{ name: a, run: echo a }] }
 `;
   t.is((await admin.post(`/projects/${projectId}/manifest`, { yaml })).statusCode, 200);
-  t.deepEqual((await member.get(`/projects/${projectId}/workflows`)).body.data.map((w: { name: string }) => w.name), ['zeta-the-long-one', 'b', 'alpha']);
-  t.deepEqual((await member.get(`/projects/${projectId}/workflows?offset=1&limit=1`)).body.data.map((w: { name: string }) => w.name), ['b']);
-  t.deepEqual((await member.get(`/projects/${projectId}/pipelines`)).body.data.map((p: { name: string }) => p.name), ['release-to-production', 'qa']);
+  t.deepEqual(
+    (await member.get(`/projects/${projectId}/workflows`)).body.data.map((w: { name: string }) => w.name),
+    ['zeta-the-long-one', 'b', 'alpha'],
+  );
+  t.deepEqual(
+    (await member.get(`/projects/${projectId}/workflows?offset=1&limit=1`)).body.data.map((w: { name: string }) => w.name),
+    ['b'],
+  );
+  t.deepEqual(
+    (await member.get(`/projects/${projectId}/pipelines`)).body.data.map((p: { name: string }) => p.name),
+    ['release-to-production', 'qa'],
+  );
 });
 
 test('a soft-deleted project takes no new manifest (422) but its current one stays readable', async (t) => {

@@ -113,9 +113,18 @@ workflows:
     { path: 'workflows.w.steps[0].env_overrides.PATH', message: "Invalid env override 'PATH': reserved variable" },
     { path: 'workflows.w.steps[0].env_overrides.SVC_INTERNAL_API_KEY', message: "Invalid env override 'SVC_INTERNAL_API_KEY': reserved variable" },
     { path: 'workflows.w.steps[0].env_overrides.lower_case', message: "Invalid env override 'lower_case': lowercase key (names are upper case: A-Z, 0-9, _)" },
-    { path: 'workflows.w.steps[0].env_overrides.GREETING', message: "Invalid env override 'GREETING': non-secret expression '${env.HOME}' (only ${secret.<NAME>} is allowed)" },
-    { path: 'workflows.w.steps[0].env_overrides.DB_PASSWORD', message: "Invalid env override 'DB_PASSWORD': non-secret expression where a secret is required (use ${secret.<NAME>})" },
-    { path: 'workflows.w.steps[0].env_overrides', message: `Invalid env overrides for step 's' in workflow 'w': merged payload is ${JSON.stringify({ SHARED: big, PATH: '/evil', SVC_INTERNAL_API_KEY: '${secret.K}', lower_case: 'v', GREETING: '${env.HOME}', DB_PASSWORD: 'hunter2', OK: '${secret.FINE}', MORE: big }).length} bytes, over the 4 KB limit` },
+    {
+      path: 'workflows.w.steps[0].env_overrides.GREETING',
+      message: "Invalid env override 'GREETING': non-secret expression '${env.HOME}' (only ${secret.<NAME>} is allowed)",
+    },
+    {
+      path: 'workflows.w.steps[0].env_overrides.DB_PASSWORD',
+      message: "Invalid env override 'DB_PASSWORD': non-secret expression where a secret is required (use ${secret.<NAME>})",
+    },
+    {
+      path: 'workflows.w.steps[0].env_overrides',
+      message: `Invalid env overrides for step 's' in workflow 'w': merged payload is ${JSON.stringify({ SHARED: big, PATH: '/evil', SVC_INTERNAL_API_KEY: '${secret.K}', lower_case: 'v', GREETING: '${env.HOME}', DB_PASSWORD: 'hunter2', OK: '${secret.FINE}', MORE: big }).length} bytes, over the 4 KB limit`,
+    },
   ]);
 });
 
@@ -155,7 +164,10 @@ registry: { namespace: x }
     { path: 'x-svc.agents.profiles.c[0].speed', message: "Unknown key 'speed' in x-svc.agents.profiles.c[0]" },
     { path: 'x-svc.agents.profiles.a', message: 'Profile cycle detected in x-svc.agents: a -> b -> a' },
     { path: 'workflows.w.with_apis[1]', message: "Unknown API 'ghost' in with_apis; declare it under x-svc.api_spec" },
-    { path: 'workflows.w.steps[0].action.type', message: "Unknown action type 'teleport'; expected one of build, release, deploy, run, job, create-pr, notify, env-ensure, env-delete" },
+    {
+      path: 'workflows.w.steps[0].action.type',
+      message: "Unknown action type 'teleport'; expected one of build, release, deploy, run, job, create-pr, notify, env-ensure, env-delete",
+    },
     { path: 'pipelines.p.steps', message: 'steps must be a list with at least one step' },
     { path: 'pipelines.q.steps[0].agent.name', message: "Unknown key 'name' in pipelines.q.steps[0].agent" },
     { path: 'pipelines.q.steps[0].agent.prompt', message: 'agent.prompt is required' },
@@ -181,13 +193,16 @@ pipelines:
 });
 
 test('a pipeline step may ask for approval with true or false, nothing else', (t) => {
-  t.deepEqual(errorsOf(`
+  t.deepEqual(
+    errorsOf(`
 pipelines:
   p:
     steps:
       - { name: a, run: x, approval: true }
       - { name: b, run: y, approval: yes please }
-`), [{ path: 'pipelines.p.steps[1].approval', message: 'approval must be true or false' }]);
+`),
+    [{ path: 'pipelines.p.steps[1].approval', message: 'approval must be true or false' }],
+  );
 });
 
 test('YAML syntax errors and duplicate keys are reported with their line; a non-mapping document is refused', (t) => {

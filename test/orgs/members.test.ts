@@ -1,7 +1,5 @@
 import test from 'ava';
-import {
-  assertError, assertPage, ISO, MEMBER_FIELDS, memberOf, missingUserId, newUser, rows, setup, unique, type Ctx, type User,
-} from './helpers.ts';
+import { assertError, assertPage, ISO, MEMBER_FIELDS, memberOf, missingUserId, newUser, rows, setup, unique, type Ctx, type User } from './helpers.ts';
 
 let ctx: Ctx;
 
@@ -53,10 +51,7 @@ test('adding a member by e-mail creates the user (201), again is 200, another ro
   t.is(plain.body.role, 'member');
 
   const list = await owner.api.get(`/orgs/${orgId}/members`);
-  t.deepEqual(
-    assertPage(t, list, { limit: 10, offset: 0, count: 3, total: 3, has_more: false }, 'user_id'),
-    [plain.body.user_id, res.body.user_id, owner.id],
-  );
+  t.deepEqual(assertPage(t, list, { limit: 10, offset: 0, count: 3, total: 3, has_more: false }, 'user_id'), [plain.body.user_id, res.body.user_id, owner.id]);
 });
 
 test('adding a member refuses bad input with 400 and writes nothing', async (t) => {
@@ -127,10 +122,7 @@ test('the last owner cannot be removed or demoted (422); a second owner makes it
 test('concurrent removal of the two owners leaves one', async (t) => {
   const { owner, orgId } = await ownedOrg('race');
   const second = await memberOf(ctx, orgId, 'race-second', 'owner');
-  const results = await Promise.all([
-    owner.api.delete(`/orgs/${orgId}/members/${owner.id}`),
-    second.api.delete(`/orgs/${orgId}/members/${second.id}`),
-  ]);
+  const results = await Promise.all([owner.api.delete(`/orgs/${orgId}/members/${owner.id}`), second.api.delete(`/orgs/${orgId}/members/${second.id}`)]);
   t.deepEqual(results.map((r) => r.statusCode).sort(), [204, 422]);
   t.is(await rows(ctx, 'org_members', { org_id: orgId, role: 'owner' }), 1);
 });
@@ -214,10 +206,22 @@ test('members list paginates newest first', async (t) => {
     ids.push(res.body.user_id);
   }
   const newestFirst = [...ids].reverse();
-  t.deepEqual(assertPage(t, await owner.api.get(`/orgs/${orgId}/members`), { limit: 10, offset: 0, count: 10, total: 12, has_more: true }, 'user_id'), newestFirst.slice(0, 10));
-  t.deepEqual(assertPage(t, await owner.api.get(`/orgs/${orgId}/members?limit=5&offset=5`), { limit: 5, offset: 5, count: 5, total: 12, has_more: true }, 'user_id'), newestFirst.slice(5, 10));
-  t.deepEqual(assertPage(t, await owner.api.get(`/orgs/${orgId}/members?limit=5&offset=10`), { limit: 5, offset: 10, count: 2, total: 12, has_more: false }, 'user_id'), newestFirst.slice(10));
-  t.deepEqual(assertPage(t, await owner.api.get(`/orgs/${orgId}/members?offset=12`), { limit: 10, offset: 12, count: 0, total: 12, has_more: false }, 'user_id'), []);
+  t.deepEqual(
+    assertPage(t, await owner.api.get(`/orgs/${orgId}/members`), { limit: 10, offset: 0, count: 10, total: 12, has_more: true }, 'user_id'),
+    newestFirst.slice(0, 10),
+  );
+  t.deepEqual(
+    assertPage(t, await owner.api.get(`/orgs/${orgId}/members?limit=5&offset=5`), { limit: 5, offset: 5, count: 5, total: 12, has_more: true }, 'user_id'),
+    newestFirst.slice(5, 10),
+  );
+  t.deepEqual(
+    assertPage(t, await owner.api.get(`/orgs/${orgId}/members?limit=5&offset=10`), { limit: 5, offset: 10, count: 2, total: 12, has_more: false }, 'user_id'),
+    newestFirst.slice(10),
+  );
+  t.deepEqual(
+    assertPage(t, await owner.api.get(`/orgs/${orgId}/members?offset=12`), { limit: 10, offset: 12, count: 0, total: 12, has_more: false }, 'user_id'),
+    [],
+  );
   assertError(t, await owner.api.get(`/orgs/${orgId}/members?limit=0`), 400, '"limit" must be greater than or equal to 1');
   assertError(t, await owner.api.get(`/orgs/${orgId}/members?limit=101`), 400, '"limit" must be less than or equal to 100');
   assertError(t, await owner.api.get(`/orgs/${orgId}/members?offset=-1`), 400, '"offset" must be greater than or equal to 0');

@@ -1,8 +1,6 @@
 import test from 'ava';
 import { as } from '../support/server.ts';
-import {
-  assertError, assertPage, ISO, memberOf, missingOrgId, newUser, ORG_FIELDS, ORG_ID, rows, setup, unique, type Ctx,
-} from './helpers.ts';
+import { assertError, assertPage, ISO, memberOf, missingOrgId, newUser, ORG_FIELDS, ORG_ID, rows, setup, unique, type Ctx } from './helpers.ts';
 
 let ctx: Ctx;
 
@@ -83,7 +81,8 @@ test('POST /orgs refuses unknown fields, a missing or empty name, and malformed 
   t.is(await rows(ctx, 'orgs', { slug: 'blankname' }), 0);
 
   const raw = await ctx.srv.server.inject({
-    method: 'POST', url: '/orgs',
+    method: 'POST',
+    url: '/orgs',
     headers: { authorization: `Bearer ${u.token}`, 'content-type': 'application/json' },
     payload: '{"name": "Broken JSON Org", ',
   });
@@ -117,7 +116,10 @@ test('GET /orgs lists only the orgs the caller belongs to', async (t) => {
 
   // Being added to an org makes it appear; the lobby org the user was created through does not.
   const added = await ctx.srv.server.inject({
-    method: 'POST', url: `/orgs/${b1.id}/members`, headers: { authorization: `Bearer ${b.token}` }, payload: { email: a.email, role: 'member' },
+    method: 'POST',
+    url: `/orgs/${b1.id}/members`,
+    headers: { authorization: `Bearer ${b.token}` },
+    payload: { email: a.email, role: 'member' },
   });
   t.is(added.statusCode, 201);
   const again = await a.api.get('/orgs');
@@ -378,7 +380,10 @@ test('GET /orgs paginates newest first with exact pagination values', async (t) 
   const first = await u.api.get('/orgs');
   t.deepEqual(assertPage(t, first, { limit: 10, offset: 0, count: 10, total: 12, has_more: true }), newestFirst.slice(0, 10));
   const times = first.body.data.map((o: { created_at: string }) => Date.parse(o.created_at));
-  t.deepEqual(times, [...times].sort((x: number, y: number) => y - x));
+  t.deepEqual(
+    times,
+    [...times].sort((x: number, y: number) => y - x),
+  );
 
   t.deepEqual(assertPage(t, await u.api.get('/orgs?offset=10'), { limit: 10, offset: 10, count: 2, total: 12, has_more: false }), newestFirst.slice(10));
   t.deepEqual(assertPage(t, await u.api.get('/orgs?limit=5'), { limit: 5, offset: 0, count: 5, total: 12, has_more: true }), newestFirst.slice(0, 5));

@@ -21,6 +21,9 @@ test.serial('steps claimed in a batch (the dispatcher path) move their runs too'
   }
   t.is((await getRun(w, two.id)).status, 'succeeded');
   const next = await w.claims.claimNext('batch-claimer', 10);
-  t.deepEqual(next.map((c) => c.job.hints.step_name), ['test']);
+  t.deepEqual(
+    next.map((c) => c.job.hints.step_name),
+    ['test'],
+  );
   t.deepEqual(statuses(await getRun(w, one.id)), { build: 'succeeded', test: 'running' });
 });

@@ -52,6 +52,12 @@ export const statuses = (run: any): Record<string, string> => Object.fromEntries
 export async function finishStep(t: ExecutionContext, w: World, run: any, step: string, status: 'success' | 'failed' = 'success'): Promise<void> {
   const jobId = stepOf(run, step).job_id;
   const { attempt } = await claimed(t, w, jobId);
-  const res = await complete(w, jobId, attempt, { status, ...(status === 'failed' ? { reason: `${step} broke` } : { summary: `${step} ok` }) }, status === 'failed' ? { error: `${step} broke` } : {});
+  const res = await complete(
+    w,
+    jobId,
+    attempt,
+    { status, ...(status === 'failed' ? { reason: `${step} broke` } : { summary: `${step} ok` }) },
+    status === 'failed' ? { error: `${step} broke` } : {},
+  );
   t.is(res.statusCode, 200, JSON.stringify(res.body));
 }

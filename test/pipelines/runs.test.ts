@@ -9,20 +9,33 @@ test.before(async () => {
 });
 test.after.always(() => w?.ctx.srv.stop());
 
-const failedEvents = (runId: string) => w.db('events').where({ project_id: w.projectA, type: 'system.pipeline.failed' }).whereRaw("payload_json->>'run_id' = ?", [runId]);
+const failedEvents = (runId: string) =>
+  w.db('events').where({ project_id: w.projectA, type: 'system.pipeline.failed' }).whereRaw("payload_json->>'run_id' = ?", [runId]);
 const RUN_ID = /^prun_[0-7][0-9a-hjkmnp-tv-z]{25}$/;
 
 test.serial('a run makes one job per step, wired by depends_on, with the execution type and inputs', async (t) => {
   const run = await startRun(w, 'ship', { ref: 'main', inputs: { tier: 'large', extra: 1 }, env: 'staging' });
   t.regex(run.id, RUN_ID);
-  t.like(run, { project_id: w.projectA, pipeline_name: 'ship', status: 'pending', ref: 'main', git_sha: null, env_name: 'staging', only_steps: null, error_message: null });
-  t.deepEqual(run.inputs, { tier: 'large', region: 'eu', extra: 1 }, 'run-time inputs override the environment\'s pipeline_inputs key by key');
+  t.like(run, {
+    project_id: w.projectA,
+    pipeline_name: 'ship',
+    status: 'pending',
+    ref: 'main',
+    git_sha: null,
+    env_name: 'staging',
+    only_steps: null,
+    error_message: null,
+  });
+  t.deepEqual(run.inputs, { tier: 'large', region: 'eu', extra: 1 }, "run-time inputs override the environment's pipeline_inputs key by key");
   t.regex(run.manifest_hash, /^sha256:/);
-  t.deepEqual(run.steps.map((s: any) => [s.name, s.execution_type, s.depends_on, s.status]), [
-    ['build', 'action', [], 'pending'],
-    ['test', 'script', ['build'], 'pending'],
-    ['review', 'agent', ['test'], 'pending'],
-  ]);
+  t.deepEqual(
+    run.steps.map((s: any) => [s.name, s.execution_type, s.depends_on, s.status]),
+    [
+      ['build', 'action', [], 'pending'],
+      ['test', 'script', ['build'], 'pending'],
+      ['review', 'agent', ['test'], 'pending'],
+    ],
+  );
   const test_ = await jobRow(w, stepOf(run, 'test').job_id);
   t.like(test_, { project_id: w.projectA, phase: 'ready', env_name: 'staging', depth: 0 });
   t.like(test_.hints, { pipeline_run_id: run.id, pipeline_name: 'ship', step_name: 'test', execution_type: 'script', timeout_seconds: 120 });
@@ -31,11 +44,17 @@ test.serial('a run makes one job per step, wired by depends_on, with the executi
   t.deepEqual(test_.git, { ref: 'main' });
   t.deepEqual(test_.labels, ['pipeline:ship', 'step:test']);
   const relations = await w.db('job_relations').where({ job_id: test_.id });
-  t.deepEqual(relations.map((r: any) => [r.related_job_id, r.relation_type]), [[stepOf(run, 'build').job_id, 'blocked_by']]);
+  t.deepEqual(
+    relations.map((r: any) => [r.related_job_id, r.relation_type]),
+    [[stepOf(run, 'build').job_id, 'blocked_by']],
+  );
 
   const jobs = await w.owner.api.get(`/projects/${w.projectA}/runs/${run.id}/jobs`);
   t.is(jobs.statusCode, 200);
-  t.deepEqual(jobs.body.data.map((j: any) => j.id), run.steps.map((s: any) => s.job_id));
+  t.deepEqual(
+    jobs.body.data.map((j: any) => j.id),
+    run.steps.map((s: any) => s.job_id),
+  );
   t.is(jobs.body.data[0].hints.execution_type, 'action');
 });
 
@@ -48,7 +67,15 @@ test.serial('steps run in order; the run goes pending → running → succeeded 
   t.truthy(now.started_at);
   const blocked = await w.owner.api.post(`/jobs/${stepOf(run, 'test').job_id}/claim`, {});
   t.is(blocked.statusCode, 409, 'a step waits for the steps it depends on');
-  t.is((await w.owner.api.post(`/jobs/${build.job.id}/attempts/${build.attempt.id}/complete`, { lease_token: build.attempt.lease_token, result: { status: 'success' } })).statusCode, 200);
+  t.is(
+    (
+      await w.owner.api.post(`/jobs/${build.job.id}/attempts/${build.attempt.id}/complete`, {
+        lease_token: build.attempt.lease_token,
+        result: { status: 'success' },
+      })
+    ).statusCode,
+    200,
+  );
   now = await getRun(w, run.id);
   t.deepEqual(statuses(now), { build: 'succeeded', test: 'pending', review: 'pending' });
   t.is(now.status, 'running');
@@ -74,11 +101,23 @@ test.serial('a failed step fails the run, cancels its dependents (other branches
   const [event] = await failedEvents(run.id);
   t.like(event, { source: 'system', status: 'pending', actor_type: 'system' });
   t.regex(event.id, /^evt_/);
-  t.deepEqual(Object.keys(event.payload_json).sort(), ['error_code', 'error_message', 'exit_code', 'metadata', 'mutation_id', 'pipeline_name', 'request_id', 'run_id']);
+  t.deepEqual(Object.keys(event.payload_json).sort(), [
+    'error_code',
+    'error_message',
+    'exit_code',
+    'metadata',
+    'mutation_id',
+    'pipeline_name',
+    'request_id',
+    'run_id',
+  ]);
   t.like(event.payload_json, { run_id: run.id, pipeline_name: 'diamond', error_code: 'STEP_FAILED', error_message: now.error_message });
   t.like(event.payload_json.metadata, { step_name: 'left', job_id: stepOf(run, 'left').job_id });
 
-  await w.owner.api.post(`/jobs/${right.job.id}/attempts/${right.attempt.id}/complete`, { lease_token: right.attempt.lease_token, result: { status: 'success' } });
+  await w.owner.api.post(`/jobs/${right.job.id}/attempts/${right.attempt.id}/complete`, {
+    lease_token: right.attempt.lease_token,
+    result: { status: 'success' },
+  });
   now = await getRun(w, run.id);
   t.is(now.status, 'failed', 'failed is terminal');
   t.is(stepOf(now, 'right').status, 'succeeded');
@@ -87,7 +126,10 @@ test.serial('a failed step fails the run, cancels its dependents (other branches
 
 test.serial('max_attempts retries apply per step before the run fails', async (t) => {
   const run = await startRun(w, 'ship', { only_steps: ['build'] });
-  await w.db('jobs').where({ id: stepOf(run, 'build').job_id }).update({ hints: w.db.raw(`hints || '{"max_attempts": 2}'::jsonb`) });
+  await w
+    .db('jobs')
+    .where({ id: stepOf(run, 'build').job_id })
+    .update({ hints: w.db.raw(`hints || '{"max_attempts": 2}'::jsonb`) });
   await finishStep(t, w, run, 'build', 'failed');
   let now = await getRun(w, run.id);
   t.is(stepOf(now, 'build').status, 'pending', 'back to ready for its second attempt');
@@ -147,7 +189,13 @@ test.serial('cancel ends the run, cancels unfinished steps and ends running atte
 test.serial('only_steps runs a subset; dependencies outside it count as met', async (t) => {
   const run = await startRun(w, 'ship', { only_steps: ['test', 'review'] });
   t.deepEqual(run.only_steps, ['test', 'review']);
-  t.deepEqual(run.steps.map((s: any) => [s.name, s.depends_on]), [['test', []], ['review', ['test']]]);
+  t.deepEqual(
+    run.steps.map((s: any) => [s.name, s.depends_on]),
+    [
+      ['test', []],
+      ['review', ['test']],
+    ],
+  );
   await finishStep(t, w, run, 'test');
   await finishStep(t, w, run, 'review');
   t.is((await getRun(w, run.id)).status, 'succeeded');
@@ -169,7 +217,12 @@ test.serial('bad run requests: 400 naming the field, 404 for unknown pipelines, 
   assertError(t, await w.owner.api.post(`${base}/ship/run`, { bogus: 1 }), 400, /"bogus" is not allowed/);
   assertError(t, await w.owner.api.post(`${base}/nope/run`, {}), 404, "pipeline nope not found in the project's manifest");
   assertError(t, await w.owner.api.post(`${base}/ship/run`, { env: 'prod' }), 422, "environment 'prod' is not defined in the project's manifest");
-  assertError(t, await w.owner.api.post(`${base}/ship/run`, { only_steps: ['build', 'deploy', 'x'] }), 422, 'only_steps names steps the pipeline does not have: deploy, x');
+  assertError(
+    t,
+    await w.owner.api.post(`${base}/ship/run`, { only_steps: ['build', 'deploy', 'x'] }),
+    422,
+    'only_steps names steps the pipeline does not have: deploy, x',
+  );
   assertError(t, await w.owner.api.post(`/projects/${w.projectA2}/pipelines/ship/run`, {}), 404, `project ${w.projectA2} has no synced manifest`);
   t.deepEqual(await w.db('pipeline_runs').count({ n: '*' }).first(), before);
   t.deepEqual(await w.db('jobs').count({ n: '*' }).first(), jobsBefore);
@@ -181,14 +234,22 @@ test.serial('runs are listed newest first with a status filter, and read by pipe
   await w.owner.api.post(`/pipeline-runs/${b.id}/cancel`);
   const all = await w.owner.api.get(`/projects/${w.projectA}/pipelines/approve-first/runs?limit=100`);
   t.is(all.statusCode, 200);
-  t.deepEqual(all.body.data.slice(0, 2).map((r: any) => r.id), [b.id, a.id]);
+  t.deepEqual(
+    all.body.data.slice(0, 2).map((r: any) => r.id),
+    [b.id, a.id],
+  );
   t.true(all.body.data.every((r: any) => r.pipeline_name === 'approve-first' && r.steps.length === 2));
   const cancelled = await w.owner.api.get(`/projects/${w.projectA}/pipelines/approve-first/runs?status=cancelled`);
   t.true(cancelled.body.data.some((r: any) => r.id === b.id));
   t.false(cancelled.body.data.some((r: any) => r.id === a.id));
   t.is((await w.owner.api.get(`/projects/${w.projectA}/pipelines/approve-first/runs/${a.id}`)).body.id, a.id);
   assertError(t, await w.owner.api.get(`/projects/${w.projectA}/pipelines/ship/runs/${a.id}`), 404, `pipeline run ${a.id} not found`);
-  assertError(t, await w.owner.api.get(`/projects/${w.projectA}/runs/prun_01h455vb4pex5vsknk084sn02q`), 404, 'pipeline run prun_01h455vb4pex5vsknk084sn02q not found');
+  assertError(
+    t,
+    await w.owner.api.get(`/projects/${w.projectA}/runs/prun_01h455vb4pex5vsknk084sn02q`),
+    404,
+    'pipeline run prun_01h455vb4pex5vsknk084sn02q not found',
+  );
   assertError(t, await w.owner.api.get(`/projects/${w.projectA}/runs/nope`), 400, /"run_id"/);
 });
 

@@ -21,31 +21,43 @@ function openStream(baseUrl: string, path: string, token: string, lastEventId?: 
   let status = 0;
   let req!: http.ClientRequest;
   const done = new Promise<void>((resolve, reject) => {
-    req = http.get(`${baseUrl}${path}`, { headers: { authorization: `Bearer ${token}`, ...(lastEventId ? { 'last-event-id': String(lastEventId) } : {}) } }, (res) => {
-      status = res.statusCode ?? 0;
-      headers = res.headers;
-      res.setEncoding('utf8');
-      let buffer = '';
-      res.on('data', (chunk: string) => {
-        buffer += chunk;
-        let end: number;
-        while ((end = buffer.indexOf('\n\n')) >= 0) {
-          const frame = buffer.slice(0, end);
-          buffer = buffer.slice(end + 2);
-          const fields = Object.fromEntries(frame.split('\n').filter((l) => !l.startsWith(':')).map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 2)]));
-          if (fields.id) events.push({ id: Number(fields.id), event: fields.event, data: JSON.parse(fields.data) });
-        }
-        for (const w of waiters) w();
-      });
-      res.on('end', () => {
-        for (const w of waiters) w();
-        resolve();
-      });
-    });
+    req = http.get(
+      `${baseUrl}${path}`,
+      { headers: { authorization: `Bearer ${token}`, ...(lastEventId ? { 'last-event-id': String(lastEventId) } : {}) } },
+      (res) => {
+        status = res.statusCode ?? 0;
+        headers = res.headers;
+        res.setEncoding('utf8');
+        let buffer = '';
+        res.on('data', (chunk: string) => {
+          buffer += chunk;
+          let end: number;
+          while ((end = buffer.indexOf('\n\n')) >= 0) {
+            const frame = buffer.slice(0, end);
+            buffer = buffer.slice(end + 2);
+            const fields = Object.fromEntries(
+              frame
+                .split('\n')
+                .filter((l) => !l.startsWith(':'))
+                .map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 2)]),
+            );
+            if (fields.id) events.push({ id: Number(fields.id), event: fields.event, data: JSON.parse(fields.data) });
+          }
+          for (const w of waiters) w();
+        });
+        res.on('end', () => {
+          for (const w of waiters) w();
+          resolve();
+        });
+      },
+    );
     req.on('error', reject);
   });
   let ended = false;
-  void done.then(() => (ended = true), () => (ended = true));
+  void done.then(
+    () => (ended = true),
+    () => (ended = true),
+  );
   return {
     events,
     done,
@@ -88,10 +100,20 @@ test.serial('a finished run streams its whole history in order, then the stream 
   t.is(stream.status, 200);
   t.regex(String(stream.headers['content-type']), /^text\/event-stream/);
   t.deepEqual(stream.events.map(describe), [
-    'run pending', 'build running', 'run running', 'build succeeded', 'test running', 'test succeeded', 'run succeeded',
+    'run pending',
+    'build running',
+    'run running',
+    'build succeeded',
+    'test running',
+    'test succeeded',
+    'run succeeded',
   ]);
   const ids = stream.events.map((e) => e.id);
-  t.deepEqual(ids, [...ids].sort((a, b) => a - b), 'ids increase');
+  t.deepEqual(
+    ids,
+    [...ids].sort((a, b) => a - b),
+    'ids increase',
+  );
   t.like(stream.events[1].data, { run_id: run.id, step_name: 'build', job_id: stepOf(run, 'build').job_id });
 });
 
@@ -133,7 +155,14 @@ test.serial('a cancelled run ends its stream after the cancel events', async (t)
   await stream.next(3);
   await w.owner.api.post(`/pipeline-runs/${run.id}/cancel`, { reason: 'no' });
   await stream.done;
-  t.deepEqual(stream.events.map(describe), ['run pending', 'hold awaiting_approval', 'run awaiting_approval', 'hold cancelled', 'go cancelled', 'run cancelled']);
+  t.deepEqual(stream.events.map(describe), [
+    'run pending',
+    'hold awaiting_approval',
+    'run awaiting_approval',
+    'hold cancelled',
+    'go cancelled',
+    'run cancelled',
+  ]);
 });
 
 test.serial('a stream on another server of the same database hears through NOTIFY', async (t) => {

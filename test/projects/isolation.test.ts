@@ -63,7 +63,10 @@ test("org B's projects never appear in org A members' lists", async (t) => {
   t.deepEqual(assertPage(t, await u.api.get('/orgs'), { limit: 10, offset: 0, count: 1, total: 1, has_more: false }), [orgA]);
   t.deepEqual(assertPage(t, await u.api.get('/orgs?include_deleted=true'), { limit: 10, offset: 0, count: 1, total: 1, has_more: false }), [orgA]);
   t.deepEqual(assertPage(t, await u.api.get('/projects'), { limit: 10, offset: 0, count: 2, total: 2, has_more: false }), [a2, a1]);
-  t.deepEqual(assertPage(t, await u.api.get('/projects?include_deleted=true&limit=100'), { limit: 100, offset: 0, count: 2, total: 2, has_more: false }), [a2, a1]);
+  t.deepEqual(assertPage(t, await u.api.get('/projects?include_deleted=true&limit=100'), { limit: 100, offset: 0, count: 2, total: 2, has_more: false }), [
+    a2,
+    a1,
+  ]);
   t.deepEqual(assertPage(t, await u.api.get(`/projects?org_id=${orgB}`), { limit: 10, offset: 0, count: 0, total: 0, has_more: false }), []);
   t.deepEqual(assertPage(t, await u.api.get(`/projects?org_id=${orgB}&offset=5`), { limit: 10, offset: 5, count: 0, total: 0, has_more: false }), []);
 

@@ -1,7 +1,5 @@
 import test from 'ava';
-import {
-  assertError, assertPage, MEMBER_FIELDS, memberOf, missingUserId, newUser, rows, setup, unique, type Ctx, type User,
-} from '../orgs/helpers.ts';
+import { assertError, assertPage, MEMBER_FIELDS, memberOf, missingUserId, newUser, rows, setup, unique, type Ctx, type User } from '../orgs/helpers.ts';
 import { as } from '../support/server.ts';
 
 let ctx: Ctx;
@@ -57,8 +55,12 @@ test('project members: add by e-mail (201), again 200, another role 409, PATCH, 
   const again = await owner.api.post(`/projects/${projectId}/members`, { email, role: 'member' });
   t.is(again.statusCode, 200);
   t.deepEqual(again.body, res.body);
-  assertError(t, await owner.api.post(`/projects/${projectId}/members`, { email, role: 'admin' }), 409,
-    `${email} is already a member with role member; change it with PATCH .../members/${res.body.user_id}`);
+  assertError(
+    t,
+    await owner.api.post(`/projects/${projectId}/members`, { email, role: 'admin' }),
+    409,
+    `${email} is already a member with role member; change it with PATCH .../members/${res.body.user_id}`,
+  );
   t.is(await roleIn(projectId, res.body.user_id), 'member');
 
   const list = await owner.api.get(`/projects/${projectId}/members`);
@@ -93,14 +95,24 @@ test('project owner role: only an owner grants or removes it; an org admin gets 
   t.is(granted.statusCode, 201);
   const pOwner = granted.body.user_id;
   assertError(t, await orgAdmin.api.delete(`/projects/${projectId}/members/${pOwner}`), 403, 'only an owner can remove an owner');
-  assertError(t, await orgAdmin.api.patch(`/projects/${projectId}/members/${pOwner}`, { role: 'member' }), 403, 'only an owner can grant or revoke the owner role');
+  assertError(
+    t,
+    await orgAdmin.api.patch(`/projects/${projectId}/members/${pOwner}`, { role: 'member' }),
+    403,
+    'only an owner can grant or revoke the owner role',
+  );
   t.is(await roleIn(projectId, pOwner), 'owner');
 
   // A project-level admin (not in the org) manages members below owner, like an org admin.
   const pAdmin = await projectMember(projectId, owner, 'proj-admin', 'admin');
   const added = await pAdmin.api.post(`/projects/${projectId}/members`, { email: `${unique('by-padmin')}@example.com` });
   t.is(added.statusCode, 201);
-  assertError(t, await pAdmin.api.post(`/projects/${projectId}/members`, { email: `${unique('x')}@example.com`, role: 'owner' }), 403, 'only an owner can grant the owner role');
+  assertError(
+    t,
+    await pAdmin.api.post(`/projects/${projectId}/members`, { email: `${unique('x')}@example.com`, role: 'owner' }),
+    403,
+    'only an owner can grant the owner role',
+  );
 
   // Projects need no owner of their own (the org's owners own them): the only project owner can go.
   t.is((await owner.api.delete(`/projects/${projectId}/members/${pOwner}`)).statusCode, 204);

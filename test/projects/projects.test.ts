@@ -1,7 +1,19 @@
 import test from 'ava';
 import {
-  assertError, assertPage, ISO, memberOf, missingOrgId, missingProjectId, newUser, PROJECT_FIELDS, PROJECT_ID, rows, setup, unique,
-  type Ctx, type User,
+  assertError,
+  assertPage,
+  ISO,
+  memberOf,
+  missingOrgId,
+  missingProjectId,
+  newUser,
+  PROJECT_FIELDS,
+  PROJECT_ID,
+  rows,
+  setup,
+  unique,
+  type Ctx,
+  type User,
 } from '../orgs/helpers.ts';
 
 let ctx: Ctx;
@@ -42,7 +54,11 @@ test('POST /projects creates a project (201, spec shape, branch defaults to main
   t.deepEqual(got.body, res.body);
 
   const full = await owner.api.post('/projects', {
-    org_id: orgId, name: 'Full', slug: freshSlug(), repo_url: 'https://github.com/acme/full.git', branch: 'release/1.x',
+    org_id: orgId,
+    name: 'Full',
+    slug: freshSlug(),
+    repo_url: 'https://github.com/acme/full.git',
+    branch: 'release/1.x',
   });
   t.is(full.statusCode, 201, JSON.stringify(full.body));
   t.like(full.body, { repo_url: 'https://github.com/acme/full.git', branch: 'release/1.x' });
@@ -143,7 +159,15 @@ test('PATCH changes name, repo_url and branch; bad values are 400 and change not
   const res = await owner.api.patch(`/projects/${p.id}`, { name: 'Patched', repo_url: 'git@example.com:a/c.git', branch: 'develop' });
   t.is(res.statusCode, 200, JSON.stringify(res.body));
   t.deepEqual(Object.keys(res.body).sort(), PROJECT_FIELDS);
-  t.like(res.body, { id: p.id, org_id: orgId, slug: p.slug, name: 'Patched', repo_url: 'git@example.com:a/c.git', branch: 'develop', created_at: p.created_at });
+  t.like(res.body, {
+    id: p.id,
+    org_id: orgId,
+    slug: p.slug,
+    name: 'Patched',
+    repo_url: 'git@example.com:a/c.git',
+    branch: 'develop',
+    created_at: p.created_at,
+  });
 
   const cleared = await owner.api.patch(`/projects/${p.id}`, { repo_url: null });
   t.is(cleared.statusCode, 200);
@@ -158,14 +182,21 @@ test('PATCH changes name, repo_url and branch; bad values are 400 and change not
 
 test('repo_url accepts https, ssh://, scp-like and file:///; rejects other forms with 400 naming repo_url', async (t) => {
   const { owner, orgId } = await ownedOrg('repos');
-  for (const repo_url of [
-    'https://github.com/acme/app.git', 'ssh://git@github.com/acme/app.git', 'git@github.com:acme/app.git', 'file:///srv/repos/app',
-  ]) {
+  for (const repo_url of ['https://github.com/acme/app.git', 'ssh://git@github.com/acme/app.git', 'git@github.com:acme/app.git', 'file:///srv/repos/app']) {
     const res = await owner.api.post('/projects', { org_id: orgId, name: `Repo ${repo_url}`, slug: freshSlug(), repo_url });
     t.is(res.statusCode, 201, `${repo_url}: ${JSON.stringify(res.body)}`);
     t.is(res.body.repo_url, repo_url);
   }
-  for (const repo_url of ['ftp://x', 'file:///', 'file://relative', 'file://relative/path', 'http://github.com/acme/app', 'https://', 'github.com/acme/app', 'not a url']) {
+  for (const repo_url of [
+    'ftp://x',
+    'file:///',
+    'file://relative',
+    'file://relative/path',
+    'http://github.com/acme/app',
+    'https://',
+    'github.com/acme/app',
+    'not a url',
+  ]) {
     const name = unique('Bad Repo');
     assertError(t, await owner.api.post('/projects', { org_id: orgId, name, repo_url }), 400, /"repo_url"/);
     t.is(await rows(ctx, 'projects', { name }), 0, repo_url);
@@ -182,7 +213,8 @@ test('POST /projects input errors: 400 with the field named, nothing written', a
   assertError(t, await owner.api.post('/projects', { org_id: orgId, name, branch: '/leading' }), 400, /"branch"/);
   assertError(t, await owner.api.post('/projects', { org_id: orgId, name, deleted: true }), 400, '"deleted" is not allowed');
   const raw = await ctx.srv.server.inject({
-    method: 'POST', url: '/projects',
+    method: 'POST',
+    url: '/projects',
     headers: { authorization: `Bearer ${owner.token}`, 'content-type': 'application/json' },
     payload: `{"org_id": "${orgId}", "name": "${name}"`,
   });
@@ -238,7 +270,10 @@ test('soft delete via PATCH {deleted: true} and DELETE; include_deleted=true sho
   t.deepEqual(assertPage(t, await owner.api.get(`/projects?org_id=${orgId}`), { limit: 10, offset: 0, count: 1, total: 1, has_more: false }), [keep.id]);
   const all = await owner.api.get(`/projects?org_id=${orgId}&include_deleted=true`);
   t.deepEqual(assertPage(t, all, { limit: 10, offset: 0, count: 3, total: 3, has_more: false }), [viaDelete.id, viaPatch.id, keep.id]);
-  t.deepEqual(all.body.data.map((p: { deleted: boolean }) => p.deleted), [true, true, false]);
+  t.deepEqual(
+    all.body.data.map((p: { deleted: boolean }) => p.deleted),
+    [true, true, false],
+  );
 
   const restored = await owner.api.patch(`/projects/${viaPatch.id}`, { deleted: false });
   t.is(restored.body.deleted, false);
@@ -271,12 +306,27 @@ test('GET /projects paginates newest first with exact pagination values', async 
   const first = await owner.api.get('/projects');
   t.deepEqual(assertPage(t, first, { limit: 10, offset: 0, count: 10, total: 12, has_more: true }), newestFirst.slice(0, 10));
   const times = first.body.data.map((p: { created_at: string }) => Date.parse(p.created_at));
-  t.deepEqual(times, [...times].sort((x: number, y: number) => y - x));
-  t.deepEqual(assertPage(t, await owner.api.get('/projects?offset=10'), { limit: 10, offset: 10, count: 2, total: 12, has_more: false }), newestFirst.slice(10));
+  t.deepEqual(
+    times,
+    [...times].sort((x: number, y: number) => y - x),
+  );
+  t.deepEqual(
+    assertPage(t, await owner.api.get('/projects?offset=10'), { limit: 10, offset: 10, count: 2, total: 12, has_more: false }),
+    newestFirst.slice(10),
+  );
   t.deepEqual(assertPage(t, await owner.api.get('/projects?limit=5'), { limit: 5, offset: 0, count: 5, total: 12, has_more: true }), newestFirst.slice(0, 5));
-  t.deepEqual(assertPage(t, await owner.api.get('/projects?limit=5&offset=5'), { limit: 5, offset: 5, count: 5, total: 12, has_more: true }), newestFirst.slice(5, 10));
-  t.deepEqual(assertPage(t, await owner.api.get('/projects?limit=5&offset=10'), { limit: 5, offset: 10, count: 2, total: 12, has_more: false }), newestFirst.slice(10));
-  t.deepEqual(assertPage(t, await owner.api.get(`/projects?limit=5&offset=15&org_id=${orgId}`), { limit: 5, offset: 15, count: 0, total: 12, has_more: false }), []);
+  t.deepEqual(
+    assertPage(t, await owner.api.get('/projects?limit=5&offset=5'), { limit: 5, offset: 5, count: 5, total: 12, has_more: true }),
+    newestFirst.slice(5, 10),
+  );
+  t.deepEqual(
+    assertPage(t, await owner.api.get('/projects?limit=5&offset=10'), { limit: 5, offset: 10, count: 2, total: 12, has_more: false }),
+    newestFirst.slice(10),
+  );
+  t.deepEqual(
+    assertPage(t, await owner.api.get(`/projects?limit=5&offset=15&org_id=${orgId}`), { limit: 5, offset: 15, count: 0, total: 12, has_more: false }),
+    [],
+  );
   assertError(t, await owner.api.get('/projects?limit=0'), 400, '"limit" must be greater than or equal to 1');
   assertError(t, await owner.api.get('/projects?limit=101'), 400, '"limit" must be less than or equal to 100');
   assertError(t, await owner.api.get('/projects?offset=-1'), 400, '"offset" must be greater than or equal to 0');
@@ -316,7 +366,12 @@ test('POST /projects/ensure by name within the org and by id', async (t) => {
   const same = await owner.api.post('/projects/ensure', { org_id: orgId, name });
   t.is(same.statusCode, 200);
   t.deepEqual(same.body, created.body);
-  assertError(t, await owner.api.post('/projects/ensure', { org_id: orgId, name, branch: 'dev' }), 409, `project ${created.body.id} exists with different branch`);
+  assertError(
+    t,
+    await owner.api.post('/projects/ensure', { org_id: orgId, name, branch: 'dev' }),
+    409,
+    `project ${created.body.id} exists with different branch`,
+  );
   t.is(await rows(ctx, 'projects', { name }), 1);
 
   // The same name in another org is another project.
@@ -357,7 +412,12 @@ test('POST /projects/ensure conflicts: a slug or id in an org the caller cannot 
   const goneSlug = freshSlug();
   const gone = (await a.owner.api.post('/projects', { org_id: a.orgId, name: 'Gone', slug: goneSlug })).body;
   t.is((await a.owner.api.delete(`/projects/${gone.id}`)).statusCode, 204);
-  assertError(t, await a.owner.api.post('/projects/ensure', { org_id: a.orgId, name: 'Gone', slug: goneSlug }), 409, `project ${gone.id} exists with different deleted`);
+  assertError(
+    t,
+    await a.owner.api.post('/projects/ensure', { org_id: a.orgId, name: 'Gone', slug: goneSlug }),
+    409,
+    `project ${gone.id} exists with different deleted`,
+  );
 });
 
 test('concurrent identical ensures answer 200 with one id and create one row (by slug, by name, by id)', async (t) => {
@@ -389,10 +449,18 @@ test('a deleted org takes no new projects (422), and its projects leave the list
   t.is(project.statusCode, 201);
   t.is((await owner.api.delete(`/orgs/${orgId}`)).statusCode, 204);
   const before = await rows(ctx, 'projects', { org_id: orgId });
-  assertError(t, await owner.api.post('/projects', { org_id: orgId, name: 'After', slug: freshSlug() }), 422, `org ${orgId} is deleted; restore it before adding projects`);
+  assertError(
+    t,
+    await owner.api.post('/projects', { org_id: orgId, name: 'After', slug: freshSlug() }),
+    422,
+    `org ${orgId} is deleted; restore it before adding projects`,
+  );
   t.is(await rows(ctx, 'projects', { org_id: orgId }), before);
   const listed = await owner.api.get(`/projects?org_id=${orgId}`);
   t.deepEqual(listed.body.data, []);
   const all = await owner.api.get(`/projects?org_id=${orgId}&include_deleted=true`);
-  t.deepEqual(all.body.data.map((p: { id: string }) => p.id), [project.body.id]);
+  t.deepEqual(
+    all.body.data.map((p: { id: string }) => p.id),
+    [project.body.id],
+  );
 });

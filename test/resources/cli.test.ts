@@ -43,7 +43,10 @@ test.serial('put creates then versions a document; get, list, versions, delete',
   t.regex(table, /^PATH\s+VERSION\s+SIZE\s+SCOPE\s+UPDATED\s+ID/);
   t.regex(table, new RegExp(`/guides/style\\.md\\s+2\\s+6\\s+org\\s+\\S+\\s+${created.id}`));
   t.regex(table, new RegExp(`/runbook\\.md\\s+1\\s+3\\s+${project}`));
-  t.deepEqual((await json(['doc', 'list', '--path', '/guides', '--org', org])).data.map((d: any) => d.path), ['/guides/style.md']);
+  t.deepEqual(
+    (await json(['doc', 'list', '--path', '/guides', '--org', org])).data.map((d: any) => d.path),
+    ['/guides/style.md'],
+  );
 
   const versions = await ok(['doc', 'versions', '/guides/style.md', '--org', org]);
   t.regex(versions, new RegExp(`^/guides/style\\.md \\(${created.id}\\)\nVERSION\\s+HASH\\s+SIZE\\s+BY\\s+CREATED\n2\\s+sha256:`));

@@ -19,8 +19,24 @@ const DOC_ID = /^doc_[0-7][0-9a-hjkmnp-tv-z]{25}$/;
 const VERSION_ID = /^docv_[0-7][0-9a-hjkmnp-tv-z]{25}$/;
 const MISSING_DOC = 'doc_01h455vb4pex5vsknk084sn02q';
 const DOC_FIELDS = [
-  'content', 'content_hash', 'created_at', 'created_by', 'current_version', 'deleted', 'deleted_at', 'id', 'metadata', 'org_id', 'path',
-  'project_id', 'size_bytes', 'updated_at', 'version', 'version_created_at', 'version_created_by', 'version_id',
+  'content',
+  'content_hash',
+  'created_at',
+  'created_by',
+  'current_version',
+  'deleted',
+  'deleted_at',
+  'id',
+  'metadata',
+  'org_id',
+  'path',
+  'project_id',
+  'size_bytes',
+  'updated_at',
+  'version',
+  'version_created_at',
+  'version_created_by',
+  'version_id',
 ];
 const sha = (text: string) => `sha256:${createHash('sha256').update(text).digest('hex')}`;
 
@@ -43,7 +59,10 @@ test.after.always(async () => {
 const docs = (org: string, rest = '') => `/orgs/${org}/docs${rest}`;
 const put = (url: string, body: unknown, token = ctx.adminToken) => call(ctx.srv.server, 'PUT', url, body, token);
 const docEvents = (docId: string) =>
-  ctx.srv.kernel.db('events').whereRaw("payload_json->>'doc_id' = ?", [docId]).orderBy([{ column: 'created_at' }, { column: 'project_id' }])
+  ctx.srv.kernel
+    .db('events')
+    .whereRaw("payload_json->>'doc_id' = ?", [docId])
+    .orderBy([{ column: 'created_at' }, { column: 'project_id' }])
     .select('project_id', 'type', 'source', 'actor_type', 'actor_id', 'mutation_id', 'request_id', 'payload_json');
 
 test.serial('create, read, update with versions, read an older version, list versions, delete: each write emits its event', async (t) => {
@@ -53,15 +72,31 @@ test.serial('create, read, update with versions, read an older version, list ver
   t.regex(created.body.id, DOC_ID);
   t.regex(created.body.version_id, VERSION_ID);
   t.like(created.body, {
-    org_id: orgA, project_id: null, path: '/guides/style.md', version: 1, current_version: 1, content: '# Style\nv1\n',
-    content_hash: sha('# Style\nv1\n'), size_bytes: 11, metadata: { owner: 'docs' }, deleted: false, deleted_at: null, created_by: orgAdmin.id,
+    org_id: orgA,
+    project_id: null,
+    path: '/guides/style.md',
+    version: 1,
+    current_version: 1,
+    content: '# Style\nv1\n',
+    content_hash: sha('# Style\nv1\n'),
+    size_bytes: 11,
+    metadata: { owner: 'docs' },
+    deleted: false,
+    deleted_at: null,
+    created_by: orgAdmin.id,
   });
   t.regex(created.body.created_at, ISO);
   const id = created.body.id;
 
   const updated = await put(docs(orgA, `/${id}`), { content: '# Style\nv2 ✓\n', expected_version: 1, mutation_id: 'mut-2' }, orgAdmin.token);
   t.is(updated.statusCode, 200, JSON.stringify(updated.body));
-  t.like(updated.body, { version: 2, current_version: 2, content: '# Style\nv2 ✓\n', metadata: { owner: 'docs' }, size_bytes: Buffer.byteLength('# Style\nv2 ✓\n') });
+  t.like(updated.body, {
+    version: 2,
+    current_version: 2,
+    content: '# Style\nv2 ✓\n',
+    metadata: { owner: 'docs' },
+    size_bytes: Buffer.byteLength('# Style\nv2 ✓\n'),
+  });
   const third = await put(docs(orgA, `/${id}`), { content: 'v3', metadata: { owner: 'ops' } }, orgAdmin.token);
   t.like(third.body, { version: 3, metadata: { owner: 'ops' } });
 
@@ -74,27 +109,57 @@ test.serial('create, read, update with versions, read an older version, list ver
 
   const versions = await member.api.get(docs(orgA, `/${id}/versions`));
   assertPage(t, versions, { limit: 10, offset: 0, count: 3, total: 3, has_more: false });
-  t.deepEqual(versions.body.data.map((v: any) => v.version), [3, 2, 1]);
+  t.deepEqual(
+    versions.body.data.map((v: any) => v.version),
+    [3, 2, 1],
+  );
   t.false('content' in versions.body.data[0]);
 
   const removed = await call(ctx.srv.server, 'DELETE', docs(orgA, `/${id}?expected_version=3&mutation_id=mut-4`), undefined, orgAdmin.token);
   t.is(removed.statusCode, 204);
   t.like((await member.api.get(docs(orgA, `/${id}`))).body, { deleted: true, version: 3 });
-  t.is((await member.api.get(docs(orgA))).body.data.some((d: any) => d.id === id), false);
-  t.is((await member.api.get(docs(orgA, '?include_deleted=true'))).body.data.some((d: any) => d.id === id), true);
+  t.is(
+    (await member.api.get(docs(orgA))).body.data.some((d: any) => d.id === id),
+    false,
+  );
+  t.is(
+    (await member.api.get(docs(orgA, '?include_deleted=true'))).body.data.some((d: any) => d.id === id),
+    true,
+  );
 
   // An org-wide document records each event on every live project of the org, with the spec's payload exactly.
   const events = await docEvents(id);
   t.is(events.length, 8);
   t.deepEqual(new Set(events.map((e: any) => e.project_id)), new Set([projA1, projA2]));
   const onA1 = events.filter((e: any) => e.project_id === projA1);
-  t.deepEqual(onA1.map((e: any) => e.type), ['system.doc.created', 'system.doc.updated', 'system.doc.updated', 'system.doc.deleted']);
+  t.deepEqual(
+    onA1.map((e: any) => e.type),
+    ['system.doc.created', 'system.doc.updated', 'system.doc.updated', 'system.doc.deleted'],
+  );
   for (const e of onA1) t.like(e, { source: 'system', actor_type: 'user', actor_id: orgAdmin.id });
   const [c, u] = onA1;
-  t.deepEqual(Object.keys(c.payload_json).sort(), ['content_hash', 'doc_id', 'doc_version_id', 'metadata', 'mutation_id', 'org_id', 'path', 'project_id', 'request_id', 'version']);
+  t.deepEqual(Object.keys(c.payload_json).sort(), [
+    'content_hash',
+    'doc_id',
+    'doc_version_id',
+    'metadata',
+    'mutation_id',
+    'org_id',
+    'path',
+    'project_id',
+    'request_id',
+    'version',
+  ]);
   t.like(c.payload_json, {
-    org_id: orgA, project_id: null, doc_id: id, doc_version_id: created.body.version_id, path: '/guides/style.md', version: 1,
-    content_hash: sha('# Style\nv1\n'), mutation_id: 'mut-1', metadata: { owner: 'docs' },
+    org_id: orgA,
+    project_id: null,
+    doc_id: id,
+    doc_version_id: created.body.version_id,
+    path: '/guides/style.md',
+    version: 1,
+    content_hash: sha('# Style\nv1\n'),
+    mutation_id: 'mut-1',
+    metadata: { owner: 'docs' },
   });
   t.is(typeof c.payload_json.request_id, 'string');
   t.is(c.request_id, c.payload_json.request_id);
@@ -111,7 +176,10 @@ test.serial('a project document records its events on its project only; its path
   t.is(created.statusCode, 201, JSON.stringify(created.body));
   t.is(created.body.project_id, projA2);
   const events = await docEvents(created.body.id);
-  t.deepEqual(events.map((e: any) => [e.project_id, e.type, e.payload_json.project_id]), [[projA2, 'system.doc.created', projA2]]);
+  t.deepEqual(
+    events.map((e: any) => [e.project_id, e.type, e.payload_json.project_id]),
+    [[projA2, 'system.doc.created', projA2]],
+  );
 
   t.is((await call(ctx.srv.server, 'DELETE', docs(orgA, `/${created.body.id}`), undefined, ctx.adminToken)).statusCode, 204);
   const again = await admin.post(docs(orgA), { path: '/runbooks/deploy.md', content: 'deploy again' });
@@ -123,12 +191,21 @@ test.serial('list: newest first, filtered by path prefix and project, paginated,
   for (const p of ['/kb/a.md', '/kb/b.md', '/kb/sub/c.md', '/other.md']) t.is((await admin.post(docs(orgA), { path: p, content: p })).statusCode, 201);
   const kb = await member.api.get(docs(orgA, '?path=/kb/&limit=2'));
   assertPage(t, kb, { limit: 2, offset: 0, count: 2, total: 3, has_more: true });
-  t.deepEqual(kb.body.data.map((d: any) => d.path), ['/kb/sub/c.md', '/kb/b.md']);
+  t.deepEqual(
+    kb.body.data.map((d: any) => d.path),
+    ['/kb/sub/c.md', '/kb/b.md'],
+  );
   t.false('content' in kb.body.data[0]);
   const next = await member.api.get(docs(orgA, '?path=kb/&limit=2&offset=2'));
-  t.deepEqual(next.body.data.map((d: any) => d.path), ['/kb/a.md']);
+  t.deepEqual(
+    next.body.data.map((d: any) => d.path),
+    ['/kb/a.md'],
+  );
   const ofProject = await member.api.get(docs(orgA, `?project_id=${projA2}&include_deleted=true`));
-  t.deepEqual(ofProject.body.data.map((d: any) => d.path), ['/runbooks/deploy.md']);
+  t.deepEqual(
+    ofProject.body.data.map((d: any) => d.path),
+    ['/runbooks/deploy.md'],
+  );
   // Org B sees none of org A's documents.
   assertPage(t, await outsider.api.get(docs(orgB)), { limit: 10, offset: 0, count: 0, total: 0, has_more: false });
 });
@@ -161,12 +238,22 @@ test.serial('409 for a taken path, a stale expected_version, and writes to a del
   assertError(t, taken, 409, `org ${orgA} already has a document at /kb/a.md`);
   const id = (await admin.get(docs(orgA, '?path=/kb/a.md'))).body.data[0].id;
   assertError(t, await put(docs(orgA, `/${id}`), { content: 'x', expected_version: 7 }), 409, `document ${id} is at version 1, not the expected_version 7`);
-  assertError(t, await call(ctx.srv.server, 'DELETE', docs(orgA, `/${id}?expected_version=2`), undefined, ctx.adminToken), 409, /is at version 1, not the expected_version 2/);
+  assertError(
+    t,
+    await call(ctx.srv.server, 'DELETE', docs(orgA, `/${id}?expected_version=2`), undefined, ctx.adminToken),
+    409,
+    /is at version 1, not the expected_version 2/,
+  );
   t.is((await admin.get(docs(orgA, `/${id}`))).body.current_version, 1);
   t.is((await call(ctx.srv.server, 'DELETE', docs(orgA, `/${id}`), undefined, ctx.adminToken)).statusCode, 204);
   assertError(t, await put(docs(orgA, `/${id}`), { content: 'x' }), 409, `document ${id} is deleted`);
   assertError(t, await call(ctx.srv.server, 'DELETE', docs(orgA, `/${id}`), undefined, ctx.adminToken), 409, `document ${id} is deleted`);
-  assertError(t, await admin.post(docs(orgA), { path: '/x.md', content: 'x', project_id: projB }), 422, `project_id ${projB} is not a live project of org ${orgA}`);
+  assertError(
+    t,
+    await admin.post(docs(orgA), { path: '/x.md', content: 'x', project_id: projB }),
+    422,
+    `project_id ${projB} is not a live project of org ${orgA}`,
+  );
   t.is(await rows(ctx, 'org_docs', { org_id: orgA, path: '/x.md' }), 0);
 });
 
@@ -192,7 +279,12 @@ test.serial('404 for unknown documents, versions and paths; other orgs and stran
 
 test.serial('content over 1 MiB is 413 and nothing is written', async (t) => {
   const big = 'x'.repeat(1024 * 1024 + 1);
-  assertError(t, await admin.post(docs(orgA), { path: '/big.md', content: big }), 413, `document content is ${big.length} bytes; the limit is 1048576 bytes (1 MiB) of UTF-8`);
+  assertError(
+    t,
+    await admin.post(docs(orgA), { path: '/big.md', content: big }),
+    413,
+    `document content is ${big.length} bytes; the limit is 1048576 bytes (1 MiB) of UTF-8`,
+  );
   assertError(t, await admin.post(docs(orgA), { path: '/huge.md', content: 'y'.repeat(5 * 1024 * 1024) }), 413, /^request body is larger than 4194304 bytes/);
   t.is(await rows(ctx, 'org_docs', { org_id: orgA, path: '/big.md' }), 0);
   const exact = await admin.post(docs(orgA), { path: '/exact.md', content: 'z'.repeat(1024 * 1024) });

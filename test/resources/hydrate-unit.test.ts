@@ -11,8 +11,19 @@ import { WorkerFailure } from '../../plugins/worker/failure.ts';
 /** hydrateResources on its own: a workspace from a checkout that plants links, and a worker without the resources plugin. */
 const work = (refs: Record<string, unknown>[]): AttemptWork => ({
   job: {
-    id: 'unit-00000001', project_id: 'proj_x', parent_id: null, title: 't', description: null, phase: 'active', hints: {}, git: null,
-    env_name: null, harness: {}, env_overrides: null, resource_refs: refs, created_by: null,
+    id: 'unit-00000001',
+    project_id: 'proj_x',
+    parent_id: null,
+    title: 't',
+    description: null,
+    phase: 'active',
+    hints: {},
+    git: null,
+    env_name: null,
+    harness: {},
+    env_overrides: null,
+    resource_refs: refs,
+    created_by: null,
   },
   attempt: { id: 'a1', attempt_number: 1, status: 'running', failed_before: 0 },
   project: { id: 'proj_x', org_id: 'org_x', slug: 'unit', repo_url: null, branch: 'main' },
@@ -20,7 +31,9 @@ const work = (refs: Record<string, unknown>[]): AttemptWork => ({
 
 function recorder() {
   const events: [string, Record<string, unknown>][] = [];
-  const control = { systemEvent: async (_lease: unknown, type: string, payload: Record<string, unknown>) => void events.push([type, payload]) } as unknown as AttemptControl;
+  const control = {
+    systemEvent: async (_lease: unknown, type: string, payload: Record<string, unknown>) => void events.push([type, payload]),
+  } as unknown as AttemptControl;
   return { events, control };
 }
 
@@ -60,15 +73,36 @@ test.serial('a link inside .svc/resources on the way to a file makes that ref mi
   const written = JSON.parse(await readFile(index, 'utf8'));
   t.like(written.resources[0], { status: 'missing', reason: 'could not be written at org_docs/a.md: org_docs is a symbolic link' });
   t.false(existsSync(path.join(outside, 'a.md')));
-  t.deepEqual(events.map(([type]) => type), ['system.resource.hydration.started', 'system.resource.hydration.completed']);
+  t.deepEqual(
+    events.map(([type]) => type),
+    ['system.resource.hydration.started', 'system.resource.hydration.completed'],
+  );
 });
 
 test.serial('without a resource store (the resources plugin not loaded) every ref is missing, and a required one fails', async (t) => {
   const { control, events } = recorder();
   const err = await t.throwsAsync(hydrateResources({ work: work([{ uri: 'org_docs:/a.md' }]), dir, store: null, control, lease, log: async () => undefined }));
   t.is(err!.message, 'required resource missing: org_docs:/a.md (no resource store is loaded (the resources plugin))');
-  t.deepEqual(events.at(-1), ['system.resource.hydration.failed', {
-    resolved_count: 0, failed_required_count: 1,
-    resources: [{ uri: 'org_docs:/a.md', label: null, required: true, status: 'missing', kind: 'org_docs', mount_path: null, version: null, content_hash: null, mime_type: null, size_bytes: null, reason: 'no resource store is loaded (the resources plugin)' }],
-  }]);
+  t.deepEqual(events.at(-1), [
+    'system.resource.hydration.failed',
+    {
+      resolved_count: 0,
+      failed_required_count: 1,
+      resources: [
+        {
+          uri: 'org_docs:/a.md',
+          label: null,
+          required: true,
+          status: 'missing',
+          kind: 'org_docs',
+          mount_path: null,
+          version: null,
+          content_hash: null,
+          mime_type: null,
+          size_bytes: null,
+          reason: 'no resource store is loaded (the resources plugin)',
+        },
+      ],
+    },
+  ]);
 });

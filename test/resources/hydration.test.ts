@@ -26,7 +26,12 @@ test.before(async () => {
   await w.api.post(docs, { path: '/private/other.md', content: 'for the other project only', project_id: otherProject });
   // Jobs that hold attachments stay in the backlog: nothing runs them.
   holder = (await w.api.post(`/projects/${w.projectId}/jobs`, { description: 'holds files', phase: 'backlog' })).body.id;
-  const att = await w.api.post(`/jobs/${holder}/attachments`, { name: 'data.bin', content: BYTES.toString('base64'), encoding: 'base64', mime_type: 'application/x-test' });
+  const att = await w.api.post(`/jobs/${holder}/attachments`, {
+    name: 'data.bin',
+    content: BYTES.toString('base64'),
+    encoding: 'base64',
+    mime_type: 'application/x-test',
+  });
   if (att.statusCode !== 201) throw new Error(JSON.stringify(att.body));
   const otherOrg = (await w.api.post('/orgs', { name: 'Hydra other org' })).body.id;
   const foreignProject = (await w.api.post('/projects', { org_id: otherOrg, name: 'foreign', slug: 'hydrc' })).body.id;
@@ -36,7 +41,11 @@ test.before(async () => {
 test.after.always(() => w?.stop());
 
 async function runScript(run: string, resource_refs?: unknown[]) {
-  const res = await w.api.post(`/projects/${w.projectId}/jobs`, { description: 'resources', hints: { step: { kind: 'script', script: { run } } }, ...(resource_refs ? { resource_refs } : {}) });
+  const res = await w.api.post(`/projects/${w.projectId}/jobs`, {
+    description: 'resources',
+    hints: { step: { kind: 'script', script: { run } } },
+    ...(resource_refs ? { resource_refs } : {}),
+  });
   if (res.statusCode !== 201) throw new Error(JSON.stringify(res.body));
   const job = await finished(w, res.body.id);
   const [attempt] = await attemptsOf(w, job.id);
@@ -45,8 +54,12 @@ async function runScript(run: string, resource_refs?: unknown[]) {
 
 const stdout = (lines: any[]) => lines.filter((l) => l.stream === 'stdout').map((l) => l.line);
 const hydrationEvents = (jobId: string) =>
-  w.srv.kernel.db('events').where('type', 'like', 'system.resource.hydration.%').whereRaw("payload_json->>'job_id' = ?", [jobId])
-    .orderBy([{ column: 'created_at' }, { column: 'id' }]).select('type', 'source', 'project_id', 'payload_json');
+  w.srv.kernel
+    .db('events')
+    .where('type', 'like', 'system.resource.hydration.%')
+    .whereRaw("payload_json->>'job_id' = ?", [jobId])
+    .orderBy([{ column: 'created_at' }, { column: 'id' }])
+    .select('type', 'source', 'project_id', 'payload_json');
 
 test.serial('docs at a version and current, an attachment, and a missing optional ref: files, index.json and events', async (t) => {
   const refs = [
@@ -76,32 +89,73 @@ test.serial('docs at a version and current, an attachment, and a missing optiona
   const root = path.dirname(lines.find((l) => l.line.startsWith('workspace '))!.line.slice('workspace '.length) + '/.svc/resources/index.json');
   t.deepEqual(index.resources, [
     {
-      uri: 'org_docs:/guides/style.md@v1', label: 'old style', required: true, status: 'resolved', kind: 'org_docs',
-      path: path.join(root, 'style/old.md'), mount_path: 'style/old.md', version: 1, content_hash: sha('style v1'), mime_type: 'text/markdown', size_bytes: 8,
+      uri: 'org_docs:/guides/style.md@v1',
+      label: 'old style',
+      required: true,
+      status: 'resolved',
+      kind: 'org_docs',
+      path: path.join(root, 'style/old.md'),
+      mount_path: 'style/old.md',
+      version: 1,
+      content_hash: sha('style v1'),
+      mime_type: 'text/markdown',
+      size_bytes: 8,
     },
     {
-      uri: 'org_docs:/guides/style.md', label: null, required: true, status: 'resolved', kind: 'org_docs',
-      path: path.join(root, 'org_docs/guides/style.md'), mount_path: 'org_docs/guides/style.md', version: 2, content_hash: sha('style v2'), mime_type: 'text/markdown', size_bytes: 8,
+      uri: 'org_docs:/guides/style.md',
+      label: null,
+      required: true,
+      status: 'resolved',
+      kind: 'org_docs',
+      path: path.join(root, 'org_docs/guides/style.md'),
+      mount_path: 'org_docs/guides/style.md',
+      version: 2,
+      content_hash: sha('style v2'),
+      mime_type: 'text/markdown',
+      size_bytes: 8,
     },
     {
-      uri: `job_attachments:/${holder}/data.bin`, label: 'data', required: true, status: 'resolved', kind: 'job_attachments',
-      path: path.join(root, 'job_attachments', holder, 'data.bin'), mount_path: `job_attachments/${holder}/data.bin`, version: null,
-      content_hash: sha(BYTES), mime_type: 'application/x-test', size_bytes: BYTES.length,
+      uri: `job_attachments:/${holder}/data.bin`,
+      label: 'data',
+      required: true,
+      status: 'resolved',
+      kind: 'job_attachments',
+      path: path.join(root, 'job_attachments', holder, 'data.bin'),
+      mount_path: `job_attachments/${holder}/data.bin`,
+      version: null,
+      content_hash: sha(BYTES),
+      mime_type: 'application/x-test',
+      size_bytes: BYTES.length,
     },
     {
-      uri: 'org_docs:/private/other.md', label: null, required: false, status: 'missing', kind: 'org_docs', path: null, mount_path: null,
-      version: null, content_hash: null, mime_type: null, size_bytes: null, reason: 'no document at /private/other.md in the org',
+      uri: 'org_docs:/private/other.md',
+      label: null,
+      required: false,
+      status: 'missing',
+      kind: 'org_docs',
+      path: null,
+      mount_path: null,
+      version: null,
+      content_hash: null,
+      mime_type: null,
+      size_bytes: null,
+      reason: 'no document at /private/other.md in the org',
     },
   ]);
 
   const events = await hydrationEvents(job.id);
-  t.deepEqual(events.map((e: any) => [e.type, e.source, e.project_id]), [
-    ['system.resource.hydration.started', 'system', w.projectId],
-    ['system.resource.hydration.completed', 'system', w.projectId],
-  ]);
+  t.deepEqual(
+    events.map((e: any) => [e.type, e.source, e.project_id]),
+    [
+      ['system.resource.hydration.started', 'system', w.projectId],
+      ['system.resource.hydration.completed', 'system', w.projectId],
+    ],
+  );
   const [started, completed] = events.map((e: any) => e.payload_json);
   t.deepEqual(started, {
-    job_id: job.id, attempt_id: attempt.id, resource_count: 4,
+    job_id: job.id,
+    attempt_id: attempt.id,
+    resource_count: 4,
     resources: [
       { uri: refs[0].uri, label: 'old style', required: true, mount_path: 'style/old.md' },
       { uri: refs[1].uri, label: null, required: true, mount_path: null },
@@ -111,10 +165,14 @@ test.serial('docs at a version and current, an attachment, and a missing optiona
   });
   t.deepEqual(Object.keys(completed).sort(), ['attempt_id', 'job_id', 'missing_optional_count', 'resolved_count', 'resources']);
   t.like(completed, { job_id: job.id, attempt_id: attempt.id, resolved_count: 3, missing_optional_count: 1 });
-  t.deepEqual(completed.resources, index.resources.map(({ path: _p, ...r }: any) => r), 'the event lists what the index lists, without local paths');
+  t.deepEqual(
+    completed.resources,
+    index.resources.map(({ path: _p, ...r }: any) => r),
+    'the event lists what the index lists, without local paths',
+  );
 });
 
-test.serial('missing required refs fail provisioning naming each uri (attachments of another org\'s job included); the script never runs', async (t) => {
+test.serial("missing required refs fail provisioning naming each uri (attachments of another org's job included); the script never runs", async (t) => {
   const refs = [
     { uri: 'org_docs:/guides/style.md' },
     { uri: 'org_docs:/guides/style.md@v9', mount_path: 'v9.md' },
@@ -123,21 +181,36 @@ test.serial('missing required refs fail provisioning naming each uri (attachment
   ];
   const { job, attempt, lines } = await runScript('echo never ran', refs);
   t.is(attempt.status, 'failed');
-  t.is(attempt.error, `required resources missing: org_docs:/guides/style.md@v9 (no document at /guides/style.md with version 9 in the org); job_attachments:/${foreignJob}/secret.txt (no attachment "secret.txt" on job ${foreignJob} in this project)`);
+  t.is(
+    attempt.error,
+    `required resources missing: org_docs:/guides/style.md@v9 (no document at /guides/style.md with version 9 in the org); job_attachments:/${foreignJob}/secret.txt (no attachment "secret.txt" on job ${foreignJob} in this project)`,
+  );
   t.false(stdout(lines).includes('never ran'));
   const events = await hydrationEvents(job.id);
-  t.deepEqual(events.map((e: any) => e.type), ['system.resource.hydration.started', 'system.resource.hydration.failed']);
+  t.deepEqual(
+    events.map((e: any) => e.type),
+    ['system.resource.hydration.started', 'system.resource.hydration.failed'],
+  );
   const failed = events[1].payload_json;
   t.deepEqual(Object.keys(failed).sort(), ['attempt_id', 'failed_required_count', 'job_id', 'resolved_count', 'resources']);
   t.like(failed, { job_id: job.id, attempt_id: attempt.id, resolved_count: 1, failed_required_count: 2 });
-  t.deepEqual(failed.resources.map((r: any) => [r.uri, r.status, r.required]), refs.map((r) => [r.uri, r.uri.endsWith('style.md') ? 'resolved' : 'missing', r.required !== false]));
+  t.deepEqual(
+    failed.resources.map((r: any) => [r.uri, r.status, r.required]),
+    refs.map((r) => [r.uri, r.uri.endsWith('style.md') ? 'resolved' : 'missing', r.required !== false]),
+  );
   t.false(JSON.stringify(failed).includes('not yours'));
 });
 
 test.serial('two refs that would land on the same file fail naming both; a mount_path separates them', async (t) => {
   const clash = await runScript('echo never', [{ uri: 'org_docs:/guides/style.md@v1' }, { uri: 'org_docs:/guides/style.md' }]);
-  t.is(clash.attempt.error, 'required resource missing: org_docs:/guides/style.md (it would be written at org_docs/guides/style.md, where org_docs:/guides/style.md@v1 is: give one of them a mount_path)');
-  const apart = await runScript('cat .svc/resources/v1.md .svc/resources/org_docs/guides/style.md', [{ uri: 'org_docs:/guides/style.md@v1', mount_path: './v1.md' }, { uri: 'org_docs:/guides/style.md' }]);
+  t.is(
+    clash.attempt.error,
+    'required resource missing: org_docs:/guides/style.md (it would be written at org_docs/guides/style.md, where org_docs:/guides/style.md@v1 is: give one of them a mount_path)',
+  );
+  const apart = await runScript('cat .svc/resources/v1.md .svc/resources/org_docs/guides/style.md', [
+    { uri: 'org_docs:/guides/style.md@v1', mount_path: './v1.md' },
+    { uri: 'org_docs:/guides/style.md' },
+  ]);
   t.is(apart.job.phase, 'done');
   t.deepEqual(stdout(apart.lines), ['style v1style v2']);
 });

@@ -64,7 +64,10 @@ test.serial('list and delete at each scope, with --json', async (t) => {
   t.regex(list.stdout, /^NAME +TYPE +SCOPE +UPDATED\nFROM_STDIN +env +project /);
   const json = await svc(home, ['--json', 'secrets', 'list', '--scope', 'user'], env);
   const body = JSON.parse(json.stdout);
-  t.deepEqual(body.data.map((s: { name: string }) => s.name), ['SCOPED']);
+  t.deepEqual(
+    body.data.map((s: { name: string }) => s.name),
+    ['SCOPED'],
+  );
   t.is(body.data[0].scope, 'user');
   t.false(json.stdout.includes('v-user'));
 

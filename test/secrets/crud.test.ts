@@ -63,7 +63,12 @@ for (const scope of ['project', 'org', 'user', 'system']) {
     const keepsType = record(await put(ctx, `${base}/API_TOKEN`, { value: remember(secretValue('again')) }));
     t.is(keepsType.body.type, 'code_host_token');
 
-    assertError(t, record(await put(ctx, `${base}/MISSING`, { value: remember(secretValue('x')) })), 404, /^secret MISSING not found in .*; create it with POST$/);
+    assertError(
+      t,
+      record(await put(ctx, `${base}/MISSING`, { value: remember(secretValue('x')) })),
+      404,
+      /^secret MISSING not found in .*; create it with POST$/,
+    );
     assertError(t, record(await admin.get(`${base}/MISSING`)), 404, /^secret MISSING not found/);
     assertError(t, record(await admin.delete(`${base}/MISSING`)), 404, /^secret MISSING not found/);
 
@@ -94,7 +99,12 @@ test.serial('bad input is 400 naming the field and writes nothing', async (t) =>
   assertError(t, record(await admin.post(base, { name: 'NO_VALUE' })), 400, '"value" is required');
   assertError(t, record(await admin.post(base, { name: 'EMPTY', value: '' })), 400, '"value" is not allowed to be empty');
   assertError(t, record(await admin.post(base, { name: 'NUMBER', value: 42 })), 400, '"value" must be a string');
-  assertError(t, record(await admin.post(base, { name: 'BAD_TYPE', value, type: 'password' })), 400, /^"type" must be one of \[env, file, code_host_token, ssh_key\]$/);
+  assertError(
+    t,
+    record(await admin.post(base, { name: 'BAD_TYPE', value, type: 'password' })),
+    400,
+    /^"type" must be one of \[env, file, code_host_token, ssh_key\]$/,
+  );
   assertError(t, record(await admin.post(base, { name: 'EXTRA', value, scope: 'org' })), 400, '"scope" is not allowed');
   assertError(t, record(await admin.post(base, { name: 'BIG', value: 'x'.repeat(64 * 1024 + 1) })), 400, /"value" length must be less than or equal to 65536/);
   assertError(t, record(await admin.get(`${base}/lower`)), 400, /"name"/);
@@ -127,7 +137,7 @@ test.serial('project and org scopes: reading needs secrets:read, writing secrets
   assertError(t, await stranger.api.get(`/projects/${missingProjectId}/secrets`), 404, `project ${missingProjectId} not found`);
 });
 
-test.serial('user scope: own secrets, or any user\'s for the system administrator; another user id is 404', async (t) => {
+test.serial("user scope: own secrets, or any user's for the system administrator; another user id is 404", async (t) => {
   const alice = await newUser(ctx, 'alice');
   const bob = await newUser(ctx, 'bob');
   const value = remember(secretValue('alice'));
@@ -149,7 +159,12 @@ test.serial('user scope: own secrets, or any user\'s for the system administrato
 test.serial('system scope is for the system administrator only', async (t) => {
   const orgOwner = await memberOf(ctx, orgId, 'owner', 'owner');
   assertError(t, await orgOwner.api.get('/system/secrets'), 403, 'this operation needs the system administrator');
-  assertError(t, await orgOwner.api.post('/system/secrets', { name: 'X_KEY', value: remember(secretValue('sys')) }), 403, 'this operation needs the system administrator');
+  assertError(
+    t,
+    await orgOwner.api.post('/system/secrets', { name: 'X_KEY', value: remember(secretValue('sys')) }),
+    403,
+    'this operation needs the system administrator',
+  );
   assertError(t, await as(ctx.srv.server).get('/system/secrets'), 401, /.+/);
 });
 

@@ -24,7 +24,10 @@ test('secret values never reach a log line, whatever the request does', async (t
       t.is((await call(s.server, 'PUT', `${base}/LOGGED`, { value: v('extra'), extra: v('extra2') }, token)).statusCode, 400);
       t.is((await admin.get(base)).statusCode, 200);
     }
-    t.true(lines.some((l) => l.includes('/secrets')), 'requests were logged');
+    t.true(
+      lines.some((l) => l.includes('/secrets')),
+      'requests were logged',
+    );
     const all = lines.join('\n');
     for (const value of values) t.false(all.includes(value), `logged: ${lines.filter((l) => l.includes(value)).join('\n')}`);
   } finally {

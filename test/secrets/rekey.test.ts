@@ -34,7 +34,11 @@ test.serial('svc secrets rekey moves every sealed value to the new key in one tr
   const { token, userId } = await bootstrapAdmin(first.server);
   const api = as(first.server, token);
   const orgId = (await api.post('/orgs', { name: 'Rekeyed' })).body.id;
-  for (const [base, value] of [[`/orgs/${orgId}/secrets`, 'org-value'], [`/users/${userId}/secrets`, 'user-value'], ['/system/secrets', 'system-value']]) {
+  for (const [base, value] of [
+    [`/orgs/${orgId}/secrets`, 'org-value'],
+    [`/users/${userId}/secrets`, 'user-value'],
+    ['/system/secrets', 'system-value'],
+  ]) {
     t.is((await api.post(base, { name: 'ROTATED', value })).statusCode, 201);
   }
   const webhookSecret = 'webhook-secret-rotated-0123';
@@ -51,7 +55,9 @@ test.serial('svc secrets rekey moves every sealed value to the new key in one tr
   try {
     const stranger = new Sealer(randomBytes(32));
     const before = await direct('secrets').orderBy('id').pluck('value_enc');
-    await direct('secrets').where({ scope: 'system' }).update({ value_enc: stranger.seal('x', `secret:system::ROTATED`) });
+    await direct('secrets')
+      .where({ scope: 'system' })
+      .update({ value_enc: stranger.seal('x', `secret:system::ROTATED`) });
     const failed = await svc(home, args, env);
     t.is(failed.code, 1, show(args, failed));
     t.regex(failed.stderr, /^svc: rekey failed, nothing was changed: secrets id=\d+: the value opens with neither the old nor the new key\n/);
@@ -67,7 +73,11 @@ test.serial('svc secrets rekey moves every sealed value to the new key in one tr
     const again = await svc(home, [...args, '--json'], env);
     t.is(again.code, 0, show(args, again));
     t.deepEqual(JSON.parse(again.stdout), {
-      tables: [{ table: 'signing_keys', rekeyed: 0, unchanged: 1 }, { table: 'secrets', rekeyed: 0, unchanged: 3 }, { table: 'webhook_subscriptions', rekeyed: 0, unchanged: 1 }],
+      tables: [
+        { table: 'signing_keys', rekeyed: 0, unchanged: 1 },
+        { table: 'secrets', rekeyed: 0, unchanged: 3 },
+        { table: 'webhook_subscriptions', rekeyed: 0, unchanged: 1 },
+      ],
     });
     const sealed = await direct('webhook_subscriptions').where({ id: webhook.body.id }).first('secret_enc');
     t.is(new Sealer(Buffer.from(newKey, 'hex')).open(sealed.secret_enc, `webhook-secret:${webhook.body.id}`), webhookSecret);

@@ -60,7 +60,7 @@ test('project over user over org over system', async (t) => {
   t.is(await resolver.resolve('ALL_FOUR', {}), 'from-system');
 });
 
-test('the org is the project\'s own; another org cannot be named to reach its secrets', async (t) => {
+test("the org is the project's own; another org cannot be named to reach its secrets", async (t) => {
   t.is(await resolver.resolve('ORG_SYSTEM', { projectId }), 'org-wins');
   const err = await t.throwsAsync(resolver.resolve('ORG_SYSTEM', { projectId: otherOrgProject, orgId }));
   t.is(Boom.isBoom(err) && err.output.statusCode, 422);

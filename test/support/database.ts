@@ -66,7 +66,9 @@ async function startContainerIfDocker(): Promise<TestDatabase | null> {
     const container = await new PostgreSqlContainer(POSTGRES_IMAGE).start();
     return { url: container.getConnectionUri(), drop: async () => void (await container.stop()) };
   } catch (err) {
-    console.error(`test database: a Docker engine answers but ${POSTGRES_IMAGE} did not start (${(err as Error).message.split('\n')[0]}); using an embedded PostgreSQL`);
+    console.error(
+      `test database: a Docker engine answers but ${POSTGRES_IMAGE} did not start (${(err as Error).message.split('\n')[0]}); using an embedded PostgreSQL`,
+    );
     return null;
   }
 }

@@ -4,7 +4,7 @@
  * every request so tests can check what svc sent.
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 
 export interface Recorded {
   method: string;
@@ -25,7 +25,7 @@ type Handler = (req: Recorded) => { status: number; body: unknown; headers?: Rec
 
 async function serve(handler: Handler): Promise<FakeHost> {
   const requests: Recorded[] = [];
-  const sockets = new Set<import('node:net').Socket>();
+  const sockets = new Set<Socket>();
   const fake = { requests, delayMs: 0 } as FakeHost;
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -75,7 +75,10 @@ export interface FakeCodeHostState {
 export async function fakeCodeHost(state: FakeCodeHostState): Promise<FakeHost & { state: FakeCodeHostState }> {
   const open = new Map<string, number>();
   let number = 0;
-  const invalid = (errors: Record<string, unknown>[]) => ({ status: 422, body: { message: 'Validation Failed', errors, documentation_url: 'https://docs.code.example/rest/pulls/pulls#create-a-pull-request' } });
+  const invalid = (errors: Record<string, unknown>[]) => ({
+    status: 422,
+    body: { message: 'Validation Failed', errors, documentation_url: 'https://docs.code.example/rest/pulls/pulls#create-a-pull-request' },
+  });
   const fake = await serve((req) => {
     const match = /^\/api\/v3\/repos\/([^/]+)\/([^/]+)\/pulls$/.exec(req.path);
     if (req.method !== 'POST' || !match) return { status: 404, body: { message: 'Not Found' } };
@@ -98,9 +101,19 @@ export async function fakeCodeHost(state: FakeCodeHostState): Promise<FakeHost &
     return {
       status: 201,
       body: {
-        url: `${fake.url}/api/v3/repos/${repo}/pulls/${number}`, id: 100 + number, node_id: `PR_${number}`, number,
-        html_url: `${fake.url}/${repo}/pull/${number}`, state: 'open', locked: false, title, body: body ?? null, draft: draft ?? false,
-        head: { label: head, ref: headBranch }, base: { label: `${match[1]}:${base}`, ref: base }, user: { login: 'svc-bot' },
+        url: `${fake.url}/api/v3/repos/${repo}/pulls/${number}`,
+        id: 100 + number,
+        node_id: `PR_${number}`,
+        number,
+        html_url: `${fake.url}/${repo}/pull/${number}`,
+        state: 'open',
+        locked: false,
+        title,
+        body: body ?? null,
+        draft: draft ?? false,
+        head: { label: head, ref: headBranch },
+        base: { label: `${match[1]}:${base}`, ref: base },
+        user: { login: 'svc-bot' },
       },
     };
   });

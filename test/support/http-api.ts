@@ -37,7 +37,11 @@ function expect(reply: HttpReply, status: number, what: string): any {
 
 /** The first administrator's token (`bootstrapToken` when the server requires SVC_BOOTSTRAP_TOKEN). */
 export async function bootstrapOver(base: string, bootstrapToken?: string): Promise<string> {
-  const body = expect(await httpApi(base).post('/auth/bootstrap', { email: 'admin@example.com', ...(bootstrapToken ? { token: bootstrapToken } : {}) }), 201, 'bootstrap');
+  const body = expect(
+    await httpApi(base).post('/auth/bootstrap', { email: 'admin@example.com', ...(bootstrapToken ? { token: bootstrapToken } : {}) }),
+    201,
+    'bootstrap',
+  );
   return body.access_token;
 }
 
@@ -51,7 +55,11 @@ export async function projectOver(base: string, token: string, repoUrl: string, 
 /** Creates a job that runs `run` as a script step and waits until it is done or cancelled; the job and its latest attempt's stdout. */
 export async function runScriptOver(base: string, token: string, projectId: string, run: string, ms = 120_000): Promise<{ job: any; stdout: string[] }> {
   const api = httpApi(base, token);
-  const created = expect(await api.post(`/projects/${projectId}/jobs`, { description: 'script', hints: { step: { kind: 'script', script: { run } } } }), 201, 'job');
+  const created = expect(
+    await api.post(`/projects/${projectId}/jobs`, { description: 'script', hints: { step: { kind: 'script', script: { run } } } }),
+    201,
+    'job',
+  );
   const deadline = Date.now() + ms;
   let job = created;
   while (job.phase !== 'done' && job.phase !== 'cancelled') {

@@ -16,10 +16,7 @@ export interface ServeProcess {
  * `detached` puts it in a process group of its own, as a shell puts a foreground command: a signal
  * to `-pid` then reaches the whole group, as the terminal's Ctrl-C does.
  */
-export function serveProcess(
-  env: Record<string, string>,
-  opts: { command?: string[]; cwd?: string; detached?: boolean } = {},
-): ServeProcess {
+export function serveProcess(env: Record<string, string>, opts: { command?: string[]; cwd?: string; detached?: boolean } = {}): ServeProcess {
   const child = spawn(process.execPath, opts.command ?? ['dist/core/main.js', 'serve'], {
     cwd: opts.cwd ?? ROOT,
     env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/root', SVC_LOG_LEVEL: 'warn', ...env },

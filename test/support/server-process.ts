@@ -29,8 +29,13 @@ export async function startServerProcess(databaseUrl: string, env: Record<string
   const child = spawn(process.execPath, ['--import', 'tsx', 'core/main.ts', 'serve'], {
     cwd: ROOT,
     env: {
-      PATH: process.env.PATH!, HOME: process.env.HOME ?? '/root', SVC_CONFIG: TEST_CONFIG, SVC_LOG_LEVEL: 'warn',
-      DATABASE_URL: databaseUrl, PORT: String(port), SVC_DATA_DIR: path.join(scratch, 'data'),
+      PATH: process.env.PATH!,
+      HOME: process.env.HOME ?? '/root',
+      SVC_CONFIG: TEST_CONFIG,
+      SVC_LOG_LEVEL: 'warn',
+      DATABASE_URL: databaseUrl,
+      PORT: String(port),
+      SVC_DATA_DIR: path.join(scratch, 'data'),
       SVC_SECRETS_MASTER_KEY: createHash('sha256').update(databaseUrl).digest('hex'),
       SVC_WORKSPACE_ROOT: path.join(scratch, 'workspaces'),
       ...env,
@@ -41,10 +46,12 @@ export async function startServerProcess(databaseUrl: string, env: Record<string
   child.stdout!.on('data', (d) => (output += d));
   child.stderr!.on('data', (d) => (output += d));
   let gone = false;
-  const exited = new Promise<number | string | null>((resolve) => child.on('exit', (code, signal) => {
-    gone = true;
-    resolve(code ?? signal);
-  }));
+  const exited = new Promise<number | string | null>((resolve) =>
+    child.on('exit', (code, signal) => {
+      gone = true;
+      resolve(code ?? signal);
+    }),
+  );
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 90_000;
   for (;;) {
@@ -58,7 +65,10 @@ export async function startServerProcess(databaseUrl: string, env: Record<string
     await new Promise((r) => setTimeout(r, 100));
   }
   return {
-    child, url, scratch, exited,
+    child,
+    url,
+    scratch,
+    exited,
     output: () => output,
     running: () => !gone,
     stop: async () => {

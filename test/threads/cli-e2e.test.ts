@@ -41,15 +41,33 @@ test.serial('thread create (idempotent by key, --coord), post (text, --file, kin
   t.like(directive, { seq: 1, kind: 'directive', body: 'Ship by Friday.' });
   const question = await json(['thread', 'post', id, 'Which region?', '--project', project, '--kind', 'question']);
   await writeFile(join(home, 'answer.txt'), 'eu-west\nand us-east later\n');
-  const answer = await ok(['thread', 'post', id, '--file', join(home, 'answer.txt'), '--project', project, '--reply-to', question.id, '--metadata', '{"ticket":7}']);
+  const answer = await ok([
+    'thread',
+    'post',
+    id,
+    '--file',
+    join(home, 'answer.txt'),
+    '--project',
+    project,
+    '--reply-to',
+    question.id,
+    '--metadata',
+    '{"ticket":7}',
+  ]);
   t.regex(answer, new RegExp(`^#3 UPDATE user usr_\\w+ \\S+ \\(reply to ${question.id}\\)  msg_\\w+\\n {4}eu-west\\n {4}and us-east later\n$`));
 
   const shown = await ok(['thread', 'show', id, '--project', project]);
   t.regex(shown, /^message_count: +3$/m);
-  t.deepEqual([...shown.matchAll(/^#(\d) (\w+) /gm)].map((m) => `${m[1]} ${m[2]}`), ['1 DIRECTIVE', '2 QUESTION', '3 UPDATE']);
+  t.deepEqual(
+    [...shown.matchAll(/^#(\d) (\w+) /gm)].map((m) => `${m[1]} ${m[2]}`),
+    ['1 DIRECTIVE', '2 QUESTION', '3 UPDATE'],
+  );
   t.regex(shown, /^ {4}Ship by Friday\.$/m);
   const after = await json(['thread', 'show', id, '--project', project, '--after', '2']);
-  t.deepEqual(after.messages.data.map((m: { seq: number }) => m.seq), [3]);
+  t.deepEqual(
+    after.messages.data.map((m: { seq: number }) => m.seq),
+    [3],
+  );
   t.is(after.thread.id, id);
   const paged = await ok(['thread', 'show', id, '--project', project, '--limit', '1']);
   t.regex(paged, new RegExp(`^More messages: svc thread show ${id} --after 1$`, 'm'));
@@ -57,9 +75,15 @@ test.serial('thread create (idempotent by key, --coord), post (text, --file, kin
   await ok(['thread', 'create', '--project', project, '--key', 'notes', '--title', 'Notes']);
   const table = (await ok(['thread', 'list', '--project', project])).trimEnd().split('\n');
   t.regex(table[0], /^ID +KEY +TITLE +MESSAGES +LAST MESSAGE +CREATED$/);
-  t.deepEqual(table.slice(1).map((l) => l.split(/ {2,}/)[1]), ['notes', `coord:job:${parentJob}`]);
+  t.deepEqual(
+    table.slice(1).map((l) => l.split(/ {2,}/)[1]),
+    ['notes', `coord:job:${parentJob}`],
+  );
   const byJob = await json(['thread', 'list', '--project', project, '--job', parentJob]);
-  t.deepEqual(byJob.data.map((x: { id: string }) => x.id), [id]);
+  t.deepEqual(
+    byJob.data.map((x: { id: string }) => x.id),
+    [id],
+  );
 });
 
 test.serial('thread: usage errors exit 2, API errors exit 1 with the message', async (t) => {

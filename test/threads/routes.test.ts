@@ -12,7 +12,20 @@ test.before(async () => {
 });
 test.after.always(() => w?.ctx.srv.stop());
 
-const THREAD_FIELDS = ['coordination', 'created_at', 'created_by', 'created_by_type', 'id', 'job_id', 'key', 'last_message_at', 'message_count', 'project_id', 'title', 'updated_at'];
+const THREAD_FIELDS = [
+  'coordination',
+  'created_at',
+  'created_by',
+  'created_by_type',
+  'id',
+  'job_id',
+  'key',
+  'last_message_at',
+  'message_count',
+  'project_id',
+  'title',
+  'updated_at',
+];
 const MESSAGE_FIELDS = ['author_id', 'author_type', 'body', 'created_at', 'id', 'job_id', 'kind', 'metadata', 'reply_to', 'seq', 'thread_id'];
 const THREAD_ID = /^thr_[0-7][0-9a-hjkmnp-tv-z]{25}$/;
 const MESSAGE_ID = /^msg_[0-7][0-9a-hjkmnp-tv-z]{25}$/;
@@ -32,7 +45,17 @@ test('POST creates a thread (201) with its full shape; GET reads it back', async
   t.is(res.statusCode, 201, JSON.stringify(res.body));
   t.deepEqual(Object.keys(res.body).sort(), THREAD_FIELDS);
   t.regex(res.body.id, THREAD_ID);
-  t.like(res.body, { project_id: w.projectA, key: null, title: 'Release planning', coordination: false, job_id: null, created_by_type: 'user', created_by: w.owner.id, message_count: 0, last_message_at: null });
+  t.like(res.body, {
+    project_id: w.projectA,
+    key: null,
+    title: 'Release planning',
+    coordination: false,
+    job_id: null,
+    created_by_type: 'user',
+    created_by: w.owner.id,
+    message_count: 0,
+    last_message_at: null,
+  });
   t.regex(res.body.created_at, ISO);
   const read = await api().get(`${threads()}/${res.body.id}`);
   t.is(read.statusCode, 200);
@@ -54,7 +77,12 @@ test('a key makes POST idempotent: 201 then 200 with the same thread; ensure ans
   const fresh = await api().post(`${threads()}/ensure`, { key: 'ensured-new' });
   t.is(fresh.statusCode, 200);
   t.is(fresh.body.key, 'ensured-new');
-  assertError(t, await api().post(threads(), { key: 'design-review', title: 'Other' }), 409, /^thread design-review already exists with another title \("Design review"\)/);
+  assertError(
+    t,
+    await api().post(threads(), { key: 'design-review', title: 'Other' }),
+    409,
+    /^thread design-review already exists with another title \("Design review"\)/,
+  );
   assertError(t, await api().post(`${threads()}/ensure`, {}), 400, /"key" is required/);
   t.is(await rows(w.ctx, 'threads', { project_id: w.projectA, key: 'design-review' }), 1);
   const other = await api().post(threads(w.projectA2), { key: 'design-review' });
@@ -80,7 +108,10 @@ test('coordination keys: coord:job:<job_id> of a job of the project, marked as c
   assertError(t, await api().post(threads(), { title: '' }), 400, /"title" is not allowed to be empty/);
   assertError(t, await api().post(threads(), { owner: 'x' }), 400, '"owner" is not allowed');
   const byJob = await api().get(`${threads()}?job_id=${parent.id}`);
-  t.deepEqual(byJob.body.data.map((x: any) => x.id), [res.body.id]);
+  t.deepEqual(
+    byJob.body.data.map((x: any) => x.id),
+    [res.body.id],
+  );
 });
 
 test('the list is newest first, paginated, filterable by key', async (t) => {
@@ -90,13 +121,22 @@ test('the list is newest first, paginated, filterable by key', async (t) => {
   const page1 = await api().get(`${threads(project)}?limit=2`);
   t.is(page1.statusCode, 200);
   t.deepEqual(Object.keys(page1.body.pagination).sort(), PAGINATION_FIELDS);
-  t.deepEqual(page1.body.data.map((x: any) => x.key), ['k2', 'k1']);
+  t.deepEqual(
+    page1.body.data.map((x: any) => x.key),
+    ['k2', 'k1'],
+  );
   t.like(page1.body.pagination, { limit: 2, offset: 0, count: 2, total: 3, has_more: true });
   const page2 = await api().get(`${threads(project)}?limit=2&offset=2`);
-  t.deepEqual(page2.body.data.map((x: any) => x.key), ['k0']);
+  t.deepEqual(
+    page2.body.data.map((x: any) => x.key),
+    ['k0'],
+  );
   t.like(page2.body.pagination, { count: 1, total: 3, has_more: false });
   const byKey = await api().get(`${threads(project)}?key=k1`);
-  t.deepEqual(byKey.body.data.map((x: any) => x.id), [made[1].id]);
+  t.deepEqual(
+    byKey.body.data.map((x: any) => x.id),
+    [made[1].id],
+  );
   t.is((await api().get(`${threads(project)}?key=nope`)).body.pagination.total, 0);
   assertError(t, await api().get(`${threads(project)}?limit=0`), 400, /"limit" must be greater than or equal to 1/);
   assertError(t, await api().get(`${threads(project)}?include_deleted=true`), 400, '"include_deleted" is not allowed');
@@ -109,19 +149,42 @@ test('messages: numbered per thread, default kinds, replies, the after cursor an
   t.is(first.statusCode, 201, JSON.stringify(first.body));
   t.deepEqual(Object.keys(first.body).sort(), MESSAGE_FIELDS);
   t.regex(first.body.id, MESSAGE_ID);
-  t.like(first.body, { thread_id: thread.id, seq: 1, kind: 'message', body: 'hello', author_type: 'user', author_id: w.owner.id, job_id: null, reply_to: null, metadata: {} });
+  t.like(first.body, {
+    thread_id: thread.id,
+    seq: 1,
+    kind: 'message',
+    body: 'hello',
+    author_type: 'user',
+    author_id: w.owner.id,
+    job_id: null,
+    reply_to: null,
+    metadata: {},
+  });
   const question = (await api().post(url, { kind: 'question', body: 'which branch?' })).body;
   const answer = await api().post(url, { kind: 'update', body: 'main', reply_to: question.id, metadata: { source: 'test' } });
   t.like(answer.body, { seq: 3, reply_to: question.id, metadata: { source: 'test' } });
 
   const all = await api().get(url);
-  t.deepEqual(all.body.data.map((m: any) => [m.seq, m.kind]), [[1, 'message'], [2, 'question'], [3, 'update']]);
+  t.deepEqual(
+    all.body.data.map((m: any) => [m.seq, m.kind]),
+    [
+      [1, 'message'],
+      [2, 'question'],
+      [3, 'update'],
+    ],
+  );
   t.like(all.body.pagination, { limit: 50, offset: 0, count: 3, total: 3, has_more: false });
   const after = await api().get(`${url}?after=1&limit=1`);
-  t.deepEqual(after.body.data.map((m: any) => m.seq), [2]);
+  t.deepEqual(
+    after.body.data.map((m: any) => m.seq),
+    [2],
+  );
   t.like(after.body.pagination, { count: 1, total: 2, has_more: true });
   t.deepEqual((await api().get(`${url}?after=3`)).body.data, []);
-  t.deepEqual((await api().get(`${url}?kind=question`)).body.data.map((m: any) => m.id), [question.id]);
+  t.deepEqual(
+    (await api().get(`${url}?kind=question`)).body.data.map((m: any) => m.id),
+    [question.id],
+  );
 
   const read = (await api().get(`${threads()}/${thread.id}`)).body;
   t.is(read.message_count, 3);
@@ -133,7 +196,10 @@ test('concurrent posts get seq 1..n without gaps or repeats', async (t) => {
   const url = `${threads()}/${thread.id}/messages`;
   const replies = await Promise.all(Array.from({ length: 10 }, (_, i) => api().post(url, { body: `m${i}` })));
   t.true(replies.every((r) => r.statusCode === 201));
-  t.deepEqual(replies.map((r) => r.body.seq).sort((a, b) => a - b), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+  t.deepEqual(
+    replies.map((r) => r.body.seq).sort((a, b) => a - b),
+    [1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
+  );
 });
 
 test('message input: 400 for bad fields, 422 for references outside the thread or project, coordination kinds only on coordination threads', async (t) => {
@@ -146,14 +212,24 @@ test('message input: 400 for bad fields, 422 for references outside the thread o
   assertError(t, await api().get(`${url}?after=-1`), 400, '"after" must be greater than or equal to 0');
   const elsewhere = await newThread();
   const foreignMessage = (await api().post(`${threads()}/${elsewhere.id}/messages`, { body: 'there' })).body;
-  assertError(t, await api().post(url, { body: 'x', reply_to: foreignMessage.id }), 422, `reply_to: message ${foreignMessage.id} is not a message of thread ${thread.id}`);
+  assertError(
+    t,
+    await api().post(url, { body: 'x', reply_to: foreignMessage.id }),
+    422,
+    `reply_to: message ${foreignMessage.id} is not a message of thread ${thread.id}`,
+  );
   const foreignJob = await newJob(w, {}, w.projectA2);
   assertError(t, await api().post(url, { body: 'x', job_id: foreignJob.id }), 422, `job_id: job ${foreignJob.id} is not a job of project ${w.projectA}`);
 
   const parent = await newJob(w);
   const coord = await newThread({ key: `coord:job:${parent.id}` });
   const coordUrl = `${threads()}/${coord.id}/messages`;
-  assertError(t, await api().post(coordUrl, { body: 'hi', kind: 'message' }), 422, `kind message is not used on coordination thread ${coord.id}: post a status, directive, question or update`);
+  assertError(
+    t,
+    await api().post(coordUrl, { body: 'hi', kind: 'message' }),
+    422,
+    `kind message is not used on coordination thread ${coord.id}: post a status, directive, question or update`,
+  );
   const plain = await api().post(coordUrl, { body: 'progress' });
   t.is(plain.body.kind, 'update', 'update is the default kind of a coordination thread');
   t.is(await rows(w.ctx, 'thread_messages', { thread_id: thread.id }), 0, 'nothing was written by the refused posts');
@@ -207,7 +283,12 @@ test("a job's token reads and posts to threads of its project (as its job), and 
   const { attempt } = await claimed(t, w, job.id);
   const org = (await api().get(`/projects/${w.projectA}`)).body.org_id;
   const { token } = await w.ctx.srv.kernel.container.resolve(MachineTokens).signJobToken({
-    jobId: job.id, attemptId: attempt.id, projectId: w.projectA, orgId: org, permissions: [...JOB_TOKEN_PERMISSIONS], ttlSeconds: 600,
+    jobId: job.id,
+    attemptId: attempt.id,
+    projectId: w.projectA,
+    orgId: org,
+    permissions: [...JOB_TOKEN_PERMISSIONS],
+    ttlSeconds: 600,
   });
   const agent = as(w.ctx.srv.server, token);
   const parent = await newJob(w);
@@ -223,30 +304,46 @@ test("a job's token reads and posts to threads of its project (as its job), and 
   await complete(w, job.id, attempt, { status: 'success' });
 });
 
-test('hints.coordination.thread_id must name a thread of the job\'s project (422 naming the field) at create and on PATCH', async (t) => {
+test("hints.coordination.thread_id must name a thread of the job's project (422 naming the field) at create and on PATCH", async (t) => {
   const foreignThread = await newThread({}, w.projectA2);
-  assertError(t, await api().post(`/projects/${w.projectA}/jobs`, { description: 'x', hints: { coordination: { thread_id: foreignThread.id } } }), 422,
-    `hints.coordination.thread_id: "${foreignThread.id}" is not a thread of project ${w.projectA}`);
-  assertError(t, await api().post(`/projects/${w.projectA}/jobs`, { description: 'x', hints: { coordination: { thread_id: MISSING_THREAD } } }), 422,
-    `hints.coordination.thread_id: "${MISSING_THREAD}" is not a thread of project ${w.projectA}`);
-  assertError(t, await api().post(`/projects/${w.projectA}/jobs`, { description: 'x', hints: { coordination: { thread_id: 5 } } }), 400, /"hints.coordination.thread_id" must be a string/);
+  assertError(
+    t,
+    await api().post(`/projects/${w.projectA}/jobs`, { description: 'x', hints: { coordination: { thread_id: foreignThread.id } } }),
+    422,
+    `hints.coordination.thread_id: "${foreignThread.id}" is not a thread of project ${w.projectA}`,
+  );
+  assertError(
+    t,
+    await api().post(`/projects/${w.projectA}/jobs`, { description: 'x', hints: { coordination: { thread_id: MISSING_THREAD } } }),
+    422,
+    `hints.coordination.thread_id: "${MISSING_THREAD}" is not a thread of project ${w.projectA}`,
+  );
+  assertError(
+    t,
+    await api().post(`/projects/${w.projectA}/jobs`, { description: 'x', hints: { coordination: { thread_id: 5 } } }),
+    400,
+    /"hints.coordination.thread_id" must be a string/,
+  );
   const thread = await newThread();
   const job = await newJob(w, { hints: { coordination: { thread_id: thread.id } } });
   t.is(job.hints.coordination.thread_id, thread.id);
-  assertError(t, await api().patch(`/jobs/${job.id}`, { hints: { coordination: { thread_id: foreignThread.id } } }), 422,
-    `hints.coordination.thread_id: "${foreignThread.id}" is not a thread of project ${w.projectA}`);
+  assertError(
+    t,
+    await api().patch(`/jobs/${job.id}`, { hints: { coordination: { thread_id: foreignThread.id } } }),
+    422,
+    `hints.coordination.thread_id: "${foreignThread.id}" is not a thread of project ${w.projectA}`,
+  );
   t.is((await api().get(`/jobs/${job.id}`)).body.hints.coordination.thread_id, thread.id, 'the refused PATCH changed nothing');
 });
 
-const statusMessages = async (threadId: string, project = w.projectA) =>
-  (await api().get(`${threads(project)}/${threadId}/messages?kind=status`)).body.data;
+const statusMessages = async (threadId: string, project = w.projectA) => (await api().get(`${threads(project)}/${threadId}/messages?kind=status`)).body.data;
 
 const completedEvent = async (jobId: string) => {
   const events = (await api().get(`/projects/${w.projectA}/events?type=system.job.attempt.completed&limit=100`)).body.data;
   return events.find((e: any) => e.payload_json.job_id === jobId);
 };
 
-test('an attempt completed through the REST claim API posts one status to the parent\'s coordination thread, and the event names it', async (t) => {
+test("an attempt completed through the REST claim API posts one status to the parent's coordination thread, and the event names it", async (t) => {
   const parent = await newJob(w, { phase: 'backlog' });
   const coord = await newThread({ key: `coord:job:${parent.id}` });
   const child = await newJob(w, { parent_id: parent.id, title: 'Write the migration' });
@@ -255,7 +352,10 @@ test('an attempt completed through the REST claim API posts one status to the pa
   t.is(done.statusCode, 200, JSON.stringify(done.body));
   const [status] = await statusMessages(coord.id);
   t.like(status, {
-    kind: 'status', author_type: 'job', author_id: child.id, job_id: child.id,
+    kind: 'status',
+    author_type: 'job',
+    author_id: child.id,
+    job_id: child.id,
     body: `Attempt 1 of job ${child.id} (Write the migration) succeeded: migration 018 written`,
     metadata: { attempt_id: attempt.id, attempt_number: 1, status: 'succeeded', result_status: 'success', summary: 'migration 018 written', reason: null },
   });

@@ -16,7 +16,11 @@ const threads = () => `/projects/${w.projectId}/threads`;
 const stdout = (lines: any[]) => lines.filter((l) => l.stream === 'stdout').map((l) => l.line);
 
 async function runScript(run: string, extra: Record<string, unknown> = {}) {
-  const res = await w.api.post(`/projects/${w.projectId}/jobs`, { description: 'coordinated work', hints: { step: { kind: 'script', script: { run } } }, ...extra });
+  const res = await w.api.post(`/projects/${w.projectId}/jobs`, {
+    description: 'coordinated work',
+    hints: { step: { kind: 'script', script: { run } } },
+    ...extra,
+  });
   if (res.statusCode !== 201) throw new Error(JSON.stringify(res.body));
   const job = await finished(w, res.body.id);
   const [attempt] = await attemptsOf(w, job.id);
@@ -43,7 +47,7 @@ const AGENT = [
   `printf '%s\\n' '\`\`\`json-result' '{"svc":{"status":"success","summary":"followed the directive"}}' '\`\`\`'`,
 ].join('\n');
 
-test.serial('a child job sees its parent\'s coordination thread in its inbox, answers in it, and its completion posts a status', async (t) => {
+test.serial("a child job sees its parent's coordination thread in its inbox, answers in it, and its completion posts a status", async (t) => {
   const parent = (await w.api.post(`/projects/${w.projectId}/jobs`, { description: 'lead the team', phase: 'backlog' })).body;
   const thread = (await w.api.post(threads(), { key: `coord:job:${parent.id}`, title: 'Team chat' })).body;
   const directive = await post(thread.id, { kind: 'directive', body: 'Keep the public API unchanged.\nAsk before touching the schema.' });
@@ -52,7 +56,9 @@ test.serial('a child job sees its parent\'s coordination thread in its inbox, an
   const open = await post(thread.id, { kind: 'question', body: 'Which branch do we target?' });
 
   const { job, attempt, lines } = await runScript(AGENT, {
-    parent_id: parent.id, title: 'Child work', env_overrides: { THREAD: thread.id, QUESTION: open.id },
+    parent_id: parent.id,
+    title: 'Child work',
+    env_overrides: { THREAD: thread.id, QUESTION: open.id },
   });
   t.is(job.phase, 'done', JSON.stringify(lines));
   const out = stdout(lines);
@@ -62,23 +68,34 @@ test.serial('a child job sees its parent\'s coordination thread in its inbox, an
   t.true(inbox.includes(`Regenerated at the start of attempt 1 of job ${job.id}. Messages: 4.`), inbox);
   t.true(inbox.includes(`POST $SVC_API_URL/projects/${w.projectId}/threads/${thread.id}/messages`), inbox);
   const section = (name: string) => inbox.split(`## ${name}\n`)[1].split('\n## ')[0];
-  t.regex(section('Directives'), new RegExp(`^\\n- \\*\\*DIRECTIVE\\*\\* #1 \\(${directive.id}\\) from user usr_\\w+, \\S+: Keep the public API unchanged\\.\\n`));
+  t.regex(
+    section('Directives'),
+    new RegExp(`^\\n- \\*\\*DIRECTIVE\\*\\* #1 \\(${directive.id}\\) from user usr_\\w+, \\S+: Keep the public API unchanged\\.\\n`),
+  );
   const questions = section('Open questions');
   t.true(questions.includes(`- **QUESTION** #4 (${open.id})`), questions);
   t.true(questions.includes('Which branch do we target?'));
   t.false(questions.includes('Who owns the docs?'), 'an answered question is not open');
   const messages = section('Messages');
-  t.deepEqual([...messages.matchAll(/^### #(\d) (\w+) from /gm)].map((m) => `${m[1]} ${m[2]}`), ['1 DIRECTIVE', '2 QUESTION', '3 UPDATE', '4 QUESTION']);
+  t.deepEqual(
+    [...messages.matchAll(/^### #(\d) (\w+) from /gm)].map((m) => `${m[1]} ${m[2]}`),
+    ['1 DIRECTIVE', '2 QUESTION', '3 UPDATE', '4 QUESTION'],
+  );
   t.true(messages.includes('> Keep the public API unchanged.\n> Ask before touching the schema.'), 'bodies are quoted whole');
   t.regex(messages, /### #3 UPDATE from user usr_\w+, answering #2, /);
   t.true(out.includes('answered 201'), 'the job token posts to its coordination thread');
   t.true(lines.some((l) => l.stream === 'system' && l.line === 'coordination inbox .svc/coordination-inbox.md: 4 message(s)'));
 
   const all = (await w.api.get(`${threads()}/${thread.id}/messages`)).body.data;
-  t.deepEqual(all.map((m: any) => m.kind), ['directive', 'question', 'update', 'question', 'update', 'status']);
+  t.deepEqual(
+    all.map((m: any) => m.kind),
+    ['directive', 'question', 'update', 'question', 'update', 'status'],
+  );
   t.like(all[4], { author_type: 'job', author_id: job.id, job_id: job.id, reply_to: open.id, body: 'answering: use main' });
   t.like(all[5], {
-    kind: 'status', author_id: job.id, body: `Attempt 1 of job ${job.id} (Child work) succeeded: followed the directive`,
+    kind: 'status',
+    author_id: job.id,
+    body: `Attempt 1 of job ${job.id} (Child work) succeeded: followed the directive`,
     metadata: { attempt_id: attempt.id, attempt_number: 1, status: 'succeeded', result_status: 'success' },
   });
   const events = (await w.api.get(`/projects/${w.projectId}/events?type=system.job.attempt.completed&limit=100`)).body.data;
@@ -88,7 +105,10 @@ test.serial('a child job sees its parent\'s coordination thread in its inbox, an
 test.serial('a job naming a thread in hints.coordination.thread_id gets that thread as its inbox; its failure is posted with the reason', async (t) => {
   const thread = (await w.api.post(threads(), { title: 'Ops room' })).body;
   await post(thread.id, { body: 'deploys are frozen today' });
-  const { job, attempt, lines } = await runScript('cat .svc/coordination-inbox.md; exit 3', { title: 'Deploy', hints: { step: { kind: 'script', script: { run: 'cat .svc/coordination-inbox.md; exit 3' } }, coordination: { thread_id: thread.id }, max_attempts: 1 } });
+  const { job, attempt, lines } = await runScript('cat .svc/coordination-inbox.md; exit 3', {
+    title: 'Deploy',
+    hints: { step: { kind: 'script', script: { run: 'cat .svc/coordination-inbox.md; exit 3' } }, coordination: { thread_id: thread.id }, max_attempts: 1 },
+  });
   t.is(attempt.status, 'failed');
   const out = stdout(lines).join('\n');
   t.true(out.includes(`Thread: (no key) (${thread.id}): Ops room`), out);

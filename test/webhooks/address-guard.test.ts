@@ -7,14 +7,30 @@ const strict = new AddressGuard({ allowLoopback: false, allowPrivate: false, all
 const lenient = new AddressGuard({ allowLoopback: true, allowPrivate: true, allowedHosts: [] });
 
 test('link-local, metadata, unspecified and multicast addresses are always refused', (t) => {
-  for (const address of ['169.254.169.254', '169.254.0.1', '100.100.100.200', '0.0.0.0', '224.0.0.1', '255.255.255.255', 'fe80::1', 'fd00:ec2::254', '::', 'ff02::1', '::ffff:169.254.169.254', '::ffff:a9fe:a9fe']) {
+  for (const address of [
+    '169.254.169.254',
+    '169.254.0.1',
+    '100.100.100.200',
+    '0.0.0.0',
+    '224.0.0.1',
+    '255.255.255.255',
+    'fe80::1',
+    'fd00:ec2::254',
+    '::',
+    'ff02::1',
+    '::ffff:169.254.169.254',
+    '::ffff:a9fe:a9fe',
+  ]) {
     t.truthy(lenient.refusal(address), address);
   }
   t.is(lenient.refusal('169.254.169.254'), 'a link-local (cloud metadata) address');
 });
 
-test('loopback and the host\'s own addresses depend on allow_loopback; private ranges on allow_private', (t) => {
-  const own = Object.values(networkInterfaces()).flatMap((l) => l ?? []).map((i) => i.address.replace(/%.*$/, '')).filter((a) => !a.startsWith('127.') && a !== '::1' && !a.startsWith('fe80'));
+test("loopback and the host's own addresses depend on allow_loopback; private ranges on allow_private", (t) => {
+  const own = Object.values(networkInterfaces())
+    .flatMap((l) => l ?? [])
+    .map((i) => i.address.replace(/%.*$/, ''))
+    .filter((a) => !a.startsWith('127.') && a !== '::1' && !a.startsWith('fe80'));
   for (const address of ['127.0.0.1', '127.5.5.5', '::1', '::ffff:127.0.0.1', ...own]) {
     t.is(strict.refusal(address), "this service's own address", address);
     t.is(lenient.refusal(address), null, address);
@@ -39,7 +55,9 @@ test('check resolves names: a name resolving to a refused address is refused, an
   const err = await t.throwsAsync(() => strict.check(new URL('http://localhost:8080/x')), { instanceOf: UrlRefused });
   t.regex(err!.message, /^localhost resolves to (127\.0\.0\.1|::1), this service's own address$/);
   await t.throwsAsync(() => strict.check(new URL('http://[::1]/')), { message: "::1 is this service's own address" });
-  await t.throwsAsync(() => lenient.check(new URL('http://169.254.169.254/latest/meta-data')), { message: '169.254.169.254 is a link-local (cloud metadata) address' });
+  await t.throwsAsync(() => lenient.check(new URL('http://169.254.169.254/latest/meta-data')), {
+    message: '169.254.169.254 is a link-local (cloud metadata) address',
+  });
   await t.throwsAsync(() => lenient.check(new URL('http://svc-no-such-host.invalid/')), { message: /^svc-no-such-host\.invalid does not resolve/ });
   await t.notThrowsAsync(() => lenient.check(new URL('http://localhost/')));
 });

@@ -1,5 +1,17 @@
 import test from 'ava';
-import { SECRET, deliveriesOf, emit, receiver, standardSignatureValid, subscribe, svcSignatureValid, until, webhookWorld, type Receiver, type WebhookWorld } from './helpers.ts';
+import {
+  SECRET,
+  deliveriesOf,
+  emit,
+  receiver,
+  standardSignatureValid,
+  subscribe,
+  svcSignatureValid,
+  until,
+  webhookWorld,
+  type Receiver,
+  type WebhookWorld,
+} from './helpers.ts';
 
 let w: WebhookWorld;
 let rx: Receiver;
@@ -21,8 +33,13 @@ test.serial('an emitted event is delivered for real: CloudEvents body, both sign
   t.is(got.path, '/hook?a=1');
   const body = JSON.parse(got.body);
   t.deepEqual(body, {
-    specversion: '1.0', type: 'manual.deploy', source: `svc://orgs/${w.orgA}/projects/${w.projectA}`, id: event.id,
-    time: body.time, datacontenttype: 'application/json', data: { job_id: 'j1', status: 'ok' },
+    specversion: '1.0',
+    type: 'manual.deploy',
+    source: `svc://orgs/${w.orgA}/projects/${w.projectA}`,
+    id: event.id,
+    time: body.time,
+    datacontenttype: 'application/json',
+    data: { job_id: 'j1', status: 'ok' },
   });
   t.regex(body.time, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
   t.true(svcSignatureValid(got, SECRET), 'X-Svc-Signature-256 verifies with the secret');
@@ -37,7 +54,19 @@ test.serial('an emitted event is delivered for real: CloudEvents body, both sign
     const list = await deliveriesOf(w, sub.id);
     return list.length === 1 && list[0].status === 'succeeded' ? list : null;
   }, 'the delivery recorded');
-  t.like(delivery, { id: got.headers['x-svc-delivery'], subscription_id: sub.id, event_id: event.id, event_type: 'manual.deploy', kind: 'event', status: 'succeeded', attempts: 1, response_status: 200, response_body: 'ok', error: null, next_attempt_at: null });
+  t.like(delivery, {
+    id: got.headers['x-svc-delivery'],
+    subscription_id: sub.id,
+    event_id: event.id,
+    event_type: 'manual.deploy',
+    kind: 'event',
+    status: 'succeeded',
+    attempts: 1,
+    response_status: 200,
+    response_body: 'ok',
+    error: null,
+    next_attempt_at: null,
+  });
   t.truthy(delivery.completed_at);
 });
 
@@ -75,7 +104,11 @@ test.serial('patterns, the job.* short names, project scope and filters decide w
     project: [inA2.id],
     off: [],
   };
-  const seen = (name: string) => rx.received.filter((r) => r.path === `/hook/match-${name}`).map((r) => JSON.parse(r.body).id).sort();
+  const seen = (name: string) =>
+    rx.received
+      .filter((r) => r.path === `/hook/match-${name}`)
+      .map((r) => JSON.parse(r.body).id)
+      .sort();
   await until(async () => Object.entries(expected).every(([name, ids]) => seen(name).length >= ids.length), 'every expected delivery');
   await new Promise((r) => setTimeout(r, 400)); // nothing more arrives
   for (const [name, ids] of Object.entries(expected)) t.deepEqual(seen(name), [...ids].sort(), name);
@@ -83,7 +116,8 @@ test.serial('patterns, the job.* short names, project scope and filters decide w
 });
 
 test.serial('a failing receiver is retried on the configured schedule until it answers 2xx', async (t) => {
-  rx.reply = (r) => (r.path === '/hook/flaky' && rx.received.filter((x) => x.path === '/hook/flaky').length <= 3 ? { status: 503, body: 'busy' } : { status: 200, body: 'ok' });
+  rx.reply = (r) =>
+    r.path === '/hook/flaky' && rx.received.filter((x) => x.path === '/hook/flaky').length <= 3 ? { status: 503, body: 'busy' } : { status: 200, body: 'ok' };
   const sub = await subscribe(w, { url: `${rx.url}/flaky`, events: ['manual.flaky'] });
   await emit(w, { type: 'manual.flaky' });
   const retrying = await until(async () => (await deliveriesOf(w, sub.id)).find((d) => d.status === 'retrying'), 'a retry to be scheduled');
@@ -97,7 +131,10 @@ test.serial('a failing receiver is retried on the configured schedule until it a
   t.is(times.length, 4, 'one request per attempt, no duplicates');
   const gaps = times.slice(1).map((at, i) => at - times[i]);
   [150, 300, 450].forEach((delay, i) => t.true(gaps[i] >= delay - 20, `retry ${i + 1} waited ${gaps[i]} ms (≥ ${delay})`));
-  t.true(new Set(rx.received.filter((x) => x.path === '/hook/flaky').map((x) => x.headers['x-svc-delivery'])).size === 1, 'every attempt carries the same delivery id');
+  t.true(
+    new Set(rx.received.filter((x) => x.path === '/hook/flaky').map((x) => x.headers['x-svc-delivery'])).size === 1,
+    'every attempt carries the same delivery id',
+  );
   rx.reply = () => ({ status: 200, body: 'ok' });
 });
 
@@ -116,16 +153,21 @@ test.serial('after the last retry a delivery fails for good: 1 + 5 attempts; lon
 
 test.serial('a receiver answering NUL bytes, or a body whose cut splits a surrogate pair, is recorded (U+FFFD), beside other deliveries', async (t) => {
   const cutPair = `${'x'.repeat(4095)}\u{1F600}`; // the 4096-character cut keeps only the emoji's high surrogate
-  rx.reply = (r) => (r.path === '/hook/nul' ? { status: 200, body: 'a\u0000b' } : r.path === '/hook/cut' ? { status: 200, body: cutPair } : { status: 200, body: 'ok' });
+  rx.reply = (r) =>
+    r.path === '/hook/nul' ? { status: 200, body: 'a\u0000b' } : r.path === '/hook/cut' ? { status: 200, body: cutPair } : { status: 200, body: 'ok' };
   const nul = await subscribe(w, { url: `${rx.url}/nul`, events: ['manual.hostile'] });
   const cut = await subscribe(w, { url: `${rx.url}/cut`, events: ['manual.hostile'] });
   const plain = await subscribe(w, { url: `${rx.url}/plain`, events: ['manual.hostile'] });
   await emit(w, { type: 'manual.hostile' });
   const recorded = async (id: string) => (await deliveriesOf(w, id)).find((d) => d.status === 'succeeded');
-  const [a, b, c] = await until(async () => {
-    const all = await Promise.all([nul, cut, plain].map((s) => recorded(s.id)));
-    return all.every(Boolean) ? all : null;
-  }, 'the three deliveries recorded', 10_000);
+  const [a, b, c] = await until(
+    async () => {
+      const all = await Promise.all([nul, cut, plain].map((s) => recorded(s.id)));
+      return all.every(Boolean) ? all : null;
+    },
+    'the three deliveries recorded',
+    10_000,
+  );
   t.is(a.response_body, 'a\uFFFDb');
   t.is(b.response_body, `${'x'.repeat(4095)}\uFFFD`);
   t.is(c.response_body, 'ok');

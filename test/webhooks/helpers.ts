@@ -50,10 +50,11 @@ export async function receiver(): Promise<Receiver> {
   server.keepAliveTimeout = 60_000;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   state.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
-  state.close = () => new Promise((resolve) => {
-    server.closeAllConnections();
-    server.close(() => resolve());
-  });
+  state.close = () =>
+    new Promise((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
   return state;
 }
 
@@ -76,7 +77,9 @@ export function standardSignatureValid(r: Received, secret: string): boolean {
   if (!id || !/^\d+$/.test(ts) || Math.abs(Date.now() / 1000 - Number(ts)) > 300) return false;
   const key = secret.startsWith('whsec_') ? Buffer.from(secret.slice(6), 'base64') : Buffer.from(secret, 'utf8');
   const expected = createHmac('sha256', key).update(`${id}.${ts}.${r.body}`).digest('base64');
-  return String(r.headers['webhook-signature'] ?? '').split(' ').some((s) => s.startsWith('v1,') && same(s.slice(3), expected));
+  return String(r.headers['webhook-signature'] ?? '')
+    .split(' ')
+    .some((s) => s.startsWith('v1,') && same(s.slice(3), expected));
 }
 
 /** Fast retries, a short poll and a fast Agenda, so the tests observe the whole schedule. */
@@ -110,10 +113,19 @@ export async function webhookWorld(name: string, opts: TestServerOptions = {}): 
   const orgA = (await owner.api.post('/orgs', { name: unique(`${name} A`) })).body.id;
   const orgB = (await outsider.api.post('/orgs', { name: unique(`${name} B`) })).body.id;
   const slug = name.slice(0, 5);
-  const project = async (user: User, org: string, suffix: string) => (await user.api.post('/projects', { org_id: org, name: suffix, slug: `${slug}${suffix}` })).body.id;
+  const project = async (user: User, org: string, suffix: string) =>
+    (await user.api.post('/projects', { org_id: org, name: suffix, slug: `${slug}${suffix}` })).body.id;
   return {
-    srv, db: srv.kernel.db, ctx, owner, outsider, orgA, orgB,
-    projectA: await project(owner, orgA, 'a'), projectA2: await project(owner, orgA, 'b'), projectB: await project(outsider, orgB, 'c'),
+    srv,
+    db: srv.kernel.db,
+    ctx,
+    owner,
+    outsider,
+    orgA,
+    orgB,
+    projectA: await project(owner, orgA, 'a'),
+    projectA2: await project(owner, orgA, 'b'),
+    projectB: await project(outsider, orgB, 'c'),
   };
 }
 

@@ -1,5 +1,18 @@
 import test from 'ava';
-import { SECRET, deliveriesOf, emit, receiver, sleep, standardSignatureValid, subscribe, svcSignatureValid, until, webhookWorld, type Receiver, type WebhookWorld } from './helpers.ts';
+import {
+  SECRET,
+  deliveriesOf,
+  emit,
+  receiver,
+  sleep,
+  standardSignatureValid,
+  subscribe,
+  svcSignatureValid,
+  until,
+  webhookWorld,
+  type Receiver,
+  type WebhookWorld,
+} from './helpers.ts';
 
 let w: WebhookWorld;
 let rx: Receiver;
@@ -61,7 +74,16 @@ test.serial('test sends webhook.test now and answers the outcome; it is listed, 
   const sub = await subscribe(w, { url: `${rx.url}/probe`, events: ['manual.none'] });
   const ok = await w.owner.api.post(`/orgs/${w.orgA}/webhooks/${sub.id}/test`);
   t.is(ok.statusCode, 200, JSON.stringify(ok.body));
-  t.like(ok.body, { subscription_id: sub.id, kind: 'test', event_type: 'webhook.test', status: 'succeeded', attempts: 1, response_status: 200, response_body: 'ok', next_attempt_at: null });
+  t.like(ok.body, {
+    subscription_id: sub.id,
+    kind: 'test',
+    event_type: 'webhook.test',
+    status: 'succeeded',
+    attempts: 1,
+    response_status: 200,
+    response_body: 'ok',
+    next_attempt_at: null,
+  });
   const got = rx.received.find((r) => r.headers['x-svc-delivery'] === ok.body.id)!;
   t.truthy(got, 'the receiver got it before the answer');
   const body = JSON.parse(got.body);
@@ -76,7 +98,11 @@ test.serial('test sends webhook.test now and answers the outcome; it is listed, 
   t.like(bad.body, { status: 'failed', attempts: 1, response_status: 500, response_body: 'down' });
   t.like(await get(sub.id), { enabled: true, consecutive_failures: 0 });
   const listed = await deliveriesOf(w, sub.id, 'kind=test');
-  t.deepEqual(listed.map((d) => d.id), [bad.body.id, ok.body.id], 'newest first');
+  t.deepEqual(
+    listed.map((d) => d.id),
+    [bad.body.id, ok.body.id],
+    'newest first',
+  );
   rx.reply = () => ({ status: 200, body: 'ok' });
 
   const scoped = await subscribe(w, { url: `${rx.url}/probe-scoped` }, w.projectA);

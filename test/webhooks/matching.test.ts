@@ -5,13 +5,22 @@ import { deliveryHeaders, envelope, standardWebhooksKey } from '../../plugins/we
 
 test('patterns: exact, prefix, suffix, everything; job.* names also match their system.job.* forms', (t) => {
   const yes: [string[], string][] = [
-    [['*'], 'anything.at.all'], [['system.job.*'], 'system.job.failed'], [['system.job.*'], 'system.job.attempt.completed'],
-    [['job.failed'], 'system.job.failed'], [['job.completed'], 'system.job.completed'], [['job.*'], 'system.job.attempt.completed'],
-    [['*.failed'], 'system.pipeline.failed'], [['manual.deploy'], 'manual.deploy'], [['a', 'vcshost.*'], 'vcshost.push'],
+    [['*'], 'anything.at.all'],
+    [['system.job.*'], 'system.job.failed'],
+    [['system.job.*'], 'system.job.attempt.completed'],
+    [['job.failed'], 'system.job.failed'],
+    [['job.completed'], 'system.job.completed'],
+    [['job.*'], 'system.job.attempt.completed'],
+    [['*.failed'], 'system.pipeline.failed'],
+    [['manual.deploy'], 'manual.deploy'],
+    [['a', 'vcshost.*'], 'vcshost.push'],
   ];
   const no: [string[], string][] = [
-    [['system.job.*'], 'system.pipeline.failed'], [['job.failed'], 'job.failed.extra'], [['job.failed'], 'manual.job.failed'],
-    [['manual.deploy'], 'manual.deployed'], [['vcshost.push'], 'system.vcshost.pushed'],
+    [['system.job.*'], 'system.pipeline.failed'],
+    [['job.failed'], 'job.failed.extra'],
+    [['job.failed'], 'manual.job.failed'],
+    [['manual.deploy'], 'manual.deployed'],
+    [['vcshost.push'], 'system.vcshost.pushed'],
   ];
   for (const [patterns, type] of yes) t.true(typeMatches(patterns, type), `${patterns} ~ ${type}`);
   for (const [patterns, type] of no) t.false(typeMatches(patterns, type), `${patterns} !~ ${type}`);
@@ -32,7 +41,10 @@ test('filters: project scope, filter.project_id, agent pattern over agent, agent
 
 test('the envelope and headers: both schemes sign the exact bytes sent', (t) => {
   const body = envelope({ id: 'evt_1', type: 'manual.x', org_id: 'org_1', project_id: 'proj_1', time: new Date('2030-01-02T03:04:05.678Z'), data: { a: 1 } });
-  t.is(body, '{"specversion":"1.0","type":"manual.x","source":"svc://orgs/org_1/projects/proj_1","id":"evt_1","time":"2030-01-02T03:04:05.678Z","datacontenttype":"application/json","data":{"a":1}}');
+  t.is(
+    body,
+    '{"specversion":"1.0","type":"manual.x","source":"svc://orgs/org_1/projects/proj_1","id":"evt_1","time":"2030-01-02T03:04:05.678Z","datacontenttype":"application/json","data":{"a":1}}',
+  );
   const secret = 'abcdefghijklmnop';
   const headers = deliveryHeaders({ deliveryId: 'whd_1', messageId: 'evt_1', body, secret, sentAt: new Date(1_900_000_000_000) });
   t.is(headers['x-svc-signature-256'], `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`);

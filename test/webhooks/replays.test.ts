@@ -37,7 +37,16 @@ test.serial('a dry run counts the window and enqueues nothing; a real run sends 
   const dry = await replay(sub.id, { from_event: ids[0], dry_run: true });
   t.is(dry.statusCode, 201, JSON.stringify(dry.body));
   t.regex(dry.body.id, RPL_ID);
-  t.like(dry.body, { subscription_id: sub.id, dry_run: true, status: 'completed', from_event: ids[0], max_events: 5000, events_matched: 5, events_enqueued: 0, events_skipped: 0 });
+  t.like(dry.body, {
+    subscription_id: sub.id,
+    dry_run: true,
+    status: 'completed',
+    from_event: ids[0],
+    max_events: 5000,
+    events_matched: 5,
+    events_enqueued: 0,
+    events_skipped: 0,
+  });
   t.deepEqual(dry.body.progress, { pending: 0, succeeded: 0, failed: 0 });
   t.truthy(dry.body.to);
   await sleep(300);
@@ -53,7 +62,12 @@ test.serial('a dry run counts the window and enqueues nothing; a real run sends 
   }, 'the replay to complete');
   t.deepEqual(done.progress, { pending: 0, succeeded: 4, failed: 0 });
   t.truthy(done.completed_at);
-  t.deepEqual(at('old').map((r) => JSON.parse(r.body).id).sort(), ids.slice(1).sort());
+  t.deepEqual(
+    at('old')
+      .map((r) => JSON.parse(r.body).id)
+      .sort(),
+    ids.slice(1).sort(),
+  );
   t.true(at('old').every((r) => svcSignatureValid(r, SECRET)));
   const deliveries = await deliveriesOf(w, sub.id);
   t.true(deliveries.every((d) => d.kind === 'replay' && d.replay_id === real.body.id && d.status === 'succeeded'));
@@ -105,7 +119,12 @@ test.serial('at most 3 replays of a subscription run at once: the fourth is 409 
   }
   const fourth = await replay(sub.id, { from_event: ids[3], max_events: 1 });
   t.is(fourth.statusCode, 409);
-  t.deepEqual(fourth.body, { statusCode: 409, error: 'Conflict', message: `3 replays of webhook ${sub.id} are still running; wait for one to finish`, code: 'resource_conflict' });
+  t.deepEqual(fourth.body, {
+    statusCode: 409,
+    error: 'Conflict',
+    message: `3 replays of webhook ${sub.id} are still running; wait for one to finish`,
+    code: 'resource_conflict',
+  });
   const dry = await replay(sub.id, { from_event: ids[3], max_events: 1, dry_run: true });
   t.is(dry.statusCode, 201, 'a dry run enqueues nothing, so it is not limited');
   t.is((await getReplay(sub.id, running[0])).status, 'running');
@@ -119,7 +138,10 @@ test.serial('a bad window is webhook_replay_window_invalid (400 for the fields, 
   const [first] = await history('manual.bad', 1);
   const sub = await subscribe(w, { url: `${rx.url}/bad`, events: ['manual.bad'] });
   const scoped = await subscribe(w, { url: `${rx.url}/bad2`, events: ['*'] }, w.projectA2);
-  const other = await w.db('events').insert({ id: `evt_${'7'.repeat(26)}`, project_id: w.projectB, type: 'manual.bad', source: 'manual' }).returning('id');
+  const other = await w
+    .db('events')
+    .insert({ id: `evt_${'7'.repeat(26)}`, project_id: w.projectB, type: 'manual.bad', source: 'manual' })
+    .returning('id');
   const before = await w.db('webhook_replays').count({ n: '*' }).first();
   const created = (await w.db('events').where({ id: first }).first('created_at')).created_at as Date;
   const cases: [string, Record<string, unknown>, number, RegExp, string | undefined][] = [
@@ -134,7 +156,13 @@ test.serial('a bad window is webhook_replay_window_invalid (400 for the fields, 
     [sub.id, { from_event: `evt_${'0'.repeat(26)}` }, 422, /from_event evt_0{26} is not an event of this webhook's org/, 'webhook_replay_window_invalid'],
     [sub.id, { from_event: other[0].id }, 422, /is not an event of this webhook's org/, 'webhook_replay_window_invalid'],
     [scoped.id, { from_event: first }, 422, /is not an event of this webhook's project/, 'webhook_replay_window_invalid'],
-    [sub.id, { from_event: first, to: new Date(created.getTime() - 60_000).toISOString() }, 422, /^to \(.*\) is before from_event/, 'webhook_replay_window_invalid'],
+    [
+      sub.id,
+      { from_event: first, to: new Date(created.getTime() - 60_000).toISOString() },
+      422,
+      /^to \(.*\) is before from_event/,
+      'webhook_replay_window_invalid',
+    ],
   ];
   for (const [id, body, status, message, code] of cases) {
     const res = await replay(id, body);
@@ -145,7 +173,12 @@ test.serial('a bad window is webhook_replay_window_invalid (400 for the fields, 
   await w.db('webhook_subscriptions').where({ id: sub.id }).update({ enabled: false });
   const disabled = await replay(sub.id, { from_event: first });
   t.is(disabled.statusCode, 409);
-  t.deepEqual(disabled.body, { statusCode: 409, error: 'Conflict', message: `webhook ${sub.id} is disabled; enable it before replaying`, code: 'resource_conflict' });
+  t.deepEqual(disabled.body, {
+    statusCode: 409,
+    error: 'Conflict',
+    message: `webhook ${sub.id} is disabled; enable it before replaying`,
+    code: 'resource_conflict',
+  });
   t.deepEqual(await w.db('webhook_replays').count({ n: '*' }).first(), before, 'nothing written');
 
   const unknown = await w.owner.api.get(`/orgs/${w.orgA}/webhooks/${scoped.id}/replays/rpl_${'0'.repeat(26)}`);

@@ -35,13 +35,20 @@ test('two orchestrators: every event is delivered, and retried, exactly once', a
   const N = 100;
   const ids = new Set<string>();
   await Promise.all(Array.from({ length: N }, async (_, i) => ids.add((await emit(w, { type: 'manual.many', payload: { i } })).id)));
-  await until(async () => {
-    const { n } = (await w.db('webhook_deliveries').where({ subscription_id: sub.id, status: 'succeeded' }).count({ n: '*' }).first())!;
-    return Number(n) === N;
-  }, 'every delivery to succeed', 30_000);
+  await until(
+    async () => {
+      const { n } = (await w.db('webhook_deliveries').where({ subscription_id: sub.id, status: 'succeeded' }).count({ n: '*' }).first())!;
+      return Number(n) === N;
+    },
+    'every delivery to succeed',
+    30_000,
+  );
   await sleep(500);
   t.is(attempts.size, N, 'one delivery per event');
-  t.true([...attempts.values()].every((n) => n === 2), 'each sent twice: the failed attempt and one retry');
+  t.true(
+    [...attempts.values()].every((n) => n === 2),
+    'each sent twice: the failed attempt and one retry',
+  );
   const received = new Set(rx.received.map((r) => JSON.parse(r.body).id));
   t.deepEqual([...received].sort(), [...ids].sort());
   const rows = await w.db('webhook_deliveries').where({ subscription_id: sub.id });

@@ -38,7 +38,10 @@ test.serial('create answers 201 with the subscription and never the secret, whic
     t.false(JSON.stringify(read.body).includes('secret'), path);
   }
   t.false(lines.join('\n').includes(SECRET), 'the secret is never logged');
-  t.true(lines.some((l) => l.includes('/webhooks')), 'the requests were logged');
+  t.true(
+    lines.some((l) => l.includes('/webhooks')),
+    'the requests were logged',
+  );
 });
 
 test.serial('a project-scoped subscription belongs to the project and its org', async (t) => {
@@ -46,7 +49,10 @@ test.serial('a project-scoped subscription belongs to the project and its org', 
   t.is(res.statusCode, 201, JSON.stringify(res.body));
   t.like(res.body, { org_id: w.orgA, project_id: w.projectA2 });
   const listed = await w.owner.api.get(`${base()}?project_id=${w.projectA2}`);
-  t.deepEqual(listed.body.data.map((s: any) => s.id), [res.body.id]);
+  t.deepEqual(
+    listed.body.data.map((s: any) => s.id),
+    [res.body.id],
+  );
   t.is((await w.owner.api.get(`${base()}/${res.body.id}`)).statusCode, 200);
 });
 
@@ -55,17 +61,36 @@ test.serial('list pages newest first, filters, and shows deleted ones only when 
   const b = await subscribe(w, { url: URL_, enabled: false });
   const page = await w.owner.api.get(`${base()}?limit=2`);
   t.is(page.statusCode, 200);
-  t.deepEqual(page.body.data.map((s: any) => s.id), [b.id, a.id]);
+  t.deepEqual(
+    page.body.data.map((s: any) => s.id),
+    [b.id, a.id],
+  );
   t.like(page.body.pagination, { limit: 2, offset: 0, count: 2, has_more: true });
-  t.deepEqual((await w.owner.api.get(`${base()}?enabled=false`)).body.data.map((s: any) => s.id), [b.id]);
+  t.deepEqual(
+    (await w.owner.api.get(`${base()}?enabled=false`)).body.data.map((s: any) => s.id),
+    [b.id],
+  );
 
   t.is((await w.owner.api.delete(`${base()}/${b.id}`)).statusCode, 204);
   t.false((await w.owner.api.get(base())).body.data.some((s: any) => s.id === b.id));
   const withDeleted = (await w.owner.api.get(`${base()}?include_deleted=true`)).body.data;
   t.truthy(withDeleted.find((s: any) => s.id === b.id).deleted_at);
-  for (const [method, path] of [['GET', ''], ['DELETE', ''], ['PATCH', '/enable'], ['GET', '/deliveries'], ['POST', '/test']] as const) {
+  for (const [method, path] of [
+    ['GET', ''],
+    ['DELETE', ''],
+    ['PATCH', '/enable'],
+    ['GET', '/deliveries'],
+    ['POST', '/test'],
+  ] as const) {
     const url = `${base()}/${b.id}${path}`;
-    const res = method === 'GET' ? await w.owner.api.get(url) : method === 'DELETE' ? await w.owner.api.delete(url) : method === 'PATCH' ? await w.owner.api.patch(url, {}) : await w.owner.api.post(url);
+    const res =
+      method === 'GET'
+        ? await w.owner.api.get(url)
+        : method === 'DELETE'
+          ? await w.owner.api.delete(url)
+          : method === 'PATCH'
+            ? await w.owner.api.patch(url, {})
+            : await w.owner.api.post(url);
     t.is(res.statusCode, 404, `${method} ${path}`);
     t.deepEqual(res.body, { statusCode: 404, error: 'Not Found', message: `webhook ${b.id} not found`, code: 'resource_not_found' });
   }
@@ -74,7 +99,12 @@ test.serial('list pages newest first, filters, and shows deleted ones only when 
 test.serial('another org never sees a subscription: every route is 404 with the code', async (t) => {
   const sub = await subscribe(w, { url: URL_ });
   const theirs = w.outsider.api;
-  const paths = [`${base()}/${sub.id}`, `${base()}/${sub.id}/deliveries`, `/orgs/${w.orgB}/webhooks/${sub.id}`, `/orgs/${w.orgB}/webhooks/${sub.id}/deliveries`];
+  const paths = [
+    `${base()}/${sub.id}`,
+    `${base()}/${sub.id}/deliveries`,
+    `/orgs/${w.orgB}/webhooks/${sub.id}`,
+    `/orgs/${w.orgB}/webhooks/${sub.id}/deliveries`,
+  ];
   for (const path of paths) {
     const res = await theirs.get(path);
     t.is(res.statusCode, 404, path);

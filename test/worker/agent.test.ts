@@ -26,7 +26,8 @@ const fake: HarnessDefinition = {
       const e = JSON.parse(line);
       if (e.t === 'delta') return [{ type: 'message', text: e.text, delta: true }];
       if (e.t === 'text') return [{ type: 'message', text: e.text }];
-      if (e.t === 'usage') return [{ type: 'usage', model: e.model, inputTokens: e.in, outputTokens: e.out, cacheReadTokens: 5, cacheWriteTokens: 2, durationMs: 40 }];
+      if (e.t === 'usage')
+        return [{ type: 'usage', model: e.model, inputTokens: e.in, outputTokens: e.out, cacheReadTokens: 5, cacheWriteTokens: 2, durationMs: 40 }];
       if (e.t === 'tool') return [{ type: 'tool', name: e.name }];
       if (e.t === 'plan') return [{ type: 'progress', message: e.message, percentage: e.pct }];
       return [];
@@ -83,18 +84,42 @@ test.serial('a job without hints.step runs as an agent with its description as t
 
   const lines = await logLines(w, job.id, attempt.id);
   const of = (stream: string) => lines.filter((l) => l.stream === stream).map((l) => l.line);
-  t.deepEqual(of('stdout'), ['Prompt was: Fix the flaky test', '[tool] edit', '[progress] 0% Editing', '[progress] 0% Editing again', '[progress] 50% Testing', 'Done.', '```json-result', '{"svc":{"status":"success","summary":"agent ok"}}', '```', 'bye']);
+  t.deepEqual(of('stdout'), [
+    'Prompt was: Fix the flaky test',
+    '[tool] edit',
+    '[progress] 0% Editing',
+    '[progress] 0% Editing again',
+    '[progress] 50% Testing',
+    'Done.',
+    '```json-result',
+    '{"svc":{"status":"success","summary":"agent ok"}}',
+    '```',
+    'bye',
+  ]);
   t.deepEqual(of('stderr'), ['using key ***'], 'stderr lines the parser has nothing for are kept raw, masked');
   t.true(lines.some((l) => l.line === `started fake (${process.execPath})`));
-  const progress = await w.srv.kernel.db('events').where({ source: 'runner', type: 'runner.progress' }).whereRaw("payload_json->>'job_id' = ?", [job.id]).orderBy('created_at');
-  t.deepEqual(progress.map((e: any) => e.payload_json), [
-    { attempt_id: attempt.id, job_id: job.id, message: 'Editing', percentage: 0 },
-    { attempt_id: attempt.id, job_id: job.id, message: 'Testing', percentage: 50 },
-  ], 'a new message at the same percentage within a second is not another event');
+  const progress = await w.srv.kernel
+    .db('events')
+    .where({ source: 'runner', type: 'runner.progress' })
+    .whereRaw("payload_json->>'job_id' = ?", [job.id])
+    .orderBy('created_at');
+  t.deepEqual(
+    progress.map((e: any) => e.payload_json),
+    [
+      { attempt_id: attempt.id, job_id: job.id, message: 'Editing', percentage: 0 },
+      { attempt_id: attempt.id, job_id: job.id, message: 'Testing', percentage: 50 },
+    ],
+    'a new message at the same percentage within a second is not another event',
+  );
 
   const usage = await w.srv.kernel.db('attempt_usage').where({ attempt_id: attempt.id }).orderBy('id');
-  t.deepEqual(usage.map((u: any) => [u.model, u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens, u.duration_ms]),
-    [['fake-model-1', 120, 30, 5, 2, 40], ['fake-model-1', 80, 10, 5, 2, 40]]);
+  t.deepEqual(
+    usage.map((u: any) => [u.model, u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens, u.duration_ms]),
+    [
+      ['fake-model-1', 120, 30, 5, 2, 40],
+      ['fake-model-1', 80, 10, 5, 2, 40],
+    ],
+  );
   const receipt = await w.api.get(`/jobs/${job.id}/receipt`);
   t.is(receipt.statusCode, 200);
   t.like(receipt.body.llm, { input_tokens: 200, output_tokens: 40, cache_read_tokens: 10, cache_write_tokens: 4, duration_ms: 80 });
@@ -106,10 +131,16 @@ test.serial('an agent step whose output has no json-result block fails saying so
   const previous = cli;
   cli = path.join(w.scratch, 'quiet-cli.cjs');
   try {
-    const created = await w.api.post(`/projects/${w.projectId}/jobs`, { description: 'Quiet', hints: { step: { kind: 'agent', agent: { name: 'reviewer' } } } });
+    const created = await w.api.post(`/projects/${w.projectId}/jobs`, {
+      description: 'Quiet',
+      hints: { step: { kind: 'agent', agent: { name: 'reviewer' } } },
+    });
     const job = await finished(w, created.body.id);
     const [attempt] = await attemptsOf(w, job.id);
-    t.like(attempt, { status: 'failed', error: 'no json-result block in the output: the agent must end with a fenced json-result block whose svc.status is success, waiting or failed' });
+    t.like(attempt, {
+      status: 'failed',
+      error: 'no json-result block in the output: the agent must end with a fenced json-result block whose svc.status is success, waiting or failed',
+    });
     t.is(built.at(-1)!.env.SVC_AGENT_ID, 'reviewer');
   } finally {
     cli = previous;
@@ -118,10 +149,13 @@ test.serial('an agent step whose output has no json-result block fails saying so
 
 test.serial('usage over hints.max_tokens kills the running agent: the attempt fails with BUDGET_EXCEEDED', async (t) => {
   // Reports 157 tokens (120 in, 30 out, 5 cache reads, 2 cache writes), then would run for a minute unless killed.
-  writeFileSync(path.join(w.scratch, 'spender-cli.cjs'), `
+  writeFileSync(
+    path.join(w.scratch, 'spender-cli.cjs'),
+    `
     console.log(JSON.stringify({ t: 'usage', model: 'fake-model-1', in: 120, out: 30 }));
     setTimeout(() => console.log(JSON.stringify({ t: 'text', text: 'still here' })), 60_000);
-  `);
+  `,
+  );
   const previous = cli;
   cli = path.join(w.scratch, 'spender-cli.cjs');
   try {
@@ -134,12 +168,19 @@ test.serial('usage over hints.max_tokens kills the running agent: the attempt fa
     const [attempt] = await attemptsOf(w, job.id);
     t.like(attempt, { status: 'failed', error: reason });
     const runner = await w.srv.kernel.db('events').where({ source: 'runner', type: 'runner.failed' }).whereRaw("payload_json->>'job_id' = ?", [job.id]);
-    t.deepEqual(runner.map((e: any) => e.payload_json), [{ attempt_id: attempt.id, job_id: job.id, error: reason, exit_code: null }]);
+    t.deepEqual(
+      runner.map((e: any) => e.payload_json),
+      [{ attempt_id: attempt.id, job_id: job.id, error: reason, exit_code: null }],
+    );
     // The worker logs `stopped: …` once the killed process has ended (a minute later if it were not killed).
-    const lines = await until(async () => {
-      const all = await logLines(w, job.id, attempt.id);
-      return all.some((l) => l.stream === 'system' && l.line.startsWith('stopped: ') && l.line.endsWith(reason)) ? all : null;
-    }, 'the stopped line', 20_000);
+    const lines = await until(
+      async () => {
+        const all = await logLines(w, job.id, attempt.id);
+        return all.some((l) => l.stream === 'system' && l.line.startsWith('stopped: ') && l.line.endsWith(reason)) ? all : null;
+      },
+      'the stopped line',
+      20_000,
+    );
     t.false(lines.some((l) => l.line.includes('still here')));
   } finally {
     cli = previous;

@@ -27,7 +27,10 @@ test.serial('svc job logs -f follows the latest attempt live to its end; without
   const followed = await svc('job', 'logs', jobId, '-f');
   t.is(followed.code, 0, followed.stderr);
   const out = followed.stdout.trimEnd().split('\n');
-  t.deepEqual(out.filter((l) => !l.startsWith('svc: ')), ['one', 'two', 'three']);
+  t.deepEqual(
+    out.filter((l) => !l.startsWith('svc: ')),
+    ['one', 'two', 'three'],
+  );
   t.true(out.includes('svc: process ended (exit code 0): success'));
   t.regex(followed.stderr, /svc: attempt 1 succeeded/);
 
@@ -36,8 +39,14 @@ test.serial('svc job logs -f follows the latest attempt live to its end; without
   t.is(stored.code, 0, stored.stderr);
   t.is(stored.stdout, followed.stdout);
   const json = await svc('job', 'logs', jobId, '--json');
-  const lines = json.stdout.trimEnd().split('\n').map((l) => JSON.parse(l));
-  t.deepEqual(lines.map((l) => l.seq), lines.map((_, i) => i + 1));
+  const lines = json.stdout
+    .trimEnd()
+    .split('\n')
+    .map((l) => JSON.parse(l));
+  t.deepEqual(
+    lines.map((l) => l.seq),
+    lines.map((_, i) => i + 1),
+  );
   t.true(lines.some((l) => l.stream === 'stderr' && l.line === 'two'));
 });
 

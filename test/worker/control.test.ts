@@ -56,12 +56,18 @@ test.serial('a running attempt renews its lease; when the lease is lost the proc
   const pid = await tree.pid();
   const db = w.srv.kernel.db;
   const first = (await db('job_attempts').where({ job_id: jobId }).first('lease_expires_at')).lease_expires_at as Date;
-  await until(async () => {
-    const now = (await db('job_attempts').where({ job_id: jobId }).first('lease_expires_at')).lease_expires_at as Date;
-    return now.getTime() > first.getTime();
-  }, 'a heartbeat to extend the lease', 5000);
+  await until(
+    async () => {
+      const now = (await db('job_attempts').where({ job_id: jobId }).first('lease_expires_at')).lease_expires_at as Date;
+      return now.getTime() > first.getTime();
+    },
+    'a heartbeat to extend the lease',
+    5000,
+  );
   t.true(alive(pid));
-  await db('job_attempts').where({ job_id: jobId }).update({ lease_token: db.raw('gen_random_uuid()') });
+  await db('job_attempts')
+    .where({ job_id: jobId })
+    .update({ lease_token: db.raw('gen_random_uuid()') });
   await until(async () => !alive(pid), 'the background child to die after the lease was lost', 10_000);
   const [attempt] = await attemptsOf(w, jobId);
   const lines = await until(async () => {

@@ -20,7 +20,7 @@ async function runScript(project: string, run: string, extra: Record<string, unk
 
 const stdout = (lines: any[]) => lines.filter((l) => l.stream === 'stdout').map((l) => l.line);
 
-test.serial('a job gets exactly the spec\'s SVC_* variables, its env_overrides with secrets resolved, and a working job token', async (t) => {
+test.serial("a job gets exactly the spec's SVC_* variables, its env_overrides with secrets resolved, and a working job token", async (t) => {
   t.is((await w.api.post(`/projects/${w.projectId}/secrets`, { name: 'API_SECRET', value: SECRET })).statusCode, 201);
   const run = [
     "env | grep '^SVC_' | cut -d= -f1 | sort",
@@ -33,7 +33,14 @@ test.serial('a job gets exactly the spec\'s SVC_* variables, its env_overrides w
   t.is(job.phase, 'done', JSON.stringify(lines));
   const out = stdout(lines);
   t.deepEqual(out.slice(0, 9), [
-    'SVC_AGENT_ID', 'SVC_API_URL', 'SVC_ATTEMPT_ID', 'SVC_JOB_ID', 'SVC_JOB_TOKEN', 'SVC_PARENT_JOB_ID', 'SVC_PROJECT_ID', 'SVC_RESOURCE_INDEX',
+    'SVC_AGENT_ID',
+    'SVC_API_URL',
+    'SVC_ATTEMPT_ID',
+    'SVC_JOB_ID',
+    'SVC_JOB_TOKEN',
+    'SVC_PARENT_JOB_ID',
+    'SVC_PROJECT_ID',
+    'SVC_RESOURCE_INDEX',
     `project=${w.projectId} job=${job.id} attempt=${attempt.id} agent=script parent=[]`,
   ]);
   t.regex(out[9], /^index=\/.*\/\.svc\/resources\/index\.json$/);
@@ -68,7 +75,10 @@ test.serial('an https repository without the token secret fails fast naming GIT_
   const id = await project('wenvhttp', 'https://git.invalid/team/app.git');
   const first = await runScript(id, 'echo never');
   t.is(first.attempt.status, 'failed');
-  t.is(first.attempt.error, `cloning https://git.invalid/team/app.git over HTTPS needs a token, and no secret GIT_TOKEN was found: set it with \`svc secrets set GIT_TOKEN --project ${id}\` (project, org or system scope)`);
+  t.is(
+    first.attempt.error,
+    `cloning https://git.invalid/team/app.git over HTTPS needs a token, and no secret GIT_TOKEN was found: set it with \`svc secrets set GIT_TOKEN --project ${id}\` (project, org or system scope)`,
+  );
   t.false(stdout(first.lines).includes('never'));
 
   const token = 'ghp-token-abcdef0123456789';
@@ -82,7 +92,10 @@ test.serial('an https repository without the token secret fails fast naming GIT_
 test.serial('an ssh repository without the key secret fails fast naming GIT_SSH_KEY', async (t) => {
   const id = await project('wenvssh', 'git@git.invalid:team/app.git');
   const { attempt } = await runScript(id, 'echo never');
-  t.is(attempt.error, `cloning git@git.invalid:team/app.git over SSH needs an SSH private key, and no secret GIT_SSH_KEY was found: set it with \`svc secrets set GIT_SSH_KEY --project ${id}\` (project, org or system scope)`);
+  t.is(
+    attempt.error,
+    `cloning git@git.invalid:team/app.git over SSH needs an SSH private key, and no secret GIT_SSH_KEY was found: set it with \`svc secrets set GIT_SSH_KEY --project ${id}\` (project, org or system scope)`,
+  );
 });
 
 test.serial('git controls that need a repository fail on a project without one; a project without one runs in an empty workspace', async (t) => {

@@ -20,7 +20,9 @@ test.before(async () => {
   process.env.ANTHROPIC_API_KEY = 'sk-ant-test-key';
   process.env.OPENAI_API_KEY = 'sk-openai-test-key';
   w = await workerWorld('wfallbk', { overrides: { harnesses: { harness_b: { command: BROKEN }, harness_d: { command: FAKE_CODEX } } } });
-  await syncManifest(w, `
+  await syncManifest(
+    w,
+    `
 x-svc:
   agents:
     version: 1
@@ -28,7 +30,8 @@ x-svc:
       careful:
         - { harness: harness_b, model: claude-opus-4-1 }
         - { harness: harness_d, model: gpt-5-codex }
-`);
+`,
+  );
 });
 test.after.always(async () => {
   await w?.stop();
@@ -50,5 +53,5 @@ test('a retry after a failed attempt runs the next profile entry; the log says w
   t.true(secondLog.includes("fallback after 1 failed attempt: entry 2 of 2 in profile 'careful' (harness_d, gpt-5-codex)"), secondLog.join('\n'));
   t.true(secondLog.includes(`started harness_d (${FAKE_CODEX})`));
   const receipt = await w.api.get(`/jobs/${job.id}/attempts/${second.id}/receipt`);
-  t.true(JSON.stringify(receipt.body.llm).includes('gpt-5-codex'), 'usage is recorded under the fallback\'s model');
+  t.true(JSON.stringify(receipt.body.llm).includes('gpt-5-codex'), "usage is recorded under the fallback's model");
 });

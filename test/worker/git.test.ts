@@ -47,7 +47,11 @@ test.serial('push required fails the attempt when the push fails; create_branch 
 
   const first = await gitJob({ branch: 'shared', commit: 'auto', push: 'on_success' }, 'echo one > one.txt');
   t.true(first.attempt.git.pushed);
-  t.is(git(w.bare, 'log', '-1', '--format=%an <%ae> / %cn <%ce>', 'shared'), 'svc <svc@localhost> / svc <svc@localhost>', 'the worker commits as worker.git.author_*');
+  t.is(
+    git(w.bare, 'log', '-1', '--format=%an <%ae> / %cn <%ce>', 'shared'),
+    'svc <svc@localhost> / svc <svc@localhost>',
+    'the worker commits as worker.git.author_*',
+  );
   const reset = await gitJob({ branch: 'shared', create_branch: 'always', commit: 'auto', push: 'required' }, 'test ! -e one.txt && echo two > two.txt');
   t.is(reset.job.phase, 'done', String(reset.attempt.error));
   t.is(git(w.bare, 'rev-parse', 'shared^'), git(w.bare, 'rev-parse', 'main'), 'the branch was reset to the ref, not built on its old tip');

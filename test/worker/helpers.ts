@@ -27,7 +27,10 @@ export async function workerWorld(slug: string, opts: TestServerOptions = {}): P
   const scratch = mkdtempSync(path.join(tmpdir(), 'svc-worker-test-'));
   const srv = await startTestServer({
     ...opts,
-    overrides: merge({ roles: ALL_ROLES, worker: { heartbeat_seconds: 1, log_flush_ms: 20, workspace_root: path.join(scratch, 'workspaces') } }, opts.overrides ?? {}),
+    overrides: merge(
+      { roles: ALL_ROLES, worker: { heartbeat_seconds: 1, log_flush_ms: 20, workspace_root: path.join(scratch, 'workspaces') } },
+      opts.overrides ?? {},
+    ),
   });
   const { token } = await bootstrapAdmin(srv.server);
   const api = as(srv.server, token);
@@ -40,7 +43,13 @@ export async function workerWorld(slug: string, opts: TestServerOptions = {}): P
   const project = await api.post('/projects', { org_id: orgId, name: slug, slug, repo_url: `file://${bare}` });
   if (project.statusCode !== 201) throw new Error(`project: ${JSON.stringify(project.body)}`);
   return {
-    srv, api, token, orgId, projectId: project.body.id, bare, scratch,
+    srv,
+    api,
+    token,
+    orgId,
+    projectId: project.body.id,
+    bare,
+    scratch,
     stop: async () => {
       await srv.stop();
       rmSync(scratch, { recursive: true, force: true });
@@ -65,10 +74,14 @@ export async function until<T>(check: () => Promise<T | null | undefined | false
 
 /** The job once it is done or cancelled. */
 export function finished(w: WorkerWorld, jobId: string, ms?: number): Promise<any> {
-  return until(async () => {
-    const job = (await w.api.get(`/jobs/${jobId}`)).body;
-    return job.phase === 'done' || job.phase === 'cancelled' ? job : null;
-  }, `job ${jobId} to finish`, ms);
+  return until(
+    async () => {
+      const job = (await w.api.get(`/jobs/${jobId}`)).body;
+      return job.phase === 'done' || job.phase === 'cancelled' ? job : null;
+    },
+    `job ${jobId} to finish`,
+    ms,
+  );
 }
 
 export async function attemptsOf(w: WorkerWorld, jobId: string, projectId = w.projectId): Promise<any[]> {
@@ -87,7 +100,12 @@ export async function logLines(w: WorkerWorld, jobId: string, attemptId: string)
 }
 
 /** Reads an event stream over real HTTP to its end (or `ms`), with the CLI's parser. */
-export async function readStream(w: WorkerWorld, streamPath: string, headers: Record<string, string> = {}, ms = 20_000): Promise<{ status: number; type: string | null; events: SseEvent[] }> {
+export async function readStream(
+  w: WorkerWorld,
+  streamPath: string,
+  headers: Record<string, string> = {},
+  ms = 20_000,
+): Promise<{ status: number; type: string | null; events: SseEvent[] }> {
   const res = await fetch(`${w.srv.url}${streamPath}`, { headers: { authorization: `Bearer ${w.token}`, ...headers }, signal: AbortSignal.timeout(ms) });
   const parser = new SseParser();
   const events: SseEvent[] = [];

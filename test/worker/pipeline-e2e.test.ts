@@ -36,7 +36,10 @@ test('a pipeline run executes its script steps in order and its stream carries t
   const stream = await readStream(w, `/pipeline-runs/${run.id}/stream`);
   const logs = stream.events.filter((e) => e.event === 'step.log').map((e) => JSON.parse(e.data));
   const stepLines = (step: string) => logs.filter((l) => l.step_name === step).map((l) => l.line);
-  t.deepEqual(stepLines('build').filter((l) => !l.startsWith('$') && !/^(workspace|checked out|started|process ended)/.test(l)), ['building', 'built']);
+  t.deepEqual(
+    stepLines('build').filter((l) => !l.startsWith('$') && !/^(workspace|checked out|started|process ended)/.test(l)),
+    ['building', 'built'],
+  );
   t.true(stepLines('test').includes('testing'));
   const build = run.steps.find((s: any) => s.name === 'build');
   t.true(logs.filter((l) => l.step_name === 'build').every((l) => l.job_id === build.job_id && typeof l.at === 'string'));
@@ -50,7 +53,10 @@ test('a running attempt streams each line as it is appended, without waiting for
   const started = await w.api.post(`/projects/${w.projectId}/pipelines/slow/run`, {});
   const jobId = started.body.steps[0].job_id;
   const attempt = await until(async () => (await attemptsOf(w, jobId))[0], 'the attempt to start');
-  const res = await fetch(`${w.srv.url}/jobs/${jobId}/attempts/${attempt.id}/logs/stream`, { headers: { authorization: `Bearer ${w.token}` }, signal: AbortSignal.timeout(20_000) });
+  const res = await fetch(`${w.srv.url}/jobs/${jobId}/attempts/${attempt.id}/logs/stream`, {
+    headers: { authorization: `Bearer ${w.token}` },
+    signal: AbortSignal.timeout(20_000),
+  });
   const parser = new SseParser();
   const seen: { event: SseEvent; at: number }[] = [];
   for await (const chunk of res.body ?? []) for (const event of parser.feed(chunk)) seen.push({ event, at: Date.now() });

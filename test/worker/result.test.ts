@@ -9,7 +9,21 @@ const scan = (text: string) => {
 const ok = { exitCode: 0, signal: null, timedOut: false };
 
 test('the last json-result block whose body is a JSON object wins', (t) => {
-  const text = ['```json-result', '{"svc":{"status":"failed"}}', '```', 'more', '```json-result', '{"svc":{"status":"success"},"n":2}', '```', '```json-result', '[1,2]', '```', '~~~~ json-result', 'not json', '~~~~'].join('\n');
+  const text = [
+    '```json-result',
+    '{"svc":{"status":"failed"}}',
+    '```',
+    'more',
+    '```json-result',
+    '{"svc":{"status":"success"},"n":2}',
+    '```',
+    '```json-result',
+    '[1,2]',
+    '```',
+    '~~~~ json-result',
+    'not json',
+    '~~~~',
+  ].join('\n');
   t.deepEqual(scan(text), { svc: { status: 'success' }, n: 2 });
 });
 
@@ -31,14 +45,21 @@ test('outcomes: the block decides unless the process failed; scripts without a b
   t.is(outcomeOf('script', { exitCode: 2, signal: null, timedOut: false }, { svc: { status: 'success' } }, null).error, 'exited with code 2');
   t.is(outcomeOf('script', { exitCode: 2, signal: null, timedOut: false }, { svc: { status: 'failed', reason: 'lint errors' } }, null).error, 'lint errors');
   t.is(outcomeOf('script', { exitCode: null, signal: 'SIGKILL', timedOut: false }, null, null).error, 'killed by SIGKILL');
-  t.is(outcomeOf('agent', { exitCode: null, signal: 'SIGTERM', timedOut: true }, null, 5).error, 'timed out after 5 s (hints.timeout_seconds); the process tree was killed');
+  t.is(
+    outcomeOf('agent', { exitCode: null, signal: 'SIGTERM', timedOut: true }, null, 5).error,
+    'timed out after 5 s (hints.timeout_seconds); the process tree was killed',
+  );
   t.is(outcomeOf('agent', ok, { svc: { status: 'failed' } }, null).error, 'the json-result block says failed');
 });
 
 test('a block holding what the database cannot store (NUL, a lone surrogate, nesting past 64) does not count', (t) => {
   const block = (body: string) => `\`\`\`json-result\n${body}\n\`\`\``;
   const deep = `${'{"a":'.repeat(100)}1${'}'.repeat(100)}`;
-  t.deepEqual(scan([block('{"svc":{"status":"success"},"n":1}'), block('{"svc":{"status":"success","summary":"a\\u0000b"}}')].join('\n')), { svc: { status: 'success' }, n: 1 }, 'the earlier block stays the result');
+  t.deepEqual(
+    scan([block('{"svc":{"status":"success"},"n":1}'), block('{"svc":{"status":"success","summary":"a\\u0000b"}}')].join('\n')),
+    { svc: { status: 'success' }, n: 1 },
+    'the earlier block stays the result',
+  );
   t.is(scan(block('{"svc":{"status":"success","summary":"\\ud800"}}')), null);
   t.is(scan(block(`{"svc":{"status":"success"},"deep":${deep}}`)), null);
 });

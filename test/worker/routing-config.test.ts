@@ -26,9 +26,13 @@ test('no SVC_WORKER_URLS: no remote workers', (t) => {
 
 test('SVC_WORKER_URLS takes a JSON object or type=url pairs; trailing slashes are dropped', (t) => {
   t.deepEqual(urlsFrom('{"python-worker": "http://py.internal:4701/", "rust-worker": "https://rs.internal/svc"}'), {
-    'python-worker': 'http://py.internal:4701', 'rust-worker': 'https://rs.internal/svc',
+    'python-worker': 'http://py.internal:4701',
+    'rust-worker': 'https://rs.internal/svc',
   });
-  t.deepEqual(urlsFrom('python-worker=http://py:4701, node-worker=https://node.example/'), { 'python-worker': 'http://py:4701', 'node-worker': 'https://node.example' });
+  t.deepEqual(urlsFrom('python-worker=http://py:4701, node-worker=https://node.example/'), {
+    'python-worker': 'http://py:4701',
+    'node-worker': 'https://node.example',
+  });
 });
 
 test('worker.urls in a config file is a mapping, checked the same way', (t) => {
@@ -61,7 +65,9 @@ test('a malformed SVC_WORKER_URLS fails naming the variable and what is wrong', 
 test('`svc serve` with a malformed SVC_WORKER_URLS exits 78 naming the variable', (t) => {
   const root = fileURLToPath(new URL('../..', import.meta.url));
   const res = spawnSync(process.execPath, ['--import', 'tsx', 'core/main.ts', 'serve', '--roles', 'orchestrator'], {
-    cwd: root, encoding: 'utf8', timeout: 60_000,
+    cwd: root,
+    encoding: 'utf8',
+    timeout: 60_000,
     env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/root', SVC_DATA_DIR: emptyDir(), SVC_WORKER_URLS: 'python-worker' },
   });
   t.is(res.status, 78, res.stderr);

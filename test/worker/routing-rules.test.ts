@@ -19,7 +19,9 @@ function localWorker(room: number): WorkerDispatcher & { got: string[]; room: nu
 
 function remote(type: string, room: number, accepts = true) {
   const r = {
-    type, room, got: [] as ClaimedAttempt[],
+    type,
+    room,
+    got: [] as ClaimedAttempt[],
     capacity: () => r.room,
     dispatch: async (a: ClaimedAttempt) => (accepts ? (r.got.push(a), true) : false),
   };
@@ -37,7 +39,13 @@ function control() {
 }
 
 const attempt = (id: string, workerType: string | null): ClaimedAttempt => ({
-  jobId: `job-${id}`, projectId: 'p', attemptId: id, attemptNumber: 1, leaseToken: 't', leaseExpiresAt: new Date(), workerType,
+  jobId: `job-${id}`,
+  projectId: 'p',
+  attemptId: id,
+  attemptNumber: 1,
+  leaseToken: 't',
+  leaseExpiresAt: new Date(),
+  workerType,
 });
 
 function routing(local: WorkerDispatcher | null, remotes: ReturnType<typeof remote>[], ctl = control()) {
@@ -54,19 +62,27 @@ test('types go to their route: none and `default` in-process, a mapped type to i
   await d.dispatch(attempt('a3', 'default-worker'));
   await d.dispatch(attempt('a4', 'python-worker'));
   t.deepEqual(local.got, ['a1', 'a2', 'a3']);
-  t.deepEqual(py.got.map((a) => [a.attemptId, a.apiUrl]), [['a4', 'http://api.example']]);
+  t.deepEqual(
+    py.got.map((a) => [a.attemptId, a.apiUrl]),
+    [['a4', 'http://api.example']],
+  );
 
   const def = remote('default', 1);
   const withDefault = routing(localWorker(2), [def]);
   await withDefault.d.dispatch(attempt('b1', null));
-  t.deepEqual(def.got.map((a) => a.attemptId), ['b1']);
+  t.deepEqual(
+    def.got.map((a) => a.attemptId),
+    ['b1'],
+  );
 });
 
 test('an unconfigured type fails at once and for good, naming the type and the configured ones', async (t) => {
   const { d, calls } = routing(localWorker(2), [remote('python-worker', 1), remote('node-worker', 1)]);
   await d.dispatch(attempt('c1', 'rust-worker'));
   const reason = "worker type 'rust-worker' is not configured (SVC_WORKER_URLS has: python-worker, node-worker)";
-  t.deepEqual(calls.completed, [{ id: 'c1', completion: { result: { status: 'failed', reason }, result_json: { svc: { status: 'failed', reason } }, error: reason, final: true } }]);
+  t.deepEqual(calls.completed, [
+    { id: 'c1', completion: { result: { status: 'failed', reason }, result_json: { svc: { status: 'failed', reason } }, error: reason, final: true } },
+  ]);
   t.deepEqual(calls.logs, [`failed: ${reason}`]);
   t.deepEqual(calls.released, []);
 

@@ -31,11 +31,19 @@ async function startRemote(): Promise<NonNullable<typeof remote>> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'core/main.ts', 'serve', '--roles', 'worker'], {
     cwd: ROOT,
     env: {
-      PATH: process.env.PATH!, HOME: process.env.HOME ?? '/root', SVC_CONFIG: TEST_CONFIG, SVC_LOG_LEVEL: 'warn',
-      DATABASE_URL: db.url, PORT: String(remotePort), SVC_DATA_DIR: path.join(remoteScratch, 'data'),
+      PATH: process.env.PATH!,
+      HOME: process.env.HOME ?? '/root',
+      SVC_CONFIG: TEST_CONFIG,
+      SVC_LOG_LEVEL: 'warn',
+      DATABASE_URL: db.url,
+      PORT: String(remotePort),
+      SVC_DATA_DIR: path.join(remoteScratch, 'data'),
       // test/support/server.ts derives the master key from the database URL; replicas share it.
       SVC_SECRETS_MASTER_KEY: createHash('sha256').update(db.url).digest('hex'),
-      SVC_WORKSPACE_ROOT: path.join(remoteScratch, 'workspaces'), SVC_WORKER__CONCURRENCY: '2', SVC_WORKER__HEARTBEAT_SECONDS: '1', SVC_WORKER__LOG_FLUSH_MS: '20',
+      SVC_WORKSPACE_ROOT: path.join(remoteScratch, 'workspaces'),
+      SVC_WORKER__CONCURRENCY: '2',
+      SVC_WORKER__HEARTBEAT_SECONDS: '1',
+      SVC_WORKER__LOG_FLUSH_MS: '20',
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -45,10 +53,14 @@ async function startRemote(): Promise<NonNullable<typeof remote>> {
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   let gone = false;
   void exited.then(() => (gone = true));
-  await until(async () => {
-    if (gone) throw new Error(`the remote worker exited: ${output}`);
-    return (await fetch(`http://127.0.0.1:${remotePort}/worker/capacity`).catch(() => null))?.status === 401;
-  }, 'the remote worker to listen', 90_000);
+  await until(
+    async () => {
+      if (gone) throw new Error(`the remote worker exited: ${output}`);
+      return (await fetch(`http://127.0.0.1:${remotePort}/worker/capacity`).catch(() => null))?.status === 401;
+    },
+    'the remote worker to listen',
+    90_000,
+  );
   return { child, output: () => output, exited };
 }
 
@@ -63,7 +75,10 @@ test.before(async () => {
   db = await createTestDatabase();
   remotePort = await freePort();
   remoteScratch = mkdtempSync(path.join(tmpdir(), 'svc-remote-worker-'));
-  w = await workerWorld('wroute', { database: db, overrides: { worker: { urls: { 'python-worker': `http://127.0.0.1:${remotePort}` }, dispatch_retry_ms: 200 } } });
+  w = await workerWorld('wroute', {
+    database: db,
+    overrides: { worker: { urls: { 'python-worker': `http://127.0.0.1:${remotePort}` }, dispatch_retry_ms: 200 } },
+  });
   remote = await startRemote();
 });
 test.after.always(async () => {
@@ -118,22 +133,32 @@ test.serial('a worker type absent from SVC_WORKER_URLS fails the job at once, na
   t.is(attempts.length, 1);
   t.like(attempts[0], { status: 'failed', error: expected, result_status: 'failed' });
   const lines = await logLines(w, id, attempts[0].id);
-  t.deepEqual(lines.map((l) => [l.stream, l.line]), [['system', `failed: ${expected}`]]);
+  t.deepEqual(
+    lines.map((l) => [l.stream, l.line]),
+    [['system', `failed: ${expected}`]],
+  );
   const failed = await w.srv.kernel.db('events').where({ type: 'system.job.failed' }).whereRaw("payload_json->>'job_id' = ?", [id]).first();
   t.truthy(failed, 'system.job.failed is emitted');
 });
 
-test.serial('the dispatch routes take only an orchestrator\'s dispatch token for that attempt', async (t) => {
+test.serial("the dispatch routes take only an orchestrator's dispatch token for that attempt", async (t) => {
   const base = `http://127.0.0.1:${remotePort}`;
   const tokens = new DispatchTokens(w.srv.kernel.container.resolve(SigningKeys));
   const attemptId = '00000000-0000-4000-8000-000000000001';
-  const body = { job_id: 'job-x', project_id: w.projectId, attempt_id: attemptId, attempt_number: 1, lease_token: 'x', lease_expires_at: new Date().toISOString() };
+  const body = {
+    job_id: 'job-x',
+    project_id: w.projectId,
+    attempt_id: attemptId,
+    attempt_number: 1,
+    lease_token: 'x',
+    lease_expires_at: new Date().toISOString(),
+  };
   const post = (headers: Record<string, string>, payload: unknown = body) =>
     fetch(`${base}/worker/attempts`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(payload) });
   t.is((await post({})).status, 401);
   t.is((await post({}, { nonsense: true })).status, 401, 'authentication comes before validation');
   t.is((await post({ authorization: 'Bearer not.a.token' })).status, 401);
-  t.is((await post({ authorization: `Bearer ${w.token}` })).status, 403, 'a user token, even an administrator\'s, is refused');
+  t.is((await post({ authorization: `Bearer ${w.token}` })).status, 403, "a user token, even an administrator's, is refused");
   t.is((await post({ authorization: `Bearer ${await tokens.sign('00000000-0000-4000-8000-000000000002')}` })).status, 403, 'a token for another attempt');
   t.is((await post({ authorization: `Bearer ${await tokens.sign('capacity')}` })).status, 403);
   const stale = await post({ authorization: `Bearer ${await tokens.sign(attemptId)}` });
@@ -161,8 +186,16 @@ test.serial('a full remote takes no more jobs of its type while other types keep
   const tokens = new DispatchTokens(w.srv.kernel.container.resolve(SigningKeys));
   const attemptId = '00000000-0000-4000-8000-000000000003';
   const full = await fetch(`http://127.0.0.1:${remotePort}/worker/attempts`, {
-    method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${await tokens.sign(attemptId)}` },
-    body: JSON.stringify({ job_id: 'job-x', project_id: w.projectId, attempt_id: attemptId, attempt_number: 1, lease_token: 'x', lease_expires_at: new Date().toISOString() }),
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${await tokens.sign(attemptId)}` },
+    body: JSON.stringify({
+      job_id: 'job-x',
+      project_id: w.projectId,
+      attempt_id: attemptId,
+      attempt_number: 1,
+      lease_token: 'x',
+      lease_expires_at: new Date().toISOString(),
+    }),
   });
   t.is(full.status, 429, 'a full worker refuses a dispatch');
   t.is((await w.api.get(`/jobs/${waiting}`)).body.phase, 'ready', 'the job for the full remote waits, unclaimed');
@@ -177,7 +210,10 @@ test.serial('an in-process worker that is full does not hold up jobs for a remot
   const gate = path.join(w.scratch, 'open-local');
   const hold = `while [ ! -f ${gate} ]; do sleep 0.05; done`;
   const local = [await scriptJob(w, hold), await scriptJob(w, hold)]; // worker.concurrency is 2
-  await until(async () => (await Promise.all(local.map(async (id) => (await w.api.get(`/jobs/${id}`)).body.phase))).every((p) => p === 'active'), 'the local slots to fill');
+  await until(
+    async () => (await Promise.all(local.map(async (id) => (await w.api.get(`/jobs/${id}`)).body.phase))).every((p) => p === 'active'),
+    'the local slots to fill',
+  );
   const third = await scriptJob(w, hold);
   const typed = await scriptJob(w, SHOW_WHERE, { worker_type: 'python-worker' });
   t.is((await finished(w, typed, 60_000)).phase, 'done');
@@ -200,7 +236,10 @@ test.serial('cancelling a job that runs on the remote worker kills it there at i
     const all = await logLines(w, id, attempt.id);
     return all.some((l) => l.line.startsWith('stopped:')) && all;
   }, 'the remote worker to log the stop');
-  t.true(lines.some((l) => /^stopped: lease lost/.test(l.line)), JSON.stringify(lines));
+  t.true(
+    lines.some((l) => /^stopped: lease lost/.test(l.line)),
+    JSON.stringify(lines),
+  );
 });
 
 test.serial('an unreachable remote gets the job back, and the job runs once the remote is up again', async (t) => {

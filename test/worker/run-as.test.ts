@@ -29,7 +29,8 @@ const script = (w: WorkerWorld, run: string, extra: Record<string, unknown> = {}
 
 test.serial('the process runs as uid 1000 in a workspace handed to it; the worker commits and pushes its change', async (t) => {
   if (!asRoot) return t.pass('the server is not root: processes run as its own user');
-  const run = 'id -u; id -g; echo "home=$HOME"; echo made > made.txt; touch "$HOME/cache"; printf \'%s\\n\' \'```json-result\' \'{"svc":{"status":"success","summary":"wrote made.txt"}}\' \'```\'';
+  const run =
+    'id -u; id -g; echo "home=$HOME"; echo made > made.txt; touch "$HOME/cache"; printf \'%s\\n\' \'```json-result\' \'{"svc":{"status":"success","summary":"wrote made.txt"}}\' \'```\'';
   const created = await script(w, run, { git: { branch: 'svc/${job_id}', commit: 'auto', push: 'on_success' } });
   t.is(created.statusCode, 201, JSON.stringify(created.body));
   const job = await finished(w, created.body.id);
@@ -40,7 +41,13 @@ test.serial('the process runs as uid 1000 in a workspace handed to it; the worke
   t.regex(out[2], /^home=.*\/\.svc\/home$/);
   t.true(attempt.git.pushed);
   t.is(git(w.bare, 'show', `svc/${job.id}:made.txt`), 'made');
-  t.deepEqual(git(w.bare, 'ls-tree', '-r', '--name-only', `svc/${job.id}`).split('\n').filter((f) => f.startsWith('.svc')), [], 'the home is not committed');
+  t.deepEqual(
+    git(w.bare, 'ls-tree', '-r', '--name-only', `svc/${job.id}`)
+      .split('\n')
+      .filter((f) => f.startsWith('.svc')),
+    [],
+    'the home is not committed',
+  );
 });
 
 test.serial('a workspace root that uid 1000 cannot reach fails the attempt naming the directory and the settings', async (t) => {
@@ -52,7 +59,10 @@ test.serial('a workspace root that uid 1000 cannot reach fails the attempt namin
     const job = await finished(other, (await script(other, 'echo never')).body.id);
     const [attempt] = await attemptsOf(other, job.id);
     t.is(attempt.status, 'failed');
-    t.is(attempt.error, `processes run as uid 1000, which cannot reach the workspace: ${closed} is mode 0700 owned by uid 0. Set worker.workspace_root (SVC_WORKSPACE_ROOT) to a directory that user can reach, or worker.run_as_uid (SVC_RUN_AS_UID) to null to run as the server's own user`);
+    t.is(
+      attempt.error,
+      `processes run as uid 1000, which cannot reach the workspace: ${closed} is mode 0700 owned by uid 0. Set worker.workspace_root (SVC_WORKSPACE_ROOT) to a directory that user can reach, or worker.run_as_uid (SVC_RUN_AS_UID) to null to run as the server's own user`,
+    );
   } finally {
     await other.stop();
   }

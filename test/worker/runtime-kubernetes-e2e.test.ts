@@ -33,7 +33,15 @@ test.before(async () => {
       adapters: {
         runtime: {
           use: 'kubernetes',
-          options: { server: fake.url, token: fake.token, insecure_skip_tls_verify: true, namespace: 'svc-jobs', image: 'svc-agent:e2e', workspace: { persistent_volume_claim: 'workspaces' }, kill_grace_seconds: 1 },
+          options: {
+            server: fake.url,
+            token: fake.token,
+            insecure_skip_tls_verify: true,
+            namespace: 'svc-jobs',
+            image: 'svc-agent:e2e',
+            workspace: { persistent_volume_claim: 'workspaces' },
+            kill_grace_seconds: 1,
+          },
         },
       },
     },
@@ -53,13 +61,24 @@ test.after.always(async () => {
 const podOf = (jobId: string) => fake.createdPods().find((p) => p.metadata.labels['svc/job-id'] === jobId);
 
 test.serial('a script step runs in a pod: ready → active → done, its log and receipt recorded, pod and secret deleted', async (t) => {
-  const run = 'echo "job $SVC_JOB_ID in $(pwd)"; test -f .svc/resources/index.json && echo index-present; echo oops >&2; sleep 0.5; echo written > out.txt && echo done';
-  const created = await w.api.post(`/projects/${w.projectId}/jobs`, { description: 'kube script', hints: { step: { kind: 'script', script: { run } }, resource_class: 'job.c2', timeout_seconds: 120 } });
+  const run =
+    'echo "job $SVC_JOB_ID in $(pwd)"; test -f .svc/resources/index.json && echo index-present; echo oops >&2; sleep 0.5; echo written > out.txt && echo done';
+  const created = await w.api.post(`/projects/${w.projectId}/jobs`, {
+    description: 'kube script',
+    hints: { step: { kind: 'script', script: { run } }, resource_class: 'job.c2', timeout_seconds: 120 },
+  });
   t.is(created.statusCode, 201, JSON.stringify(created.body));
   t.is(created.body.phase, 'ready');
   const job = await finished(w, created.body.id, 60_000);
-  t.is(job.phase, 'done', JSON.stringify({ attempts: await attemptsOf(w, job.id), log: (await logLines(w, job.id, (await attemptsOf(w, job.id))[0].id)).map((l) => l.line) }));
-  t.deepEqual(phases.get(job.id)?.filter((p, i, all) => p !== all[i - 1]), ['active', 'done']);
+  t.is(
+    job.phase,
+    'done',
+    JSON.stringify({ attempts: await attemptsOf(w, job.id), log: (await logLines(w, job.id, (await attemptsOf(w, job.id))[0].id)).map((l) => l.line) }),
+  );
+  t.deepEqual(
+    phases.get(job.id)?.filter((p, i, all) => p !== all[i - 1]),
+    ['active', 'done'],
+  );
 
   const [attempt] = await attemptsOf(w, job.id);
   t.like(attempt, { status: 'succeeded', result_summary: 'exit code 0' });
@@ -92,14 +111,23 @@ test.serial('a harness_b job runs the fake Claude Code CLI in a pod, with its cr
   t.is(created.statusCode, 201, JSON.stringify(created.body));
   const job = await finished(w, created.body.id, 60_000);
   t.is(job.phase, 'done', JSON.stringify(await attemptsOf(w, created.body.id)));
-  t.deepEqual(phases.get(job.id)?.filter((p, i, all) => p !== all[i - 1]), ['active', 'done']);
+  t.deepEqual(
+    phases.get(job.id)?.filter((p, i, all) => p !== all[i - 1]),
+    ['active', 'done'],
+  );
   const [attempt] = await attemptsOf(w, job.id);
   t.like(attempt, { status: 'succeeded', result_summary: 'Handled: Fix the failing test' });
 
   const lines = await logLines(w, job.id, attempt.id);
   t.true(lines.some((l) => l.stream === 'system' && l.line === `started harness_b (${FAKE_CLAUDE})`));
-  t.true(lines.some((l) => l.stream === 'stdout' && l.line.includes('[tool] Bash')), JSON.stringify(lines.map((l) => l.line)));
-  t.false(lines.some((l) => l.line.includes(OAUTH)), 'the credential is masked in the log');
+  t.true(
+    lines.some((l) => l.stream === 'stdout' && l.line.includes('[tool] Bash')),
+    JSON.stringify(lines.map((l) => l.line)),
+  );
+  t.false(
+    lines.some((l) => l.line.includes(OAUTH)),
+    'the credential is masked in the log',
+  );
   const receipt = await w.api.get(`/jobs/${job.id}/receipt`);
   t.is(receipt.statusCode, 200);
   t.true(receipt.body.llm.input_tokens > 0);
@@ -115,9 +143,15 @@ test.serial('a harness_b job runs the fake Claude Code CLI in a pod, with its cr
 });
 
 test.serial('a pod that cannot start fails the attempt saying why', async (t) => {
-  const created = await w.api.post(`/projects/${w.projectId}/jobs`, { description: 'too big', hints: { step: { kind: 'script', script: { run: 'true' } }, resource_class: 'job.huge' } });
+  const created = await w.api.post(`/projects/${w.projectId}/jobs`, {
+    description: 'too big',
+    hints: { step: { kind: 'script', script: { run: 'true' } }, resource_class: 'job.huge' },
+  });
   const job = await finished(w, created.body.id, 60_000);
   const [attempt] = await attemptsOf(w, job.id);
   t.like(attempt, { status: 'failed' });
-  t.is(attempt.error, "could not start /bin/sh on the kubernetes runtime: resource class 'job.huge' is not configured (adapters.runtime.options.resource_classes has job.c1, job.c2)");
+  t.is(
+    attempt.error,
+    "could not start /bin/sh on the kubernetes runtime: resource class 'job.huge' is not configured (adapters.runtime.options.resource_classes has job.c1, job.c2)",
+  );
 });

@@ -46,35 +46,68 @@ test.serial('a script step runs to done: result, logs, resolved git with the pus
   t.like(attempt, { attempt_number: 1, status: 'succeeded', result_status: 'success', result_summary: 'edited changed.txt', error: null });
   const branch = `svc/${jobId}`;
   const sha = git(w.bare, 'rev-parse', branch);
-  t.deepEqual(attempt.git, { resolved_ref: 'main', resolved_sha: git(w.bare, 'rev-parse', 'main'), resolved_branch: branch, ref_source: 'project_default', pushed: true, commits: [sha] });
+  t.deepEqual(attempt.git, {
+    resolved_ref: 'main',
+    resolved_sha: git(w.bare, 'rev-parse', 'main'),
+    resolved_branch: branch,
+    ref_source: 'project_default',
+    pushed: true,
+    commits: [sha],
+  });
   const job = (await w.api.get(`/jobs/${jobId}`)).body;
   t.deepEqual(job.resolved_git, attempt.git);
   t.is(git(w.bare, 'show', `${sha}:changed.txt`), `changed by ${jobId}`);
   t.is(git(w.bare, 'log', '-1', '--format=%s', sha), `job ${jobId}: edited changed.txt`);
   t.is(git(w.bare, 'rev-parse', `${sha}^`), attempt.git.resolved_sha, 'one commit on top of the resolved ref');
-  t.is(git(w.bare, 'ls-tree', '--name-only', sha).split('\n').filter((f) => f.startsWith('.svc')).length, 0, 'the worker files are not committed');
+  t.is(
+    git(w.bare, 'ls-tree', '--name-only', sha)
+      .split('\n')
+      .filter((f) => f.startsWith('.svc')).length,
+    0,
+    'the worker files are not committed',
+  );
 
   const lines = await logLines(w, jobId, attempt.id);
-  t.deepEqual(lines.map((l) => l.seq), lines.map((_, i) => i + 1), 'seq numbers are contiguous from 1');
+  t.deepEqual(
+    lines.map((l) => l.seq),
+    lines.map((_, i) => i + 1),
+    'seq numbers are contiguous from 1',
+  );
   const stdout = lines.filter((l) => l.stream === 'stdout').map((l) => l.line);
   t.deepEqual(stdout.slice(0, 2), ['working', '```json-result']);
   t.true(lines.some((l) => l.stream === 'system' && l.line === 'process ended (exit code 0): success'));
   t.true(lines.some((l) => l.stream === 'system' && l.line === `committed ${sha}`));
 
   const page = await w.api.get(`/jobs/${jobId}/attempts/${attempt.id}/logs?limit=2&offset=1`);
-  t.deepEqual(page.body.data.map((l: any) => l.seq), [2, 3]);
+  t.deepEqual(
+    page.body.data.map((l: any) => l.seq),
+    [2, 3],
+  );
   t.like(page.body.pagination, { limit: 2, offset: 1, count: 2, total: lines.length, has_more: true });
 
   const stream = await readStream(w, `/jobs/${jobId}/attempts/${attempt.id}/logs/stream`);
   t.is(stream.status, 200);
   t.regex(stream.type ?? '', /^text\/event-stream/);
   const logs = stream.events.filter((e) => e.event === 'log');
-  t.deepEqual(logs.map((e) => JSON.parse(e.data).line), lines.map((l) => l.line));
-  t.deepEqual(logs.map((e) => Number(e.id)), lines.map((l) => l.seq));
-  t.deepEqual(stream.events.at(-1), { id: String(lines.length), event: 'end', data: JSON.stringify({ status: 'succeeded', result_status: 'success', error: null }) });
+  t.deepEqual(
+    logs.map((e) => JSON.parse(e.data).line),
+    lines.map((l) => l.line),
+  );
+  t.deepEqual(
+    logs.map((e) => Number(e.id)),
+    lines.map((l) => l.seq),
+  );
+  t.deepEqual(stream.events.at(-1), {
+    id: String(lines.length),
+    event: 'end',
+    data: JSON.stringify({ status: 'succeeded', result_status: 'success', error: null }),
+  });
 
   const resumed = await readStream(w, `/jobs/${jobId}/attempts/${attempt.id}/logs/stream`, { 'last-event-id': '3' });
-  t.deepEqual(resumed.events.filter((e) => e.event === 'log').map((e) => Number(e.id)), lines.slice(3).map((l) => l.seq));
+  t.deepEqual(
+    resumed.events.filter((e) => e.event === 'log').map((e) => Number(e.id)),
+    lines.slice(3).map((l) => l.seq),
+  );
 
   t.deepEqual(await runnerEvents(jobId), [
     { type: 'runner.started', payload_json: { attempt_id: attempt.id, job_id: jobId } },
@@ -98,10 +131,13 @@ test.serial('a nonzero exit fails the attempt with the exit code; the auto commi
   const lines = await logLines(w, job.id, attempt.id);
   t.true(lines.some((l) => l.line === 'about to fail'));
   t.true(lines.some((l) => l.line === 'process ended (exit code 3): failed: exited with code 3'));
-  t.deepEqual((await runnerEvents(job.id)).map((e: any) => [e.type, e.payload_json]), [
-    ['runner.started', { attempt_id: attempt.id, job_id: job.id }],
-    ['runner.failed', { attempt_id: attempt.id, job_id: job.id, error: 'exited with code 3', exit_code: 3 }],
-  ]);
+  t.deepEqual(
+    (await runnerEvents(job.id)).map((e: any) => [e.type, e.payload_json]),
+    [
+      ['runner.started', { attempt_id: attempt.id, job_id: job.id }],
+      ['runner.failed', { attempt_id: attempt.id, job_id: job.id, error: 'exited with code 3', exit_code: 3 }],
+    ],
+  );
 });
 
 test.serial('logs of an unknown attempt, or of another job, are 404; a bad query is 400', async (t) => {

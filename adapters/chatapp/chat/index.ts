@@ -24,7 +24,10 @@ const SIGNATURE = /^v0=([0-9a-f]{64})$/i;
 const HEADER_NAME = Joi.string().pattern(/^[A-Za-z0-9-]+$/);
 
 const optionsSchema = Joi.object({
-  api_url: Joi.string().uri({ scheme: ['http', 'https'] }).default('https://slack.com/api').description('Web API root; methods are POSTed to <api_url>/<method>.'),
+  api_url: Joi.string()
+    .uri({ scheme: ['http', 'https'] })
+    .default('https://slack.com/api')
+    .description('Web API root; methods are POSTed to <api_url>/<method>.'),
   bot_token: Joi.string().allow(null).default(null).description('Bot token for messages whose caller brings none (SVC_ADAPTERS__CHATAPP__OPTIONS__BOT_TOKEN).'),
   timeout_ms: Joi.number().integer().min(100).default(30_000).description('How long an API call may take.'),
   signature_header: HEADER_NAME.default('X-Slack-Signature').description('Header with v0=<hex HMAC-SHA256>.'),
@@ -48,7 +51,8 @@ class ChatAppClient implements ChatApp {
     const match = SIGNATURE.exec(signature);
     if (!match) return { ok: false, reason: `${sigHeader} must be v0=<64 hex digits>` };
     const expected = hmacSha256Hex(signingSecret, Buffer.concat([Buffer.from(`v0:${timestamp}:`), request.body]));
-    if (!sameSignature(match[1].toLowerCase(), expected)) return { ok: false, reason: `${sigHeader} does not match the request signed with the signing secret` };
+    if (!sameSignature(match[1].toLowerCase(), expected))
+      return { ok: false, reason: `${sigHeader} does not match the request signed with the signing secret` };
     return { ok: true };
   }
 

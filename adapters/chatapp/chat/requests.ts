@@ -25,7 +25,9 @@ const envelopeSchema = Joi.object({
     text: Joi.string().allow('').default(''),
     ts: ts.required(),
     thread_ts: ts,
-  }).unknown(true).required(),
+  })
+    .unknown(true)
+    .required(),
 }).unknown(true);
 
 export function readRequest(body: unknown): ChatDelivery {

@@ -42,10 +42,12 @@ export class DockerProcess implements RunningProcess {
     this.output.add(stderr, 'stderr');
     demultiplex(stream, stdout, stderr);
 
-    const timer = timeoutMs ? setTimeout(() => {
-      this.timedOut = true;
-      void this.stop();
-    }, timeoutMs) : undefined;
+    const timer = timeoutMs
+      ? setTimeout(() => {
+          this.timedOut = true;
+          void this.stop();
+        }, timeoutMs)
+      : undefined;
     this.ended = (container.wait() as Promise<{ StatusCode: number }>).then(
       (r) => ({ code: r.StatusCode }),
       (err) => {
@@ -55,7 +57,12 @@ export class DockerProcess implements RunningProcess {
     );
     this.exited = this.ended.then(async ({ code }) => {
       clearTimeout(timer);
-      const oomKilled = code !== null && (await container.inspect().then((s) => s.State.OOMKilled === true, () => false));
+      const oomKilled =
+        code !== null &&
+        (await container.inspect().then(
+          (s) => s.State.OOMKilled === true,
+          () => false,
+        ));
       await this.settleOutput();
       await this.remove();
       return this.exitOf(code, oomKilled);
@@ -102,7 +109,8 @@ export class DockerProcess implements RunningProcess {
       await this.init.container.kill({ signal });
     } catch (err) {
       // 409: not running any more; 404: already gone.
-      if (statusOf(err) !== 409 && statusOf(err) !== 404) this.init.logger.warn({ err: engineMessage(err), container: this.id, signal }, 'runtime docker: signalling the container failed');
+      if (statusOf(err) !== 409 && statusOf(err) !== 404)
+        this.init.logger.warn({ err: engineMessage(err), container: this.id, signal }, 'runtime docker: signalling the container failed');
     }
   }
 

@@ -32,27 +32,31 @@ export type Options = {
 };
 
 const optionsSchema = Joi.object({
-  socket_path: Joi.string().pattern(/^\//, 'an absolute path').allow(null).default(null)
+  socket_path: Joi.string()
+    .pattern(/^\//, 'an absolute path')
+    .allow(null)
+    .default(null)
     .description('Unix socket of the Docker engine; default: `host`, else DOCKER_HOST, else /var/run/docker.sock'),
-  host: Joi.string().pattern(/^(unix|tcp|http|https):\/\/./, 'a DOCKER_HOST address (unix://, tcp://, http://, https://)').allow(null).default(null)
+  host: Joi.string()
+    .pattern(/^(unix|tcp|http|https):\/\/./, 'a DOCKER_HOST address (unix://, tcp://, http://, https://)')
+    .allow(null)
+    .default(null)
     .when('socket_path', { is: Joi.string(), then: Joi.valid(null).messages({ 'any.only': '"host" cannot be set together with "socket_path"' }) })
     .description('The engine as a DOCKER_HOST address; TLS client certificates only through the DOCKER_HOST/DOCKER_CERT_PATH environment'),
-  image: Joi.string().min(1).required()
-    .description('Image every attempt runs in (never pulled: build it with adapters/runtime/docker/image/build.sh)'),
-  resource_classes: Joi.object().pattern(Joi.string().min(1), resourceClassSchema).default({})
+  image: Joi.string().min(1).required().description('Image every attempt runs in (never pulled: build it with adapters/runtime/docker/image/build.sh)'),
+  resource_classes: Joi.object()
+    .pattern(Joi.string().min(1), resourceClassSchema)
+    .default({})
     .description('Resource class (hints.resource_class) → {cpus, memory, pids}; merged over the defaults job.c1 (1 CPU, 2g) and job.c2 (2 CPUs, 4g)'),
-  default_resource_class: Joi.string().min(1).default('job.c1')
-    .description('Class of jobs that name none'),
-  network: Joi.string().min(1).allow(null).default(null)
-    .description("Network mode (bridge, host, none, or a network's name); null: the engine's default"),
-  extra_binds: Joi.array().items(Joi.string().pattern(/^\/[^:]*:\/[^:]*(:(ro|rw))?$/, '/host/path:/container/path[:ro|rw]')).default([])
+  default_resource_class: Joi.string().min(1).default('job.c1').description('Class of jobs that name none'),
+  network: Joi.string().min(1).allow(null).default(null).description("Network mode (bridge, host, none, or a network's name); null: the engine's default"),
+  extra_binds: Joi.array()
+    .items(Joi.string().pattern(/^\/[^:]*:\/[^:]*(:(ro|rw))?$/, '/host/path:/container/path[:ro|rw]'))
+    .default([])
     .description('More bind mounts, in Docker Binds syntax'),
-  kill_grace_ms: Joi.number().integer().min(0).default(5000)
-    .description('After SIGTERM to the container, wait this long before SIGKILL'),
-  init: Joi.boolean().default(true)
-    .description("Run the engine's init (tini) as PID 1: signals reach the process, orphans are reaped"),
-  ping_timeout_ms: Joi.number().integer().min(100).default(5000)
-    .description('How long the engine has to answer the ping at boot'),
+  kill_grace_ms: Joi.number().integer().min(0).default(5000).description('After SIGTERM to the container, wait this long before SIGKILL'),
+  init: Joi.boolean().default(true).description("Run the engine's init (tini) as PID 1: signals reach the process, orphans are reaped"),
+  ping_timeout_ms: Joi.number().integer().min(100).default(5000).description('How long the engine has to answer the ping at boot'),
 });
 
 const IMAGE_HELP = 'images are never pulled: build it with adapters/runtime/docker/image/build.sh (see docs/runtime-docker.md)';
@@ -62,10 +66,17 @@ export class DockerRuntime implements Runtime {
   private readonly classes: Record<string, ResourceClass>;
   private warnedOwner = false;
 
-  constructor(readonly docker: Docker, readonly address: EngineAddress, private readonly options: Options, private readonly logger: Logger) {
+  constructor(
+    readonly docker: Docker,
+    readonly address: EngineAddress,
+    private readonly options: Options,
+    private readonly logger: Logger,
+  ) {
     this.classes = { ...DEFAULT_RESOURCE_CLASSES, ...options.resource_classes };
     if (!this.classes[options.default_resource_class]) {
-      throw new Error(`adapters.runtime.options.default_resource_class: '${options.default_resource_class}' is not a resource class (${Object.keys(this.classes).join(', ')})`);
+      throw new Error(
+        `adapters.runtime.options.default_resource_class: '${options.default_resource_class}' is not a resource class (${Object.keys(this.classes).join(', ')})`,
+      );
     }
   }
 
@@ -95,7 +106,10 @@ export class DockerRuntime implements Runtime {
   private resourceClass(name: string | undefined): ResourceClass {
     const chosen = name ?? this.options.default_resource_class;
     const rc = this.classes[chosen];
-    if (!rc) throw new Error(`runtime docker: unknown resource class '${chosen}' (known: ${Object.keys(this.classes).join(', ')}; add it to adapters.runtime.options.resource_classes)`);
+    if (!rc)
+      throw new Error(
+        `runtime docker: unknown resource class '${chosen}' (known: ${Object.keys(this.classes).join(', ')}; add it to adapters.runtime.options.resource_classes)`,
+      );
     return rc;
   }
 
@@ -109,7 +123,10 @@ export class DockerRuntime implements Runtime {
     if (!spec.user) return uid === undefined ? undefined : `${uid}:${process.getgid!()}`;
     if (uid !== undefined && uid !== 0 && uid !== spec.user.uid && !this.warnedOwner) {
       this.warnedOwner = true;
-      this.logger.warn({ serverUid: uid, user: spec.user }, 'runtime docker: the server is not root, so workspaces stay its own; the container user writes them only as far as their permissions allow (worker.run_as_uid null runs containers as the server\'s user)');
+      this.logger.warn(
+        { serverUid: uid, user: spec.user },
+        "runtime docker: the server is not root, so workspaces stay its own; the container user writes them only as far as their permissions allow (worker.run_as_uid null runs containers as the server's user)",
+      );
     }
     return `${spec.user.uid}:${spec.user.gid}`;
   }

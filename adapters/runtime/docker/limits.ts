@@ -15,7 +15,13 @@ const MEMORY = /^(\d+(?:\.\d+)?)\s*([kmg]?)i?b?$/i;
 
 export const resourceClassSchema = Joi.object({
   cpus: Joi.number().positive().max(1024).required().description('CPUs the container may use (NanoCpus), e.g. 0.5, 2'),
-  memory: Joi.alternatives(Joi.number().integer().min(6 * 1024 * 1024), Joi.string().pattern(MEMORY, 'a size such as 512m or 2g')).required()
+  memory: Joi.alternatives(
+    Joi.number()
+      .integer()
+      .min(6 * 1024 * 1024),
+    Joi.string().pattern(MEMORY, 'a size such as 512m or 2g'),
+  )
+    .required()
     .description('Memory limit (no swap beyond it): bytes, or a number with k, m or g'),
   pids: Joi.number().integer().min(16).description('Most processes (and threads) the container may have'),
 });

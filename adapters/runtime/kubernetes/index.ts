@@ -31,7 +31,8 @@ class KubernetesRuntime implements Runtime {
   private resourcesOf(spec: ProcessSpec): ResourceClass {
     const name = spec.resourceClass ?? this.options.default_resource_class;
     const found = this.classes[name];
-    if (!found) throw new Error(`resource class '${name}' is not configured (adapters.runtime.options.resource_classes has ${Object.keys(this.classes).join(', ')})`);
+    if (!found)
+      throw new Error(`resource class '${name}' is not configured (adapters.runtime.options.resource_classes has ${Object.keys(this.classes).join(', ')})`);
     return found;
   }
 
@@ -43,14 +44,17 @@ class KubernetesRuntime implements Runtime {
       this.warnedOwner = true;
       this.logger.warn(
         { serverUid: server?.uid, podUid: spec.user?.uid },
-        'runtime kubernetes: the server is not root, so workspaces stay its own; pods running as worker.run_as_uid can write them only if the permissions allow it (set worker.run_as_uid to the server\'s uid, or to null to run pods as the server\'s own user)',
+        "runtime kubernetes: the server is not root, so workspaces stay its own; pods running as worker.run_as_uid can write them only if the permissions allow it (set worker.run_as_uid to the server's uid, or to null to run pods as the server's own user)",
       );
     }
     const name = runName(spec);
     const secretName = `${name}-env`;
     const labels = labelsOf(spec, name, this.options);
     // Everything that can be refused locally is, before anything is created in the cluster.
-    const pod = podManifest({ name, secretName, labels, spec, resources: this.resourcesOf(spec), workspaceRoot: this.root, user: podUser(spec, server) }, this.options);
+    const pod = podManifest(
+      { name, secretName, labels, spec, resources: this.resourcesOf(spec), workspaceRoot: this.root, user: podUser(spec, server) },
+      this.options,
+    );
     const secret = secretManifest(secretName, labels, spec.env);
     if (spec.files) await writeFiles(spec.cwd, spec.files, filesOwner(spec, server));
     const { api } = this;
@@ -103,7 +107,9 @@ export default defineAdapter<Runtime, KubernetesOptions>({
   create: (options, deps) => {
     const classes = { ...DEFAULT_RESOURCE_CLASSES, ...options.resource_classes };
     if (!classes[options.default_resource_class]) {
-      throw new Error(`adapters.runtime.options.default_resource_class: '${options.default_resource_class}' is not a resource class (${Object.keys(classes).join(', ')})`);
+      throw new Error(
+        `adapters.runtime.options.default_resource_class: '${options.default_resource_class}' is not a resource class (${Object.keys(classes).join(', ')})`,
+      );
     }
     const api = new KubeApi(kubeConfigOf(options), options.namespace);
     return new KubernetesRuntime(options, api, classes, workspaceRoot(options, deps.config), deps.logger);

@@ -5,7 +5,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiException, CoreV1Api, Watch, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
 
 export class KubeApiError extends Error {
-  constructor(message: string, readonly code: number | null) {
+  constructor(
+    message: string,
+    readonly code: number | null,
+  ) {
     super(message);
   }
 }
@@ -15,9 +18,15 @@ function describe(err: unknown): { code: number | null; text: string } {
   if (err instanceof ApiException) {
     let status: { reason?: string; message?: string } | null = null;
     if (typeof err.body === 'string') {
-      try { status = JSON.parse(err.body); } catch { /* not JSON */ }
+      try {
+        status = JSON.parse(err.body);
+      } catch {
+        /* not JSON */
+      }
     } else if (err.body && typeof err.body === 'object') status = err.body as typeof status;
-    const text = status?.message ? `${err.code}${status.reason ? ` ${status.reason}` : ''}: ${status.message}` : `${err.code} ${http.STATUS_CODES[err.code] ?? ''}`.trim();
+    const text = status?.message
+      ? `${err.code}${status.reason ? ` ${status.reason}` : ''}: ${status.message}`
+      : `${err.code} ${http.STATUS_CODES[err.code] ?? ''}`.trim();
     return { code: err.code, text };
   }
   const e = err as NodeJS.ErrnoException & { statusCode?: number };
@@ -35,7 +44,10 @@ export const statusOf = (err: unknown): number | null => (err instanceof KubeApi
 export class KubeApi {
   readonly core: CoreV1Api;
 
-  constructor(readonly kc: KubeConfig, readonly namespace: string) {
+  constructor(
+    readonly kc: KubeConfig,
+    readonly namespace: string,
+  ) {
     this.core = kc.makeApiClient(CoreV1Api);
   }
 
@@ -91,20 +103,35 @@ export class KubeApi {
         const onAbort = () => settle(() => reject(signal!.reason));
         signal?.addEventListener('abort', onAbort);
         const path = `/api/v1/namespaces/${this.namespace}/pods`;
-        const query = { fieldSelector: `metadata.name=${name}`, resourceVersion: pod!.metadata?.resourceVersion, allowWatchBookmarks: true, timeoutSeconds: 60 };
-        new Watch(this.kc).watch(path, query, (type, obj: V1Pod) => {
-          if (type === 'BOOKMARK') return;
-          if (type === 'ERROR') return settle(() => resolve(undefined)); // e.g. 410 Gone: read again, watch from there
-          const value = decide(obj, type === 'DELETED');
-          if (value !== undefined) settle(() => resolve(value));
-        }, (err) => {
-          const code = err ? describe(err).code : null;
-          if (code === 401 || code === 403) settle(() => reject(apiError(`watching pod ${name} in namespace ${this.namespace}`, err)));
-          else settle(() => resolve(undefined));
-        }).then((c) => {
-          controller = c;
-          if (settled) c.abort();
-        }, (err) => settle(() => reject(apiError(`watching pod ${name} in namespace ${this.namespace}`, err))));
+        const query = {
+          fieldSelector: `metadata.name=${name}`,
+          resourceVersion: pod!.metadata?.resourceVersion,
+          allowWatchBookmarks: true,
+          timeoutSeconds: 60,
+        };
+        new Watch(this.kc)
+          .watch(
+            path,
+            query,
+            (type, obj: V1Pod) => {
+              if (type === 'BOOKMARK') return;
+              if (type === 'ERROR') return settle(() => resolve(undefined)); // e.g. 410 Gone: read again, watch from there
+              const value = decide(obj, type === 'DELETED');
+              if (value !== undefined) settle(() => resolve(value));
+            },
+            (err) => {
+              const code = err ? describe(err).code : null;
+              if (code === 401 || code === 403) settle(() => reject(apiError(`watching pod ${name} in namespace ${this.namespace}`, err)));
+              else settle(() => resolve(undefined));
+            },
+          )
+          .then(
+            (c) => {
+              controller = c;
+              if (settled) c.abort();
+            },
+            (err) => settle(() => reject(apiError(`watching pod ${name} in namespace ${this.namespace}`, err))),
+          );
       });
       if (later !== undefined) return later;
       await sleep(200, undefined, { signal });

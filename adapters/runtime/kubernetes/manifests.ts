@@ -14,12 +14,20 @@ const SECRET_KEY = /^[-._a-zA-Z0-9]+$/;
 
 /** A label value: at most 63 characters of [A-Za-z0-9._-], starting and ending alphanumeric. */
 function labelValue(value: string): string {
-  return value.replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 63).replace(/^[^A-Za-z0-9]+|[^A-Za-z0-9]+$/g, '');
+  return value
+    .replace(/[^A-Za-z0-9._-]/g, '-')
+    .slice(0, 63)
+    .replace(/^[^A-Za-z0-9]+|[^A-Za-z0-9]+$/g, '');
 }
 
 /** `svc-<attempt>-<random>`: derived from the attempt, unique even when an earlier pod of it is still terminating. */
 export function runName(spec: ProcessSpec): string {
-  const attempt = (spec.env.SVC_ATTEMPT_ID ?? 'run').toLowerCase().replace(/[^a-z0-9-]/g, '-').replace(/-+/g, '-').slice(0, 40).replace(/^-+|-+$/g, '');
+  const attempt = (spec.env.SVC_ATTEMPT_ID ?? 'run')
+    .toLowerCase()
+    .replace(/[^a-z0-9-]/g, '-')
+    .replace(/-+/g, '-')
+    .slice(0, 40)
+    .replace(/^-+|-+$/g, '');
   return `svc-${attempt || 'run'}-${randomBytes(3).toString('hex')}`;
 }
 
@@ -49,14 +57,19 @@ export function secretManifest(name: string, labels: Record<string, string>, env
 function workspaceMount(cwd: string, root: string, options: KubernetesOptions): { volume: V1Volume; mount: V1VolumeMount } {
   const dir = path.resolve(cwd);
   if (!isInside(root, dir)) {
-    throw new Error(`runtime kubernetes: the working directory ${dir} is not inside the workspace volume's root ${root} (workspace.mount_path / worker.workspace_root)`);
+    throw new Error(
+      `runtime kubernetes: the working directory ${dir} is not inside the workspace volume's root ${root} (workspace.mount_path / worker.workspace_root)`,
+    );
   }
   const sub = path.relative(root, dir);
   const { persistent_volume_claim: claim, host_path: hostPath } = options.workspace;
   if (claim) {
     return { volume: { name: 'workspace', persistentVolumeClaim: { claimName: claim } }, mount: { name: 'workspace', mountPath: dir, subPath: sub } };
   }
-  return { volume: { name: 'workspace', hostPath: { path: path.posix.join(hostPath!, sub.split(path.sep).join('/')), type: 'Directory' } }, mount: { name: 'workspace', mountPath: dir } };
+  return {
+    volume: { name: 'workspace', hostPath: { path: path.posix.join(hostPath!, sub.split(path.sep).join('/')), type: 'Directory' } },
+    mount: { name: 'workspace', mountPath: dir },
+  };
 }
 
 export interface PodInput {
@@ -90,18 +103,20 @@ export function podManifest(input: PodInput, options: KubernetesOptions): V1Pod 
       securityContext: { ...runAs, ...(options.fs_group !== null ? { fsGroup: options.fs_group } : {}) },
       ...(Object.keys(options.node_selector).length ? { nodeSelector: options.node_selector } : {}),
       ...(options.image_pull_secrets.length ? { imagePullSecrets: options.image_pull_secrets.map((name) => ({ name })) } : {}),
-      containers: [{
-        name: CONTAINER,
-        image: options.image,
-        ...(options.image_pull_policy ? { imagePullPolicy: options.image_pull_policy } : {}),
-        command: [spec.command],
-        args: spec.args,
-        workingDir: path.resolve(spec.cwd),
-        envFrom: [{ secretRef: { name: input.secretName } }],
-        resources: { requests: input.resources.requests, limits: input.resources.limits },
-        securityContext: { ...runAs, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
-        volumeMounts: [mount],
-      }],
+      containers: [
+        {
+          name: CONTAINER,
+          image: options.image,
+          ...(options.image_pull_policy ? { imagePullPolicy: options.image_pull_policy } : {}),
+          command: [spec.command],
+          args: spec.args,
+          workingDir: path.resolve(spec.cwd),
+          envFrom: [{ secretRef: { name: input.secretName } }],
+          resources: { requests: input.resources.requests, limits: input.resources.limits },
+          securityContext: { ...runAs, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+          volumeMounts: [mount],
+        },
+      ],
       volumes: [volume],
     },
   };

@@ -42,43 +42,67 @@ export const DEFAULT_RESOURCE_CLASSES: Record<string, ResourceClass> = {
 
 const quantity = Joi.alternatives(Joi.string().pattern(/^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$/), Joi.number().min(0));
 const resources = Joi.object().pattern(Joi.string().pattern(/^[a-z0-9./-]+$/), quantity);
-const labelValue = Joi.string().max(63).pattern(/^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$/);
-const labelKey = Joi.string().max(253).pattern(/^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/);
+const labelValue = Joi.string()
+  .max(63)
+  .pattern(/^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$/);
+const labelKey = Joi.string()
+  .max(253)
+  .pattern(/^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/);
 
 export const optionsSchema = Joi.object({
-  namespace: Joi.string().pattern(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/).max(63).default('default')
+  namespace: Joi.string()
+    .pattern(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/)
+    .max(63)
+    .default('default')
     .description('Namespace the attempt pods and secrets are created in.'),
   image: Joi.string().required().description('Container image every attempt runs in (it must hold the harness CLIs and git, and set PATH and HOME).'),
   image_pull_policy: Joi.string().valid('Always', 'IfNotPresent', 'Never').allow(null).default(null),
   image_pull_secrets: Joi.array().items(Joi.string()).default([]),
   kubeconfig: Joi.string().description('Path of a kubeconfig file; without any of kubeconfig, in_cluster or server, KUBECONFIG or ~/.kube/config is read.'),
   context: Joi.string().description('Context of the kubeconfig file to use (default: its current context).'),
-  in_cluster: Joi.boolean().valid(true).description('Use the pod\'s service account (when the worker runs inside the cluster).'),
-  server: Joi.string().uri({ scheme: ['http', 'https'] }).description('API server address, with token (and ca): explicit credentials instead of a kubeconfig.'),
+  in_cluster: Joi.boolean().valid(true).description("Use the pod's service account (when the worker runs inside the cluster)."),
+  server: Joi.string()
+    .uri({ scheme: ['http', 'https'] })
+    .description('API server address, with token (and ca): explicit credentials instead of a kubeconfig.'),
   token: Joi.string().description('Bearer token for server.'),
   ca: Joi.string().description('PEM of the certificate authority of server.'),
-  insecure_skip_tls_verify: Joi.boolean().default(false).description('Do not verify the server\'s certificate; required by the client for an http:// server.'),
+  insecure_skip_tls_verify: Joi.boolean().default(false).description("Do not verify the server's certificate; required by the client for an http:// server."),
   service_account: Joi.string().allow(null).default(null).description('Service account of the attempt pods; null mounts no service account token at all.'),
   fs_group: Joi.number().integer().min(0).allow(null).default(null).description('Pod fsGroup, for volumes that support ownership management.'),
-  resource_classes: Joi.object().pattern(Joi.string(), Joi.object({ requests: resources.default({}), limits: resources.default({}) })).default({})
+  resource_classes: Joi.object()
+    .pattern(Joi.string(), Joi.object({ requests: resources.default({}), limits: resources.default({}) }))
+    .default({})
     .description('Resource class (job hints.resource_class) → requests/limits; job.c1 and job.c2 have defaults.'),
   default_resource_class: Joi.string().default('job.c1').description('Class of jobs that name none.'),
   workspace: Joi.object({
-    persistent_volume_claim: Joi.string().description('ReadWriteMany claim holding the worker\'s workspace root.'),
-    host_path: Joi.string().pattern(/^\//).description('Directory on the node holding the worker\'s workspace root (single-node clusters).'),
-    mount_path: Joi.string().pattern(/^\//).allow(null).default(null)
+    persistent_volume_claim: Joi.string().description("ReadWriteMany claim holding the worker's workspace root."),
+    host_path: Joi.string().pattern(/^\//).description("Directory on the node holding the worker's workspace root (single-node clusters)."),
+    mount_path: Joi.string()
+      .pattern(/^\//)
+      .allow(null)
+      .default(null)
       .description('Where the worker sees the volume: its workspace root (default: worker.workspace_root).'),
-  }).xor('persistent_volume_claim', 'host_path').required()
+  })
+    .xor('persistent_volume_claim', 'host_path')
+    .required()
     .description('How a pod sees the workspace the worker prepared on its own filesystem.'),
   node_selector: Joi.object().pattern(labelKey, labelValue).default({}),
   labels: Joi.object().pattern(labelKey, labelValue).default({}).description('Extra labels on every pod and secret.'),
   kill_grace_seconds: Joi.number().integer().min(0).default(5).description('Grace period of the pod deletion that kills an attempt.'),
-  pending_timeout_ms: Joi.number().integer().min(1).default(300_000).description('How long a pod may stay Pending (scheduling, image pull) before start fails.'),
-  unschedulable: Joi.string().valid('fail', 'wait').default('fail')
+  pending_timeout_ms: Joi.number()
+    .integer()
+    .min(1)
+    .default(300_000)
+    .description('How long a pod may stay Pending (scheduling, image pull) before start fails.'),
+  unschedulable: Joi.string()
+    .valid('fail', 'wait')
+    .default('fail')
     .description('fail: an unschedulable pod fails the start at once; wait: keep waiting (cluster autoscaler) up to pending_timeout_ms.'),
 })
   .oxor('kubeconfig', 'in_cluster', 'server')
-  .with('token', 'server').with('ca', 'server').with('context', 'kubeconfig');
+  .with('token', 'server')
+  .with('ca', 'server')
+  .with('context', 'kubeconfig');
 
 /** The worker's workspace root, as the worker plugin computes it. */
 export function workspaceRoot(options: KubernetesOptions, config: Config | undefined): string {
@@ -95,11 +119,17 @@ export function kubeConfigOf(options: KubernetesOptions): KubeConfig {
       throw new Error('adapters.runtime.options.server: an http:// server needs insecure_skip_tls_verify: true (no TLS at all)');
     }
     kc.loadFromClusterAndUser(
-      { name: 'svc', server: options.server.replace(/\/$/, ''), skipTLSVerify: options.insecure_skip_tls_verify, ...(options.ca ? { caData: Buffer.from(options.ca).toString('base64') } : {}) },
+      {
+        name: 'svc',
+        server: options.server.replace(/\/$/, ''),
+        skipTLSVerify: options.insecure_skip_tls_verify,
+        ...(options.ca ? { caData: Buffer.from(options.ca).toString('base64') } : {}),
+      },
       { name: 'svc', ...(options.token ? { token: options.token } : {}) },
     );
   } else if (options.in_cluster) {
-    if (!process.env.KUBERNETES_SERVICE_HOST) throw new Error('adapters.runtime.options.in_cluster: KUBERNETES_SERVICE_HOST is not set (the worker is not running in a pod)');
+    if (!process.env.KUBERNETES_SERVICE_HOST)
+      throw new Error('adapters.runtime.options.in_cluster: KUBERNETES_SERVICE_HOST is not set (the worker is not running in a pod)');
     kc.loadFromCluster();
   } else if (options.kubeconfig) {
     const file = options.kubeconfig.replace(/^~(?=\/)/, homedir());

@@ -53,16 +53,23 @@ export class PodProcess implements RunningProcess {
   private timedOut = false;
   private deleted = false;
 
-  constructor(private readonly run: PodRun, timeoutMs: number | undefined) {
-    const timer = timeoutMs ? setTimeout(() => {
-      this.timedOut = true;
-      void this.deletePod();
-    }, timeoutMs) : undefined;
-    const ended = run.api.watchPod(run.name, (pod, gone) => (finished(pod, gone) ? { pod, gone } : undefined)).catch((err: Error) => {
-      run.logger.error({ err, pod: run.name }, 'runtime kubernetes: lost track of the pod');
-      this.output.note(`[kubernetes: lost track of pod ${run.name}: ${err.message}]`);
-      return { pod: null, gone: true };
-    });
+  constructor(
+    private readonly run: PodRun,
+    timeoutMs: number | undefined,
+  ) {
+    const timer = timeoutMs
+      ? setTimeout(() => {
+          this.timedOut = true;
+          void this.deletePod();
+        }, timeoutMs)
+      : undefined;
+    const ended = run.api
+      .watchPod(run.name, (pod, gone) => (finished(pod, gone) ? { pod, gone } : undefined))
+      .catch((err: Error) => {
+        run.logger.error({ err, pod: run.name }, 'runtime kubernetes: lost track of the pod');
+        this.output.note(`[kubernetes: lost track of pod ${run.name}: ${err.message}]`);
+        return { pod: null, gone: true };
+      });
     const following = this.follow(ended.then((e) => (this.end = e)));
     this.exited = (async () => {
       const end = await ended;
@@ -170,9 +177,11 @@ export class PodProcess implements RunningProcess {
     const name = this.run.name;
     const timedOut = this.timedOut || pod?.status?.reason === 'DeadlineExceeded';
     const term = terminatedOf(pod);
-    if (pod?.status?.reason) this.output.note(`[kubernetes: pod ${name} ${pod.status.phase ?? ''}: ${pod.status.reason}${pod.status.message ? `: ${pod.status.message}` : ''}]`);
+    if (pod?.status?.reason)
+      this.output.note(`[kubernetes: pod ${name} ${pod.status.phase ?? ''}: ${pod.status.reason}${pod.status.message ? `: ${pod.status.message}` : ''}]`);
     if (!term) {
-      if (!this.deleted || !gone) this.output.note(`[kubernetes: pod ${name} ended without its container's exit status${gone ? ' (the pod was deleted)' : ''}]`);
+      if (!this.deleted || !gone)
+        this.output.note(`[kubernetes: pod ${name} ended without its container's exit status${gone ? ' (the pod was deleted)' : ''}]`);
       return { exitCode: null, signal: 'SIGKILL', timedOut };
     }
     if (term.reason && !['Completed', 'Error'].includes(term.reason)) {

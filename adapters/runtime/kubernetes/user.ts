@@ -17,12 +17,15 @@ export function serverUser(): UnixUser | null {
 
 export function podUser(spec: ProcessSpec, server: UnixUser | null): UnixUser {
   if (spec.user) {
-    if (spec.user.uid === 0) throw new Error('runtime kubernetes: attempts do not run as root in a pod (runAsNonRoot); set worker.run_as_uid (SVC_RUN_AS_UID) to another user');
+    if (spec.user.uid === 0)
+      throw new Error('runtime kubernetes: attempts do not run as root in a pod (runAsNonRoot); set worker.run_as_uid (SVC_RUN_AS_UID) to another user');
     return { uid: spec.user.uid, gid: spec.user.gid };
   }
   if (!server) throw new Error('runtime kubernetes: the server has no uid to run pods as; set worker.run_as_uid (SVC_RUN_AS_UID)');
   if (server.uid === 0) {
-    throw new Error('runtime kubernetes: without worker.run_as_uid pods run as the server\'s own user, which is root, and pods do not run as root (runAsNonRoot); set worker.run_as_uid (SVC_RUN_AS_UID) to another user');
+    throw new Error(
+      "runtime kubernetes: without worker.run_as_uid pods run as the server's own user, which is root, and pods do not run as root (runAsNonRoot); set worker.run_as_uid (SVC_RUN_AS_UID) to another user",
+    );
   }
   return server;
 }

@@ -20,8 +20,7 @@ type Options = {
 };
 
 const optionsSchema = Joi.object({
-  kill_grace_ms: Joi.number().integer().min(0).default(5000)
-    .description('After SIGTERM to the process group, wait this long before SIGKILL.'),
+  kill_grace_ms: Joi.number().integer().min(0).default(5000).description('After SIGTERM to the process group, wait this long before SIGKILL.'),
 });
 
 function childEnv(specEnv: Record<string, string>): Record<string, string> {
@@ -50,7 +49,11 @@ async function groupRunning(pgid: number): Promise<boolean> {
 }
 
 function signalGroup(pgid: number, signal: NodeJS.Signals): void {
-  try { process.kill(-pgid, signal); } catch { /* ESRCH: the group is already gone */ }
+  try {
+    process.kill(-pgid, signal);
+  } catch {
+    /* ESRCH: the group is already gone */
+  }
 }
 
 class LocalProcess implements RunningProcess {
@@ -60,7 +63,12 @@ class LocalProcess implements RunningProcess {
   private killing?: Promise<void>;
   private leaderExited = false;
 
-  constructor(private readonly child: ChildProcess, private readonly graceMs: number, timeoutMs: number | undefined, keeper: GroupKeeper) {
+  constructor(
+    private readonly child: ChildProcess,
+    private readonly graceMs: number,
+    timeoutMs: number | undefined,
+    keeper: GroupKeeper,
+  ) {
     this.output.add(child.stdout!, 'stdout');
     this.output.add(child.stderr!, 'stderr');
     const onTimeout = () => {
@@ -130,7 +138,10 @@ class LocalRuntime implements Runtime {
   readonly name = 'local';
   private readonly keeper: GroupKeeper;
 
-  constructor(private readonly options: Options, private readonly logger: Logger) {
+  constructor(
+    private readonly options: Options,
+    private readonly logger: Logger,
+  ) {
     this.keeper = new GroupKeeper(logger);
   }
 
@@ -138,7 +149,7 @@ class LocalRuntime implements Runtime {
   private owner(spec: ProcessSpec): { uid: number; gid: number } | null {
     if (!spec.user) return null;
     if (process.getuid?.() === 0) return spec.user;
-    if (process.getuid?.() !== spec.user.uid) this.logger.debug({ user: spec.user }, 'runtime local: not root, so processes run as the server\'s own user');
+    if (process.getuid?.() !== spec.user.uid) this.logger.debug({ user: spec.user }, "runtime local: not root, so processes run as the server's own user");
     return null;
   }
 

@@ -33,20 +33,31 @@ type Options = {
 const KEY_FIELD = '__svc_schedule_key';
 
 const optionsSchema = Joi.object({
-  backend: Joi.string().valid('postgres', 'mongodb').default('postgres')
+  backend: Joi.string()
+    .valid('postgres', 'mongodb')
+    .default('postgres')
     .description('Where Agenda stores jobs: the service database (postgres) or MongoDB (mongodb_url).'),
   // Interpolated into SQL identifiers and the trigger function name by the backend, hence the strict pattern.
-  table_name: Joi.string().pattern(/^[a-z_][a-z0-9_]{0,39}$/).default('svc_scheduled_jobs')
+  table_name: Joi.string()
+    .pattern(/^[a-z_][a-z0-9_]{0,39}$/)
+    .default('svc_scheduled_jobs')
     .description('Jobs table (postgres; `<name>_logs` is created beside it) or collection (mongodb); also the LISTEN/NOTIFY channel.'),
-  mongodb_url: Joi.string().uri({ scheme: ['mongodb', 'mongodb+srv'] })
+  mongodb_url: Joi.string()
+    .uri({ scheme: ['mongodb', 'mongodb+srv'] })
     .when('backend', { is: 'mongodb', then: Joi.required(), otherwise: Joi.forbidden() })
     .description('MongoDB connection string; only with backend: mongodb.'),
-  mongodb_connect_timeout_ms: Joi.number().integer().min(100).default(10_000)
+  mongodb_connect_timeout_ms: Joi.number()
+    .integer()
+    .min(100)
+    .default(10_000)
     .description('How long the start waits for MongoDB before it fails (mongodb only).'),
   process_every_ms: Joi.number().integer().min(50).default(1000).description('How often each replica polls for due jobs.'),
   default_concurrency: Joi.number().integer().min(1).default(5).description('Jobs of one name run at once per replica unless define() says otherwise.'),
   max_concurrency: Joi.number().integer().min(1).default(20).description('Jobs of all names run at once per replica.'),
-  lock_lifetime_ms: Joi.number().integer().min(1000).default(120_000)
+  lock_lifetime_ms: Joi.number()
+    .integer()
+    .min(1000)
+    .default(120_000)
     .description('A job whose replica stops touching it for this long is taken over by another replica (running jobs are touched automatically).'),
   stop_timeout_ms: Joi.number().integer().min(0).default(10_000).description('stop() waits this long for running jobs before closing connections.'),
 });
@@ -156,26 +167,33 @@ class AgendaScheduler implements Scheduler {
   define(name: string, handler: ScheduledJobHandler, options: DefineOptions = {}): void {
     const lockLifetime = this.options.lock_lifetime_ms;
     const concurrency = options.concurrency ?? this.options.default_concurrency;
-    this.agenda.define(name, async (job: Job) => {
-      this.running.add(job);
-      // Agenda abandons (and lets another replica restart) a job whose lock is not touched within its lifetime.
-      let touching: Promise<void> = Promise.resolve();
-      const keepAlive = setInterval(() => {
-        touching = touching.then(() => job.touch()).catch((err) => this.logger.warn({ err, job: name }, 'scheduler: touch failed'));
-      }, Math.max(500, Math.floor(lockLifetime / 3)));
-      try {
-        await handler(handlerData(job.attrs.data));
-      } finally {
-        clearInterval(keepAlive);
-        await touching; // a touch landing after Agenda's final save would re-lock the job
-      }
-    }, {
-      concurrency,
-      // Agenda otherwise locks every due job of the name at once, starving the other replicas.
-      lockLimit: concurrency,
-      lockLifetime,
-      backoff: retryBackoff(options.retryDelaysMs ?? []),
-    });
+    this.agenda.define(
+      name,
+      async (job: Job) => {
+        this.running.add(job);
+        // Agenda abandons (and lets another replica restart) a job whose lock is not touched within its lifetime.
+        let touching: Promise<void> = Promise.resolve();
+        const keepAlive = setInterval(
+          () => {
+            touching = touching.then(() => job.touch()).catch((err) => this.logger.warn({ err, job: name }, 'scheduler: touch failed'));
+          },
+          Math.max(500, Math.floor(lockLifetime / 3)),
+        );
+        try {
+          await handler(handlerData(job.attrs.data));
+        } finally {
+          clearInterval(keepAlive);
+          await touching; // a touch landing after Agenda's final save would re-lock the job
+        }
+      },
+      {
+        concurrency,
+        // Agenda otherwise locks every due job of the name at once, starving the other replicas.
+        lockLimit: concurrency,
+        lockLifetime,
+        backoff: retryBackoff(options.retryDelaysMs ?? []),
+      },
+    );
   }
 
   async every(intervalMs: number, name: string, data: Record<string, unknown> = {}): Promise<void> {
@@ -224,7 +242,10 @@ class AgendaScheduler implements Scheduler {
     const deadline = Date.now() + this.options.stop_timeout_ms;
     while (this.running.size > 0 && Date.now() < deadline) await sleep(25);
     if (this.running.size > 0) {
-      this.logger.warn({ running: [...this.running].map((j) => j.attrs.name) }, 'scheduler: stopping with jobs still running; another replica retakes them when their lock expires');
+      this.logger.warn(
+        { running: [...this.running].map((j) => j.attrs.name) },
+        'scheduler: stopping with jobs still running; another replica retakes them when their lock expires',
+      );
     }
     await this.storage.close();
   }
@@ -235,9 +256,10 @@ export default defineAdapter<Scheduler, Options>({
   name: 'agenda',
   options: optionsSchema,
   async create(options, deps) {
-    const storage = options.backend === 'mongodb'
-      ? await mongoStorage(options.mongodb_url!, options.table_name, options.mongodb_connect_timeout_ms)
-      : await postgresStorage(options, deps);
+    const storage =
+      options.backend === 'mongodb'
+        ? await mongoStorage(options.mongodb_url!, options.table_name, options.mongodb_connect_timeout_ms)
+        : await postgresStorage(options, deps);
     const agenda = new Agenda({
       backend: storage.backend,
       // Recorded as last_modified_by on the rows this instance locks.

@@ -16,7 +16,9 @@ const repository = Joi.object({ full_name: Joi.string().required() }).unknown(tr
 const branchEnd = Joi.object({ ref: Joi.string().required(), sha: SHA.required() }).unknown(true);
 
 const pushSchema = Joi.object({
-  ref: Joi.string().pattern(/^refs\//).required(),
+  ref: Joi.string()
+    .pattern(/^refs\//)
+    .required(),
   before: SHA.required(),
   after: SHA.required(),
   commits: Joi.array().items(Joi.object().unknown(true)).default([]),
@@ -32,7 +34,9 @@ const pullRequestSchema = Joi.object({
     title: Joi.string().allow('').required(),
     head: branchEnd.required(),
     base: branchEnd.required(),
-  }).unknown(true).required(),
+  })
+    .unknown(true)
+    .required(),
   repository: repository.required(),
   sender: account,
 }).unknown(true);
@@ -105,7 +109,19 @@ export function pullRequestEvent(body: unknown, dedupeKey: string | null): Inbou
   if ('problem' in read) return read.problem;
   const p = read.value;
   const pr = p.pull_request as Json & { head: { ref: string; sha: string } };
-  const pullRequest = pick(pr, ['number', 'title', 'body', 'state', 'draft', 'merged', 'merged_at', 'merge_commit_sha', 'html_url', 'created_at', 'updated_at'])!;
+  const pullRequest = pick(pr, [
+    'number',
+    'title',
+    'body',
+    'state',
+    'draft',
+    'merged',
+    'merged_at',
+    'merge_commit_sha',
+    'html_url',
+    'created_at',
+    'updated_at',
+  ])!;
   return {
     type: 'vcshost.pull_request',
     payload: {

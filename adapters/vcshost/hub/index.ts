@@ -25,10 +25,11 @@ const REPO = /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/;
 const HEADER_NAME = Joi.string().pattern(/^[A-Za-z0-9-]+$/);
 
 const optionsSchema = Joi.object({
-  api_url: Joi.string().uri({ scheme: ['http', 'https'] }).default('https://api.github.com')
+  api_url: Joi.string()
+    .uri({ scheme: ['http', 'https'] })
+    .default('https://api.github.com')
     .description('REST API root: https://api.github.com, https://<host>/api/v3 (Enterprise Server) or https://<host>/api/v1 (Gitea, Forgejo).'),
-  token: Joi.string().allow(null).default(null)
-    .description('Token for API calls whose caller brings none (SVC_ADAPTERS__VCSHOST__OPTIONS__TOKEN).'),
+  token: Joi.string().allow(null).default(null).description('Token for API calls whose caller brings none (SVC_ADAPTERS__VCSHOST__OPTIONS__TOKEN).'),
   timeout_ms: Joi.number().integer().min(100).default(30_000).description('How long an API call may take.'),
   event_header: HEADER_NAME.default('X-GitHub-Event').description('Header naming the kind of a webhook delivery (Gitea and Forgejo send it too).'),
   delivery_header: HEADER_NAME.default('X-GitHub-Delivery').description('Header carrying the unique delivery id, the dedupe key of the event.'),

@@ -1,7 +1,14 @@
 import { DONE_FRAME, dataFrame, parseJson, type WireEvent } from './sse.ts';
 import { noUsage, tokenCount, type StreamTranslator, type TokenUsage } from './types.ts';
 
-const FINISH: Record<string, string> = { end_turn: 'stop', stop_sequence: 'stop', max_tokens: 'length', tool_use: 'tool_calls', pause_turn: 'stop', refusal: 'content_filter' };
+const FINISH: Record<string, string> = {
+  end_turn: 'stop',
+  stop_sequence: 'stop',
+  max_tokens: 'length',
+  tool_use: 'tool_calls',
+  pause_turn: 'stop',
+  refusal: 'content_filter',
+};
 
 export const finishReason = (stop: unknown): string | null => (typeof stop === 'string' ? (FINISH[stop] ?? 'stop') : null);
 
@@ -88,7 +95,12 @@ export class AnthropicStream implements StreamTranslator {
   private chatUsage() {
     const u = this.usage;
     const prompt = u.input_tokens + u.cache_read_tokens + u.cache_write_tokens;
-    return { prompt_tokens: prompt, completion_tokens: u.output_tokens, total_tokens: prompt + u.output_tokens, prompt_tokens_details: { cached_tokens: u.cache_read_tokens } };
+    return {
+      prompt_tokens: prompt,
+      completion_tokens: u.output_tokens,
+      total_tokens: prompt + u.output_tokens,
+      prompt_tokens_details: { cached_tokens: u.cache_read_tokens },
+    };
   }
 }
 

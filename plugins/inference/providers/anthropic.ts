@@ -12,7 +12,8 @@ type Message = { role: 'user' | 'assistant'; content: Block[] };
 /** Text of a chat-completions content value (a string, or parts of which the text ones count). */
 function textOf(content: unknown): string {
   if (typeof content === 'string') return content;
-  if (Array.isArray(content)) return content.map((p) => (p && typeof p === 'object' && (p as Block).type === 'text' ? String((p as Block).text ?? '') : '')).join('');
+  if (Array.isArray(content))
+    return content.map((p) => (p && typeof p === 'object' && (p as Block).type === 'text' ? String((p as Block).text ?? '') : '')).join('');
   return '';
 }
 
@@ -74,7 +75,9 @@ export function toMessagesRequest(request: ChatRequest, upstreamModel: string): 
   if (request.stop !== undefined && request.stop !== null) out.stop_sequences = Array.isArray(request.stop) ? request.stop : [request.stop];
   if (Array.isArray(request.tools)) {
     out.tools = (request.tools as { function: { name: string; description?: string; parameters?: unknown } }[]).map((t) => ({
-      name: t.function?.name, ...(t.function?.description ? { description: t.function.description } : {}), input_schema: t.function?.parameters ?? { type: 'object', properties: {} },
+      name: t.function?.name,
+      ...(t.function?.description ? { description: t.function.description } : {}),
+      input_schema: t.function?.parameters ?? { type: 'object', properties: {} },
     }));
   }
   const choice = request.tool_choice as string | { function?: { name?: string } } | undefined;
@@ -88,19 +91,26 @@ export function toMessagesRequest(request: ChatRequest, upstreamModel: string): 
 /** An Anthropic message as a chat.completion. */
 export function toChatCompletion(body: Record<string, any>): Record<string, unknown> {
   const content: Block[] = Array.isArray(body?.content) ? body.content : [];
-  const text = content.filter((b) => b.type === 'text').map((b) => String(b.text ?? '')).join('');
-  const calls = content.filter((b) => b.type === 'tool_use').map((b) => ({ id: b.id, type: 'function', function: { name: b.name, arguments: JSON.stringify(b.input ?? {}) } }));
+  const text = content
+    .filter((b) => b.type === 'text')
+    .map((b) => String(b.text ?? ''))
+    .join('');
+  const calls = content
+    .filter((b) => b.type === 'tool_use')
+    .map((b) => ({ id: b.id, type: 'function', function: { name: b.name, arguments: JSON.stringify(b.input ?? {}) } }));
   const usage = anthropicUsage(body?.usage);
   return {
     id: body?.id,
     object: 'chat.completion',
     created: Math.floor(Date.now() / 1000),
     model: body?.model,
-    choices: [{
-      index: 0,
-      message: { role: 'assistant', content: text === '' && calls.length ? null : text, ...(calls.length ? { tool_calls: calls } : {}) },
-      finish_reason: finishReason(body?.stop_reason),
-    }],
+    choices: [
+      {
+        index: 0,
+        message: { role: 'assistant', content: text === '' && calls.length ? null : text, ...(calls.length ? { tool_calls: calls } : {}) },
+        finish_reason: finishReason(body?.stop_reason),
+      },
+    ],
     usage: {
       prompt_tokens: usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens,
       completion_tokens: usage.output_tokens,

@@ -7,7 +7,16 @@ import { principalOf, requires } from '../../../core/http/access.ts';
 import { docs, timestamp } from '../../../core/http/schemas.ts';
 import { listQuerySchema, pageSchema, type ListQuery } from '../../../core/http/lists.ts';
 import { paramsOf, payloadOf, queryOf } from '../../../core/http/request.ts';
-import { AttachmentService, DEFAULT_MIME_TYPE, ENCODINGS, MAX_ATTACHMENT_BYTES, attachmentName, contentDisposition, mimeType, type NewAttachment } from './attachments.ts';
+import {
+  AttachmentService,
+  DEFAULT_MIME_TYPE,
+  ENCODINGS,
+  MAX_ATTACHMENT_BYTES,
+  attachmentName,
+  contentDisposition,
+  mimeType,
+  type NewAttachment,
+} from './attachments.ts';
 import { jobId } from '../job/schemas.ts';
 
 const tags = ['api', 'jobs'];
@@ -24,11 +33,16 @@ const createSchema = Joi.object({
   name: attachmentName.required(),
   mime_type: mimeType.description(`stored and served as Content-Type (${DEFAULT_MIME_TYPE} when none is given)`),
   content: Joi.string().allow('').required().description(`the file, at most ${MAX_ATTACHMENT_BYTES} bytes (5 MiB) once decoded`),
-  encoding: Joi.string().valid(...ENCODINGS).default('utf8').description('how content is written: utf8 text, or base64 for any bytes'),
+  encoding: Joi.string()
+    .valid(...ENCODINGS)
+    .default('utf8')
+    .description('how content is written: utf8 text, or base64 for any bytes'),
 }).label('CreateAttachment');
 
 const attachmentSchema = Joi.object({
-  id: Joi.string().pattern(/^att_[0-7][0-9a-hjkmnp-tv-z]{25}$/, 'att_<base32> id').required(),
+  id: Joi.string()
+    .pattern(/^att_[0-7][0-9a-hjkmnp-tv-z]{25}$/, 'att_<base32> id')
+    .required(),
   job_id: jobId.required(),
   name: Joi.string().required(),
   mime_type: Joi.string().allow(null).required(),
@@ -54,7 +68,8 @@ export function attachmentRoutes(container: DependencyContainer): ServerRoute[] 
       method: 'POST',
       path: '/jobs/{job_id}/attachments',
       options: {
-        tags, description: 'Attach a file to the job (JSON: name, optional mime_type, content as utf8 or base64); a name is unique per job (409)',
+        tags,
+        description: 'Attach a file to the job (JSON: name, optional mime_type, content as utf8 or base64); a name is unique per job (409)',
         plugins: { svc: { ...requires('jobs:write', 'job').svc, bytes: ['content'] }, ...docs(400, 401, 403, 404, 409, 413) },
         payload: { maxBytes: ATTACHMENT_PAYLOAD_MAX, allow: 'application/json', failAction: payloadFailed },
         validate: { params: jobParams, payload: createSchema },
@@ -67,7 +82,8 @@ export function attachmentRoutes(container: DependencyContainer): ServerRoute[] 
       method: 'GET',
       path: '/jobs/{job_id}/attachments',
       options: {
-        tags, description: "The job's attachments, newest first (metadata only)",
+        tags,
+        description: "The job's attachments, newest first (metadata only)",
         plugins: { ...requires('jobs:read', 'job'), ...docs(400, 401, 404) },
         validate: { params: jobParams, query: listQuery },
         response: { schema: pageSchema(attachmentSchema, 'AttachmentList') },
@@ -78,7 +94,8 @@ export function attachmentRoutes(container: DependencyContainer): ServerRoute[] 
       method: 'GET',
       path: '/jobs/{job_id}/attachments/{name}',
       options: {
-        tags, description: "One attachment's metadata",
+        tags,
+        description: "One attachment's metadata",
         plugins: { ...requires('jobs:read', 'job'), ...docs(400, 401, 404) },
         validate: { params: fileParams },
         response: { schema: attachmentSchema },
@@ -89,7 +106,8 @@ export function attachmentRoutes(container: DependencyContainer): ServerRoute[] 
       method: 'GET',
       path: '/jobs/{job_id}/attachments/{name}/content',
       options: {
-        tags, description: 'The attachment\'s bytes, with its stored Content-Type (application/octet-stream when none was given)',
+        tags,
+        description: "The attachment's bytes, with its stored Content-Type (application/octet-stream when none was given)",
         plugins: {
           ...requires('jobs:read', 'job'),
           'hapi-swagger': { ...docs(400, 401, 404)['hapi-swagger'], produces: ['application/octet-stream', 'application/json'] },
@@ -115,7 +133,8 @@ export function attachmentRoutes(container: DependencyContainer): ServerRoute[] 
       method: 'DELETE',
       path: '/jobs/{job_id}/attachments/{name}',
       options: {
-        tags, description: 'Remove the attachment',
+        tags,
+        description: 'Remove the attachment',
         plugins: { ...requires('jobs:write', 'job'), ...docs(204, 400, 401, 403, 404) },
         validate: { params: fileParams },
       },

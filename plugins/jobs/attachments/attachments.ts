@@ -28,7 +28,7 @@ export const attachmentName = Joi.string()
   .example('notes.md');
 
 /** A media type as Content-Type carries it (served back as is, so nothing that could break the header). */
-const TOKEN = "[A-Za-z0-9!#$&^_.+-]+";
+const TOKEN = '[A-Za-z0-9!#$&^_.+-]+';
 export const mimeType = Joi.string()
   .max(255)
   .pattern(new RegExp(`^${TOKEN}/${TOKEN}(\\s*;\\s*${TOKEN}=(${TOKEN}|"[^"\\\\\\p{Cc}]*"))*$`, 'u'), 'type/subtype[; parameter=value]')
@@ -63,18 +63,25 @@ export class AttachmentRepository {
   constructor(@inject(Tokens.Db) private readonly db: Db) {}
 
   async insert(row: Omit<Attachment, 'created_at'> & { content: Buffer; created_by: string }): Promise<Attachment> {
-    const [created] = await this.db('job_attachments').insert(row).returning([...META]);
+    const [created] = await this.db('job_attachments')
+      .insert(row)
+      .returning([...META]);
     return created;
   }
 
   /** Metadata only: the content column is left out of the page query altogether. */
   list(jobId: string, query: Pick<ListQuery, 'limit' | 'offset'>): Promise<Page<Attachment>> {
-    const meta = this.db('job_attachments').select([...META]).where({ job_id: jobId }).as('job_attachments');
+    const meta = this.db('job_attachments')
+      .select([...META])
+      .where({ job_id: jobId })
+      .as('job_attachments');
     return paginate<Attachment, Attachment>(this.db.from(meta), query, (r) => r, 'job_attachments');
   }
 
   byName(jobId: string, name: string): Promise<Attachment | undefined> {
-    return this.db('job_attachments').where({ job_id: jobId, name }).first([...META]);
+    return this.db('job_attachments')
+      .where({ job_id: jobId, name })
+      .first([...META]);
   }
 
   content(jobId: string, name: string): Promise<{ mime_type: string | null; size_bytes: number; content: Buffer } | undefined> {
@@ -106,8 +113,7 @@ export function decodeBase64(text: string): Buffer | null {
   return Buffer.from(body, 'base64');
 }
 
-const tooLarge = (size: number) =>
-  new TooLarge(`attachment content is ${size} bytes; the limit is ${MAX_ATTACHMENT_BYTES} bytes (5 MiB) after decoding`);
+const tooLarge = (size: number) => new TooLarge(`attachment content is ${size} bytes; the limit is ${MAX_ATTACHMENT_BYTES} bytes (5 MiB) after decoding`);
 
 @injectable()
 export class AttachmentService {

@@ -3,7 +3,14 @@ import { Tokens } from '../../../core/tokens.ts';
 import type { Db } from '../../../core/db/knex.ts';
 import type { JobPhase } from '../../../core/ports/jobs.ts';
 import {
-  type AttemptCompletion, type AttemptControl as AttemptControlPort, type AttemptLease, type AttemptWork, type LogLine, type RunnerEventType, type UsageCall, type WorkerSystemEventType,
+  type AttemptCompletion,
+  type AttemptControl as AttemptControlPort,
+  type AttemptLease,
+  type AttemptWork,
+  type LogLine,
+  type RunnerEventType,
+  type UsageCall,
+  type WorkerSystemEventType,
 } from '../../../core/ports/attempts.ts';
 import { emitEvent } from '../../../core/events/emit.ts';
 import { ProjectDirectoryToken, type ProjectDirectory } from '../../../core/ports/directory.ts';
@@ -23,17 +30,35 @@ export class AttemptControl implements AttemptControlPort {
   ) {}
 
   async load(jobId: string, attemptId: string): Promise<AttemptWork | null> {
-    const job = await this.db('jobs').where({ id: jobId }).first(
-      'id', 'project_id', 'parent_id', 'title', 'description', 'phase', 'hints', 'git', 'env_name', 'harness', 'env_overrides', 'resource_refs', 'created_by',
-    );
+    const job = await this.db('jobs')
+      .where({ id: jobId })
+      .first(
+        'id',
+        'project_id',
+        'parent_id',
+        'title',
+        'description',
+        'phase',
+        'hints',
+        'git',
+        'env_name',
+        'harness',
+        'env_overrides',
+        'resource_refs',
+        'created_by',
+      );
     if (!job) return null;
     const [attempt, project] = await Promise.all([
-      this.db('job_attempts as a').where({ 'a.id': attemptId, 'a.job_id': jobId }).first(
-        'a.id', 'a.attempt_number', 'a.status',
-        // the failed attempts since the last one that did not fail
-        this.db.raw(`(SELECT count(*)::int FROM job_attempts p WHERE p.job_id = a.job_id AND p.attempt_number < a.attempt_number AND p.status = 'failed'
+      this.db('job_attempts as a')
+        .where({ 'a.id': attemptId, 'a.job_id': jobId })
+        .first(
+          'a.id',
+          'a.attempt_number',
+          'a.status',
+          // the failed attempts since the last one that did not fail
+          this.db.raw(`(SELECT count(*)::int FROM job_attempts p WHERE p.job_id = a.job_id AND p.attempt_number < a.attempt_number AND p.status = 'failed'
           AND p.attempt_number > COALESCE((SELECT max(q.attempt_number) FROM job_attempts q WHERE q.job_id = a.job_id AND q.attempt_number < a.attempt_number AND q.status <> 'failed'), 0)) AS failed_before`),
-      ),
+        ),
       this.projects.byId(job.project_id),
     ]);
     return attempt && project ? { job, attempt, project } : null;
@@ -47,7 +72,14 @@ export class AttemptControl implements AttemptControlPort {
   /** One transaction: the resolved git is stored under the lease, then the attempt ends (the job's promotion finds the git when it succeeded). */
   async complete(lease: AttemptLease, completion: AttemptCompletion): Promise<JobPhase> {
     const { result, result_json, error, final, git } = completion;
-    const outcome = await this.claims.complete(lease.jobId, lease.attemptId, { lease_token: lease.leaseToken, result, result_json, error, final, git: git ? { ...git } : null });
+    const outcome = await this.claims.complete(lease.jobId, lease.attemptId, {
+      lease_token: lease.leaseToken,
+      result,
+      result_json,
+      error,
+      final,
+      git: git ? { ...git } : null,
+    });
     return outcome.job.phase;
   }
 
@@ -73,7 +105,10 @@ export class AttemptControl implements AttemptControlPort {
     const job = await this.db('jobs').where({ id: lease.jobId }).first('project_id');
     if (!job) return;
     await emitEvent(this.db, {
-      project_id: job.project_id, type, source: 'runner', actor_type: 'system',
+      project_id: job.project_id,
+      type,
+      source: 'runner',
+      actor_type: 'system',
       payload: { attempt_id: lease.attemptId, job_id: lease.jobId, ...payload },
     });
   }
@@ -84,7 +119,11 @@ export class AttemptControl implements AttemptControlPort {
       await this.claims.fence(lease.jobId, lease.attemptId, lease.leaseToken, trx);
       const job = await trx('jobs').where({ id: lease.jobId }).first('project_id', 'env_name');
       await emitEvent(trx, {
-        project_id: job.project_id, type, source: 'system', actor_type: 'system', env_name: job.env_name,
+        project_id: job.project_id,
+        type,
+        source: 'system',
+        actor_type: 'system',
+        env_name: job.env_name,
         payload: { job_id: lease.jobId, attempt_id: lease.attemptId, ...payload },
       });
     });

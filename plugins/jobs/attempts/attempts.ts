@@ -50,8 +50,13 @@ export const attemptSchema = Joi.object({
   id: Joi.string().guid().required(),
   job_id: jobId.required(),
   attempt_number: Joi.number().integer().min(1).required(),
-  status: Joi.string().valid(...ATTEMPT_STATUSES).required(),
-  result_status: Joi.string().valid(...RESULT_STATUSES).allow(null).required(),
+  status: Joi.string()
+    .valid(...ATTEMPT_STATUSES)
+    .required(),
+  result_status: Joi.string()
+    .valid(...RESULT_STATUSES)
+    .allow(null)
+    .required(),
   result_json: Joi.object().unknown(true).allow(null).required().description('the last json-result block; {svc: result} when none was sent'),
   result_summary: Joi.string().allow(null).required(),
   error: Joi.string().allow(null).required(),
@@ -74,8 +79,20 @@ const scopedGate = (projectId: string, key: string) => `${projectId}:${key}`;
 const scopedGateSql = (projectExpr: string, keyExpr: string) => `${projectExpr} || ':' || ${keyExpr}`;
 /** Every job_attempts column (the compiler insists on all of them), for statements that return attempts beside jobs. */
 const ATTEMPT_COLUMNS = Object.keys({
-  id: 1, job_id: 1, attempt_number: 1, status: 1, result_status: 1, result_json: 1, result_summary: 1, error: 1,
-  lease_owner: 1, lease_token: 1, lease_expires_at: 1, git: 1, started_at: 1, ended_at: 1,
+  id: 1,
+  job_id: 1,
+  attempt_number: 1,
+  status: 1,
+  result_status: 1,
+  result_json: 1,
+  result_summary: 1,
+  error: 1,
+  lease_owner: 1,
+  lease_token: 1,
+  lease_expires_at: 1,
+  git: 1,
+  started_at: 1,
+  ended_at: 1,
 } satisfies Record<keyof AttemptRow, 1>);
 /** Claimers mark the gate keys they are taking with transaction-scoped advisory locks in this namespace. */
 const GATE_LOCK_SPACE = 0x5ca7e;
@@ -102,10 +119,7 @@ export class AttemptRepository {
 
   /** The attempt `attemptId` of `jobId`, row-locked. */
   lock(jobId: string, attemptId: string, trx: Db): Promise<(AttemptRow & { lease_live: boolean }) | undefined> {
-    return trx('job_attempts')
-      .where({ id: attemptId, job_id: jobId })
-      .forUpdate()
-      .first('*', trx.raw('lease_expires_at > now() AS lease_live'));
+    return trx('job_attempts').where({ id: attemptId, job_id: jobId }).forUpdate().first('*', trx.raw('lease_expires_at > now() AS lease_live'));
   }
 
   /** The running attempt of `jobId` (at most one), row-locked. */
@@ -131,7 +145,14 @@ export class AttemptRepository {
    * receipts are written when attempts end). Gated ones come back locked with no attempt, for the
    * per-job path (advisory locks and job_gates). Rows are in claim order.
    */
-  async claimBatch(owner: string, limit: number, leaseSeconds: number, exclude: string[], trx: Db, skipWorkerTypes: string[] = []): Promise<{ job: JobRow; attempt: ClaimedAttempt | null }[]> {
+  async claimBatch(
+    owner: string,
+    limit: number,
+    leaseSeconds: number,
+    exclude: string[],
+    trx: Db,
+    skipWorkerTypes: string[] = [],
+  ): Promise<{ job: JobRow; attempt: ClaimedAttempt | null }[]> {
     const gateless = (a: string) => `(CASE WHEN jsonb_typeof(${a}.hints->'gates') = 'array' THEN jsonb_array_length(${a}.hints->'gates') = 0 ELSE true END)`;
     const { rows } = await trx.raw(
       `WITH picked AS MATERIALIZED (
@@ -181,7 +202,9 @@ export class AttemptRepository {
 
   /** The resolved git of a running attempt (see ResolvedGit), written just before it ends. */
   async setGit(attemptId: string, git: Record<string, unknown>, trx: Db): Promise<void> {
-    await trx('job_attempts').where({ id: attemptId }).update({ git: JSON.stringify(git) });
+    await trx('job_attempts')
+      .where({ id: attemptId })
+      .update({ git: JSON.stringify(git) });
   }
 
   /**
@@ -193,13 +216,17 @@ export class AttemptRepository {
     const keys = gateKeysOf(job);
     if (keys.length === 0) return [];
     const scoped = keys.map((k) => scopedGate(job.project_id, k));
-    const { rows: busy } = await trx.raw(
-      'SELECT k FROM unnest(?::text[]) AS k WHERE NOT pg_try_advisory_xact_lock(?::int, hashtext(k))',
-      [scoped, GATE_LOCK_SPACE],
-    );
+    const { rows: busy } = await trx.raw('SELECT k FROM unnest(?::text[]) AS k WHERE NOT pg_try_advisory_xact_lock(?::int, hashtext(k))', [
+      scoped,
+      GATE_LOCK_SPACE,
+    ]);
     const free = scoped.filter((k) => !busy.some((b: { k: string }) => b.k === k)).sort();
     const taken: { gate_key: string }[] = free.length
-      ? await trx('job_gates').insert(free.map((k) => ({ gate_key: k, job_id: job.id, attempt_id: attemptId }))).onConflict('gate_key').ignore().returning('gate_key')
+      ? await trx('job_gates')
+          .insert(free.map((k) => ({ gate_key: k, job_id: job.id, attempt_id: attemptId })))
+          .onConflict('gate_key')
+          .ignore()
+          .returning('gate_key')
       : [];
     return keys.filter((_, i) => !taken.some((t) => t.gate_key === scoped[i]));
   }
@@ -223,14 +250,21 @@ export class AttemptRepository {
 
   /** The owners of running attempts whose name starts with `prefix`. */
   async runningOwners(prefix: string, db: Db): Promise<string[]> {
-    const rows = await db('job_attempts').distinct('lease_owner').where({ status: 'running' }).whereLike('lease_owner', `${prefix.replace(/[\\%_]/g, '\\$&')}%`);
+    const rows = await db('job_attempts')
+      .distinct('lease_owner')
+      .where({ status: 'running' })
+      .whereLike('lease_owner', `${prefix.replace(/[\\%_]/g, '\\$&')}%`);
     return rows.map((r: { lease_owner: string }) => r.lease_owner);
   }
 
   /** Ends the leases of these owners' running attempts now, so the reaper takes them at its next pass. */
   async expireLeasesOf(owners: string[], db: Db): Promise<number> {
     if (owners.length === 0) return 0;
-    return db('job_attempts').where({ status: 'running' }).whereIn('lease_owner', owners).where('lease_expires_at', '>', db.fn.now()).update({ lease_expires_at: db.fn.now() });
+    return db('job_attempts')
+      .where({ status: 'running' })
+      .whereIn('lease_owner', owners)
+      .where('lease_expires_at', '>', db.fn.now())
+      .update({ lease_expires_at: db.fn.now() });
   }
 
   /** One page of the job's attempts, newest (highest number) first. */

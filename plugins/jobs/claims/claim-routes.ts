@@ -27,7 +27,13 @@ const releasePayload = Joi.object({ attempt_id: Joi.string().guid().required(), 
 const heartbeatPayload = Joi.object({ lease_token: leaseToken, lease_seconds: leaseSeconds }).label('HeartbeatRequest');
 const completePayload = Joi.object({
   lease_token: leaseToken,
-  result: Joi.object({ status: Joi.string().valid(...RESULT_STATUSES).required(), summary: text(20_000), reason: text(2000) })
+  result: Joi.object({
+    status: Joi.string()
+      .valid(...RESULT_STATUSES)
+      .required(),
+    summary: text(20_000),
+    reason: text(2000),
+  })
     .required()
     .description('the svc object of the json-result block'),
   result_json: Joi.object().unknown(true).description('the whole json-result block'),
@@ -49,7 +55,9 @@ export function claimRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/jobs/{job_id}/claim',
       options: {
-        tags, description: 'Claim a ready job: 409 when it is not ready, deferred, blocked (the message names the blockers) or a gate is held (body adds blocked_on_gates and jobId)',
+        tags,
+        description:
+          'Claim a ready job: 409 when it is not ready, deferred, blocked (the message names the blockers) or a gate is held (body adds blocked_on_gates and jobId)',
         plugins: write([409]),
         validate: { params: jobParams, payload: claimPayload },
         response: { schema: claimedSchema },
@@ -63,7 +71,8 @@ export function claimRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/jobs/{job_id}/release',
       options: {
-        tags, description: 'Give a claimed job back: the attempt ends cancelled, its gates are freed, the job is ready again (409 when the lease is lost)',
+        tags,
+        description: 'Give a claimed job back: the attempt ends cancelled, its gates are freed, the job is ready again (409 when the lease is lost)',
         plugins: write([409]),
         validate: { params: jobParams, payload: releasePayload },
         response: { schema: outcomeSchema },
@@ -77,7 +86,8 @@ export function claimRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/jobs/{job_id}/attempts/{attempt_id}/heartbeat',
       options: {
-        tags, description: 'Extend the lease of a running attempt (409 when the token does not match, the lease expired or the attempt ended)',
+        tags,
+        description: 'Extend the lease of a running attempt (409 when the token does not match, the lease expired or the attempt ended)',
         plugins: write([409]),
         validate: { params: attemptParams, payload: heartbeatPayload },
         response: { schema: attemptSchema },
@@ -92,7 +102,8 @@ export function claimRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/jobs/{job_id}/attempts/{attempt_id}/complete',
       options: {
-        tags, description: 'End an attempt with its result (success, waiting, failed), written only under its live lease (409 otherwise, nothing written)',
+        tags,
+        description: 'End an attempt with its result (success, waiting, failed), written only under its live lease (409 otherwise, nothing written)',
         plugins: write([409]),
         validate: { params: attemptParams, payload: completePayload },
         response: { schema: outcomeSchema },
@@ -106,7 +117,8 @@ export function claimRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/jobs/{job_id}/submit',
       options: {
-        tags, description: 'Submit an active job for review with a summary; its running attempt ends as succeeded',
+        tags,
+        description: 'Submit an active job for review with a summary; its running attempt ends as succeeded',
         plugins: write([409]),
         validate: { params: jobParams, payload: Joi.object({ summary: text(20_000).required() }).label('SubmitRequest') },
         response: { schema: jobSchema },
@@ -117,9 +129,15 @@ export function claimRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/jobs/{job_id}/approve',
       options: {
-        tags, description: 'Approve a job in review: it is done',
+        tags,
+        description: 'Approve a job in review: it is done',
         plugins: write([409]),
-        validate: { params: jobParams, payload: Joi.object({ comment: text(20_000) }).allow(null).label('ApproveRequest') },
+        validate: {
+          params: jobParams,
+          payload: Joi.object({ comment: text(20_000) })
+            .allow(null)
+            .label('ApproveRequest'),
+        },
         response: { schema: jobSchema },
       },
       handler: (request) => review.approve(paramsOf(request).job_id, principalOf(request).id, payloadOf<{ comment?: string } | null>(request)?.comment),
@@ -128,7 +146,8 @@ export function claimRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/jobs/{job_id}/reject',
       options: {
-        tags, description: 'Reject a job in review with a reason: it is active again with a new attempt claimed for the caller (who gets its lease token)',
+        tags,
+        description: 'Reject a job in review with a reason: it is active again with a new attempt claimed for the caller (who gets its lease token)',
         plugins: write([409]),
         validate: { params: jobParams, payload: Joi.object({ reason: text(20_000).required() }).label('RejectRequest') },
         response: { schema: claimedSchema },
@@ -139,7 +158,8 @@ export function claimRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/projects/{project_id}/jobs/{job_id}/attempts',
       options: {
-        tags, description: 'Attempts of a job, highest attempt_number first',
+        tags,
+        description: 'Attempts of a job, highest attempt_number first',
         plugins: { ...requires('jobs:read', 'project'), ...docs(400, 401, 404) },
         validate: { params: projectJobParams, query: listQuerySchema },
         response: { schema: pageSchema(attemptSchema, 'AttemptList') },
@@ -153,7 +173,8 @@ export function claimRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/projects/{project_id}/jobs/{job_id}/attempts/{attempt_number}',
       options: {
-        tags, description: 'One attempt of a job by its number',
+        tags,
+        description: 'One attempt of a job by its number',
         plugins: { ...requires('jobs:read', 'project'), ...docs(400, 401, 404) },
         validate: { params: projectJobParams.keys({ attempt_number: Joi.number().integer().min(1).required() }) },
         response: { schema: attemptSchema },

@@ -92,10 +92,12 @@ export class Claims {
           if (attempt) claimed.push({ job: toJob(job), attempt });
           else {
             // A savepoint: a gate taken meanwhile undoes this job's attempt only.
-            const result = await trx.transaction((sp) => this.lifecycle.start(job, owner, leaseSeconds, sp)).catch((e) => {
-              if (e instanceof GatesHeld) return null;
-              throw e;
-            });
+            const result = await trx
+              .transaction((sp) => this.lifecycle.start(job, owner, leaseSeconds, sp))
+              .catch((e) => {
+                if (e instanceof GatesHeld) return null;
+                throw e;
+              });
             if (result) claimed.push(result);
           }
         }
@@ -137,7 +139,8 @@ export class Claims {
       if (completion.git) await this.attempts.setGit(attempt.id, completion.git, trx);
       const { status, summary, reason } = completion.result;
       const reported = { result_status: status, result_summary: summary ?? null, result_json: completion.result_json ?? { svc: completion.result } };
-      if (status === 'failed') return this.lifecycle.fail(job, attempt, { ...reported, error: completion.error ?? reason ?? 'failed' }, trx, 'ATTEMPT_FAILED', completion.final);
+      if (status === 'failed')
+        return this.lifecycle.fail(job, attempt, { ...reported, error: completion.error ?? reason ?? 'failed' }, trx, 'ATTEMPT_FAILED', completion.final);
       return this.lifecycle.succeed(job, attempt, { ...reported, error: completion.error ?? null }, trx);
     });
   }

@@ -29,7 +29,10 @@ export class JobDispatcher implements RoleService {
   private readonly databaseUrl: string;
   private worker: WorkerDispatcher | null = null;
   private stopped = false;
-  private readonly passes = new Passes(() => this.pass(), (err) => this.logger.error({ err }, 'claim pass failed'));
+  private readonly passes = new Passes(
+    () => this.pass(),
+    (err) => this.logger.error({ err }, 'claim pass failed'),
+  );
 
   constructor(private readonly container: DependencyContainer) {
     this.claims = container.resolve(Claims);
@@ -70,13 +73,20 @@ export class JobDispatcher implements RoleService {
   private async pass(): Promise<void> {
     const worker = this.worker!;
     for (let room = worker.capacity(); room > 0 && !this.stopped; room = worker.capacity()) {
-      const batch = await this.claims.claimNext(this.owner, Math.min(room, MAX_BATCH), { leaseSeconds: this.leaseSeconds, skipWorkerTypes: worker.fullTypes?.() ?? [] });
+      const batch = await this.claims.claimNext(this.owner, Math.min(room, MAX_BATCH), {
+        leaseSeconds: this.leaseSeconds,
+        skipWorkerTypes: worker.fullTypes?.() ?? [],
+      });
       for (const { job, attempt } of batch) {
         const workerType = job.hints.worker_type;
         await worker
           .dispatch({
-            jobId: job.id, projectId: job.project_id, attemptId: attempt.id, attemptNumber: attempt.attempt_number,
-            leaseToken: attempt.lease_token, leaseExpiresAt: new Date(attempt.lease_expires_at!),
+            jobId: job.id,
+            projectId: job.project_id,
+            attemptId: attempt.id,
+            attemptNumber: attempt.attempt_number,
+            leaseToken: attempt.lease_token,
+            leaseExpiresAt: new Date(attempt.lease_expires_at!),
             workerType: typeof workerType === 'string' && workerType !== '' ? workerType : null,
           })
           .catch((err) => this.logger.error({ err, jobId: job.id }, 'dispatch failed; the lease will expire and the attempt be reaped'));

@@ -3,7 +3,7 @@ import type { DependencyContainer } from 'tsyringe';
 import { inject, injectable } from '../../../core/di.ts';
 import { Tokens } from '../../../core/tokens.ts';
 import type { Db } from '../../../core/db/knex.ts';
-import { ROLE_PERMISSIONS, type Permission } from '../../../core/auth/permissions.ts';
+import { type Permission } from '../../../core/auth/permissions.ts';
 import type { Grant, Principal } from '../../../core/auth/principal.ts';
 import type { Creator } from '../../../core/ports/launchers.ts';
 import { ManifestDefaultsToken, type ManifestDefaults } from '../../../core/ports/manifest.ts';
@@ -41,7 +41,6 @@ export function titleFrom(description: string): string {
   return `${(space > TITLE_MAX / 2 ? cut.slice(0, space) : cut).trimEnd()}…`;
 }
 
-
 /** Manifest defaults under explicit fields; objects (hints, git, workspace) merge key by key. */
 export function withDefaults(defaults: Record<string, unknown>, explicit: CreateJobInput): CreateJobInput {
   const out: Record<string, unknown> = { ...defaults, ...explicit };
@@ -71,9 +70,7 @@ export class JobCreation {
 
   /** One batch: the projects' slugs in one read (a deleted project's rows get null), then one INSERT. */
   private readonly roots = new Batcher<NewRootJob, JobRow | null>(async (rows) => {
-    const live = new Map(
-      (await this.projects.byIds([...new Set(rows.map((r) => r.project_id))])).filter((p) => !p.deleted).map((p) => [p.id, p.slug]),
-    );
+    const live = new Map((await this.projects.byIds([...new Set(rows.map((r) => r.project_id))])).filter((p) => !p.deleted).map((p) => [p.id, p.slug]));
     const insertable = rows.flatMap((row) => (live.has(row.project_id) ? [{ ...row, slug: live.get(row.project_id)! }] : []));
     const inserted = insertable.length ? await this.jobs.insertRoots(insertable) : [];
     this.lifecycle.created(inserted.filter((r) => r !== null));
@@ -172,12 +169,14 @@ export class JobCreation {
  * `harness` names a harness this server has (a built-in, an alias, or one a harness plugin adds),
  * when a harness registry is loaded; looked up per request, so plugin order does not matter.
  */
-export const knownHarness = (container: DependencyContainer): JobRequestCheck => async (_projectId, { harness }) => {
-  if (typeof harness !== 'string' || !container.isRegistered(HarnessRegistryToken)) return;
-  const registry = container.resolve(HarnessRegistryToken);
-  if (registry.get(harness)) return;
-  throw new BadRequest(`harness: unknown harness '${harness}' (known: ${harnessNames(registry).join(', ')})`);
-};
+export const knownHarness =
+  (container: DependencyContainer): JobRequestCheck =>
+  async (_projectId, { harness }) => {
+    if (typeof harness !== 'string' || !container.isRegistered(HarnessRegistryToken)) return;
+    const registry = container.resolve(HarnessRegistryToken);
+    if (registry.get(harness)) return;
+    throw new BadRequest(`harness: unknown harness '${harness}' (known: ${harnessNames(registry).join(', ')})`);
+  };
 
 /** Overrides need `jobs:harness_override`; secret-backed env values need `secrets:read` too. */
 export function requireOverridePermissions(grant: Grant, input: CreateJobInput): void {
@@ -188,6 +187,7 @@ export function requireOverridePermissions(grant: Grant, input: CreateJobInput):
   if (input.harness_profile_override !== undefined) need('jobs:harness_override', 'harness_profile_override');
   if (input.env_overrides !== undefined) {
     need('jobs:harness_override', 'env_overrides');
-    if (Object.values(input.env_overrides as Record<string, string>).some((v) => SECRET_EXPRESSION.test(v))) need('secrets:read', 'secret-backed env_overrides');
+    if (Object.values(input.env_overrides as Record<string, string>).some((v) => SECRET_EXPRESSION.test(v)))
+      need('secrets:read', 'secret-backed env_overrides');
   }
 }

@@ -100,7 +100,11 @@ export class JobRepository {
       draws: ID_ATTEMPTS,
       attempt: async () => {
         const id = `${slug}-${randomBytes(4).toString('hex')}`;
-        const [created] = await trx('jobs').insert(serialize({ ...row, id })).onConflict('id').ignore().returning('*');
+        const [created] = await trx('jobs')
+          .insert(serialize({ ...row, id }))
+          .onConflict('id')
+          .ignore()
+          .returning('*');
         return created ?? null;
       },
       exhausted: () => new Error(`no free job id in project ${row.project_id} after ${ID_ATTEMPTS} draws`),
@@ -134,7 +138,10 @@ export class JobRepository {
   }
 
   async update(id: string, changes: Partial<JobRow>, trx: Db): Promise<JobRow> {
-    const [row] = await trx('jobs').where({ id }).update({ ...serialize(changes), updated_at: trx.fn.now() }).returning('*');
+    const [row] = await trx('jobs')
+      .where({ id })
+      .update({ ...serialize(changes), updated_at: trx.fn.now() })
+      .returning('*');
     return row;
   }
 
@@ -152,9 +159,25 @@ export class JobRepository {
 
 /** The columns a new root job sets from its request, with their SQL types. */
 const ROOT_COLUMN_TYPES = {
-  title: 'text', description: 'text', issue_type: 'text', labels: 'text[]', phase: 'text', priority: 'smallint', assignee: 'text',
-  review_required: 'text', hints: 'jsonb', git: 'jsonb', workspace: 'jsonb', env_name: 'text', execution_mode: 'text', harness: 'jsonb',
-  env_overrides: 'jsonb', resource_refs: 'jsonb', defer_until: 'timestamptz', due_at: 'timestamptz', created_by: 'text',
+  title: 'text',
+  description: 'text',
+  issue_type: 'text',
+  labels: 'text[]',
+  phase: 'text',
+  priority: 'smallint',
+  assignee: 'text',
+  review_required: 'text',
+  hints: 'jsonb',
+  git: 'jsonb',
+  workspace: 'jsonb',
+  env_name: 'text',
+  execution_mode: 'text',
+  harness: 'jsonb',
+  env_overrides: 'jsonb',
+  resource_refs: 'jsonb',
+  defer_until: 'timestamptz',
+  due_at: 'timestamptz',
+  created_by: 'text',
 } as const;
 const ROOT_COLUMNS = Object.keys(ROOT_COLUMN_TYPES) as (keyof typeof ROOT_COLUMN_TYPES)[];
 

@@ -23,19 +23,20 @@ export function jobRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/projects/{project_id}/jobs',
       options: {
-        tags, description: 'Create a job (only description is required); manifest defaults merge under the given fields',
+        tags,
+        description: 'Create a job (only description is required); manifest defaults merge under the given fields',
         plugins: { ...requires('jobs:create', 'project'), ...docs(400, 401, 403, 404, 409, 422) },
         validate: { params: projectParams, payload: S.createJobSchema },
         response: { status: { 201: S.jobSchema } },
       },
-      handler: async (request, h) =>
-        h.response(await creation.create(principalOf(request), grantOf(request), payloadOf<CreateJobInput>(request))).code(201),
+      handler: async (request, h) => h.response(await creation.create(principalOf(request), grantOf(request), payloadOf<CreateJobInput>(request))).code(201),
     },
     {
       method: 'GET',
       path: '/projects/{project_id}/jobs',
       options: {
-        tags, description: 'Jobs of the project, newest first; filters phase, issue_type, label, assignee, priority, parent_id, due_before',
+        tags,
+        description: 'Jobs of the project, newest first; filters phase, issue_type, label, assignee, priority, parent_id, due_before',
         plugins: { ...requires('jobs:read', 'project'), ...docs(400, 401, 404) },
         validate: { params: projectParams, query: S.listJobsQuery },
         response: { schema: pageSchema(S.jobSchema, 'JobList') },
@@ -47,7 +48,8 @@ export function jobRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/jobs/{job_id}',
       options: {
-        tags, description: 'One job',
+        tags,
+        description: 'One job',
         plugins: { ...requires('jobs:read', 'job'), ...docs(400, 401, 404) },
         validate: { params: jobParams },
         response: { schema: S.jobSchema },
@@ -58,7 +60,9 @@ export function jobRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'PATCH',
       path: '/jobs/{job_id}',
       options: {
-        tags, description: 'Change fields; phase moves between idea, backlog and ready, or to cancelled from any unfinished phase (a running attempt ends); other moves: 409',
+        tags,
+        description:
+          'Change fields; phase moves between idea, backlog and ready, or to cancelled from any unfinished phase (a running attempt ends); other moves: 409',
         plugins: { ...requires('jobs:write', 'job'), ...docs(400, 401, 403, 404, 409) },
         validate: { params: jobParams, payload: S.updateJobSchema },
         response: { schema: S.jobSchema },

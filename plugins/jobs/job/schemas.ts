@@ -29,13 +29,17 @@ export const gitSchema = Joi.object({
   push: Joi.string().valid('never', 'on_success', 'required'),
   remote: Joi.string().max(2000),
 })
-  .custom((git, helpers) => (git.ref_policy === 'explicit' && !git.ref ? helpers.message({ custom: '"git.ref" is required when "git.ref_policy" is explicit' }) : git))
+  .custom((git, helpers) =>
+    git.ref_policy === 'explicit' && !git.ref ? helpers.message({ custom: '"git.ref" is required when "git.ref_policy" is explicit' }) : git,
+  )
   .label('GitControls');
 
 export const hintsSchema = Joi.object({
   worker_type: Joi.string().max(100),
   permission_policy: Joi.string().valid(...PERMISSION_POLICIES),
-  timeout_seconds: Joi.number().positive().max(7 * 86_400),
+  timeout_seconds: Joi.number()
+    .positive()
+    .max(7 * 86_400),
   resource_class: Joi.string().max(100),
   max_cost: Joi.object({ currency: Joi.string().length(3).uppercase().required(), amount: Joi.number().positive().required() }),
   max_tokens: Joi.number().integer().positive(),
@@ -57,7 +61,11 @@ const checked = (parse: (value: string) => object) => (value: string, helpers: J
 };
 
 const resourceRef = Joi.object({
-  uri: Joi.string().max(2000).custom(checked(parseResourceUri), 'resource uri').required().description('org_docs:/<path>[@v<N>] or job_attachments:/<job_id>/<name>'),
+  uri: Joi.string()
+    .max(2000)
+    .custom(checked(parseResourceUri), 'resource uri')
+    .required()
+    .description('org_docs:/<path>[@v<N>] or job_attachments:/<job_id>/<name>'),
   label: Joi.string().max(200),
   required: Joi.boolean().default(true),
   mount_path: Joi.string().max(1024).custom(checked(normalizeMountPath), 'mount path').description('relative path under .svc/resources/, no ".." segments'),
@@ -77,7 +85,10 @@ export const createJobSchema = Joi.object({
   review_required: Joi.string().valid(...REVIEW_REQUIRED),
   defer_until: isoDate.allow(null),
   due_at: isoDate.allow(null),
-  harness: Joi.string().max(200).pattern(HARNESS_NAME).description('harness_a … harness_f, an alias, or a harness plugin\'s id; checked against this server\'s harnesses'),
+  harness: Joi.string()
+    .max(200)
+    .pattern(HARNESS_NAME)
+    .description("harness_a … harness_f, an alias, or a harness plugin's id; checked against this server's harnesses"),
   harness_profile: Joi.string().max(200),
   harness_variant: Joi.string().max(200),
   harness_options: Joi.object({ variant: Joi.string().max(200), model: Joi.string().max(200), reasoning_effort: Joi.string().valid(...REASONING_EFFORTS) }),
@@ -105,7 +116,9 @@ export const updateJobSchema = Joi.object({
   due_at: isoDate.allow(null),
   hints: hintsSchema,
   env_name: Joi.string().max(200).allow(null),
-  phase: Joi.string().valid(...PHASES).description('moves through the state machine; a move it does not allow is 409'),
+  phase: Joi.string()
+    .valid(...PHASES)
+    .description('moves through the state machine; a move it does not allow is 409'),
   close_reason: Joi.string().max(2000).description('with phase cancelled'),
 })
   .min(1)
@@ -120,7 +133,9 @@ export const jobSchema = Joi.object({
   description: Joi.string().allow(null).required(),
   issue_type: Joi.string().required(),
   labels: Joi.array().items(Joi.string()).required(),
-  phase: Joi.string().valid(...PHASES).required(),
+  phase: Joi.string()
+    .valid(...PHASES)
+    .required(),
   priority: Joi.number().integer().required(),
   assignee: Joi.string().allow(null).required(),
   review_required: Joi.string().required(),
@@ -131,7 +146,10 @@ export const jobSchema = Joi.object({
   workspace: Joi.object().unknown(true).allow(null).required(),
   env_name: Joi.string().allow(null).required(),
   execution_mode: Joi.string().required(),
-  harness: Joi.object().unknown(true).required().description('harness, harness_profile, harness_variant, harness_options, model, reasoning_effort as requested'),
+  harness: Joi.object()
+    .unknown(true)
+    .required()
+    .description('harness, harness_profile, harness_variant, harness_options, model, reasoning_effort as requested'),
   resource_refs: Joi.array().items(Joi.object().unknown(true)).required(),
   defer_until: timestamp.allow(null).required(),
   due_at: timestamp.allow(null).required(),

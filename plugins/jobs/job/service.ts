@@ -10,7 +10,9 @@ import { BadRequest, Conflict, NotFound } from '../../../core/errors.ts';
 /** Phases a person may move a job between with PATCH; active, review and done are reached by the work itself. */
 const PLANNING: Phase[] = ['idea', 'backlog', 'ready'];
 
-export type JobChanges = Partial<Pick<JobRow, 'title' | 'description' | 'issue_type' | 'labels' | 'priority' | 'assignee' | 'review_required' | 'env_name' | 'close_reason'>> & {
+export type JobChanges = Partial<
+  Pick<JobRow, 'title' | 'description' | 'issue_type' | 'labels' | 'priority' | 'assignee' | 'review_required' | 'env_name' | 'close_reason'>
+> & {
   hints?: Record<string, unknown>;
   defer_until?: string | null;
   due_at?: string | null;
@@ -47,7 +49,8 @@ export class JobService {
       if (defer_until !== undefined) patch.defer_until = defer_until ? new Date(defer_until) : null;
       if (due_at !== undefined) patch.due_at = due_at ? new Date(due_at) : null;
       if (changes.close_reason !== undefined && phase !== 'cancelled') throw new BadRequest('"close_reason" goes with phase cancelled');
-      if (phase === 'cancelled' && (job.phase === 'active' || job.phase === 'review')) Object.assign(patch, await this.lifecycle.cancelWork(job, changes.close_reason ?? undefined, trx));
+      if (phase === 'cancelled' && (job.phase === 'active' || job.phase === 'review'))
+        Object.assign(patch, await this.lifecycle.cancelWork(job, changes.close_reason ?? undefined, trx));
       else if (phase && phase !== job.phase) Object.assign(patch, planningMove(job, phase, changes.close_reason ?? undefined));
       return toJob(await this.lifecycle.change(id, patch, trx));
     });

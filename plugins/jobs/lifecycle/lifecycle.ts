@@ -33,7 +33,10 @@ export interface ClaimPick {
 
 /** A gate of the job is held by another job: 409 whose body names the keys and the job that wanted them. */
 export class GatesHeld extends Conflict {
-  constructor(readonly jobId: string, readonly heldKeys: string[]) {
+  constructor(
+    readonly jobId: string,
+    readonly heldKeys: string[],
+  ) {
     super(`job ${jobId} waits for gates held by other jobs: ${heldKeys.join(', ')}`, { blocked_on_gates: heldKeys, jobId });
   }
 }
@@ -97,7 +100,10 @@ export class JobLifecycle implements PhaseMover {
    */
   async claimBatch(owner: string, limit: number, leaseSeconds: number, exclude: string[], trx: Db, skipWorkerTypes: string[]): Promise<ClaimPick[]> {
     const picks = await this.attempts.claimBatch(owner, limit, leaseSeconds, exclude, trx, skipWorkerTypes);
-    await this.listeners.changed(picks.filter((p) => p.attempt).map((p) => p.job), trx);
+    await this.listeners.changed(
+      picks.filter((p) => p.attempt).map((p) => p.job),
+      trx,
+    );
     return picks;
   }
 
@@ -133,7 +139,14 @@ export class JobLifecycle implements PhaseMover {
    * A failed attempt: the job is retried (ready for a new attempt) while `max_attempts` allows and
    * the failure is not `final`, else cancelled, which is the job failing for good: `system.job.failed`.
    */
-  async fail(job: JobRow, attempt: AttemptRow, ending: Omit<AttemptEnding, 'status'> & { error: string }, trx: Db, code: Failure['error_code'] = 'ATTEMPT_FAILED', final = false): Promise<AttemptOutcome> {
+  async fail(
+    job: JobRow,
+    attempt: AttemptRow,
+    ending: Omit<AttemptEnding, 'status'> & { error: string },
+    trx: Db,
+    code: Failure['error_code'] = 'ATTEMPT_FAILED',
+    final = false,
+  ): Promise<AttemptOutcome> {
     const ended = await this.endAttempt(attempt.id, { status: 'failed', ...ending }, trx);
     const failures = await this.attempts.failures(job.id, trx);
     const allowed = typeof job.hints.max_attempts === 'number' ? job.hints.max_attempts : DEFAULT_MAX_ATTEMPTS;

@@ -33,10 +33,18 @@ function origin(hints: Record<string, unknown>): Record<string, string> {
 export async function emitAttemptCompleted(trx: Db, job: JobFacts, attempt: AttemptRow, threadId?: string): Promise<void> {
   const coordination = isObject(job.hints.coordination) ? job.hints.coordination : {};
   await emitEvent(trx, {
-    project_id: job.project_id, type: 'system.job.attempt.completed', source: 'system', actor_type: 'system', env_name: job.env_name,
+    project_id: job.project_id,
+    type: 'system.job.attempt.completed',
+    source: 'system',
+    actor_type: 'system',
+    env_name: job.env_name,
     payload: {
-      job_id: job.id, attempt_id: attempt.id, assignee: attempt.lease_owner ?? job.assignee, thread_id: threadId ?? text(coordination.thread_id),
-      execution_type: executionType(job.hints), status: attempt.status,
+      job_id: job.id,
+      attempt_id: attempt.id,
+      assignee: attempt.lease_owner ?? job.assignee,
+      thread_id: threadId ?? text(coordination.thread_id),
+      execution_type: executionType(job.hints),
+      status: attempt.status,
       duration_ms: attempt.ended_at ? new Date(attempt.ended_at).getTime() - new Date(attempt.started_at).getTime() : null,
     },
   });
@@ -54,12 +62,24 @@ export async function emitJobFailed(trx: Db, job: JobFacts, attempt: AttemptRow,
   const exit = isObject(attempt.result_json) ? attempt.result_json.exit_code : undefined;
   const ids = requestIds(job.hints);
   await emitEvent(trx, {
-    project_id: job.project_id, type: 'system.job.failed', source: 'system', actor_type: 'system', env_name: job.env_name, ...ids,
+    project_id: job.project_id,
+    type: 'system.job.failed',
+    source: 'system',
+    actor_type: 'system',
+    env_name: job.env_name,
+    ...ids,
     payload: {
-      job_id: job.id, attempt_id: attempt.id, error_message: failure.error_message, error_code: failure.error_code,
-      exit_code: typeof exit === 'number' ? exit : null, ...ids,
+      job_id: job.id,
+      attempt_id: attempt.id,
+      error_message: failure.error_message,
+      error_code: failure.error_code,
+      exit_code: typeof exit === 'number' ? exit : null,
+      ...ids,
       metadata: {
-        project_id: job.project_id, attempt_number: attempt.attempt_number, failed_attempts: failure.failures, max_attempts: failure.max_attempts,
+        project_id: job.project_id,
+        attempt_number: attempt.attempt_number,
+        failed_attempts: failure.failures,
+        max_attempts: failure.max_attempts,
         ...origin(job.hints),
       },
     },
@@ -74,17 +94,28 @@ export async function emitJobFailed(trx: Db, job: JobFacts, attempt: AttemptRow,
 export const emitJobsCompleted: JobPhaseListener = async (jobs, trx) => {
   const done = jobs.filter((j) => j.phase === 'done');
   if (done.length === 0) return;
-  const attempts: { job_id: string; id: string; result_summary: string | null }[] = await latestSuccessfulAttempts(trx, done.map((j) => j.id))
-    .select('job_id', 'id', 'result_summary');
+  const attempts: { job_id: string; id: string; result_summary: string | null }[] = await latestSuccessfulAttempts(
+    trx,
+    done.map((j) => j.id),
+  ).select('job_id', 'id', 'result_summary');
   const latest = new Map(attempts.map((a) => [a.job_id, a]));
   for (const job of done) {
     const attempt = latest.get(job.id);
     const ids = requestIds(job.hints);
     await emitEvent(trx, {
-      project_id: job.project_id, type: 'system.job.completed', source: 'system', actor_type: 'system', env_name: job.env_name, ...ids,
+      project_id: job.project_id,
+      type: 'system.job.completed',
+      source: 'system',
+      actor_type: 'system',
+      env_name: job.env_name,
+      ...ids,
       payload: {
-        job_id: job.id, attempt_id: attempt?.id ?? null, status: job.phase, result_summary: attempt?.result_summary ?? null,
-        close_reason: job.close_reason, ...ids,
+        job_id: job.id,
+        attempt_id: attempt?.id ?? null,
+        status: job.phase,
+        result_summary: attempt?.result_summary ?? null,
+        close_reason: job.close_reason,
+        ...ids,
         metadata: { project_id: job.project_id, ...origin(job.hints) },
       },
     });

@@ -18,11 +18,7 @@ const STREAM_BATCH = 500;
 
 @injectable()
 export class AttemptLogBus extends NotifyBus {
-  constructor(
-    @inject(Tokens.Db) db: Db,
-    @inject(Tokens.DatabaseUrl) databaseUrl: string,
-    @inject(Tokens.Logger) logger: Logger,
-  ) {
+  constructor(@inject(Tokens.Db) db: Db, @inject(Tokens.DatabaseUrl) databaseUrl: string, @inject(Tokens.Logger) logger: Logger) {
     super(LOG_CHANNEL, 'attempt log', db, databaseUrl, logger);
   }
 }
@@ -68,6 +64,11 @@ export class AttemptLogs {
   };
 
   after(attemptId: string, afterSeq: number): Promise<StoredLine[]> {
-    return this.db('attempt_logs').where({ attempt_id: attemptId }).andWhere('seq', '>', afterSeq).orderBy('seq').limit(STREAM_BATCH).select('seq', 'stream', 'line', 'at');
+    return this.db('attempt_logs')
+      .where({ attempt_id: attemptId })
+      .andWhere('seq', '>', afterSeq)
+      .orderBy('seq')
+      .limit(STREAM_BATCH)
+      .select('seq', 'stream', 'line', 'at');
   }
 }

@@ -43,7 +43,8 @@ export function logRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/jobs/{job_id}/attempts/{attempt_id}/logs',
       options: {
-        tags, description: 'Output lines of an attempt, oldest first (seq order); page with limit/offset or with after_seq as a cursor',
+        tags,
+        description: 'Output lines of an attempt, oldest first (seq order); page with limit/offset or with after_seq as a cursor',
         plugins: { ...requires('jobs:read', 'job'), ...docs(400, 401, 403, 404) },
         validate: { params: attemptParams, query: logQuery },
         response: { schema: pageSchema(lineSchema, 'AttemptLogPage') },
@@ -60,23 +61,33 @@ export function logRoutes(container: DependencyContainer): ServerRoute[] {
       path: '/jobs/{job_id}/attempts/{attempt_id}/logs/stream',
       options: {
         tags,
-        description: 'Server-sent events: each output line (`log`, id = seq) as it is appended; `end` with the attempt status once it has ended (resume with Last-Event-ID)',
+        description:
+          'Server-sent events: each output line (`log`, id = seq) as it is appended; `end` with the attempt status once it has ended (resume with Last-Event-ID)',
         plugins: { ...requires('jobs:read', 'job'), ...docs(400, 401, 403, 404) },
         validate: { params: attemptParams, query: eventStreamQuery('seq') },
-        response: eventStreamResponse('AttemptLogStream', '`log` events (id = seq, data = the line), then one `end` event (data: status, result_status, error)'),
+        response: eventStreamResponse(
+          'AttemptLogStream',
+          '`log` events (id = seq, data = the line), then one `end` event (data: status, result_status, error)',
+        ),
       },
       handler: async (request, h) => {
         const { job_id, attempt_id } = paramsOf(request);
         await attemptOf(job_id, attempt_id);
-        return openEventStream(request, h, {
-          subscribe: (wake) => logs.bus.subscribe(job_id, wake),
-          ended: async () => (await attemptOf(job_id, attempt_id)).status !== 'running',
-          after: async (afterSeq) => (await logs.after(attempt_id, afterSeq)).map((l) => ({ id: l.seq, type: 'log', data: l })),
-          closing: async () => {
-            const a = await attemptOf(job_id, attempt_id);
-            return sseFrame({ type: 'end', data: { status: a.status, result_status: a.result_status, error: a.error } });
+        return openEventStream(
+          request,
+          h,
+          {
+            subscribe: (wake) => logs.bus.subscribe(job_id, wake),
+            ended: async () => (await attemptOf(job_id, attempt_id)).status !== 'running',
+            after: async (afterSeq) => (await logs.after(attempt_id, afterSeq)).map((l) => ({ id: l.seq, type: 'log', data: l })),
+            closing: async () => {
+              const a = await attemptOf(job_id, attempt_id);
+              return sseFrame({ type: 'end', data: { status: a.status, result_status: a.result_status, error: a.error } });
+            },
           },
-        }, logger, 'attempt log');
+          logger,
+          'attempt log',
+        );
       },
     },
   ];

@@ -72,8 +72,15 @@ export class AttemptComparison {
   async compare(jobId: string, a: number, b: number, includeReceipt: boolean): Promise<Comparison> {
     const [sa, sb] = [await this.side(jobId, a, 'a'), await this.side(jobId, b, 'b')];
     const summary = (s: Side): AttemptSummary => ({
-      id: s.row.id, attempt_number: s.row.attempt_number, status: s.row.status, result_status: s.row.result_status, error: s.row.error,
-      started_at: s.row.started_at, ended_at: s.row.ended_at, pricing: s.pricing, ...(includeReceipt ? { receipt: s.receipt } : {}),
+      id: s.row.id,
+      attempt_number: s.row.attempt_number,
+      status: s.row.status,
+      result_status: s.row.result_status,
+      error: s.row.error,
+      started_at: s.row.started_at,
+      ended_at: s.row.ended_at,
+      pricing: s.pricing,
+      ...(includeReceipt ? { receipt: s.receipt } : {}),
     });
     const tokenDelta = Object.fromEntries(TOTAL_KEYS.map((k) => [k, sb.tokens[k] - sa.tokens[k]])) as TokenTotals;
     return {
@@ -101,8 +108,12 @@ export class AttemptComparison {
     const counts = Object.fromEntries(TOKEN_FIELDS.map((f) => [f, llm[f]])) as TokenCounts;
     const duration = receipt ? receipt.timing.billable_ms : row.ended_at ? row.ended_at.getTime() - row.started_at.getTime() : null;
     return {
-      row, receipt, tokens: { ...counts, total_tokens: totalTokens(counts), calls: llm.calls },
-      cost_usd: cost.base_cost_usd, pricing: cost.pricing, duration_ms: duration,
+      row,
+      receipt,
+      tokens: { ...counts, total_tokens: totalTokens(counts), calls: llm.calls },
+      cost_usd: cost.base_cost_usd,
+      pricing: cost.pricing,
+      duration_ms: duration,
     };
   }
 }

@@ -60,7 +60,10 @@ const BOUNDARY = new Set(['-', '@', ':']);
  * Case is ignored, and so is a `vendor/` prefix (`anthropic/claude-sonnet-4`). Null when unpriced.
  */
 export function priceOf(model: string, prices: Readonly<Record<string, ModelPrice>> = PRICES): PriceMatch | null {
-  const id = model.trim().toLowerCase().replace(/^[^/]*\//, '');
+  const id = model
+    .trim()
+    .toLowerCase()
+    .replace(/^[^/]*\//, '');
   if (Object.hasOwn(prices, id)) return { id, price: prices[id] };
   let best: string | null = null;
   for (const key of Object.keys(prices)) {

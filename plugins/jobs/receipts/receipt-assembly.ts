@@ -78,8 +78,12 @@ export function usageSections(rows: ModelUsageRow[]): { llm: LlmSection; cost: C
     llm.calls += Number(row.calls);
     llm.duration_ms += Number(row.duration_ms);
     llm.models[row.model] = {
-      calls: Number(row.calls), ...tokens, duration_ms: Number(row.duration_ms), providers: [...row.providers].sort(),
-      cost_usd: modelMicro === null ? null : microToUsd(modelMicro), priced_as: match?.id ?? null,
+      calls: Number(row.calls),
+      ...tokens,
+      duration_ms: Number(row.duration_ms),
+      providers: [...row.providers].sort(),
+      cost_usd: modelMicro === null ? null : microToUsd(modelMicro),
+      priced_as: match?.id ?? null,
     };
   }
   const pricing: Pricing = unpriced.length === 0 ? 'priced' : unpriced.length < rows.length ? 'partial' : 'unpriced';
@@ -139,7 +143,11 @@ function ordered(obj: unknown, keys: string[], nested: Record<string, (v: unknow
   return Object.fromEntries(all.map((k) => [k, nested[k] ? nested[k](o[k]) : o[k]]));
 }
 const byKey = (obj: unknown, compare: (a: string, b: string) => number, each: (v: unknown) => unknown = (v) => v): Obj =>
-  Object.fromEntries(Object.entries((obj ?? {}) as Obj).sort(([a], [b]) => compare(a, b)).map(([k, v]) => [k, each(v)]));
+  Object.fromEntries(
+    Object.entries((obj ?? {}) as Obj)
+      .sort(([a], [b]) => compare(a, b))
+      .map(([k, v]) => [k, each(v)]),
+  );
 
 const MODEL_KEYS = ['calls', ...TOKEN_FIELDS, 'duration_ms', 'providers', 'cost_usd', 'priced_as'];
 
@@ -149,13 +157,21 @@ const MODEL_KEYS = ['calls', ...TOKEN_FIELDS, 'duration_ms', 'providers', 'cost_
  */
 export function inDisplayOrder<R extends Receipt>(receipt: R): R {
   return ordered(receipt, ['receipt_version', 'attempt_id', 'attempt_number', 'job_id', 'status', 'result_status', 'timing', 'llm', 'cost', 'compute'], {
-    timing: (v) => ordered(v, ['started_at', 'ended_at', 'billable_ms', 'phases'], {
-      phases: (p) => byKey(p, (a, b) => phaseRank(a) - phaseRank(b) || a.localeCompare(b)),
-    }),
-    llm: (v) => ordered(v, ['calls', ...TOKEN_FIELDS, 'duration_ms', 'models'], {
-      models: (m) => byKey(m, (a, b) => a.localeCompare(b), (u) => ordered(u, MODEL_KEYS)),
-    }),
-    cost: (v) => ordered(v, ['base_cost_usd', 'billed_cost', 'pricing', 'unpriced_models', 'price_table'], { billed_cost: (b) => ordered(b, ['currency', 'amount']) }),
+    timing: (v) =>
+      ordered(v, ['started_at', 'ended_at', 'billable_ms', 'phases'], {
+        phases: (p) => byKey(p, (a, b) => phaseRank(a) - phaseRank(b) || a.localeCompare(b)),
+      }),
+    llm: (v) =>
+      ordered(v, ['calls', ...TOKEN_FIELDS, 'duration_ms', 'models'], {
+        models: (m) =>
+          byKey(
+            m,
+            (a, b) => a.localeCompare(b),
+            (u) => ordered(u, MODEL_KEYS),
+          ),
+      }),
+    cost: (v) =>
+      ordered(v, ['base_cost_usd', 'billed_cost', 'pricing', 'unpriced_models', 'price_table'], { billed_cost: (b) => ordered(b, ['currency', 'amount']) }),
     compute: (v) => ordered(v, ['resource_class', 'billable_ms']),
   }) as R;
 }

@@ -17,7 +17,7 @@ const RECEIPT_SHAPE =
   'A receipt: {receipt_version, attempt_id, attempt_number, job_id, status, result_status, ' +
   'timing {started_at, ended_at, billable_ms, phases {name: ms}}, ' +
   'llm {calls, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, duration_ms, models {model: {calls, token counts, duration_ms, providers, cost_usd, priced_as}}}, ' +
-  "cost {base_cost_usd, billed_cost {currency, amount}, pricing priced|partial|unpriced, unpriced_models, price_table}, compute {resource_class, billable_ms}, created_at}. " +
+  'cost {base_cost_usd, billed_cost {currency, amount}, pricing priced|partial|unpriced, unpriced_models, price_table}, compute {resource_class, billable_ms}, created_at}. ' +
   'Written once when the attempt ends, however it ends; never changed. Models without a price count 0 (fail-open) and pricing says so.';
 
 const COMPARE_SHAPE =
@@ -76,7 +76,8 @@ export function receiptRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/jobs/{job_id}/receipt',
       options: {
-        tags, description: `The receipt of the job's latest attempt that has one (404 \`job X has no receipt yet\` otherwise). ${RECEIPT_SHAPE}`,
+        tags,
+        description: `The receipt of the job's latest attempt that has one (404 \`job X has no receipt yet\` otherwise). ${RECEIPT_SHAPE}`,
         plugins: read,
         validate: { params: jobParams },
         response: { schema: receiptSchema },
@@ -87,7 +88,8 @@ export function receiptRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/jobs/{job_id}/attempts/{attempt_id}/receipt',
       options: {
-        tags, description: `The receipt of one attempt (404 when it is not the job's, or has none yet because it is still running). ${RECEIPT_SHAPE}`,
+        tags,
+        description: `The receipt of one attempt (404 when it is not the job's, or has none yet because it is still running). ${RECEIPT_SHAPE}`,
         plugins: read,
         validate: { params: attemptParams },
         response: { schema: receiptSchema },
@@ -101,7 +103,8 @@ export function receiptRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/jobs/{job_id}/compare',
       options: {
-        tags, description: COMPARE_SHAPE,
+        tags,
+        description: COMPARE_SHAPE,
         plugins: read,
         validate: { params: jobParams, query: compareQuery },
         response: { schema: comparisonSchema },

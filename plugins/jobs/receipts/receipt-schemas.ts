@@ -28,7 +28,9 @@ export const llmCallSchema = Joi.object({
   // Object-level rules (not Joi.ref) keep the OpenAPI document valid.
   .custom((call, helpers) => {
     const at = pathOf(helpers);
-    return (call.reasoning_tokens ?? 0) > call.output_tokens ? helpers.message({ custom: `"${at}.reasoning_tokens" must not exceed "${at}.output_tokens" (it is part of them)` }) : call;
+    return (call.reasoning_tokens ?? 0) > call.output_tokens
+      ? helpers.message({ custom: `"${at}.reasoning_tokens" must not exceed "${at}.output_tokens" (it is part of them)` })
+      : call;
   })
   .label('LlmCallUsage');
 
@@ -56,7 +58,9 @@ export const phasesPayload = Joi.object({
 
 export const recordedSchema = Joi.object({
   recorded: count.required(),
-  budget_exceeded: Joi.string().description('this usage took the attempt over hints.max_tokens or hints.max_cost: the attempt has been ended as failed (BUDGET_EXCEEDED); stop the run'),
+  budget_exceeded: Joi.string().description(
+    'this usage took the attempt over hints.max_tokens or hints.max_cost: the attempt has been ended as failed (BUDGET_EXCEEDED); stop the run',
+  ),
 }).label('Recorded');
 
 // --- receipts -----------------------------------------------------------------------------------------
@@ -85,33 +89,50 @@ export const receiptSchema = Joi.object({
   attempt_id: Joi.string().guid().required(),
   attempt_number: Joi.number().integer().min(1).required(),
   job_id: jobId.required(),
-  status: Joi.string().valid(...ATTEMPT_STATUSES).required(),
-  result_status: Joi.string().valid(...RESULT_STATUSES).allow(null).required(),
+  status: Joi.string()
+    .valid(...ATTEMPT_STATUSES)
+    .required(),
+  result_status: Joi.string()
+    .valid(...RESULT_STATUSES)
+    .allow(null)
+    .required(),
   timing: Joi.object({
     started_at: timestamp.required(),
     ended_at: timestamp.required(),
     billable_ms: count.required().description('ended_at − started_at'),
     phases: Joi.object().pattern(Joi.string(), count).required().description('phase name → milliseconds'),
-  }).required().label('ReceiptTiming'),
+  })
+    .required()
+    .label('ReceiptTiming'),
   llm: Joi.object({
     calls: count.required(),
     ...tokenCounts,
     duration_ms: count.required().description('sum of the calls that reported one'),
     models: Joi.object().pattern(Joi.string(), modelUsageSchema).required().description('model id → its usage'),
-  }).required().label('ReceiptLlm'),
+  })
+    .required()
+    .label('ReceiptLlm'),
   cost: Joi.object({
     base_cost_usd: usd.required().description('USD, six decimals'),
-    billed_cost: Joi.object({ currency: Joi.string().length(3).required(), amount: usd.required() }).required().label('Money')
+    billed_cost: Joi.object({ currency: Joi.string().length(3).required(), amount: usd.required() })
+      .required()
+      .label('Money')
       .description('in the org currency (USD until orgs have one)'),
-    pricing: Joi.string().valid(...PRICING).required()
+    pricing: Joi.string()
+      .valid(...PRICING)
+      .required()
       .description('priced: every model used has a price; partial: some do not (they count 0); unpriced: none does'),
     unpriced_models: Joi.array().items(Joi.string()).required(),
     price_table: Joi.string().required(),
-  }).required().label('ReceiptCost'),
+  })
+    .required()
+    .label('ReceiptCost'),
   compute: Joi.object({
     resource_class: Joi.string().required().description("hints.resource_class, else 'default'"),
     billable_ms: count.required(),
-  }).required().label('ReceiptCompute'),
+  })
+    .required()
+    .label('ReceiptCompute'),
   created_at: timestamp.required().description('when the receipt was written (the attempt ended)'),
 }).label('Receipt');
 
@@ -124,7 +145,8 @@ export const compareQuery = Joi.object({
 });
 
 const json = Joi.object().unknown(true).allow(null);
-const difference = (value: Joi.Schema, label: string) => Joi.object({ a: value.required(), b: value.required(), changed: Joi.boolean().required() }).label(label);
+const difference = (value: Joi.Schema, label: string) =>
+  Joi.object({ a: value.required(), b: value.required(), changed: Joi.boolean().required() }).label(label);
 const numericDifference = (label: string) =>
   Joi.object({
     a: Joi.number().allow(null).required(),
@@ -141,12 +163,19 @@ const tokenDelta = Joi.object(Object.fromEntries([...Object.keys(tokenCounts), '
 const compareAttemptSchema = Joi.object({
   id: Joi.string().guid().required(),
   attempt_number: Joi.number().integer().min(1).required(),
-  status: Joi.string().valid(...ATTEMPT_STATUSES).required(),
-  result_status: Joi.string().valid(...RESULT_STATUSES).allow(null).required(),
+  status: Joi.string()
+    .valid(...ATTEMPT_STATUSES)
+    .required(),
+  result_status: Joi.string()
+    .valid(...RESULT_STATUSES)
+    .allow(null)
+    .required(),
   error: Joi.string().allow(null).required(),
   started_at: timestamp.required(),
   ended_at: timestamp.allow(null).required(),
-  pricing: Joi.string().valid(...PRICING).required(),
+  pricing: Joi.string()
+    .valid(...PRICING)
+    .required(),
   receipt: receiptSchema.allow(null).description('only with include_receipt=true; null while the attempt runs'),
 }).label('ComparedAttempt');
 
@@ -162,7 +191,10 @@ export const comparisonSchema = Joi.object({
     git: difference(json, 'JsonDifference').required(),
     duration_ms: numericDifference('NumberDifference').required(),
     tokens: Joi.object({ a: tokenTotals.required(), b: tokenTotals.required(), changed: Joi.boolean().required(), delta: tokenDelta.required() })
-      .required().label('TokensDifference'),
+      .required()
+      .label('TokensDifference'),
     cost_usd: numericDifference('NumberDifference').required(),
-  }).required().label('AttemptDifferences'),
+  })
+    .required()
+    .label('AttemptDifferences'),
 }).label('AttemptComparison');

@@ -27,8 +27,14 @@ export class ReceiptStore {
 
   async addUsage(attemptId: string, calls: LlmCall[], trx: Db): Promise<number> {
     const rows = calls.map((c) => ({
-      attempt_id: attemptId, model: c.model, provider: c.provider ?? null, input_tokens: c.input_tokens, output_tokens: c.output_tokens,
-      cache_read_tokens: c.cache_read_tokens ?? 0, cache_write_tokens: c.cache_write_tokens ?? 0, reasoning_tokens: c.reasoning_tokens ?? 0,
+      attempt_id: attemptId,
+      model: c.model,
+      provider: c.provider ?? null,
+      input_tokens: c.input_tokens,
+      output_tokens: c.output_tokens,
+      cache_read_tokens: c.cache_read_tokens ?? 0,
+      cache_write_tokens: c.cache_write_tokens ?? 0,
+      reasoning_tokens: c.reasoning_tokens ?? 0,
       duration_ms: c.duration_ms ?? null,
     }));
     await trx('attempt_usage').insert(rows);

@@ -33,7 +33,13 @@ export class Receipts {
       const job = await trx('jobs').where({ id: jobId }).first('project_id');
       for (const call of calls) {
         // Usage only: the call's counts and timing, never prompt or response content (none is accepted).
-        await emitEvent(trx, { project_id: job.project_id, type: 'llm.call', source: 'runner', actor_type: 'system', payload: { job_id: jobId, attempt_id: attemptId, ...call } });
+        await emitEvent(trx, {
+          project_id: job.project_id,
+          type: 'llm.call',
+          source: 'runner',
+          actor_type: 'system',
+          payload: { job_id: jobId, attempt_id: attemptId, ...call },
+        });
       }
       return this.store.addUsage(attempt.id, calls, trx);
     });

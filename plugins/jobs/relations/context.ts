@@ -69,7 +69,10 @@ export class ContextRepository {
   async latestRejectionReason(jobId: string, trx: Db = this.db): Promise<string | null> {
     const row = await trx('job_reviews')
       .where({ job_id: jobId, action: 'reject' })
-      .orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }])
+      .orderBy([
+        { column: 'created_at', order: 'desc' },
+        { column: 'id', order: 'desc' },
+      ])
       .first('text');
     return row?.text ?? null;
   }

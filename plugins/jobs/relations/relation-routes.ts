@@ -14,19 +14,30 @@ const pairParams = Joi.object({ job_id: S.jobId.required(), related_job_id: S.jo
 
 const addRelationSchema = Joi.object({
   related_job_id: S.jobId.required(),
-  relation_type: Joi.string().valid(...S.RELATION_TYPES).required().description('read "{job_id} <relation_type> {related_job_id}"'),
+  relation_type: Joi.string()
+    .valid(...S.RELATION_TYPES)
+    .required()
+    .description('read "{job_id} <relation_type> {related_job_id}"'),
 }).label('AddJobRelation');
 
 const relationSchema = Joi.object({
   job_id: S.jobId.required(),
   related_job_id: S.jobId.required(),
-  relation_type: Joi.string().valid(...S.RELATION_TYPES).required(),
+  relation_type: Joi.string()
+    .valid(...S.RELATION_TYPES)
+    .required(),
   created_at: timestamp.required(),
 }).label('JobRelation');
 
 const relationViewSchema = relationSchema
   .keys({
-    related: Joi.object({ id: S.jobId.required(), title: Joi.string().required(), phase: Joi.string().valid(...S.PHASES).required() })
+    related: Joi.object({
+      id: S.jobId.required(),
+      title: Joi.string().required(),
+      phase: Joi.string()
+        .valid(...S.PHASES)
+        .required(),
+    })
       .label('RelatedJob')
       .required()
       .description('the job at the other end of the relation from the job asked about'),
@@ -69,7 +80,10 @@ const contextSchema = Joi.object({
   latest_rejection_reason: Joi.string().allow(null).required().description('the reason of the latest reject'),
   blocked: Joi.boolean().required().description('true when relations.blocking is not empty'),
   waiting: Joi.boolean().required().description("true when the latest attempt's result_status is waiting"),
-  effective_phase: Joi.string().valid('blocked', 'waiting', ...S.PHASES).required().description('blocked, else waiting, else job.phase'),
+  effective_phase: Joi.string()
+    .valid('blocked', 'waiting', ...S.PHASES)
+    .required()
+    .description('blocked, else waiting, else job.phase'),
 }).label('JobContext');
 
 /** Jobs nest three levels, so a subtree is at most three levels deep. */
@@ -119,7 +133,8 @@ export function relationRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'DELETE',
       path: '/jobs/{job_id}/dependencies/{related_job_id}',
       options: {
-        tags, description: 'Remove the relation between the two jobs, whichever of them it was added on; 404 when they are not related',
+        tags,
+        description: 'Remove the relation between the two jobs, whichever of them it was added on; 404 when they are not related',
         plugins: { ...requires('jobs:write', 'job'), ...docs(204, 400, 401, 403, 404) },
         validate: { params: pairParams },
       },
@@ -133,7 +148,8 @@ export function relationRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/jobs/{job_id}/context',
       options: {
-        tags, description: 'The job with its parent, children, relations (dependencies, dependents, blocking), latest attempt and rejection, and effective phase',
+        tags,
+        description: 'The job with its parent, children, relations (dependencies, dependents, blocking), latest attempt and rejection, and effective phase',
         plugins: { ...requires('jobs:read', 'job'), ...docs(400, 401, 404) },
         validate: { params: jobParams },
         response: { schema: contextSchema },
@@ -144,7 +160,8 @@ export function relationRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/jobs/{job_id}/tree',
       options: {
-        tags, description: 'The job and all its descendants, nested as {job, children: [{job, children}]}, children in child-number order',
+        tags,
+        description: 'The job and all its descendants, nested as {job, children: [{job, children}]}, children in child-number order',
         plugins: { ...requires('jobs:read', 'job'), ...docs(400, 401, 404) },
         validate: { params: jobParams },
         response: { schema: treeSchema },

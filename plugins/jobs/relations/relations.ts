@@ -61,7 +61,9 @@ export class RelationRepository {
 
   /** Deletes the relations between two jobs (either direction); the number deleted. */
   deleteBetween(a: string, b: string, trx: Db): Promise<number> {
-    return trx('job_relations').where((w) => w.where({ job_id: a, related_job_id: b }).orWhere({ job_id: b, related_job_id: a })).delete();
+    return trx('job_relations')
+      .where((w) => w.where({ job_id: a, related_job_id: b }).orWhere({ job_id: b, related_job_id: a }))
+      .delete();
   }
 
   /** Every relation touching `jobId`, with the job at the other end, oldest first. */
@@ -97,7 +99,7 @@ export function pathBetween(edges: { node: string; via: string | null }[], from:
   const next = new Map<string, string[]>();
   for (const { node, via } of edges) if (via !== null) next.set(via, [...(next.get(via) ?? []), node]);
   const cameFrom = new Map<string, string | null>([[from, null]]);
-  for (let queue = [from]; queue.length > 0; ) {
+  for (let queue = [from]; queue.length > 0;) {
     const current = queue.shift()!;
     if (current === to) {
       const path = [current];

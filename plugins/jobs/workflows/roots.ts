@@ -13,7 +13,8 @@ export const isWorkflowRoot = (job: Pick<JobRow, 'depth' | 'child_count' | 'hint
   job.depth === 0 && job.child_count > 0 && typeof job.hints?.workflow_name === 'string';
 
 /** The same test as SQL over `jobs` aliased `alias`, for the claim scan. */
-export const isWorkflowRootSql = (alias: string) => `(${alias}.depth = 0 AND ${alias}.child_count > 0 AND jsonb_typeof(${alias}.hints->'workflow_name') = 'string')`;
+export const isWorkflowRootSql = (alias: string) =>
+  `(${alias}.depth = 0 AND ${alias}.child_count > 0 AND jsonb_typeof(${alias}.hints->'workflow_name') = 'string')`;
 
 export function refuseWorkflowRootClaim(job: JobRow): void {
   if (isWorkflowRoot(job)) throw new Conflict(`job ${job.id} is the root of workflow ${job.hints.workflow_name}: it completes when its steps do`);

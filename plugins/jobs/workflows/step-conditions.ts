@@ -18,7 +18,12 @@ async function stepContext(trx: Db, rootId: string): Promise<Record<string, { st
      FROM jobs j WHERE j.parent_id = ? AND j.hints->>'step_name' IS NOT NULL`,
     [rootId],
   );
-  return Object.fromEntries(rows.map((r: { name: string; phase: JobRow['phase']; close_reason: string | null; result: unknown }) => [r.name, { status: statusOf(r), result: r.result ?? null }]));
+  return Object.fromEntries(
+    rows.map((r: { name: string; phase: JobRow['phase']; close_reason: string | null; result: unknown }) => [
+      r.name,
+      { status: statusOf(r), result: r.result ?? null },
+    ]),
+  );
 }
 
 /** A JSON-encoded hint of the root (`request_json`, `event_json`), or `fallback`. */

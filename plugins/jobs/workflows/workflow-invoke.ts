@@ -59,7 +59,6 @@ export interface Invocation {
   result_json?: unknown;
 }
 
-
 /**
  * The resource refs a step takes from the run's: all of them (`inherit`), none, or those a name in
  * the list matches by label, uri, or the uri's last segment (a document's file name, an attachment's
@@ -71,7 +70,11 @@ export function refsFor(policy: ResourceRefPolicy, refs: Record<string, unknown>
   const names = new Set(policy);
   return refs.filter((ref) => {
     const uri = String(ref.uri ?? '');
-    const last = uri.replace(/@v\d+$/, '').split('/').pop() ?? '';
+    const last =
+      uri
+        .replace(/@v\d+$/, '')
+        .split('/')
+        .pop() ?? '';
     return names.has(String(ref.label ?? '')) || names.has(uri) || names.has(last);
   });
 }
@@ -165,7 +168,14 @@ export class WorkflowInvocation {
   }
 
   /** The create request of one step: step settings over workflow settings over `base`. */
-  private stepInput(name: string, workflow: WorkflowDefinition, step: WorkflowStep, decision: Decision, body: InvokeBody, base: CreateJobInput): CreateJobInput {
+  private stepInput(
+    name: string,
+    workflow: WorkflowDefinition,
+    step: WorkflowStep,
+    decision: Decision,
+    body: InvokeBody,
+    base: CreateJobInput,
+  ): CreateJobInput {
     const problems = new Problems();
     const env = {
       ...checkEnvOverrides(problems, workflow.env_overrides, `workflows.${name}.env_overrides`),
@@ -195,8 +205,15 @@ export class WorkflowInvocation {
   }
 
   private async layOut(
-    trx: Db, creator: Creator, projectId: string, name: string, workflow: WorkflowDefinition,
-    defaults: Record<string, unknown>, rootJob: CreateJobInput, body: InvokeBody, decisions: Map<string, Decision>,
+    trx: Db,
+    creator: Creator,
+    projectId: string,
+    name: string,
+    workflow: WorkflowDefinition,
+    defaults: Record<string, unknown>,
+    rootJob: CreateJobInput,
+    body: InvokeBody,
+    decisions: Map<string, Decision>,
   ): Promise<Invocation> {
     const slug = await this.creation.requireLiveProject(projectId, trx);
     const steps = workflow.steps;

@@ -3,7 +3,7 @@ import type { ServerRoute } from '@hapi/hapi';
 import { grantOf, principalOf, requires } from '../../../core/http/access.ts';
 import { docs, projectId } from '../../../core/http/schemas.ts';
 import { paramsOf, payloadOf, queryOf } from '../../../core/http/request.ts';
-import { MAX_INVOKE_WAIT_SECONDS, WorkflowInvocation, type InvokeBody } from './workflow-invoke.ts';
+import { MAX_INVOKE_WAIT_SECONDS, type WorkflowInvocation, type InvokeBody } from './workflow-invoke.ts';
 import * as S from '../job/schemas.ts';
 
 const tags = ['api', 'workflows'];
@@ -15,7 +15,11 @@ const params = Joi.object({
 
 const query = Joi.object({
   wait: Joi.boolean().default(false),
-  wait_seconds: Joi.number().integer().min(1).max(MAX_INVOKE_WAIT_SECONDS).default(MAX_INVOKE_WAIT_SECONDS)
+  wait_seconds: Joi.number()
+    .integer()
+    .min(1)
+    .max(MAX_INVOKE_WAIT_SECONDS)
+    .default(MAX_INVOKE_WAIT_SECONDS)
     .description(`how long wait=true blocks, 1 to ${MAX_INVOKE_WAIT_SECONDS} seconds (default ${MAX_INVOKE_WAIT_SECONDS})`),
 });
 
@@ -23,8 +27,11 @@ export const invokeSchema = Joi.object({
   input: Joi.object().unknown(true).description('any JSON object; stored JSON-encoded in hints.request_json, not validated'),
   env_overrides: S.createJobSchema.extract('env_overrides'),
   hints: S.hintsSchema,
-  resource_refs: S.createJobSchema.extract('resource_refs')
-    .description("the run's resources: the root job holds them, and each step takes them per its resource_refs policy (inherit: all, none, or a list of labels, uris or names)"),
+  resource_refs: S.createJobSchema
+    .extract('resource_refs')
+    .description(
+      "the run's resources: the root job holds them, and each step takes them per its resource_refs policy (inherit: all, none, or a list of labels, uris or names)",
+    ),
 }).label('WorkflowInvokeRequest');
 
 const stepJob = Joi.object({
@@ -36,9 +43,11 @@ const stepJob = Joi.object({
 export const invocationSchema = Joi.object({
   job_id: S.jobId.required(),
   project_id: projectId.required(),
-  status: Joi.string().valid(...S.PHASES).required(),
+  status: Joi.string()
+    .valid(...S.PHASES)
+    .required(),
   step_jobs: Joi.array().items(stepJob),
-  result_json: Joi.any().description('wait=true and finished in time: the latest attempt\'s result_json (multi-step: step name → result_json)'),
+  result_json: Joi.any().description("wait=true and finished in time: the latest attempt's result_json (multi-step: step name → result_json)"),
 }).label('WorkflowInvocation');
 
 /**
