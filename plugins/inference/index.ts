@@ -1,3 +1,7 @@
+import { MachineTokens } from '../../core/auth/machine-tokens.ts';
+import { AttemptControlToken } from '../../core/ports/attempts.ts';
+import { SecretResolverToken } from '../../core/ports/secrets.ts';
+import { lookupLater } from '../../core/di.ts';
 import type { DomainPlugin } from '../../core/http/plugins.ts';
 import { Tokens } from '../../core/tokens.ts';
 import { AccessTargets } from '../../core/http/access.ts';
@@ -31,7 +35,7 @@ export const plugin: DomainPlugin = {
       allowedHosts: settings.allowed_hosts,
     });
     const client = new UpstreamClient(guard);
-    const credentials = new Credentials(container);
+    const credentials = new Credentials(lookupLater(container, SecretResolverToken));
     if (!container.isRegistered(AddressGuard)) container.registerInstance(AddressGuard, guard);
     for (const cls of [InferenceRepository, Scopes, ModelResolver]) container.registerSingleton(cls as never);
     // Services that need the plugin's own guard are built with it (another plugin's AddressGuard may be registered).
@@ -39,7 +43,7 @@ export const plugin: DomainPlugin = {
     const scopes = container.resolve(Scopes);
     const resolver = container.resolve(ModelResolver);
     const catalog = new ProviderCatalog(settings, client, credentials);
-    const usage = new UsageRecorder(container);
+    const usage = new UsageRecorder(repo, container.resolve(MachineTokens), lookupLater(container, AttemptControlToken), container.resolve(Tokens.Logger));
     container.registerInstance(TargetService, new TargetService(repo, scopes, guard));
     container.registerSingleton(ManagedModelService);
     container.registerInstance(ProviderCatalog, catalog);

@@ -1,9 +1,8 @@
-import type { DependencyContainer } from '../../core/di.ts';
-import { Tokens } from '../../core/tokens.ts';
-import { MachineTokens } from '../../core/auth/machine-tokens.ts';
+import type { Logger } from 'pino';
+import type { MachineTokens } from '../../core/auth/machine-tokens.ts';
 import type { Principal } from '../../core/auth/principal.ts';
-import { AttemptControlToken, LeaseLost } from '../../core/ports/attempts.ts';
-import { InferenceRepository } from './repository.ts';
+import { LeaseLost, type AttemptControl } from '../../core/ports/attempts.ts';
+import type { InferenceRepository } from './repository.ts';
 import type { ResolvedModel } from './resolution.ts';
 import type { CallerScope } from './scopes.ts';
 import type { TokenUsage } from './providers/types.ts';
@@ -24,12 +23,18 @@ export interface CallOutcome {
  * (which may end the attempt). An attempt that has ended by then keeps only the usage row.
  */
 export class UsageRecorder {
-  constructor(private readonly container: DependencyContainer) {}
+  constructor(
+    private readonly repository: InferenceRepository,
+    private readonly tokens: MachineTokens,
+    /** The jobs domain's attempt control, when the jobs plugin is loaded. */
+    private readonly attempts: () => AttemptControl | null,
+    private readonly logger: Logger,
+  ) {}
 
   async record(principal: Principal, scope: CallerScope, resolved: ResolvedModel, outcome: CallOutcome): Promise<{ budgetExceeded: string | null }> {
     const { usage } = outcome;
     const job = principal.job ?? null;
-    await this.container.resolve(InferenceRepository).recordUsage({
+    await this.repository.recordUsage({
       org_id: scope.orgId,
       project_id: scope.projectId,
       job_id: job?.id ?? null,
@@ -48,11 +53,11 @@ export class UsageRecorder {
       first_byte_ms: outcome.firstByteMs,
     });
     const counted = usage.input_tokens + usage.output_tokens + usage.cache_read_tokens + usage.cache_write_tokens;
-    if (!job || counted === 0 || !this.container.isRegistered(AttemptControlToken)) return { budgetExceeded: null };
-    const lease = await this.container.resolve(MachineTokens).liveLease(job);
+    if (!job || counted === 0 || !this.attempts()) return { budgetExceeded: null };
+    const lease = await this.tokens.liveLease(job);
     if (!lease) return { budgetExceeded: null };
     try {
-      return await this.container.resolve(AttemptControlToken).recordUsage(lease, [
+      return await this.attempts()!.recordUsage(lease, [
         {
           model: resolved.upstreamModel,
           provider: resolved.target.kind,
@@ -68,8 +73,6 @@ export class UsageRecorder {
 
   /** For streams, whose usage is known only after the answer has gone: a failure is logged, never thrown at nobody. */
   recordLater(principal: Principal, scope: CallerScope, resolved: ResolvedModel, outcome: CallOutcome): void {
-    this.record(principal, scope, resolved, outcome).catch((err) =>
-      this.container.resolve(Tokens.Logger).warn({ err, model: resolved.requested }, 'inference usage not recorded'),
-    );
+    this.record(principal, scope, resolved, outcome).catch((err) => this.logger.warn({ err, model: resolved.requested }, 'inference usage not recorded'));
   }
 }

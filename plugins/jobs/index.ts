@@ -2,7 +2,9 @@ import Boom from '@hapi/boom';
 import type { DomainPlugin } from '../../core/http/plugins.ts';
 import { AccessTargets } from '../../core/http/access.ts';
 import { Tokens } from '../../core/tokens.ts';
-import { ManifestDefaultsToken, noManifestDefaults } from '../../core/ports/manifest.ts';
+import { lookupLater } from '../../core/di.ts';
+import { WorkerDispatcherToken } from '../../core/ports/worker.ts';
+import { ManifestDefaultsToken, ManifestReaderToken, noManifestDefaults } from '../../core/ports/manifest.ts';
 import { JobAttachmentReaderToken, JobGraphsToken, JobPhaseListeners, JobRequestChecks } from '../../core/ports/jobs.ts';
 import { JobGraphService } from './job/graphs.ts';
 import { JobRepository } from './job/repository.ts';
@@ -19,14 +21,14 @@ import { ContextRepository, JobContext } from './relations/context.ts';
 import { relationRoutes } from './relations/relation-routes.ts';
 import { AttachmentRepository, AttachmentService } from './attachments/attachments.ts';
 import { attachmentRoutes } from './attachments/attachment-routes.ts';
-import { JobDispatcher } from './claims/dispatcher.ts';
+import { JobDispatcher, WorkerDispatcherLookup } from './claims/dispatcher.ts';
 import { RoleServices } from '../../core/roles.ts';
 import { ReceiptStore } from './receipts/receipt-store.ts';
 import { Receipts } from './receipts/receipts.ts';
 import { AttemptComparison } from './receipts/compare.ts';
 import { receiptRoutes } from './receipts/receipt-routes.ts';
 import { workflowRoutes } from './workflows/workflow-routes.ts';
-import { WorkflowInvocation } from './workflows/workflow-invoke.ts';
+import { ManifestReaderLookup, WorkflowInvocation } from './workflows/workflow-invoke.ts';
 import { WorkflowLauncherToken } from '../../core/ports/launchers.ts';
 import { AttemptCompletionListeners, AttemptControlToken, AttemptLogListeners } from '../../core/ports/attempts.ts';
 import { AttemptLogBus, AttemptLogs } from './logs/attempt-logs.ts';
@@ -85,13 +87,15 @@ export const plugin: DomainPlugin = {
     server.route(receiptRoutes(container));
     server.route(logRoutes(container));
     server.ext('onPostStop', () => container.resolve(AttemptLogBus).close());
-    const invocation = new WorkflowInvocation(container);
+    container.registerInstance(ManifestReaderLookup, lookupLater(container, ManifestReaderToken));
+    const invocation = container.resolve(WorkflowInvocation);
     container.registerInstance(WorkflowLauncherToken, {
       invokeWorkflow: async (creator, projectId, name, input, event) => ({
         job_id: (await invocation.invoke(creator, projectId, null, name, { input, event })).job_id,
       }),
     });
     server.route(workflowRoutes(invocation));
-    container.resolve(RoleServices).add('orchestrator', new JobDispatcher(container));
+    container.registerInstance(WorkerDispatcherLookup, lookupLater(container, WorkerDispatcherToken));
+    container.resolve(RoleServices).add('orchestrator', container.resolve(JobDispatcher));
   },
 };

@@ -1,8 +1,10 @@
 import type { Logger } from 'pino';
-import type { DependencyContainer } from '../../../core/di.ts';
+import type { InjectionToken } from 'tsyringe';
+import { inject, injectable } from '../../../core/di.ts';
 import { Tokens } from '../../../core/tokens.ts';
+import type { Config } from '../../../core/config/schema.ts';
 import type { RoleService } from '../../../core/roles.ts';
-import { WorkerDispatcherToken, type WorkerDispatcher } from '../../../core/ports/worker.ts';
+import type { WorkerDispatcher } from '../../../core/ports/worker.ts';
 import { Passes } from '../../../core/passes.ts';
 import { Claims } from './claims.ts';
 import { JobWakeups } from '../lifecycle/wakeups.ts';
@@ -20,13 +22,14 @@ const MAX_BATCH = 32;
  * reaps expired leases. Claiming is SKIP LOCKED inside Claims, so any number may run at once.
  * Without a registered dispatcher it claims nothing: jobs wait for external agents' claims.
  */
+/** The worker dispatcher when one is registered (looked up at start: the worker plugin loads after jobs). */
+export const WorkerDispatcherLookup = Symbol('WorkerDispatcherLookup') as InjectionToken<() => WorkerDispatcher | null>;
+
+@injectable()
 export class JobDispatcher implements RoleService {
   readonly name = 'job-dispatcher';
   private readonly owner = leaseOwnerName();
   private readonly leaseSeconds: number;
-  private readonly claims: Claims;
-  private readonly logger: Logger;
-  private readonly databaseUrl: string;
   private worker: WorkerDispatcher | null = null;
   private stopped = false;
   private readonly passes = new Passes(
@@ -34,18 +37,23 @@ export class JobDispatcher implements RoleService {
     (err) => this.logger.error({ err }, 'claim pass failed'),
   );
 
-  constructor(private readonly container: DependencyContainer) {
-    this.claims = container.resolve(Claims);
-    this.logger = container.resolve(Tokens.Logger);
-    this.databaseUrl = container.resolve(Tokens.DatabaseUrl);
-    this.leaseSeconds = container.resolve(Tokens.Config).worker.lease_seconds;
+  constructor(
+    @inject(Claims) private readonly claims: Claims,
+    @inject(JobWakeups) private readonly wakeups: JobWakeups,
+    @inject(Tokens.Logger) private readonly logger: Logger,
+    @inject(Tokens.DatabaseUrl) private readonly databaseUrl: string,
+    @inject(Tokens.Config) config: Config,
+    /** The worker side is registered by a plugin that loads after this one (or never: external claims only). */
+    @inject(WorkerDispatcherLookup) private readonly workerDispatcher: () => WorkerDispatcher | null,
+  ) {
+    this.leaseSeconds = config.worker.lease_seconds;
   }
 
   async start(): Promise<void> {
-    this.worker = this.container.isRegistered(WorkerDispatcherToken, true) ? this.container.resolve(WorkerDispatcherToken) : null;
+    this.worker = this.workerDispatcher();
     if (!this.worker) this.logger.info('no worker dispatcher registered: ready jobs wait for external claims');
     else {
-      await this.passes.wakeOn(this.container.resolve(JobWakeups), this.databaseUrl, this.logger, POLL_EVERY_MS);
+      await this.passes.wakeOn(this.wakeups, this.databaseUrl, this.logger, POLL_EVERY_MS);
       this.passes.every(POLL_EVERY_MS);
       this.passes.wake();
     }

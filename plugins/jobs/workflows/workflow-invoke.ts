@@ -1,8 +1,9 @@
-import type { DependencyContainer } from 'tsyringe';
+import type { InjectionToken } from 'tsyringe';
+import { inject, injectable } from '../../../core/di.ts';
 import type { Db } from '../../../core/db/knex.ts';
 import type { Grant } from '../../../core/auth/principal.ts';
 import type { Creator, TriggeringEvent } from '../../../core/ports/launchers.ts';
-import { ManifestReaderToken, type ManifestReader } from '../../../core/ports/manifest.ts';
+import type { ManifestReader } from '../../../core/ports/manifest.ts';
 import { JobRequestChecks } from '../../../core/ports/jobs.ts';
 import { describeStep, stepExecution, type ResourceRefPolicy, type WorkflowDefinition, type WorkflowStep } from '../../../domain/manifest/types.ts';
 import { ConditionError, parseCondition, evaluateCondition, referencedSteps } from '../../../domain/manifest/conditions.ts';
@@ -101,25 +102,25 @@ function stepHint(step: WorkflowStep, decision: Decision): Record<string, unknow
 
 const unique = (values: string[]) => [...new Set(values)];
 
+/** The manifest reader when the manifest plugin is loaded (it registers after jobs, which must not import it). */
+export const ManifestReaderLookup = Symbol('ManifestReaderLookup') as InjectionToken<() => ManifestReader | null>;
+
+@injectable()
 export class WorkflowInvocation {
-  private readonly db: Db;
-  private readonly jobs: JobRepository;
-  private readonly lifecycle: JobLifecycle;
-  private readonly relations: RelationRepository;
-  private readonly creation: JobCreation;
+  constructor(
+    @inject(Tokens.Db) private readonly db: Db,
+    @inject(JobRepository) private readonly jobs: JobRepository,
+    @inject(JobLifecycle) private readonly lifecycle: JobLifecycle,
+    @inject(RelationRepository) private readonly relations: RelationRepository,
+    @inject(JobCreation) private readonly creation: JobCreation,
+    @inject(JobRequestChecks) private readonly requestChecks: JobRequestChecks,
+    @inject(ManifestReaderLookup) private readonly manifestReader: () => ManifestReader | null,
+  ) {}
 
-  constructor(private readonly container: DependencyContainer) {
-    this.db = container.resolve(Tokens.Db);
-    this.jobs = container.resolve(JobRepository);
-    this.lifecycle = container.resolve(JobLifecycle);
-    this.relations = container.resolve(RelationRepository);
-    this.creation = container.resolve(JobCreation);
-  }
-
-  /** Resolved per request: the manifest plugin registers it, and jobs must not import that plugin. */
   private manifests(): ManifestReader {
-    if (!this.container.isRegistered(ManifestReaderToken, true)) throw new NotFound('no manifest has been synced for this project');
-    return this.container.resolve(ManifestReaderToken);
+    const reader = this.manifestReader();
+    if (!reader) throw new NotFound('no manifest has been synced for this project');
+    return reader;
   }
 
   async definition(projectId: string, name: string): Promise<WorkflowDefinition> {
@@ -133,7 +134,7 @@ export class WorkflowInvocation {
   /** `grant` is the caller's (checked for env_overrides); null for the platform's own invokes (triggers). */
   async invoke(creator: Creator, projectId: string, grant: Grant | null, name: string, body: InvokeBody): Promise<Invocation> {
     if (body.env_overrides !== undefined && grant) requireOverridePermissions(grant, { description: '', env_overrides: body.env_overrides });
-    await this.container.resolve(JobRequestChecks).check(projectId, { hints: body.hints });
+    await this.requestChecks.check(projectId, { hints: body.hints });
     const workflow = await this.definition(projectId, name);
     const inputs = body.input ?? {};
     const steps = workflow.steps ?? [];
