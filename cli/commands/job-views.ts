@@ -1,8 +1,9 @@
 /** Human renderings of job responses: a one-line summary, nested key/value blocks, the context and the tree. */
 import { cell, formatFields, type Column } from '../output.ts';
+import { isObject } from '../../core/is-object.ts';
 
 type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isObj = isObject;
 
 export const JOB_FIELDS = [
   'id',

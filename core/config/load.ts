@@ -1,3 +1,4 @@
+import { isObject } from '../is-object.ts';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -43,12 +44,10 @@ export class ConfigError extends Error {
 
 type Tree = Record<string, unknown>;
 
-const isTree = (v: unknown): v is Tree => typeof v === 'object' && v !== null && !Array.isArray(v);
-
 /** Deep merge of config trees: mappings merge key by key, anything else in `over` replaces. */
 export function merge(base: Tree, over: Tree): Tree {
   const out: Tree = { ...base };
-  for (const [k, v] of Object.entries(over)) out[k] = isTree(v) && isTree(out[k]) ? merge(out[k] as Tree, v) : v;
+  for (const [k, v] of Object.entries(over)) out[k] = isObject(v) && isObject(out[k]) ? merge(out[k] as Tree, v) : v;
   return out;
 }
 
@@ -56,7 +55,7 @@ function setPath(tree: Tree, dotted: string, value: unknown): void {
   const keys = dotted.split('.');
   let node = tree;
   for (const key of keys.slice(0, -1)) {
-    if (!isTree(node[key])) node[key] = {};
+    if (!isObject(node[key])) node[key] = {};
     node = node[key] as Tree;
   }
   node[keys[keys.length - 1]] = value;
@@ -64,7 +63,7 @@ function setPath(tree: Tree, dotted: string, value: unknown): void {
 
 function readYaml(file: string): Tree {
   const parsed = YAML.parse(readFileSync(file, 'utf8')) ?? {};
-  if (!isTree(parsed)) throw new ConfigError([`${file}: the top level must be a mapping`]);
+  if (!isObject(parsed)) throw new ConfigError([`${file}: the top level must be a mapping`]);
   return parsed;
 }
 
@@ -89,7 +88,7 @@ function envOverrides(env: NodeJS.ProcessEnv): { tree: Tree; sources: Map<string
     } catch {
       /* keep the raw string */
     }
-    if (isTree(value)) value = raw;
+    if (isObject(value)) value = raw;
     setPath(tree, dotted, value);
     sources.set(dotted, name);
   }

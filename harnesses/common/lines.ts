@@ -1,9 +1,10 @@
 /** Small readers shared by the stream parsers: every CLI here prints one JSON object per line. */
 import type { HarnessEvent } from '../../core/ports/harness.ts';
+import { isObject } from '../../core/is-object.ts';
 
 export type Json = Record<string, unknown>;
 
-export const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+export { isObject };
 
 /** The line as a JSON object, or null for anything else (plain text, arrays, truncated JSON). */
 export function jsonObject(line: string): Json | null {
