@@ -54,29 +54,34 @@ export class OrgService {
   async ensure(principal: Principal, input: OrgInput): Promise<Org> {
     requireUnscoped(principal);
     let slug = input.slug ?? orgSlugFrom(input.name);
-    for (let attempt = 0; ; attempt++) {
-      const found = input.id ? await this.orgs.byId(input.id) : await this.orgs.bySlug(slug);
-      if (found) return this.compare(principal, input, found);
-      const namesake = input.id ? undefined : await this.orgs.visibleNamed(principal, input.name);
-      if (namesake?.slug === slug) return this.compare(principal, input, namesake); // a concurrent ensure just made it
-      if (namesake)
-        throw Boom.conflict(
-          `org ${namesake.id} is already named '${input.name}', with slug '${namesake.slug}': ensure it by that slug, or choose another name`,
-        );
-      try {
-        return await this.insertOwned(principal, { id: input.id ?? newId('org'), name: input.name, slug });
-      } catch (e) {
-        if (!isUniqueViolation(e)) throw e;
-        if (attempt >= SLUG_ATTEMPTS) throw Boom.conflict(`org slug '${slug}' is taken`);
-        if (input.id && isUniqueViolation(e, 'orgs_slug_unique')) {
-          const holder = await this.orgs.bySlug(slug);
-          if (holder && holder.id !== input.id) {
-            if (input.slug !== undefined) throw Boom.conflict(`org slug '${slug}' is taken`);
-            slug = varyOrgSlug(input.name);
+    return drawUntilFree({
+      draws: SLUG_ATTEMPTS + 1,
+      attempt: async () => {
+        const found = input.id ? await this.orgs.byId(input.id) : await this.orgs.bySlug(slug);
+        if (found) return this.compare(principal, input, found);
+        const namesake = input.id ? undefined : await this.orgs.visibleNamed(principal, input.name);
+        if (namesake?.slug === slug) return this.compare(principal, input, namesake); // a concurrent ensure just made it
+        if (namesake)
+          throw Boom.conflict(
+            `org ${namesake.id} is already named '${input.name}', with slug '${namesake.slug}': ensure it by that slug, or choose another name`,
+          );
+        try {
+          return await this.insertOwned(principal, { id: input.id ?? newId('org'), name: input.name, slug });
+        } catch (e) {
+          if (!isUniqueViolation(e)) throw e;
+          // A lost race (found on the next lookup), or with an id as the key, a slug another org holds.
+          if (input.id && isUniqueViolation(e, 'orgs_slug_unique')) {
+            const holder = await this.orgs.bySlug(slug);
+            if (holder && holder.id !== input.id) {
+              if (input.slug !== undefined) throw Boom.conflict(`org slug '${slug}' is taken`);
+              slug = varyOrgSlug(input.name);
+            }
           }
+          return null;
         }
-      }
-    }
+      },
+      exhausted: () => Boom.conflict(`org slug '${slug}' is taken`),
+    });
   }
 
   private async compare(principal: Principal, input: OrgInput, found: OrgRow): Promise<Org> {
