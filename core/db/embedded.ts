@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import net from 'node:net';
 import path from 'node:path';
 import pg from 'pg';
+import { processExists, signalIfRunning } from '../process.ts';
 import { placeEmbedded, type Placement } from './embedded-place.ts';
 
 export interface EmbeddedDatabase {
@@ -181,37 +182,22 @@ async function stopServer(child: ChildProcess): Promise<void> {
  */
 async function stopLeftover(pgDir: string, ownerFile: string): Promise<void> {
   const pid = Number(readOr(path.join(pgDir, 'postmaster.pid')).split('\n')[0]);
-  if (!pid || !alive(pid) || !readOr(`/proc/${pid}/cmdline`).includes(pgDir)) return;
+  if (!pid || !processExists(pid) || !readOr(`/proc/${pid}/cmdline`).includes(pgDir)) return;
   const owner = Number(readOr(ownerFile).trim());
-  if (owner && owner !== process.pid && alive(owner)) {
+  if (owner && owner !== process.pid && processExists(owner)) {
     throw new Error(
       `another svc (pid ${owner}) is using the embedded database in ${path.dirname(ownerFile)}: stop it first, or give this one another SVC_DATA_DIR`,
     );
   }
-  signal(pid, 'SIGINT');
+  signalIfRunning(pid, 'SIGINT');
   const deadline = Date.now() + STOP_TIMEOUT_MS;
   let escalated = false;
-  while (alive(pid)) {
-    if (!escalated && Date.now() > deadline) escalated = signal(pid, 'SIGQUIT');
+  while (processExists(pid)) {
+    if (!escalated && Date.now() > deadline) {
+      signalIfRunning(pid, 'SIGQUIT');
+      escalated = true;
+    }
     await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-function signal(pid: number, name: NodeJS.Signals): boolean {
-  try {
-    process.kill(pid, name);
-  } catch {
-    /* already gone */
-  }
-  return true;
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

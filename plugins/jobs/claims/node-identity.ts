@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { readlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
+import { processExists } from '../../../core/process.ts';
 
 const PREFIX = 'orchestrator';
 
@@ -34,11 +35,5 @@ export function isDeadPredecessor(owner: string, self: string): boolean {
   if (owner === self || !owner.startsWith(localOwnerPrefix())) return false;
   const pid = Number(owner.slice(localOwnerPrefix().length).split(':')[0]);
   if (!Number.isInteger(pid) || pid <= 0) return false;
-  if (pid === process.pid) return true;
-  try {
-    process.kill(pid, 0);
-    return false;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'ESRCH';
-  }
+  return pid === process.pid || !processExists(pid);
 }
