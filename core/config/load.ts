@@ -74,7 +74,19 @@ export function configPathOf(name: string): string | null {
   return null;
 }
 
-/** Env values are YAML scalars ("7" → 7, "true" → true, "null" → null); lists are comma-separated. */
+/** Whether the config key at `dotted` holds text, so a value like an all-digit hex key stays a string. */
+function holdsText(dotted: string): boolean {
+  try {
+    return configSchema.extract(dotted).type === 'string';
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Env values are YAML scalars ("7" → 7, "true" → true, "null" → null), except that a key holding
+ * text keeps the text as written ("0123" stays "0123", not 123); lists are comma-separated.
+ */
 function envOverrides(env: NodeJS.ProcessEnv): { tree: Tree; sources: Map<string, string> } {
   const tree: Tree = {};
   const sources = new Map<string, string>();
@@ -88,7 +100,7 @@ function envOverrides(env: NodeJS.ProcessEnv): { tree: Tree; sources: Map<string
     } catch {
       /* keep the raw string */
     }
-    if (isObject(value)) value = raw;
+    if (isObject(value) || ((typeof value === 'number' || typeof value === 'boolean') && holdsText(dotted))) value = raw;
     setPath(tree, dotted, value);
     sources.set(dotted, name);
   }

@@ -70,3 +70,12 @@ test('the server listens on loopback unless HOST (or server.host) says otherwise
   writeFileSync(path.join(cwd, 'svc.yaml'), 'server:\n  host: "::"\n');
   t.is(loadConfig({ env: {}, cwd }).server.host, '::');
 });
+
+test('a key that holds text keeps an environment value as written, even when it looks like a number', (t) => {
+  const digits = '0'.repeat(2) + '1234567890'.repeat(6) + '12';
+  const config = loadConfig({ env: { SVC_SECRETS_MASTER_KEY: digits, SVC_BOOTSTRAP_TOKEN: '1234e567', SVC_AUTH__ISSUER: 'true' }, cwd: emptyDir() });
+  t.is(config.secrets.master_key, digits);
+  t.is(config.auth.bootstrap_token, '1234e567');
+  t.is(config.auth.issuer, 'true');
+  t.is(loadConfig({ env: { SVC_SECRETS_MASTER_KEY: 'null' }, cwd: emptyDir() }).secrets.master_key, null);
+});
