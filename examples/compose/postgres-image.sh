@@ -12,41 +12,21 @@ set -eu
 TAG=${1:-svc-postgres:local}
 PG_VERSION=${PG_VERSION:-$(ls /usr/lib/postgresql 2>/dev/null | sort -n | tail -1)}
 PG_BIN=/usr/lib/postgresql/$PG_VERSION/bin
-BUSYBOX=${SVC_IMAGE_BUSYBOX:-/bin/busybox}
-DOCKER=${DOCKER:-$( [ -x /usr/bin/docker ] && echo /usr/bin/docker || command -v docker )}
+ROOTFS_SCRIPT=postgres-image.sh
+. "$(dirname "$0")/../../adapters/runtime/docker/image/rootfs.sh"
 
-fail() { echo "postgres-image.sh: $*" >&2; exit 1; }
 [ -x "$PG_BIN/postgres" ] || fail "no PostgreSQL in /usr/lib/postgresql (apt-get install -y postgresql)"
-[ -x "$BUSYBOX" ] || fail "no busybox at $BUSYBOX (apt-get install -y busybox-static)"
-[ -n "$DOCKER" ] || fail "the docker CLI is not installed"
+require_busybox
+require_docker
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-root=$work/rootfs
-mkdir -p "$root/bin" "$root/sbin" "$root/usr/bin" "$root/usr/sbin" "$root/usr/local/bin" "$root/etc" "$root/tmp" "$root/proc" "$root/sys" "$root/dev" \
-  "$root/var/lib/postgresql/data" "$root/var/run/postgresql"
-chmod 1777 "$root/tmp"
-
-put() {
-  mkdir -p "$root$(dirname "$1")"
-  cp -L "$1" "$root$1"
-}
-libs_of() {
-  ldd "$1" 2>/dev/null | awk '/=> \// { print $3 } /^[[:space:]]*\/[^ ]+ \(/ { print $1 }' | while read -r lib; do
-    [ -e "$root$lib" ] || put "$lib"
-  done
-}
-
-cp "$BUSYBOX" "$root/bin/busybox"
-for applet in $("$BUSYBOX" --list-full); do
-  [ -e "$root/$applet" ] || ln -s /bin/busybox "$root/$applet"
-done
+rootfs_init /var/lib/postgresql/data /var/run/postgresql
+add_busybox
 
 mkdir -p "$root/usr/lib/postgresql" "$root/usr/share/postgresql"
 cp -a "/usr/lib/postgresql/$PG_VERSION" "$root/usr/lib/postgresql/"
 cp -a "/usr/share/postgresql/$PG_VERSION" "$root/usr/share/postgresql/"
 for bin in "$PG_BIN"/*; do
-  case $(head -c 4 "$bin" | od -An -c | tr -d ' ') in *ELF*) libs_of "$bin" ;; esac
+  if is_elf "$bin"; then libs_of "$bin"; fi
 done
 for so in "/usr/lib/postgresql/$PG_VERSION/lib"/*.so; do libs_of "$so"; done
 [ -d /usr/share/zoneinfo ] && mkdir -p "$root/usr/share" && cp -a /usr/share/zoneinfo "$root/usr/share/"
@@ -59,7 +39,7 @@ cat >"$root/etc/group" <<'GROUP'
 root:x:0:
 postgres:x:999:
 GROUP
-echo 'hosts: files dns' >"$root/etc/nsswitch.conf"
+add_nsswitch
 
 cat >"$root/usr/local/bin/docker-entrypoint.sh" <<'ENTRY'
 #!/bin/sh

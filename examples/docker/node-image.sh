@@ -15,41 +15,19 @@
 set -eu
 
 TAG=${1:-svc-node:local}
-BUSYBOX=${SVC_IMAGE_BUSYBOX:-/bin/busybox}
 NODE=${SVC_IMAGE_NODE:-$(command -v node)}
 NPM_DIR=${SVC_IMAGE_NPM_DIR:-$(dirname "$(dirname "$(readlink -f "$(command -v npm)")")")}
 WITH_GIT=${SVC_IMAGE_GIT:-1}
-DOCKER=${DOCKER:-$( [ -x /usr/bin/docker ] && echo /usr/bin/docker || command -v docker )}
+ROOTFS_SCRIPT=node-image.sh
+. "$(dirname "$0")/../../adapters/runtime/docker/image/rootfs.sh"
 
-fail() { echo "node-image.sh: $*" >&2; exit 1; }
-[ -x "$BUSYBOX" ] || fail "no busybox at $BUSYBOX (apt-get install -y busybox-static)"
-ldd "$BUSYBOX" >/dev/null 2>&1 && fail "$BUSYBOX is dynamically linked; install busybox-static"
+require_busybox
 [ -n "$NODE" ] && [ -x "$NODE" ] || fail "no node binary found (set SVC_IMAGE_NODE)"
 [ -f "$NPM_DIR/bin/npm-cli.js" ] || fail "no npm found at $NPM_DIR (set SVC_IMAGE_NPM_DIR)"
-[ -n "$DOCKER" ] || fail "the docker CLI is not installed"
+require_docker
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-root=$work/rootfs
-mkdir -p "$root/bin" "$root/sbin" "$root/usr/bin" "$root/usr/sbin" "$root/usr/local/bin" "$root/usr/local/lib/node_modules" \
-  "$root/etc" "$root/tmp" "$root/root" "$root/home/node" "$root/proc" "$root/sys" "$root/dev"
-chmod 1777 "$root/tmp"
-
-put() {
-  mkdir -p "$root$(dirname "$1")"
-  cp -L "$1" "$root$1"
-}
-libs_of() {
-  ldd "$1" 2>/dev/null | awk '/=> \// { print $3 } /^[[:space:]]*\/[^ ]+ \(/ { print $1 }' | while read -r lib; do
-    [ -e "$root$lib" ] || put "$lib"
-  done
-}
-
-cp "$BUSYBOX" "$root/bin/busybox"
-for applet in $("$BUSYBOX" --list-full); do
-  [ -e "$root/$applet" ] || ln -s /bin/busybox "$root/$applet"
-done
-
+rootfs_init /root /home/node /usr/local/lib/node_modules
+add_busybox
 cp -L "$NODE" "$root/usr/local/bin/node"
 libs_of "$NODE"
 # The rest of glibc that programs other than node expect of a base image (the embedded PostgreSQL's
@@ -62,19 +40,7 @@ cp -a "$NPM_DIR" "$root/usr/local/lib/node_modules/npm"
 ln -s ../lib/node_modules/npm/bin/npm-cli.js "$root/usr/local/bin/npm"
 ln -s ../lib/node_modules/npm/bin/npx-cli.js "$root/usr/local/bin/npx"
 
-if [ "$WITH_GIT" = 1 ] && command -v git >/dev/null; then
-  gitbin=$(command -v git)
-  exec_path=$(git --exec-path)
-  rm -f "$root$gitbin"
-  put "$gitbin"
-  libs_of "$gitbin"
-  mkdir -p "$root$(dirname "$exec_path")"
-  cp -a "$exec_path" "$root$(dirname "$exec_path")/"
-  find "$exec_path" -type f -perm -u+x | while read -r helper; do
-    case $(head -c 4 "$helper" | od -An -c | tr -d ' ') in *ELF*) libs_of "$helper" ;; esac
-  done
-  [ -d /usr/share/git-core/templates ] && mkdir -p "$root/usr/share/git-core" && cp -r /usr/share/git-core/templates "$root/usr/share/git-core/"
-fi
+if [ "$WITH_GIT" = 1 ] && command -v git >/dev/null; then add_git; fi
 [ -f /etc/ssl/certs/ca-certificates.crt ] && put /etc/ssl/certs/ca-certificates.crt
 
 cat >"$root/etc/passwd" <<'PASSWD'
@@ -87,7 +53,7 @@ root:x:0:
 node:x:1000:
 nogroup:x:65534:
 GROUP
-echo 'hosts: files dns' >"$root/etc/nsswitch.conf"
+add_nsswitch
 
 tar -C "$root" --numeric-owner --owner=0 --group=0 --exclude=./home/node -cf "$work/rootfs.tar" .
 tar -C "$root" --numeric-owner --owner=1000 --group=1000 -rf "$work/rootfs.tar" ./home/node
