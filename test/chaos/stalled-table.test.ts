@@ -2,7 +2,7 @@ import test from 'ava';
 import pg from 'pg';
 import { startPgCluster, type PgCluster } from '../support/pg-cluster.ts';
 import { startServerProcess, type ServerProcess } from '../support/server-process.ts';
-import { Client, bootstrap, sleep, tail } from '../support/chaos.ts';
+import { type Client, bootstrap, sleep, tail } from '../support/chaos.ts';
 
 /**
  * A 20 s ACCESS EXCLUSIVE lock on `jobs` (a migration gone wrong, a stuck maintenance session)
