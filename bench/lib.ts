@@ -109,7 +109,7 @@ export async function kernelWithProject(roles: Role[], configure?: (c: Dependenc
     const org = await api.post('/orgs', { name: 'Bench' });
     const project = await api.post('/projects', { org_id: org.body.id, name: 'Bench', slug: 'bench' });
     if (project.statusCode !== 201) throw new Error(`project: ${project.statusCode} ${JSON.stringify(project.body)}`);
-    return { srv, api, userId, projectId: project.body.id as string, slug: project.body.slug as string };
+    return { srv, api, token, userId, projectId: project.body.id as string, slug: project.body.slug as string };
   } catch (e) {
     await srv.stop();
     throw e;

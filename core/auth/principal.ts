@@ -35,3 +35,6 @@ export interface Grant {
   /** Everything the caller may do here, after the token's scope, role cap and permission list. */
   permissions: ReadonlySet<Permission>;
 }
+
+/** Whether the caller may name `jobId` (as a related job, a parent): a job token names its own job only, others any job their grant reaches. */
+export const mayNameJob = (principal: Principal, jobId: string): boolean => !principal.job || principal.job.id === jobId;

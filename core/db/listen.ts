@@ -61,11 +61,12 @@ export async function listen(databaseUrl: string, channel: string, onNotice: (pa
       await c.end().catch(() => undefined);
       return;
     }
+    const missed = connectedBefore || backoff.failures > 0;
     if (backoff.failures > 0) logger.info({ channel, attempts: backoff.failures }, 'LISTEN connection restored');
     backoff.reset();
     client = c;
-    // A notice sent while the connection was down is gone: a wake-up now covers it.
-    if (connectedBefore) onNotice('');
+    // A notice sent while the connection was down (or before it first opened) is gone: a wake-up now covers it.
+    if (missed) onNotice('');
     connectedBefore = true;
   };
 

@@ -51,8 +51,16 @@ export class NotifyBus {
     await (await this.listening)?.close();
   }
 
-  /** A notice is `<instance>:<key>` entries joined by spaces (the Notifier coalesces them). */
+  /**
+   * A notice is `<instance>:<key>` entries joined by spaces (the Notifier coalesces them). An empty
+   * one is the LISTEN connection's wake-up after it was down: notices may be lost, so every
+   * subscriber looks again (streams have no polling of their own).
+   */
   private heard(payload: string): void {
+    if (payload === '') {
+      for (const listeners of this.subscribers.values()) for (const listener of listeners) listener();
+      return;
+    }
     for (const entry of payload.split(' ')) {
       const at = entry.indexOf(':');
       if (at > 0 && entry.slice(0, at) !== this.instance) this.deliver(entry.slice(at + 1));

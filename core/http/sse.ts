@@ -2,7 +2,7 @@ import { PassThrough } from 'node:stream';
 import type { Request, ResponseToolkit, ResponseObject } from '@hapi/hapi';
 import type { Logger } from 'pino';
 
-/** A comment line now and then keeps proxies from closing a quiet stream; it also re-reads the log. */
+/** A comment line now and then keeps proxies from closing a quiet stream. */
 export const KEEP_ALIVE_MS = 15_000;
 
 export interface SseEvent {
@@ -36,7 +36,8 @@ export interface EventLog {
 
 /**
  * Streams an event log as `text/event-stream`: what is logged after `Last-Event-ID`, then each new
- * entry as `log.subscribe` announces its commit; ends once the log has ended and everything up to
+ * entry as `log.subscribe` announces its commit (the one shared LISTEN per bus: an idle stream holds
+ * no database connection and sends no query); ends once the log has ended and everything up to
  * then is sent, and stops when the client goes away. `what` names the log in warnings.
  */
 export function openEventStream(request: Request, h: ResponseToolkit, log: EventLog, logger: Logger, what: string): ResponseObject {
@@ -70,14 +71,10 @@ export function openEventStream(request: Request, h: ResponseToolkit, log: Event
         if (closing && !closed) out.write(closing);
         break;
       }
-      let quiet = false;
-      const timer = setTimeout(() => {
-        quiet = true;
-        wake();
-      }, KEEP_ALIVE_MS);
+      // Idle, a stream costs a timer: the comment line keeps proxies from closing it, without a query.
+      const timer = setInterval(() => out.write(': keep-alive\n\n'), KEEP_ALIVE_MS);
       await signalled;
-      clearTimeout(timer);
-      if (quiet && !closed) out.write(': keep-alive\n\n');
+      clearInterval(timer);
     }
   };
   pump()

@@ -1,6 +1,7 @@
 import test from 'ava';
 import { startPgCluster, type PgCluster } from '../support/pg-cluster.ts';
 import { startServerProcess, type ServerProcess } from '../support/server-process.ts';
+import { bootstrap, scriptJobs as createScriptJobs, settled as settledJobs, sleep, tail as tailOf, until, type Client } from '../support/chaos.ts';
 
 /**
  * A PostgreSQL restart (fast, then immediate with the database away for a few seconds) under a
@@ -11,33 +12,15 @@ import { startServerProcess, type ServerProcess } from '../support/server-proces
  */
 let cluster: PgCluster;
 let server: ServerProcess;
-let token: string;
+let client: Client;
 let projectId: string;
 
-const api = async (method: string, path: string, body?: unknown) => {
-  const res = await fetch(`${server.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-    signal: AbortSignal.timeout(15_000),
-  });
-  return { status: res.status, body: (await res.json().catch(() => null)) as any };
+const tail = () => tailOf(server);
+const scriptJobs = (n: number, run: string) => createScriptJobs(client, projectId, n, run);
+const settled = async (ids: string[]) => {
+  const { done, attempts } = await settledJobs(client, projectId, ids, 60_000);
+  return { done, attempts: ids.map((id) => attempts.get(id)!) };
 };
-
-/** The end of the server's output, for failure messages. */
-const tail = () => server.output().slice(-4_000);
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until<T>(check: () => Promise<T | null | undefined | false>, what: string, ms: number): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await check().catch(() => null);
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await sleep(100);
-  }
-}
 
 /** Seconds until /health answers 200, while checking that the process stays up. */
 async function healthyAgain(since: number): Promise<number> {
@@ -53,31 +36,6 @@ async function healthyAgain(since: number): Promise<number> {
   return (Date.now() - since) / 1000;
 }
 
-async function scriptJobs(n: number, run: string): Promise<string[]> {
-  const ids: string[] = [];
-  for (let i = 0; i < n; i++) {
-    const res = await api('POST', `/projects/${projectId}/jobs`, { description: `restart ${i}`, hints: { step: { kind: 'script', script: { run } } } });
-    if (res.status !== 201) throw new Error(`create: ${res.status} ${JSON.stringify(res.body)}`);
-    ids.push(res.body.id);
-  }
-  return ids;
-}
-
-async function settled(ids: string[]): Promise<{ done: number; attempts: number[] }> {
-  const jobs = await until(
-    async () => {
-      const all = await Promise.all(ids.map(async (id) => (await api('GET', `/jobs/${id}`)).body));
-      return all.every((j) => j?.phase === 'done' || j?.phase === 'cancelled') ? all : null;
-    },
-    'every job to finish',
-    60_000,
-  );
-  const attempts = await Promise.all(
-    ids.map(async (id) => (await api('GET', `/projects/${projectId}/jobs/${id}/attempts?limit=100`)).body.data.length as number),
-  );
-  return { done: jobs.filter((j) => j.phase === 'done').length, attempts };
-}
-
 test.before(async () => {
   cluster = await startPgCluster();
   server = await startServerProcess(cluster.url, {
@@ -86,15 +44,7 @@ test.before(async () => {
     SVC_WORKER__HEARTBEAT_SECONDS: '1',
     SVC_WORKER__LOG_FLUSH_MS: '20',
   });
-  const boot = await fetch(`${server.url}/auth/bootstrap`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ email: 'chaos@example.com' }),
-  });
-  token = ((await boot.json()) as any).access_token;
-  const org = await api('POST', '/orgs', { name: 'Chaos' });
-  const project = await api('POST', '/projects', { org_id: org.body.id, name: 'restart', slug: 'restart' });
-  projectId = project.body.id;
+  ({ client, projectId } = await bootstrap(server.url));
 });
 
 test.after.always(async () => {
@@ -128,10 +78,7 @@ function probe(): { stop(): Promise<{ at: number; status: number }[]> } {
   let running = true;
   const loop = (async () => {
     while (running) {
-      const status = await api('GET', `/projects/${projectId}/jobs`).then(
-        (r) => r.status,
-        () => 0,
-      );
+      const status = await client.status('GET', `/projects/${projectId}/jobs`);
       seen.push({ at: Date.now(), status });
       await sleep(50);
     }

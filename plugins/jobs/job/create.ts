@@ -4,7 +4,7 @@ import { inject, injectable } from '../../../core/di.ts';
 import { Tokens } from '../../../core/tokens.ts';
 import type { Db } from '../../../core/db/knex.ts';
 import { type Permission } from '../../../core/auth/permissions.ts';
-import type { Grant, Principal } from '../../../core/auth/principal.ts';
+import { mayNameJob, type Grant, type Principal } from '../../../core/auth/principal.ts';
 import type { Creator } from '../../../core/ports/launchers.ts';
 import { ManifestDefaultsToken, type ManifestDefaults } from '../../../core/ports/manifest.ts';
 import { JobRequestChecks, type JobRequestCheck } from '../../../core/ports/jobs.ts';
@@ -87,6 +87,8 @@ export class JobCreation {
     if (unstorable) throw new Invalid(`the job cannot be stored: ${describeUnstorable(unstorable)}`);
     await this.requestChecks.check(grant.projectId!, input);
     if (!input.parent_id) return this.createRoot(this.row(principal, grant.projectId!, input, 0));
+    // A job token places children under its own job only; another parent reads as outside the project.
+    if (!mayNameJob(principal, input.parent_id)) throw new Invalid(`parent job ${input.parent_id} is not a job of project ${grant.projectId}`);
     return this.db.transaction(async (trx) => {
       await this.requireLiveProject(grant.projectId!, trx);
       const placement = await this.childPlacement(input.parent_id!, grant.projectId!, trx);

@@ -1,7 +1,7 @@
 import Joi from 'joi';
 import type { ServerRoute } from '@hapi/hapi';
 import type { DependencyContainer } from 'tsyringe';
-import { grantOf, requires } from '../../../core/http/access.ts';
+import { grantOf, principalOf, requires } from '../../../core/http/access.ts';
 import { docs, timestamp } from '../../../core/http/schemas.ts';
 import { paramsOf, payloadOf } from '../../../core/http/request.ts';
 import { JobRelations, type RelationType } from './relations.ts';
@@ -111,7 +111,13 @@ export function relationRoutes(container: DependencyContainer): ServerRoute[] {
       },
       handler: async (request, h) => {
         const { related_job_id, relation_type } = payloadOf<{ related_job_id: string; relation_type: RelationType }>(request);
-        const { relation, created } = await relations.add(grantOf(request).projectId!, paramsOf(request).job_id, related_job_id, relation_type);
+        const { relation, created } = await relations.add(
+          principalOf(request),
+          grantOf(request).projectId!,
+          paramsOf(request).job_id,
+          related_job_id,
+          relation_type,
+        );
         return h.response(relation).code(created ? 201 : 200);
       },
     },
@@ -140,7 +146,7 @@ export function relationRoutes(container: DependencyContainer): ServerRoute[] {
       },
       handler: async (request, h) => {
         const { job_id, related_job_id } = paramsOf(request);
-        await relations.remove(grantOf(request).projectId!, job_id, related_job_id);
+        await relations.remove(principalOf(request), grantOf(request).projectId!, job_id, related_job_id);
         return h.response().code(204);
       },
     },

@@ -4,6 +4,7 @@ import type { Db } from '../../../core/db/knex.ts';
 import { BLOCKERS_SQL, RELATED_WAITS, WAITS_FOR_RELATED } from './blockers.ts';
 import type { Phase, RELATION_TYPES } from '../job/schemas.ts';
 import { Conflict, Invalid, NotFound } from '../../../core/errors.ts';
+import { mayNameJob, type Principal } from '../../../core/auth/principal.ts';
 
 export type RelationType = (typeof RELATION_TYPES)[number];
 
@@ -137,8 +138,10 @@ export class JobRelations {
    * "{jobId} <type> {relatedId}". The same relation again is returned unchanged (created false);
    * another relation between the pair is 409; self, foreign or unknown related jobs and cycles 422.
    */
-  async add(projectId: string, jobId: string, relatedId: string, type: RelationType): Promise<AddResult> {
+  /** A job token names no job but its own, so it relates nothing (a related job it may not name reads as outside the project). */
+  async add(caller: Principal, projectId: string, jobId: string, relatedId: string, type: RelationType): Promise<AddResult> {
     if (relatedId === jobId) throw new Invalid(`job ${jobId} cannot be related to itself`);
+    if (!mayNameJob(caller, relatedId)) throw new Invalid(`related job ${relatedId} is not a job of this project`);
     return this.db.transaction(async (trx) => {
       await this.relations.lockProjectGraph(projectId, trx);
       if (!(await this.relations.jobInProject(relatedId, projectId, trx))) throw new Invalid(`related job ${relatedId} is not a job of this project`);
@@ -174,7 +177,8 @@ export class JobRelations {
   }
 
   /** Removes the relation between the two jobs, whichever of them it was stored on. */
-  async remove(projectId: string, jobId: string, relatedId: string): Promise<void> {
+  async remove(caller: Principal, projectId: string, jobId: string, relatedId: string): Promise<void> {
+    if (!mayNameJob(caller, relatedId)) throw new NotFound(`job ${jobId} has no relation to job ${relatedId}`);
     await this.db.transaction(async (trx) => {
       await this.relations.lockProjectGraph(projectId, trx);
       if ((await this.relations.deleteBetween(jobId, relatedId, trx)) === 0) throw new NotFound(`job ${jobId} has no relation to job ${relatedId}`);

@@ -1,0 +1,64 @@
+import { ascending, checkRow, fmt, goalRow, kernelWithProject, knob, percentile, printTable, type Row } from './lib.ts';
+
+const STREAMS = knob('BENCH_STREAMS', 1000);
+const CREATES = knob('BENCH_STREAM_CREATES', 200);
+const WARMUP = 20;
+
+/** Job create latency over HTTP, one create at a time. */
+async function creates(url: string, token: string, projectId: string, n: number): Promise<Float64Array> {
+  const latencies: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const at = performance.now();
+    const res = await fetch(`${url}/projects/${projectId}/jobs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ description: `bench ${i}` }),
+    });
+    await res.arrayBuffer();
+    if (res.status !== 201) throw new Error(`create: ${res.status}`);
+    latencies.push(performance.now() - at);
+  }
+  return ascending(latencies);
+}
+
+/** Job create latency with no stream open, then with `STREAMS` idle server-sent-event streams of one running attempt's log. */
+export async function runStreamsBench(): Promise<string[]> {
+  const failures: string[] = [];
+  const rows: Row[] = [];
+  const k = await kernelWithProject(['api']);
+  const aborts = new AbortController();
+  try {
+    const { url } = k.srv;
+    const bearer = k.token;
+    const job = (await k.api.post(`/projects/${k.projectId}/jobs`, { description: 'streamed' })).body;
+    const attempt = (await k.api.post(`/jobs/${job.id}/claim`, { lease_seconds: 3600 })).body.attempt;
+    await creates(url, bearer, k.projectId, WARMUP);
+    const quiet = await creates(url, bearer, k.projectId, CREATES);
+    let opened = 0;
+    for (let i = 0; i < STREAMS; i++) {
+      const res = await fetch(`${url}/jobs/${job.id}/attempts/${attempt.id}/logs/stream`, {
+        headers: { authorization: `Bearer ${bearer}` },
+        signal: aborts.signal,
+      });
+      const reader = res.body!.getReader();
+      await reader.read();
+      if (res.status === 200) opened++;
+    }
+    await creates(url, bearer, k.projectId, WARMUP);
+    const busy = await creates(url, bearer, k.projectId, CREATES);
+    const p50 = [percentile(quiet, 50), percentile(busy, 50)];
+    rows.push({ scenario: 'no stream open', figure: 'job create p50 / p99', value: `${fmt.ms(p50[0])} / ${fmt.ms(percentile(quiet, 99))}` });
+    rows.push({ scenario: `${STREAMS} idle streams`, figure: 'job create p50 / p99', value: `${fmt.ms(p50[1])} / ${fmt.ms(percentile(busy, 99))}` });
+    rows.push(goalRow(`${STREAMS} idle streams`, 'job create p50, against none open', p50[1] / p50[0], (r) => `${r.toFixed(2)}×`, { atMost: 1.5 }));
+    rows.push(checkRow(`${STREAMS} idle streams`, 'streams open', String(opened), String(STREAMS), opened === STREAMS, failures));
+  } finally {
+    aborts.abort();
+    await k.srv.stop();
+  }
+  printTable('svc idle streams benchmark', rows, [
+    `job creates over HTTP, one at a time (${CREATES} measured after ${WARMUP} warm-up), against the server in this process; then again with ${STREAMS} log streams of one claimed attempt held open and idle`,
+    'an idle stream holds no database connection and sends no query (one shared LISTEN per bus, keep-alive comments only), so the two should be within noise',
+    'knobs BENCH_STREAMS, BENCH_STREAM_CREATES',
+  ]);
+  return failures;
+}

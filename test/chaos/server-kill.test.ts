@@ -1,0 +1,88 @@
+import test from 'ava';
+import { startPgCluster, type PgCluster } from '../support/pg-cluster.ts';
+import { startServerProcess, type ServerProcess } from '../support/server-process.ts';
+import { Client, ExecutionLog, bootstrap, scriptJobs, settled, sleep, tail, until } from '../support/chaos.ts';
+
+/**
+ * SIGKILL of the whole server (every role) while script jobs run, three times, each time started
+ * again at once as a supervisor would: no job is lost, a job whose lease the kill caught runs at most
+ * once more (the killed execution and its retry), the others exactly once, and every stranded job
+ * runs again within 30 s of the restart (default lease 30 s, heartbeat 10 s). The attempt processes
+ * die with the server (the keeper), so a killed execution never reaches its end. A lease a crash
+ * ended is a failed attempt like any other (as River's rescuer counts it), so the jobs allow 3.
+ */
+const ENV = { SVC_ROLES: 'api,orchestrator,worker', SVC_WORKER__CONCURRENCY: '6' };
+let cluster: PgCluster;
+let server: ServerProcess;
+let client: Client;
+let projectId: string;
+const runs = new ExecutionLog();
+
+test.before(async () => {
+  cluster = await startPgCluster();
+  server = await startServerProcess(cluster.url, ENV);
+  const boot = await bootstrap(server.url);
+  client = new Client(() => server.url, boot.client.token);
+  projectId = boot.projectId;
+});
+
+test.after.always(async () => {
+  await server?.stop();
+  await cluster?.destroy();
+  runs.remove();
+});
+
+test.serial('three SIGKILLs of the server mid-run: 0 lost, ≤ 1 duplicate per killed lease, stranded jobs running again within 30 s', async (t) => {
+  const all: string[] = [];
+  const stranded = new Set<string>();
+  const recoveries: number[] = [];
+  for (let round = 1; round <= 3; round++) {
+    const ids = await scriptJobs(client, projectId, 6, runs.run(4), { max_attempts: 3 });
+    all.push(...ids);
+    // Wait until some of this round's jobs are running, then kill the server without warning.
+    await until(async () => runs.executions().filter((r) => ids.includes(r.job) && !r.ended).length >= 3, 'executions to start', 30_000);
+    server.child.kill('SIGKILL');
+    await server.exited;
+    await sleep(300); // the keeper ends the attempt processes
+    const caught = runs.executions().filter((r) => !r.ended && !stranded.has(r.job));
+    for (const r of caught) stranded.add(r.job);
+    const before = new Map(caught.map((r) => [r.job, runs.starts().get(r.job) ?? 0]));
+    const restartedAt = Date.now();
+    server = await startServerProcess(cluster.url, ENV);
+    const upAt = Date.now();
+    const upAfter = (upAt - restartedAt) / 1000;
+    await until(async () => [...before].every(([job, n]) => (runs.starts().get(job) ?? 0) > n), 'every stranded job to run again', 60_000).catch(
+      async (err) => {
+        const states = await Promise.all([...before.keys()].map(async (job) => (await client.call('GET', `/projects/${projectId}/jobs/${job}/attempts`)).body));
+        throw new Error(`${err.message}: ${JSON.stringify(states).slice(0, 3000)}\n${tail(server)}`);
+      },
+    );
+    const seconds = (Date.now() - upAt) / 1000;
+    recoveries.push(seconds);
+    t.log(
+      `round ${round}: ${caught.length} executions caught by the kill; the new process answered /health ${upAfter.toFixed(1)} s after it was started, and every stranded job ran again ${seconds.toFixed(1)} s after that`,
+    );
+  }
+  const { done, attempts } = await settled(client, projectId, all, 120_000);
+  const starts = runs.starts();
+  const lost = all.length - done;
+  const duplicates = [...stranded].map((job) => (starts.get(job) ?? 0) - 1);
+  const unexpected = all.filter((job) => !stranded.has(job) && starts.get(job) !== 1);
+  const unfinished = all.filter((job) => !runs.executions().some((r) => r.job === job && r.ended));
+  t.log(
+    `jobs ${all.length}, done ${done}, lost ${lost}; killed leases ${stranded.size}, duplicates per killed lease ${JSON.stringify(duplicates)}; ` +
+      `recovery ${recoveries.map((s) => s.toFixed(1)).join(' / ')} s after the restarted process was up; attempts per job max ${Math.max(...attempts.values())}`,
+  );
+  t.is(lost, 0, tail(server));
+  t.true(stranded.size > 0, 'the kills caught running executions');
+  t.true(
+    duplicates.every((d) => d <= 1),
+    `at most one more execution per killed lease: ${JSON.stringify(duplicates)}`,
+  );
+  t.deepEqual(unexpected, [], 'a job the kills did not catch ran exactly once');
+  t.deepEqual(unfinished, [], 'every job ran to its end once');
+  t.true(
+    recoveries.every((s) => s <= 30),
+    `every stranded job running again within 30 s of the restarted process answering: ${recoveries.join(', ')}`,
+  );
+});
