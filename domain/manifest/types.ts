@@ -191,6 +191,15 @@ export function describeStep(step: WorkflowStep | PipelineStep): string {
   return 'name' in step.agent ? `agent ${step.agent.name}` : `agent: ${step.agent.prompt.split('\n')[0]}`;
 }
 
+/** The `git` and `workspace` fields of a step's job: the run's git settings, the step's workspace over the run's. */
+export function runWorkspace(
+  flow: WorkflowDefinition | PipelineDefinition,
+  step: WorkflowStep | PipelineStep,
+): { git?: RunGitSettings; workspace?: WorkspaceSettings } {
+  const workspace = step.workspace ?? flow.workspace;
+  return { ...(flow.git ? { git: { ...flow.git } } : {}), ...(workspace ? { workspace: { ...workspace } } : {}) };
+}
+
 /** The step's execution kind. */
 export function stepKind(step: WorkflowStep | PipelineStep): StepKind {
   if ('action' in step) return 'action';
