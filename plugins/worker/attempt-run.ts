@@ -451,7 +451,8 @@ async function checkoutFor(work: AttemptWork, workspace: Workspace, setup: GitSe
   if (work.run && work.job.workspace?.mode !== 'isolated') {
     const step = typeof work.job.hints.step_name === 'string' ? work.job.hints.step_name : work.job.id;
     const dependsOn = Array.isArray(work.job.hints.depends_on) ? work.job.hints.depends_on.filter((d): d is string => typeof d === 'string') : [];
-    const place = { step, dependsOn, mode: workspace.mode === 'isolated' ? 'run' : workspace.mode, reused: hasCheckout, continueCheckout: workspace.mode === 'job' };
+    const upstream = new Map((work.run.steps ?? []).map((s) => [s.name, s.depends_on]));
+    const place = { step, dependsOn, upstream, mode: workspace.mode === 'isolated' ? 'run' : workspace.mode, reused: hasCheckout, continueCheckout: workspace.mode === 'job' };
     return RunLine.prepare(setup, place, !hasCheckout);
   }
   const checkout = hasCheckout ? await GitWorkspace.reopen(setup) : await GitWorkspace.prepare(setup);

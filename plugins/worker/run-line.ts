@@ -26,6 +26,8 @@ export const stepBranchOf = (runBranch: string, step: string) => `${runBranch}--
 export interface RunStepPlace {
   step: string;
   dependsOn: string[];
+  /** What each finished step of the run depends on: a dependency that pushed nothing hands on what it started from, its own dependencies. */
+  upstream: Map<string, string[]>;
   /** How the workspace came to be (mode, reused), for the report. */
   mode: string;
   reused: boolean;
@@ -63,21 +65,19 @@ export class RunLine implements Checkout {
     const stepBranch = stepBranchOf(runBranch, place.step);
     const tipOf = (branch: string) => commitAt(s, `refs/remotes/origin/${branch}`);
     const stepTip = await tipOf(stepBranch);
-    const deps = await Promise.all(place.dependsOn.map(async (step) => ({ step, branch: stepBranchOf(runBranch, step), sha: await tipOf(stepBranchOf(runBranch, step)) })));
+    const deps = await dependencyTips(place, (step) => tipOf(stepBranchOf(runBranch, step)));
+    const depOf = (step: string, sha: string) => ({ step, branch: stepBranchOf(runBranch, step), sha });
 
     const current = place.continueCheckout ? await git(s, ['symbolic-ref', '--quiet', '--short', 'HEAD']).catch(() => null) : null;
     if (current === stepBranch) {
       await s.log(`continuing the checkout on ${stepBranch} at ${await commitAt(s, 'HEAD')} (uncommitted work kept)`);
     } else {
-      const start = stepTip ?? deps.find((d) => d.sha)?.sha ?? (await tipOf(runBranch)) ?? base.sha;
+      const start = stepTip ?? deps[0]?.sha ?? (await tipOf(runBranch)) ?? base.sha;
       await run(s, ['checkout', '--quiet', '--force', '-B', stepBranch, start], s.dir, `checking out ${stepBranch} failed`);
     }
     const merged: WorkspaceReport['merged'] = [];
-    for (const dep of deps) {
-      if (!dep.sha) {
-        await s.log(`step ${dep.step} pushed nothing (no branch ${dep.branch}): nothing to merge`);
-        continue;
-      }
+    for (const { step, sha } of deps) {
+      const dep = depOf(step, sha);
       const contained = await git(s, ['merge-base', '--is-ancestor', dep.sha, 'HEAD']).then(
         () => true,
         () => false,
@@ -147,6 +147,10 @@ export class RunLine implements Checkout {
       await run(s, ['push', '--quiet', remote, `HEAD:refs/heads/${branch}`], s.dir, `git push to ${branch} failed`, access);
       report.pushed_to.push({ branch, sha: head });
     };
+    if (head === report.started_from && report.merged.length === 0) {
+      await s.log('nothing to push: the step changed nothing');
+      return;
+    }
     if (head !== this.tips.step) await pushTo(report.step_branch!);
     const runBranch = report.run_branch!;
     const runTip = await this.remoteTip(runBranch);
@@ -188,10 +192,30 @@ export class RunLine implements Checkout {
   }
 }
 
+/**
+ * The step branches to start from and merge: each dependency's, or for one that pushed nothing (it
+ * changed nothing, or was skipped), those of its own dependencies, in order and each once.
+ */
+async function dependencyTips(place: RunStepPlace, tipOf: (step: string) => Promise<string | null>): Promise<{ step: string; sha: string }[]> {
+  const found: { step: string; sha: string }[] = [];
+  const seen = new Set<string>();
+  const visit = async (steps: string[]) => {
+    for (const step of steps) {
+      if (seen.has(step)) continue;
+      seen.add(step);
+      const sha = await tipOf(step);
+      if (sha) found.push({ step, sha });
+      else await visit(place.upstream.get(step) ?? []);
+    }
+  };
+  await visit(place.dependsOn);
+  return found;
+}
+
 /** Merges a dependency's step branch; a conflict aborts the merge and fails the step naming the paths. */
-async function merge(s: GitSetup, dep: { step: string; branch: string; sha: string | null }, step: string): Promise<void> {
+async function merge(s: GitSetup, dep: { step: string; branch: string; sha: string }, step: string): Promise<void> {
   try {
-    await git(s, ['merge', '--quiet', '--no-edit', '-m', `svc: merge step ${dep.step} into ${step}`, dep.sha!]);
+    await git(s, ['merge', '--quiet', '--no-edit', '-m', `svc: merge step ${dep.step} into ${step}`, dep.sha]);
   } catch (err) {
     if (err instanceof Aborted) throw err;
     const conflicts = (await git(s, ['diff', '--name-only', '--diff-filter=U']).catch(() => '')).split('\n').filter(Boolean);
