@@ -22,7 +22,7 @@ import { planAttempt, type Plan } from './plan.ts';
 import { JOB_TOKEN_PERMISSIONS, appApiUrls, resolveOverrides, specEnv } from './env.ts';
 import { GitWorkspace, remoteUrl, type Checkout, type GitControls, type GitSetup, type Timed } from './git.ts';
 import { RunLine } from './run-line.ts';
-import { openWorkspace, sessionKey, type Workspace } from './workspaces.ts';
+import { openWorkspace, sessionKey, workspaceMode, type Workspace } from './workspaces.ts';
 import { STEPS_PATH, writeStepOutputs } from './step-outputs.ts';
 import { repoAccess, type AccessSecrets } from './git-access.ts';
 import { HarnessOutput } from './harness-output.ts';
@@ -242,7 +242,8 @@ export class AttemptRun {
     const remask = () => (log.mask = secretMasker(masks));
     const workspace = await timed('workspace', () =>
       openWorkspace(deps.settings.workspaceRoot, work, this.abort.signal, async (holder) => {
-        const message = `waiting for the ${workspace.mode} workspace${workspace.mode === 'session' ? ` '${sessionKey(work)}'` : ''}: job ${holder} is using it`;
+        const mode = workspaceMode(work);
+        const message = `waiting for the ${mode} workspace${mode === 'session' ? ` '${sessionKey(work)}'` : ''}: job ${holder} is using it`;
         await log.system(message);
         await this.progress(message, null);
       }),
