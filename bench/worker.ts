@@ -71,7 +71,8 @@ async function scenario(label: Label, rows: Row[], failures: string[]): Promise<
       await new Promise((r) => setTimeout(r, 100));
     }
     const attempts = await db('job_attempts').whereIn('job_id', ids).select('id', 'status', 'started_at', 'attempt_number', 'git');
-    const overheadOf = (of: typeof attempts) => ascending(of.filter((a) => spawned.has(a.id)).map((a) => spawned.get(a.id)! - new Date(a.started_at).getTime()));
+    const overheadOf = (of: typeof attempts) =>
+      ascending(of.filter((a) => spawned.has(a.id)).map((a) => spawned.get(a.id)! - new Date(a.started_at).getTime()));
     const figures = (name: string, overhead: ReturnType<typeof ascending>) => {
       rows.push(goalRow(name, 'p50', percentile(overhead, 50), fmt.ms, { atMost: GOALS[label].p50 }));
       rows.push(goalRow(name, 'p99', percentile(overhead, 99), fmt.ms, { atMost: GOALS[label].p99 }));

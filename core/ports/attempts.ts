@@ -44,7 +44,12 @@ export interface RunStep {
   phase: string;
   close_reason: string | null;
   /** Its latest attempt; null for a step that never ran (skipped). */
-  attempt: { result_status: string | null; result_json: Record<string, unknown> | null; result_summary: string | null; git: Record<string, unknown> | null } | null;
+  attempt: {
+    result_status: string | null;
+    result_json: Record<string, unknown> | null;
+    result_summary: string | null;
+    git: Record<string, unknown> | null;
+  } | null;
 }
 
 /** The spec's resolved git metadata of one attempt (stored as the attempt's `git`, promoted to the job's `resolved_git` on success). */

@@ -5,7 +5,19 @@ import { checkTrigger } from './triggers.ts';
 import { checkRunGit, checkWorkspace } from './validate-workspace.ts';
 
 const WORKFLOW_KEYS = ['with_apis', 'db_access', 'resource_refs', 'env_overrides', 'steps', 'hints', 'trigger', 'git', 'workspace'] as const;
-const WORKFLOW_STEP_KEYS = ['name', 'agent', 'script', 'run', 'action', 'depends_on', 'with_apis', 'resource_refs', 'env_overrides', 'if', 'workspace'] as const;
+const WORKFLOW_STEP_KEYS = [
+  'name',
+  'agent',
+  'script',
+  'run',
+  'action',
+  'depends_on',
+  'with_apis',
+  'resource_refs',
+  'env_overrides',
+  'if',
+  'workspace',
+] as const;
 const PIPELINE_KEYS = ['trigger', 'steps', 'git', 'workspace'] as const;
 const PIPELINE_STEP_KEYS = ['name', 'agent', 'script', 'run', 'action', 'depends_on', 'approval', 'workspace'] as const;
 

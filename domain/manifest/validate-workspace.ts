@@ -26,7 +26,8 @@ export function checkWorkspace(problems: Problems, value: unknown, path: string)
   } else if (key !== undefined && mode !== 'session') {
     problems.add(at(path, 'key'), "workspace.key names a shared workspace: it needs workspace.mode 'session'");
   }
-  if (mode === 'session' && key === undefined) problems.add(at(path, 'key'), "workspace.mode 'session' needs workspace.key (the name jobs share the workspace under)");
+  if (mode === 'session' && key === undefined)
+    problems.add(at(path, 'key'), "workspace.mode 'session' needs workspace.key (the name jobs share the workspace under)");
 }
 
 /** `git` of a workflow or a pipeline: the git controls its steps' jobs get (`branch` names the run branch). */

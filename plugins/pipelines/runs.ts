@@ -9,7 +9,15 @@ import { emitEvent } from '../../core/events/emit.ts';
 import { ManifestReaderToken, type ManifestReader } from '../../core/ports/manifest.ts';
 import type { AppendedLogs } from '../../core/ports/attempts.ts';
 import { JobGraphsToken, type GraphJob, type JobGraphs, type JobPhaseChange } from '../../core/ports/jobs.ts';
-import { describeStep, runWorkspace, stepExecution, stepKind, type PipelineDefinition, type PipelineStep, type StoredManifest } from '../../domain/manifest/types.ts';
+import {
+  describeStep,
+  runWorkspace,
+  stepExecution,
+  stepKind,
+  type PipelineDefinition,
+  type PipelineStep,
+  type StoredManifest,
+} from '../../domain/manifest/types.ts';
 import { PipelineRunRepository, type Run, type RunRow, type StepWithJob } from './repository.ts';
 import { isTerminal } from './status.ts';
 import { emptySettlement, moveRun, moveStep, settleRun, type Settlement } from './settle.ts';
@@ -56,7 +64,11 @@ export class PipelineRuns {
     const inputs = { ...this.environmentInputs(manifest, name, request.env), ...(request.inputs ?? {}) };
     const steps = selectSteps(pipeline.steps, request.only_steps);
     const id = newId('prun');
-    const graph: GraphJob[] = steps.map((step) => ({ key: step.name, depends_on: step.depends_on, request: stepRequest(id, name, pipeline, step, request, inputs) }));
+    const graph: GraphJob[] = steps.map((step) => ({
+      key: step.name,
+      depends_on: step.depends_on,
+      request: stepRequest(id, name, pipeline, step, request, inputs),
+    }));
     return this.db.transaction(async (trx) => {
       const jobIds = await this.graphs.create(creator, projectId, graph, trx);
       await this.runs.insert(
@@ -256,7 +268,14 @@ function selectSteps(steps: PipelineStep[], only: string[] | undefined): Pipelin
 }
 
 /** The create request of one step's job: held in backlog when it waits for approval. */
-function stepRequest(runId: string, pipeline: string, definition: PipelineDefinition, step: PipelineStep, request: RunRequest, inputs: Record<string, unknown>): GraphJob['request'] {
+function stepRequest(
+  runId: string,
+  pipeline: string,
+  definition: PipelineDefinition,
+  step: PipelineStep,
+  request: RunRequest,
+  inputs: Record<string, unknown>,
+): GraphJob['request'] {
   const hints: Record<string, unknown> = {
     pipeline_run_id: runId,
     pipeline_name: pipeline,

@@ -302,7 +302,8 @@ export class AttemptRun {
     });
     masks.push(...overrides.secrets, token);
     const outputs = await writeStepOutputs(dir, work);
-    if (outputs.steps.length) await log.system(`outputs of step${outputs.steps.length === 1 ? '' : 's'} ${outputs.steps.join(', ')} in ${STEPS_PATH.join('/')}/`);
+    if (outputs.steps.length)
+      await log.system(`outputs of step${outputs.steps.length === 1 ? '' : 's'} ${outputs.steps.join(', ')} in ${STEPS_PATH.join('/')}/`);
     const env = {
       ...overrides.env,
       ...outputs.env,
@@ -435,7 +436,11 @@ function resourceClassOf(work: AttemptWork): string | undefined {
 function describeWorkspace(work: AttemptWork, workspace: Workspace): string {
   if (workspace.mode === 'isolated') return '';
   const what = workspace.mode === 'session' ? `session '${sessionKey(work)}'` : 'job';
-  const how = workspace.reused ? (workspace.mode === 'job' ? "reused: this job's earlier attempt left it" : 'reused: an earlier job of the session left it') : 'new';
+  const how = workspace.reused
+    ? workspace.mode === 'job'
+      ? "reused: this job's earlier attempt left it"
+      : 'reused: an earlier job of the session left it'
+    : 'new';
   return ` (workspace ${what}, ${how})`;
 }
 
@@ -453,7 +458,14 @@ async function checkoutFor(work: AttemptWork, workspace: Workspace, setup: GitSe
     const step = typeof work.job.hints.step_name === 'string' ? work.job.hints.step_name : work.job.id;
     const dependsOn = Array.isArray(work.job.hints.depends_on) ? work.job.hints.depends_on.filter((d): d is string => typeof d === 'string') : [];
     const upstream = new Map((work.run.steps ?? []).map((s) => [s.name, s.depends_on]));
-    const place = { step, dependsOn, upstream, mode: workspace.mode === 'isolated' ? 'run' : workspace.mode, reused: hasCheckout, continueCheckout: workspace.mode === 'job' };
+    const place = {
+      step,
+      dependsOn,
+      upstream,
+      mode: workspace.mode === 'isolated' ? 'run' : workspace.mode,
+      reused: hasCheckout,
+      continueCheckout: workspace.mode === 'job',
+    };
     return RunLine.prepare(setup, place, !hasCheckout);
   }
   const checkout = hasCheckout ? await GitWorkspace.reopen(setup) : await GitWorkspace.prepare(setup);

@@ -128,10 +128,15 @@ export class GitWorkspace implements Checkout {
     await run(s, ['fetch', '--quiet', '--prune', 'origin'], s.dir, 'git fetch failed');
     const head = await commitAt(s, 'HEAD');
     const branch = await git(s, ['symbolic-ref', '--quiet', '--short', 'HEAD']).catch(() => null);
-    if ((s.controls.push ?? 'never') !== 'never' && !branch) throw new WorkerFailure(`git.push is ${s.controls.push} but the reused checkout has no branch to push`);
+    if ((s.controls.push ?? 'never') !== 'never' && !branch)
+      throw new WorkerFailure(`git.push is ${s.controls.push} but the reused checkout has no branch to push`);
     await excludeWorkerFiles(s);
     await s.log(`continuing the checkout on ${branch ? `branch ${branch}` : 'a detached HEAD'} at ${head ?? 'no commit'}`);
-    return new GitWorkspace(s, { resolved_ref: branch, resolved_sha: head, resolved_branch: branch, ref_source: 'workspace', pushed: false, commits: [] }, null);
+    return new GitWorkspace(
+      s,
+      { resolved_ref: branch, resolved_sha: head, resolved_branch: branch, ref_source: 'workspace', pushed: false, commits: [] },
+      null,
+    );
   }
 
   /** Commit, then push, per the controls (the phases commit and push). */

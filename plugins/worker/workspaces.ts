@@ -81,21 +81,17 @@ async function touch(dir: string): Promise<void> {
   await utimes(marker, now, now).catch(() => writeFile(marker, ''));
 }
 
-const exists = (p: string) => stat(p).then(
-  () => true,
-  () => false,
-);
+const exists = (p: string) =>
+  stat(p).then(
+    () => true,
+    () => false,
+  );
 
 /**
  * The attempt's workspace. A reused one is locked first: while another job holds it, `waiting` is
  * told once who holds it, and the attempt waits (until `signal` aborts it).
  */
-export async function openWorkspace(
-  root: string,
-  work: AttemptWork,
-  signal: AbortSignal,
-  waiting: (holder: string) => Promise<void>,
-): Promise<Workspace> {
+export async function openWorkspace(root: string, work: AttemptWork, signal: AbortSignal, waiting: (holder: string) => Promise<void>): Promise<Workspace> {
   const mode = workspaceMode(work);
   if (mode === 'isolated') {
     const dir = path.join(root, `${work.job.id}-a${work.attempt.attempt_number}-${work.attempt.id.slice(0, 8)}`);

@@ -158,7 +158,9 @@ test.serial('a session workspace is used by one job at a time; the other waits, 
     w.api.post(`/projects/${w.projectId}/jobs`, {
       description: 'session user',
       workspace: { mode: 'session', key: 'shared-cache' },
-      hints: { step: { kind: 'script', script: { run: 'echo "start $SVC_JOB_ID" >> session.log; sleep 2; echo "end $SVC_JOB_ID" >> session.log; cat session.log' } } },
+      hints: {
+        step: { kind: 'script', script: { run: 'echo "start $SVC_JOB_ID" >> session.log; sleep 2; echo "end $SVC_JOB_ID" >> session.log; cat session.log' } },
+      },
     });
   const ids = [(await create()).body.id, (await create()).body.id];
   const jobs = await Promise.all(ids.map((id) => finished(w, id)));

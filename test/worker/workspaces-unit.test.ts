@@ -49,7 +49,7 @@ test.serial('the same session key in another project or org is another directory
   t.true(dirs[0].startsWith(path.join(root, 'reuse', 'org_a', 'proj_a', 'session')));
 });
 
-test.serial('job mode: the second attempt gets the first one\'s directory back, marked reused; isolated is fresh and not kept', async (t) => {
+test.serial("job mode: the second attempt gets the first one's directory back, marked reused; isolated is fresh and not kept", async (t) => {
   const first = await openWorkspace(root, work({ workspace: { mode: 'job' } }), never, noWait);
   writeFileSync(path.join(first.dir, 'cache'), 'x');
   await first.release();
@@ -103,6 +103,6 @@ test.serial('the sweep removes reused workspaces idle too long, and never one in
   t.deepEqual(await sweepWorkspaces(root, 3_600_000), [idle.dir]);
   t.false(existsSync(idle.dir));
   t.true(existsSync(busy.dir) && existsSync(recent.dir));
-  t.true(existsSync(path.join(root, 'unit-00000001-a1-00000000')), 'per-attempt directories are not the sweep\'s');
+  t.true(existsSync(path.join(root, 'unit-00000001-a1-00000000')), "per-attempt directories are not the sweep's");
   await busy.release();
 });

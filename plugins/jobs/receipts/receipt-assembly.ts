@@ -160,22 +160,26 @@ const MODEL_KEYS = ['calls', ...TOKEN_FIELDS, 'duration_ms', 'providers', 'cost_
  * assembled, models by name, phases in lifecycle order. The content is untouched.
  */
 export function inDisplayOrder<R extends Receipt>(receipt: R): R {
-  return ordered(receipt, ['receipt_version', 'attempt_id', 'attempt_number', 'job_id', 'status', 'result_status', 'timing', 'llm', 'cost', 'compute', 'workspace'], {
-    timing: (v) =>
-      ordered(v, ['started_at', 'ended_at', 'billable_ms', 'phases'], {
-        phases: (p) => byKey(p, (a, b) => phaseRank(a) - phaseRank(b) || a.localeCompare(b)),
-      }),
-    llm: (v) =>
-      ordered(v, ['calls', ...TOKEN_FIELDS, 'duration_ms', 'models'], {
-        models: (m) =>
-          byKey(
-            m,
-            (a, b) => a.localeCompare(b),
-            (u) => ordered(u, MODEL_KEYS),
-          ),
-      }),
-    cost: (v) =>
-      ordered(v, ['base_cost_usd', 'billed_cost', 'pricing', 'unpriced_models', 'price_table'], { billed_cost: (b) => ordered(b, ['currency', 'amount']) }),
-    compute: (v) => ordered(v, ['resource_class', 'billable_ms']),
-  }) as R;
+  return ordered(
+    receipt,
+    ['receipt_version', 'attempt_id', 'attempt_number', 'job_id', 'status', 'result_status', 'timing', 'llm', 'cost', 'compute', 'workspace'],
+    {
+      timing: (v) =>
+        ordered(v, ['started_at', 'ended_at', 'billable_ms', 'phases'], {
+          phases: (p) => byKey(p, (a, b) => phaseRank(a) - phaseRank(b) || a.localeCompare(b)),
+        }),
+      llm: (v) =>
+        ordered(v, ['calls', ...TOKEN_FIELDS, 'duration_ms', 'models'], {
+          models: (m) =>
+            byKey(
+              m,
+              (a, b) => a.localeCompare(b),
+              (u) => ordered(u, MODEL_KEYS),
+            ),
+        }),
+      cost: (v) =>
+        ordered(v, ['base_cost_usd', 'billed_cost', 'pricing', 'unpriced_models', 'price_table'], { billed_cost: (b) => ordered(b, ['currency', 'amount']) }),
+      compute: (v) => ordered(v, ['resource_class', 'billable_ms']),
+    },
+  ) as R;
 }

@@ -13,7 +13,10 @@ export function runIdOf(job: { id: string; parent_id: string | null; hints: Reco
  * The finished steps of the run `job` belongs to (not the job itself): name, what it depends on, its
  * phase, and its latest attempt's result, summary and git. Empty for a job outside a run.
  */
-export async function finishedRunSteps(db: Db, job: { id: string; project_id: string; parent_id: string | null; hints: Record<string, unknown> }): Promise<RunStep[]> {
+export async function finishedRunSteps(
+  db: Db,
+  job: { id: string; project_id: string; parent_id: string | null; hints: Record<string, unknown> },
+): Promise<RunStep[]> {
   const runId = runIdOf(job);
   if (!runId || runId === job.id) return [];
   const query = db('jobs as j')

@@ -5,7 +5,14 @@ import type { Grant } from '../../../core/auth/principal.ts';
 import type { Creator, TriggeringEvent } from '../../../core/ports/launchers.ts';
 import type { ManifestReader } from '../../../core/ports/manifest.ts';
 import { JobRequestChecks } from '../../../core/ports/jobs.ts';
-import { describeStep, runWorkspace, stepExecution, type ResourceRefPolicy, type WorkflowDefinition, type WorkflowStep } from '../../../domain/manifest/types.ts';
+import {
+  describeStep,
+  runWorkspace,
+  stepExecution,
+  type ResourceRefPolicy,
+  type WorkflowDefinition,
+  type WorkflowStep,
+} from '../../../domain/manifest/types.ts';
 import { ConditionError, parseCondition, evaluateCondition, referencedSteps } from '../../../domain/manifest/conditions.ts';
 import { checkEnvOverrides, checkMergedSize } from '../../../domain/manifest/validate-env.ts';
 import { Problems } from '../../../domain/manifest/problems.ts';
