@@ -38,6 +38,16 @@ const OWN = {
       },
     ],
   },
+  // No workspace mode: every attempt clones afresh, as a retry on another worker does under mode job.
+  again: {
+    hints: { max_attempts: 2 },
+    steps: [
+      {
+        name: 'flaky',
+        run: 'if [ -f progress.txt ]; then echo "picked up: $(cat progress.txt)"; else echo "half done" > progress.txt; exit 1; fi',
+      },
+    ],
+  },
 };
 
 let w: WorkerWorld;
@@ -183,4 +193,18 @@ test.serial('a session workspace is used by one job at a time; the other waits, 
     'the waiting progress event',
   );
   t.regex(progress.payload_json.message, /^waiting for the session workspace 'shared-cache'/);
+});
+
+test.serial('a retry in a fresh clone (another worker, or no workspace mode) starts from what the failed attempt pushed', async (t) => {
+  const { root } = await runWorkflow('again');
+  t.is(root.phase, 'done', String(root.close_reason));
+  const [first, second] = (await attemptsOf(w, root.id)).sort((a, b) => a.attempt_number - b.attempt_number);
+  const pushed = first.git.workspace.pushed_to;
+  t.deepEqual(
+    pushed.map((p: any) => p.branch),
+    [`svc/run/${root.id}--flaky`, `svc/run/${root.id}`],
+    'the failed attempt pushed its work',
+  );
+  t.like(second.git.workspace, { mode: 'run', reused: false, started_from: pushed[0].sha });
+  t.true((await logLines(w, root.id, second.id)).some((l) => l.line === 'picked up: half done'));
 });
