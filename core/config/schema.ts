@@ -86,6 +86,7 @@ export const configSchema = Joi.object({
     concurrency: Joi.number().integer().min(1).max(256).required(),
     workspace_root: Joi.string().allow(null, '').required(),
     keep_workspaces: Joi.boolean().required(),
+    workspace_idle_seconds: Joi.number().integer().min(1).required(),
     run_as_uid: Joi.number().integer().min(0).allow(null).required(),
     run_as_gid: Joi.number().integer().min(0).allow(null).required(),
     heartbeat_seconds: Joi.number().positive().max(3600).required(),
@@ -200,6 +201,8 @@ export interface Config {
     /** SVC_WORKSPACE_ROOT; null: <data_dir>/workspaces. */
     workspace_root: string | null;
     keep_workspaces: boolean;
+    /** Reused workspaces (workspace.mode job and session) idle this long are removed. */
+    workspace_idle_seconds: number;
     run_as_uid: number | null;
     run_as_gid: number | null;
     heartbeat_seconds: number;

@@ -21,6 +21,8 @@ export interface AttemptWork {
     phase: JobPhase;
     hints: Record<string, unknown>;
     git: Record<string, unknown> | null;
+    /** `{mode, key}` as the job asked (workspace.mode job, session or isolated). */
+    workspace: Record<string, unknown> | null;
     env_name: string | null;
     harness: Record<string, unknown>;
     env_overrides: Record<string, string> | null;
@@ -30,6 +32,24 @@ export interface AttemptWork {
   /** `failed_before`: how many attempts right before this one failed (a harness profile falls back by it). */
   attempt: { id: string; attempt_number: number; status: string; failed_before: number };
   project: { id: string; org_id: string; slug: string; repo_url: string | null; branch: string };
+  /** The workflow or pipeline run the job is a step of (null for any other job), with its steps that have finished. */
+  run: { id: string; steps: RunStep[] } | null;
+}
+
+/** A finished step of a run, as the steps after it see it. */
+export interface RunStep {
+  name: string;
+  job_id: string;
+  depends_on: string[];
+  phase: string;
+  close_reason: string | null;
+  /** Its latest attempt; null for a step that never ran (skipped). */
+  attempt: {
+    result_status: string | null;
+    result_json: Record<string, unknown> | null;
+    result_summary: string | null;
+    git: Record<string, unknown> | null;
+  } | null;
 }
 
 /** The spec's resolved git metadata of one attempt (stored as the attempt's `git`, promoted to the job's `resolved_git` on success). */
@@ -40,6 +60,28 @@ export interface ResolvedGit {
   ref_source: string | null;
   pushed: boolean;
   commits: string[];
+  /** Set for steps of a run and for reused workspaces (docs/workspaces.md): where the work started, what it merged and pushed. */
+  workspace?: WorkspaceReport;
+}
+
+/** What an attempt's workspace reused and handed on (in its `git`, and in its receipt). */
+export interface WorkspaceReport {
+  /** job, session, isolated, or run (a fresh workspace on the run's line of work). */
+  mode: string;
+  /** Whether the attempt continued in a workspace an earlier attempt or job left. */
+  reused: boolean;
+  /** The commit the step started from (after merging the steps it depends on). */
+  started_from: string | null;
+  /** The run branch, for a step of a run. */
+  run_branch: string | null;
+  /** The branch the step commits on (its own: `<run branch>--<step>`). */
+  step_branch: string | null;
+  /** Steps merged in at start: name, branch and commit. */
+  merged: { step: string; branch: string; sha: string }[];
+  /** Branches pushed at the end and the commit each now points at. */
+  pushed_to: { branch: string; sha: string }[];
+  /** Files the step changed (from where it started to its last commit). */
+  changed_files: string[];
 }
 
 export interface AttemptCompletion {

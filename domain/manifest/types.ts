@@ -40,9 +40,29 @@ export interface PipelineAgentSpec {
 /** Which of the three execution kinds a step uses. */
 export type StepKind = 'action' | 'script' | 'agent';
 
+/** Where a step works: `isolated` a fresh workspace per attempt (no shared run branch), `job` the job's own workspace across its attempts, `session` one workspace per `key` shared one job at a time. */
+export const WORKSPACE_MODES = ['job', 'session', 'isolated'] as const;
+export type WorkspaceMode = (typeof WORKSPACE_MODES)[number];
+export interface WorkspaceSettings {
+  mode?: WorkspaceMode;
+  /** Names the session workspace (mode session only). */
+  key?: string;
+}
+
+/** A workflow's or pipeline's git controls for its steps (the job's git controls; `branch` names the run branch, `${run_id}` allowed). */
+export interface RunGitSettings {
+  ref?: string;
+  branch?: string;
+  commit?: 'never' | 'manual' | 'auto' | 'required';
+  commit_message?: string;
+  push?: 'never' | 'on_success' | 'required';
+  remote?: string;
+}
+
 interface StepBase {
   name: string;
   depends_on: string[];
+  workspace?: WorkspaceSettings;
 }
 
 export type WorkflowStep = StepBase & {
@@ -65,11 +85,15 @@ export interface WorkflowDefinition {
   env_overrides?: EnvOverrides;
   hints?: Record<string, unknown>;
   trigger?: Record<string, unknown>;
+  git?: RunGitSettings;
+  workspace?: WorkspaceSettings;
   steps: WorkflowStep[];
 }
 
 export interface PipelineDefinition {
   trigger?: Record<string, unknown>;
+  git?: RunGitSettings;
+  workspace?: WorkspaceSettings;
   steps: PipelineStep[];
 }
 
@@ -165,6 +189,15 @@ export function describeStep(step: WorkflowStep | PipelineStep): string {
   if ('action' in step) return `action ${step.action.type}`;
   if ('script' in step) return `script: ${step.script.run}`;
   return 'name' in step.agent ? `agent ${step.agent.name}` : `agent: ${step.agent.prompt.split('\n')[0]}`;
+}
+
+/** The `git` and `workspace` fields of a step's job: the run's git settings, the step's workspace over the run's. */
+export function runWorkspace(
+  flow: WorkflowDefinition | PipelineDefinition,
+  step: WorkflowStep | PipelineStep,
+): { git?: RunGitSettings; workspace?: WorkspaceSettings } {
+  const workspace = step.workspace ?? flow.workspace;
+  return { ...(flow.git ? { git: { ...flow.git } } : {}), ...(workspace ? { workspace: { ...workspace } } : {}) };
 }
 
 /** The step's execution kind. */

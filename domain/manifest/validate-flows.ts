@@ -2,11 +2,24 @@ import { type Problems, at, expectObject, index, isString, isStringList, unknown
 import { checkStepGraph, checkStepKind, type StepOwner } from './validate-steps.ts';
 import { checkEnvOverrides, checkMergedSize } from './validate-env.ts';
 import { checkTrigger } from './triggers.ts';
+import { checkRunGit, checkWorkspace } from './validate-workspace.ts';
 
-const WORKFLOW_KEYS = ['with_apis', 'db_access', 'resource_refs', 'env_overrides', 'steps', 'hints', 'trigger'] as const;
-const WORKFLOW_STEP_KEYS = ['name', 'agent', 'script', 'run', 'action', 'depends_on', 'with_apis', 'resource_refs', 'env_overrides', 'if'] as const;
-const PIPELINE_KEYS = ['trigger', 'steps'] as const;
-const PIPELINE_STEP_KEYS = ['name', 'agent', 'script', 'run', 'action', 'depends_on', 'approval'] as const;
+const WORKFLOW_KEYS = ['with_apis', 'db_access', 'resource_refs', 'env_overrides', 'steps', 'hints', 'trigger', 'git', 'workspace'] as const;
+const WORKFLOW_STEP_KEYS = [
+  'name',
+  'agent',
+  'script',
+  'run',
+  'action',
+  'depends_on',
+  'with_apis',
+  'resource_refs',
+  'env_overrides',
+  'if',
+  'workspace',
+] as const;
+const PIPELINE_KEYS = ['trigger', 'steps', 'git', 'workspace'] as const;
+const PIPELINE_STEP_KEYS = ['name', 'agent', 'script', 'run', 'action', 'depends_on', 'approval', 'workspace'] as const;
 
 /** What the workflow checks need from elsewhere in the manifest. */
 export interface FlowContext {
@@ -28,6 +41,13 @@ function checkApis(problems: Problems, value: unknown, path: string, ctx: FlowCo
   value.forEach((api, i) => {
     if (ctx.apis && !ctx.apis.has(api)) problems.add(index(path, i), `Unknown API '${api}' in with_apis; declare it under x-svc.api_spec`);
   });
+}
+
+/** The keys workflows and pipelines share: their trigger, and the git and workspace settings of their steps. */
+function checkFlowCommon(problems: Problems, def: Record<string, unknown>, path: string): void {
+  if (def.trigger !== undefined) checkTrigger(problems, def.trigger, at(path, 'trigger'));
+  checkRunGit(problems, def.git, at(path, 'git'));
+  checkWorkspace(problems, def.workspace, at(path, 'workspace'));
 }
 
 /**
@@ -53,6 +73,7 @@ function checkStepCommon(problems: Problems, step: unknown, path: string, owner:
   unknownKeys(problems, step, owner.kind === 'workflow' ? WORKFLOW_STEP_KEYS : PIPELINE_STEP_KEYS, path);
   if (!isString(step.name)) problems.add(at(path, 'name'), 'Step name is required');
   checkStepKind(problems, step, path, owner);
+  checkWorkspace(problems, step.workspace, at(path, 'workspace'));
   return true;
 }
 
@@ -70,7 +91,7 @@ export function checkWorkflows(problems: Problems, workflows: unknown, ctx: Flow
     }
     checkResourceRefs(problems, def.resource_refs, at(path, 'resource_refs'));
     if (def.hints !== undefined) expectObject(problems, def.hints, at(path, 'hints'));
-    if (def.trigger !== undefined) checkTrigger(problems, def.trigger, at(path, 'trigger'));
+    checkFlowCommon(problems, def, path);
     const shared = checkEnvOverrides(problems, def.env_overrides, at(path, 'env_overrides'));
     const steps = stepsOf(problems, def, path, owner);
     steps.forEach((step, i) => {
@@ -96,7 +117,7 @@ export function checkPipelines(problems: Problems, pipelines: unknown): void {
     if (!expectObject(problems, def, path)) continue;
     const owner: StepOwner = { kind: 'pipeline', name };
     unknownKeys(problems, def, PIPELINE_KEYS, path);
-    if (def.trigger !== undefined) checkTrigger(problems, def.trigger, at(path, 'trigger'));
+    checkFlowCommon(problems, def, path);
     const steps = stepsOf(problems, def, path, owner);
     steps.forEach((step, i) => {
       const where = index(at(path, 'steps'), i);

@@ -9,7 +9,15 @@ import { emitEvent } from '../../core/events/emit.ts';
 import { ManifestReaderToken, type ManifestReader } from '../../core/ports/manifest.ts';
 import type { AppendedLogs } from '../../core/ports/attempts.ts';
 import { JobGraphsToken, type GraphJob, type JobGraphs, type JobPhaseChange } from '../../core/ports/jobs.ts';
-import { describeStep, stepExecution, stepKind, type PipelineDefinition, type PipelineStep, type StoredManifest } from '../../domain/manifest/types.ts';
+import {
+  describeStep,
+  runWorkspace,
+  stepExecution,
+  stepKind,
+  type PipelineDefinition,
+  type PipelineStep,
+  type StoredManifest,
+} from '../../domain/manifest/types.ts';
 import { PipelineRunRepository, type Run, type RunRow, type StepWithJob } from './repository.ts';
 import { isTerminal } from './status.ts';
 import { emptySettlement, moveRun, moveStep, settleRun, type Settlement } from './settle.ts';
@@ -56,7 +64,11 @@ export class PipelineRuns {
     const inputs = { ...this.environmentInputs(manifest, name, request.env), ...(request.inputs ?? {}) };
     const steps = selectSteps(pipeline.steps, request.only_steps);
     const id = newId('prun');
-    const graph: GraphJob[] = steps.map((step) => ({ key: step.name, depends_on: step.depends_on, request: stepRequest(id, name, step, request, inputs) }));
+    const graph: GraphJob[] = steps.map((step) => ({
+      key: step.name,
+      depends_on: step.depends_on,
+      request: stepRequest(id, name, pipeline, step, request, inputs),
+    }));
     return this.db.transaction(async (trx) => {
       const jobIds = await this.graphs.create(creator, projectId, graph, trx);
       await this.runs.insert(
@@ -256,23 +268,34 @@ function selectSteps(steps: PipelineStep[], only: string[] | undefined): Pipelin
 }
 
 /** The create request of one step's job: held in backlog when it waits for approval. */
-function stepRequest(runId: string, pipeline: string, step: PipelineStep, request: RunRequest, inputs: Record<string, unknown>): GraphJob['request'] {
+function stepRequest(
+  runId: string,
+  pipeline: string,
+  definition: PipelineDefinition,
+  step: PipelineStep,
+  request: RunRequest,
+  inputs: Record<string, unknown>,
+): GraphJob['request'] {
   const hints: Record<string, unknown> = {
     pipeline_run_id: runId,
     pipeline_name: pipeline,
     step_name: step.name,
     execution_type: stepKind(step),
     step: stepExecution(step),
+    depends_on: step.depends_on,
     request_json: JSON.stringify(inputs),
   };
   if ('script' in step && step.script.timeout) hints.timeout_seconds = step.script.timeout;
+  const { git: runGit, workspace } = runWorkspace(definition, step);
+  const git = { ...runGit, ...(request.ref ? { ref: request.ref } : {}) };
   return {
     title: `${pipeline}: ${step.name}`,
     description: `Step ${step.name} of pipeline ${pipeline}, run ${runId} (${describeStep(step)})`,
     labels: [`pipeline:${pipeline}`, `step:${step.name}`],
     hints,
     ...(step.approval ? { phase: 'backlog' } : {}),
-    ...(request.ref ? { git: { ref: request.ref } } : {}),
+    ...(Object.keys(git).length > 0 ? { git } : {}),
+    ...(workspace ? { workspace } : {}),
     ...(request.env ? { env_name: request.env } : {}),
   };
 }

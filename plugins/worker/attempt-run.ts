@@ -1,4 +1,4 @@
-import { mkdir, rm } from 'node:fs/promises';
+import { readdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import type { MachineTokens } from '../../core/auth/machine-tokens.ts';
@@ -20,7 +20,10 @@ import { patientControl } from './patient-control.ts';
 import { JsonResultScanner, outcomeOf } from './result.ts';
 import { planAttempt, type Plan } from './plan.ts';
 import { JOB_TOKEN_PERMISSIONS, appApiUrls, resolveOverrides, specEnv } from './env.ts';
-import { GitWorkspace, remoteUrl, type GitControls } from './git.ts';
+import { GitWorkspace, remoteUrl, type Checkout, type GitControls, type GitSetup, type Timed } from './git.ts';
+import { RunLine } from './run-line.ts';
+import { openWorkspace, sessionKey, workspaceMode, type Workspace } from './workspaces.ts';
+import { STEPS_PATH, writeStepOutputs } from './step-outputs.ts';
 import { repoAccess, type AccessSecrets } from './git-access.ts';
 import { HarnessOutput } from './harness-output.ts';
 import { handOver, isRoot, type RunAs } from './run-as.ts';
@@ -30,6 +33,8 @@ import { hydrateResources } from './resources.ts';
 export interface WorkerSettings {
   workspaceRoot: string;
   keepWorkspaces: boolean;
+  /** Reused workspaces unused this long are removed (sweepWorkspaces). */
+  workspaceIdleMs: number;
   heartbeatMs: number;
   leaseSeconds: number;
   logFlushMs: number;
@@ -55,7 +60,6 @@ export interface WorkerDeps {
 }
 
 type Phase = { name: string; started_at: Date; ended_at: Date };
-type Timed = <T>(name: string, fn: () => Promise<T>) => Promise<T>;
 
 /** Job tokens outlive the attempt's timeout by this much (they stop anyway when the attempt ends). */
 const TOKEN_MARGIN_SECONDS = 600;
@@ -104,14 +108,13 @@ export class AttemptRun {
     const work = await control.load(this.claim.jobId, this.claim.attemptId);
     if (!work || work.attempt.status !== 'running') return;
     const log = new LogSink(control, work.job.id, work.attempt.id, settings.logFlushMs, logger);
-    const dir = path.join(settings.workspaceRoot, `${work.job.id}-a${work.attempt.attempt_number}-${work.attempt.id.slice(0, 8)}`);
     const credentialsDir = path.join(settings.workspaceRoot, '.credentials', work.attempt.id);
     const phases: Phase[] = [];
     const heartbeat = setInterval(() => void this.beat(), settings.heartbeatMs);
     try {
       let completion: AttemptCompletion;
       try {
-        completion = await this.run(work, log, dir, credentialsDir, phases);
+        completion = await this.run(work, log, credentialsDir, phases);
       } catch (err) {
         if (this.abort.signal.aborted || err instanceof Aborted || err instanceof LeaseLost) return await this.stopped(log, err);
         const reason = err instanceof WorkerFailure ? err.message : `worker error: ${(err as Error).message}`;
@@ -136,11 +139,16 @@ export class AttemptRun {
       clearInterval(heartbeat);
       await log.flush();
       await rm(credentialsDir, { recursive: true, force: true }).catch(() => undefined);
-      if (!settings.keepWorkspaces) await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+      const workspace = this.workspace;
+      if (workspace) {
+        await workspace.release().catch((err) => logger.warn({ err, jobId: work.job.id }, 'could not release the workspace'));
+        if (!workspace.kept && !settings.keepWorkspaces) await rm(workspace.dir, { recursive: true, force: true }).catch(() => undefined);
+      }
     }
   }
 
-  private git: GitWorkspace | null = null;
+  private git: Checkout | null = null;
+  private workspace: Workspace | null = null;
 
   /** `runner.completed` with the result, or `runner.failed` with the error and the exit code when there was one. */
   private runnerEnded(completion: AttemptCompletion): Promise<void> {
@@ -153,7 +161,7 @@ export class AttemptRun {
     });
   }
 
-  private async run(work: AttemptWork, log: LogSink, dir: string, credentialsDir: string, phases: Phase[]): Promise<AttemptCompletion> {
+  private async run(work: AttemptWork, log: LogSink, credentialsDir: string, phases: Phase[]): Promise<AttemptCompletion> {
     const timed: Timed = async (name, fn) => {
       const started_at = new Date();
       try {
@@ -163,10 +171,10 @@ export class AttemptRun {
       }
     };
     const { spec, plan } = await timed('provision', async () => {
-      const provisioned = await this.provision(work, log, dir, credentialsDir, timed);
+      const provisioned = await this.provision(work, log, credentialsDir, timed);
       const user = this.deps.settings.runAs;
       if (user) {
-        if (isRoot()) await handOver(dir, user);
+        if (isRoot()) await handOver(provisioned.spec.cwd!, user);
         provisioned.spec.user = user;
       }
       return provisioned;
@@ -205,8 +213,7 @@ export class AttemptRun {
     const git = this.git;
     if (git) {
       const succeeded = completion.result.status === 'success';
-      let failure = git.wantsCommit(succeeded) ? await timed('commit', () => git.commit(succeeded, completion.result.summary ?? work.job.title)) : null;
-      if (!failure && git.wantsPush(succeeded)) failure = await timed('push', () => git.push());
+      const failure = await git.finish(succeeded, completion.result.summary ?? work.job.title, timed);
       if (failure) {
         await log.system(`failed: ${failure}`);
         completion = {
@@ -220,7 +227,7 @@ export class AttemptRun {
   }
 
   /** Workspace, checkout, environment and the process spec; every missing piece fails here, before anything runs. */
-  private async provision(work: AttemptWork, log: LogSink, dir: string, credentialsDir: string, timed: Timed): Promise<{ spec: ProcessSpec; plan: Plan }> {
+  private async provision(work: AttemptWork, log: LogSink, credentialsDir: string, timed: Timed): Promise<{ spec: ProcessSpec; plan: Plan }> {
     const { deps } = this;
     const ctx: SecretContext = { projectId: work.project.id, userId: work.job.created_by };
     const manifest: Manifest | null =
@@ -233,8 +240,17 @@ export class AttemptRun {
     const plan = await planAttempt(work, deps.harnesses(), manifest, ctx);
     const masks: string[] = [];
     const remask = () => (log.mask = secretMasker(masks));
-    await mkdir(dir, { recursive: true });
-    await log.system(`workspace ${dir}`);
+    const workspace = await timed('workspace', () =>
+      openWorkspace(deps.settings.workspaceRoot, work, this.abort.signal, async (holder) => {
+        const mode = workspaceMode(work);
+        const message = `waiting for the ${mode} workspace${mode === 'session' ? ` '${sessionKey(work)}'` : ''}: job ${holder} is using it`;
+        await log.system(message);
+        await this.progress(message, null);
+      }),
+    );
+    this.workspace = workspace;
+    const { dir } = workspace;
+    await log.system(`workspace ${dir}${describeWorkspace(work, workspace)}`);
 
     const controls = (work.job.git ?? {}) as GitControls;
     const url = work.project.repo_url;
@@ -245,21 +261,21 @@ export class AttemptRun {
       const pushAccess = pushUrl && pushUrl !== url ? await repoAccess(pushUrl, secrets, 'pushing to') : null;
       masks.push(...access.secrets, ...(pushAccess?.secrets ?? []));
       remask();
-      this.git = await timed('clone', () =>
-        GitWorkspace.prepare({
-          dir,
-          url,
-          access,
-          pushAccess,
-          controls,
-          jobId: work.job.id,
-          projectBranch: work.project.branch,
-          envName: work.job.env_name,
-          author: { name: deps.settings.git.author_name, email: deps.settings.git.author_email },
-          signal: this.abort.signal,
-          log: (line) => log.system(line),
-        }),
-      );
+      const setup: GitSetup = {
+        dir,
+        url,
+        access,
+        pushAccess,
+        controls,
+        jobId: work.job.id,
+        runId: work.run?.id ?? null,
+        projectBranch: work.project.branch,
+        envName: work.job.env_name,
+        author: { name: deps.settings.git.author_name, email: deps.settings.git.author_email },
+        signal: this.abort.signal,
+        log: (line) => log.system(line),
+      };
+      this.git = await timed('clone', () => checkoutFor(work, workspace, setup));
     } else if ((controls.push ?? 'never') !== 'never' || controls.commit === 'auto' || controls.commit === 'required') {
       throw new WorkerFailure(`the job's git controls need a repository, but project ${work.project.id} has no repo_url`);
     }
@@ -285,8 +301,12 @@ export class AttemptRun {
       ttlSeconds: timeout ? Math.ceil(timeout) + TOKEN_MARGIN_SECONDS : DEFAULT_TOKEN_TTL_SECONDS,
     });
     masks.push(...overrides.secrets, token);
+    const outputs = await writeStepOutputs(dir, work);
+    if (outputs.steps.length)
+      await log.system(`outputs of step${outputs.steps.length === 1 ? '' : 's'} ${outputs.steps.join(', ')} in ${STEPS_PATH.join('/')}/`);
     const env = {
       ...overrides.env,
+      ...outputs.env,
       ...specEnv(work, { agentId: plan.agentId, resourceIndex, jobToken: token, apiUrl: deps.apiUrl(), appApis: appApiUrls(work, manifest) }),
     };
     if (plan.kind === 'script') {
@@ -410,4 +430,55 @@ export class AttemptRun {
 function resourceClassOf(work: AttemptWork): string | undefined {
   const rc = work.job.hints.resource_class;
   return typeof rc === 'string' ? rc : undefined;
+}
+
+/** ` (mode job, reused)`-style detail for the workspace log line; nothing for a fresh isolated one. */
+function describeWorkspace(work: AttemptWork, workspace: Workspace): string {
+  if (workspace.mode === 'isolated') return '';
+  const what = workspace.mode === 'session' ? `session '${sessionKey(work)}'` : 'job';
+  const how = workspace.reused
+    ? workspace.mode === 'job'
+      ? "reused: this job's earlier attempt left it"
+      : 'reused: an earlier job of the session left it'
+    : 'new';
+  return ` (workspace ${what}, ${how})`;
+}
+
+/**
+ * The checkout: on the run's line of work for a step of a run (unless its workspace is isolated),
+ * else per the job's git controls; a reused workspace's checkout is continued, not cloned again.
+ */
+async function checkoutFor(work: AttemptWork, workspace: Workspace, setup: GitSetup): Promise<Checkout> {
+  const hasCheckout = workspace.reused && (await stat(path.join(workspace.dir, '.git')).catch(() => null)) !== null;
+  // A reused directory without a checkout (its attempt stopped before cloning) is cloned into afresh.
+  if (workspace.reused && !hasCheckout) {
+    for (const entry of await readdir(workspace.dir)) await rm(path.join(workspace.dir, entry), { recursive: true, force: true });
+  }
+  if (work.run && work.job.workspace?.mode !== 'isolated') {
+    const step = typeof work.job.hints.step_name === 'string' ? work.job.hints.step_name : work.job.id;
+    const dependsOn = Array.isArray(work.job.hints.depends_on) ? work.job.hints.depends_on.filter((d): d is string => typeof d === 'string') : [];
+    const upstream = new Map((work.run.steps ?? []).map((s) => [s.name, s.depends_on]));
+    const place = {
+      step,
+      dependsOn,
+      upstream,
+      mode: workspace.mode === 'isolated' ? 'run' : workspace.mode,
+      reused: hasCheckout,
+      continueCheckout: workspace.mode === 'job',
+    };
+    return RunLine.prepare(setup, place, !hasCheckout);
+  }
+  const checkout = hasCheckout ? await GitWorkspace.reopen(setup) : await GitWorkspace.prepare(setup);
+  if (workspace.mode === 'isolated') return checkout;
+  checkout.resolved.workspace = {
+    mode: workspace.mode,
+    reused: hasCheckout,
+    started_from: checkout.resolved.resolved_sha,
+    run_branch: null,
+    step_branch: checkout.resolved.resolved_branch,
+    merged: [],
+    pushed_to: [],
+    changed_files: [],
+  };
+  return checkout;
 }

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { appendFile, mkdir } from 'node:fs/promises';
+import { appendFile, mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { ResolvedGit } from '../../core/ports/attempts.ts';
 import { Aborted, WorkerFailure } from './failure.ts';
@@ -25,6 +25,8 @@ export interface GitSetup {
   pushAccess: RepoAccess | null;
   controls: GitControls;
   jobId: string;
+  /** The workflow or pipeline run the job is a step of (`${run_id}` in git.branch), else null. */
+  runId: string | null;
   projectBranch: string;
   envName: string | null;
   author: { name: string; email: string };
@@ -34,14 +36,49 @@ export interface GitSetup {
 
 const GIT_TIMEOUT_MS = 10 * 60_000;
 /** Files the worker writes into the workspace; never committed. */
-const WORKER_FILES = ['.svc/resources/', '.svc/coordination-inbox.md', '.svc/home/', '.svc/prompt.md'];
+const WORKER_FILES = ['.svc/resources/', '.svc/coordination-inbox.md', '.svc/home/', '.svc/prompt.md', '.svc/steps/'];
 export const DEFAULT_COMMIT_MESSAGE = 'svc: ${summary} (job ${job_id})';
 
 const fill = (template: string, values: Record<string, string>) => template.replace(/\$\{(\w+)\}/g, (m, k: string) => values[k] ?? m);
+/** A git.branch template filled for this job: `${job_id}`, and `${run_id}` (the job's own id outside a run). */
+export const branchName = (template: string, s: Pick<GitSetup, 'jobId' | 'runId'>) => fill(template, { job_id: s.jobId, run_id: s.runId ?? s.jobId });
+
+/** Measures a step of the attempt (a phase of its receipt). */
+export type Timed = <T>(name: string, fn: () => Promise<T>) => Promise<T>;
+
+/** A checkout after the process: commits and pushes per its controls; the reason the attempt must fail, if one. */
+export interface Checkout {
+  readonly resolved: ResolvedGit;
+  finish(succeeded: boolean, summary: string, timed: Timed): Promise<string | null>;
+}
+
+/** Clones the remote into `s.dir` without checking anything out, for an attempt (no template, no fsync; the author in its config). */
+export async function cloneBare(s: GitSetup): Promise<void> {
+  const config = ['core.fsync=none', `user.name=${s.author.name}`, `user.email=${s.author.email}`].flatMap((c) => ['--config', c]);
+  await run(s, ['clone', '--quiet', '--no-checkout', '--template=', ...config, s.url, s.dir], path.dirname(s.dir), `cloning ${redactUrl(s.url)} failed`);
+}
+
+/** The commit a branch, tag or (abbreviated) SHA names in the clone, or null. */
+export async function resolveRef(s: GitSetup, ref: string): Promise<{ sha: string; remoteBranch: string | null } | null> {
+  const remoteBranch = await commitAt(s, `refs/remotes/origin/${ref}`);
+  const sha = remoteBranch ?? (await commitAt(s, `refs/tags/${ref}`)) ?? (/^[0-9a-f]{4,40}$/i.test(ref) ? await commitAt(s, ref) : null);
+  return sha ? { sha, remoteBranch } : null;
+}
+
+export const commitAt = (s: GitSetup, rev: string) => git(s, ['rev-parse', '--verify', '--quiet', `${rev}^{commit}`]).catch(() => null);
+
+/** Keeps the worker's own files out of every commit. */
+export async function excludeWorkerFiles(s: GitSetup): Promise<void> {
+  const exclude = path.join(s.dir, '.git', 'info', 'exclude');
+  const current = await readFile(exclude, 'utf8').catch(() => '');
+  const missing = WORKER_FILES.filter((f) => !current.split('\n').includes(f));
+  await mkdir(path.dirname(exclude), { recursive: true });
+  if (missing.length) await appendFile(exclude, `${missing.join('\n')}\n`);
+}
 
 /** A checkout prepared for an attempt, and what happens to it after (commit, push), per the spec's git controls. */
-export class GitWorkspace {
-  private constructor(
+export class GitWorkspace implements Checkout {
+  constructor(
     private readonly s: GitSetup,
     readonly resolved: ResolvedGit,
     /** The remote tip a create_branch always reset left behind: the push replaces exactly that tip. */
@@ -54,15 +91,14 @@ export class GitWorkspace {
     const { ref, source } = chooseRef(c, s.projectBranch, s.envName);
     await s.log(`$ git clone ${redactUrl(s.url)} (ref ${ref}, ${source})`);
     // The workspace lives as long as the attempt: no template (copying the sample hooks cost more
-    // than the clone itself) and no fsync. The author goes into the clone's config here too.
-    const config = ['core.fsync=none', `user.name=${s.author.name}`, `user.email=${s.author.email}`].flatMap((c) => ['--config', c]);
-    await run(s, ['clone', '--quiet', '--no-checkout', '--template=', ...config, s.url, s.dir], path.dirname(s.dir), `cloning ${redactUrl(s.url)} failed`);
-    const at = (rev: string) => git(s, ['rev-parse', '--verify', '--quiet', `${rev}^{commit}`]).catch(() => null);
-    const remoteBranch = await at(`refs/remotes/origin/${ref}`);
-    const sha = remoteBranch ?? (await at(`refs/tags/${ref}`)) ?? (/^[0-9a-f]{4,40}$/i.test(ref) ? await at(ref) : null);
-    if (!sha) throw new WorkerFailure(`git ref '${ref}' (${source}) is not a branch, tag or commit of ${redactUrl(s.url)}`);
+    // than the clone itself) and no fsync.
+    await cloneBare(s);
+    const at = (rev: string) => commitAt(s, rev);
+    const found = await resolveRef(s, ref);
+    if (!found) throw new WorkerFailure(`git ref '${ref}' (${source}) is not a branch, tag or commit of ${redactUrl(s.url)}`);
+    const { sha, remoteBranch } = found;
 
-    const branch = c.branch ? fill(c.branch, { job_id: s.jobId }) : remoteBranch ? ref : null;
+    const branch = c.branch ? branchName(c.branch, s) : remoteBranch ? ref : null;
     let replacedTip: string | null = null;
     let head = sha;
     if (branch) {
@@ -79,10 +115,35 @@ export class GitWorkspace {
     if ((c.push ?? 'never') !== 'never' && !branch) {
       throw new WorkerFailure(`git.push is ${c.push} but there is no branch to push: '${ref}' is not a branch, so set git.branch`);
     }
-    await mkdir(path.join(s.dir, '.git', 'info'), { recursive: true });
-    await appendFile(path.join(s.dir, '.git', 'info', 'exclude'), `${WORKER_FILES.join('\n')}\n`);
+    await excludeWorkerFiles(s);
     await s.log(`checked out ${branch ? `branch ${branch}` : 'a detached HEAD'} at ${head}`);
     return new GitWorkspace(s, { resolved_ref: ref, resolved_sha: head, resolved_branch: branch, ref_source: source, pushed: false, commits: [] }, replacedTip);
+  }
+
+  /**
+   * A checkout an earlier attempt (or job) left: fetched, and kept as it is (branch, commits and
+   * uncommitted work), so the attempt continues where the last one stopped.
+   */
+  static async reopen(s: GitSetup): Promise<GitWorkspace> {
+    await run(s, ['fetch', '--quiet', '--prune', 'origin'], s.dir, 'git fetch failed');
+    const head = await commitAt(s, 'HEAD');
+    const branch = await git(s, ['symbolic-ref', '--quiet', '--short', 'HEAD']).catch(() => null);
+    if ((s.controls.push ?? 'never') !== 'never' && !branch)
+      throw new WorkerFailure(`git.push is ${s.controls.push} but the reused checkout has no branch to push`);
+    await excludeWorkerFiles(s);
+    await s.log(`continuing the checkout on ${branch ? `branch ${branch}` : 'a detached HEAD'} at ${head ?? 'no commit'}`);
+    return new GitWorkspace(
+      s,
+      { resolved_ref: branch, resolved_sha: head, resolved_branch: branch, ref_source: 'workspace', pushed: false, commits: [] },
+      null,
+    );
+  }
+
+  /** Commit, then push, per the controls (the phases commit and push). */
+  async finish(succeeded: boolean, summary: string, timed: Timed): Promise<string | null> {
+    let failure = this.wantsCommit(succeeded) ? await timed('commit', () => this.commit(succeeded, summary)) : null;
+    if (!failure && this.wantsPush(succeeded)) failure = await timed('push', () => this.push());
+    return failure;
   }
 
   /**
@@ -133,6 +194,7 @@ export class GitWorkspace {
       await this.s.log(`$ git push ${lease.join(' ')}${lease.length ? ' ' : ''}${redactUrl(remote)} ${target}`);
       await run(this.s, ['push', '--quiet', ...lease, remote, target], this.s.dir, 'git push failed', this.s.pushAccess ?? this.s.access);
       this.resolved.pushed = true;
+      this.resolved.workspace?.pushed_to.push({ branch: this.resolved.resolved_branch!, sha: this.resolved.commits.at(-1)! });
       return null;
     } catch (err) {
       if (err instanceof Aborted) throw err;
@@ -144,7 +206,7 @@ export class GitWorkspace {
 }
 
 /** The ref per `ref_policy` and where it came from. */
-function chooseRef(c: GitControls, projectBranch: string, envName: string | null): { ref: string; source: string } {
+export function chooseRef(c: GitControls, projectBranch: string, envName: string | null): { ref: string; source: string } {
   const policy = c.ref_policy ?? (c.ref ? 'explicit' : 'auto');
   if (policy === 'env') {
     if (!envName) throw new WorkerFailure('git.ref_policy env needs the job to name an environment (env_name)');
@@ -165,12 +227,12 @@ export function remoteUrl(controls: GitControls): string | null {
 }
 
 /** `git <args>` in the checkout; stdout trimmed. */
-function git(s: GitSetup, args: string[]): Promise<string> {
+export function git(s: GitSetup, args: string[]): Promise<string> {
   return exec(s, args, s.dir, s.access);
 }
 
 /** Like `git` but a failure is the attempt's, with git's own message (credentials masked by the log sink, never put in args). */
-async function run(s: GitSetup, args: string[], cwd: string, what: string, access: RepoAccess = s.access): Promise<string> {
+export async function run(s: GitSetup, args: string[], cwd: string, what: string, access: RepoAccess = s.access): Promise<string> {
   try {
     return await exec(s, args, cwd, access);
   } catch (err) {

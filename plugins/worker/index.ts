@@ -76,6 +76,7 @@ export const plugin: DomainPlugin = {
           settings: {
             workspaceRoot: path.resolve(w.workspace_root || path.join(config.data_dir, 'workspaces')),
             keepWorkspaces: w.keep_workspaces,
+            workspaceIdleMs: w.workspace_idle_seconds * 1000,
             heartbeatMs: w.heartbeat_seconds * 1000,
             leaseSeconds: w.lease_seconds,
             logFlushMs: w.log_flush_ms,

@@ -180,7 +180,7 @@ const overlaps = (a: string, b: string) => a === b || a.startsWith(`${b}/`) || b
  * `base/segments…` as real folders, made where missing; a symbolic link or a file on the way is
  * refused, so nothing a checked-out repository contains can send writes outside the workspace.
  */
-async function directoryIn(base: string, segments: string[]): Promise<string> {
+export async function directoryIn(base: string, segments: string[]): Promise<string> {
   let current = base;
   for (const segment of segments) {
     current = path.join(current, segment);
@@ -196,7 +196,9 @@ async function directoryIn(base: string, segments: string[]): Promise<string> {
 }
 
 /** Written afresh (a link a checked-out repository put there is replaced, never followed). */
-async function writeIndex(file: string, resources: IndexEntry[]): Promise<void> {
+export async function writeFresh(file: string, content: string): Promise<void> {
   await rm(file, { force: true });
-  await writeFile(file, `${JSON.stringify({ resources }, null, 2)}\n`, { flag: 'wx' });
+  await writeFile(file, content, { flag: 'wx' });
 }
+
+const writeIndex = (file: string, resources: IndexEntry[]) => writeFresh(file, `${JSON.stringify({ resources }, null, 2)}\n`);

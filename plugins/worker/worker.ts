@@ -5,6 +5,7 @@ import { afterCommit } from '../../core/db/after-commit.ts';
 import type { JobPhaseChange } from '../../core/ports/jobs.ts';
 import type { ClaimedAttempt, WorkerDispatcher } from '../../core/ports/worker.ts';
 import { AttemptRun, type WorkerDeps } from './attempt-run.ts';
+import { sweepWorkspaces } from './workspaces.ts';
 
 /**
  * The worker role in this process: the orchestrator's dispatcher hands it claimed attempts up to
@@ -16,6 +17,7 @@ export class InProcessWorker implements WorkerDispatcher, RoleService {
   readonly name = 'worker';
   private readonly runs = new Map<string, { run: AttemptRun; done: Promise<void> }>();
   private stopping = false;
+  private sweeper: NodeJS.Timeout | null = null;
 
   /**
    * `apiUrlFor`: SVC_API_URL for an attempt whose dispatcher suggested one (a remote orchestrator);
@@ -59,10 +61,21 @@ export class InProcessWorker implements WorkerDispatcher, RoleService {
     }
   };
 
-  async start(): Promise<void> {}
+  /** Starts the idle sweep of reused workspaces (now, then every half idle time, at most hourly). */
+  async start(): Promise<void> {
+    const { workspaceRoot, workspaceIdleMs } = this.deps.settings;
+    const sweep = () =>
+      void sweepWorkspaces(workspaceRoot, workspaceIdleMs)
+        .then((removed) => removed.length && this.logger.info({ removed }, 'idle workspaces removed'))
+        .catch((err) => this.logger.warn({ err }, 'sweeping idle workspaces failed'));
+    sweep();
+    this.sweeper = setInterval(sweep, Math.max(1000, Math.min(workspaceIdleMs / 2, 3_600_000)));
+    this.sweeper.unref();
+  }
 
   async stop(): Promise<void> {
     this.stopping = true;
+    if (this.sweeper) clearInterval(this.sweeper);
     const running = [...this.runs.values()];
     for (const { run } of running) run.stop('the worker is stopping', true);
     await Promise.all(running.map((r) => r.done));

@@ -42,6 +42,7 @@ export const RECEIPT_FIELDS = [
   'result_status',
   'status',
   'timing',
+  'workspace',
 ];
 export const ZERO_LLM = {
   calls: 0,

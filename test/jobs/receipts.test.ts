@@ -50,7 +50,15 @@ test('usage and phases, then complete: a receipt with exact sums, the per-model 
   const receipt = await receiptOf(t, w, job.id, attempt.id);
   t.deepEqual(Object.keys(receipt).sort(), RECEIPT_FIELDS);
   t.regex(receipt.created_at, ISO);
-  t.like(receipt, { receipt_version: 1, attempt_id: attempt.id, attempt_number: 1, job_id: job.id, status: 'succeeded', result_status: 'success' });
+  t.like(receipt, {
+    receipt_version: 1,
+    attempt_id: attempt.id,
+    attempt_number: 1,
+    job_id: job.id,
+    status: 'succeeded',
+    result_status: 'success',
+    workspace: null,
+  });
   t.deepEqual(receipt.timing, {
     started_at: row.started_at.toISOString(),
     ended_at: row.ended_at.toISOString(),
@@ -70,6 +78,7 @@ test('usage and phases, then complete: a receipt with exact sums, the per-model 
     'llm',
     'cost',
     'compute',
+    'workspace',
     'created_at',
   ]);
   t.deepEqual(Object.keys(receipt.timing.phases), ['provision', 'clone', 'execute']);

@@ -19,6 +19,7 @@ const work = (refs: Record<string, unknown>[]): AttemptWork => ({
     phase: 'active',
     hints: {},
     git: null,
+    workspace: null,
     env_name: null,
     harness: {},
     env_overrides: null,
@@ -27,6 +28,7 @@ const work = (refs: Record<string, unknown>[]): AttemptWork => ({
   },
   attempt: { id: 'a1', attempt_number: 1, status: 'running', failed_before: 0 },
   project: { id: 'proj_x', org_id: 'org_x', slug: 'unit', repo_url: null, branch: 'main' },
+  run: null,
 });
 
 function recorder() {

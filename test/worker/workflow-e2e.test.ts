@@ -4,11 +4,14 @@ import { attemptsOf, finished, git, logLines, readStream, syncManifest, workerWo
 /**
  * A workflow's script step end to end through the REST API: invoke → the orchestrator claims it →
  * the in-process worker checks out the project's file:// repository, runs the script, commits and
- * pushes (x-svc.defaults git controls) → done with its result, logs and resolved git.
+ * pushes (x-svc.defaults git controls) → done with its result, logs and resolved git. The workflows
+ * opt out of the run's shared line of work (workspace.mode isolated): this is the behaviour from
+ * before workspaces, and must stay so.
  */
 const MANIFEST = `
 workflows:
   change:
+    workspace: { mode: isolated }
     steps:
       - name: edit
         run: |
@@ -16,6 +19,7 @@ workflows:
           echo working
           printf '%s\\n' '\`\`\`json-result' '{"svc":{"status":"success","summary":"edited changed.txt"},"files":1}' '\`\`\`'
   broken:
+    workspace: { mode: isolated }
     steps:
       - name: fail
         run: "echo about to fail; echo partial > partial.txt; exit 3"

@@ -17,6 +17,7 @@ import { ProjectDirectoryToken, type ProjectDirectory } from '../../../core/port
 import { Claims } from '../claims/claims.ts';
 import { Receipts } from '../receipts/receipts.ts';
 import { AttemptLogs } from '../logs/attempt-logs.ts';
+import { finishedRunSteps, runIdOf } from '../workflows/run-steps.ts';
 
 /** The jobs domain's side of running an attempt, for the worker in this process (core/ports/attempts.ts). */
 @injectable()
@@ -41,6 +42,7 @@ export class AttemptControl implements AttemptControlPort {
         'phase',
         'hints',
         'git',
+        'workspace',
         'env_name',
         'harness',
         'env_overrides',
@@ -48,7 +50,7 @@ export class AttemptControl implements AttemptControlPort {
         'created_by',
       );
     if (!job) return null;
-    const [attempt, project] = await Promise.all([
+    const [attempt, project, steps] = await Promise.all([
       this.db('job_attempts as a')
         .where({ 'a.id': attemptId, 'a.job_id': jobId })
         .first(
@@ -60,8 +62,10 @@ export class AttemptControl implements AttemptControlPort {
           AND p.attempt_number > COALESCE((SELECT max(q.attempt_number) FROM job_attempts q WHERE q.job_id = a.job_id AND q.attempt_number < a.attempt_number AND q.status <> 'failed'), 0)) AS failed_before`),
         ),
       this.projects.byId(job.project_id),
+      finishedRunSteps(this.db, job),
     ]);
-    return attempt && project ? { job, attempt, project } : null;
+    const runId = runIdOf(job);
+    return attempt && project ? { job, attempt, project, run: runId ? { id: runId, steps } : null } : null;
   }
 
   async heartbeat(lease: AttemptLease, leaseSeconds?: number): Promise<Date> {

@@ -4,6 +4,7 @@
  * attempt (compare).
  */
 import type { AttemptRow } from '../attempts/attempts.ts';
+import type { WorkspaceReport } from '../../../core/ports/attempts.ts';
 import { PRICE_TABLE_ID, costMicroUsd, microToUsd, priceOf } from './pricing.ts';
 
 /** Bumped when the shape changes; receipts are never rewritten, so readers branch on it. */
@@ -59,6 +60,8 @@ export interface Receipt {
   llm: LlmSection;
   cost: CostSection;
   compute: { resource_class: string; billable_ms: number };
+  /** What the attempt's workspace reused and handed on (docs/workspaces.md); null for a fresh isolated one. Absent before workspaces were recorded. */
+  workspace?: WorkspaceReport | null;
 }
 
 const zeroTokens = (): TokenCounts => ({ input_tokens: 0, output_tokens: 0, cache_read_tokens: 0, cache_write_tokens: 0, reasoning_tokens: 0 });
@@ -125,6 +128,7 @@ export function assembleReceipt(attempt: AttemptRow, hints: Record<string, unkno
     llm,
     cost,
     compute: { resource_class: typeof hints.resource_class === 'string' ? hints.resource_class : 'default', billable_ms: billable },
+    workspace: (attempt.git?.workspace as WorkspaceReport | undefined) ?? null,
   };
 }
 
@@ -132,7 +136,7 @@ export function assembleReceipt(attempt: AttemptRow, hints: Record<string, unkno
 export const totalTokens = (t: TokenCounts): number => t.input_tokens + t.output_tokens + t.cache_read_tokens + t.cache_write_tokens;
 
 /** The lifecycle order of the usual phases; others follow by name. */
-export const PHASE_ORDER = ['provision', 'clone', 'hydrate', 'execute', 'commit', 'push'];
+export const PHASE_ORDER = ['provision', 'workspace', 'clone', 'hydrate', 'execute', 'commit', 'push'];
 const phaseRank = (name: string) => (PHASE_ORDER.includes(name) ? PHASE_ORDER.indexOf(name) : PHASE_ORDER.length);
 
 type Obj = Record<string, unknown>;
@@ -156,22 +160,26 @@ const MODEL_KEYS = ['calls', ...TOKEN_FIELDS, 'duration_ms', 'providers', 'cost_
  * assembled, models by name, phases in lifecycle order. The content is untouched.
  */
 export function inDisplayOrder<R extends Receipt>(receipt: R): R {
-  return ordered(receipt, ['receipt_version', 'attempt_id', 'attempt_number', 'job_id', 'status', 'result_status', 'timing', 'llm', 'cost', 'compute'], {
-    timing: (v) =>
-      ordered(v, ['started_at', 'ended_at', 'billable_ms', 'phases'], {
-        phases: (p) => byKey(p, (a, b) => phaseRank(a) - phaseRank(b) || a.localeCompare(b)),
-      }),
-    llm: (v) =>
-      ordered(v, ['calls', ...TOKEN_FIELDS, 'duration_ms', 'models'], {
-        models: (m) =>
-          byKey(
-            m,
-            (a, b) => a.localeCompare(b),
-            (u) => ordered(u, MODEL_KEYS),
-          ),
-      }),
-    cost: (v) =>
-      ordered(v, ['base_cost_usd', 'billed_cost', 'pricing', 'unpriced_models', 'price_table'], { billed_cost: (b) => ordered(b, ['currency', 'amount']) }),
-    compute: (v) => ordered(v, ['resource_class', 'billable_ms']),
-  }) as R;
+  return ordered(
+    receipt,
+    ['receipt_version', 'attempt_id', 'attempt_number', 'job_id', 'status', 'result_status', 'timing', 'llm', 'cost', 'compute', 'workspace'],
+    {
+      timing: (v) =>
+        ordered(v, ['started_at', 'ended_at', 'billable_ms', 'phases'], {
+          phases: (p) => byKey(p, (a, b) => phaseRank(a) - phaseRank(b) || a.localeCompare(b)),
+        }),
+      llm: (v) =>
+        ordered(v, ['calls', ...TOKEN_FIELDS, 'duration_ms', 'models'], {
+          models: (m) =>
+            byKey(
+              m,
+              (a, b) => a.localeCompare(b),
+              (u) => ordered(u, MODEL_KEYS),
+            ),
+        }),
+      cost: (v) =>
+        ordered(v, ['base_cost_usd', 'billed_cost', 'pricing', 'unpriced_models', 'price_table'], { billed_cost: (b) => ordered(b, ['currency', 'amount']) }),
+      compute: (v) => ordered(v, ['resource_class', 'billable_ms']),
+    },
+  ) as R;
 }

@@ -133,6 +133,23 @@ export const receiptSchema = Joi.object({
   })
     .required()
     .label('ReceiptCompute'),
+  workspace: Joi.object({
+    mode: Joi.string().required().description('job, session, isolated, or run (a fresh workspace on the run branch)'),
+    reused: Joi.boolean().required().description('the attempt continued in a workspace an earlier attempt or job left'),
+    started_from: Joi.string().allow(null).required().description('the commit the step started from'),
+    run_branch: Joi.string().allow(null).required(),
+    step_branch: Joi.string().allow(null).required(),
+    merged: Joi.array()
+      .items(Joi.object({ step: Joi.string().required(), branch: Joi.string().required(), sha: Joi.string().required() }).label('ReceiptMergedStep'))
+      .required(),
+    pushed_to: Joi.array()
+      .items(Joi.object({ branch: Joi.string().required(), sha: Joi.string().required() }).label('ReceiptPushedBranch'))
+      .required(),
+    changed_files: Joi.array().items(Joi.string()).required(),
+  })
+    .allow(null)
+    .label('ReceiptWorkspace')
+    .description('what the workspace reused and handed on; null for a fresh isolated workspace (absent on receipts written before it was recorded)'),
   created_at: timestamp.required().description('when the receipt was written (the attempt ended)'),
 }).label('Receipt');
 

@@ -5,7 +5,14 @@ import type { Grant } from '../../../core/auth/principal.ts';
 import type { Creator, TriggeringEvent } from '../../../core/ports/launchers.ts';
 import type { ManifestReader } from '../../../core/ports/manifest.ts';
 import { JobRequestChecks } from '../../../core/ports/jobs.ts';
-import { describeStep, stepExecution, type ResourceRefPolicy, type WorkflowDefinition, type WorkflowStep } from '../../../domain/manifest/types.ts';
+import {
+  describeStep,
+  runWorkspace,
+  stepExecution,
+  type ResourceRefPolicy,
+  type WorkflowDefinition,
+  type WorkflowStep,
+} from '../../../domain/manifest/types.ts';
 import { ConditionError, parseCondition, evaluateCondition, referencedSteps } from '../../../domain/manifest/conditions.ts';
 import { checkEnvOverrides, checkMergedSize } from '../../../domain/manifest/validate-env.ts';
 import { Problems } from '../../../domain/manifest/problems.ts';
@@ -193,10 +200,11 @@ export class WorkflowInvocation {
       workflow_name: name,
       step_name: step.name,
       step: stepHint(step, decision),
+      depends_on: step.depends_on,
       resource_refs: policy,
     };
     if ('script' in step && step.script.timeout && !(base.hints as Record<string, unknown>).timeout_seconds) hints.timeout_seconds = step.script.timeout;
-    const input: CreateJobInput = { ...base, hints, resource_refs: refsFor(policy, body.resource_refs ?? []) };
+    const input: CreateJobInput = { ...base, hints, resource_refs: refsFor(policy, body.resource_refs ?? []), ...runWorkspace(workflow, step) };
     if ('agent' in step) {
       if (step.agent.harness) input.harness = step.agent.harness;
       if (step.agent.harness_profile) input.harness_profile = step.agent.harness_profile;
