@@ -3,8 +3,12 @@ import { Tokens } from '../../../core/tokens.ts';
 import type { Db } from '../../../core/db/knex.ts';
 import type { DayJobCounts, JobCounts, JobStatistics, ProjectJobCounts, Spend, SpendFigures, UsageRecord } from '../../../core/ports/stats.ts';
 
-/** A job closed because an attempt failed (lifecycle's close reason for it: `attempt N failed (…): …`). */
+/**
+ * A job closed because an attempt failed (lifecycle's close reason for it: `attempt N failed (…): …`).
+ * Written exactly as the partial index jobs_project_failed (021_billing) is, so the planner uses it.
+ */
 const FAILED = `phase = 'cancelled' AND close_reason LIKE 'attempt % failed%'`;
+const DONE = `phase = 'done'`;
 
 const TOKENS = ['input_tokens', 'output_tokens', 'cache_read_tokens', 'cache_write_tokens', 'reasoning_tokens'] as const;
 
@@ -36,22 +40,28 @@ const money = (v: unknown): number => Math.round(Number(v) * 1e6) / 1e6;
 export class JobStats implements JobStatistics {
   constructor(@inject(Tokens.Db) private readonly db: Db) {}
 
+  /** Four index-only counts, no grouping: (project_id, created_at) and the partial indexes of done, failed and active jobs. */
   async counts(projectIds: string[], since: Date): Promise<JobCounts> {
-    const total: JobCounts = { created: 0, completed: 0, failed: 0, active: 0 };
-    for (const row of await this.countsByProject(projectIds, since)) for (const k of Object.keys(total) as (keyof JobCounts)[]) total[k] += row[k];
-    return total;
+    const count = (where: string) => `(SELECT count(*) FROM jobs WHERE project_id = ANY(:projects) AND ${where})`;
+    const { rows } = await this.db.raw(
+      `SELECT ${count('created_at >= :since')} AS created, ${count(`${DONE} AND closed_at >= :since`)} AS completed,
+              ${count(`${FAILED} AND closed_at >= :since`)} AS failed, ${count(`phase = 'active'`)} AS active`,
+      { projects: projectIds, since },
+    );
+    const [r] = rows;
+    return { created: Number(r.created), completed: Number(r.completed), failed: Number(r.failed), active: Number(r.active) };
   }
 
-  /** Each count reads its own index: (project_id, created_at), (project_id, closed_at), and the active jobs' partial one. */
+  /** Like counts, per project. */
   async countsByProject(projectIds: string[], since: Date): Promise<ProjectJobCounts[]> {
     if (projectIds.length === 0) return [];
     const { rows } = await this.db.raw(
       `WITH c AS (SELECT project_id, count(*) AS n FROM jobs WHERE project_id = ANY(:projects) AND created_at >= :since GROUP BY 1),
-            d AS (SELECT project_id, count(*) FILTER (WHERE phase = 'done') AS done, count(*) FILTER (WHERE ${FAILED}) AS failed
-                  FROM jobs WHERE project_id = ANY(:projects) AND closed_at >= :since GROUP BY 1),
+            d AS (SELECT project_id, count(*) AS n FROM jobs WHERE project_id = ANY(:projects) AND ${DONE} AND closed_at >= :since GROUP BY 1),
+            f AS (SELECT project_id, count(*) AS n FROM jobs WHERE project_id = ANY(:projects) AND ${FAILED} AND closed_at >= :since GROUP BY 1),
             a AS (SELECT project_id, count(*) AS n FROM jobs WHERE project_id = ANY(:projects) AND phase = 'active' GROUP BY 1)
-       SELECT p.id AS project_id, coalesce(c.n, 0) AS created, coalesce(d.done, 0) AS completed, coalesce(d.failed, 0) AS failed, coalesce(a.n, 0) AS active
-       FROM unnest(CAST(:projects AS text[])) AS p(id) LEFT JOIN c ON c.project_id = p.id LEFT JOIN d ON d.project_id = p.id LEFT JOIN a ON a.project_id = p.id
+       SELECT p.id AS project_id, coalesce(c.n, 0) AS created, coalesce(d.n, 0) AS completed, coalesce(f.n, 0) AS failed, coalesce(a.n, 0) AS active
+       FROM unnest(CAST(:projects AS text[])) AS p(id) LEFT JOIN c ON c.project_id = p.id LEFT JOIN d ON d.project_id = p.id LEFT JOIN f ON f.project_id = p.id LEFT JOIN a ON a.project_id = p.id
        ORDER BY p.id`,
       { projects: projectIds, since },
     );
@@ -71,8 +81,9 @@ export class JobStats implements JobStatistics {
          SELECT to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, 1 AS created, 0 AS completed, 0 AS failed
          FROM jobs WHERE project_id = ANY(:projects) AND created_at >= :since
          UNION ALL
-         SELECT to_char(closed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD'), 0, (phase = 'done')::int, (${FAILED})::int
-         FROM jobs WHERE project_id = ANY(:projects) AND closed_at >= :since
+         SELECT to_char(closed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD'), 0, 1, 0 FROM jobs WHERE project_id = ANY(:projects) AND ${DONE} AND closed_at >= :since
+         UNION ALL
+         SELECT to_char(closed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD'), 0, 0, 1 FROM jobs WHERE project_id = ANY(:projects) AND ${FAILED} AND closed_at >= :since
        ) x GROUP BY day ORDER BY day`,
       { projects: projectIds, since },
     );
