@@ -19,6 +19,7 @@ import { SECRETS_USAGE, runSecrets } from './commands/secrets.ts';
 import { WEBHOOK_USAGE, runWebhook } from './commands/webhook.ts';
 import { INFERENCE_USAGE, MODELS_USAGE, runInference, runModels } from './commands/inference.ts';
 import { THREAD_USAGE, runThread } from './commands/thread.ts';
+import { ANALYTICS_USAGE, PRICING_USAGE, SPEND_USAGE, runAnalytics, runPricing, runSpend } from './commands/billing.ts';
 import { DEFAULT_API_URL, resolveContext, type Context } from './config.ts';
 import { ApiError, CliError, UsageError } from './errors.ts';
 import { VERSION } from '../core/version.ts';
@@ -47,6 +48,9 @@ Commands:
   secrets   project, org, user and system secrets; master-key rekey      svc secrets --help
   models    models to send to the inference proxy: list                  svc models --help
   inference inference targets and managed models                         svc inference --help
+  pricing   rate cards and exchange rates (system administrator)         svc pricing --help
+  spend     what the org spent: totals, by project, model, harness, day  svc spend --help
+  analytics org analytics: summary, jobs, pipelines, env-health          svc analytics --help
   config    profiles: API URL, default org and project                   svc config --help
   serve     run the svc server (svc serve --help)
 
@@ -93,6 +97,9 @@ const GROUPS: Record<string, { run: Runner; usage: string }> = {
   secrets: { run: runSecrets, usage: SECRETS_USAGE },
   models: { run: runModels, usage: MODELS_USAGE },
   inference: { run: runInference, usage: INFERENCE_USAGE },
+  pricing: { run: runPricing, usage: PRICING_USAGE },
+  spend: { run: runSpend, usage: SPEND_USAGE },
+  analytics: { run: runAnalytics, usage: ANALYTICS_USAGE },
   config: { run: runConfig, usage: CONFIG_USAGE },
 };
 

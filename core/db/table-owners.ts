@@ -68,6 +68,10 @@ export const TABLE_OWNERS = {
   inference_targets: 'inference',
   inference_models: 'inference',
   inference_usage: 'inference',
+  // 021_billing
+  rate_cards: 'billing',
+  exchange_rates: 'billing',
+  org_billing: 'billing',
 } as const;
 
 export type TableName = keyof typeof TABLE_OWNERS;

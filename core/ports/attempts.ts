@@ -184,6 +184,8 @@ export interface EndedAttempt {
     started_at: Date;
     ended_at: Date | null;
   };
+  /** What its receipt says it cost. */
+  cost: { base_cost_usd: number; billed_cost: { currency: string; amount: number } };
 }
 
 /** What a listener adds to the `system.job.attempt.completed` event: the coordination thread it posted to. */

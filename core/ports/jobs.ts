@@ -46,6 +46,19 @@ export class JobRequestChecks extends Registry<JobRequestCheck> {
   }
 }
 
+/** Refuses (a 4xx Boom or a typed error) creating a new job in the project: an org over its monthly budget. */
+export type JobAdmission = (projectId: string) => Promise<void>;
+
+/**
+ * Domains that may refuse new jobs (billing: the org's monthly budget) register here; the jobs
+ * domain asks every one before it creates a job from a request. Registered by the jobs plugin.
+ */
+export class JobAdmissions extends Registry<JobAdmission> {
+  async admit(projectId: string): Promise<void> {
+    for (const admission of this.entries) await admission(projectId);
+  }
+}
+
 /** One job of a graph: a create request (as `POST /projects/{id}/jobs` takes it) and the keys it waits for. */
 export interface GraphJob {
   key: string;

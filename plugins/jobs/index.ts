@@ -5,7 +5,7 @@ import { Tokens } from '../../core/tokens.ts';
 import { lookupLater } from '../../core/di.ts';
 import { WorkerDispatcherToken } from '../../core/ports/worker.ts';
 import { ManifestDefaultsToken, ManifestReaderToken, noManifestDefaults } from '../../core/ports/manifest.ts';
-import { JobAttachmentReaderToken, JobGraphsToken, JobPhaseListeners, JobRequestChecks } from '../../core/ports/jobs.ts';
+import { JobAdmissions, JobAttachmentReaderToken, JobGraphsToken, JobPhaseListeners, JobRequestChecks } from '../../core/ports/jobs.ts';
 import { JobGraphService } from './job/graphs.ts';
 import { JobRepository } from './job/repository.ts';
 import { JobWakeups } from './lifecycle/wakeups.ts';
@@ -24,6 +24,10 @@ import { attachmentRoutes } from './attachments/attachment-routes.ts';
 import { JobDispatcher, WorkerDispatcherLookup } from './claims/dispatcher.ts';
 import { RoleServices } from '../../core/roles.ts';
 import { ReceiptStore } from './receipts/receipt-store.ts';
+import { PriceBookLookup, ReceiptPricing } from './receipts/receipt-pricing.ts';
+import { PriceBookToken } from '../../core/ports/billing.ts';
+import { JobStatisticsToken } from '../../core/ports/stats.ts';
+import { JobStats } from './stats/job-stats.ts';
 import { Receipts } from './receipts/receipts.ts';
 import { AttemptComparison } from './receipts/compare.ts';
 import { receiptRoutes } from './receipts/receipt-routes.ts';
@@ -44,12 +48,15 @@ export const plugin: DomainPlugin = {
   dependencies: ['projects'],
   register(server, { container }) {
     if (!container.isRegistered(ManifestDefaultsToken)) container.registerInstance(ManifestDefaultsToken, noManifestDefaults);
+    container.registerInstance(PriceBookLookup, lookupLater(container, PriceBookToken));
     for (const cls of [
       JobPhaseListeners,
       JobRequestChecks,
+      JobAdmissions,
       JobWakeups,
       JobRepository,
       AttemptCompletionListeners,
+      ReceiptPricing,
       ReceiptStore,
       AttemptRepository,
       JobLifecycle,
@@ -70,6 +77,7 @@ export const plugin: DomainPlugin = {
     const phaseListeners = container.resolve(JobPhaseListeners);
     for (const listener of [promoteResolvedGit, emitJobsCompleted, container.resolve(AttemptLogs).phasesChanged]) phaseListeners.add(listener);
     container.resolve(JobRequestChecks).add(knownHarness(container));
+    container.registerSingleton(JobStatisticsToken, JobStats);
     container.registerSingleton(JobGraphService);
     container.register(JobGraphsToken, { useToken: JobGraphService });
     const db = container.resolve(Tokens.Db);

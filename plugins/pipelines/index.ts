@@ -9,6 +9,8 @@ import { PipelineRunRepository } from './repository.ts';
 import { RunEventBus } from './bus.ts';
 import { PipelineRuns } from './runs.ts';
 import { pipelineRunRoutes } from './routes.ts';
+import { PipelineStats } from './stats.ts';
+import { PipelineStatisticsToken } from '../../core/ports/stats.ts';
 
 /**
  * Pipeline runs: a run lays a manifest pipeline out as jobs (through the JobGraphs port) and
@@ -22,6 +24,7 @@ export const plugin: DomainPlugin = {
     const service = container.resolve(PipelineRuns);
     container.resolve(JobPhaseListeners).add(service.follow);
     container.resolve(AttemptLogListeners).add(service.stepLog);
+    container.registerSingleton(PipelineStatisticsToken, PipelineStats);
     container.registerInstance(PipelineLauncherToken, {
       runPipeline: async (creator, projectId, name, request) => ({ run_id: (await service.start(creator, projectId, name, request)).id }),
     });

@@ -38,7 +38,7 @@ test('usage over hints.max_cost (USD) ends the attempt; max_attempts still allow
   t.is((await jobRow(w, job.id)).phase, 'ready', 'the second attempt may run');
 });
 
-test('fail-open: unpriced models count nothing towards max_cost, and a non-USD max_cost is not enforced; no budget, nothing checked', async (t) => {
+test('fail-open: unpriced models count nothing towards max_cost, and a max_cost in a currency without an exchange rate is not enforced; no budget, nothing checked', async (t) => {
   const cases = [
     { hints: { max_cost: { currency: 'USD', amount: 0.0001 } }, model: 'in-house-model-7' },
     { hints: { max_cost: { currency: 'EUR', amount: 0.0001 } }, model: SONNET },

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { PRICES, costMicroUsd, microToUsd, priceOf } from '../../plugins/jobs/receipts/pricing.ts';
+import { PRICES, costMicroUsd, microToUsd, priceOf } from '../../domain/pricing/prices.ts';
 
 test('priceOf: exact id, then the longest table id the model starts with up to a boundary', (t) => {
   t.is(priceOf('gpt-4o')?.id, 'gpt-4o');

@@ -65,7 +65,7 @@ test('usage and phases, then complete: a receipt with exact sums, the per-model 
     billable_ms: billable,
     phases: { provision: 1500, clone: 2500, execute: 60_000 },
   });
-  t.deepEqual(receipt.compute, { resource_class: 'large', billable_ms: billable });
+  t.deepEqual(receipt.compute, { resource_class: 'large', billable_ms: billable, cost_usd: null });
   // Keys in the documented order, phases in lifecycle order (jsonb alone would not keep them).
   t.deepEqual(Object.keys(receipt), [
     'receipt_version',
@@ -124,6 +124,7 @@ test('usage and phases, then complete: a receipt with exact sums, the per-model 
     pricing: 'priced',
     unpriced_models: [],
     price_table: 'builtin-2025-11',
+    exchange_rate: 1,
   });
   t.is(receipt.cost.billed_cost.amount.toFixed(2), '7.50');
   t.deepEqual((await w.owner.api.get(`/jobs/${job.id}/receipt`)).body, receipt);
@@ -146,6 +147,7 @@ test("pricing: a model without a price counts 0 and makes it 'partial'; only unp
     pricing: 'partial',
     unpriced_models: ['acme-llm-7'],
     price_table: 'builtin-2025-11',
+    exchange_rate: 1,
   });
   t.like(partial.llm.models['acme-llm-7'], { cost_usd: null, priced_as: null, input_tokens: 5000, providers: [] });
   t.like(partial.llm, { calls: 2, input_tokens: 1_005_000, output_tokens: 100_100 });
@@ -156,7 +158,7 @@ test("pricing: a model without a price counts 0 and makes it 'partial'; only unp
   const idle = await run([]);
   t.deepEqual(idle.llm, ZERO_LLM);
   t.like(idle.cost, { base_cost_usd: 0, pricing: 'priced', unpriced_models: [] });
-  t.deepEqual(idle.compute, { resource_class: 'default', billable_ms: idle.timing.billable_ms });
+  t.deepEqual(idle.compute, { resource_class: 'default', billable_ms: idle.timing.billable_ms, cost_usd: null });
   t.deepEqual(idle.timing.phases, {});
 });
 

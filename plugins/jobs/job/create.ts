@@ -7,7 +7,7 @@ import { type Permission } from '../../../core/auth/permissions.ts';
 import { mayNameJob, type Grant, type Principal } from '../../../core/auth/principal.ts';
 import type { Creator } from '../../../core/ports/launchers.ts';
 import { ManifestDefaultsToken, type ManifestDefaults } from '../../../core/ports/manifest.ts';
-import { JobRequestChecks, type JobRequestCheck } from '../../../core/ports/jobs.ts';
+import { JobAdmissions, JobRequestChecks, type JobRequestCheck } from '../../../core/ports/jobs.ts';
 import { HarnessRegistryToken, harnessNames } from '../../../core/ports/harness.ts';
 import { Batcher } from '../../../core/batcher.ts';
 import { ProjectDirectoryToken, type ProjectDirectory } from '../../../core/ports/directory.ts';
@@ -64,6 +64,7 @@ export class JobCreation {
     @inject(JobRepository) private readonly jobs: JobRepository,
     @inject(ManifestDefaultsToken) private readonly manifest: ManifestDefaults,
     @inject(JobRequestChecks) private readonly requestChecks: JobRequestChecks,
+    @inject(JobAdmissions) private readonly admissions: JobAdmissions,
     @inject(JobLifecycle) private readonly lifecycle: JobLifecycle,
     @inject(ProjectDirectoryToken) private readonly projects: ProjectDirectory,
   ) {}
@@ -86,6 +87,7 @@ export class JobCreation {
     const unstorable = findUnstorable(input);
     if (unstorable) throw new Invalid(`the job cannot be stored: ${describeUnstorable(unstorable)}`);
     await this.requestChecks.check(grant.projectId!, input);
+    await this.admissions.admit(grant.projectId!);
     if (!input.parent_id) return this.createRoot(this.row(principal, grant.projectId!, input, 0));
     // A job token places children under its own job only; another parent reads as outside the project.
     if (!mayNameJob(principal, input.parent_id)) throw new Invalid(`parent job ${input.parent_id} is not a job of project ${grant.projectId}`);

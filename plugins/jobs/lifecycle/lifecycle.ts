@@ -114,9 +114,9 @@ export class JobLifecycle implements PhaseMover {
    */
   async endAttempt(attemptId: string, ending: AttemptEnding, trx: Db): Promise<AttemptRow> {
     const row = await this.attempts.end(attemptId, ending, trx);
-    await this.receipts.write(row, trx);
+    const { cost } = await this.receipts.write(row, trx);
     const job = await this.jobs.endingFacts(row.job_id, trx);
-    const note = await this.completions.completed({ job, attempt: row }, trx);
+    const note = await this.completions.completed({ job, attempt: row, cost }, trx);
     await emitAttemptCompleted(trx, job, row, note.thread_id);
     return row;
   }

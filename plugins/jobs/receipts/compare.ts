@@ -2,7 +2,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { inject, injectable } from '../../../core/di.ts';
 import { AttemptRepository, type AttemptRow } from '../attempts/attempts.ts';
 import { ReceiptStore, type StoredReceipt } from './receipt-store.ts';
-import { TOKEN_FIELDS, totalTokens, usageSections, type Pricing, type TokenCounts } from './receipt-assembly.ts';
+import { TOKEN_FIELDS, totalTokens, type Pricing, type TokenCounts } from './receipt-assembly.ts';
 import { NotFound } from '../../../core/errors.ts';
 
 export type TokenTotals = TokenCounts & { total_tokens: number; calls: number };
@@ -104,7 +104,7 @@ export class AttemptComparison {
     const row = await this.attempts.byNumber(jobId, attemptNumber);
     if (!row) throw new NotFound(`attempt ${attemptNumber} (${which}) of job ${jobId} not found`);
     const receipt = (await this.store.ofAttempt(row.id)) ?? null;
-    const { llm, cost } = receipt ?? usageSections(await this.store.usageByModel(row.id));
+    const { llm, cost } = receipt ?? (await this.store.liveSections(row.id));
     const counts = Object.fromEntries(TOKEN_FIELDS.map((f) => [f, llm[f]])) as TokenCounts;
     const duration = receipt ? receipt.timing.billable_ms : row.ended_at ? row.ended_at.getTime() - row.started_at.getTime() : null;
     return {

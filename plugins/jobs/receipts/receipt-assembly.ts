@@ -5,7 +5,11 @@
  */
 import type { AttemptRow } from '../attempts/attempts.ts';
 import type { WorkspaceReport } from '../../../core/ports/attempts.ts';
-import { PRICE_TABLE_ID, costMicroUsd, microToUsd, priceOf } from './pricing.ts';
+import { PRICES, PRICE_TABLE_ID, costMicroUsd, microToUsd, priceOf } from '../../../domain/pricing/prices.ts';
+import type { PricingContext } from '../../../core/ports/billing.ts';
+
+/** Without a billing domain: the built-in table, billed in USD. */
+export const BUILTIN_PRICING: PricingContext = { card: { id: PRICE_TABLE_ID, models: PRICES, compute: {} }, currency: 'USD', rate_to_usd: 1 };
 
 /** Bumped when the shape changes; receipts are never rewritten, so readers branch on it. */
 export const RECEIPT_VERSION = 1;
@@ -47,7 +51,10 @@ export interface CostSection {
   billed_cost: { currency: string; amount: number };
   pricing: Pricing;
   unpriced_models: string[];
-  price_table: string;
+  /** The rate card used; null when none was in force (everything unpriced). */
+  price_table: string | null;
+  /** USD per unit of the billed currency used to convert; null when none was in force (billed in USD). */
+  exchange_rate: number | null;
 }
 export interface Receipt {
   receipt_version: number;
@@ -59,20 +66,24 @@ export interface Receipt {
   timing: { started_at: string; ended_at: string; billable_ms: number; phases: Record<string, number> };
   llm: LlmSection;
   cost: CostSection;
-  compute: { resource_class: string; billable_ms: number };
+  compute: { resource_class: string; billable_ms: number; cost_usd: number | null };
   /** What the attempt's workspace reused and handed on (docs/workspaces.md); null for a fresh isolated one. Absent before workspaces were recorded. */
   workspace?: WorkspaceReport | null;
 }
 
 const zeroTokens = (): TokenCounts => ({ input_tokens: 0, output_tokens: 0, cache_read_tokens: 0, cache_write_tokens: 0, reasoning_tokens: 0 });
 
-/** Token totals, calls and the per-model breakdown, with each model's cost; plus the cost section. */
-export function usageSections(rows: ModelUsageRow[]): { llm: LlmSection; cost: CostSection } {
+/**
+ * Token totals, calls and the per-model breakdown, with each model's cost; plus the cost section
+ * (`computeMicro`: the compute cost already priced, in micro-USD). Fail-open: a model without a
+ * price counts 0; without a rate the bill stays in USD.
+ */
+export function usageSections(rows: ModelUsageRow[], pricing: PricingContext = BUILTIN_PRICING, computeMicro = 0): { llm: LlmSection; cost: CostSection } {
   const llm: LlmSection = { ...zeroTokens(), calls: 0, duration_ms: 0, models: {} };
   const unpriced: string[] = [];
   let micro = 0;
   for (const row of rows) {
-    const match = priceOf(row.model);
+    const match = pricing.card ? priceOf(row.model, pricing.card.models) : null;
     const tokens = Object.fromEntries(TOKEN_FIELDS.map((f) => [f, Number(row[f])])) as TokenCounts;
     const modelMicro = match ? costMicroUsd(match.price, tokens) : null;
     if (modelMicro === null) unpriced.push(row.model);
@@ -89,29 +100,50 @@ export function usageSections(rows: ModelUsageRow[]): { llm: LlmSection; cost: C
       priced_as: match?.id ?? null,
     };
   }
-  const pricing: Pricing = unpriced.length === 0 ? 'priced' : unpriced.length < rows.length ? 'partial' : 'unpriced';
-  const base = microToUsd(micro);
+  const status: Pricing = unpriced.length === 0 ? 'priced' : unpriced.length < rows.length ? 'partial' : 'unpriced';
+  const base = microToUsd(micro + computeMicro);
   return {
     llm,
     cost: {
       base_cost_usd: base,
-      // Orgs have no billing currency yet: billed in USD at rate 1. Once they do, convert here with the
-      // exchange rate of the day the attempt ended, and keep both figures (base and billed) on the receipt.
-      billed_cost: { currency: 'USD', amount: base },
-      pricing,
+      billed_cost: billed(base, pricing),
+      pricing: status,
       unpriced_models: unpriced.sort(),
-      price_table: PRICE_TABLE_ID,
+      price_table: pricing.card?.id ?? null,
+      exchange_rate: pricing.rate_to_usd,
     },
   };
 }
 
+/** USD in the org's currency at the rate in force, six decimals; without a rate, USD. */
+function billed(usd: number, pricing: PricingContext): { currency: string; amount: number } {
+  if (pricing.rate_to_usd === null) return { currency: 'USD', amount: usd };
+  return { currency: pricing.currency, amount: Math.round((usd / pricing.rate_to_usd) * 1e6) / 1e6 };
+}
+
+/** Compute cost in micro-USD: billable minutes × the card's price for the resource class; null when it has none. */
+export function computeMicroUsd(pricing: PricingContext, resourceClass: string, billableMs: number): number | null {
+  const perMinute = pricing.card?.compute[resourceClass];
+  return perMinute === undefined ? null : (billableMs / 60_000) * perMinute * 1e6;
+}
+
+const resourceClassOf = (hints: Record<string, unknown>): string => (typeof hints.resource_class === 'string' ? hints.resource_class : 'default');
+
 const ms = (from: Date, to: Date) => Math.max(0, to.getTime() - from.getTime());
 
-/** The receipt of an ended attempt. `hints` are the job's (for `resource_class`). */
-export function assembleReceipt(attempt: AttemptRow, hints: Record<string, unknown>, phases: PhaseRow[], usage: ModelUsageRow[]): Receipt {
+/** The receipt of an ended attempt. `hints` are the job's (for `resource_class`); `pricing` what was in force when it started. */
+export function assembleReceipt(
+  attempt: AttemptRow,
+  hints: Record<string, unknown>,
+  phases: PhaseRow[],
+  usage: ModelUsageRow[],
+  pricing: PricingContext = BUILTIN_PRICING,
+): Receipt {
   if (!attempt.ended_at) throw new Error(`attempt ${attempt.id} has not ended: no receipt yet`);
   const billable = ms(attempt.started_at, attempt.ended_at);
-  const { llm, cost } = usageSections(usage);
+  const resourceClass = resourceClassOf(hints);
+  const compute = computeMicroUsd(pricing, resourceClass, billable);
+  const { llm, cost } = usageSections(usage, pricing, compute ?? 0);
   return {
     receipt_version: RECEIPT_VERSION,
     attempt_id: attempt.id,
@@ -127,7 +159,7 @@ export function assembleReceipt(attempt: AttemptRow, hints: Record<string, unkno
     },
     llm,
     cost,
-    compute: { resource_class: typeof hints.resource_class === 'string' ? hints.resource_class : 'default', billable_ms: billable },
+    compute: { resource_class: resourceClass, billable_ms: billable, cost_usd: compute === null ? null : microToUsd(compute) },
     workspace: (attempt.git?.workspace as WorkspaceReport | undefined) ?? null,
   };
 }
@@ -178,8 +210,10 @@ export function inDisplayOrder<R extends Receipt>(receipt: R): R {
             ),
         }),
       cost: (v) =>
-        ordered(v, ['base_cost_usd', 'billed_cost', 'pricing', 'unpriced_models', 'price_table'], { billed_cost: (b) => ordered(b, ['currency', 'amount']) }),
-      compute: (v) => ordered(v, ['resource_class', 'billable_ms']),
+        ordered(v, ['base_cost_usd', 'billed_cost', 'pricing', 'unpriced_models', 'price_table', 'exchange_rate'], {
+          billed_cost: (b) => ordered(b, ['currency', 'amount']),
+        }),
+      compute: (v) => ordered(v, ['resource_class', 'billable_ms', 'cost_usd']),
     },
   ) as R;
 }

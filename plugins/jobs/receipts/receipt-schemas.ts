@@ -117,19 +117,26 @@ export const receiptSchema = Joi.object({
     billed_cost: Joi.object({ currency: Joi.string().length(3).required(), amount: usd.required() })
       .required()
       .label('Money')
-      .description('in the org currency (USD until orgs have one)'),
+      .description("in the org's billing currency at the exchange rate in force; USD when no rate was in force"),
     pricing: Joi.string()
       .valid(...PRICING)
       .required()
       .description('priced: every model used has a price; partial: some do not (they count 0); unpriced: none does'),
     unpriced_models: Joi.array().items(Joi.string()).required(),
-    price_table: Joi.string().required(),
+    price_table: Joi.string().allow(null).required().description('the rate card used; null when none was in force (everything unpriced)'),
+    exchange_rate: Joi.number()
+      .min(0)
+      .allow(null)
+      .description('USD per unit of the billed currency used; null: no rate was in force (billed in USD); absent on receipts written before billing'),
   })
     .required()
     .label('ReceiptCost'),
   compute: Joi.object({
     resource_class: Joi.string().required().description("hints.resource_class, else 'default'"),
     billable_ms: count.required(),
+    cost_usd: usd
+      .allow(null)
+      .description("billable minutes × the rate card's price for the class, included in base_cost_usd; null: the card has none; absent on older receipts"),
   })
     .required()
     .label('ReceiptCompute'),

@@ -3,7 +3,17 @@ import { inject, injectable } from '../../../core/di.ts';
 import { Tokens } from '../../../core/tokens.ts';
 import type { Db } from '../../../core/db/knex.ts';
 import type { AttemptRow } from '../attempts/attempts.ts';
-import { assembleReceipt, inDisplayOrder, type ModelUsageRow, type PhaseRow, type Receipt } from './receipt-assembly.ts';
+import { ReceiptPricing } from './receipt-pricing.ts';
+import {
+  assembleReceipt,
+  inDisplayOrder,
+  usageSections,
+  type CostSection,
+  type LlmSection,
+  type ModelUsageRow,
+  type PhaseRow,
+  type Receipt,
+} from './receipt-assembly.ts';
 
 /** One `llm.call`: usage only. The columns are the whole record: there is nowhere to put prompt or response text. */
 export type LlmCall = UsageCall;
@@ -23,7 +33,10 @@ const toStored = (row: { receipt: Receipt; created_at: Date }): StoredReceipt =>
  */
 @injectable()
 export class ReceiptStore {
-  constructor(@inject(Tokens.Db) private readonly db: Db) {}
+  constructor(
+    @inject(Tokens.Db) private readonly db: Db,
+    @inject(ReceiptPricing) private readonly pricing: ReceiptPricing,
+  ) {}
 
   async addUsage(attemptId: string, calls: LlmCall[], trx: Db): Promise<number> {
     const rows = calls.map((c) => ({
@@ -62,14 +75,24 @@ export class ReceiptStore {
     return rows;
   }
 
+  /** A running attempt's usage so far, priced like its receipt will be (the card and rate in force when it started). */
+  async liveSections(attemptId: string): Promise<{ llm: LlmSection; cost: CostSection }> {
+    const attempt = await this.db('job_attempts as a').join('jobs as j', 'j.id', 'a.job_id').where('a.id', attemptId).first('a.started_at', 'j.project_id');
+    return usageSections(await this.usageByModel(attemptId), await this.pricing.at(attempt.project_id, attempt.started_at));
+  }
+
   phases(attemptId: string, trx: Db = this.db): Promise<PhaseRow[]> {
     return trx('attempt_phases').where({ attempt_id: attemptId }).orderBy(['started_at', 'name']).select('name', 'started_at', 'ended_at');
   }
 
-  /** Assembles and stores the receipt of an attempt that has just ended (in the ending transaction). */
+  /**
+   * Assembles and stores the receipt of an attempt that has just ended (in the ending transaction),
+   * priced with the rate card and exchange rate in force when the attempt started.
+   */
   async write(attempt: AttemptRow, trx: Db): Promise<Receipt> {
-    const job = await trx('jobs').where({ id: attempt.job_id }).first('hints');
-    const receipt = assembleReceipt(attempt, job?.hints ?? {}, await this.phases(attempt.id, trx), await this.usageByModel(attempt.id, trx));
+    const job = await trx('jobs').where({ id: attempt.job_id }).first('hints', 'project_id');
+    const pricing = await this.pricing.at(job.project_id, attempt.started_at, trx);
+    const receipt = assembleReceipt(attempt, job.hints ?? {}, await this.phases(attempt.id, trx), await this.usageByModel(attempt.id, trx), pricing);
     await trx('attempt_receipts').insert({ attempt_id: attempt.id, job_id: attempt.job_id, receipt: JSON.stringify(receipt) });
     return receipt;
   }

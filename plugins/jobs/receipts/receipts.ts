@@ -4,9 +4,10 @@ import type { Db } from '../../../core/db/knex.ts';
 import { emitEvent } from '../../../core/events/emit.ts';
 import { Claims } from '../claims/claims.ts';
 import { ReceiptStore, type LlmCall, type PhaseTiming, type StoredReceipt } from './receipt-store.ts';
-import { usageSections } from './receipt-assembly.ts';
 import { budgetExceeded } from './budget.ts';
+import { ReceiptPricing } from './receipt-pricing.ts';
 import { NotFound } from '../../../core/errors.ts';
+import { isObject } from '../../../core/is-object.ts';
 
 export interface Recorded {
   recorded: number;
@@ -24,6 +25,7 @@ export class Receipts {
     @inject(Tokens.Db) private readonly db: Db,
     @inject(Claims) private readonly claims: Claims,
     @inject(ReceiptStore) private readonly store: ReceiptStore,
+    @inject(ReceiptPricing) private readonly pricing: ReceiptPricing,
   ) {}
 
   /** Usage rows for a running attempt under its live lease; 409 `lease lost …` otherwise, nothing written. */
@@ -54,8 +56,9 @@ export class Receipts {
   private async overBudget(jobId: string, attemptId: string): Promise<string | null> {
     const job = await this.db('jobs').where({ id: jobId }).first('hints');
     if (!job || (job.hints.max_tokens === undefined && job.hints.max_cost === undefined)) return null;
-    const { llm, cost } = usageSections(await this.store.usageByModel(attemptId));
-    return budgetExceeded(job.hints, llm, cost);
+    const { llm, cost } = await this.store.liveSections(attemptId);
+    const currency = isObject(job.hints.max_cost) && typeof job.hints.max_cost.currency === 'string' ? job.hints.max_cost.currency : null;
+    return budgetExceeded(job.hints, llm, cost, currency ? await this.pricing.rate(currency, new Date()) : null);
   }
 
   /** Phase timings for a running attempt under its live lease (a name reported again replaces the earlier times). */

@@ -1,10 +1,13 @@
 /**
- * The built-in price table receipts are costed with: USD per million tokens, meant as providers'
- * public list prices (standard tier) as of late 2025, written from memory and NOT verified against
- * the providers' price pages here (no network): treat them as placeholders. The admin rate cards of the
- * billing issue (/admin/pricing/*) will replace this table; receipts name the table they used
- * (`cost.price_table`) and the entry each model matched (`priced_as`), so an old receipt stays
- * explainable after prices change.
+ * Model prices and the arithmetic of costing usage with them; shared by receipts (jobs) and rate
+ * cards (billing).
+ *
+ * PRICES is the built-in table: USD per million tokens, meant as providers' public list prices
+ * (standard tier) as of late 2025, written from memory and NOT verified against the providers' price
+ * pages (no network where it was written): placeholders. It is the seed of the first rate card
+ * (`builtin-2025-11`, see docs/billing.md), and what receipts are priced with when no billing plugin
+ * is loaded. Receipts name the card they used (`cost.price_table`) and the entry each model matched
+ * (`priced_as`), so an old receipt stays explainable after prices change.
  *
  * Token classes are disjoint: `input_tokens` excludes cache reads and cache writes; reasoning tokens
  * are part of `output_tokens` and are billed as output (never again on their own).
@@ -17,7 +20,11 @@ export interface ModelPrice {
   cache_read: number;
   /** Providers without a cache-write surcharge: the input price. */
   cache_write: number;
+  /** Reasoning tokens (part of output_tokens) when priced apart from output; absent: the output price. */
+  reasoning?: number;
 }
+
+export const PRICE_CLASSES = ['input', 'output', 'cache_read', 'cache_write', 'reasoning'] as const;
 
 const p = (input: number, output: number, cache_read: number, cache_write = input): ModelPrice => ({ input, output, cache_read, cache_write });
 
@@ -77,11 +84,23 @@ export interface BillableTokens {
   output_tokens: number;
   cache_read_tokens: number;
   cache_write_tokens: number;
+  reasoning_tokens?: number;
 }
 
-/** Cost in micro-USD (millionths of a dollar), unrounded: tokens × USD per million tokens. */
-export const costMicroUsd = (price: ModelPrice, t: BillableTokens): number =>
-  t.input_tokens * price.input + t.output_tokens * price.output + t.cache_read_tokens * price.cache_read + t.cache_write_tokens * price.cache_write;
+/**
+ * Cost in micro-USD (millionths of a dollar), unrounded: tokens × USD per million tokens. Reasoning
+ * tokens are part of output: billed at the output price unless the model prices them apart.
+ */
+export function costMicroUsd(price: ModelPrice, t: BillableTokens): number {
+  const reasoning = price.reasoning === undefined ? 0 : Math.min(t.reasoning_tokens ?? 0, t.output_tokens);
+  return (
+    t.input_tokens * price.input +
+    (t.output_tokens - reasoning) * price.output +
+    reasoning * (price.reasoning ?? price.output) +
+    t.cache_read_tokens * price.cache_read +
+    t.cache_write_tokens * price.cache_write
+  );
+}
 
 /** Micro-USD to USD, rounded to the micro-dollar (six decimals): receipts keep sub-cent precision; invoices round sums. */
 export const microToUsd = (micro: number): number => Math.round(micro) / 1e6;

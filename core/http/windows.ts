@@ -1,0 +1,16 @@
+import Joi from 'joi';
+
+/** The windows analytics and spend report over (the spec's limit), and the default. */
+export const REPORT_WINDOWS = ['1d', '7d', '30d', '90d'] as const;
+export type ReportWindow = (typeof REPORT_WINDOWS)[number];
+export const DEFAULT_WINDOW: ReportWindow = '7d';
+
+export const windowQuery = Joi.object({
+  window: Joi.string()
+    .valid(...REPORT_WINDOWS)
+    .default(DEFAULT_WINDOW)
+    .description(`how far back from now: ${REPORT_WINDOWS.join(', ')}`),
+});
+
+/** The start of a window ending at `now`. */
+export const windowStart = (window: ReportWindow, now: Date): Date => new Date(now.getTime() - Number.parseInt(window, 10) * 86_400_000);

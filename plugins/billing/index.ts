@@ -1,0 +1,27 @@
+import type { DomainPlugin } from '../../core/http/plugins.ts';
+import { lookupLater } from '../../core/di.ts';
+import { AttemptCompletionListeners } from '../../core/ports/attempts.ts';
+import { PriceBookToken } from '../../core/ports/billing.ts';
+import { EnvironmentSuspensionToken } from '../../core/ports/environments.ts';
+import { JobAdmissions } from '../../core/ports/jobs.ts';
+import { BillingRepository } from './repository.ts';
+import { Pricing } from './pricing.ts';
+import { EnvironmentSuspensionLookup, OrgAccounts } from './accounts.ts';
+import { SpendReports } from './spend.ts';
+import { billingRoutes } from './routes.ts';
+
+/** Rate cards, exchange rates, org currencies, budgets, balances and spend (docs/billing.md). */
+export const plugin: DomainPlugin = {
+  name: 'billing',
+  dependencies: ['orgs', 'projects', 'jobs'],
+  register(server, { container }) {
+    container.registerInstance(EnvironmentSuspensionLookup, lookupLater(container, EnvironmentSuspensionToken));
+    for (const cls of [BillingRepository, Pricing, OrgAccounts, SpendReports]) container.registerSingleton(cls as never);
+    container.register(PriceBookToken, { useToken: Pricing });
+    const accounts = container.resolve(OrgAccounts);
+    container.resolve(AttemptCompletionListeners).add(accounts.attemptEnded);
+    container.resolve(JobAdmissions).add(accounts.admit);
+    server.ext('onPreStart', () => container.resolve(Pricing).seed());
+    server.route(billingRoutes(container));
+  },
+};
