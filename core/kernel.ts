@@ -26,6 +26,9 @@ import { ChatAppToken } from './ports/chatapp.ts';
 import { declareDirectories } from './ports/directory.ts';
 import { RuntimeToken } from './ports/runtime.ts';
 import { declareEventLog } from './ports/events.ts';
+import { Metrics } from './metrics.ts';
+import { measurePools } from './db/pool-metrics.ts';
+import { measureRequests } from './http/request-metrics.ts';
 
 export interface Kernel {
   config: Config;
@@ -90,6 +93,9 @@ export async function startKernel(config: Config, opts: KernelOptions = {}): Pro
     container.registerInstance(Tokens.Sealer, sealer);
     container.registerInstance(Tokens.Clock, systemClock);
     container.registerInstance(Tokens.StartedAt, new Date());
+    const metrics = new Metrics({ processMetrics: true });
+    container.registerInstance(Metrics, metrics);
+    measurePools(metrics, { main: db, control: controlDb });
     declareDirectories(container);
     declareEventLog(container);
     for (const cls of [SigningKeys, MachineTokens, TokenService, PermissionResolver, Access, AccessTargets, Memberships])
@@ -118,7 +124,10 @@ export async function startKernel(config: Config, opts: KernelOptions = {}): Pro
     // Plugins always load (they add the roles' background services); the api role serves the API,
     // any other process only the probes and the internal routes its roles add.
     const listener = config.roles.includes('api') ? null : new RoleListener(config);
-    if (listener) container.registerInstance(RoleListener, listener);
+    if (listener) {
+      container.registerInstance(RoleListener, listener);
+      measureRequests(listener.server, metrics);
+    }
     const server = await createServer(container);
     if (listener) {
       await server.initialize();
