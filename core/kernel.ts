@@ -8,7 +8,7 @@ import { createKnex, type Db } from './db/knex.ts';
 import { migrate } from './db/migrate.ts';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded.ts';
 import { Sealer, loadMasterKey } from './crypto/sealer.ts';
-import { createLogger } from './logger.ts';
+import { createLogger, logDestination } from './logger.ts';
 import { SigningKeys } from './auth/signing-keys.ts';
 import { Access } from './auth/access.ts';
 import { PermissionResolver } from './auth/resolver.ts';
@@ -54,7 +54,7 @@ export interface KernelOptions {
  * HTTP server (the API with the api role, else the role listener) → orchestrator and worker roles. stop() undoes it in reverse.
  */
 export async function startKernel(config: Config, opts: KernelOptions = {}): Promise<Kernel> {
-  const logger = opts.logger ?? createLogger(config.log.level);
+  const logger = opts.logger ?? createLogger(config.log.level, logDestination(config.log.format));
   const undo: (() => Promise<unknown>)[] = [];
   const stop = async () => {
     for (const step of undo.reverse()) await step().catch((e) => logger.error({ err: e }, 'shutdown step failed'));
