@@ -22,12 +22,19 @@ export const INFERENCE_USAGE = `usage: svc inference <targets|managed> <command>
                                           prices in USD per million tokens
   managed delete NAME [--system]          NAME or managed/NAME
 
-The org is --org, else the profile's org; --system acts on the system's entries (system administrator).`;
+The org is --org, else the profile's org; --system acts on the system's entries (system administrator).
+
+Examples:
+  svc inference targets create openai-main --kind openai --base-url https://api.openai.com/v1 --credential-secret OPENAI_KEY
+  svc inference managed add fast --target TARGET_ID --upstream-model gpt-4o-mini`;
 
 export const MODELS_USAGE = `usage: svc models list [--source provider|managed] [--limit N] [--offset N]
 
 Models to send to the proxy (POST /inference/v1/chat/completions): the managed/<name> entries the
-org (--org) or project (--project) may use, then every configured provider's models.`;
+org (--org) or project (--project) may use, then every configured provider's models.
+
+Examples:
+  svc models list --source managed`;
 
 const TARGET_COLUMNS: Column[] = [
   { key: 'name' },
