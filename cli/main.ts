@@ -72,7 +72,12 @@ Files (~ is $HOME):
   ~/.svc/credentials.json   {"<api_url>": {"access_token": "...", "expires_at": "...", "email": "..."}}
                             keyed by API URL without trailing slash; mode 0600, directory 0700
 
-Exit codes: 0 ok, 1 request or runtime error, 2 usage error.`;
+Exit codes: 0 ok, 1 request or runtime error, 2 usage error.
+
+Examples:
+  svc auth bootstrap --email admin@example.com
+  svc job create --description "Fix the login bug"
+  svc job list --json`;
 
 type Runner = (ctx: Context, args: string[]) => Promise<number>;
 
@@ -151,9 +156,9 @@ function didYouMean(word: string, candidates: Iterable<string>): string {
   return near ? `; did you mean "${near}"?` : '';
 }
 
-/** The command words a usage text lists: the first word of each line indented by two spaces. */
+/** The command words a usage text lists: the first word of each line indented by two spaces, above its examples. */
 function commandsIn(usage: string): string[] {
-  return [...usage.matchAll(/^ {2}([a-z][\w-]*)/gm)].map((m) => m[1]);
+  return [...usage.split('\nExamples:\n')[0].matchAll(/^ {2}([a-z][\w-]*)/gm)].map((m) => m[1]);
 }
 
 /** Print an error the way the CLI promises and return its exit code. */

@@ -8,7 +8,7 @@ import { createKnex, type Db } from './db/knex.ts';
 import { migrate } from './db/migrate.ts';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded.ts';
 import { Sealer, loadMasterKey } from './crypto/sealer.ts';
-import { createLogger } from './logger.ts';
+import { createLogger, logDestination } from './logger.ts';
 import { SigningKeys } from './auth/signing-keys.ts';
 import { Access } from './auth/access.ts';
 import { PermissionResolver } from './auth/resolver.ts';
@@ -26,6 +26,9 @@ import { ChatAppToken } from './ports/chatapp.ts';
 import { declareDirectories } from './ports/directory.ts';
 import { RuntimeToken } from './ports/runtime.ts';
 import { declareEventLog } from './ports/events.ts';
+import { Metrics } from './metrics.ts';
+import { measurePools } from './db/pool-metrics.ts';
+import { measureRequests } from './http/request-metrics.ts';
 
 export interface Kernel {
   config: Config;
@@ -51,7 +54,7 @@ export interface KernelOptions {
  * HTTP server (the API with the api role, else the role listener) → orchestrator and worker roles. stop() undoes it in reverse.
  */
 export async function startKernel(config: Config, opts: KernelOptions = {}): Promise<Kernel> {
-  const logger = opts.logger ?? createLogger(config.log.level);
+  const logger = opts.logger ?? createLogger(config.log.level, logDestination(config.log.format));
   const undo: (() => Promise<unknown>)[] = [];
   const stop = async () => {
     for (const step of undo.reverse()) await step().catch((e) => logger.error({ err: e }, 'shutdown step failed'));
@@ -90,6 +93,9 @@ export async function startKernel(config: Config, opts: KernelOptions = {}): Pro
     container.registerInstance(Tokens.Sealer, sealer);
     container.registerInstance(Tokens.Clock, systemClock);
     container.registerInstance(Tokens.StartedAt, new Date());
+    const metrics = new Metrics({ processMetrics: true });
+    container.registerInstance(Metrics, metrics);
+    measurePools(metrics, { main: db, control: controlDb });
     declareDirectories(container);
     declareEventLog(container);
     for (const cls of [SigningKeys, MachineTokens, TokenService, PermissionResolver, Access, AccessTargets, Memberships])
@@ -118,7 +124,10 @@ export async function startKernel(config: Config, opts: KernelOptions = {}): Pro
     // Plugins always load (they add the roles' background services); the api role serves the API,
     // any other process only the probes and the internal routes its roles add.
     const listener = config.roles.includes('api') ? null : new RoleListener(config);
-    if (listener) container.registerInstance(RoleListener, listener);
+    if (listener) {
+      container.registerInstance(RoleListener, listener);
+      measureRequests(listener.server, metrics);
+    }
     const server = await createServer(container);
     if (listener) {
       await server.initialize();

@@ -4,7 +4,11 @@ import { AdapterError } from './adapters.ts';
 import { startKernel, type Kernel } from './kernel.ts';
 import { isDatabaseUnavailable } from './db/unavailable.ts';
 
-const USAGE = `usage: svc serve [--roles api,orchestrator,worker] [--port N] [--config FILE]`;
+const USAGE = `usage: svc serve [--roles api,orchestrator,worker] [--port N] [--config FILE]
+
+Examples:
+  svc serve                                   every role, embedded database, on 127.0.0.1:4701
+  svc serve --roles worker --port 4702        a worker process beside an api and orchestrator`;
 
 /** `svc serve`: start the roles named (default all) and stop them cleanly on SIGTERM or SIGINT. */
 export async function serve(argv: string[]): Promise<void> {

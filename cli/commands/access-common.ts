@@ -32,7 +32,12 @@ export const ACCESS_USAGE = `usage: svc access <command> [flags]
 
 Resource types: orgfs, orgdocs, envdb. Actions: read, write, admin.
 The org is --org, else the profile's org. --project here is the flag only: the profile's default
-project is not applied, so bindings and checks stay org-wide unless you name a project.`;
+project is not applied, so bindings and checks stay org-wide unless you name a project.
+
+Examples:
+  svc access roles create --name deployer --permissions jobs:read,jobs:write --scope project
+  svc access bindings create --role deployer --user USER_ID --project PROJECT_ID
+  svc access can --user USER_ID --permission jobs:write --project PROJECT_ID`;
 
 export type PrincipalType = 'user' | 'service_account' | 'group';
 

@@ -14,7 +14,11 @@ export const ACCESS_REQUEST_USAGE = `usage: svc access-request <command> [flags]
   approve REQUEST_ID [--role owner|admin|member]   create the account, register the key, add the member
   reject REQUEST_ID --reason R
 
-The org is --org, else the profile's org (svc config set org ID).`;
+The org is --org, else the profile's org (svc config set org ID).
+
+Examples:
+  svc access-request create --org ORG_ID --email me@example.com --key ~/.ssh/id_ed25519.pub
+  svc access-request approve REQUEST_ID --role member`;
 
 const REQUEST_FIELDS = [
   'id',

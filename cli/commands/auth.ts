@@ -28,7 +28,12 @@ export const AUTH_USAGE = `usage: svc auth <command> [flags]
   keys list --nostr              your registered Nostr public keys
   keys remove KEY_ID             remove an SSH public key
   mint --email E (--org ID | --project ID) [--role R] [--ttl-days N] [--key PATH.pub]
-                                 mint a scoped token for a user (system admins); prints it, does not store it`;
+                                 mint a scoped token for a user (system admins); prints it, does not store it
+
+Examples:
+  svc auth bootstrap --email admin@example.com          (first start, on the server host)
+  svc auth login --email me@example.com
+  svc auth whoami`;
 
 interface TokenResponse {
   access_token: string;

@@ -16,7 +16,7 @@ export const PRICING_USAGE = `usage: svc pricing <cards|rates> <command> [flags]
   rates add CUR RATE_TO_USD [--effective-at ISO]
                                             how many USD one unit of CUR is worth, from then on
 
-Example:
+Examples:
   svc pricing cards create --name "List prices 2026-01" --provenance "provider price pages read 2026-01-05" \\
     --models '{"gpt-5":{"input":1.25,"output":10,"cache_read":0.125}}' --compute '{"default":0.01}'
   svc pricing rates add EUR 1.08`;
@@ -26,7 +26,7 @@ export const SPEND_USAGE = `usage: svc spend [--window 1d|7d|30d|90d]
 What the org (--org) spent in the window (default 7d), from its receipts: totals, then by project,
 model, harness and day. Billed amounts are in the org's billing currency.
 
-Example:
+Examples:
   svc spend --window 30d --org org_01h455vb4pex5vsknk084sn02q`;
 
 export const ANALYTICS_USAGE = `usage: svc analytics <summary|jobs|pipelines|env-health> [--window 1d|7d|30d|90d]
@@ -36,7 +36,7 @@ export const ANALYTICS_USAGE = `usage: svc analytics <summary|jobs|pipelines|env
   pipelines    pipeline runs, success rate and mean duration; by pipeline
   env-health   the org's environments and their health (a snapshot)
 
-Example:
+Examples:
   svc analytics summary --window 30d`;
 
 const pageFlags = { limit: { type: 'string' }, offset: { type: 'string' } } as const;

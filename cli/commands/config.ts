@@ -18,7 +18,12 @@ export const CONFIG_USAGE = `usage: svc config <command> [--profile P]
     "profiles": {
       "default": { "api_url": "https://svc.example.com", "org": "ORG_ID", "project": "PROJECT_ID" }
     }
-  }`;
+  }
+
+Examples:
+  svc config set api-url http://127.0.0.1:4701
+  svc config set project PROJECT_ID
+  svc config show`;
 
 const KEYS: Record<string, keyof Profile> = { 'api-url': 'api_url', org: 'org', project: 'project' };
 

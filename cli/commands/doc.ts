@@ -21,7 +21,11 @@ export const DOC_USAGE = `usage: svc doc <command> [flags]
   versions DOC [--limit N] [--offset N]
 
 DOC is a path (/guides/style.md) or a document id (doc_...). Resource refs name documents as
-org_docs:/<path>[@v<N>]. The org is --org, else the profile's org.`;
+org_docs:/<path>[@v<N>]. The org is --org, else the profile's org.
+
+Examples:
+  svc doc put /guides/style.md --file style.md
+  svc doc get /guides/style.md --version 2`;
 
 const DOC_FIELDS = ['id', 'path', 'project_id', 'version', 'current_version', 'content_hash', 'size_bytes', 'metadata', 'deleted', 'updated_at'];
 const DOC_COLUMNS: Column[] = [

@@ -18,7 +18,11 @@ export const EVENT_USAGE = `usage: svc event <command> [flags]
   show EVENT_ID                   one event and its routing: which triggers matched (and what they
                                   started) and why the others did not
 
-The project comes from --project, else the profile's project.`;
+The project comes from --project, else the profile's project.
+
+Examples:
+  svc event create deploy.requested --payload '{"env": "staging"}'
+  svc event show EVENT_ID`;
 
 interface Decision {
   kind: string;

@@ -11,7 +11,10 @@ export const HARNESS_USAGE = `usage: svc harness <command> [flags]
                                   is available on this server (binary found, credentials present)
   show NAME                       one harness by id or alias: variants, models, reasoning levels,
                                   and what to do when it is not available
-  e.g. svc harness show harness_b`;
+
+Examples:
+  svc harness list
+  svc harness show harness_b`;
 
 type Harness = {
   name: string;

@@ -24,17 +24,17 @@ export const INFERENCE_USAGE = `usage: svc inference <targets|managed> <command>
 
 The org is --org, else the profile's org; --system acts on the system's entries (system administrator).
 
-Example:
-  svc inference targets create local --kind openai --base-url http://127.0.0.1:8000/v1 --credential-secret LOCAL_KEY
-  svc inference managed add coder --target itgt_01h455vb4pex5vsknk084sn02q --upstream-model qwen-coder --input-price 0.2 --output-price 0.6`;
+Examples:
+  svc inference targets create openai-main --kind openai --base-url https://api.openai.com/v1 --credential-secret OPENAI_KEY
+  svc inference managed add fast --target TARGET_ID --upstream-model gpt-4o-mini`;
 
 export const MODELS_USAGE = `usage: svc models list [--source provider|managed] [--limit N] [--offset N]
 
 Models to send to the proxy (POST /inference/v1/chat/completions): the managed/<name> entries the
 org (--org) or project (--project) may use, then every configured provider's models.
 
-Example:
-  svc models list --source managed --project proj_01h455vb4pex5vsknk084sn02q`;
+Examples:
+  svc models list --source managed`;
 
 const TARGET_COLUMNS: Column[] = [
   { key: 'name' },

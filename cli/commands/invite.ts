@@ -15,7 +15,11 @@ export const INVITE_USAGE = `usage: svc invite <command> [flags]
   revoke INVITE_ID                revoke a pending invite
   accept CODE                     join the invite's org with your account
 
-The org is --org, else the profile's org (svc config set org ID).`;
+The org is --org, else the profile's org (svc config set org ID).
+
+Examples:
+  svc invite create --role member --email new@example.com
+  svc invite accept CODE`;
 
 const INVITE_FIELDS = ['id', 'org_id', 'role', 'status', 'email', 'identity_hint', 'provider_hint', 'redirect_url', 'expires_at', 'created_at'];
 

@@ -13,7 +13,6 @@ export const JOB_USAGE = `usage: svc job <command> [flags]
          [--review-required none|human|agent] [--harness H] [--model M] [--harness-profile NAME] [--env ENV_NAME]
          [--resource-ref URI]... [--defer-until ISO] [--due-at ISO] [--phase idea|backlog|ready]
          [--hints JSON] [--git JSON]
-         e.g. svc job create --description "Fix the login bug" --harness harness_b --model claude-sonnet-4-5
   list [--phase P] [--label L] [--assignee A] [--issue-type T] [--priority N] [--parent ID]
        [--due-before ISO] [--limit N] [--offset N]    jobs that ended early show why (ENDED BECAUSE)
   get ID
@@ -39,7 +38,13 @@ export const JOB_USAGE = `usage: svc job <command> [flags]
   logs ID [--attempt N] [-f|--follow]  output of the latest (or Nth) attempt; -f streams it live until the attempt ends
   compare ID --a N --b N [--include-receipt]
 
-create, list and attempts act on --project, else the profile's project (svc config set project ID).`;
+create, list and attempts act on --project, else the profile's project (svc config set project ID).
+
+Examples:
+  svc job create --description "Fix the login bug" --harness harness_b --model claude-sonnet-4-5
+  svc job list --phase active
+  svc job logs JOB_ID -f                     (a workflow root: its steps' logs, labelled by step)
+  svc job cancel JOB_ID --reason "superseded"`;
 
 type Body = Record<string, unknown>;
 type Options = Parameters<typeof parseCommand>[1];

@@ -12,7 +12,11 @@ export const MANIFEST_USAGE = `usage: svc manifest <command> [flags]
   validate [--file F | --ref REF]  check without storing; exits 1 when invalid
   show [--yaml]                    the current manifest (--yaml: only its text)
 
-The project comes from --project, else the profile's project. Problems print as "path: message".`;
+The project comes from --project, else the profile's project. Problems print as "path: message".
+
+Examples:
+  svc manifest validate --file .svc/manifest.yaml
+  svc manifest sync --file .svc/manifest.yaml`;
 
 const SHOWN = ['project_id', 'manifest_hash', 'git_sha', 'ref', 'synced_at', 'synced_by'];
 

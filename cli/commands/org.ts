@@ -18,7 +18,11 @@ export const ORG_USAGE = `usage: svc org <command> [flags]
   members set-role [ID] USER_ID --role R
   members remove [ID] USER_ID
 
-ID defaults to --org, then the profile's org (svc config set org ID).`;
+ID defaults to --org, then the profile's org (svc config set org ID).
+
+Examples:
+  svc org create "Acme" --slug acme
+  svc org members add --email dev@example.com --role admin`;
 
 const ORG_FIELDS = ['id', 'name', 'slug', 'deleted', 'created_at', 'updated_at'];
 

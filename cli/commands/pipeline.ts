@@ -25,7 +25,12 @@ Events print one a line: "[STEP] STATUS", "[STEP] LOG LINE", "run STATUS[: ERROR
 one JSON object a line: {"id": ..., "event": "step.status" | "step.log" | "run.status", "data": {...}}.
 run --wait and logs -f exit 1 when the run (or the step) ends failed or cancelled, 0 when it succeeds.
 
-The project comes from --project, else the profile's project (logs -f, approve and cancel need none).`;
+The project comes from --project, else the profile's project (logs -f, approve and cancel need none).
+
+Examples:
+  svc pipeline run ship --ref main --wait
+  svc pipeline logs RUN_ID -f
+  svc pipeline approve RUN_ID --comment "looks good"`;
 
 export const runPipeline = (ctx: Context, args: string[]): Promise<number> =>
   RUN_COMMANDS.includes(args[0]) ? runPipelineRuns(ctx, args[0], args.slice(1), PIPELINE_USAGE) : runDefinitions(ctx, args, 'pipelines', PIPELINE_USAGE);

@@ -20,7 +20,11 @@ export const PROJECT_USAGE = `usage: svc project <command> [flags]
   members remove [ID] USER_ID
 
 ID defaults to --project, then the profile's project (svc config set project ID);
---org defaults to the profile's org.`;
+--org defaults to the profile's org.
+
+Examples:
+  svc project create webapp --org ORG_ID --repo-url https://git.example.com/acme/webapp.git --branch main
+  svc config set project PROJECT_ID`;
 
 const PROJECT_FIELDS = ['id', 'org_id', 'name', 'slug', 'repo_url', 'branch', 'deleted', 'created_at', 'updated_at'];
 

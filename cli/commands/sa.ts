@@ -22,7 +22,11 @@ export const SA_USAGE = `usage: svc sa <command> [flags]
 
 The org is --org, else the profile's org. For create, --project is the flag only.
 Grant the account permissions first (svc sa create --role, or svc access bindings create
---service-account ID): a token never holds more than its account and its minter.`;
+--service-account ID): a token never holds more than its account and its minter.
+
+Examples:
+  svc sa create ci-bot --role member
+  svc sa token mint SA_ID --permissions jobs:read,jobs:write --ttl-days 30`;
 
 const SA_FIELDS = ['id', 'name', 'description', 'created_at', 'updated_at'];
 const SA_COLUMNS: Column[] = [{ key: 'id' }, { key: 'name' }, { key: 'description' }, { key: 'created_at', header: 'CREATED' }];

@@ -17,7 +17,10 @@ export const SCHEDULE_USAGE = `usage: svc schedule <command> [flags]
                                   change a schedule
   delete ID                       delete a schedule
 
-The project comes from --project, else the profile's project.`;
+The project comes from --project, else the profile's project.
+
+Examples:
+  svc schedule create --cron "0 3 * * *" --type nightly.build --name nightly`;
 
 const FIELDS = ['id', 'name', 'cron', 'event_type', 'payload', 'enabled', 'created_by', 'last_fired_at', 'created_at', 'updated_at'];
 const COLUMNS: Column[] = [

@@ -21,7 +21,11 @@ export const SECRETS_USAGE = `usage: svc secrets <command> [flags]
 Scopes: project (--project or the profile's project), org (--org or the profile's org),
         user (yourself), system (system administrator).
 Types:  env (default), file, code_host_token, ssh_key.
-Values are never shown: the API returns names, types and times only.`;
+Values are never shown: the API returns names, types and times only.
+
+Examples:
+  svc secrets set OPENAI_API_KEY --scope project < key.txt
+  svc secrets list --scope org`;
 
 const SCOPES = ['project', 'org', 'user', 'system'];
 const SECRET_FIELDS = ['name', 'type', 'scope', 'created_at', 'updated_at'];

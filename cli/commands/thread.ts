@@ -23,7 +23,11 @@ export const THREAD_USAGE = `usage: svc thread <command> [flags]
                                   (default), or on coordination threads status, directive,
                                   question, update (default update)
 
-The project comes from --project, else the profile's project.`;
+The project comes from --project, else the profile's project.
+
+Examples:
+  svc thread create --key release-2.4 --title "Release 2.4"
+  svc thread post THREAD_ID "build is green"`;
 
 const THREAD_FIELDS = [
   'id',

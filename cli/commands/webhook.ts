@@ -25,7 +25,11 @@ export const WEBHOOK_USAGE = `usage: svc webhook <command> [flags]
                            N (default 5000, up to 10000); events already delivered are skipped
   replay WH_ID RPL_ID      a replay's progress
 
-The org is --org, else the profile's org. --project here is the flag only.`;
+The org is --org, else the profile's org. --project here is the flag only.
+
+Examples:
+  svc webhook create --url https://hooks.example.com/svc --events "system.job.*" --secret-file hook.secret
+  svc webhook deliveries WH_ID --status failed`;
 
 const WEBHOOK_FIELDS = ['id', 'url', 'events', 'filter', 'project_id', 'enabled', 'consecutive_failures', 'disabled_at', 'disabled_reason', 'created_at'];
 const WEBHOOK_COLUMNS: Column[] = [

@@ -15,7 +15,11 @@ export const WORKFLOW_USAGE = `usage: svc workflow <command> [flags]
                                   start a run: a root job and one job per step; --wait blocks
                                   (up to 55 s) for the result; exits 1 when the run is cancelled
 
-The project comes from --project, else the profile's project.`;
+The project comes from --project, else the profile's project.
+
+Examples:
+  svc workflow invoke review --input '{"pr": 42}' --wait
+  svc job logs ROOT_JOB_ID -f                 (follow a run that outlives --wait)`;
 
 /** Below the CLI's 60 s request timeout, so the server's answer always arrives. */
 const CLI_WAIT_SECONDS = 55;

@@ -17,6 +17,8 @@ const NAMED_ENV: Record<string, string> = {
   SVC_ROLES: 'roles',
   SVC_PLUGINS: 'plugins',
   SVC_LOG_LEVEL: 'log.level',
+  SVC_LOG_FORMAT: 'log.format',
+  SVC_METRICS_TOKEN: 'metrics.token',
   SVC_PUBLIC_URL: 'server.public_url',
   SVC_BOOTSTRAP_TOKEN: 'auth.bootstrap_token',
   SVC_SECRETS_MASTER_KEY: 'secrets.master_key',

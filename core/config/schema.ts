@@ -51,6 +51,10 @@ export const configSchema = Joi.object({
   }).required(),
   log: Joi.object({
     level: Joi.string().valid('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent').required(),
+    format: Joi.string().valid('auto', 'pretty', 'json').required(),
+  }).required(),
+  metrics: Joi.object({
+    token: Joi.string().min(16).allow(null).required(),
   }).required(),
   plugins: list(Joi.string()).required(),
   adapters: Joi.object().pattern(Joi.string(), adapterChoice).required(),
@@ -179,7 +183,9 @@ export interface Config {
     response_validation_sample: number;
   };
   database: { url: string | null; pool_max: number; control_pool_max: number; statement_timeout_ms: number; lock_timeout_ms: number; embedded_port: number };
-  log: { level: string };
+  log: { level: string; format: 'auto' | 'pretty' | 'json' };
+  /** GET /metrics: with a token, scrapers send it as a bearer token; without one, only clients on this host may scrape. */
+  metrics: { token: string | null };
   plugins: string[];
   adapters: Record<string, AdapterChoice>;
   auth: {

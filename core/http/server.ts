@@ -13,6 +13,8 @@ import { loadDomainPlugins } from './plugins.ts';
 import { installStorableInputCheck } from './storable-input.ts';
 import { isDatabaseBusy } from '../db/unavailable.ts';
 import { VERSION } from '../version.ts';
+import { Metrics } from '../metrics.ts';
+import { measureRequests } from './request-metrics.ts';
 
 /** Retry-After of a 503 for database overload: lock and pool waits are seconds long. */
 const RETRY_AFTER_SECONDS = 2;
@@ -64,6 +66,7 @@ export async function createServer(container: DependencyContainer): Promise<Serv
     },
   });
   server.app.container = container;
+  measureRequests(server, container.resolve(Metrics));
 
   await server.register([
     {
@@ -82,7 +85,7 @@ export async function createServer(container: DependencyContainer): Promise<Serv
           }),
           res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
         },
-        ignorePaths: ['/health', '/health/live'],
+        ignorePaths: ['/health', '/health/live', '/metrics'], // probes and scrapes every few seconds
         // a client that drops its connection is routine, not a server error
         ignoredEventTags: { log: ['client'] },
       },

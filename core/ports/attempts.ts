@@ -172,7 +172,8 @@ export class AttemptLogListeners extends Registry<AttemptLogListener> {
 
 /** An attempt that has just ended (however it ended), with its job, as other domains see it. */
 export interface EndedAttempt {
-  job: { id: string; project_id: string; parent_id: string | null; title: string; hints: Record<string, unknown> };
+  /** `harness`: the job's harness choice (`harness.harness` names it; none: the configured default). */
+  job: { id: string; project_id: string; parent_id: string | null; title: string; hints: Record<string, unknown>; harness?: Record<string, unknown> };
   attempt: {
     id: string;
     attempt_number: number;

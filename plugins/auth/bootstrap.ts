@@ -1,4 +1,3 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { lstatSync, unlinkSync } from 'node:fs';
 import Boom from '@hapi/boom';
 import type { Logger } from 'pino';
@@ -9,6 +8,8 @@ import type { Db } from '../../core/db/knex.ts';
 import { Users, toUser } from './users.ts';
 import { TokenService } from '../../core/auth/tokens.ts';
 import { UserKeys } from './keys.ts';
+import { isLocalClient, type Client } from '../../core/http/local-client.ts';
+import { sameSecret } from '../../core/crypto/hmac.ts';
 
 const BOOTSTRAP_LOCK = 4701_0003;
 
@@ -22,31 +23,12 @@ export interface BootstrapStatus {
   mode: BootstrapMode;
 }
 
-/** Where a bootstrap request came from: the token-less windows accept only this host's own clients. */
-export interface BootstrapClient {
-  remoteAddress: string;
-  /** The request carries a proxy's forwarding header: whoever sent it may be anywhere. */
-  forwarded: boolean;
-}
-
 export interface BootstrapRequest {
   email: string;
   token?: string;
   public_key?: string;
   display_name?: string;
   ttl_days?: number;
-}
-
-function isLocal(client: BootstrapClient): boolean {
-  if (client.forwarded) return false;
-  const address = client.remoteAddress.replace(/^::ffff:/, '');
-  return address === '::1' || /^127\.\d+\.\d+\.\d+$/.test(address);
-}
-
-/** Equal-time comparison of secrets of any length: compare their digests. */
-function sameSecret(a: string, b: string): boolean {
-  const digest = (s: string) => createHash('sha256').update(s).digest();
-  return timingSafeEqual(digest(a), digest(b));
 }
 
 /**
@@ -99,7 +81,7 @@ export class Bootstrap {
     return { completed, window_open: now < closesAt, window_closes_at: new Date(closesAt), requires_token: false, mode: 'auto-open' };
   }
 
-  async run(request: BootstrapRequest, client: BootstrapClient) {
+  async run(request: BootstrapRequest, client: Client) {
     const result = await this.db.transaction(async (trx) => {
       await trx.raw('SELECT pg_advisory_xact_lock(?)', [BOOTSTRAP_LOCK]);
       const status = await this.status(trx);
@@ -111,7 +93,7 @@ export class Bootstrap {
             : `the bootstrap window is closed; create ${this.config.auth.bootstrap_trigger_file} on the server host to open a 10-minute recovery window`,
         );
       }
-      if (!status.requires_token && !isLocal(client)) {
+      if (!status.requires_token && !isLocalClient(client)) {
         throw Boom.forbidden(
           `the ${status.mode} bootstrap window accepts only clients on this host (loopback, not through a proxy); ` +
             'run `svc auth bootstrap` on the server host, or set SVC_BOOTSTRAP_TOKEN to bootstrap from elsewhere',

@@ -1,3 +1,4 @@
+import { clientOf } from '../../core/http/local-client.ts';
 import { paramsOf, queryOf } from '../../core/http/request.ts';
 import Boom from '@hapi/boom';
 import Joi from 'joi';
@@ -54,9 +55,7 @@ export function authRoutes(container: DependencyContainer): ServerRoute[] {
         response: { status: { 201: S.tokenResponse } },
       },
       handler: async (request, h) => {
-        const forwarded = ['forwarded', 'x-forwarded-for', 'x-real-ip'].some((name) => name in request.headers);
-        const client = { remoteAddress: request.info.remoteAddress, forwarded };
-        return h.response(await bootstrap.run(request.payload as BootstrapRequest, client)).code(201);
+        return h.response(await bootstrap.run(request.payload as BootstrapRequest, clientOf(request))).code(201);
       },
     },
     {

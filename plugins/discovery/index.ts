@@ -6,6 +6,7 @@ import { Tokens } from '../../core/tokens.ts';
 import { SigningKeys } from '../../core/auth/signing-keys.ts';
 import { RoleListener } from '../../core/http/role-listener.ts';
 import { healthRoutes } from './health.ts';
+import { metricsRoute } from './metrics.ts';
 
 const jwksSchema = Joi.object({ keys: Joi.array().items(Joi.object().unknown(true)).required() }).label('JWKS');
 
@@ -35,11 +36,11 @@ export const plugin: DomainPlugin = {
     const config = container.resolve(Tokens.Config);
     const keys = container.resolve(SigningKeys);
 
-    const health = healthRoutes(container);
-    // A process without the api role answers the probes too, on its RoleListener.
-    if (container.isRegistered(RoleListener)) container.resolve(RoleListener).server.route(health);
+    const everyRole = [...healthRoutes(container), metricsRoute(container)];
+    // A process without the api role answers the probes and scrapes too, on its RoleListener.
+    if (container.isRegistered(RoleListener)) container.resolve(RoleListener).server.route(everyRole);
     server.route([
-      ...health,
+      ...everyRole,
       {
         method: 'GET',
         path: '/.well-known/jwks.json',

@@ -7,6 +7,7 @@ import type { Notifier } from '../../core/db/notify.ts';
 import type { StoredManifest } from '../../domain/manifest/types.ts';
 import { EventRepository, type EventRow } from './repository.ts';
 import { EventRouting } from './routing.ts';
+import { Metrics, secondsSince } from '../../core/metrics.ts';
 
 export interface RouterOptions {
   /** The backstop when a notice is missed. */
@@ -48,8 +49,13 @@ export class EventRouter implements RoleService {
     @inject(Tokens.Logger) private readonly logger: Logger,
     @inject(Tokens.DatabaseUrl) private readonly databaseUrl: string,
     @inject(EventWakeups) private readonly wakeups: Notifier,
+    @inject(Metrics) metrics: Metrics,
     private readonly options: RouterOptions = ROUTER_DEFAULTS,
-  ) {}
+  ) {
+    this.lag = metrics.histogram('svc_event_routing_lag_seconds', 'From an event being stored to its routing recorded, by outcome', ['status']);
+  }
+
+  private readonly lag;
 
   async start(): Promise<void> {
     await this.passes.wakeOn(this.wakeups, this.databaseUrl, this.logger);
@@ -99,7 +105,7 @@ export class EventRouter implements RoleService {
       const outcome = await this.routing.route(event, await manifestOf(event.project_id));
       if (!(await this.events.finish(event, outcome.status, outcome.routing, outcome.error))) {
         this.logger.warn({ eventId: event.id }, 'event claim lost before routing finished; its outcome was not recorded');
-      }
+      } else this.lag.observe({ status: outcome.status }, secondsSince(event.created_at));
     } catch (err) {
       this.logger.error({ err, eventId: event.id }, 'event routing failed');
       await this.events.finish(event, 'failed', null, `routing failed: ${(err as Error).message}`).catch(() => undefined);

@@ -41,6 +41,7 @@ import { promoteResolvedGit } from './lifecycle/resolved-git.ts';
 import { JobLifecycle } from './lifecycle/lifecycle.ts';
 import { emitJobsCompleted } from './lifecycle/system-events.ts';
 import { logRoutes } from './logs/log-routes.ts';
+import { JobMetrics } from './metrics.ts';
 
 /** Jobs: the resource, its phases, relations, review, attempts and their receipts. */
 export const plugin: DomainPlugin = {
@@ -64,7 +65,8 @@ export const plugin: DomainPlugin = {
       JobService,
     ])
       container.registerSingleton(cls as never);
-    for (const cls of [AttemptHistory, Claims, ReviewLog, Review]) container.registerSingleton(cls as never);
+    for (const cls of [AttemptHistory, Claims, ReviewLog, Review, JobMetrics]) container.registerSingleton(cls as never);
+    container.resolve(AttemptCompletionListeners).add(container.resolve(JobMetrics).attemptEnded);
     for (const cls of [Receipts, AttemptComparison]) container.registerSingleton(cls as never);
     for (const cls of [RelationRepository, JobRelations, ContextRepository, JobContext]) container.registerSingleton(cls as never);
     for (const cls of [AttachmentRepository, AttachmentService]) container.registerSingleton(cls as never);

@@ -11,6 +11,7 @@ import { deliveryHeaders, envelope } from './envelope.ts';
 import { ReplayRepository } from './replay-repository.ts';
 import { SubscriptionRepository, secretContext } from './repository.ts';
 import { Transport } from './transport.ts';
+import { Metrics } from '../../core/metrics.ts';
 
 /** The Agenda job that makes a failed delivery due again. */
 export const REDELIVER_JOB = 'webhooks.redeliver';
@@ -25,6 +26,7 @@ export class DeliverySender {
   private readonly retryDelays: number[];
   private readonly disableAfter: number;
   private readonly recorder = new Batcher<AttemptResult, void>((items) => this.record(items), { maxBatch: 256, concurrency: 2 });
+  private readonly outcomes;
 
   constructor(
     @inject(Tokens.Db) private readonly db: Db,
@@ -36,7 +38,13 @@ export class DeliverySender {
     @inject(ReplayRepository) private readonly replays: ReplayRepository,
     @inject(SchedulerToken) private readonly scheduler: Scheduler,
     @inject(Tokens.Config) { webhooks }: Config,
+    @inject(Metrics) metrics: Metrics,
   ) {
+    this.outcomes = metrics.counter(
+      'svc_webhook_deliveries_total',
+      'Webhook delivery attempts by outcome: delivered, retrying (failed, another attempt is scheduled), failed (no attempt left), skipped',
+      ['outcome'],
+    );
     this.retryDelays = webhooks.retry_delays_ms;
     this.disableAfter = webhooks.disable_after_failures;
   }
@@ -69,6 +77,7 @@ export class DeliverySender {
       await this.replays.settle(trx, [...finishedReplays]);
       return { retrying, disabled };
     });
+    for (const r of items) this.outcomes.inc({ outcome: outcomeOf(r) });
     if (disabled.length) this.logger.warn({ webhooks: disabled, after: this.disableAfter }, 'webhooks disabled after consecutive failed deliveries');
     // A schedule lost here is found by the dispatcher's overdue sweep.
     await Promise.all(
@@ -80,6 +89,12 @@ export class DeliverySender {
     );
     return items.map(() => undefined);
   }
+}
+
+function outcomeOf({ outcome, skipped, retryInMs }: AttemptResult): string {
+  if (skipped) return 'skipped';
+  if (outcome.ok) return 'delivered';
+  return retryInMs === null ? 'failed' : 'retrying';
 }
 
 function skipped(delivery: ClaimedDelivery, error: string): AttemptResult {

@@ -74,5 +74,5 @@ test.serial('spend and analytics: zeroed for a new org, readable tables, --json 
     t.is(r.code, 2, showRun(args, r));
   }
   const help = await svc(['analytics', '--help']);
-  t.regex(help.stdout + help.stderr, /Example:\n {2}svc analytics summary --window 30d/);
+  t.regex(help.stdout + help.stderr, /Examples:\n {2}svc analytics summary --window 30d/);
 });

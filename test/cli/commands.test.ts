@@ -190,6 +190,20 @@ test('usage errors exit 2 with one line and a pointer to the help; --help exits 
   t.regex(top.stdout, /~\/\.svc\/config\.json/);
 });
 
+test('every command has help with examples of its own: svc --help lists them, svc CMD --help shows "Examples:"', async (t) => {
+  const h = await tempHome();
+  const top = await runCli(h, ['--help']);
+  t.regex(top.stdout, /\nExamples:\n {2}svc /);
+  const commands = [...top.stdout.split('\nExamples:\n')[0].matchAll(/^ {2}([a-z][\w-]*) /gm)].map((m) => m[1]);
+  t.true(commands.length >= 20 && commands.includes('serve') && commands.includes('job'), commands.join(' '));
+  for (const command of commands) {
+    const help = await runCli(h, [command, '--help']);
+    t.is(help.code, 0, command);
+    t.regex(help.stdout, new RegExp(`^usage: svc ${command}`), command);
+    t.regex(help.stdout, new RegExp(`\\nExamples:\\n(  svc ${command} .+\\n)+`), `svc ${command} --help shows examples of ${command}`);
+  }
+});
+
 test('a refused connection names the URL and exits 1', async (t) => {
   const port = await new Promise<number>((resolve) => {
     const server = createServer().listen(0, '127.0.0.1', () => {

@@ -293,3 +293,26 @@ test('unknown, malformed and invisible jobs', async (t) => {
   t.is(res.body.message, `job ${job.id} not found`, 'the project id is not revealed');
   t.is((await outsider.post(jobs(), { description: 'x' })).statusCode, 404);
 });
+
+test('unknown hint keys are a 400 naming their path and the likely hint; x- keys are custom hints, kept as sent', async (t) => {
+  const before = await countJobs();
+  const typo = await admin.post(jobs(), { description: 'x', hints: { timeout_secs: 5, worker_typ: 'gpu', zzz: 1 } });
+  t.is(typo.statusCode, 400);
+  t.regex(typo.body.message, /"hints\.timeout_secs" is not a known hint \(did you mean "timeout_seconds"\?\)/);
+  t.regex(typo.body.message, /"hints\.worker_typ" is not a known hint \(did you mean "worker_type"\?\)/);
+  t.regex(typo.body.message, /"hints\.zzz" is not a known hint; custom hints take the prefix "x-"/);
+  t.is(await countJobs(), before, 'nothing is created');
+
+  // The hints svc writes on the jobs of pipelines and workflows are not taken from a request.
+  const platform = await admin.post(jobs(), { description: 'x', hints: { pipeline_run_id: 'prun_fake' } });
+  t.is(platform.statusCode, 400);
+  t.regex(platform.body.message, /"hints\.pipeline_run_id" is not a known hint/);
+
+  const created = await admin.post(jobs(), { description: 'x', hints: { timeout_seconds: 5, 'x-team': { name: 'infra' } } });
+  t.is(created.statusCode, 201, JSON.stringify(created.body));
+  t.deepEqual(created.body.hints, { permission_policy: 'yolo', timeout_seconds: 5, 'x-team': { name: 'infra' } });
+
+  const patched = await admin.patch(`/jobs/${created.body.id}`, { hints: { max_attemps: 2 } });
+  t.is(patched.statusCode, 400);
+  t.regex(patched.body.message, /"hints\.max_attemps" is not a known hint \(did you mean "max_attempts"\?\)/);
+});

@@ -77,7 +77,7 @@ async function run(t: ExecutionContext, jobId: string, status: 'success' | 'fail
 }
 
 test.serial('a single-step workflow is one root job carrying its step', async (t) => {
-  const res = await invoke('single', { input: { ticket: 42 }, hints: { priority_note: 'x' } });
+  const res = await invoke('single', { input: { ticket: 42 }, hints: { 'x-priority-note': 'x' } });
   t.is(res.statusCode, 201, JSON.stringify(res.body));
   t.deepEqual(Object.keys(res.body).sort(), ['job_id', 'project_id', 'status']);
   t.is(res.body.status, 'ready');
@@ -93,7 +93,7 @@ test.serial('a single-step workflow is one root job carrying its step', async (t
   t.is(root.hints.db_access, 'read_only');
   t.is(root.hints.timeout_seconds, 1800);
   t.is(root.hints.worker_type, 'node-worker');
-  t.is(root.hints.priority_note, 'x');
+  t.is(root.hints['x-priority-note'], 'x', 'a custom hint is kept as sent');
   t.is(root.hints.step_name, 'only');
   t.deepEqual(root.hints.step, { kind: 'agent', agent: { name: 'reviewer', harness: 'harness_a' } });
   t.is(root.hints.resource_refs, 'inherit');

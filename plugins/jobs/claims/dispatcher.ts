@@ -8,6 +8,7 @@ import type { WorkerDispatcher } from '../../../core/ports/worker.ts';
 import { Passes } from '../../../core/passes.ts';
 import { Claims } from './claims.ts';
 import { JobWakeups } from '../lifecycle/wakeups.ts';
+import { JobMetrics } from '../metrics.ts';
 import { isDeadPredecessor, leaseOwnerName, localOwnerPrefix } from './node-identity.ts';
 
 /** The backstop when a notification is missed (or a deferral simply runs out). */
@@ -45,6 +46,7 @@ export class JobDispatcher implements RoleService {
     @inject(Tokens.Config) config: Config,
     /** The worker side is registered by a plugin that loads after this one (or never: external claims only). */
     @inject(WorkerDispatcherLookup) private readonly workerDispatcher: () => WorkerDispatcher | null,
+    @inject(JobMetrics) private readonly metrics: JobMetrics,
   ) {
     this.leaseSeconds = config.worker.lease_seconds;
   }
@@ -81,12 +83,15 @@ export class JobDispatcher implements RoleService {
   private async pass(): Promise<void> {
     const worker = this.worker!;
     for (let room = worker.capacity(); room > 0 && !this.stopped; room = worker.capacity()) {
+      const claimed = this.metrics.claim.startTimer();
       const batch = await this.claims.claimNext(this.owner, Math.min(room, MAX_BATCH), {
         leaseSeconds: this.leaseSeconds,
         skipWorkerTypes: worker.fullTypes?.() ?? [],
       });
+      claimed();
       for (const { job, attempt } of batch) {
         const workerType = job.hints.worker_type;
+        const dispatched = this.metrics.dispatch.startTimer();
         await worker
           .dispatch({
             jobId: job.id,
@@ -97,7 +102,13 @@ export class JobDispatcher implements RoleService {
             leaseExpiresAt: new Date(attempt.lease_expires_at!),
             workerType: typeof workerType === 'string' && workerType !== '' ? workerType : null,
           })
-          .catch((err) => this.logger.error({ err, jobId: job.id }, 'dispatch failed; the lease will expire and the attempt be reaped'));
+          .then(
+            () => dispatched({ outcome: 'ok' }),
+            (err) => {
+              dispatched({ outcome: 'failed' });
+              this.logger.error({ err, jobId: job.id }, 'dispatch failed; the lease will expire and the attempt be reaped');
+            },
+          );
       }
       if (batch.length < Math.min(room, MAX_BATCH)) return;
     }

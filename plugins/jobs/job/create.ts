@@ -13,7 +13,7 @@ import { Batcher } from '../../../core/batcher.ts';
 import { ProjectDirectoryToken, type ProjectDirectory } from '../../../core/ports/directory.ts';
 import { describeUnstorable, findUnstorable } from '../../../core/db/storable.ts';
 import { ID_ATTEMPTS, JobRepository, toJob, type Job, type JobRow, type NewRootJob } from './repository.ts';
-import { createJobSchema } from './schemas.ts';
+import { createJobSchema, platformJobSchema } from './schemas.ts';
 import { JobLifecycle } from '../lifecycle/lifecycle.ts';
 import { BadRequest, Conflict, Forbidden, Invalid } from '../../../core/errors.ts';
 import { drawUntilFree } from '../../../core/ids.ts';
@@ -52,7 +52,7 @@ export function withDefaults(defaults: Record<string, unknown>, explicit: Create
 
 /** A request made by the platform (manifest defaults under it) through the job schema; invalid: 422 naming `what`. */
 export function checkedRequest(defaults: Record<string, unknown>, input: CreateJobInput, what: string): CreateJobInput {
-  const { error, value } = createJobSchema.validate(withDefaults(defaults, input));
+  const { error, value } = platformJobSchema.validate(withDefaults(defaults, input));
   if (error) throw new Invalid(`${what} cannot be created: ${error.message}`);
   return value;
 }

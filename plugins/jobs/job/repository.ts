@@ -49,7 +49,7 @@ export function toJob(r: JobRow) {
 }
 export type Job = ReturnType<typeof toJob>;
 
-export type EndingFacts = Pick<JobRow, 'id' | 'project_id' | 'parent_id' | 'title' | 'assignee' | 'env_name' | 'hints'>;
+export type EndingFacts = Pick<JobRow, 'id' | 'project_id' | 'parent_id' | 'title' | 'assignee' | 'env_name' | 'hints' | 'harness'>;
 
 export interface JobFilters extends ListQuery {
   phase?: Phase;
@@ -147,7 +147,16 @@ export class JobRepository {
 
   /** What an attempt's ending tells others about its job. */
   endingFacts(id: string, trx: Db): Promise<EndingFacts> {
-    return trx('jobs').where({ id }).first('id', 'project_id', 'parent_id', 'title', 'assignee', 'env_name', 'hints');
+    return trx('jobs').where({ id }).first('id', 'project_id', 'parent_id', 'title', 'assignee', 'env_name', 'hints', 'harness');
+  }
+
+  /** How many jobs are in each phase, and how many ready ones are not deferred (the ready queue), in one statement over every project. */
+  async phaseCounts(): Promise<{ phase: JobRow['phase']; jobs: number; ready_now: number }[]> {
+    return this.db('jobs')
+      .select('phase')
+      .count({ jobs: '*' })
+      .select(this.db.raw(`count(*) FILTER (WHERE phase = 'ready' AND (defer_until IS NULL OR defer_until <= now()))::int AS ready_now`))
+      .groupBy('phase') as never;
   }
 
   /** The next child number of `parentId`, taken under the parent's row lock. */

@@ -3,6 +3,7 @@ import { projectId, timestamp } from '../../../core/http/schemas.ts';
 import { listQuerySchema } from '../../../core/http/lists.ts';
 import { normalizeMountPath, parseResourceUri } from '../../../core/ports/resources.ts';
 import { HARNESS_NAME, REASONING_EFFORTS } from '../../../core/ports/harness.ts';
+import { closest } from '../../../core/closest.ts';
 
 export const PHASES = ['idea', 'backlog', 'ready', 'active', 'review', 'done', 'cancelled'] as const;
 export type Phase = (typeof PHASES)[number];
@@ -34,7 +35,8 @@ export const gitSchema = Joi.object({
   )
   .label('GitControls');
 
-export const hintsSchema = Joi.object({
+/** The hints a job request may carry (docs/interface-spec.md, Hints object), and those svc itself reads. */
+const PUBLIC_HINTS: Record<string, Joi.Schema> = {
   worker_type: Joi.string().max(100),
   permission_policy: Joi.string().valid(...PERMISSION_POLICIES),
   timeout_seconds: Joi.number()
@@ -50,9 +52,52 @@ export const hintsSchema = Joi.object({
   request_json: Joi.string().max(1_000_000),
   app_apis: Joi.array().items(Joi.string().max(200)),
   coordination: Joi.object({ thread_id: Joi.string().max(200) }).unknown(true),
-})
-  .unknown(true)
-  .label('Hints');
+  step: Joi.object({ kind: Joi.string().valid('script', 'agent', 'action') })
+    .unknown(true)
+    .description('what the attempt runs instead of an agent on the description: {kind: script, script: {run}} and the like'),
+  mutation_id: Joi.string().max(200).description("the caller's id of the change, carried into the job's events"),
+  request_id: Joi.string().max(200).description("the caller's request id, carried into the job's events"),
+};
+
+/** Hints only svc writes, on the jobs workflows and pipelines lay out (never accepted from a request). */
+const PLATFORM_HINTS: Record<string, Joi.Schema> = {
+  step_name: Joi.string().max(200),
+  pipeline_run_id: Joi.string().max(200),
+  pipeline_name: Joi.string().max(200),
+  execution_type: Joi.string().max(50),
+  event_id: Joi.string().max(200),
+  event_json: Joi.string().max(1_000_000),
+  resource_refs: Joi.alternatives(Joi.string().valid('inherit', 'none'), Joi.array().items(Joi.string().max(200))).description(
+    "a workflow step's resource_refs policy",
+  ),
+};
+
+/** Hints of the caller's own, which svc stores and never reads: `x-` and a name. */
+export const CUSTOM_HINT = /^x-./;
+
+/** The message of each unknown key: its path, the known key it is likely a typo of, and the escape for custom hints. */
+function unknownHint(path: (string | number)[], key: string, known: string[]): string {
+  const suggestion = closest(key, known);
+  return `"${[...path, key].join('.')}" is not a known hint${suggestion ? ` (did you mean "${suggestion}"?)` : ''}; custom hints take the prefix "x-"`;
+}
+
+function hintsOf(keys: Record<string, Joi.Schema>, label: string): Joi.ObjectSchema {
+  const known = Object.keys(keys);
+  return Joi.object(keys)
+    .pattern(CUSTOM_HINT, Joi.any())
+    .unknown(true) // what is left is refused below, with a "did you mean"
+    .custom((hints: Record<string, unknown>, helpers) => {
+      const unknown = Object.keys(hints).filter((key) => !known.includes(key) && !CUSTOM_HINT.test(key));
+      if (unknown.length === 0) return hints;
+      return helpers.error('hints.unknown', { problems: unknown.map((key) => unknownHint(helpers.state.path ?? [], key, known)).join('; ') });
+    })
+    .messages({ 'hints.unknown': '{#problems}' })
+    .label(label);
+}
+
+export const hintsSchema = hintsOf(PUBLIC_HINTS, 'Hints');
+/** A request svc makes itself (workflow steps, pipeline steps) may also carry the platform's own hints. */
+export const platformHintsSchema = hintsOf({ ...PUBLIC_HINTS, ...PLATFORM_HINTS }, 'PlatformHints');
 
 /** A joi check from a core parser: its error becomes the message, the value is kept as written. */
 const checked = (parse: (value: string) => object) => (value: string, helpers: Joi.CustomHelpers) => {
@@ -103,6 +148,9 @@ export const createJobSchema = Joi.object({
   env_name: Joi.string().max(200).allow(null),
   execution_mode: Joi.string().valid(...EXECUTION_MODES),
 }).label('CreateJobRequest');
+
+/** The create request of a job svc lays out itself: the same, with the platform's hints. */
+export const platformJobSchema = createJobSchema.keys({ hints: platformHintsSchema }).label('PlatformJobRequest');
 
 export const updateJobSchema = Joi.object({
   title: Joi.string().trim().min(1).max(300),
