@@ -177,7 +177,7 @@ export interface Config {
     shutdown_timeout_ms: number;
     response_validation: 'error' | 'log' | 'off';
     response_validation_sample: number;
-    /** The benchmark's constant routes (core/http/bench-routes.ts); off unless a bench or test turns them on. */
+    /** The benchmark's constant routes (plugins/bench); off unless a bench or test turns them on. */
     bench_routes: boolean;
   };
   database: { url: string | null; pool_max: number; control_pool_max: number; statement_timeout_ms: number; lock_timeout_ms: number; embedded_port: number };

@@ -11,7 +11,6 @@ import { installAuthScheme } from '../auth/scheme.ts';
 import { AccessTargets, installAccessCheck } from './access.ts';
 import { loadDomainPlugins } from './plugins.ts';
 import { installStorableInputCheck } from './storable-input.ts';
-import { installBenchRoutes } from './bench-routes.ts';
 import { isDatabaseBusy } from '../db/unavailable.ts';
 import { VERSION } from '../version.ts';
 
@@ -129,7 +128,7 @@ export async function createServer(container: DependencyContainer): Promise<Serv
     return h.continue;
   });
 
-  if (config.server.bench_routes) installBenchRoutes(server);
-  await loadDomainPlugins(server, container, config.plugins);
+  // The benchmark's constant routes (plugins/bench) only when a bench or test asks for them.
+  await loadDomainPlugins(server, container, config.server.bench_routes ? [...config.plugins, 'bench'] : config.plugins);
   return server;
 }
