@@ -2,7 +2,7 @@ import autocannon from 'autocannon';
 import { createKnex } from '../core/db/knex.ts';
 import { createLogger } from '../core/logger.ts';
 import { startBenchServer, type BenchServer } from './server.ts';
-import { ascending, fmt, goalRow, json, knob, percentile, printTable, seedProject, type Row } from './lib.ts';
+import { ascending, cpuSecondsOf, fmt, goalRow, json, knob, percentile, printTable, seedProject, type Row } from './lib.ts';
 
 /**
  * The hot path against the framework's own limit (issue 23): in one server process, a job read and a
@@ -31,9 +31,12 @@ interface Slice {
   p50: number;
   p99: number;
   errors: number;
+  /** The server process's CPU time per answered request: what the route costs svc, whatever else the machine runs. */
+  cpuMs: number;
 }
 
 async function slice(server: BenchServer, token: string, route: Route, connections: number): Promise<Slice> {
+  const cpuBefore = cpuSecondsOf(server.pid);
   const result = await autocannon({
     url: server.url,
     connections,
@@ -41,7 +44,8 @@ async function slice(server: BenchServer, token: string, route: Route, connectio
     headers: { 'content-type': 'application/json', ...(route.auth ? { authorization: `Bearer ${token}` } : {}) },
     requests: [{ method: route.method, path: route.path, setupRequest: (req: any) => (route.body ? { ...req, body: route.body() } : req) }],
   });
-  return { rate: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors: result.non2xx + result.errors + result.timeouts };
+  const cpuMs = ((cpuSecondsOf(server.pid) - cpuBefore) * 1000) / Math.max(1, result.requests.total);
+  return { rate: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors: result.non2xx + result.errors + result.timeouts, cpuMs };
 }
 
 /** Each route once per round, in turn; a route's figures are the mean rate, the median p50 and the worst p99 of its slices. */
@@ -56,6 +60,7 @@ async function interleaved(server: BenchServer, token: string, routes: Route[], 
         p50: percentile(ascending(s.map((x) => x.p50)), 50),
         p99: Math.max(...s.map((x) => x.p99)),
         errors: s.reduce((a, x) => a + x.errors, 0),
+        cpuMs: s.reduce((a, x) => a + x.cpuMs, 0) / s.length,
       },
     ]),
   );
@@ -94,6 +99,7 @@ function rowsFor(title: string, figures: Map<string, Slice>, routes: Route[], co
     rows.push(
       { scenario, figure: `${r.name}: throughput`, value: fmt.rate(f.rate, 'req/s') },
       { scenario, figure: `${r.name}: latency p50 / p99`, value: `${fmt.ms(f.p50)} / ${fmt.ms(f.p99)}` },
+      { scenario, figure: `${r.name}: server CPU per request`, value: fmt.ms(f.cpuMs) },
     );
     if (f.errors) failures.push(`${scenario}: ${r.name}: ${f.errors} non-2xx, errors or timeouts`);
   }
@@ -103,6 +109,8 @@ function rowsFor(title: string, figures: Map<string, Slice>, routes: Route[], co
   rows.push(
     goalRow(scenario, 'job read ÷ bare authenticated', read.rate / bare.rate, (v) => `${(v * 100).toFixed(0)} %`, { atLeast: GOALS.readShare }),
     goalRow(scenario, 'job create ÷ bare authenticated', create.rate / bare.rate, (v) => `${(v * 100).toFixed(0)} %`, { atLeast: GOALS.createShare }),
+    { scenario, figure: 'job read ÷ bare authenticated, by server CPU per request', value: `${((bare.cpuMs / read.cpuMs) * 100).toFixed(0)} %` },
+    { scenario, figure: 'job create ÷ bare authenticated, by server CPU per request', value: `${((bare.cpuMs / create.cpuMs) * 100).toFixed(0)} %` },
     { scenario, figure: 'bare authenticated ÷ public', value: `${((bare.rate / figures.get(routes[0].name)!.rate) * 100).toFixed(0)} %` },
   );
   if (connections === 8) rows.push(goalRow(scenario, 'job read p99', read.p99, fmt.ms, { atMost: GOALS.readP99Ms8 }));
@@ -139,6 +147,7 @@ export async function runHotBench(): Promise<string[]> {
       'every round runs the four routes one after another; throughput is the mean of a route’s slices, p50 their median, p99 the worst slice’s p99',
       'bare authenticated: GET /bench/bare, the same bearer scheme as the API and a constant body (server.bench_routes, off by default); public: the same without authentication',
       'the caller is the bench’s admin (bootstrap); with the seed it is also a member of every seeded org',
+      'server CPU per request: the svc process’s user + system CPU time over a slice ÷ the requests answered in it (/proc); a ratio by CPU is bare’s CPU per request ÷ the route’s, what the throughput ratio would be were svc’s CPU the only limit',
       'the load generator (this process), the server and PostgreSQL share the machine’s cores: compare ratios within a run, not absolute figures across runs',
     ]);
   } finally {

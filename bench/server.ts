@@ -12,6 +12,8 @@ export interface BenchServer {
   url: string;
   /** The server's database, so a benchmark can check what its requests wrote. */
   databaseUrl: string;
+  /** The server process, whose CPU time a benchmark may read (/proc/<pid>/stat). */
+  pid: number;
   stop(): Promise<void>;
 }
 
@@ -63,7 +65,7 @@ export async function startBenchServer(extraEnv: Record<string, string> = {}): P
         break;
       await new Promise((r) => setTimeout(r, 200));
     }
-    return { url, databaseUrl: database.url, stop };
+    return { url, databaseUrl: database.url, pid: child.pid!, stop };
   } catch (e) {
     await stop();
     throw e;
