@@ -120,6 +120,14 @@ export async function kernelWithProject(roles: Role[], configure?: (c: Dependenc
 
 const TICK_S = 0.01; // USER_HZ: /proc reports CPU time in 1/100 s on Linux
 
+/** CPU seconds (user + system) `pid` has used so far, or NaN without /proc. */
+export function cpuSecondsOf(pid: number): number {
+  const s = readProc(`/proc/${pid}/stat`);
+  if (!s) return Number.NaN;
+  const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[11]) + Number(f[12])) * TICK_S;
+}
+
 interface CpuSnapshot {
   at: number;
   machineBusy: number;

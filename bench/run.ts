@@ -1,5 +1,5 @@
 /**
- * `npm run bench` runs every group: kernel (bench/kernel.ts), jobs (bench/jobs.ts), then pipelines
+ * `npm run bench` runs every group: kernel (bench/kernel.ts), hot (bench/hot.ts), jobs (bench/jobs.ts), then pipelines
  * (bench/pipelines.ts). `npm run bench -- kernel`, `-- jobs` or `-- pipelines` runs one group;
  * `-- claim`, `-- dispatch`, `-- ingest` pick scenarios of the jobs group. Each prints a table with
  * the goal beside each figure and checks what the load wrote; a failed check exits 1 (a missed goal
@@ -17,12 +17,15 @@
  *   BENCH_EVENTS=500, BENCH_EVENT_CONCURRENCY=1,16     events (bench/events.ts): events per pass, POSTs in flight per pass
  *   BENCH_WEBHOOK_EVENTS=5000, BENCH_WEBHOOK_SUBSCRIPTIONS=1  webhooks (bench/webhooks.ts): events, subscriptions they fan out to
  *   BENCH_WORKER_JOBS=200, BENCH_WORKER_CONCURRENCY=4  worker (bench/worker.ts): script jobs per scenario, worker.concurrency
+ *   BENCH_HOT_SECONDS=5, BENCH_HOT_ROUNDS=2, BENCH_HOT_CONNECTIONS=8,32  hot (bench/hot.ts): slice per route, interleaved rounds
+ *   BENCH_HOT_ORGS=1000, BENCH_HOT_JOBS=100000     hot: the seed of its second half
+ *   BENCH_SERVER_NODE_ARGS=''                      node flags of the spawned server (e.g. --cpu-prof --cpu-prof-dir=/tmp/prof)
  *   BENCH_CLI_RUNS=30                               cli (bench/cli.ts): runs of each command
  *   BENCH_STREAMS=1000, BENCH_STREAM_CREATES=200    streams (bench/streams.ts): idle SSE streams, job creates measured
  *   BENCH_ANALYTICS_JOBS=100000, BENCH_ANALYTICS_RUNS=10000  analytics (bench/analytics.ts): seeded jobs and pipeline runs of one org
  * `npm run bench` builds first: the server and the CLI run compiled, as users run them.
  */
-const GROUPS = ['kernel', 'jobs', 'pipelines', 'events', 'webhooks', 'worker', 'cli', 'streams', 'analytics'] as const;
+const GROUPS = ['kernel', 'hot', 'jobs', 'pipelines', 'events', 'webhooks', 'worker', 'cli', 'streams', 'analytics'] as const;
 const JOB_SCENARIOS = ['claim', 'dispatch', 'ingest'] as const;
 
 const args = process.argv.slice(2);
@@ -38,6 +41,7 @@ const started = Date.now();
 const failures: string[] = [];
 for (const group of groups) {
   if (group === 'kernel') failures.push(...(await (await import('./kernel.ts')).runKernelBench()));
+  else if (group === 'hot') failures.push(...(await (await import('./hot.ts')).runHotBench()));
   else if (group === 'jobs') failures.push(...(await (await import('./jobs.ts')).runJobsBench(scenarios.length ? scenarios : [...JOB_SCENARIOS])));
   else if (group === 'pipelines') failures.push(...(await (await import('./pipelines.ts')).runPipelinesBench()));
   else if (group === 'events') failures.push(...(await (await import('./events.ts')).runEventsBench()));

@@ -12,6 +12,8 @@ export interface BenchServer {
   url: string;
   /** The server's database, so a benchmark can check what its requests wrote. */
   databaseUrl: string;
+  /** The server process, whose CPU time a benchmark may read (/proc/<pid>/stat). */
+  pid: number;
   stop(): Promise<void>;
 }
 
@@ -20,7 +22,7 @@ export interface BenchServer {
  * loop), on a fresh database from the test helper: beside DATABASE_URL when set, else an embedded
  * PostgreSQL (started by this process and handed to the server as DATABASE_URL).
  */
-export async function startBenchServer(): Promise<BenchServer> {
+export async function startBenchServer(extraEnv: Record<string, string> = {}): Promise<BenchServer> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'svc-bench-'));
   chmodSync(dataDir, 0o755);
   const database = await createTestDatabase();
@@ -44,8 +46,11 @@ export async function startBenchServer(): Promise<BenchServer> {
       SVC_LOG_LEVEL: 'warn',
       SVC_ROLES: 'api',
       DATABASE_URL: database.url,
+      ...extraEnv,
     };
-    child = spawn(process.execPath, ['dist/core/main.js', 'serve'], { cwd: ROOT, env, stdio: ['ignore', 'inherit', 'inherit'] });
+    // BENCH_SERVER_NODE_ARGS: e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile the server (written when it stops).
+    const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
+    child = spawn(process.execPath, [...nodeArgs, 'dist/core/main.js', 'serve'], { cwd: ROOT, env, stdio: ['ignore', 'inherit', 'inherit'] });
     const url = `http://127.0.0.1:${port}`;
     const until = Date.now() + 120_000;
     for (;;) {
@@ -60,7 +65,7 @@ export async function startBenchServer(): Promise<BenchServer> {
         break;
       await new Promise((r) => setTimeout(r, 200));
     }
-    return { url, databaseUrl: database.url, stop };
+    return { url, databaseUrl: database.url, pid: child.pid!, stop };
   } catch (e) {
     await stop();
     throw e;

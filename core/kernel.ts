@@ -14,6 +14,7 @@ import { Access } from './auth/access.ts';
 import { PermissionResolver } from './auth/resolver.ts';
 import { MachineTokens } from './auth/machine-tokens.ts';
 import { TokenService } from './auth/tokens.ts';
+import { AuthCache } from './auth/cache.ts';
 import { Memberships } from './auth/memberships.ts';
 import { AccessTargets } from './http/access.ts';
 import { createServer } from './http/server.ts';
@@ -98,8 +99,11 @@ export async function startKernel(config: Config, opts: KernelOptions = {}): Pro
     measurePools(metrics, { main: db, control: controlDb });
     declareDirectories(container);
     declareEventLog(container);
-    for (const cls of [SigningKeys, MachineTokens, TokenService, PermissionResolver, Access, AccessTargets, Memberships])
+    for (const cls of [AuthCache, SigningKeys, MachineTokens, TokenService, PermissionResolver, Access, AccessTargets, Memberships])
       container.registerSingleton(cls as never);
+    const authCache = container.resolve(AuthCache);
+    await authCache.listen();
+    undo.push(() => authCache.close());
     await container.resolve(SigningKeys).ensureActive();
     const adapterDeps: AdapterDeps = { config, db, databaseUrl, logger };
     // Every role may talk to the code host and the chat app (inbound on api, pull requests and notices elsewhere).

@@ -3,6 +3,7 @@ import { inject, injectable } from '../di.ts';
 import { Tokens } from '../tokens.ts';
 import type { Db } from '../db/knex.ts';
 import { Batcher } from '../batcher.ts';
+import { AuthCache, type Memo } from './cache.ts';
 import { SigningKeys } from './signing-keys.ts';
 import { isPermission, type Permission } from './permissions.ts';
 import type { Principal } from './principal.ts';
@@ -32,8 +33,8 @@ const permissionSet = (names: unknown): Set<Permission> =>
   new Set((Array.isArray(names) ? names : []).filter((p): p is Permission => typeof p === 'string' && isPermission(p)));
 
 /**
- * Tokens for machines: service-account tokens (their row is read on every request, so a revoked
- * token stops at once) and job tokens (valid while their attempt runs, and never past its timeout).
+ * Tokens for machines: service-account tokens (their row comes from the AuthCache, which forgets it
+ * when it is revoked, so a revoked token stops at once) and job tokens (valid while their attempt runs, and never past its timeout).
  */
 @injectable()
 export class MachineTokens {
@@ -52,10 +53,15 @@ export class MachineTokens {
     return ids.map((id) => running.has(id));
   });
 
+  private readonly knownServiceTokens: Memo<ServiceTokenRow>;
+
   constructor(
     @inject(Tokens.Db) private readonly db: Db,
     @inject(SigningKeys) private readonly keys: SigningKeys,
-  ) {}
+    @inject(AuthCache) cache: AuthCache,
+  ) {
+    this.knownServiceTokens = cache.memo();
+  }
 
   /** Signs a token for a stored service-account token row. */
   async signServiceToken(row: ServiceTokenRow & { expires_at: Date }): Promise<string> {
@@ -83,7 +89,8 @@ export class MachineTokens {
   async principalFor(payload: JWTPayload): Promise<Principal> {
     const expiresAt = new Date((payload.exp ?? 0) * 1000).toISOString();
     if (payload.typ === 'service_account' && typeof payload.tid === 'string') {
-      const row = await this.serviceTokens.submit(payload.tid);
+      const tid = payload.tid;
+      const row = await this.knownServiceTokens.get(tid, () => this.serviceTokens.submit(tid));
       if (!row || row.service_account_id !== payload.sub) throw new TokenRejected('the service account of this token no longer exists');
       if (row.revoked_at) throw new TokenRejected('token revoked');
       return {

@@ -7,6 +7,7 @@ import { UserDirectoryToken, type UserDirectory } from '../ports/directory.ts';
 import { paginate, type ListQuery, type Page } from '../http/lists.ts';
 import { roleSchema, timestamp, userId } from '../http/schemas.ts';
 import { strongerRole, type RoleName } from './permissions.ts';
+import { AuthCache } from './cache.ts';
 
 /** Org and project memberships have one shape and one set of rules; only the table differs. */
 export type MembershipScope = { kind: 'org'; id: string } | { kind: 'project'; id: string };
@@ -53,6 +54,7 @@ export class Memberships {
   constructor(
     @inject(Tokens.Db) private readonly db: Db,
     @inject(UserDirectoryToken) private readonly users: UserDirectory,
+    @inject(AuthCache) private readonly cache: AuthCache,
   ) {}
 
   list(scope: MembershipScope, page: Pick<ListQuery, 'limit' | 'offset'>): Promise<Page<Member>> {
@@ -67,6 +69,7 @@ export class Memberships {
     const { table, key } = TABLES[scope.kind];
     return this.db.transaction(async (trx) => {
       const { user } = await this.users.ensure(email, null, trx);
+      this.cache.changed(trx);
       const [inserted] = await trx(table)
         .insert({ [key]: scope.id, user_id: user.id, role })
         .onConflict([key, 'user_id'])
@@ -95,6 +98,7 @@ export class Memberships {
       if (current.role === role) return (await this.get(scope, userId, trx))!;
       if (role === 'owner' || current.role === 'owner') requireOwner(actorRole, 'grant or revoke the owner role');
       if (current.role === 'owner') await this.keepAnOwner(scope, trx);
+      this.cache.changed(trx);
       await trx(table)
         .where({ [key]: scope.id, user_id: userId })
         .update({ role, updated_at: trx.fn.now() });
@@ -114,6 +118,7 @@ export class Memberships {
         requireOwner(actorRole, 'remove an owner');
         await this.keepAnOwner(scope, trx);
       }
+      this.cache.changed(trx);
       await trx(table)
         .where({ [key]: scope.id, user_id: userId })
         .delete();
@@ -123,6 +128,7 @@ export class Memberships {
   /** Called inside the creating transaction: the creator of an org (or project) owns it. */
   async addOwner(scope: MembershipScope, userId: string, trx: Db): Promise<void> {
     const { table, key } = TABLES[scope.kind];
+    this.cache.changed(trx);
     await trx(table)
       .insert({ [key]: scope.id, user_id: userId, role: 'owner' })
       .onConflict([key, 'user_id'])
@@ -132,6 +138,7 @@ export class Memberships {
   /** Adds the member unless already one (an existing membership keeps its role). */
   async addIfMissing(scope: MembershipScope, userId: string, role: RoleName, trx: Db): Promise<void> {
     const { table, key } = TABLES[scope.kind];
+    this.cache.changed(trx);
     await trx(table)
       .insert({ [key]: scope.id, user_id: userId, role })
       .onConflict([key, 'user_id'])
@@ -141,6 +148,7 @@ export class Memberships {
   /** Gives the user `role`, or keeps a stronger role they already hold; returns the role they end with. */
   async grantAtLeast(scope: MembershipScope, userId: string, role: RoleName, trx: Db): Promise<RoleName> {
     const { table, key } = TABLES[scope.kind];
+    this.cache.changed(trx);
     const existing = await trx(table)
       .where({ [key]: scope.id, user_id: userId })
       .forUpdate()

@@ -2,6 +2,7 @@ import { inject, injectable } from '../di.ts';
 import { Tokens } from '../tokens.ts';
 import type { Db } from '../db/knex.ts';
 import { Batcher } from '../batcher.ts';
+import { AuthCache, type Memo } from './cache.ts';
 import { isPermission, isRoleName, ROLE_PERMISSIONS, strongerRole, type Permission, type RoleName } from './permissions.ts';
 
 /** Who permissions are resolved for: a user, a service account, or a group. */
@@ -53,14 +54,19 @@ interface Row {
 @injectable()
 export class PermissionResolver {
   private readonly batch = new Batcher<Key, Row | undefined>((keys) => this.rows(keys));
+  private readonly known: Memo<Row>;
 
-  constructor(@inject(Tokens.Db) private readonly db: Db) {}
+  constructor(
+    @inject(Tokens.Db) private readonly db: Db,
+    @inject(AuthCache) cache: AuthCache,
+  ) {
+    this.known = cache.memo();
+  }
 
   /** Null when the target does not exist. */
   async resolve(actor: Actor, target: TargetPointer): Promise<Resolution | null> {
-    const row = await this.batch.submit(
-      'project' in target ? { actor, orgId: null, projectId: target.project } : { actor, orgId: target.org, projectId: null },
-    );
+    const key: Key = 'project' in target ? { actor, orgId: null, projectId: target.project } : { actor, orgId: target.org, projectId: null };
+    const row = await this.known.get(`${actor.type} ${actor.id} ${key.orgId ?? ''} ${key.projectId ?? ''}`, () => this.batch.submit(key));
     if (!row) return null;
     const sources: Resolution['sources'] = [];
     if (row.org_role) sources.push({ kind: 'org_membership', role: row.org_role, permissions: [...ROLE_PERMISSIONS[row.org_role]] });

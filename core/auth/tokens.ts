@@ -4,13 +4,14 @@ import { Tokens } from '../tokens.ts';
 import type { Config } from '../config/schema.ts';
 import type { Db } from '../db/knex.ts';
 import { Batcher } from '../batcher.ts';
+import { AuthCache, type Memo } from './cache.ts';
 import { SigningKeys } from './signing-keys.ts';
 import { MachineTokens, TokenRejected } from './machine-tokens.ts';
 import { isRoleName, type RoleName } from './permissions.ts';
 import type { Principal, TokenScope } from './principal.ts';
 
 const DAY_SECONDS = 86_400;
-/** Verified tokens remembered (signature and claims only; the user is still read every time). */
+/** Verified tokens remembered (signature and claims only; the user is remembered by the AuthCache). */
 const VERIFIED_CACHE_SIZE = 10_000;
 
 interface UserRow {
@@ -45,13 +46,17 @@ export class TokenService {
     const byId = new Map(rows.map((r) => [r.id, r]));
     return ids.map((id) => byId.get(id));
   });
+  private readonly knownUsers: Memo<UserRow>;
 
   constructor(
     @inject(SigningKeys) private readonly keys: SigningKeys,
     @inject(MachineTokens) private readonly machines: MachineTokens,
     @inject(Tokens.Db) private readonly db: Db,
     @inject(Tokens.Config) private readonly config: Config,
-  ) {}
+    @inject(AuthCache) cache: AuthCache,
+  ) {
+    this.knownUsers = cache.memo();
+  }
 
   async issueForUser(user: { id: string; email: string }, opts: IssueOptions = {}): Promise<IssuedToken> {
     const days = opts.ttlDays ?? this.config.auth.token_ttl_days;
@@ -62,12 +67,17 @@ export class TokenService {
     return { access_token: token, token_type: 'Bearer', expires_at: expiresAt.toISOString() };
   }
 
-  /** The user (or service-account token, or job attempt) is read on every request, so a removal or revocation counts at once. */
+  /**
+   * The user (or service-account token, or job attempt) behind the token as it is now: users and
+   * service-account tokens come from the AuthCache, which forgets them when they change, so a
+   * removal or revocation counts at once; a job token's attempt is read every time.
+   */
   async authenticate(token: string): Promise<Principal> {
     const payload = await this.verify(token);
     if (payload.typ !== 'user') return this.machines.principalFor(payload);
     if (typeof payload.sub !== 'string') throw new TokenRejected('invalid token');
-    const user = await this.users.submit(payload.sub);
+    const sub = payload.sub;
+    const user = await this.knownUsers.get(sub, () => this.users.submit(sub));
     if (!user) throw new TokenRejected('the user of this token no longer exists');
     const scope = parseScope(payload.scope);
     const role = isRoleName(payload.role) ? payload.role : null;

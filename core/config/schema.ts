@@ -40,6 +40,7 @@ export const configSchema = Joi.object({
     shutdown_timeout_ms: Joi.number().integer().min(0).required(),
     response_validation: Joi.string().valid('error', 'log', 'off').required(),
     response_validation_sample: Joi.number().min(0).max(100).required(),
+    bench_routes: Joi.boolean().required(),
   }).required(),
   database: Joi.object({
     url: Joi.string().allow(null, '').required(),
@@ -181,6 +182,8 @@ export interface Config {
     shutdown_timeout_ms: number;
     response_validation: 'error' | 'log' | 'off';
     response_validation_sample: number;
+    /** The benchmark's constant routes (plugins/bench); off unless a bench or test turns them on. */
+    bench_routes: boolean;
   };
   database: { url: string | null; pool_max: number; control_pool_max: number; statement_timeout_ms: number; lock_timeout_ms: number; embedded_port: number };
   log: { level: string; format: 'auto' | 'pretty' | 'json' };

@@ -131,6 +131,7 @@ export async function createServer(container: DependencyContainer): Promise<Serv
     return h.continue;
   });
 
-  await loadDomainPlugins(server, container, config.plugins);
+  // The benchmark's constant routes (plugins/bench) only when a bench or test asks for them.
+  await loadDomainPlugins(server, container, config.server.bench_routes ? [...config.plugins, 'bench'] : config.plugins);
   return server;
 }

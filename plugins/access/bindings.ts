@@ -10,6 +10,7 @@ import type { Grant } from '../../core/auth/principal.ts';
 import type { ActorType } from '../../core/auth/resolver.ts';
 import { AccessRoles } from './roles.ts';
 import { OrgPrincipals, requireGrantable } from './principals.ts';
+import { AuthCache } from '../../core/auth/cache.ts';
 
 export interface BindingRow {
   id: string;
@@ -31,6 +32,7 @@ export class AccessBindings {
     @inject(Tokens.Db) private readonly db: Db,
     @inject(AccessRoles) private readonly roles: AccessRoles,
     @inject(OrgPrincipals) private readonly principals: OrgPrincipals,
+    @inject(AuthCache) private readonly cache: AuthCache,
   ) {}
 
   list(orgId: string, f: BindingFilters) {
@@ -74,6 +76,7 @@ export class AccessBindings {
           created_by: createdBy,
         })
         .returning('*');
+      this.cache.changed(this.db);
       return toBinding(row);
     } catch (e) {
       if (isUniqueViolation(e))
@@ -86,6 +89,7 @@ export class AccessBindings {
 
   async remove(orgId: string, id: string): Promise<void> {
     if (!(await this.db('access_bindings').where({ org_id: orgId, id }).delete())) throw Boom.notFound(`binding ${id} not found`);
+    this.cache.changed(this.db);
   }
 }
 

@@ -6,6 +6,7 @@ import { newId } from '../../core/ids.ts';
 import { paginate, type ListQuery } from '../../core/http/lists.ts';
 import { isUniqueViolation } from '../../core/http/unique.ts';
 import { OrgPrincipals } from './principals.ts';
+import { AuthCache } from '../../core/auth/cache.ts';
 
 export interface GroupRow {
   id: string;
@@ -29,6 +30,7 @@ export class AccessGroups {
   constructor(
     @inject(Tokens.Db) private readonly db: Db,
     @inject(OrgPrincipals) private readonly principals: OrgPrincipals,
+    @inject(AuthCache) private readonly cache: AuthCache,
   ) {}
 
   list(orgId: string, q: ListQuery) {
@@ -58,6 +60,7 @@ export class AccessGroups {
     await this.db.transaction(async (trx) => {
       if (!(await trx('access_groups').where({ org_id: orgId, id }).delete())) throw Boom.notFound(`group ${id} not found`);
       await trx('access_bindings').where({ org_id: orgId, principal_type: 'group', principal_id: id }).delete();
+      this.cache.changed(trx);
     });
   }
 
@@ -75,6 +78,7 @@ export class AccessGroups {
       .onConflict(['group_id', 'principal_type', 'principal_id'])
       .ignore()
       .returning('*');
+    this.cache.changed(this.db);
     if (created) return { member: created, created: true };
     return {
       member: await this.db('access_group_members')
@@ -89,5 +93,6 @@ export class AccessGroups {
     if (!(await this.db('access_group_members').where({ group_id: id, principal_type: type, principal_id: principalId }).delete())) {
       throw Boom.notFound(`${type.replace('_', ' ')} ${principalId} is not in group ${id}`);
     }
+    this.cache.changed(this.db);
   }
 }

@@ -6,6 +6,7 @@ import { newId } from '../../core/ids.ts';
 import { paginate, type ListQuery } from '../../core/http/lists.ts';
 import { isUniqueViolation } from '../../core/http/unique.ts';
 import type { Permission } from '../../core/auth/permissions.ts';
+import { AuthCache } from '../../core/auth/cache.ts';
 
 export interface RoleRow {
   id: string;
@@ -23,7 +24,10 @@ export type RoleInput = Pick<RoleRow, 'name' | 'scope' | 'permissions'> & { desc
 /** Custom roles: a named permission list, bound org-wide (scope org) or to one project (scope project). */
 @injectable()
 export class AccessRoles {
-  constructor(@inject(Tokens.Db) private readonly db: Db) {}
+  constructor(
+    @inject(Tokens.Db) private readonly db: Db,
+    @inject(AuthCache) private readonly cache: AuthCache,
+  ) {}
 
   list(orgId: string, q: ListQuery) {
     return paginate<RoleRow, RoleRow>(this.db('access_roles').where({ org_id: orgId }), q, (r) => r, 'access_roles');
@@ -60,6 +64,7 @@ export class AccessRoles {
       .where({ org_id: orgId, id })
       .update({ ...changes, updated_at: this.db.fn.now() })
       .returning('*');
+    this.cache.changed(this.db);
     return row;
   }
 
@@ -71,6 +76,7 @@ export class AccessRoles {
       const { n } = (await trx('access_bindings').where({ org_id: orgId, role: id }).count({ n: '*' }).first())!;
       if (Number(n) > 0) throw Boom.conflict(`role ${id} is used by ${n} binding(s); delete them first`);
       await trx('access_roles').where({ id }).delete();
+      this.cache.changed(trx);
     });
   }
 }

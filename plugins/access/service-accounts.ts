@@ -11,6 +11,7 @@ import { MachineTokens } from '../../core/auth/machine-tokens.ts';
 import { PermissionResolver } from '../../core/auth/resolver.ts';
 import { AccessBindings } from './bindings.ts';
 import { OrgPrincipals, requireGrantable } from './principals.ts';
+import { AuthCache } from '../../core/auth/cache.ts';
 
 const DAY_MS = 86_400_000;
 
@@ -73,6 +74,7 @@ export class ServiceAccounts {
     @inject(PermissionResolver) private readonly resolver: PermissionResolver,
     @inject(AccessBindings) private readonly bindings: AccessBindings,
     @inject(OrgPrincipals) private readonly principals: OrgPrincipals,
+    @inject(AuthCache) private readonly cache: AuthCache,
   ) {}
 
   list(orgId: string, q: ListQuery) {
@@ -128,6 +130,7 @@ export class ServiceAccounts {
       if (!(await trx('service_accounts').where({ org_id: orgId, id }).delete())) throw Boom.notFound(`service account ${id} not found`);
       await trx('access_bindings').where({ org_id: orgId, principal_type: 'service_account', principal_id: id }).delete();
       await trx('access_group_members').where({ principal_type: 'service_account', principal_id: id }).delete();
+      this.cache.changed(trx);
     });
   }
 
@@ -168,5 +171,6 @@ export class ServiceAccounts {
     const found = await this.db('service_account_tokens').where({ id: tokenId, service_account_id: id }).first('id', 'revoked_at');
     if (!found) throw Boom.notFound(`token ${tokenId} not found`);
     if (!found.revoked_at) await this.db('service_account_tokens').where({ id: tokenId }).update({ revoked_at: this.db.fn.now() });
+    this.cache.changed(this.db);
   }
 }

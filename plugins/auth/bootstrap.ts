@@ -7,6 +7,7 @@ import type { Config } from '../../core/config/schema.ts';
 import type { Db } from '../../core/db/knex.ts';
 import { Users, toUser } from './users.ts';
 import { TokenService } from '../../core/auth/tokens.ts';
+import { AuthCache } from '../../core/auth/cache.ts';
 import { UserKeys } from './keys.ts';
 import { isLocalClient, type Client } from '../../core/http/local-client.ts';
 import { sameSecret } from '../../core/crypto/hmac.ts';
@@ -52,6 +53,7 @@ export class Bootstrap {
     @inject(Users) private readonly users: Users,
     @inject(UserKeys) private readonly keys: UserKeys,
     @inject(TokenService) private readonly tokens: TokenService,
+    @inject(AuthCache) private readonly cache: AuthCache,
   ) {}
 
   async status(db: Db = this.db): Promise<BootstrapStatus> {
@@ -105,6 +107,7 @@ export class Bootstrap {
       }
       const { user } = await this.users.ensure(request.email, request.display_name ?? null, trx);
       const [admin] = await trx('users').where({ id: user.id }).update({ is_admin: true, updated_at: trx.fn.now() }).returning('*');
+      this.cache.changed(trx);
       if (request.public_key) await this.keys.add(admin.id, request.public_key, 'bootstrap', trx, { allowOwnDuplicate: true });
       // Still under the lock: a concurrent request (on any replica) waiting for it then finds the window closed.
       if (status.mode === 'recovery') this.removeTriggerFile();

@@ -1,6 +1,7 @@
 import Boom from '@hapi/boom';
 import type { DomainPlugin } from '../../core/http/plugins.ts';
 import { AccessTargets } from '../../core/http/access.ts';
+import { AuthCache } from '../../core/auth/cache.ts';
 import { Tokens } from '../../core/tokens.ts';
 import { lookupLater } from '../../core/di.ts';
 import { WorkerDispatcherToken } from '../../core/ports/worker.ts';
@@ -83,12 +84,14 @@ export const plugin: DomainPlugin = {
     container.registerSingleton(JobGraphService);
     container.register(JobGraphsToken, { useToken: JobGraphService });
     const db = container.resolve(Tokens.Db);
-    // /jobs/{job_id} routes act on the job's project.
+    // /jobs/{job_id} routes act on the job's project, which never changes (jobs are not moved or deleted).
+    const jobProjects = container.resolve(AuthCache).memo<string>();
     container.resolve(AccessTargets).register('job', async (request) => {
-      const notFound = `job ${request.params.job_id} not found`;
-      const job = await db('jobs').where({ id: request.params.job_id }).first('id', 'project_id');
-      if (!job) throw Boom.notFound(notFound);
-      return { project: job.project_id, job: job.id as string, notFound };
+      const id = String(request.params.job_id);
+      const notFound = `job ${id} not found`;
+      const project = await jobProjects.get(id, async () => (await db('jobs').where({ id }).first('project_id'))?.project_id);
+      if (!project) throw Boom.notFound(notFound);
+      return { project, job: id, notFound };
     });
     server.route(jobRoutes(container));
     server.route(claimRoutes(container));

@@ -1,0 +1,157 @@
+import autocannon from 'autocannon';
+import { createKnex } from '../core/db/knex.ts';
+import { createLogger } from '../core/logger.ts';
+import { startBenchServer, type BenchServer } from './server.ts';
+import { ascending, cpuSecondsOf, fmt, goalRow, json, knob, percentile, printTable, seedProject, type Row } from './lib.ts';
+
+/**
+ * The hot path against the framework's own limit (issue 23): in one server process, a job read and a
+ * job create beside a constant authenticated route and a constant public one, interleaved (every
+ * round runs each route once, in turn), so what the machine's other load does falls on all alike.
+ * Then the same again with 1,000 more orgs and 100,000 jobs in the database.
+ */
+const SLICE_S = knob('BENCH_HOT_SECONDS', 5);
+const ROUNDS = knob('BENCH_HOT_ROUNDS', 2);
+const CONNECTIONS = (process.env.BENCH_HOT_CONNECTIONS ?? '8,32').split(',').map(Number);
+const SEED_ORGS = knob('BENCH_HOT_ORGS', 1_000);
+const SEED_JOBS = knob('BENCH_HOT_JOBS', 100_000);
+
+const GOALS = { readShare: 0.5, createShare: 0.35, readP99Ms8: 15 };
+
+interface Route {
+  name: string;
+  method: 'GET' | 'POST';
+  path: string;
+  auth: boolean;
+  body?: () => string;
+}
+
+interface Slice {
+  rate: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  /** The server process's CPU time per answered request: what the route costs svc, whatever else the machine runs. */
+  cpuMs: number;
+}
+
+async function slice(server: BenchServer, token: string, route: Route, connections: number): Promise<Slice> {
+  const cpuBefore = cpuSecondsOf(server.pid);
+  const result = await autocannon({
+    url: server.url,
+    connections,
+    duration: SLICE_S,
+    headers: { 'content-type': 'application/json', ...(route.auth ? { authorization: `Bearer ${token}` } : {}) },
+    requests: [{ method: route.method, path: route.path, setupRequest: (req: any) => (route.body ? { ...req, body: route.body() } : req) }],
+  });
+  const cpuMs = ((cpuSecondsOf(server.pid) - cpuBefore) * 1000) / Math.max(1, result.requests.total);
+  return { rate: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors: result.non2xx + result.errors + result.timeouts, cpuMs };
+}
+
+/** Each route once per round, in turn; a route's figures are the mean rate, the median p50 and the worst p99 of its slices. */
+async function interleaved(server: BenchServer, token: string, routes: Route[], connections: number): Promise<Map<string, Slice>> {
+  const slices = new Map<string, Slice[]>(routes.map((r) => [r.name, []]));
+  for (let round = 0; round < ROUNDS; round++) for (const r of routes) slices.get(r.name)!.push(await slice(server, token, r, connections));
+  return new Map(
+    [...slices].map(([name, s]) => [
+      name,
+      {
+        rate: s.reduce((a, x) => a + x.rate, 0) / s.length,
+        p50: percentile(ascending(s.map((x) => x.p50)), 50),
+        p99: Math.max(...s.map((x) => x.p99)),
+        errors: s.reduce((a, x) => a + x.errors, 0),
+        cpuMs: s.reduce((a, x) => a + x.cpuMs, 0) / s.length,
+      },
+    ]),
+  );
+}
+
+/** 1,000 orgs each with a project and 100 jobs by default, in three INSERT … SELECT statements; the bench user is a member of every org. */
+async function seedTenants(databaseUrl: string): Promise<void> {
+  const db = createKnex(databaseUrl, 1, createLogger('silent'));
+  try {
+    const { id: userId } = await db('users').first('id');
+    const perOrg = Math.ceil(SEED_JOBS / SEED_ORGS);
+    await db.raw(`INSERT INTO orgs (id, name, slug) SELECT 'seed-org-' || i, 'Seed org ' || i, 'seed-org-' || i FROM generate_series(1, ?) i`, [SEED_ORGS]);
+    await db.raw(`INSERT INTO org_members (org_id, user_id, role) SELECT 'seed-org-' || i, ?, 'member' FROM generate_series(1, ?) i`, [userId, SEED_ORGS]);
+    await db.raw(
+      `INSERT INTO projects (id, org_id, name, slug) SELECT 'seed-prj-' || i, 'seed-org-' || i, 'Seed ' || i, 'seed-' || i FROM generate_series(1, ?) i`,
+      [SEED_ORGS],
+    );
+    await db.raw(
+      `INSERT INTO jobs (id, project_id, title, description, created_by)
+       SELECT 'seed-' || o || '-' || lpad(to_hex(j), 8, '0'), 'seed-prj-' || o, 'seeded job ' || j, 'a seeded job', ?
+       FROM generate_series(1, ?) o, generate_series(1, ?) j`,
+      [userId, SEED_ORGS, perOrg],
+    );
+    await db.raw('ANALYZE');
+  } finally {
+    await db.destroy();
+  }
+}
+
+function rowsFor(title: string, figures: Map<string, Slice>, routes: Route[], connections: number, failures: string[]): Row[] {
+  const bare = figures.get('GET /bench/bare (authenticated, constant)')!;
+  const rows: Row[] = [];
+  for (const r of routes) {
+    const f = figures.get(r.name)!;
+    const scenario = `${title}, ${connections} connections`;
+    rows.push(
+      { scenario, figure: `${r.name}: throughput`, value: fmt.rate(f.rate, 'req/s') },
+      { scenario, figure: `${r.name}: latency p50 / p99`, value: `${fmt.ms(f.p50)} / ${fmt.ms(f.p99)}` },
+      { scenario, figure: `${r.name}: server CPU per request`, value: fmt.ms(f.cpuMs) },
+    );
+    if (f.errors) failures.push(`${scenario}: ${r.name}: ${f.errors} non-2xx, errors or timeouts`);
+  }
+  const read = figures.get(routes[2].name)!;
+  const create = figures.get(routes[3].name)!;
+  const scenario = `${title}, ${connections} connections`;
+  rows.push(
+    goalRow(scenario, 'job read ÷ bare authenticated', read.rate / bare.rate, (v) => `${(v * 100).toFixed(0)} %`, { atLeast: GOALS.readShare }),
+    goalRow(scenario, 'job create ÷ bare authenticated', create.rate / bare.rate, (v) => `${(v * 100).toFixed(0)} %`, { atLeast: GOALS.createShare }),
+    { scenario, figure: 'job read ÷ bare authenticated, by server CPU per request', value: `${((bare.cpuMs / read.cpuMs) * 100).toFixed(0)} %` },
+    { scenario, figure: 'job create ÷ bare authenticated, by server CPU per request', value: `${((bare.cpuMs / create.cpuMs) * 100).toFixed(0)} %` },
+    { scenario, figure: 'bare authenticated ÷ public', value: `${((bare.rate / figures.get(routes[0].name)!.rate) * 100).toFixed(0)} %` },
+  );
+  if (connections === 8) rows.push(goalRow(scenario, 'job read p99', read.p99, fmt.ms, { atMost: GOALS.readP99Ms8 }));
+  return rows;
+}
+
+/** Returns the failed checks (a route answering anything but 2xx). */
+export async function runHotBench(): Promise<string[]> {
+  const failures: string[] = [];
+  const server = await startBenchServer({ SVC_SERVER__BENCH_ROUTES: 'true' });
+  try {
+    const { token, projectId } = await seedProject(server.url);
+    const job = await json(`${server.url}/projects/${projectId}/jobs`, 'POST', { description: 'the job the bench reads' }, token);
+    let n = 0;
+    const routes: Route[] = [
+      { name: 'GET /bench/public (constant)', method: 'GET', path: '/bench/public', auth: false },
+      { name: 'GET /bench/bare (authenticated, constant)', method: 'GET', path: '/bench/bare', auth: true },
+      { name: 'GET /jobs/{id}', method: 'GET', path: `/jobs/${job.id}`, auth: true },
+      {
+        name: 'POST /projects/{id}/jobs',
+        method: 'POST',
+        path: `/projects/${projectId}/jobs`,
+        auth: true,
+        body: () => JSON.stringify({ description: `Fix the flaky retry test #${n++}`, labels: ['ci'], priority: n % 5 }),
+      },
+    ];
+    const rows: Row[] = [];
+    for (const c of CONNECTIONS) rows.push(...rowsFor('Fresh database', await interleaved(server, token, routes, c), routes, c, failures));
+    const seeding = performance.now();
+    await seedTenants(server.databaseUrl);
+    const seeded = `With ${fmt.int(SEED_ORGS)} orgs and ${fmt.int(SEED_JOBS)} jobs more (seeded in ${fmt.s((performance.now() - seeding) / 1000)})`;
+    for (const c of CONNECTIONS) rows.push(...rowsFor(seeded, await interleaved(server, token, routes, c), routes, c, failures));
+    printTable(`svc hot path benchmark: one server process (api role), ${ROUNDS} interleaved rounds of ${SLICE_S} s per route`, rows, [
+      'every round runs the four routes one after another; throughput is the mean of a route’s slices, p50 their median, p99 the worst slice’s p99',
+      'bare authenticated: GET /bench/bare, the same bearer scheme as the API and a constant body (server.bench_routes, off by default); public: the same without authentication',
+      'the caller is the bench’s admin (bootstrap); with the seed it is also a member of every seeded org',
+      'server CPU per request: the svc process’s user + system CPU time over a slice ÷ the requests answered in it (/proc); a ratio by CPU is bare’s CPU per request ÷ the route’s, what the throughput ratio would be were svc’s CPU the only limit',
+      'the load generator (this process), the server and PostgreSQL share the machine’s cores: compare ratios within a run, not absolute figures across runs',
+    ]);
+  } finally {
+    await server.stop();
+  }
+  return failures;
+}

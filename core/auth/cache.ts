@@ -1,0 +1,113 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import { inject, injectable } from '../di.ts';
+import { Tokens } from '../tokens.ts';
+import type { Db } from '../db/knex.ts';
+import { afterCommit } from '../db/after-commit.ts';
+import { Notifier } from '../db/notify.ts';
+import { listen, type Listening } from '../db/listen.ts';
+
+/** The channel on which a process tells the others that who may do what has changed. */
+export const AUTH_CHANNEL = 'svc_auth';
+/** Entries per memo; the oldest goes first when full. */
+const MAX_ENTRIES = 10_000;
+/** A backstop only: should a notice be lost, no entry outlives this. */
+const MAX_AGE_MS = 10_000;
+/** A write to a table the memos are read from, as knex or a hand-written statement spells it. */
+const CACHED_TABLE_WRITE =
+  /^\s*(?:insert\s+into|update|delete\s+from)\s+"?(?:users|org_members|project_members|access_bindings|access_groups|access_group_members|access_roles|service_accounts|service_account_tokens)"?[\s(]/i;
+
+/** One memo of the AuthCache: a value per key, emptied with all the others. */
+export class Memo<V> {
+  private readonly entries = new Map<string, { value: V; at: number }>();
+
+  constructor(private readonly cache: AuthCache) {}
+
+  /**
+   * The remembered value, else `load`'s (remembered unless undefined). A load that a change
+   * overtook (one committed while it ran) is answered but not remembered.
+   */
+  async get(key: string, load: () => Promise<V | undefined>): Promise<V | undefined> {
+    const hit = this.entries.get(key);
+    if (hit && Date.now() - hit.at < MAX_AGE_MS) return hit.value;
+    const generation = this.cache.generation;
+    const value = await load();
+    if (value !== undefined && generation === this.cache.generation) {
+      this.entries.delete(key);
+      if (this.entries.size >= MAX_ENTRIES) this.entries.delete(this.entries.keys().next().value!);
+      this.entries.set(key, { value, at: Date.now() });
+    }
+    return value;
+  }
+
+  clear(): void {
+    this.entries.clear();
+  }
+}
+
+/**
+ * What authentication and authorization would otherwise read on every request, remembered per
+ * process: the user behind a token, a service-account token's row, a caller's grants on an org or
+ * project, a job's project. Whatever writes users' admin flag, memberships, role bindings, groups,
+ * custom roles, service accounts or their tokens calls `changed(db)`: once that commits, every memo
+ * here is emptied at once, and a NOTIFY on svc_auth empties those of the other processes (as soon as
+ * it arrives, typically within a millisecond). Coarse on purpose: such changes are rare, reads are not.
+ * A write to those tables that bypasses the services but goes through this process's pool (an
+ * operator's script, a test) empties the memos too, when it is sent and when it returns.
+ */
+@injectable()
+export class AuthCache {
+  /** Bumped on every change: a load that started before it is not remembered. */
+  generation = 0;
+  private readonly instance = randomUUID().slice(0, 8);
+  private readonly memos: Memo<unknown>[] = [];
+  private readonly notifier: Notifier;
+  private listening: Listening | null = null;
+
+  constructor(
+    @inject(Tokens.Db) db: Db,
+    @inject(Tokens.DatabaseUrl) private readonly databaseUrl: string,
+    @inject(Tokens.Logger) private readonly logger: Logger,
+  ) {
+    this.notifier = new Notifier(db, AUTH_CHANNEL, logger);
+    const onWrite = (query: { sql?: string }) => {
+      if (query.sql && CACHED_TABLE_WRITE.test(query.sql)) this.clear();
+    };
+    db.on('query', onWrite);
+    db.on('query-response', (_response: unknown, query: { sql?: string }) => onWrite(query));
+  }
+
+  memo<V>(): Memo<V> {
+    const memo = new Memo<V>(this);
+    this.memos.push(memo as Memo<unknown>);
+    return memo;
+  }
+
+  /** Call where the change is written: it counts once `db` commits (at once outside a transaction). */
+  changed(db: Db): void {
+    afterCommit(db, () => {
+      this.clear();
+      this.notifier.notify(this.instance);
+    });
+  }
+
+  /** Hears the other processes' changes; any notice (and a reconnect, which may have missed some) empties the memos. */
+  async listen(): Promise<void> {
+    this.listening ??= await listen(this.databaseUrl, AUTH_CHANNEL, (payload) => this.heard(payload), this.logger);
+  }
+
+  async close(): Promise<void> {
+    await this.listening?.close();
+    this.listening = null;
+  }
+
+  private heard(payload: string): void {
+    if (payload === this.instance) return; // our own, already applied
+    this.clear();
+  }
+
+  private clear(): void {
+    this.generation++;
+    for (const memo of this.memos) memo.clear();
+  }
+}

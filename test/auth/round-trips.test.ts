@@ -1,0 +1,100 @@
+import test from 'ava';
+import type { Server } from '@hapi/hapi';
+import { Tokens } from '../../core/tokens.ts';
+import { createTestDatabase } from '../support/database.ts';
+import { as, bootstrapAdmin, startTestServer, userInOrg, type TestServer } from '../support/server.ts';
+
+/** The statements `server` sends to PostgreSQL (both pools) while `fn` runs. */
+async function statementsOf(server: Server, fn: () => Promise<unknown>): Promise<string[]> {
+  const pools = [server.app.container.resolve(Tokens.Db), server.app.container.resolve(Tokens.ControlDb)];
+  const seen: string[] = [];
+  const hear = (q: { sql: string }) => seen.push(q.sql);
+  for (const pool of pools) pool.on('query', hear);
+  try {
+    await fn();
+  } finally {
+    for (const pool of pools) pool.off('query', hear);
+  }
+  return seen;
+}
+
+let s: TestServer;
+let adminToken = '';
+let orgId = '';
+let projectId = '';
+let jobId = '';
+let memberToken = '';
+
+test.before(async () => {
+  s = await startTestServer();
+  adminToken = (await bootstrapAdmin(s.server)).token;
+  const admin = as(s.server, adminToken);
+  orgId = (await admin.post('/orgs', { name: 'Trips' })).body.id;
+  projectId = (await admin.post('/projects', { org_id: orgId, name: 'Trips', slug: 'trips' })).body.id;
+  memberToken = await userInOrg(s.server, adminToken, orgId, 'member@example.com', 'member');
+  jobId = (await admin.post(`/projects/${projectId}/jobs`, { description: 'read me' })).body.id;
+});
+test.after.always(async () => {
+  await s?.stop();
+});
+
+/** What authentication and the access check read when nothing is remembered: users, tokens, memberships, bindings, a job's project. */
+const AUTH_READ = /\b(users|service_account_tokens|org_members|project_members|access_bindings|access_group_members)\b|^select "project_id" from "jobs"/;
+
+// The job context is one READ ONLY snapshot of its parts (BEGIN, six reads, COMMIT): its own, not the access check's.
+for (const [route, path, expected] of [
+  ['GET /jobs/{id}', () => `/jobs/${jobId}`, 1],
+  ['GET /projects/{id}', () => `/projects/${projectId}`, 1],
+  ['GET /projects/{id}/jobs', () => `/projects/${projectId}/jobs`, 1],
+  ['GET /jobs/{id}/context', () => `/jobs/${jobId}/context`, 8],
+] as const) {
+  test.serial(`${route} by an org member, once the caller is known: ${expected} statement${expected === 1 ? '' : 's'}, none for access`, async (t) => {
+    const member = as(s.server, memberToken);
+    t.is((await member.get(path())).statusCode, 200); // the first request learns who the caller is and what they hold
+    let res: Awaited<ReturnType<typeof member.get>> | undefined;
+    const statements = await statementsOf(s.server, async () => (res = await member.get(path())));
+    t.is(res!.statusCode, 200);
+    t.deepEqual(
+      statements.filter((q) => AUTH_READ.test(q)),
+      [],
+    );
+    t.is(statements.length, expected, statements.join('\n'));
+  });
+}
+
+test.serial('a cached grant goes at once when the membership goes, and comes back with it', async (t) => {
+  const admin = as(s.server, adminToken);
+  const member = as(s.server, memberToken);
+  t.is((await member.get(`/jobs/${jobId}`)).statusCode, 200);
+  const { body: me } = await member.get('/auth/me');
+  t.is((await admin.delete(`/orgs/${orgId}/members/${me.user.id}`)).statusCode, 204);
+  t.is((await member.get(`/jobs/${jobId}`)).statusCode, 404);
+  t.is((await admin.post(`/orgs/${orgId}/members`, { email: 'member@example.com', role: 'member' })).statusCode, 201);
+  t.is((await member.get(`/jobs/${jobId}`)).statusCode, 200);
+});
+
+test('a membership removed through one replica stops the member on the other (NOTIFY svc_auth)', async (t) => {
+  const database = await createTestDatabase();
+  const a = await startTestServer({ database });
+  const b = await startTestServer({ database });
+  t.teardown(async () => {
+    await b.stop();
+    await a.stop();
+    await database.drop();
+  });
+  const token = (await bootstrapAdmin(a.server)).token;
+  const adminA = as(a.server, token);
+  const org = (await adminA.post('/orgs', { name: 'Replicas' })).body.id;
+  const project = (await adminA.post('/projects', { org_id: org, name: 'Replicas', slug: 'replicas' })).body.id;
+  const member = as(b.server, await userInOrg(a.server, token, org, 'm@example.com', 'member'));
+  t.is((await member.get(`/projects/${project}`)).statusCode, 200); // b now remembers the grant
+  const { body: me } = await member.get('/auth/me');
+  t.is((await adminA.delete(`/orgs/${org}/members/${me.user.id}`)).statusCode, 204);
+  const until = Date.now() + 2_000;
+  let status = 200;
+  while (status === 200 && Date.now() < until) {
+    status = (await member.get(`/projects/${project}`)).statusCode;
+    if (status === 200) await new Promise((r) => setTimeout(r, 10));
+  }
+  t.is(status, 404);
+});
