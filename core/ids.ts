@@ -51,7 +51,10 @@ export type IdPrefix =
   | 'thr'
   | 'msg'
   | 'itgt'
-  | 'mdl';
+  | 'mdl'
+  | 'bld'
+  | 'brun'
+  | 'rel';
 
 export const newId = (prefix: IdPrefix): string => `${prefix}_${encode(uuidv7Bytes())}`;
 

@@ -22,6 +22,8 @@ export const REDACTED_PATHS = [
   '*.private_key',
   'master_key',
   '*.master_key',
+  'internal_api_key',
+  '*.internal_api_key',
 ];
 
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
