@@ -90,7 +90,8 @@ export class ReleaseService implements Releases {
       .where({ project_id: projectId, [column]: value })
       .first();
     if (!found) return null;
-    const artifacts = await this.builds.artifacts(found.build_id);
+    // The released digests, at the repository each was built for (a later rebuild may have moved the build's latest artifacts).
+    const artifacts = (await this.builds.artifacts(found.build_id)).filter((a) => found.image_digests[a.service_name] === a.digest);
     const images = Object.fromEntries(artifacts.map((a) => [a.service_name, `${a.image_ref.replace(/:[^:/]+$/, '')}@${a.digest}`]));
     const { created_by: _by, created_at, ...rest } = found;
     return { ...rest, images, created_at: new Date(created_at).toISOString() };

@@ -72,6 +72,7 @@ export class ScriptedBuilder implements Builder {
 export interface BuildWorld {
   s: TestServer;
   admin: ReturnType<typeof as>;
+  adminToken: string;
   member: ReturnType<typeof as>;
   outsider: ReturnType<typeof as>;
   orgId: string;
@@ -101,6 +102,7 @@ export async function buildWorld(opts: TestServerOptions & { worker?: boolean } 
   return {
     s,
     admin,
+    adminToken,
     member,
     outsider,
     orgId,
