@@ -5,6 +5,7 @@ import { RoleServices } from '../../core/roles.ts';
 import { createBuilders, registryModes } from '../../core/adapters.ts';
 import { BuilderRegistryToken } from '../../core/ports/builder.ts';
 import { ReleasesToken } from '../../core/ports/releases.ts';
+import { BuildActionsToken } from '../../core/ports/build-actions.ts';
 import { RegistryPullSecretsToken } from '../../core/ports/registry.ts';
 import { NotFound } from '../../core/errors.ts';
 import { BuildRepository } from './repository.ts';
@@ -15,6 +16,7 @@ import { ReleaseService } from './releases.ts';
 import { RegistryTokens } from './registry-tokens.ts';
 import { RegistryModes, RegistryTargets, SecretLookup, secretLookup } from './targets.ts';
 import { BuildRunner } from './runner.ts';
+import { BuildActionService } from './actions.ts';
 import { buildRoutes } from './routes.ts';
 import { logRoutes } from './log-routes.ts';
 import { releaseRoutes } from './release-routes.ts';
@@ -39,9 +41,21 @@ export const plugin: DomainPlugin = {
     if (!container.isRegistered(BuilderRegistryToken)) container.registerInstance(BuilderRegistryToken, builders);
     container.registerInstance(RegistryModes, await registryModes());
     container.registerInstance(SecretLookup, secretLookup(container));
-    for (const cls of [BuildRepository, BuildLogBus, BuildLogs, BuildWakeups, BuildService, ReleaseService, RegistryTokens, RegistryTargets, BuildRunner])
+    for (const cls of [
+      BuildRepository,
+      BuildLogBus,
+      BuildLogs,
+      BuildWakeups,
+      BuildService,
+      ReleaseService,
+      RegistryTokens,
+      RegistryTargets,
+      BuildRunner,
+      BuildActionService,
+    ])
       container.registerSingleton(cls as never);
     if (!container.isRegistered(ReleasesToken)) container.registerInstance(ReleasesToken, container.resolve(ReleaseService));
+    if (!container.isRegistered(BuildActionsToken)) container.registerInstance(BuildActionsToken, container.resolve(BuildActionService));
     if (!container.isRegistered(RegistryPullSecretsToken)) container.registerInstance(RegistryPullSecretsToken, container.resolve(RegistryTargets));
     container.resolve(RoleServices).add('worker', container.resolve(BuildRunner));
 

@@ -83,6 +83,15 @@ export class BuildRepository {
     return db('build_specs').where({ id: buildId }).first();
   }
 
+  /** The newest spec a build step of this pipeline run created. */
+  specOfPipelineRun(projectId: string, pipelineRunId: string): Promise<BuildSpec | undefined> {
+    return this.db('build_specs')
+      .where({ project_id: projectId })
+      .whereRaw("inputs ->> 'pipeline_run_id' = ?", [pipelineRunId])
+      .orderBy('created_at', 'desc')
+      .first();
+  }
+
   listSpecs(projectId: string, filters: ListQuery & { git_sha?: string }): Promise<Page<BuildSpec>> {
     const q = this.db('build_specs').where({ project_id: projectId });
     if (filters.git_sha) q.andWhere({ git_sha: filters.git_sha });

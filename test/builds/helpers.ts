@@ -19,6 +19,10 @@ pipelines:
     steps:
       - { name: build, action: { type: build } }
       - { name: release, action: { type: release }, depends_on: [build] }
+  forced:
+    steps:
+      - { name: build, action: { type: build, with: { force_rebuild: true, services: [api] } } }
+      - { name: release, action: { type: release, with: { tag: forced } }, depends_on: [build] }
 `;
 
 /** A repository with the two-service manifest and a Dockerfile per service; `sha` is its head. */
