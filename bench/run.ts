@@ -18,9 +18,10 @@
  *   BENCH_WEBHOOK_EVENTS=5000, BENCH_WEBHOOK_SUBSCRIPTIONS=1  webhooks (bench/webhooks.ts): events, subscriptions they fan out to
  *   BENCH_WORKER_JOBS=200, BENCH_WORKER_CONCURRENCY=4  worker (bench/worker.ts): script jobs per scenario, worker.concurrency
  *   BENCH_CLI_RUNS=30                               cli (bench/cli.ts): runs of each command
+ *   BENCH_BUILD_RUNS=5                              builds (bench/builds.ts): builds per scenario (needs a Docker engine)
  * `npm run bench` builds first: the server and the CLI run compiled, as users run them.
  */
-const GROUPS = ['kernel', 'jobs', 'pipelines', 'events', 'webhooks', 'worker', 'cli'] as const;
+const GROUPS = ['kernel', 'jobs', 'pipelines', 'events', 'webhooks', 'worker', 'cli', 'builds'] as const;
 const JOB_SCENARIOS = ['claim', 'dispatch', 'ingest'] as const;
 
 const args = process.argv.slice(2);
@@ -41,6 +42,7 @@ for (const group of groups) {
   else if (group === 'events') failures.push(...(await (await import('./events.ts')).runEventsBench()));
   else if (group === 'worker') failures.push(...(await (await import('./worker.ts')).runWorkerBench()));
   else if (group === 'cli') failures.push(...(await (await import('./cli.ts')).runCliBench()));
+  else if (group === 'builds') failures.push(...(await (await import('./builds.ts')).runBuildsBench()));
   else failures.push(...(await (await import('./webhooks.ts')).runWebhooksBench()));
 }
 console.log(`\nbenchmark finished in ${((Date.now() - started) / 1000).toFixed(0)} s`);

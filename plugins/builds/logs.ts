@@ -3,6 +3,7 @@ import { inject, injectable } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
 import { NotifyBus } from '../../core/db/notify-bus.ts';
+import { afterCommit } from '../../core/db/after-commit.ts';
 import type { Page } from '../../core/http/lists.ts';
 
 /** Keys are build run ids: lines appended, or the run ended. */
@@ -31,13 +32,13 @@ export class BuildLogs {
     @inject(BuildLogBus) readonly bus: BuildLogBus,
   ) {}
 
-  async append(runId: string, lines: Omit<BuildLogLine, 'at'>[]): Promise<void> {
+  async append(runId: string, lines: Omit<BuildLogLine, 'at'>[], db: Db = this.db): Promise<void> {
     if (lines.length === 0) return;
-    await this.db('build_logs')
+    await db('build_logs')
       .insert(lines.map((l) => ({ run_id: runId, ...l })))
       .onConflict(['run_id', 'seq'])
       .ignore();
-    this.bus.publish(runId);
+    afterCommit(db, () => this.bus.publish(runId));
   }
 
   async page(runId: string, afterSeq: number, { limit, offset }: { limit: number; offset: number }): Promise<Page<BuildLogLine>> {

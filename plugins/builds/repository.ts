@@ -98,11 +98,19 @@ export class BuildRepository {
     return paginate(q, filters, (r: BuildSpec) => r, 'build_specs');
   }
 
-  async insertRun(run: Pick<BuildRun, 'build_id' | 'backend' | 'force_rebuild' | 'created_by'>, trx: Db): Promise<BuildRun> {
+  /** A pending run, or (with `reusedFrom`) one already completed with the artifacts of that earlier run. */
+  async insertRun(run: Pick<BuildRun, 'build_id' | 'backend' | 'force_rebuild' | 'created_by'>, trx: Db, reusedFrom?: string): Promise<BuildRun> {
     const id = newId('brun');
+    const reused = reusedFrom ? { status: 'completed', reused_from: reusedFrom, started_at: trx.fn.now(), completed_at: trx.fn.now() } : {};
     const [stored] = await trx('build_runs')
-      .insert({ id, ...run, logs_ref: `/builds/${run.build_id}/logs?run_id=${id}` })
+      .insert({ id, ...run, ...reused, logs_ref: `/builds/${run.build_id}/logs?run_id=${id}` })
       .returning(RUN_COLUMNS);
+    if (reusedFrom)
+      await trx.raw(
+        `INSERT INTO build_artifacts (build_id, run_id, service_name, image_ref, digest, platforms, size_bytes)
+         SELECT ?, ?, service_name, image_ref, digest, platforms, size_bytes FROM build_artifacts WHERE run_id = ?`,
+        [run.build_id, id, reusedFrom],
+      );
     return stored;
   }
 
@@ -183,16 +191,14 @@ export class BuildRepository {
    * The latest completed run with artifacts of any build of this project with the same commit,
    * manifest and requested services (build reuse).
    */
-  async reusable(spec: BuildSpec): Promise<{ run_id: string; artifacts: Artifact[] } | null> {
-    const run = await this.db('build_runs as r')
+  async reusable(spec: Pick<BuildSpec, 'project_id' | 'git_sha' | 'manifest_hash' | 'services'>, trx: Db = this.db): Promise<string | null> {
+    const run = await trx('build_runs as r')
       .join('build_specs as s', 's.id', 'r.build_id')
       .where({ 's.project_id': spec.project_id, 's.git_sha': spec.git_sha, 's.manifest_hash': spec.manifest_hash, 'r.status': 'completed' })
       .whereRaw('s.services IS NOT DISTINCT FROM ?::text[]', [spec.services])
-      .whereExists(this.db('build_artifacts as a').whereRaw('a.run_id = r.id'))
+      .whereExists(trx('build_artifacts as a').whereRaw('a.run_id = r.id'))
       .orderBy('r.completed_at', 'desc')
       .first('r.id');
-    if (!run) return null;
-    const rows = await this.db('build_artifacts').where({ run_id: run.id }).orderBy('service_name').select(ARTIFACT_COLUMNS);
-    return { run_id: run.id, artifacts: rows.map(toArtifact) };
+    return run?.id ?? null;
   }
 }

@@ -24,8 +24,8 @@ const LOST_AFTER_BEATS = 3;
 
 /**
  * The worker's build loop: claims pending runs (SKIP LOCKED, so any number of workers share them),
- * reuses an earlier success when allowed, else has the configured builder build and push the
- * services, and records the artifacts or the classed failure with the output's last lines. A run
+ * has the configured builder build and push the services (a reusable earlier success never gets
+ * here: BuildService answers it when the run is requested), and records the artifacts or the classed failure with the output's last lines. A run
  * cancelled meanwhile aborts its builder; a run whose runner died is failed by the next pass.
  */
 @injectable()
@@ -152,19 +152,6 @@ export class BuildRunner implements RoleService {
     signal: AbortSignal,
   ): Promise<{ images: BuiltImage[]; end: RunEnd }> {
     const spec = (await this.builds.spec(run.build_id))!;
-    if (this.config.builds.reuse && !run.force_rebuild) {
-      const earlier = await this.builds.reusable(spec);
-      if (earlier) {
-        log(
-          `reusing the artifacts of run ${earlier.run_id} (same commit, manifest and services; force_rebuild or SVC_BUILD_REUSE=false builds anew)`,
-          'system',
-        );
-        return {
-          images: earlier.artifacts.map(({ run_id: _r, created_at: _c, ...image }) => image),
-          end: { status: 'completed', reused_from: earlier.run_id },
-        };
-      }
-    }
     const builder = this.builders.get(run.backend);
     if (!builder)
       throw new BuildFailure(

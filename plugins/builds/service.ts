@@ -10,7 +10,7 @@ import { ManifestReaderToken, ManifestSyncerToken, type ManifestReader, type Man
 import type { StoredManifest } from '../../domain/manifest/types.ts';
 import { BuildRepository, type BuildRun, type BuildSpec } from './repository.ts';
 import { BuildWakeups } from './wakeups.ts';
-import { BuildLogBus } from './logs.ts';
+import { BuildLogBus, BuildLogs } from './logs.ts';
 import { ACTIVE_STATUSES, type RunStatus } from './schemas.ts';
 
 export interface CreateBuildInput {
@@ -34,6 +34,7 @@ export class BuildService {
     @inject(BuildRepository) private readonly builds: BuildRepository,
     @inject(BuildWakeups) private readonly wakeups: BuildWakeups,
     @inject(BuildLogBus) private readonly logBus: BuildLogBus,
+    @inject(BuildLogs) private readonly logs: BuildLogs,
     @inject(ManifestReaderToken) private readonly manifests: ManifestReader,
     @inject(ManifestSyncerToken) private readonly syncer: ManifestSyncer,
   ) {}
@@ -66,11 +67,7 @@ export class BuildService {
         },
         trx,
       );
-      const run = await this.builds.insertRun(
-        { build_id: spec.id, backend: this.config.builds.backend, force_rebuild: input.force_rebuild, created_by: principal.id },
-        trx,
-      );
-      this.wakeups.afterCommit(trx);
+      const run = await this.startRun(spec, input.force_rebuild, principal, trx);
       return { ...spec, status: run.status, latest_run: run };
     });
   }
@@ -97,16 +94,9 @@ export class BuildService {
 
   /** Another run of the spec; 409 while one is still active. */
   async rerun(buildId: string, forceRebuild: boolean, principal: Principal): Promise<BuildRun> {
-    await this.get(buildId);
+    const spec = await this.get(buildId);
     try {
-      return await this.db.transaction(async (trx) => {
-        const run = await this.builds.insertRun(
-          { build_id: buildId, backend: this.config.builds.backend, force_rebuild: forceRebuild, created_by: principal.id },
-          trx,
-        );
-        this.wakeups.afterCommit(trx);
-        return run;
-      });
+      return await this.db.transaction((trx) => this.startRun(spec, forceRebuild, principal, trx));
     } catch (e) {
       if (isUniqueViolation(e, 'build_runs_one_active')) throw new Conflict(`build ${buildId} already has an active run; cancel it first`);
       throw e;
@@ -125,6 +115,25 @@ export class BuildService {
     // The runner hears it on the log bus and stops the builder.
     this.logBus.publish(run.id);
     return this.get(buildId);
+  }
+
+  /**
+   * A run of the spec: completed at once with the artifacts of an earlier success of the same
+   * project, commit, manifest and services (build reuse: unless `force_rebuild` or builds.reuse is
+   * off, SVC_BUILD_REUSE=false), else pending for a worker.
+   */
+  private async startRun(spec: BuildSpec, forceRebuild: boolean, principal: Principal, trx: Db): Promise<BuildRun> {
+    const earlier = this.config.builds.reuse && !forceRebuild ? await this.builds.reusable(spec, trx) : null;
+    const run = await this.builds.insertRun(
+      { build_id: spec.id, backend: this.config.builds.backend, force_rebuild: forceRebuild, created_by: principal.id },
+      trx,
+      earlier ?? undefined,
+    );
+    if (earlier) {
+      const line = `reusing the artifacts of run ${earlier} (same commit, manifest and services; force_rebuild or SVC_BUILD_REUSE=false builds anew)`;
+      await this.logs.append(run.id, [{ seq: 1, stream: 'system', line }], trx);
+    } else this.wakeups.afterCommit(trx);
+    return run;
   }
 
   /** The manifest synced for this commit; synced from the repository at the SHA when nobody did yet. */

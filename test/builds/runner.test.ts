@@ -60,7 +60,9 @@ test.serial('a build runs: the services with build config are built, artifacts r
 test.serial('a second build of the same commit, manifest and services reuses the artifacts, unless force_rebuild', async (t) => {
   w.builder.next = 'images';
   const asked = w.builder.requests.length;
-  const reused = await settled(w.admin, (await create()).body.id);
+  const answered = await create();
+  t.like(answered.body, { status: 'completed' }, 'reuse answers in the request itself');
+  const reused = await settled(w.admin, answered.body.id);
   t.like(reused, { status: 'completed' });
   t.truthy(reused.latest_run.reused_from);
   t.is(w.builder.requests.length, asked, 'the builder was not asked');

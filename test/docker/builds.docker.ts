@@ -6,15 +6,14 @@
 import test from 'ava';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync, symlinkSync, copyFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { as, bootstrapAdmin, startTestServer, type TestServer } from '../support/server.ts';
 import { settled, twoServiceRepo } from '../builds/helpers.ts';
-import { DOCKER_CLI } from './images.ts';
+import { BUILD_BASE_IMAGE as BASE_IMAGE, DOCKER_CLI, ensureBuildBaseImage } from './images.ts';
 
-const BASE_IMAGE = 'svc-test-base:1';
 const KEY = 'internal-key-for-the-build-test';
 const work = mkdtempSync(path.join(tmpdir(), 'svc-builds-docker-'));
 let registry: ChildProcess | null = null;
@@ -31,23 +30,6 @@ const freePort = () =>
       srv.close(() => resolve(port));
     });
   });
-
-/** A busybox root filesystem imported as the base image the test Dockerfiles start FROM. */
-function ensureBaseImage(): void {
-  try {
-    execFileSync(DOCKER_CLI, ['image', 'inspect', BASE_IMAGE], { stdio: 'ignore' });
-    return;
-  } catch {
-    /* make it */
-  }
-  const root = path.join(work, 'rootfs');
-  mkdirSync(path.join(root, 'bin'), { recursive: true });
-  mkdirSync(path.join(root, 'tmp'));
-  copyFileSync('/bin/busybox', path.join(root, 'bin/busybox'));
-  for (const applet of ['sh', 'ls', 'cat', 'false', 'true', 'echo']) symlinkSync('busybox', path.join(root, 'bin', applet));
-  execFileSync('tar', ['-C', root, '-cf', path.join(work, 'rootfs.tar'), '.']);
-  execFileSync(DOCKER_CLI, ['import', path.join(work, 'rootfs.tar'), BASE_IMAGE], { stdio: ['ignore', 'ignore', 'inherit'] });
-}
 
 async function startRegistry(realm: string): Promise<void> {
   const keyFile = path.join(work, 'token-key.pem');
@@ -86,7 +68,7 @@ async function startRegistry(realm: string): Promise<void> {
 }
 
 test.before(async () => {
-  ensureBaseImage();
+  ensureBuildBaseImage();
   const keyFile = path.join(work, 'token-key.pem');
   // The server must be listening for the registry's realm; the key file is written before either starts.
   const port = await freePort();
