@@ -23,9 +23,10 @@
  *   BENCH_CLI_RUNS=30                               cli (bench/cli.ts): runs of each command
  *   BENCH_STREAMS=1000, BENCH_STREAM_CREATES=200    streams (bench/streams.ts): idle SSE streams, job creates measured
  *   BENCH_ANALYTICS_JOBS=100000, BENCH_ANALYTICS_RUNS=10000  analytics (bench/analytics.ts): seeded jobs and pipeline runs of one org
+ *   BENCH_BUILD_RUNS=5                              builds (bench/builds.ts): builds per scenario (needs a Docker engine)
  * `npm run bench` builds first: the server and the CLI run compiled, as users run them.
  */
-const GROUPS = ['kernel', 'hot', 'jobs', 'pipelines', 'events', 'webhooks', 'worker', 'cli', 'streams', 'analytics'] as const;
+const GROUPS = ['kernel', 'hot', 'jobs', 'pipelines', 'events', 'webhooks', 'worker', 'cli', 'streams', 'analytics', 'builds'] as const;
 const JOB_SCENARIOS = ['claim', 'dispatch', 'ingest'] as const;
 
 const args = process.argv.slice(2);
@@ -49,6 +50,7 @@ for (const group of groups) {
   else if (group === 'cli') failures.push(...(await (await import('./cli.ts')).runCliBench()));
   else if (group === 'streams') failures.push(...(await (await import('./streams.ts')).runStreamsBench()));
   else if (group === 'analytics') failures.push(...(await (await import('./analytics.ts')).runAnalyticsBench()));
+  else if (group === 'builds') failures.push(...(await (await import('./builds.ts')).runBuildsBench()));
   else failures.push(...(await (await import('./webhooks.ts')).runWebhooksBench()));
 }
 console.log(`\nbenchmark finished in ${((Date.now() - started) / 1000).toFixed(0)} s`);

@@ -17,6 +17,7 @@ import { PROJECT_USAGE, runProject } from './commands/project.ts';
 import { SA_USAGE, runSa } from './commands/sa.ts';
 import { SECRETS_USAGE, runSecrets } from './commands/secrets.ts';
 import { WEBHOOK_USAGE, runWebhook } from './commands/webhook.ts';
+import { BUILD_USAGE, RELEASE_USAGE, runBuild, runRelease } from './commands/build.ts';
 import { INFERENCE_USAGE, MODELS_USAGE, runInference, runModels } from './commands/inference.ts';
 import { THREAD_USAGE, runThread } from './commands/thread.ts';
 import { ANALYTICS_USAGE, PRICING_USAGE, SPEND_USAGE, runAnalytics, runPricing, runSpend } from './commands/billing.ts';
@@ -41,6 +42,8 @@ Commands:
   manifest  project manifest: sync, validate, show                      svc manifest --help
   workflow  workflows in the project manifest: list, show               svc workflow --help
   pipeline  pipelines: list, show; run, runs, logs, approve, cancel     svc pipeline --help
+  build     builds: create, list, show, runs, rerun, logs [-f], artifacts, cancel  svc build --help
+  release   releases of builds: create, list, show                     svc release --help
   event     events: create, list, show (with how triggers routed them)  svc event --help
   schedule  project schedules that emit events: list, create, update, delete  svc schedule --help
   thread    project threads, team coordination: list, create, show, post  svc thread --help
@@ -95,6 +98,8 @@ const GROUPS: Record<string, { run: Runner; usage: string }> = {
   manifest: { run: runManifest, usage: MANIFEST_USAGE },
   workflow: { run: runWorkflow, usage: WORKFLOW_USAGE },
   pipeline: { run: runPipeline, usage: PIPELINE_USAGE },
+  build: { run: runBuild, usage: BUILD_USAGE },
+  release: { run: runRelease, usage: RELEASE_USAGE },
   event: { run: runEvent, usage: EVENT_USAGE },
   schedule: { run: runSchedule, usage: SCHEDULE_USAGE },
   thread: { run: runThread, usage: THREAD_USAGE },

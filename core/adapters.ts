@@ -7,6 +7,8 @@ import type { Scheduler } from './ports/scheduler.ts';
 import type { VcsHost } from './ports/vcshost.ts';
 import type { ChatApp } from './ports/chatapp.ts';
 import { loadModule } from './load-module.ts';
+import { BuilderRegistry, type Builder } from './ports/builder.ts';
+import type { RegistryMode } from './ports/registry.ts';
 
 /** What an adapter factory may use besides its own options. */
 export interface AdapterDeps {
@@ -80,4 +82,33 @@ export function checkAdapterKinds(adapters: Record<string, AdapterChoice>): void
   for (const kind of Object.keys(adapters)) {
     if (!(PORT_KINDS as string[]).includes(kind)) throw new AdapterError(`adapters.${kind}: unknown port (known: ${PORT_KINDS.join(', ')})`);
   }
+}
+
+/** Builders are many-valued: config `builds.builders` names each one this server has, with its options. */
+const BUILDERS: Record<string, () => Promise<{ default: AdapterDefinition }>> = {
+  buildx: () => import('../adapters/builder/buildx/index.ts'),
+};
+
+/** Every configured builder, keyed by backend name; an unknown name or bad options fail with their path. */
+export async function createBuilders(configured: Record<string, Record<string, unknown>>, deps: AdapterDeps): Promise<BuilderRegistry> {
+  const registry = new BuilderRegistry();
+  for (const [name, options] of Object.entries(configured)) {
+    const load = Object.hasOwn(BUILDERS, name) ? BUILDERS[name] : undefined;
+    if (!load) throw new AdapterError(`builds.builders.${name}: not a built-in builder (${Object.keys(BUILDERS).join(', ')})`);
+    const def = (await load()).default;
+    const { value, error } = def.options.validate(options ?? {}, { abortEarly: false });
+    if (error) throw new AdapterError(error.details.map((d) => `builds.builders.${name}.${d.path.join('.')}: ${d.message}`).join('; '));
+    registry.add((await def.create(value, deps)) as Builder);
+  }
+  return registry;
+}
+
+/** The registry modes (`registry:` svc, an own registry, none), by name. */
+export async function registryModes(): Promise<Record<RegistryMode['name'], RegistryMode>> {
+  const [svc, oci, none] = await Promise.all([
+    import('../adapters/registry/svc/index.ts'),
+    import('../adapters/registry/oci/index.ts'),
+    import('../adapters/registry/none/index.ts'),
+  ]);
+  return { svc: svc.svcRegistry, oci: oci.ociRegistry, none: none.noneRegistry };
 }

@@ -53,7 +53,10 @@ export type IdPrefix =
   | 'itgt'
   | 'mdl'
   | 'rc'
-  | 'fx';
+  | 'fx'
+  | 'bld'
+  | 'brun'
+  | 'rel';
 
 export const newId = (prefix: IdPrefix): string => `${prefix}_${encode(uuidv7Bytes())}`;
 

@@ -23,6 +23,8 @@ export const REDACTED_PATHS = [
   '*.private_key',
   'master_key',
   '*.master_key',
+  'internal_api_key',
+  '*.internal_api_key',
 ];
 
 export type LogFormat = 'auto' | 'pretty' | 'json';

@@ -31,6 +31,8 @@ const NAMED_ENV: Record<string, string> = {
   SVC_WORKSPACE_ROOT: 'worker.workspace_root',
   SVC_RUN_AS_UID: 'worker.run_as_uid',
   SVC_WORKER_URLS: 'worker.urls',
+  SVC_BUILD_REUSE: 'builds.reuse',
+  SVC_INTERNAL_API_KEY: 'builds.internal_api_key',
 };
 
 /** Any other key is reachable as SVC_<SECTION>__<KEY>, e.g. SVC_AUTH__TOKEN_TTL_DAYS=7. */

@@ -157,6 +157,27 @@ export const configSchema = Joi.object({
     allow_private: Joi.boolean().required(),
     allowed_hosts: list(Joi.string().min(1)).required(),
   }).required(),
+  builds: Joi.object({
+    backend: Joi.string()
+      .pattern(/^[a-z][a-z0-9_-]*$/)
+      .required(),
+    builders: Joi.object()
+      .pattern(/^[a-z][a-z0-9_-]*$/, Joi.object().unknown(true))
+      .required(),
+    reuse: Joi.boolean().required(),
+    timeout_seconds: Joi.number().integer().min(1).max(86_400).required(),
+    poll_ms: Joi.number().integer().min(10).required(),
+    heartbeat_seconds: Joi.number().integer().min(1).max(600).required(),
+    log_flush_ms: Joi.number().integer().min(0).max(10_000).required(),
+    native_registry: Joi.string().min(1).allow(null).required(),
+    internal_api_key: Joi.string().min(16).allow(null).required(),
+    token: Joi.object({
+      key_file: Joi.string().min(1).allow(null).required(),
+      service: Joi.string().min(1).required(),
+      issuer: Joi.string().min(1).required(),
+      ttl_seconds: Joi.number().integer().min(30).max(86_400).required(),
+    }).required(),
+  }).required(),
 }).required();
 
 export interface HarnessSettings {
@@ -242,6 +263,25 @@ export interface Config {
     allowed_hosts: string[];
   };
   inference: InferenceConfig;
+  builds: BuildsConfig;
+}
+
+export interface BuildsConfig {
+  /** The builder new runs use: a key of `builders`. */
+  backend: string;
+  /** Builder options by backend name. */
+  builders: Record<string, Record<string, unknown>>;
+  /** SVC_BUILD_REUSE. */
+  reuse: boolean;
+  timeout_seconds: number;
+  poll_ms: number;
+  heartbeat_seconds: number;
+  log_flush_ms: number;
+  /** host[:port] of the registry behind `registry: svc`. */
+  native_registry: string | null;
+  /** SVC_INTERNAL_API_KEY. */
+  internal_api_key: string | null;
+  token: { key_file: string | null; service: string; issuer: string; ttl_seconds: number };
 }
 
 /** A provider svc talks to, as configured: its wire kind, where it is, and the name of the secret holding its key. */

@@ -68,6 +68,12 @@ export const TABLE_OWNERS = {
   inference_targets: 'inference',
   inference_models: 'inference',
   inference_usage: 'inference',
+  // 020_builds
+  build_specs: 'builds',
+  build_runs: 'builds',
+  build_artifacts: 'builds',
+  build_logs: 'builds',
+  releases: 'builds',
   // 021_billing
   rate_cards: 'billing',
   exchange_rates: 'billing',

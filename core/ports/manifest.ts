@@ -2,6 +2,7 @@ import type { InjectionToken } from 'tsyringe';
 import type { Logger } from 'pino';
 import type { StoredManifest } from '../../domain/manifest/types.ts';
 import { Registry } from '../registry.ts';
+import type { Principal } from '../auth/principal.ts';
 
 /**
  * What job creation reads from a project's synced manifest: `x-svc.defaults`, merged under the
@@ -25,11 +26,24 @@ export interface ManifestReader {
   current(projectId: string): Promise<StoredManifest | null>;
   /** The newest synced version with this hash (to check a caller's `manifest_hash`), or null. */
   byHash(projectId: string, manifestHash: string): Promise<StoredManifest | null>;
+  /** The newest version synced from the repository at this commit, or null. */
+  atSha(projectId: string, gitSha: string): Promise<StoredManifest | null>;
   /** Projects whose current manifest has a trigger with a `cron` schedule. */
   projectsWithCronTriggers(): Promise<string[]>;
 }
 
 export const ManifestReaderToken = Symbol('ManifestReader') as InjectionToken<ManifestReader>;
+
+/**
+ * Syncs a project's manifest from its repository at a commit, for domains that need the manifest
+ * of a SHA nobody synced yet (a build). Registered by the manifest plugin; fails with a 422 naming
+ * the repository problem (unknown SHA, no manifest there, an invalid manifest).
+ */
+export interface ManifestSyncer {
+  syncAt(projectId: string, gitSha: string, principal: Principal): Promise<StoredManifest>;
+}
+
+export const ManifestSyncerToken = Symbol('ManifestSyncer') as InjectionToken<ManifestSyncer>;
 
 /** Told about every manifest version once it is stored (committed). */
 export type ManifestSyncListener = (manifest: StoredManifest) => void | Promise<void>;

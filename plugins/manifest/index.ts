@@ -1,5 +1,5 @@
 import type { DomainPlugin } from '../../core/http/plugins.ts';
-import { ManifestDefaultsToken, ManifestReaderToken, ManifestSyncListeners } from '../../core/ports/manifest.ts';
+import { ManifestDefaultsToken, ManifestReaderToken, ManifestSyncListeners, ManifestSyncerToken } from '../../core/ports/manifest.ts';
 import { Tokens } from '../../core/tokens.ts';
 import { ManifestRepository } from './repository.ts';
 import { GitManifestSource } from './git-source.ts';
@@ -21,6 +21,7 @@ export const plugin: DomainPlugin = {
     // Keep what an embedder or test registered before the plugins loaded.
     if (!container.isRegistered(ManifestReaderToken)) container.registerInstance(ManifestReaderToken, repository);
     if (!container.isRegistered(ManifestDefaultsToken)) container.registerInstance(ManifestDefaultsToken, repository);
+    if (!container.isRegistered(ManifestSyncerToken)) container.registerInstance(ManifestSyncerToken, container.resolve(ManifestService));
     server.route(manifestRoutes(container));
     server.route(definitionRoutes(container));
   },

@@ -44,6 +44,15 @@ export class ManifestRepository implements ManifestReader {
     return strip(await query.orderBy('id', 'desc').first(['id', ...COLUMNS]));
   }
 
+  async atSha(projectId: string, gitSha: string): Promise<StoredManifest | null> {
+    return strip(
+      await this.db('manifests')
+        .where({ project_id: projectId, git_sha: gitSha })
+        .orderBy('id', 'desc')
+        .first(['id', ...COLUMNS]),
+    );
+  }
+
   async projectsWithCronTriggers(): Promise<string[]> {
     const { rows } = await this.db.raw<{ rows: { project_id: string }[] }>(
       `SELECT m.project_id FROM (SELECT DISTINCT ON (project_id) project_id, parsed FROM manifests ORDER BY project_id, id DESC) m

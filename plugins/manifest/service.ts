@@ -7,7 +7,7 @@ import { loadManifest } from '../../domain/manifest/parse.ts';
 import type { ManifestProblem, StoredManifest } from '../../domain/manifest/types.ts';
 import { ManifestRepository } from './repository.ts';
 import { GitManifestSource } from './git-source.ts';
-import { ManifestSyncListeners } from '../../core/ports/manifest.ts';
+import { ManifestSyncListeners, type ManifestSyncer } from '../../core/ports/manifest.ts';
 import { ProjectDirectoryToken, type ProjectDirectory } from '../../core/ports/directory.ts';
 
 /** Where a manifest comes from: posted text, or the project's repository at a ref (default: its branch). */
@@ -38,7 +38,7 @@ function invalid(errors: ManifestProblem[]): Boom.Boom {
 }
 
 @injectable()
-export class ManifestService {
+export class ManifestService implements ManifestSyncer {
   constructor(
     @inject(Tokens.Db) private readonly db: Db,
     @inject(ManifestRepository) private readonly manifests: ManifestRepository,
@@ -69,6 +69,10 @@ export class ManifestService {
     });
     await this.listeners.synced(stored);
     return stored;
+  }
+
+  syncAt(projectId: string, gitSha: string, principal: Principal): Promise<StoredManifest> {
+    return this.sync(projectId, { ref: gitSha }, principal);
   }
 
   async validate(projectId: string, input: ManifestSourceInput): Promise<ValidationAnswer> {

@@ -29,6 +29,8 @@ import { HarnessOutput } from './harness-output.ts';
 import { handOver, isRoot, type RunAs } from './run-as.ts';
 import { INBOX_PATH, writeCoordinationInbox } from './coordination.ts';
 import { hydrateResources } from './resources.ts';
+import { portedAction, runPortedAction } from './actions.ts';
+import type { BuildActions } from '../../core/ports/build-actions.ts';
 
 export interface WorkerSettings {
   workspaceRoot: string;
@@ -56,6 +58,7 @@ export interface WorkerDeps {
   resources(): ResourceStore | null;
   coordination(): CoordinationThreads | null;
   managedModels(): ManagedModels | null;
+  buildActions(): BuildActions | null;
   apiUrl(): string;
 }
 
@@ -170,6 +173,15 @@ export class AttemptRun {
         phases.push({ name, started_at, ended_at: new Date() });
       }
     };
+    const action = portedAction(work);
+    if (action) {
+      await this.control.runnerEvent(this.lease, 'runner.started', {});
+      const completion = await timed('execute', () =>
+        runPortedAction(action, work, this.deps.buildActions(), this.abort.signal, (line) => void log.system(line)),
+      );
+      await log.system(`action ${action.type}: ${completion.result.status}${completion.result.summary ? `: ${completion.result.summary}` : ''}`);
+      return completion;
+    }
     const { spec, plan } = await timed('provision', async () => {
       const provisioned = await this.provision(work, log, credentialsDir, timed);
       const user = this.deps.settings.runAs;

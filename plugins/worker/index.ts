@@ -14,6 +14,7 @@ import { HarnessRegistryToken } from '../../core/ports/harness.ts';
 import { ManifestReaderToken } from '../../core/ports/manifest.ts';
 import { CoordinationThreadsToken } from '../../core/ports/threads.ts';
 import { ResourceStoreToken } from '../../core/ports/resources.ts';
+import { BuildActionsToken } from '../../core/ports/build-actions.ts';
 import { ManagedModelsToken } from '../../core/ports/inference.ts';
 import type { DependencyContainer, InjectionToken } from '../../core/di.ts';
 import { runAsOf } from './run-as.ts';
@@ -89,6 +90,7 @@ export const plugin: DomainPlugin = {
           coordination: optional(container, CoordinationThreadsToken),
           resources: optional(container, ResourceStoreToken),
           managedModels: optional(container, ManagedModelsToken),
+          buildActions: optional(container, BuildActionsToken),
           apiUrl: () => configuredApiUrl ?? ownApiUrl(),
         },
         w.concurrency,

@@ -33,7 +33,8 @@ function promptOf(work: AttemptWork, agent: Record<string, unknown>): string {
 
 /**
  * Decides what the attempt runs from `hints.step` (workflow and pipeline steps, or any job that
- * carries one): `script` runs its command with /bin/sh; `agent` runs a harness; `action` is not
+ * carries one): `script` runs its command with /bin/sh; `agent` runs a harness; of the actions,
+ * `build` and `release` run through a port (actions.ts) and never get here, the others are not
  * available yet. A job without `hints.step` is an agent job: its description is the prompt, and the
  * harness comes from its harness fields, the manifest's profiles, else the server's default harness.
  */

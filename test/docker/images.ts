@@ -5,9 +5,10 @@
  * Bases are built when missing (the dependencies also when package-lock.json changed); the server
  * image is built every time, from BuildKit's cache when the sources did not change.
  */
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type Docker from 'dockerode';
 import { statusOf } from '../../adapters/runtime/docker/engine.ts';
@@ -67,4 +68,29 @@ export async function ensureImages(docker: Docker, root: string): Promise<void> 
     ],
     { DOCKER_BUILDKIT: '1' },
   );
+}
+
+/** The base the build tests' Dockerfiles start FROM: busybox as /bin/sh and a few applets. */
+export const BUILD_BASE_IMAGE = 'svc-test-base:1';
+
+/** Imports BUILD_BASE_IMAGE from a busybox root filesystem when the engine lacks it (nothing pulled). */
+export function ensureBuildBaseImage(): void {
+  try {
+    execFileSync(DOCKER_CLI, ['image', 'inspect', BUILD_BASE_IMAGE], { stdio: 'ignore' });
+    return;
+  } catch {
+    /* make it */
+  }
+  const work = mkdtempSync(path.join(tmpdir(), 'svc-build-base-'));
+  try {
+    const root = path.join(work, 'rootfs');
+    mkdirSync(path.join(root, 'bin'), { recursive: true });
+    mkdirSync(path.join(root, 'tmp'));
+    copyFileSync('/bin/busybox', path.join(root, 'bin/busybox'));
+    for (const applet of ['sh', 'ls', 'cat', 'false', 'true', 'echo']) symlinkSync('busybox', path.join(root, 'bin', applet));
+    execFileSync('tar', ['-C', root, '-cf', path.join(work, 'rootfs.tar'), '.']);
+    execFileSync(DOCKER_CLI, ['import', path.join(work, 'rootfs.tar'), BUILD_BASE_IMAGE], { stdio: ['ignore', 'ignore', 'inherit'] });
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
 }

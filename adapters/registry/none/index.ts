@@ -1,0 +1,8 @@
+import type { RegistryMode } from '../../../core/ports/registry.ts';
+
+/** `registry: none`: images stay in the build engine, named `<project slug>/<service>`; nothing to pull. */
+export const noneRegistry: RegistryMode = {
+  name: 'none',
+  target: async (ctx) => ({ host: null, repository: (service, image) => image ?? `${ctx.projectSlug}/${service}`, push: null }),
+  pullSecret: async () => null,
+};

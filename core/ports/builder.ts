@@ -1,0 +1,85 @@
+import type { InjectionToken } from 'tsyringe';
+
+/** The spec's build error classes. */
+export const BUILD_ERROR_CLASSES = ['auth_error', 'clone_error', 'build_error', 'timeout_error', 'resource_error', 'registry_error'] as const;
+export type BuildErrorClass = (typeof BUILD_ERROR_CLASSES)[number];
+
+/** Lines of builder output a failed run keeps (spec Limits: build log tail). */
+export const BUILD_LOG_TAIL_LINES = 30;
+
+/** Where a build pushes: a registry host and how to log in to it (never logged). */
+export interface PushTarget {
+  host: string;
+  username: string;
+  password: string;
+}
+
+/** One service to build: its context inside the checkout, its Dockerfile relative to the context, and the full image reference to tag. */
+export interface ServiceBuild {
+  service: string;
+  context: string;
+  dockerfile: string;
+  image_ref: string;
+}
+
+export interface BuildRequest {
+  runId: string;
+  repoUrl: string;
+  gitSha: string;
+  services: ServiceBuild[];
+  /** `linux/amd64`…; empty: the engine's own platform. */
+  platforms: string[];
+  /** null: images stay in the engine (registry `none`). */
+  push: PushTarget | null;
+  /** Aborted when the run is cancelled or times out. */
+  signal: AbortSignal;
+  /** One line of builder output. */
+  log(line: string, stream?: 'stdout' | 'stderr' | 'system'): void;
+}
+
+export interface BuiltImage {
+  service_name: string;
+  image_ref: string;
+  digest: string;
+  platforms: string[];
+  size_bytes: number | null;
+}
+
+/** A builder's failure, classed; `stage` is the Dockerfile stage that failed, when the builder can tell. */
+export class BuildFailure extends Error {
+  constructor(
+    readonly errorClass: BuildErrorClass,
+    message: string,
+    readonly stage: string | null = null,
+  ) {
+    super(message);
+    this.name = 'BuildFailure';
+  }
+}
+
+export interface Builder {
+  /** The backend name (`buildx`, `buildkit`, `kaniko`), as runs record it. */
+  readonly name: string;
+  /** Whether it can build here; `reason` says why not. */
+  available(): Promise<{ ok: true } | { ok: false; reason: string }>;
+  build(request: BuildRequest): Promise<BuiltImage[]>;
+}
+
+/** Builders by backend name (many-valued); config `builds.backend` names the one new runs use. */
+export class BuilderRegistry {
+  private readonly builders = new Map<string, Builder>();
+
+  add(builder: Builder): void {
+    this.builders.set(builder.name, builder);
+  }
+
+  get(name: string): Builder | undefined {
+    return this.builders.get(name);
+  }
+
+  names(): string[] {
+    return [...this.builders.keys()];
+  }
+}
+
+export const BuilderRegistryToken = Symbol('BuilderRegistry') as InjectionToken<BuilderRegistry>;

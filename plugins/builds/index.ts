@@ -1,0 +1,77 @@
+import type { DomainPlugin } from '../../core/http/plugins.ts';
+import { Tokens } from '../../core/tokens.ts';
+import { AccessTargets } from '../../core/http/access.ts';
+import { RoleServices } from '../../core/roles.ts';
+import { createBuilders, registryModes } from '../../core/adapters.ts';
+import { BuilderRegistryToken } from '../../core/ports/builder.ts';
+import { ReleasesToken } from '../../core/ports/releases.ts';
+import { BuildActionsToken } from '../../core/ports/build-actions.ts';
+import { RegistryPullSecretsToken } from '../../core/ports/registry.ts';
+import { NotFound } from '../../core/errors.ts';
+import { BuildRepository } from './repository.ts';
+import { BuildLogBus, BuildLogs } from './logs.ts';
+import { BuildWakeups } from './wakeups.ts';
+import { BuildService } from './service.ts';
+import { ReleaseService } from './releases.ts';
+import { RegistryTokens } from './registry-tokens.ts';
+import { RegistryModes, RegistryTargets, SecretLookup, secretLookup } from './targets.ts';
+import { BuildRunner } from './runner.ts';
+import { BuildActionService } from './actions.ts';
+import { buildRoutes } from './routes.ts';
+import { logRoutes } from './log-routes.ts';
+import { releaseRoutes } from './release-routes.ts';
+import { tokenRoutes } from './token-routes.ts';
+
+/**
+ * Builds, releases and the native registry's token server (docs/builds.md). Builds run on the
+ * worker role with the configured builder; the API role records and serves them.
+ */
+export const plugin: DomainPlugin = {
+  name: 'builds',
+  dependencies: ['projects', 'manifest'],
+  async register(server, { container }) {
+    const config = container.resolve(Tokens.Config);
+    const deps = {
+      config,
+      db: container.resolve(Tokens.Db),
+      databaseUrl: container.resolve(Tokens.DatabaseUrl),
+      logger: container.resolve(Tokens.Logger),
+    };
+    const builders = await createBuilders(config.builds.builders, deps);
+    if (!container.isRegistered(BuilderRegistryToken)) container.registerInstance(BuilderRegistryToken, builders);
+    container.registerInstance(RegistryModes, await registryModes());
+    container.registerInstance(SecretLookup, secretLookup(container));
+    for (const cls of [
+      BuildRepository,
+      BuildLogBus,
+      BuildLogs,
+      BuildWakeups,
+      BuildService,
+      ReleaseService,
+      RegistryTokens,
+      RegistryTargets,
+      BuildRunner,
+      BuildActionService,
+    ])
+      container.registerSingleton(cls as never);
+    if (!container.isRegistered(ReleasesToken)) container.registerInstance(ReleasesToken, container.resolve(ReleaseService));
+    if (!container.isRegistered(BuildActionsToken)) container.registerInstance(BuildActionsToken, container.resolve(BuildActionService));
+    if (!container.isRegistered(RegistryPullSecretsToken)) container.registerInstance(RegistryPullSecretsToken, container.resolve(RegistryTargets));
+    container.resolve(RoleServices).add('worker', container.resolve(BuildRunner));
+
+    const builds = container.resolve(BuildRepository);
+    const targets = container.resolve(AccessTargets);
+    targets.register('build', async (request) => {
+      const buildId = (request.params as Record<string, string>).build_id;
+      const spec = await builds.spec(buildId);
+      if (!spec) throw new NotFound(`build ${buildId} not found`);
+      return { project: spec.project_id, notFound: `build ${buildId} not found` };
+    });
+    targets.register('release', (request) => {
+      const projectId = (request.query as Record<string, string>).project_id;
+      return { project: projectId, notFound: `release ${(request.params as Record<string, string>).tag} not found` };
+    });
+    server.route([...buildRoutes(container), ...logRoutes(container), ...releaseRoutes(container), ...tokenRoutes(container)]);
+    server.ext('onPostStop', () => container.resolve(BuildLogBus).close());
+  },
+};
