@@ -3,6 +3,7 @@ import { ACCESS_USAGE, runAccess } from './commands/access.ts';
 import { ACCESS_REQUEST_USAGE, runAccessRequest } from './commands/access-request.ts';
 import { AUTH_USAGE, runAuth } from './commands/auth.ts';
 import { CONFIG_USAGE, runConfig } from './commands/config.ts';
+import { CONSOLE_USAGE, runConsole } from './commands/console.ts';
 import { DOC_USAGE, runDoc } from './commands/doc.ts';
 import { INVITE_USAGE, runInvite } from './commands/invite.ts';
 import { JOB_USAGE, runJob } from './commands/job.ts';
@@ -47,6 +48,7 @@ Commands:
   secrets   project, org, user and system secrets; master-key rekey      svc secrets --help
   models    models to send to the inference proxy: list                  svc models --help
   inference inference targets and managed models                         svc inference --help
+  console   open the web console in a browser, signed in                svc console --help
   config    profiles: API URL, default org and project                   svc config --help
   serve     run the svc server (svc serve --help)
 
@@ -93,6 +95,7 @@ const GROUPS: Record<string, { run: Runner; usage: string }> = {
   secrets: { run: runSecrets, usage: SECRETS_USAGE },
   models: { run: runModels, usage: MODELS_USAGE },
   inference: { run: runInference, usage: INFERENCE_USAGE },
+  console: { run: runConsole, usage: CONSOLE_USAGE },
   config: { run: runConfig, usage: CONFIG_USAGE },
 };
 

@@ -68,6 +68,8 @@ export const TABLE_OWNERS = {
   inference_targets: 'inference',
   inference_models: 'inference',
   inference_usage: 'inference',
+  // 023_console
+  console_login_links: 'console',
 } as const;
 
 export type TableName = keyof typeof TABLE_OWNERS;
