@@ -14,7 +14,7 @@ export function JobsPage({ projectId }: { projectId: string }) {
   const [phase, setPhase] = useState('');
   const [text, setText] = useState('');
   const reload = usePoll(
-    () => get<Page<Job>>(`/projects/${enc(projectId)}/jobs?limit=200${phase ? `&phase=${phase}` : ''}`).then((page) => setJobs(page.data), setError),
+    () => get<Page<Job>>(`/projects/${enc(projectId)}/jobs?limit=100${phase ? `&phase=${phase}` : ''}`).then((page) => setJobs(page.data), setError),
     [projectId, phase],
     3000,
   );

@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, get } from './api.ts';
+import { navigate } from './router.ts';
 import { ErrorNote } from './ui.tsx';
 
 interface AuthConfig {
@@ -24,8 +25,8 @@ export function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
     setError(null);
     try {
       await api('POST', '/auth/console/session', body);
-      history.replaceState(null, '', '/');
       onSignedIn();
+      navigate(location.pathname.startsWith('/console/login') ? '/' : location.pathname, true);
     } catch (e) {
       setError(e);
     } finally {
