@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { enc, get, patch, post, type Attempt, type Job, type LogLine, type Page } from './api.ts';
+import { enc, get, patch, post, type Attempt, type Job, type LogLine, type Page, type Schemas } from './api.ts';
 import { useStream, usePoll } from './live.ts';
 import { navigate } from './router.ts';
 import { Action, Badge, ErrorNote, Json, Section, when } from './ui.tsx';
@@ -122,18 +122,105 @@ function NewJob({ projectId, onCreated }: { projectId: string; onCreated: () => 
   );
 }
 
-interface Context {
-  parent?: { id: string; title?: string } | null;
-  children?: { id: string; title?: string; phase?: string }[];
-  [key: string]: unknown;
+type Context = Schemas['JobContext'];
+type Receipt = Schemas['Receipt'];
+type Relation = { relation_type?: string; related?: { id?: string; title?: string; phase?: string } };
+
+const JobLink = ({ id, title, phase }: { id?: string; title?: string; phase?: string }) => (
+  <li>
+    <a class="mono" href={`/console/jobs/${enc(id)}`}>
+      {id}
+    </a>{' '}
+    {title} {phase && <Badge value={phase} />}
+  </li>
+);
+
+/** Parent, children, relations and why the job waits, from GET /jobs/{id}/context. */
+function ContextView({ context }: { context: Context }) {
+  const relations = (context.relations ?? {}) as Record<string, Relation[] | undefined>;
+  return (
+    <dl>
+      <dt>Effective phase</dt>
+      <dd>
+        <Badge value={context.effective_phase} /> {context.blocked && <Badge value="blocked" />} {context.waiting && <Badge value="waiting" />}
+      </dd>
+      {context.parent && (
+        <>
+          <dt>Parent</dt>
+          <dd>
+            <ul class="plain">
+              <JobLink {...context.parent} />
+            </ul>
+          </dd>
+        </>
+      )}
+      {!!context.children?.length && (
+        <>
+          <dt>Children</dt>
+          <dd>
+            <ul class="plain">
+              {context.children.map((c) => (
+                <JobLink key={c.id} {...c} />
+              ))}
+            </ul>
+          </dd>
+        </>
+      )}
+      {Object.entries(relations).map(([kind, list]) =>
+        list?.length ? (
+          <>
+            <dt>{kind}</dt>
+            <dd>
+              <ul class="plain">
+                {list.map((r) => (
+                  <JobLink key={r.related?.id} {...r.related} />
+                ))}
+              </ul>
+            </dd>
+          </>
+        ) : null,
+      )}
+      {context.latest_rejection_reason && (
+        <>
+          <dt>Last rejection</dt>
+          <dd>{context.latest_rejection_reason}</dd>
+        </>
+      )}
+    </dl>
+  );
+}
+
+/** Tokens, cost and phase timings of the newest attempt. */
+function ReceiptView({ receipt }: { receipt: Receipt }) {
+  const llm = receipt.llm;
+  const cost = receipt.cost as { base_cost_usd?: number; billed_cost?: { amount?: number | string; currency?: string } } | undefined;
+  const phases = Object.entries((receipt.timing?.phases ?? {}) as Record<string, number>);
+  return (
+    <dl>
+      <dt>Tokens</dt>
+      <dd>
+        {llm?.input_tokens ?? 0} in · {llm?.output_tokens ?? 0} out · {llm?.cache_read_tokens ?? 0} cache read · {llm?.calls ?? 0} calls
+      </dd>
+      <dt>Cost</dt>
+      <dd>{cost?.billed_cost ? `${cost.billed_cost.amount} ${cost.billed_cost.currency ?? ''}` : `$${(cost?.base_cost_usd ?? 0).toFixed(4)}`}</dd>
+      <dt>Billable</dt>
+      <dd>{((receipt.timing?.billable_ms ?? 0) / 1000).toFixed(1)} s</dd>
+      {phases.map(([name, ms]) => (
+        <>
+          <dt>{name}</dt>
+          <dd>{(ms / 1000).toFixed(1)} s</dd>
+        </>
+      ))}
+    </dl>
+  );
 }
 
 /** One job: its context, attempts, the live log of the newest attempt, result, git, receipt and actions. */
-export function JobPage({ jobId }: { jobId: string }) {
+export function JobPage({ jobId, onProject }: { jobId: string; onProject: (projectId: string) => void }) {
   const [job, setJob] = useState<Job | null>(null);
   const [attempts, setAttempts] = useState<Attempt[]>([]);
   const [context, setContext] = useState<Context | null>(null);
-  const [receipt, setReceipt] = useState<unknown>(null);
+  const [receipt, setReceipt] = useState<Receipt | null>(null);
   const [error, setError] = useState<unknown>(null);
   const live = job?.phase === 'active' || job?.phase === 'ready';
   const reload = usePoll(
@@ -141,9 +228,10 @@ export function JobPage({ jobId }: { jobId: string }) {
       try {
         const j = await get<Job>(`/jobs/${enc(jobId)}`);
         setJob(j);
+        onProject(j.project_id);
         setAttempts((await get<Page<Attempt>>(`/projects/${enc(j.project_id)}/jobs/${enc(jobId)}/attempts?limit=100`)).data);
         setContext(await get<Context>(`/jobs/${enc(jobId)}/context`).catch(() => null));
-        setReceipt(await get<unknown>(`/jobs/${enc(jobId)}/receipt`).catch(() => null));
+        setReceipt(await get<Receipt>(`/jobs/${enc(jobId)}/receipt`).catch(() => null));
         setError(null);
       } catch (e) {
         setError(e);
@@ -198,14 +286,6 @@ export function JobPage({ jobId }: { jobId: string }) {
             </dd>
             <dt>Created</dt>
             <dd>{when(job.created_at)}</dd>
-            {job.parent_id && (
-              <>
-                <dt>Parent</dt>
-                <dd>
-                  <a href={`/console/jobs/${enc(job.parent_id)}`}>{job.parent_id}</a>
-                </dd>
-              </>
-            )}
             {job.close_reason && (
               <>
                 <dt>Closed</dt>
@@ -249,16 +329,18 @@ export function JobPage({ jobId }: { jobId: string }) {
         {!attempts.length && <p class="muted">No attempt yet: a worker picks the job up when it is ready.</p>}
       </Section>
       {newest && <LiveLog key={newest.id} jobId={job.id} attempt={newest} onEnd={reload} />}
-      {context && (
-        <Section title="Context">
-          <Json value={context} />
-        </Section>
-      )}
-      {receipt != null && (
-        <Section title="Receipt">
-          <Json value={receipt} />
-        </Section>
-      )}
+      <div class="grid">
+        {context && (
+          <Section title="Context">
+            <ContextView context={context} />
+          </Section>
+        )}
+        {receipt && (
+          <Section title={`Receipt of attempt ${receipt.attempt_number}`}>
+            <ReceiptView receipt={receipt} />
+          </Section>
+        )}
+      </div>
     </>
   );
 }
@@ -271,7 +353,8 @@ function LiveLog({ jobId, attempt, onEnd }: { jobId: string; attempt: Attempt; o
     log: (data) => {
       const line = data as LogLine;
       setLines((all) => (all.some((l) => l.seq === line.seq) ? all : [...all, line]));
-      const todo = /^(?:progress|todo)[:\s]+(.*)$/i.exec(line.line);
+      // The worker logs the agent's todo-list progress as `[progress] 50% Make the change`.
+      const todo = /^\[progress\]\s*(.*)$/.exec(line.line);
       if (todo) setProgress(todo[1]);
     },
     end: () => onEnd(),

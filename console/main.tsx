@@ -1,7 +1,7 @@
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import './styles.css';
-import { api, ApiError, enc, get, type Me } from './api.ts';
+import { api, ApiError, enc, get, type Me, type Page, type Schemas } from './api.ts';
 import { JobPage, JobsPage } from './jobs.tsx';
 import { WebhooksPage } from './org.tsx';
 import { EventsPage, ProjectPage, RunPage } from './project.tsx';
@@ -18,15 +18,44 @@ function App() {
   const [me, setMe] = useState<Me | null | undefined>(undefined);
   const [error, setError] = useState<unknown>(null);
   const [theme, setTheme] = useState<Theme>(initialTheme);
+  // Every org and project the caller may see (an administrator sees more than its memberships).
+  const [orgs, setOrgs] = useState<Schemas['Org'][]>([]);
+  const [projects, setProjects] = useState<Schemas['Project'][]>([]);
+  // The project of the page shown; a job page learns it from the job.
+  const [jobProject, setJobProject] = useState<string | undefined>(undefined);
   useEffect(() => {
     document.documentElement.dataset.theme = theme;
     localStorage.setItem('svc-theme', theme); // the theme only: never a token
   }, [theme]);
   const loadMe = () =>
-    get<Me>('/auth/me').then(setMe, (e) => {
-      if (e instanceof ApiError && e.status === 401) setMe(null);
-      else setError(e);
-    });
+    get<Me>('/auth/me').then(
+      async (who) => {
+        setMe(who);
+        const [o, p] = await Promise.all([get<Page<Schemas['Org']>>('/orgs?limit=100'), get<Page<Schemas['Project']>>('/projects?limit=100')]).catch(() => [
+          { data: [] },
+          { data: [] },
+        ]);
+        setOrgs(o.data);
+        setProjects(p.data);
+      },
+      (e) => {
+        if (e instanceof ApiError && e.status === 401) setMe(null);
+        else setError(e);
+      },
+    );
+  useEffect(() => {
+    // `/` jumps to the page's filter, as in most consoles.
+    const key = (e: KeyboardEvent) => {
+      const typing = (e.target as HTMLElement).closest('input, textarea, select');
+      const search = document.querySelector<HTMLInputElement>('input[type=search]');
+      if (e.key === '/' && !typing && search) {
+        e.preventDefault();
+        search.focus();
+      }
+    };
+    window.addEventListener('keydown', key);
+    return () => window.removeEventListener('keydown', key);
+  }, []);
   useEffect(() => {
     void loadMe();
     const out = () => setMe(null);
@@ -41,18 +70,22 @@ function App() {
   let projectId: string | undefined;
   let page;
   let p;
-  if ((p = params('/console/jobs/:job'))) page = <JobPage jobId={p.job} />;
-  else if ((p = params('/console/projects/:project/jobs'))) page = <JobsPage projectId={(projectId = p.project)} />;
+  if ((p = params('/console/jobs/:job'))) {
+    projectId = jobProject;
+    page = <JobPage jobId={p.job} onProject={setJobProject} />;
+  } else if ((p = params('/console/projects/:project/jobs'))) page = <JobsPage projectId={(projectId = p.project)} />;
   else if ((p = params('/console/projects/:project/events'))) page = <EventsPage projectId={(projectId = p.project)} />;
   else if ((p = params('/console/projects/:project/runs/:run'))) page = <RunPage projectId={(projectId = p.project)} runId={p.run} />;
   else if ((p = params('/console/projects/:project'))) page = <ProjectPage projectId={(projectId = p.project)} />;
   else if ((p = params('/console/orgs/:org/webhooks'))) page = <WebhooksPage orgId={p.org} />;
-  else page = <Home me={me} />;
-  const project = me.projects.find((x) => x.id === projectId);
-  const orgId = project?.org_id ?? me.orgs[0]?.id;
+  else page = <Home orgs={orgs} projects={projects} />;
+  const orgId = projects.find((x) => x.id === projectId)?.org_id ?? orgs[0]?.id;
 
   return (
     <div class="shell" onClick={(e) => onLink(e as unknown as MouseEvent)}>
+      <a class="skip" href="#main">
+        Skip to content
+      </a>
       <header class="top">
         <a class="brand" href="/">
           svc
@@ -67,9 +100,9 @@ function App() {
             }}
           >
             <option value="">Choose a project…</option>
-            {me.orgs.map((o) => (
+            {orgs.map((o) => (
               <optgroup key={o.id} label={o.name}>
-                {me.projects
+                {projects
                   .filter((x) => x.org_id === o.id)
                   .map((x) => (
                     <option key={x.id} value={x.id}>
@@ -100,23 +133,23 @@ function App() {
           Sign out
         </button>
       </header>
-      <main>{page}</main>
+      <main id="main">{page}</main>
     </div>
   );
 }
 
-function Home({ me }: { me: Me }) {
+function Home({ orgs, projects }: { orgs: Schemas['Org'][]; projects: Schemas['Project'][] }) {
   return (
     <>
       <h1>Projects</h1>
-      {!me.projects.length && <p class="muted">You are in no project yet: svc project create NAME --org ORG.</p>}
-      {me.orgs.map((o) => (
+      {!projects.length && <p class="muted">No project yet: svc project create NAME --org ORG.</p>}
+      {orgs.map((o) => (
         <section key={o.id}>
           <h2>
             {o.name} <a href={`/console/orgs/${enc(o.id)}/webhooks`}>webhooks</a>
           </h2>
           <ul class="projects">
-            {me.projects
+            {projects
               .filter((x) => x.org_id === o.id)
               .map((x) => (
                 <li key={x.id}>

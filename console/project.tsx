@@ -84,7 +84,7 @@ export function ProjectPage({ projectId }: { projectId: string }) {
 
 function Invoke({ projectId, name }: { projectId: string; name: string }) {
   const [input, setInput] = useState('{}');
-  const [result, setResult] = useState<unknown>(null);
+  const [result, setResult] = useState<{ job_id?: string; status?: string } | null>(null);
   const [error, setError] = useState<unknown>(null);
   return (
     <form
@@ -104,7 +104,15 @@ function Invoke({ projectId, name }: { projectId: string; name: string }) {
       <textarea id={`input-${name}`} class="mono" rows={3} value={input} onInput={(e) => setInput((e.target as HTMLTextAreaElement).value)} />
       <button type="submit">Invoke {name}</button>
       <ErrorNote error={error} />
-      {result != null && <Json value={result} />}
+      {result?.job_id && (
+        <p class="invoked">
+          Started{' '}
+          <a class="mono" href={`/console/jobs/${enc(result.job_id)}`}>
+            {result.job_id}
+          </a>{' '}
+          <Badge value={result.status} />
+        </p>
+      )}
     </form>
   );
 }
@@ -135,8 +143,10 @@ export function RunPage({ projectId, runId }: { projectId: string; runId: string
       setRun(r);
       setError(null);
     }, setError);
-  const reload = usePoll(load, [projectId, runId], 5000);
-  const state = useStream(`/pipeline-runs/${enc(runId)}/stream`, {
+  const open = !!run && !['succeeded', 'failed', 'cancelled'].includes(run.status);
+  const reload = usePoll(load, [projectId, runId], 5000, open);
+  // The run's stream closes once the run has ended; it is opened only while the run is open.
+  const state = useStream(open || !run ? `/pipeline-runs/${enc(runId)}/stream` : null, {
     'run.status': () => void load(),
     'step.status': () => void load(),
     'step.log': (data) => {
@@ -146,7 +156,6 @@ export function RunPage({ projectId, runId }: { projectId: string; runId: string
     end: () => void load(),
   });
   if (!run) return <ErrorNote error={error} />;
-  const open = !['succeeded', 'failed', 'cancelled'].includes(run.status);
   return (
     <>
       <header class="page-head">
@@ -154,7 +163,7 @@ export function RunPage({ projectId, runId }: { projectId: string; runId: string
           {run.pipeline_name} <span class="mono">{run.id}</span>
         </h1>
         <Badge value={run.status} />
-        <span class={`stream s-${state}`}>{state}</span>
+        <span class={`stream s-${open ? state : 'ended'}`}>{open ? state : 'ended'}</span>
       </header>
       <ErrorNote error={error} />
       <div class="actions">

@@ -16,6 +16,11 @@ const FAKE_CLAUDE = fileURLToPath(new URL('../fixtures/bin/fake-claude', import.
 const SHOTS = fileURLToPath(new URL('../../test-output/console/', import.meta.url));
 
 const MANIFEST = `
+workflows:
+  greet:
+    trigger: { event: { type: manual.greet } }
+    steps:
+      - { name: hello, run: echo hello }
 pipelines:
   gated:
     steps:
@@ -75,12 +80,28 @@ if (!existsSync(CHROMIUM)) {
     await handle!.click();
   };
 
-  test.serial('sign in with a login link, create a job that runs the fake CLI, watch its log live, and approve its review', async (t) => {
-    t.timeout(120_000);
+  test.serial('sign in by pasting a token, see the projects, sign out', async (t) => {
+    t.timeout(60_000);
     await page.goto(`${w.srv.url}/`);
     await page.waitForSelector('#token');
     await shot('sign-in');
+    await page.type('#token', 'not-a-token');
+    await clickButton('Sign in');
+    await page.waitForSelector('.error');
+    t.regex(await textOf('.error'), /^401: invalid token/);
+    await page.$eval('#token', (el) => ((el as HTMLInputElement).value = ''));
+    await page.type('#token', w.token);
+    await clickButton('Sign in');
+    await page.waitForSelector('.projects a');
+    t.regex(await textOf('.projects'), /webui/);
+    await clickButton('Sign out');
+    await page.waitForSelector('#token');
+    const me = await page.evaluate(() => fetch('/auth/me').then((r) => r.status));
+    t.is(me, 401);
+  });
 
+  test.serial('sign in with a login link, create a job that runs the fake CLI, watch its log live, and approve its review', async (t) => {
+    t.timeout(120_000);
     const link = await w.api.post('/auth/console/links');
     t.is(link.statusCode, 201);
     await page.goto(link.body.url);
@@ -102,7 +123,9 @@ if (!existsSync(CHROMIUM)) {
       t.log(JSON.stringify((await w.api.get(`/jobs/${id}`)).body), JSON.stringify((await w.api.get(`/projects/${w.projectId}/jobs/${id}/attempts`)).body));
       throw e;
     });
-    t.regex(await textOf('[data-testid=log]'), /\S/);
+    t.regex(await textOf('[data-testid=log]'), /Handled: Add a changelog entry/);
+    t.regex(await textOf('.progress'), /Make the change/);
+    t.is(await page.$eval('.switch select', (el) => (el as HTMLSelectElement).value), w.projectId);
     await shot('job-review');
     await clickButton('Approve');
     await page.waitForSelector('.page-head .b-done', { timeout: 30_000 });
@@ -125,6 +148,22 @@ if (!existsSync(CHROMIUM)) {
     const statuses = await page.$$eval('[data-step]', (els) => els.map((el) => el.getAttribute('data-status')));
     t.deepEqual(statuses, ['succeeded', 'succeeded', 'succeeded']);
     await shot('pipeline-succeeded');
+    await page.goto(`${w.srv.url}/console/projects/${w.projectId}`);
+    await page.waitForSelector('.runs li');
+    t.regex(await textOf('.runs'), /succeeded/);
+    t.regex(await page.$eval('main', (el) => el.textContent ?? ''), /staging/);
+    await shot('project');
+
+    await page.$eval('#input-greet', (el) => ((el as HTMLTextAreaElement).value = ''));
+    await page.type('#input-greet', '{"who": "console"}');
+    await clickButton('Invoke greet');
+    await page.waitForSelector('.invoke .invoked a');
+    t.regex(await textOf('.invoke .invoked'), /^Started webui-[0-9a-f]{8}/);
+    await page.$eval('#input-greet', (el) => ((el as HTMLTextAreaElement).value = ''));
+    await page.type('#input-greet', '{not json');
+    await clickButton('Invoke greet');
+    await page.waitForSelector('.invoke .error');
+    t.regex(await textOf('.invoke .error'), /JSON/);
   });
 
   test.serial('see a webhook delivery and its response', async (t) => {
@@ -135,5 +174,23 @@ if (!existsSync(CHROMIUM)) {
     t.true(received.length > 0);
     await page.evaluate(() => document.querySelector<HTMLButtonElement>('button[aria-label="Switch theme"]')!.click());
     await shot('webhooks-dark');
+  });
+
+  test.serial('on a phone the board stacks into one column and the events page shows routing', async (t) => {
+    t.timeout(60_000);
+    await page.setViewport({ width: 390, height: 844 });
+    await page.goto(`${w.srv.url}/console/projects/${w.projectId}/jobs`);
+    await page.waitForSelector('.column .card');
+    const columns = await page.$$eval('.column', (els) => new Set(els.map((el) => el.getBoundingClientRect().left)).size);
+    t.is(columns, 1);
+    await shot('jobs-phone');
+    await page.setViewport({ width: 1280, height: 860 });
+    const event = await w.api.post(`/projects/${w.projectId}/events`, { type: 'manual.greet' });
+    t.is(event.statusCode, 201, JSON.stringify(event.body));
+    await page.goto(`${w.srv.url}/console/projects/${w.projectId}/events`);
+    const routed = await page.waitForSelector('::-p-xpath(//details[.//span[.="manual.greet"] and contains(., "matched 1")])', { timeout: 30_000 });
+    await routed!.click();
+    t.regex(await page.$eval('details[open]', (el) => el.textContent ?? ''), /workflow greet/);
+    await shot('events');
   });
 }
