@@ -257,7 +257,15 @@ export function JobPage({ jobId, onProject }: { jobId: string; onProject: (proje
       </header>
       <ErrorNote error={error} />
       <div class="actions" role="toolbar" aria-label="Job actions">
-        {job.phase === 'active' && <Action label="Submit for review" run={act(() => post(`/jobs/${enc(job.id)}/submit`))} />}
+        {job.phase === 'active' && (
+          <Action
+            label="Submit for review"
+            run={act(async () => {
+              const summary = window.prompt('Summary of the work for the reviewer');
+              if (summary) await post(`/jobs/${enc(job.id)}/submit`, { summary });
+            })}
+          />
+        )}
         {job.phase === 'review' && <Action label="Approve" kind="primary" run={act(() => post(`/jobs/${enc(job.id)}/approve`))} />}
         {job.phase === 'review' && (
           <Action
@@ -268,7 +276,17 @@ export function JobPage({ jobId, onProject }: { jobId: string; onProject: (proje
             })}
           />
         )}
-        {(job.phase === 'cancelled' || job.phase === 'done') && <Action label="Retry" run={act(() => patch(`/jobs/${enc(job.id)}`, { phase: 'ready' }))} />}
+        {(job.phase === 'cancelled' || job.phase === 'done') && (
+          // A closed job stays closed (the state machine has no way back): a retry is a new job asking the same.
+          <Action
+            label="Run again as a new job"
+            run={async () => {
+              const { title, description, review_required, labels, issue_type, priority } = job;
+              const again = await post<Job>(`/projects/${enc(job.project_id)}/jobs`, { title, description, review_required, labels, issue_type, priority });
+              navigate(`/console/jobs/${enc(again.id)}`);
+            }}
+          />
+        )}
         {job.phase !== 'done' && job.phase !== 'cancelled' && (
           <Action label="Cancel" kind="danger" confirm="Cancel this job?" run={act(() => patch(`/jobs/${enc(job.id)}`, { phase: 'cancelled' }))} />
         )}

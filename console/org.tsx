@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { enc, get, post, type Delivery, type Page, type Webhook } from './api.ts';
+import { enc, get, post, type Delivery, type Page, type Schemas, type Webhook } from './api.ts';
 import { usePoll } from './live.ts';
 import { Action, Badge, ErrorNote, Section, when } from './ui.tsx';
 
@@ -27,7 +27,11 @@ function Hook({ orgId, hook }: { orgId: string; hook: Webhook }) {
     [hook.id],
     3000,
   );
-  const since = new Date(Date.now() - 3600_000).toISOString();
+  const [replay, setReplay] = useState<Schemas['WebhookReplay'] | null>(null);
+  const replayFrom = async (eventId: string) => {
+    setReplay(await post<Schemas['WebhookReplay']>(`/orgs/${enc(orgId)}/webhooks/${enc(hook.id)}/replays`, { from_event: eventId }));
+    reload();
+  };
   return (
     <div class="hook">
       <h3>
@@ -35,9 +39,14 @@ function Hook({ orgId, hook }: { orgId: string; hook: Webhook }) {
       </h3>
       <div class="actions">
         <Action label="Send a test" run={() => post(`/orgs/${enc(orgId)}/webhooks/${enc(hook.id)}/test`).then(reload)} />
-        <Action label="Replay the last hour" run={() => post(`/orgs/${enc(orgId)}/webhooks/${enc(hook.id)}/replays`, { since }).then(reload)} />
       </div>
       <ErrorNote error={error} />
+      {replay && (
+        <p class="replay" role="status">
+          Replay <span class="mono">{replay.id}</span>: {replay.events_matched} events matched, {replay.events_enqueued} sent again, {replay.events_skipped}{' '}
+          skipped (already received or in flight).
+        </p>
+      )}
       <table>
         <thead>
           <tr>
@@ -47,11 +56,12 @@ function Hook({ orgId, hook }: { orgId: string; hook: Webhook }) {
             <th>Response</th>
             <th>Attempts</th>
             <th>When</th>
+            <th></th>
           </tr>
         </thead>
         <tbody>
           {deliveries.map((d) => (
-            <tr key={d.id} data-delivery={d.status}>
+            <tr key={d.id} data-delivery={d.status} data-kind={d.kind}>
               <td class="mono">{d.event_type}</td>
               <td>{d.kind}</td>
               <td>
@@ -60,6 +70,7 @@ function Hook({ orgId, hook }: { orgId: string; hook: Webhook }) {
               <td title={d.response_body ?? d.error ?? ''}>{d.response_status ?? d.error ?? '–'}</td>
               <td>{d.attempts}</td>
               <td>{when(d.created_at)}</td>
+              <td>{d.kind === 'event' && d.event_id && <Action label="Replay from here" run={() => replayFrom(d.event_id!)} />}</td>
             </tr>
           ))}
         </tbody>

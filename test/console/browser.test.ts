@@ -8,11 +8,13 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { createServer, type Server as HttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { SignJWT } from 'jose';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { syncManifest, workerWorld, type WorkerWorld } from '../worker/helpers.ts';
 
 const CHROMIUM = process.env.SVC_CHROMIUM ?? '/usr/bin/chromium';
 const FAKE_CLAUDE = fileURLToPath(new URL('../fixtures/bin/fake-claude', import.meta.url));
+const SSO = { secret: 'console-sso-shared-secret-0123456789abcdef', issuer: 'https://idp.example.test' };
 const SHOTS = fileURLToPath(new URL('../../test-output/console/', import.meta.url));
 
 const MANIFEST = `
@@ -44,7 +46,7 @@ if (!existsSync(CHROMIUM)) {
 
   test.before(async () => {
     mkdirSync(SHOTS, { recursive: true });
-    w = await workerWorld('webui', { overrides: { harnesses: { harness_b: { command: FAKE_CLAUDE } } } });
+    w = await workerWorld('webui', { overrides: { harnesses: { harness_b: { command: FAKE_CLAUDE } }, auth: { sso: SSO } } });
     await syncManifest(w, MANIFEST);
     const key = await w.api.post('/system/secrets', { name: 'ANTHROPIC_API_KEY', value: 'sk-ant-console-test-0123456789' });
     if (key.statusCode !== 201) throw new Error(`secret: ${JSON.stringify(key.body)}`);
@@ -98,6 +100,21 @@ if (!existsSync(CHROMIUM)) {
     await page.waitForSelector('#token');
     const me = await page.evaluate(() => fetch('/auth/me').then((r) => r.status));
     t.is(me, 401);
+
+    // Single sign-on: the identity provider's token goes through /auth/exchange into the session cookie.
+    const idToken = await new SignJWT({ email: 'sso-user@example.com', name: 'Sso User' })
+      .setProtectedHeader({ alg: 'HS256' })
+      .setIssuer(SSO.issuer)
+      .setAudience('svc')
+      .setExpirationTime('5m')
+      .sign(new TextEncoder().encode(SSO.secret));
+    await page.waitForSelector('#idtoken');
+    await page.type('#idtoken', idToken);
+    await clickButton('Exchange and sign in');
+    await page.waitForSelector('.top .who');
+    t.is(await textOf('.top .who'), 'sso-user@example.com');
+    await clickButton('Sign out');
+    await page.waitForSelector('#token');
   });
 
   test.serial('sign in with a login link, create a job that runs the fake CLI, watch its log live, and approve its review', async (t) => {
@@ -170,8 +187,16 @@ if (!existsSync(CHROMIUM)) {
     t.timeout(60_000);
     await page.goto(`${w.srv.url}/console/orgs/${w.orgId}/webhooks`);
     await clickButton('Send a test');
-    await page.waitForSelector('tr[data-delivery=succeeded]', { timeout: 30_000 });
+    await page.waitForSelector('tr[data-delivery=succeeded][data-kind=test]', { timeout: 30_000 });
     t.true(received.length > 0);
+    const replay = await page.waitForSelector('tr[data-kind=event] button');
+    await replay!.click();
+    // The replay skips what the subscription already received and re-sends the rest as deliveries of kind replay.
+    await page.waitForSelector('.replay');
+    const [, matched, sent, skipped] = /: (\d+) events matched, (\d+) sent again, (\d+) skipped/.exec(await textOf('.replay'))!.map(Number);
+    t.is(matched, sent + skipped);
+    t.true(skipped >= 1, 'the event of the row replayed from was received already');
+    if (sent > 0) await page.waitForSelector('tr[data-kind=replay][data-delivery=succeeded]', { timeout: 30_000 });
     await page.evaluate(() => document.querySelector<HTMLButtonElement>('button[aria-label="Switch theme"]')!.click());
     await shot('webhooks-dark');
   });
