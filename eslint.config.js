@@ -4,9 +4,9 @@
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'examples/**', '**/*.js', '**/*.mjs', 'test/fixtures/bin/**'] },
+  { ignores: ['dist/**', 'node_modules/**', 'console/generated/**', 'examples/**', '**/*.js', '**/*.mjs', 'test/fixtures/bin/**'] },
   {
-    files: ['**/*.ts'],
+    files: ['**/*.ts', '**/*.tsx'],
     languageOptions: {
       parser: tseslint.parser,
       parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },

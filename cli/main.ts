@@ -3,6 +3,7 @@ import { ACCESS_USAGE, runAccess } from './commands/access.ts';
 import { ACCESS_REQUEST_USAGE, runAccessRequest } from './commands/access-request.ts';
 import { AUTH_USAGE, runAuth } from './commands/auth.ts';
 import { CONFIG_USAGE, runConfig } from './commands/config.ts';
+import { CONSOLE_USAGE, runConsole } from './commands/console.ts';
 import { DOC_USAGE, runDoc } from './commands/doc.ts';
 import { INVITE_USAGE, runInvite } from './commands/invite.ts';
 import { JOB_USAGE, runJob } from './commands/job.ts';
@@ -54,6 +55,7 @@ Commands:
   pricing   rate cards and exchange rates (system administrator)         svc pricing --help
   spend     what the org spent: totals, by project, model, harness, day  svc spend --help
   analytics org analytics: summary, jobs, pipelines, env-health          svc analytics --help
+  console   open the web console in a browser, signed in                svc console --help
   config    profiles: API URL, default org and project                   svc config --help
   serve     run the svc server (svc serve --help)
 
@@ -110,6 +112,7 @@ const GROUPS: Record<string, { run: Runner; usage: string }> = {
   pricing: { run: runPricing, usage: PRICING_USAGE },
   spend: { run: runSpend, usage: SPEND_USAGE },
   analytics: { run: runAnalytics, usage: ANALYTICS_USAGE },
+  console: { run: runConsole, usage: CONSOLE_USAGE },
   config: { run: runConfig, usage: CONFIG_USAGE },
 };
 

@@ -50,6 +50,39 @@ export interface KernelOptions {
   configure?: (container: DependencyContainer) => void;
 }
 
+export interface KernelParts {
+  config: Config;
+  db: Db;
+  controlDb: Db;
+  databaseUrl: string;
+  logger: Logger;
+  sealer: Sealer;
+}
+
+/** The container every process builds before its plugins load: config, pools, kernel services, the code host and chat adapters. */
+export async function kernelContainer(parts: KernelParts): Promise<DependencyContainer> {
+  const { config, db, databaseUrl, logger } = parts;
+  const container = rootContainer.createChildContainer();
+  container.registerInstance(Tokens.Config, config);
+  container.registerInstance(Tokens.Db, db);
+  container.registerInstance(Tokens.ControlDb, parts.controlDb);
+  container.registerInstance(Tokens.DatabaseUrl, databaseUrl);
+  container.registerInstance(Tokens.Logger, logger);
+  container.registerInstance(Tokens.Sealer, parts.sealer);
+  container.registerInstance(Tokens.Clock, systemClock);
+  container.registerInstance(Tokens.StartedAt, new Date());
+  container.registerInstance(Metrics, new Metrics({ processMetrics: true }));
+  declareDirectories(container);
+  declareEventLog(container);
+  for (const cls of [AuthCache, SigningKeys, MachineTokens, TokenService, PermissionResolver, Access, AccessTargets, Memberships])
+    container.registerSingleton(cls as never);
+  const adapterDeps: AdapterDeps = { config, db, databaseUrl, logger };
+  // Every role may talk to the code host and the chat app (inbound on api, pull requests and notices elsewhere).
+  container.registerInstance(VcsHostToken, await createAdapter('vcshost', config.adapters.vcshost, adapterDeps));
+  container.registerInstance(ChatAppToken, await createAdapter('chatapp', config.adapters.chatapp, adapterDeps));
+  return container;
+}
+
 /**
  * Boot order: database (external or embedded) → migrations → container → signing keys →
  * HTTP server (the API with the api role, else the role listener) → orchestrator and worker roles. stop() undoes it in reverse.
@@ -85,30 +118,14 @@ export async function startKernel(config: Config, opts: KernelOptions = {}): Pro
     const controlDb = createKnex(databaseUrl, config.database.control_pool_max, logger, timeouts);
     undo.push(() => controlDb.destroy());
 
-    const container = rootContainer.createChildContainer();
-    container.registerInstance(Tokens.Config, config);
-    container.registerInstance(Tokens.Db, db);
-    container.registerInstance(Tokens.ControlDb, controlDb);
-    container.registerInstance(Tokens.DatabaseUrl, databaseUrl);
-    container.registerInstance(Tokens.Logger, logger);
-    container.registerInstance(Tokens.Sealer, sealer);
-    container.registerInstance(Tokens.Clock, systemClock);
-    container.registerInstance(Tokens.StartedAt, new Date());
-    const metrics = new Metrics({ processMetrics: true });
-    container.registerInstance(Metrics, metrics);
+    const container = await kernelContainer({ config, db, controlDb, databaseUrl, logger, sealer });
+    const metrics = container.resolve(Metrics);
     measurePools(metrics, { main: db, control: controlDb });
-    declareDirectories(container);
-    declareEventLog(container);
-    for (const cls of [AuthCache, SigningKeys, MachineTokens, TokenService, PermissionResolver, Access, AccessTargets, Memberships])
-      container.registerSingleton(cls as never);
     const authCache = container.resolve(AuthCache);
     await authCache.listen();
     undo.push(() => authCache.close());
     await container.resolve(SigningKeys).ensureActive();
     const adapterDeps: AdapterDeps = { config, db, databaseUrl, logger };
-    // Every role may talk to the code host and the chat app (inbound on api, pull requests and notices elsewhere).
-    container.registerInstance(VcsHostToken, await createAdapter('vcshost', config.adapters.vcshost, adapterDeps));
-    container.registerInstance(ChatAppToken, await createAdapter('chatapp', config.adapters.chatapp, adapterDeps));
     opts.configure?.(container);
 
     const roleServices = new RoleServices();
@@ -116,7 +133,7 @@ export async function startKernel(config: Config, opts: KernelOptions = {}): Pro
     const housekeeping = new Housekeeping();
     container.registerInstance(Housekeeping, housekeeping);
     if (config.roles.includes('orchestrator')) {
-      const scheduler = await createAdapter('scheduler', config.adapters.scheduler, { config, db, databaseUrl, logger } satisfies AdapterDeps);
+      const scheduler = await createAdapter('scheduler', config.adapters.scheduler, adapterDeps);
       container.registerInstance(SchedulerToken, scheduler);
       roleServices.add('orchestrator', schedulerService(housekeeping, scheduler));
     }

@@ -3,8 +3,10 @@ import { loadConfig, ConfigError } from './config/load.ts';
 import { AdapterError } from './adapters.ts';
 import { startKernel, type Kernel } from './kernel.ts';
 import { isDatabaseUnavailable } from './db/unavailable.ts';
+import { openApiDocument } from './openapi-document.ts';
 
 const USAGE = `usage: svc serve [--roles api,orchestrator,worker] [--port N] [--config FILE]
+       svc openapi   (prints the OpenAPI document, without a database)
 
 Examples:
   svc serve                                   every role, embedded database, on 127.0.0.1:4701
@@ -78,6 +80,13 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       console.error(`svc: ${e instanceof Error ? e.message : e}`);
       process.exit(1);
     });
+  } else if (command === 'openapi' && rest.length === 0) {
+    openApiDocument(loadConfig({ env: process.env }))
+      .then((doc) => process.stdout.write(`${JSON.stringify(doc, null, 2)}\n`))
+      .catch((e) => {
+        console.error(`svc: ${e instanceof Error ? e.message : e}`);
+        process.exit(1);
+      });
   } else {
     console.error(USAGE);
     process.exit(64);

@@ -3,6 +3,8 @@ import type { Server } from '@hapi/hapi';
 import type { DependencyContainer } from 'tsyringe';
 import { TokenRejected, TokenService } from './tokens.ts';
 import { isNostrHeader, NostrRequestAuth, type NostrArtifacts } from './nostr-request.ts';
+import { CSRF_HEADER, declareSessionCookie, lacksCsrfHeader, SESSION_COOKIE } from './session-cookie.ts';
+import { Tokens } from '../tokens.ts';
 
 // The scheme name is case-insensitive (RFC 7235 section 2.1): 'bearer <jwt>' is the same header.
 const BEARER = /^Bearer +(\S+)$/i;
@@ -21,11 +23,23 @@ function unauthorized(message: string, code?: 'invalid_request' | 'invalid_token
 
 /**
  * `Authorization: Bearer <jwt>` on every route that does not say `auth: false`; or `Authorization: Nostr
- * <signed event>` (docs/nostr.md), whose body hash is checked by `payload` once hapi has read the body.
+ * <signed event>` (docs/nostr.md), whose body hash is checked by `payload` once hapi has read the body;
+ * or, without an Authorization header, the web console's session cookie (writes need the CSRF header).
  */
 export function installAuthScheme(server: Server, container: DependencyContainer): void {
   const tokens = container.resolve(TokenService);
   const nostr = container.resolve(NostrRequestAuth);
+  const publicUrl = container.resolve(Tokens.Config).server.public_url;
+  declareSessionCookie(server, Boolean(publicUrl?.startsWith('https:')));
+  const principalOf = async (token: string) => {
+    if (!JWT_SHAPE.test(token)) throw unauthorized('invalid token', 'invalid_token');
+    try {
+      return { credentials: { principal: await tokens.authenticate(token) } };
+    } catch (e) {
+      if (e instanceof TokenRejected) throw unauthorized(e.message, 'invalid_token');
+      throw e;
+    }
+  };
   server.auth.scheme('svc-bearer', () => ({
     options: { payload: true },
     payload: (request, h) => {
@@ -35,17 +49,18 @@ export function installAuthScheme(server: Server, container: DependencyContainer
     },
     authenticate: async (request, h) => {
       const header = request.headers.authorization;
+      const session = (request.state as Record<string, unknown> | null)?.[SESSION_COOKIE];
+      if (!header && typeof session === 'string' && session) {
+        if (lacksCsrfHeader(request.method, request.headers)) {
+          throw Boom.forbidden(`a write signed in by the console's session cookie needs the ${CSRF_HEADER} header`);
+        }
+        return h.authenticated(await principalOf(session));
+      }
       if (!header) throw unauthorized('missing bearer token');
       if (isNostrHeader(String(header))) return h.authenticated(await nostr.authenticate(request, String(header)));
       const match = BEARER.exec(String(header).trim());
       if (!match) throw unauthorized('malformed authorization header: expected Bearer <token>', 'invalid_request');
-      if (!JWT_SHAPE.test(match[1])) throw unauthorized('invalid token', 'invalid_token');
-      try {
-        return h.authenticated({ credentials: { principal: await tokens.authenticate(match[1]) } });
-      } catch (e) {
-        if (e instanceof TokenRejected) throw unauthorized(e.message, 'invalid_token');
-        throw e;
-      }
+      return h.authenticated(await principalOf(match[1]));
     },
   }));
   server.auth.strategy('bearer', 'svc-bearer');

@@ -30,6 +30,8 @@ export interface IssuedToken {
 
 export interface IssueOptions {
   ttlDays?: number;
+  /** Overrides ttlDays: a lifetime in seconds (a console session lasts no longer than the token that opened it). */
+  ttlSeconds?: number;
   scope?: TokenScope | null;
   role?: RoleName | null;
 }
@@ -63,7 +65,7 @@ export class TokenService {
     const claims: Record<string, unknown> = { typ: 'user', email: user.email };
     if (opts.scope) claims.scope = opts.scope;
     if (opts.role) claims.role = opts.role;
-    const { token, expiresAt } = await this.keys.sign(claims, user.id, days * DAY_SECONDS);
+    const { token, expiresAt } = await this.keys.sign(claims, user.id, opts.ttlSeconds ?? days * DAY_SECONDS);
     return { access_token: token, token_type: 'Bearer', expires_at: expiresAt.toISOString() };
   }
 

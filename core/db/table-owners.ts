@@ -78,6 +78,8 @@ export const TABLE_OWNERS = {
   rate_cards: 'billing',
   exchange_rates: 'billing',
   org_billing: 'billing',
+  // 023_console
+  console_login_links: 'console',
 } as const;
 
 export type TableName = keyof typeof TABLE_OWNERS;

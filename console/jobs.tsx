@@ -1,0 +1,392 @@
+import { useState } from 'preact/hooks';
+import { enc, get, patch, post, type Attempt, type Job, type LogLine, type Page, type Schemas } from './api.ts';
+import { useStream, usePoll } from './live.ts';
+import { navigate } from './router.ts';
+import { Action, Badge, ErrorNote, Json, Section, when } from './ui.tsx';
+
+const BOARD = ['ready', 'active', 'review', 'done', 'cancelled'] as const;
+const PHASES = ['idea', 'backlog', ...BOARD];
+
+/** The project's jobs: a board by phase, a filterable list, and a form to create one. */
+export function JobsPage({ projectId }: { projectId: string }) {
+  const [jobs, setJobs] = useState<Job[] | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const [phase, setPhase] = useState('');
+  const [text, setText] = useState('');
+  const reload = usePoll(
+    () => get<Page<Job>>(`/projects/${enc(projectId)}/jobs?limit=100${phase ? `&phase=${phase}` : ''}`).then((page) => setJobs(page.data), setError),
+    [projectId, phase],
+    3000,
+  );
+  const shown = (jobs ?? []).filter((j) => !text || `${j.id} ${j.title ?? ''}`.toLowerCase().includes(text.toLowerCase()));
+  return (
+    <>
+      <NewJob projectId={projectId} onCreated={reload} />
+      <Section title="Board">
+        <div class="board">
+          {BOARD.map((p) => (
+            <div class="column" key={p}>
+              <h3>
+                <Badge value={p} /> {(jobs ?? []).filter((j) => j.phase === p).length}
+              </h3>
+              {(jobs ?? [])
+                .filter((j) => j.phase === p)
+                .slice(0, 20)
+                .map((j) => (
+                  <a class="card" href={`/console/jobs/${enc(j.id)}`} key={j.id}>
+                    <span class="mono">{j.id}</span>
+                    <span>{j.title}</span>
+                  </a>
+                ))}
+            </div>
+          ))}
+        </div>
+      </Section>
+      <Section title="Jobs">
+        <div class="filters">
+          <label>
+            Phase{' '}
+            <select value={phase} onChange={(e) => setPhase((e.target as HTMLSelectElement).value)}>
+              <option value="">any</option>
+              {PHASES.map((p) => (
+                <option key={p}>{p}</option>
+              ))}
+            </select>
+          </label>
+          <label>
+            Filter <input type="search" value={text} onInput={(e) => setText((e.target as HTMLInputElement).value)} placeholder="id or title" />
+          </label>
+        </div>
+        <ErrorNote error={error} />
+        <table>
+          <thead>
+            <tr>
+              <th>Job</th>
+              <th>Title</th>
+              <th>Phase</th>
+              <th>Updated</th>
+            </tr>
+          </thead>
+          <tbody>
+            {shown.map((j) => (
+              <tr key={j.id}>
+                <td>
+                  <a class="mono" href={`/console/jobs/${enc(j.id)}`}>
+                    {j.id}
+                  </a>
+                </td>
+                <td>{j.title}</td>
+                <td>
+                  <Badge value={j.phase} />
+                </td>
+                <td>{when(j.updated_at)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </Section>
+    </>
+  );
+}
+
+function NewJob({ projectId, onCreated }: { projectId: string; onCreated: () => void }) {
+  const [description, setDescription] = useState('');
+  const [review, setReview] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  return (
+    <form
+      class="new-job"
+      onSubmit={async (e) => {
+        e.preventDefault();
+        setError(null);
+        try {
+          const job = await post<Job>(`/projects/${enc(projectId)}/jobs`, { description, ...(review ? { review_required: 'human' } : {}) });
+          setDescription('');
+          onCreated();
+          navigate(`/console/jobs/${enc(job.id)}`);
+        } catch (err) {
+          setError(err);
+        }
+      }}
+    >
+      <label for="new-job">New job: what should the agent do?</label>
+      <textarea id="new-job" rows={3} value={description} onInput={(e) => setDescription((e.target as HTMLTextAreaElement).value)} />
+      <label class="inline">
+        <input type="checkbox" checked={review} onChange={(e) => setReview((e.target as HTMLInputElement).checked)} /> a person reviews the result
+      </label>
+      <button class="primary" type="submit" disabled={!description.trim()}>
+        Create job
+      </button>
+      <ErrorNote error={error} />
+    </form>
+  );
+}
+
+type Context = Schemas['JobContext'];
+type Receipt = Schemas['Receipt'];
+type Relation = { relation_type?: string; related?: { id?: string; title?: string; phase?: string } };
+
+const JobLink = ({ id, title, phase }: { id?: string; title?: string; phase?: string }) => (
+  <li>
+    <a class="mono" href={`/console/jobs/${enc(id)}`}>
+      {id}
+    </a>{' '}
+    {title} {phase && <Badge value={phase} />}
+  </li>
+);
+
+/** Parent, children, relations and why the job waits, from GET /jobs/{id}/context. */
+function ContextView({ context }: { context: Context }) {
+  const relations = (context.relations ?? {}) as Record<string, Relation[] | undefined>;
+  return (
+    <dl>
+      <dt>Effective phase</dt>
+      <dd>
+        <Badge value={context.effective_phase} /> {context.blocked && <Badge value="blocked" />} {context.waiting && <Badge value="waiting" />}
+      </dd>
+      {context.parent && (
+        <>
+          <dt>Parent</dt>
+          <dd>
+            <ul class="plain">
+              <JobLink {...context.parent} />
+            </ul>
+          </dd>
+        </>
+      )}
+      {!!context.children?.length && (
+        <>
+          <dt>Children</dt>
+          <dd>
+            <ul class="plain">
+              {context.children.map((c) => (
+                <JobLink key={c.id} {...c} />
+              ))}
+            </ul>
+          </dd>
+        </>
+      )}
+      {Object.entries(relations).map(([kind, list]) =>
+        list?.length ? (
+          <>
+            <dt>{kind}</dt>
+            <dd>
+              <ul class="plain">
+                {list.map((r) => (
+                  <JobLink key={r.related?.id} {...r.related} />
+                ))}
+              </ul>
+            </dd>
+          </>
+        ) : null,
+      )}
+      {context.latest_rejection_reason && (
+        <>
+          <dt>Last rejection</dt>
+          <dd>{context.latest_rejection_reason}</dd>
+        </>
+      )}
+    </dl>
+  );
+}
+
+/** Tokens, cost and phase timings of the newest attempt. */
+function ReceiptView({ receipt }: { receipt: Receipt }) {
+  const llm = receipt.llm;
+  const cost = receipt.cost as { base_cost_usd?: number; billed_cost?: { amount?: number | string; currency?: string } } | undefined;
+  const phases = Object.entries((receipt.timing?.phases ?? {}) as Record<string, number>);
+  return (
+    <dl>
+      <dt>Tokens</dt>
+      <dd>
+        {llm?.input_tokens ?? 0} in · {llm?.output_tokens ?? 0} out · {llm?.cache_read_tokens ?? 0} cache read · {llm?.calls ?? 0} calls
+      </dd>
+      <dt>Cost</dt>
+      <dd>{cost?.billed_cost ? `${cost.billed_cost.amount} ${cost.billed_cost.currency ?? ''}` : `$${(cost?.base_cost_usd ?? 0).toFixed(4)}`}</dd>
+      <dt>Billable</dt>
+      <dd>{((receipt.timing?.billable_ms ?? 0) / 1000).toFixed(1)} s</dd>
+      {phases.map(([name, ms]) => (
+        <>
+          <dt>{name}</dt>
+          <dd>{(ms / 1000).toFixed(1)} s</dd>
+        </>
+      ))}
+    </dl>
+  );
+}
+
+/** One job: its context, attempts, the live log of the newest attempt, result, git, receipt and actions. */
+export function JobPage({ jobId, onProject }: { jobId: string; onProject: (projectId: string) => void }) {
+  const [job, setJob] = useState<Job | null>(null);
+  const [attempts, setAttempts] = useState<Attempt[]>([]);
+  const [context, setContext] = useState<Context | null>(null);
+  const [receipt, setReceipt] = useState<Receipt | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const live = job?.phase === 'active' || job?.phase === 'ready';
+  const reload = usePoll(
+    async () => {
+      try {
+        const j = await get<Job>(`/jobs/${enc(jobId)}`);
+        setJob(j);
+        onProject(j.project_id);
+        setAttempts((await get<Page<Attempt>>(`/projects/${enc(j.project_id)}/jobs/${enc(jobId)}/attempts?limit=100`)).data);
+        setContext(await get<Context>(`/jobs/${enc(jobId)}/context`).catch(() => null));
+        setReceipt(await get<Receipt>(`/jobs/${enc(jobId)}/receipt`).catch(() => null));
+        setError(null);
+      } catch (e) {
+        setError(e);
+      }
+    },
+    [jobId],
+    2000,
+    live,
+  );
+  if (!job) return <ErrorNote error={error} />;
+  const newest = attempts.reduce<Attempt | null>((a, b) => (!a || b.attempt_number > a.attempt_number ? b : a), null);
+  const act = (run: () => Promise<unknown>) => async () => {
+    await run();
+    reload();
+  };
+  return (
+    <>
+      <header class="page-head">
+        <h1>
+          <span class="mono">{job.id}</span> {job.title}
+        </h1>
+        <Badge value={job.phase} />
+      </header>
+      <ErrorNote error={error} />
+      <div class="actions" role="toolbar" aria-label="Job actions">
+        {job.phase === 'active' && (
+          <Action
+            label="Submit for review"
+            run={act(async () => {
+              const summary = window.prompt('Summary of the work for the reviewer');
+              if (summary) await post(`/jobs/${enc(job.id)}/submit`, { summary });
+            })}
+          />
+        )}
+        {job.phase === 'review' && <Action label="Approve" kind="primary" run={act(() => post(`/jobs/${enc(job.id)}/approve`))} />}
+        {job.phase === 'review' && (
+          <Action
+            label="Reject"
+            run={act(async () => {
+              const reason = window.prompt('Why is it rejected?');
+              if (reason) await post(`/jobs/${enc(job.id)}/reject`, { reason });
+            })}
+          />
+        )}
+        {(job.phase === 'cancelled' || job.phase === 'done') && (
+          // A closed job stays closed (the state machine has no way back): a retry is a new job asking the same.
+          <Action
+            label="Run again as a new job"
+            run={async () => {
+              const { title, description, review_required, labels, issue_type, priority } = job;
+              const again = await post<Job>(`/projects/${enc(job.project_id)}/jobs`, { title, description, review_required, labels, issue_type, priority });
+              navigate(`/console/jobs/${enc(again.id)}`);
+            }}
+          />
+        )}
+        {job.phase !== 'done' && job.phase !== 'cancelled' && (
+          <Action label="Cancel" kind="danger" confirm="Cancel this job?" run={act(() => patch(`/jobs/${enc(job.id)}`, { phase: 'cancelled' }))} />
+        )}
+      </div>
+      <div class="grid">
+        <Section title="Job">
+          <dl>
+            <dt>Project</dt>
+            <dd>
+              <a href={`/console/projects/${enc(job.project_id)}`}>{job.project_id}</a>
+            </dd>
+            <dt>Review</dt>
+            <dd>
+              {job.review_required ?? 'none'} {job.review_status && <Badge value={job.review_status} />}
+            </dd>
+            <dt>Created</dt>
+            <dd>{when(job.created_at)}</dd>
+            {job.close_reason && (
+              <>
+                <dt>Closed</dt>
+                <dd>{job.close_reason}</dd>
+              </>
+            )}
+          </dl>
+          <p class="description">{job.description}</p>
+        </Section>
+        <Section title="Git">{job.resolved_git ? <Json value={job.resolved_git} /> : <p class="muted">Not resolved yet.</p>}</Section>
+      </div>
+      <Section title="Attempts">
+        <table>
+          <thead>
+            <tr>
+              <th>#</th>
+              <th>Status</th>
+              <th>Result</th>
+              <th>Summary</th>
+              <th>Started</th>
+              <th>Ended</th>
+            </tr>
+          </thead>
+          <tbody>
+            {attempts.map((a) => (
+              <tr key={a.id}>
+                <td>{a.attempt_number}</td>
+                <td>
+                  <Badge value={a.status} />
+                </td>
+                <td>
+                  <Badge value={a.result_status} />
+                </td>
+                <td>{a.result_summary ?? a.error ?? ''}</td>
+                <td>{when(a.started_at)}</td>
+                <td>{when(a.ended_at)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+        {!attempts.length && <p class="muted">No attempt yet: a worker picks the job up when it is ready.</p>}
+      </Section>
+      {newest && <LiveLog key={newest.id} jobId={job.id} attempt={newest} onEnd={reload} />}
+      <div class="grid">
+        {context && (
+          <Section title="Context">
+            <ContextView context={context} />
+          </Section>
+        )}
+        {receipt && (
+          <Section title={`Receipt of attempt ${receipt.attempt_number}`}>
+            <ReceiptView receipt={receipt} />
+          </Section>
+        )}
+      </div>
+    </>
+  );
+}
+
+/** The attempt's output as it is written; resumes after the last line when the connection comes back. */
+function LiveLog({ jobId, attempt, onEnd }: { jobId: string; attempt: Attempt; onEnd: () => void }) {
+  const [lines, setLines] = useState<LogLine[]>([]);
+  const [progress, setProgress] = useState<string | null>(null);
+  const state = useStream(`/jobs/${enc(jobId)}/attempts/${enc(attempt.id)}/logs/stream`, {
+    log: (data) => {
+      const line = data as LogLine;
+      setLines((all) => (all.some((l) => l.seq === line.seq) ? all : [...all, line]));
+      // The worker logs the agent's todo-list progress as `[progress] 50% Make the change`.
+      const todo = /^\[progress\]\s*(.*)$/.exec(line.line);
+      if (todo) setProgress(todo[1]);
+    },
+    end: () => onEnd(),
+  });
+  return (
+    <Section title={`Log of attempt ${attempt.attempt_number}`} actions={<span class={`stream s-${state}`}>{state}</span>}>
+      {progress && <p class="progress">{progress}</p>}
+      <pre class="log" aria-live="polite" data-testid="log">
+        {lines.map((l) => (
+          <div key={l.seq} class={`line ${l.stream}`}>
+            {l.line}
+          </div>
+        ))}
+      </pre>
+    </Section>
+  );
+}

@@ -1,0 +1,221 @@
+/**
+ * The web console in a real browser: Debian's Chromium, headless, driven by puppeteer-core (which
+ * downloads nothing), against a server running every role, whose worker runs the fake Claude CLI.
+ * Screenshots of the main pages go to test-output/console/.
+ */
+import test from 'ava';
+import { existsSync, mkdirSync } from 'node:fs';
+import { createServer, type Server as HttpServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { SignJWT } from 'jose';
+import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import { syncManifest, workerWorld, type WorkerWorld } from '../worker/helpers.ts';
+
+const CHROMIUM = process.env.SVC_CHROMIUM ?? '/usr/bin/chromium';
+const FAKE_CLAUDE = fileURLToPath(new URL('../fixtures/bin/fake-claude', import.meta.url));
+const SSO = { secret: 'console-sso-shared-secret-0123456789abcdef', issuer: 'https://idp.example.test' };
+const SHOTS = fileURLToPath(new URL('../../test-output/console/', import.meta.url));
+
+const MANIFEST = `
+workflows:
+  greet:
+    trigger: { event: { type: manual.greet } }
+    steps:
+      - { name: hello, run: echo hello }
+pipelines:
+  gated:
+    steps:
+      - { name: build, run: echo building }
+      - { name: hold, run: echo holding, approval: true, depends_on: [build] }
+      - { name: deploy, run: echo deploying, depends_on: [hold] }
+environments:
+  staging: { pipeline: gated }
+`;
+
+if (!existsSync(CHROMIUM)) {
+  const message = `Chromium is not installed at ${CHROMIUM} (apt-get install -y chromium): the console's browser tests cannot run`;
+  if (process.env.CI) test('the console in a browser', (t) => t.fail(message));
+  else test.skip(message, () => undefined);
+} else {
+  let w: WorkerWorld;
+  let browser: Browser;
+  let page: Page;
+  let hook: HttpServer;
+  const received: string[] = [];
+
+  test.before(async () => {
+    mkdirSync(SHOTS, { recursive: true });
+    w = await workerWorld('webui', { overrides: { harnesses: { harness_b: { command: FAKE_CLAUDE } }, auth: { sso: SSO } } });
+    await syncManifest(w, MANIFEST);
+    const key = await w.api.post('/system/secrets', { name: 'ANTHROPIC_API_KEY', value: 'sk-ant-console-test-0123456789' });
+    if (key.statusCode !== 201) throw new Error(`secret: ${JSON.stringify(key.body)}`);
+    hook = createServer((req, res) => {
+      let body = '';
+      req.on('data', (d) => (body += d));
+      req.on('end', () => {
+        received.push(body);
+        res.writeHead(200, { 'content-type': 'text/plain' }).end('thanks');
+      });
+    }).listen(0, '127.0.0.1');
+    await new Promise((resolve) => hook.once('listening', resolve));
+    const created = await w.api.post(`/orgs/${w.orgId}/webhooks`, {
+      url: `http://127.0.0.1:${(hook.address() as AddressInfo).port}/hook`,
+      events: ['*'],
+      secret: 'console-test-secret-0123456789',
+    });
+    if (created.statusCode !== 201) throw new Error(`webhook: ${JSON.stringify(created.body)}`);
+    browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu'] });
+    page = await browser.newPage();
+    await page.setViewport({ width: 1280, height: 860 });
+  });
+  test.after.always(async () => {
+    await browser?.close();
+    hook?.close();
+    await w?.stop();
+  });
+
+  const shot = (name: string) => page.screenshot({ path: `${SHOTS}${name}.png`, fullPage: true });
+  const textOf = (selector: string) => page.$eval(selector, (el) => el.textContent ?? '');
+  const clickButton = async (label: string) => {
+    const handle = await page.waitForSelector(`::-p-xpath(//button[normalize-space(.)="${label}"])`, { timeout: 30_000 });
+    await handle!.click();
+  };
+
+  test.serial('sign in by pasting a token, see the projects, sign out', async (t) => {
+    t.timeout(60_000);
+    await page.goto(`${w.srv.url}/`);
+    await page.waitForSelector('#token');
+    await shot('sign-in');
+    await page.type('#token', 'not-a-token');
+    await clickButton('Sign in');
+    await page.waitForSelector('.error');
+    t.regex(await textOf('.error'), /^401: invalid token/);
+    await page.$eval('#token', (el) => ((el as HTMLInputElement).value = ''));
+    await page.type('#token', w.token);
+    await clickButton('Sign in');
+    await page.waitForSelector('.projects a');
+    t.regex(await textOf('.projects'), /webui/);
+    await clickButton('Sign out');
+    await page.waitForSelector('#token');
+    const me = await page.evaluate(() => fetch('/auth/me').then((r) => r.status));
+    t.is(me, 401);
+
+    // Single sign-on: the identity provider's token goes through /auth/exchange into the session cookie.
+    const idToken = await new SignJWT({ email: 'sso-user@example.com', name: 'Sso User' })
+      .setProtectedHeader({ alg: 'HS256' })
+      .setIssuer(SSO.issuer)
+      .setAudience('svc')
+      .setExpirationTime('5m')
+      .sign(new TextEncoder().encode(SSO.secret));
+    await page.waitForSelector('#idtoken');
+    await page.type('#idtoken', idToken);
+    await clickButton('Exchange and sign in');
+    await page.waitForSelector('.top .who');
+    t.is(await textOf('.top .who'), 'sso-user@example.com');
+    await clickButton('Sign out');
+    await page.waitForSelector('#token');
+  });
+
+  test.serial('sign in with a login link, create a job that runs the fake CLI, watch its log live, and approve its review', async (t) => {
+    t.timeout(120_000);
+    const link = await w.api.post('/auth/console/links');
+    t.is(link.statusCode, 201);
+    await page.goto(link.body.url);
+    await page.waitForSelector('.top .who');
+    t.is(await textOf('.top .who'), 'admin@example.com');
+    t.false((await page.evaluate(() => document.cookie)).includes('svc_session'), 'the session cookie is HttpOnly');
+    t.is(await page.evaluate(() => Object.keys(localStorage).filter((k) => k !== 'svc-theme').length), 0);
+
+    await page.goto(`${w.srv.url}/console/projects/${w.projectId}/jobs`);
+    await page.waitForSelector('#new-job');
+    await page.type('#new-job', 'Add a changelog entry for the console');
+    await page.click('.new-job input[type=checkbox]');
+    await clickButton('Create job');
+    await page.waitForFunction(() => location.pathname.startsWith('/console/jobs/'));
+    await page.waitForFunction(() => (document.querySelector('[data-testid=log]')?.textContent ?? '').length > 0, { timeout: 60_000 });
+    await page.waitForSelector('::-p-xpath(//button[normalize-space(.)="Approve"])', { timeout: 60_000 }).catch(async (e) => {
+      await shot('debug');
+      const id = page.url().split('/').pop();
+      t.log(JSON.stringify((await w.api.get(`/jobs/${id}`)).body), JSON.stringify((await w.api.get(`/projects/${w.projectId}/jobs/${id}/attempts`)).body));
+      throw e;
+    });
+    t.regex(await textOf('[data-testid=log]'), /Handled: Add a changelog entry/);
+    t.regex(await textOf('.progress'), /Make the change/);
+    t.is(await page.$eval('.switch select', (el) => (el as HTMLSelectElement).value), w.projectId);
+    await shot('job-review');
+    await clickButton('Approve');
+    await page.waitForSelector('.page-head .b-done', { timeout: 30_000 });
+    await shot('job-done');
+
+    await page.goto(`${w.srv.url}/console/projects/${w.projectId}/jobs`);
+    await page.waitForSelector('.column .card');
+    await shot('jobs-board');
+  });
+
+  test.serial('run a pipeline, approve its gate, and see every step go green', async (t) => {
+    t.timeout(120_000);
+    await page.goto(`${w.srv.url}/console/projects/${w.projectId}`);
+    await clickButton('Run gated');
+    await page.waitForFunction(() => location.pathname.includes('/runs/'));
+    await page.waitForSelector('[data-step=hold][data-status=awaiting_approval]', { timeout: 60_000 });
+    await shot('pipeline-awaiting-approval');
+    await clickButton('Approve');
+    await page.waitForSelector('[data-step=deploy][data-status=succeeded]', { timeout: 60_000 });
+    const statuses = await page.$$eval('[data-step]', (els) => els.map((el) => el.getAttribute('data-status')));
+    t.deepEqual(statuses, ['succeeded', 'succeeded', 'succeeded']);
+    await shot('pipeline-succeeded');
+    await page.goto(`${w.srv.url}/console/projects/${w.projectId}`);
+    await page.waitForSelector('.runs li');
+    t.regex(await textOf('.runs'), /succeeded/);
+    t.regex(await page.$eval('main', (el) => el.textContent ?? ''), /staging/);
+    await shot('project');
+
+    await page.$eval('#input-greet', (el) => ((el as HTMLTextAreaElement).value = ''));
+    await page.type('#input-greet', '{"who": "console"}');
+    await clickButton('Invoke greet');
+    await page.waitForSelector('.invoke .invoked a');
+    t.regex(await textOf('.invoke .invoked'), /^Started webui-[0-9a-f]{8}/);
+    await page.$eval('#input-greet', (el) => ((el as HTMLTextAreaElement).value = ''));
+    await page.type('#input-greet', '{not json');
+    await clickButton('Invoke greet');
+    await page.waitForSelector('.invoke .error');
+    t.regex(await textOf('.invoke .error'), /JSON/);
+  });
+
+  test.serial('see a webhook delivery and its response', async (t) => {
+    t.timeout(60_000);
+    await page.goto(`${w.srv.url}/console/orgs/${w.orgId}/webhooks`);
+    await clickButton('Send a test');
+    await page.waitForSelector('tr[data-delivery=succeeded][data-kind=test]', { timeout: 30_000 });
+    t.true(received.length > 0);
+    const replay = await page.waitForSelector('tr[data-kind=event] button');
+    await replay!.click();
+    // The replay skips what the subscription already received and re-sends the rest as deliveries of kind replay.
+    await page.waitForSelector('.replay');
+    const [, matched, sent, skipped] = /: (\d+) events matched, (\d+) sent again, (\d+) skipped/.exec(await textOf('.replay'))!.map(Number);
+    t.is(matched, sent + skipped);
+    t.true(skipped >= 1, 'the event of the row replayed from was received already');
+    if (sent > 0) await page.waitForSelector('tr[data-kind=replay][data-delivery=succeeded]', { timeout: 30_000 });
+    await page.evaluate(() => document.querySelector<HTMLButtonElement>('button[aria-label="Switch theme"]')!.click());
+    await shot('webhooks-dark');
+  });
+
+  test.serial('on a phone the board stacks into one column and the events page shows routing', async (t) => {
+    t.timeout(60_000);
+    await page.setViewport({ width: 390, height: 844 });
+    await page.goto(`${w.srv.url}/console/projects/${w.projectId}/jobs`);
+    await page.waitForSelector('.column .card');
+    const columns = await page.$$eval('.column', (els) => new Set(els.map((el) => el.getBoundingClientRect().left)).size);
+    t.is(columns, 1);
+    await shot('jobs-phone');
+    await page.setViewport({ width: 1280, height: 860 });
+    const event = await w.api.post(`/projects/${w.projectId}/events`, { type: 'manual.greet' });
+    t.is(event.statusCode, 201, JSON.stringify(event.body));
+    await page.goto(`${w.srv.url}/console/projects/${w.projectId}/events`);
+    const routed = await page.waitForSelector('::-p-xpath(//details[.//span[.="manual.greet"] and contains(., "matched 1")])', { timeout: 30_000 });
+    await routed!.click();
+    t.regex(await page.$eval('details[open]', (el) => el.textContent ?? ''), /workflow greet/);
+    await shot('events');
+  });
+}
