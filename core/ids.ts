@@ -51,7 +51,9 @@ export type IdPrefix =
   | 'thr'
   | 'msg'
   | 'itgt'
-  | 'mdl';
+  | 'mdl'
+  | 'env'
+  | 'dep';
 
 export const newId = (prefix: IdPrefix): string => `${prefix}_${encode(uuidv7Bytes())}`;
 

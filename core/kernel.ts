@@ -25,6 +25,7 @@ import { VcsHostToken } from './ports/vcshost.ts';
 import { ChatAppToken } from './ports/chatapp.ts';
 import { declareDirectories } from './ports/directory.ts';
 import { RuntimeToken } from './ports/runtime.ts';
+import { DeployerToken } from './ports/environments.ts';
 import { declareEventLog } from './ports/events.ts';
 
 export interface Kernel {
@@ -100,6 +101,8 @@ export async function startKernel(config: Config, opts: KernelOptions = {}): Pro
     container.registerInstance(VcsHostToken, await createAdapter('vcshost', config.adapters.vcshost, adapterDeps));
     container.registerInstance(ChatAppToken, await createAdapter('chatapp', config.adapters.chatapp, adapterDeps));
     opts.configure?.(container);
+    // Where environments run; `configure` may register one (tests).
+    if (!container.isRegistered(DeployerToken, true)) container.registerInstance(DeployerToken, await createAdapter('deployer', config.adapters.deployer, adapterDeps));
 
     const roleServices = new RoleServices();
     container.registerInstance(RoleServices, roleServices);

@@ -68,6 +68,9 @@ export const TABLE_OWNERS = {
   inference_targets: 'inference',
   inference_models: 'inference',
   inference_usage: 'inference',
+  // 024_environments
+  environments: 'environments',
+  environment_deploys: 'environments',
 } as const;
 
 export type TableName = keyof typeof TABLE_OWNERS;

@@ -15,6 +15,9 @@ import { ManifestReaderToken } from '../../core/ports/manifest.ts';
 import { CoordinationThreadsToken } from '../../core/ports/threads.ts';
 import { ResourceStoreToken } from '../../core/ports/resources.ts';
 import { ManagedModelsToken } from '../../core/ports/inference.ts';
+import { EnvironmentActionsToken } from '../../core/ports/environments.ts';
+import { VcsHostToken } from '../../core/ports/vcshost.ts';
+import { ChatAppToken } from '../../core/ports/chatapp.ts';
 import type { DependencyContainer, InjectionToken } from '../../core/di.ts';
 import { runAsOf } from './run-as.ts';
 import { InProcessWorker } from './worker.ts';
@@ -88,6 +91,9 @@ export const plugin: DomainPlugin = {
           coordination: optional(container, CoordinationThreadsToken),
           resources: optional(container, ResourceStoreToken),
           managedModels: optional(container, ManagedModelsToken),
+          environments: optional(container, EnvironmentActionsToken),
+          vcshost: optional(container, VcsHostToken),
+          chatapp: optional(container, ChatAppToken),
           apiUrl: () => configuredApiUrl ?? ownApiUrl(),
         },
         w.concurrency,

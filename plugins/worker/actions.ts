@@ -1,0 +1,117 @@
+import type { AttemptWork } from '../../core/ports/attempts.ts';
+import type { ActionOutputs, EnvironmentActions } from '../../core/ports/environments.ts';
+import type { VcsHost } from '../../core/ports/vcshost.ts';
+import type { ChatApp } from '../../core/ports/chatapp.ts';
+import type { SecretResolver } from '../../core/ports/secrets.ts';
+import { DomainError, SecretMissing } from '../../core/errors.ts';
+import { HostApiError } from '../../core/ports/integrations.ts';
+import { isObject } from '../../core/is-object.ts';
+import { WorkerFailure } from './failure.ts';
+
+/** The built-in actions the worker carries out itself (`run` becomes a script step; build, release and job are not here). */
+export const WORKER_ACTIONS = ['deploy', 'env-ensure', 'env-delete', 'create-pr', 'notify'] as const;
+export type WorkerAction = (typeof WORKER_ACTIONS)[number];
+
+export interface ActionDeps {
+  environments(): EnvironmentActions | null;
+  vcshost(): VcsHost | null;
+  chatapp(): ChatApp | null;
+  secrets(): SecretResolver | null;
+  /** The project's code-host token secret (worker.git.token_secret). */
+  tokenSecret: string;
+}
+
+/** The run's inputs (the pipeline's `request_json`). */
+export function inputsOf(work: AttemptWork): Record<string, unknown> {
+  try {
+    const parsed = JSON.parse(String(work.job.hints.request_json ?? '{}'));
+    return isObject(parsed) ? parsed : {};
+  } catch {
+    return {};
+  }
+}
+
+/** `${inputs.a.b}` in an action input is that input (a PR's `pr-${inputs.number}`); an unknown path is empty. */
+export function fillInputs(value: unknown, inputs: Record<string, unknown>): unknown {
+  if (typeof value !== 'string') return value;
+  return value.replace(/\$\{\s*inputs\.([\w.-]+)\s*\}/g, (_m, path: string) => {
+    let v: unknown = inputs;
+    for (const key of path.split('.')) v = isObject(v) && Object.hasOwn(v, key) ? v[key] : undefined;
+    return v === undefined || v === null ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v);
+  });
+}
+
+const required = (w: Record<string, unknown>, key: string, action: string): string => {
+  const v = w[key];
+  if (typeof v !== 'string' || !v.trim()) throw new WorkerFailure(`action ${action} needs "${key}" (with.${key})`);
+  return v.trim();
+};
+
+/** `owner/name` of a code-host repository URL (https or ssh). */
+function repoPath(url: string | null): string {
+  const m = url?.match(/[:/]([^/:]+\/[^/]+?)(\.git)?\/?$/);
+  if (!m) throw new WorkerFailure(`create-pr needs the project's repository on a code host, but its repo_url is ${url ?? 'not set'}`);
+  return m[1];
+}
+
+/**
+ * Carries out one action step; its outputs become the attempt's result (what `steps.<name>.result`
+ * reads). A refusal of the domain or of the host is the step's failure, with its message.
+ */
+export async function runAction(
+  work: AttemptWork,
+  type: WorkerAction,
+  rawWith: Record<string, unknown>,
+  deps: ActionDeps,
+  log: (line: string) => Promise<void>,
+): Promise<ActionOutputs> {
+  const inputs = inputsOf(work);
+  const w = Object.fromEntries(Object.entries(rawWith).map(([k, v]) => [k, fillInputs(v, inputs)]));
+  const ctx = { projectId: work.project.id, jobId: work.job.id, createdBy: work.job.created_by, inputs, log };
+  const envs = () => {
+    const e = deps.environments();
+    if (!e) throw new WorkerFailure(`action ${type} needs the environments plugin, which this server does not load`);
+    return e;
+  };
+  try {
+    switch (type) {
+      case 'deploy':
+        return await envs().deploy(ctx, required(w, 'env_name', type));
+      case 'env-ensure':
+        return await envs().ensure(ctx, required(w, 'env_name', type), typeof w.kind === 'string' ? w.kind : null);
+      case 'env-delete':
+        return await envs().remove(ctx, required(w, 'env_name', type));
+      case 'create-pr': {
+        const host = deps.vcshost();
+        if (!host) throw new WorkerFailure('create-pr needs a code host adapter (adapters.vcshost)');
+        const token = await deps
+          .secrets()
+          ?.resolve(deps.tokenSecret, { projectId: work.project.id, userId: work.job.created_by })
+          .catch((err) => {
+            if (err instanceof SecretMissing) return undefined;
+            throw err;
+          });
+        const pr = await host.createPullRequest({
+          repo: repoPath(work.project.repo_url),
+          title: required(w, 'title', type),
+          body: typeof w.body === 'string' ? w.body : undefined,
+          head: required(w, 'branch', type),
+          base: typeof w.base === 'string' && w.base ? w.base : work.project.branch,
+          ...(token ? { token } : {}),
+        });
+        await log(`pull request #${pr.number} opened: ${pr.url}`);
+        return { number: pr.number, url: pr.url, state: pr.state, head: pr.head, base: pr.base };
+      }
+      case 'notify': {
+        const app = deps.chatapp();
+        if (!app) throw new WorkerFailure('notify needs a chat app adapter (adapters.chatapp)');
+        const posted = await app.notify({ channel: required(w, 'channel', type), message: required(w, 'message', type) });
+        await log(`posted to ${posted.channel} (${posted.ts})`);
+        return { channel: posted.channel, ts: posted.ts };
+      }
+    }
+  } catch (err) {
+    if (err instanceof DomainError || err instanceof HostApiError || (err as { isBoom?: boolean }).isBoom) throw new WorkerFailure(`action ${type}: ${(err as Error).message}`);
+    throw err;
+  }
+}
