@@ -9,6 +9,7 @@ import { JOB_USAGE, runJob } from './commands/job.ts';
 import { HARNESS_USAGE, runHarness } from './commands/harness.ts';
 import { MANIFEST_USAGE, runManifest } from './commands/manifest.ts';
 import { PIPELINE_USAGE, runPipeline } from './commands/pipeline.ts';
+import { ENV_USAGE, runEnv } from './commands/env.ts';
 import { EVENT_USAGE, runEvent } from './commands/event.ts';
 import { SCHEDULE_USAGE, runSchedule } from './commands/schedule.ts';
 import { WORKFLOW_USAGE, runWorkflow } from './commands/workflow.ts';
@@ -40,6 +41,7 @@ Commands:
   manifest  project manifest: sync, validate, show                      svc manifest --help
   workflow  workflows in the project manifest: list, show               svc workflow --help
   pipeline  pipelines: list, show; run, runs, logs, approve, cancel     svc pipeline --help
+  env       environments: list, show, create, delete, deploy, rollback, suspend, resume, health, history  svc env --help
   event     events: create, list, show (with how triggers routed them)  svc event --help
   schedule  project schedules that emit events: list, create, update, delete  svc schedule --help
   thread    project threads, team coordination: list, create, show, post  svc thread --help
@@ -86,6 +88,7 @@ const GROUPS: Record<string, { run: Runner; usage: string }> = {
   manifest: { run: runManifest, usage: MANIFEST_USAGE },
   workflow: { run: runWorkflow, usage: WORKFLOW_USAGE },
   pipeline: { run: runPipeline, usage: PIPELINE_USAGE },
+  env: { run: runEnv, usage: ENV_USAGE },
   event: { run: runEvent, usage: EVENT_USAGE },
   schedule: { run: runSchedule, usage: SCHEDULE_USAGE },
   thread: { run: runThread, usage: THREAD_USAGE },
