@@ -46,7 +46,7 @@ const BUILT_IN: Record<PortKind, Record<string, () => Promise<{ default: Adapter
   chatapp: { chat: () => import('../adapters/chatapp/chat/index.ts') },
   deployer: {
     none: () => import('../adapters/deployer/none/index.ts'),
-    docker: () => import('../adapters/deployer/docker/index.ts'),
+    docker: () => import('../adapters/runtime/docker/deployer.ts'),
   },
 };
 

@@ -102,7 +102,8 @@ export async function startKernel(config: Config, opts: KernelOptions = {}): Pro
     container.registerInstance(ChatAppToken, await createAdapter('chatapp', config.adapters.chatapp, adapterDeps));
     opts.configure?.(container);
     // Where environments run; `configure` may register one (tests).
-    if (!container.isRegistered(DeployerToken, true)) container.registerInstance(DeployerToken, await createAdapter('deployer', config.adapters.deployer, adapterDeps));
+    if (!container.isRegistered(DeployerToken, true))
+      container.registerInstance(DeployerToken, await createAdapter('deployer', config.adapters.deployer, adapterDeps));
 
     const roleServices = new RoleServices();
     container.registerInstance(RoleServices, roleServices);

@@ -56,4 +56,3 @@ export async function up(db: Knex): Promise<void> {
     "ALTER TABLE environment_deploys ADD CONSTRAINT environment_deploys_status_check CHECK (status IN ('running', 'succeeded', 'failed', 'pipeline'))",
   );
 }
-

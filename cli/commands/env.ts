@@ -66,9 +66,14 @@ function releaseName(r: Deploy['release'] | null): string {
 
 function showEnv(ctx: Context, env: Record<string, unknown>): void {
   if (ctx.json) return printJson(env);
-  const head = formatFields([...ENV_FIELDS.map((k) => [k, env[k]] as [string, unknown]), ['release', releaseName(env.current_release as Deploy['release'] | null)]]);
+  const head = formatFields([
+    ...ENV_FIELDS.map((k) => [k, env[k]] as [string, unknown]),
+    ['release', releaseName(env.current_release as Deploy['release'] | null)],
+  ]);
   const services = (env.health_detail as Record<string, unknown>[]) ?? [];
-  write(services.length ? `${head}\nservices:\n${formatTable(services, [{ key: 'service' }, { key: 'health' }, { key: 'detail' }]).replace(/^/gm, '  ')}` : head);
+  write(
+    services.length ? `${head}\nservices:\n${formatTable(services, [{ key: 'service' }, { key: 'health' }, { key: 'detail' }]).replace(/^/gm, '  ')}` : head,
+  );
 }
 
 function showDeploy(ctx: Context, deploy: Deploy): void {

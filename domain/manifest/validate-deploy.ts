@@ -65,11 +65,13 @@ function checkRunSettings(problems: Problems, service: Record<string, unknown>, 
       });
   }
   if (environment !== undefined && expectObject(problems, environment, at(path, 'environment'))) {
-    for (const [key, value] of Object.entries(environment)) if (!isString(value) && typeof value !== 'number') problems.add(at(at(path, 'environment'), key), 'an environment value must be a string');
+    for (const [key, value] of Object.entries(environment))
+      if (!isString(value) && typeof value !== 'number') problems.add(at(at(path, 'environment'), key), 'an environment value must be a string');
   }
   if (healthcheck !== undefined && expectObject(problems, healthcheck, at(path, 'healthcheck'))) {
     unknownKeys(problems, healthcheck, ['command', 'interval_seconds', 'timeout_seconds', 'retries'], at(path, 'healthcheck'));
-    if (!isString(healthcheck.command)) problems.add(at(at(path, 'healthcheck'), 'command'), 'healthcheck.command is required (a shell command run in the container; exit 0 is healthy)');
+    if (!isString(healthcheck.command))
+      problems.add(at(at(path, 'healthcheck'), 'command'), 'healthcheck.command is required (a shell command run in the container; exit 0 is healthy)');
     for (const key of ['interval_seconds', 'timeout_seconds', 'retries'])
       if (healthcheck[key] !== undefined && !(Number.isInteger(healthcheck[key]) && (healthcheck[key] as number) > 0))
         problems.add(at(at(path, 'healthcheck'), key), `${key} must be a positive integer`);

@@ -155,10 +155,12 @@ export class EnvironmentRepository {
 
   /** The newest succeeded deploy before `before` whose release differs from the current one: what a rollback goes back to. */
   previousSucceeded(environmentId: string, current: ReleaseRef | null): Promise<DeployRow | undefined> {
-    const q = this.db('environment_deploys').where({ environment_id: environmentId, status: 'succeeded' }).orderBy([
-      { column: 'created_at', order: 'desc' },
-      { column: 'id', order: 'desc' },
-    ]);
+    const q = this.db('environment_deploys')
+      .where({ environment_id: environmentId, status: 'succeeded' })
+      .orderBy([
+        { column: 'created_at', order: 'desc' },
+        { column: 'id', order: 'desc' },
+      ]);
     if (current) q.whereRaw('release <> ?::jsonb', [JSON.stringify(current)]);
     return q.first();
   }

@@ -79,7 +79,12 @@ export function environmentRoutes(service: EnvironmentService): ServerRoute[] {
         ...one,
       },
       handler: (request) =>
-        service.suspend(principalOf(request).id, paramsOf(request).project_id, paramsOf(request).env, payloadOf<{ reason?: string } | null>(request)?.reason ?? null),
+        service.suspend(
+          principalOf(request).id,
+          paramsOf(request).project_id,
+          paramsOf(request).env,
+          payloadOf<{ reason?: string } | null>(request)?.reason ?? null,
+        ),
     },
     {
       method: 'POST',

@@ -6,7 +6,7 @@ import type { ManifestReader } from '../../core/ports/manifest.ts';
 import type { StoredManifest } from '../../domain/manifest/types.ts';
 import { DeployFailed, type Deployer, type DeployOutcome, type ReleaseCatalog, type ReleaseRef } from '../../core/ports/environments.ts';
 import type { ListQuery, Page } from '../../core/http/lists.ts';
-import { EnvironmentRepository, type DeployRow, type EnvironmentFields, type EnvironmentRow, type EnvironmentType } from './repository.ts';
+import type { EnvironmentRepository, DeployRow, EnvironmentFields, EnvironmentRow, EnvironmentType } from './repository.ts';
 import type { DeployTargets } from './targets.ts';
 import { emitDeployEvent, emitHealthChanged, emitSuspension } from './events.ts';
 
@@ -66,7 +66,8 @@ export class EnvironmentService {
   readonly synced = async (manifest: StoredManifest): Promise<void> => {
     const envs = manifest.parsed.environments ?? {};
     await this.d.db.transaction(async (trx) => {
-      for (const [name, def] of Object.entries(envs)) await this.d.repo.upsert(manifest.project_id, name, fieldsOf(def, 'persistent'), 'manifest', manifest.synced_by, trx);
+      for (const [name, def] of Object.entries(envs))
+        await this.d.repo.upsert(manifest.project_id, name, fieldsOf(def, 'persistent'), 'manifest', manifest.synced_by, trx);
       await this.d.repo.removeStaleFromManifest(manifest.project_id, Object.keys(envs), trx);
     });
   };
@@ -184,7 +185,9 @@ export class EnvironmentService {
     const env = await this.d.repo.byName(projectId, name);
     if (env?.suspended) throw new Conflict(suspendedMessage(env));
     if (needsRelease && !env?.current_release?.git_sha)
-      throw new Invalid(`git.ref_policy env: environment ${name} has no current release SHA (deploy a release to it first)`, { fields: ['git.ref_policy', 'env_name'] });
+      throw new Invalid(`git.ref_policy env: environment ${name} has no current release SHA (deploy a release to it first)`, {
+        fields: ['git.ref_policy', 'env_name'],
+      });
   }
 
   /** The release a Deploy request names: 400 without one, 404 for an unknown release, 422 for a hash that is not the SHA's. */
@@ -224,12 +227,20 @@ export class EnvironmentService {
   }
 
   /** Records the deploy (emitting `system.deploy.started`) and runs the deployer, in the background unless `wait`. */
-  private async deployDirect(creator: Creator, env: EnvironmentRow, release: ReleaseRef, opts: { wait: boolean; rollbackOf: string | null }): Promise<DeployRow> {
+  private async deployDirect(
+    creator: Creator,
+    env: EnvironmentRow,
+    release: ReleaseRef,
+    opts: { wait: boolean; rollbackOf: string | null },
+  ): Promise<DeployRow> {
     const { project_id: projectId, name } = env;
     if (Object.keys(release.image_digests).length === 0)
-      throw new Invalid(`nothing to deploy: the release has no image digests (give "image_digests" or "image_tag", or deploy through the environment's pipeline)`, {
-        fields: ['image_digests'],
-      });
+      throw new Invalid(
+        `nothing to deploy: the release has no image digests (give "image_digests" or "image_tag", or deploy through the environment's pipeline)`,
+        {
+          fields: ['image_digests'],
+        },
+      );
     const deploy = await this.d.db.transaction(async (trx) => {
       const locked = await this.locked(projectId, name, trx);
       if (locked.suspended) throw new Conflict(suspendedMessage(locked));
@@ -260,7 +271,10 @@ export class EnvironmentService {
 
   private async viaPipeline(creator: Creator, env: EnvironmentRow, release: ReleaseRef, request: DeployRequest): Promise<DeployRow> {
     const launcher = this.d.pipelines();
-    if (!launcher) throw new Invalid(`environment ${env.name} deploys through pipeline ${env.pipeline}, but the pipelines plugin is not loaded (deploy with "direct": true)`);
+    if (!launcher)
+      throw new Invalid(
+        `environment ${env.name} deploys through pipeline ${env.pipeline}, but the pipelines plugin is not loaded (deploy with "direct": true)`,
+      );
     const inputs = {
       ...(request.inputs ?? {}),
       ...(release.id ? { release_id: release.id } : {}),
@@ -270,7 +284,11 @@ export class EnvironmentService {
       ...(Object.keys(release.image_digests).length ? { image_digests: release.image_digests } : {}),
       ...(request.image_tag ? { image_tag: request.image_tag } : {}),
     };
-    const { run_id } = await launcher.runPipeline(creator, env.project_id, env.pipeline!, { env: env.name, inputs, ...(release.git_sha ? { ref: release.git_sha } : {}) });
+    const { run_id } = await launcher.runPipeline(creator, env.project_id, env.pipeline!, {
+      env: env.name,
+      inputs,
+      ...(release.git_sha ? { ref: release.git_sha } : {}),
+    });
     return this.d.db.transaction((trx) =>
       this.d.repo.insertDeploy(
         {
@@ -300,7 +318,9 @@ export class EnvironmentService {
     } catch (err) {
       if (err instanceof DeployFailed) services = err.services;
       else this.d.logger.error({ err, deployId: deploy.id }, 'deploy failed in the deployer');
-      const serving = env.current_release ? `release ${env.current_release.tag ?? env.current_release.id ?? env.current_release.git_sha} keeps serving` : 'nothing was serving before';
+      const serving = env.current_release
+        ? `release ${env.current_release.tag ?? env.current_release.id ?? env.current_release.git_sha} keeps serving`
+        : 'nothing was serving before';
       error = `${(err as Error).message} (${serving})`;
     }
     return this.d.db.transaction(async (trx) => {

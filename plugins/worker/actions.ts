@@ -111,7 +111,8 @@ export async function runAction(
       }
     }
   } catch (err) {
-    if (err instanceof DomainError || err instanceof HostApiError || (err as { isBoom?: boolean }).isBoom) throw new WorkerFailure(`action ${type}: ${(err as Error).message}`);
+    if (err instanceof DomainError || err instanceof HostApiError || (err as { isBoom?: boolean }).isBoom)
+      throw new WorkerFailure(`action ${type}: ${(err as Error).message}`);
     throw err;
   }
 }

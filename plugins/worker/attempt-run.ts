@@ -232,7 +232,13 @@ export class AttemptRun {
   }
 
   /** Workspace, checkout, environment and the process spec; every missing piece fails here, before anything runs. */
-  private async provision(work: AttemptWork, log: LogSink, dir: string, credentialsDir: string, timed: Timed): Promise<{ spec: ProcessSpec; plan: ProcessPlan }> {
+  private async provision(
+    work: AttemptWork,
+    log: LogSink,
+    dir: string,
+    credentialsDir: string,
+    timed: Timed,
+  ): Promise<{ spec: ProcessSpec; plan: ProcessPlan }> {
     const { deps } = this;
     const ctx: SecretContext = { projectId: work.project.id, userId: work.job.created_by };
     const manifest: Manifest | null =

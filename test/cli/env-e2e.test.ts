@@ -49,7 +49,10 @@ test.serial('list, show; deploy --release-tag --follow twice, history, rollback 
   t.regex(first.stdout, /release: +v1\.1\.0/);
   const second = await json(['env', 'deploy', 'staging', '--release-tag', 'v1.2.0', '--follow', ...p()]);
   t.like(second, { status: 'succeeded', release: { tag: 'v1.2.0' } });
-  t.regex(await ok(['env', 'show', 'staging', ...p()]), /health: +healthy[\s\S]*release: +v1\.2\.0\nservices:\n +SERVICE +HEALTH +DETAIL\n +web +healthy +recorded/);
+  t.regex(
+    await ok(['env', 'show', 'staging', ...p()]),
+    /health: +healthy[\s\S]*release: +v1\.2\.0\nservices:\n +SERVICE +HEALTH +DETAIL\n +web +healthy +recorded/,
+  );
   const back = await json(['env', 'rollback', 'staging', '--follow', ...p()]);
   t.like(back, { status: 'succeeded', release: { tag: 'v1.1.0' } });
   const history = await json(['env', 'history', 'staging', ...p()]);

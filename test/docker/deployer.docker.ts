@@ -39,7 +39,12 @@ function webImage(name: string, page: string | null): string {
 }
 
 test.before(async () => {
-  for (const [name, page] of [['v1', 'one'], ['v2', 'two'], ['broken', null]] as const) digests[name] = webImage(name, page);
+  for (const [name, page] of [
+    ['v1', 'one'],
+    ['v2', 'two'],
+    ['broken', null],
+  ] as const)
+    digests[name] = webImage(name, page);
   w = await envWorldWith('envdock', example('staging.yaml'), {
     overrides: { adapters: { deployer: { use: 'docker', options: { network: 'none', health_timeout_ms: 30_000, stop_timeout_seconds: 1 } } } },
     configure: (c) => c.registerInstance(ReleaseCatalogToken, releases),
@@ -53,7 +58,11 @@ test.before(async () => {
 test.after.always(async () => {
   for (const c of projectLabel ? await containersLabelled(projectLabel) : []) await docker.getContainer(c.Id).remove({ force: true });
   await w?.ctx.srv.stop();
-  for (const name of ['v1', 'v2', 'broken']) await docker.getImage(`${TAG}:${name}`).remove({ force: true }).catch(() => undefined);
+  for (const name of ['v1', 'v2', 'broken'])
+    await docker
+      .getImage(`${TAG}:${name}`)
+      .remove({ force: true })
+      .catch(() => undefined);
 });
 
 const base = () => `/projects/${w.projectA}/environments/staging`;

@@ -60,29 +60,32 @@ const ended = (runId: string) =>
   }, 'the run to end');
 const resultOf = async (run: any, step: string) => (await attemptsOf(w, run.steps.find((s: any) => s.name === step).job_id))[0];
 
-test.serial('env-ensure, deploy, run and notify actions: a preview environment per pull request, outputs readable by later steps; env-delete removes it', async (t) => {
-  releases.add(w.projectId, { id: 'rel_pr12', tag: 'pr-12-1', git_sha: sha('1'), manifest_hash: null, image_digests: { web: 'sha256:' + '1'.repeat(64) } });
-  const started = await w.api.post(`/projects/${w.projectId}/pipelines/preview/run`, { inputs: { number: 12, release_tag: 'pr-12-1' } });
-  t.is(started.statusCode, 201, JSON.stringify(started.body));
-  const run = await ended(started.body.id);
-  t.is(run.status, 'succeeded', JSON.stringify(await Promise.all(run.steps.map((s: any) => resultOf(run, s.name)))));
-  t.like((await resultOf(run, 'env')).result_json, { env_name: 'pr-12', created: true, type: 'temporary', kind: 'preview' });
-  const deployed = (await resultOf(run, 'deploy')).result_json;
-  t.like(deployed, { env_name: 'pr-12', status: 'succeeded', release_id: 'rel_pr12', release_tag: 'pr-12-1', git_sha: sha('1') });
-  t.like((await resultOf(run, 'tell')).result_json, { channel: 'C0DEPLOYS' });
-  t.is(chat.requests.at(-1)!.body.text, 'pr-12 is up');
-  const env = (await w.api.get(`/projects/${w.projectId}/environments/pr-12`)).body;
-  t.like(env, { type: 'temporary', kind: 'preview', health: 'healthy', current_release: { tag: 'pr-12-1' } });
-  t.is((await w.api.get(`/projects/${w.projectId}/environments/pr-12/deploys`)).body.data[0].id, deployed.deploy_id);
+test.serial(
+  'env-ensure, deploy, run and notify actions: a preview environment per pull request, outputs readable by later steps; env-delete removes it',
+  async (t) => {
+    releases.add(w.projectId, { id: 'rel_pr12', tag: 'pr-12-1', git_sha: sha('1'), manifest_hash: null, image_digests: { web: 'sha256:' + '1'.repeat(64) } });
+    const started = await w.api.post(`/projects/${w.projectId}/pipelines/preview/run`, { inputs: { number: 12, release_tag: 'pr-12-1' } });
+    t.is(started.statusCode, 201, JSON.stringify(started.body));
+    const run = await ended(started.body.id);
+    t.is(run.status, 'succeeded', JSON.stringify(await Promise.all(run.steps.map((s: any) => resultOf(run, s.name)))));
+    t.like((await resultOf(run, 'env')).result_json, { env_name: 'pr-12', created: true, type: 'temporary', kind: 'preview' });
+    const deployed = (await resultOf(run, 'deploy')).result_json;
+    t.like(deployed, { env_name: 'pr-12', status: 'succeeded', release_id: 'rel_pr12', release_tag: 'pr-12-1', git_sha: sha('1') });
+    t.like((await resultOf(run, 'tell')).result_json, { channel: 'C0DEPLOYS' });
+    t.is(chat.requests.at(-1)!.body.text, 'pr-12 is up');
+    const env = (await w.api.get(`/projects/${w.projectId}/environments/pr-12`)).body;
+    t.like(env, { type: 'temporary', kind: 'preview', health: 'healthy', current_release: { tag: 'pr-12-1' } });
+    t.is((await w.api.get(`/projects/${w.projectId}/environments/pr-12/deploys`)).body.data[0].id, deployed.deploy_id);
 
-  const cleanup = await ended((await w.api.post(`/projects/${w.projectId}/pipelines/cleanup/run`, { inputs: { number: 12 } })).body.id);
-  t.is(cleanup.status, 'succeeded');
-  t.like((await resultOf(cleanup, 'remove')).result_json, { env_name: 'pr-12', removed: true });
-  t.is((await w.api.get(`/projects/${w.projectId}/environments/pr-12`)).statusCode, 404);
-  t.is(deployer.calls.at(-1), 'remove pr-12');
-  const again = await ended((await w.api.post(`/projects/${w.projectId}/pipelines/cleanup/run`, { inputs: { number: 12 } })).body.id);
-  t.like((await resultOf(again, 'remove')).result_json, { removed: false }, 'deleting what is gone is no failure');
-});
+    const cleanup = await ended((await w.api.post(`/projects/${w.projectId}/pipelines/cleanup/run`, { inputs: { number: 12 } })).body.id);
+    t.is(cleanup.status, 'succeeded');
+    t.like((await resultOf(cleanup, 'remove')).result_json, { env_name: 'pr-12', removed: true });
+    t.is((await w.api.get(`/projects/${w.projectId}/environments/pr-12`)).statusCode, 404);
+    t.is(deployer.calls.at(-1), 'remove pr-12');
+    const again = await ended((await w.api.post(`/projects/${w.projectId}/pipelines/cleanup/run`, { inputs: { number: 12 } })).body.id);
+    t.like((await resultOf(again, 'remove')).result_json, { removed: false }, 'deleting what is gone is no failure');
+  },
+);
 
 test.serial('a deploy action to a suspended environment fails the step with the reason', async (t) => {
   await w.api.post(`/projects/${w.projectId}/environments`, { name: 'pr-13', kind: 'preview' });

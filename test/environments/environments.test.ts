@@ -51,7 +51,14 @@ test.serial('flow 3: deploy staging by release tag, then a second release, then 
   const events = await eventsOf(w, 'system.deploy.%');
   t.deepEqual(
     events.map((e: any) => e.type),
-    ['system.deploy.started', 'system.deploy.succeeded', 'system.deploy.started', 'system.deploy.succeeded', 'system.deploy.started', 'system.deploy.succeeded'],
+    [
+      'system.deploy.started',
+      'system.deploy.succeeded',
+      'system.deploy.started',
+      'system.deploy.succeeded',
+      'system.deploy.started',
+      'system.deploy.succeeded',
+    ],
   );
   t.like(events[1].payload_json, { deploy_id: first.body.id, env_name: 'staging', release_tag: 'v1.1.0', git_sha: sha('a') });
   const health = await eventsOf(w, 'system.environment.health.changed');
@@ -59,25 +66,28 @@ test.serial('flow 3: deploy staging by release tag, then a second release, then 
   t.like(health[0].payload_json, { previous: 'unknown', health: 'healthy' });
 });
 
-test.serial('bad deploy requests: 400 naming the fields, 404 for a release of another project, 422 for a hash that is not the SHA, nothing written', async (t) => {
-  const before = await w.db('environment_deploys').count({ n: '*' }).first();
-  const none = await w.owner.api.post(`${base()}/staging/deploy`, {});
-  t.is(none.statusCode, 400);
-  t.regex(none.body.message, /git_sha.*manifest_hash.*release_tag/);
-  const noHash = await w.owner.api.post(`${base()}/staging/deploy`, { git_sha: sha('d') });
-  t.is(noHash.statusCode, 400);
-  t.regex(noHash.body.message, /manifest_hash/);
-  const badSha = await w.owner.api.post(`${base()}/staging/deploy`, { git_sha: 'xyz', manifest_hash: 'h' });
-  t.is(badSha.statusCode, 400);
-  t.regex(badSha.body.message, /git_sha/);
-  assertError(t, await w.owner.api.post(`${base()}/staging/deploy`, { release_tag: 'v9' }), 404, `release v9 not found in project ${w.projectA}`);
-  const mismatch = await w.owner.api.post(`${base()}/staging/deploy`, { git_sha: sha('d'), manifest_hash: 'sha256:' + '0'.repeat(64) });
-  t.is(mismatch.statusCode, 422);
-  t.regex(mismatch.body.message, /manifest_hash sha256:0+ does not match git_sha d+/);
-  t.deepEqual(mismatch.body.fields, ['git_sha', 'manifest_hash']);
-  assertError(t, await w.owner.api.post(`${base()}/nope/deploy`, { release_tag: 'v1.2.0' }), 404, 'environment nope not found');
-  t.deepEqual(await w.db('environment_deploys').count({ n: '*' }).first(), before);
-});
+test.serial(
+  'bad deploy requests: 400 naming the fields, 404 for a release of another project, 422 for a hash that is not the SHA, nothing written',
+  async (t) => {
+    const before = await w.db('environment_deploys').count({ n: '*' }).first();
+    const none = await w.owner.api.post(`${base()}/staging/deploy`, {});
+    t.is(none.statusCode, 400);
+    t.regex(none.body.message, /git_sha.*manifest_hash.*release_tag/);
+    const noHash = await w.owner.api.post(`${base()}/staging/deploy`, { git_sha: sha('d') });
+    t.is(noHash.statusCode, 400);
+    t.regex(noHash.body.message, /manifest_hash/);
+    const badSha = await w.owner.api.post(`${base()}/staging/deploy`, { git_sha: 'xyz', manifest_hash: 'h' });
+    t.is(badSha.statusCode, 400);
+    t.regex(badSha.body.message, /git_sha/);
+    assertError(t, await w.owner.api.post(`${base()}/staging/deploy`, { release_tag: 'v9' }), 404, `release v9 not found in project ${w.projectA}`);
+    const mismatch = await w.owner.api.post(`${base()}/staging/deploy`, { git_sha: sha('d'), manifest_hash: 'sha256:' + '0'.repeat(64) });
+    t.is(mismatch.statusCode, 422);
+    t.regex(mismatch.body.message, /manifest_hash sha256:0+ does not match git_sha d+/);
+    t.deepEqual(mismatch.body.fields, ['git_sha', 'manifest_hash']);
+    assertError(t, await w.owner.api.post(`${base()}/nope/deploy`, { release_tag: 'v1.2.0' }), 404, 'environment nope not found');
+    t.deepEqual(await w.db('environment_deploys').count({ n: '*' }).first(), before);
+  },
+);
 
 test.serial('a deploy by git_sha and manifest_hash with image digests; a failed deploy leaves the previous release serving and says so', async (t) => {
   const manifest = (await w.owner.api.get(`/projects/${w.projectA}/manifest`)).body;
@@ -159,9 +169,18 @@ test.serial('ensure creates a temporary environment once; delete removes it and 
 
   // A user bound to a role with environments:write (not :admin) deletes temporary environments only.
   const orgId = (await w.owner.api.get(`/projects/${w.projectA}`)).body.org_id;
-  const role = await w.owner.api.post(`/orgs/${orgId}/access/roles`, { name: 'deployer', scope: 'project', permissions: ['environments:read', 'environments:write'] });
+  const role = await w.owner.api.post(`/orgs/${orgId}/access/roles`, {
+    name: 'deployer',
+    scope: 'project',
+    permissions: ['environments:read', 'environments:write'],
+  });
   const deployer = await newUser(w.ctx, 'envapi-deployer');
-  const bound = await w.owner.api.post(`/orgs/${orgId}/access/bindings`, { role: role.body.id, principal_type: 'user', principal_id: deployer.id, project_id: w.projectA });
+  const bound = await w.owner.api.post(`/orgs/${orgId}/access/bindings`, {
+    role: role.body.id,
+    principal_type: 'user',
+    principal_id: deployer.id,
+    project_id: w.projectA,
+  });
   t.is(bound.statusCode, 201, JSON.stringify(bound.body));
   await deployer.api.post(base(), { name: 'pr-8' });
   t.is((await deployer.api.delete(`${base()}/pr-8`)).statusCode, 204);

@@ -34,7 +34,7 @@ export const sha = (c: string) => c.repeat(40).slice(0, 40);
 
 /** Waits until the deploy has ended (deploys run in the background). */
 export async function settled(w: World, env: string, deployId: string, project = w.projectA, ms = 60_000): Promise<any> {
-  for (const end = Date.now() + ms; Date.now() < end; ) {
+  for (const end = Date.now() + ms; Date.now() < end;) {
     const res = await w.owner.api.get(`/projects/${project}/environments/${env}/deploys/${deployId}`);
     if (res.body.status !== 'running') return res.body;
     await new Promise((r) => setTimeout(r, 25));

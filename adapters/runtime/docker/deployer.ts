@@ -10,8 +10,8 @@ import Joi from 'joi';
 import type { Deployer, DeployOutcome, DeployTarget, ReleaseRef, ServiceHealth } from '../../../core/ports/environments.ts';
 import { DeployFailed } from '../../../core/ports/environments.ts';
 import { defineAdapter } from '../../../core/sdk.ts';
-import { engineAddress, engineMessage, statusOf } from '../../runtime/docker/engine.ts';
-import { containerSpec, imageCandidates, LABEL } from './spec.ts';
+import { engineAddress, engineMessage, statusOf } from './engine.ts';
+import { containerSpec, imageCandidates, LABEL } from './deployer-spec.ts';
 
 export type Options = {
   socket_path: string | null;
@@ -22,9 +22,17 @@ export type Options = {
 };
 
 const optionsSchema = Joi.object({
-  socket_path: Joi.string().pattern(/^\//, 'an absolute path').allow(null).default(null).description('Unix socket of the engine; default: host, else DOCKER_HOST, else /var/run/docker.sock'),
+  socket_path: Joi.string()
+    .pattern(/^\//, 'an absolute path')
+    .allow(null)
+    .default(null)
+    .description('Unix socket of the engine; default: host, else DOCKER_HOST, else /var/run/docker.sock'),
   host: Joi.string().allow(null).default(null).description('The engine as a DOCKER_HOST address'),
-  network: Joi.string().min(1).allow(null).default(null).description("Network mode of the services' containers (bridge, host, none, or a network's name); null: the engine's default"),
+  network: Joi.string()
+    .min(1)
+    .allow(null)
+    .default(null)
+    .description("Network mode of the services' containers (bridge, host, none, or a network's name); null: the engine's default"),
   health_timeout_ms: Joi.number().integer().min(100).default(120_000).description('How long a new container has to become healthy'),
   stop_timeout_seconds: Joi.number().integer().min(0).default(10).description('SIGTERM grace before SIGKILL when containers stop'),
 });
