@@ -1,8 +1,11 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import test from 'ava';
 import { DeployerToken, ReleaseCatalogToken } from '../../core/ports/environments.ts';
 import { RecordingDeployer, FakeReleases } from '../fixtures/deployer.ts';
 import { fakeChatApp, fakeCodeHost, type FakeHost } from '../support/fake-hosts.ts';
-import { attemptsOf, syncManifest, until, workerWorld, type WorkerWorld } from '../worker/helpers.ts';
+import { attemptsOf, finished, git, syncManifest, until, workerWorld, type WorkerWorld } from '../worker/helpers.ts';
 import { example, sha } from './helpers.ts';
 
 const PIPELINES = `
@@ -19,9 +22,6 @@ pipelines:
   pr:
     steps:
       - { name: open, action: { type: create-pr, with: { title: 'Bump', body: 'from svc', branch: feature } } }
-  checkout:
-    steps:
-      - { name: look, run: git rev-parse HEAD }
 `;
 
 let w: WorkerWorld;
@@ -103,4 +103,37 @@ test.serial('create-pr opens a pull request through the code host adapter', asyn
   t.is(run.status, 'succeeded', String(open.error));
   t.like(open.result_json, { number: 1, head: 'feature', base: 'main' });
   t.like(host.requests.at(-1)!.body, { title: 'Bump', body: 'from svc', head: 'feature', base: 'main' });
+});
+
+test.serial("git.ref_policy auto and env check out the environment's current release SHA; without a release auto takes the branch", async (t) => {
+  const released = git(w.bare, 'rev-parse', 'main');
+  const clone = mkdtempSync(path.join(tmpdir(), 'svc-envs-clone-'));
+  git(clone, 'clone', '--quiet', w.bare, '.');
+  git(clone, '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '--quiet', '--allow-empty', '-m', 'after the release');
+  git(clone, 'push', '--quiet', 'origin', 'HEAD:main');
+  rmSync(clone, { recursive: true, force: true });
+  await w.api.patch(`/projects/${w.projectId}`, { repo_url: `file://${w.bare}` });
+  const manifest = (await w.api.get(`/projects/${w.projectId}/manifest`)).body;
+  await w.api.post(`/projects/${w.projectId}/environments`, { name: 'qa' });
+  const job = async (env: string, policy: string) => {
+    const res = await w.api.post(`/projects/${w.projectId}/jobs`, {
+      description: 'look',
+      env_name: env,
+      git: { ref_policy: policy },
+      hints: { step: { kind: 'script', script: { run: 'git rev-parse HEAD' } } },
+    });
+    t.is(res.statusCode, 201, JSON.stringify(res.body));
+    return (await attemptsOf(w, (await finished(w, res.body.id)).id))[0];
+  };
+  t.like((await job('qa', 'auto')).git, { resolved_sha: git(w.bare, 'rev-parse', 'main'), ref_source: 'project_default' });
+
+  const deploy = await w.api.post(`/projects/${w.projectId}/environments/qa/deploy`, {
+    git_sha: released,
+    manifest_hash: manifest.manifest_hash,
+    image_digests: { web: 'sha256:' + '3'.repeat(64) },
+  });
+  t.is(deploy.statusCode, 202, JSON.stringify(deploy.body));
+  await until(async () => (await w.api.get(`/projects/${w.projectId}/environments/qa`)).body.current_release, 'the deploy');
+  t.like((await job('qa', 'auto')).git, { resolved_ref: released, resolved_sha: released, ref_source: 'env' });
+  t.like((await job('qa', 'env')).git, { resolved_sha: released, ref_source: 'env' });
 });
