@@ -143,6 +143,11 @@ export class EnvironmentRepository {
     return row;
   }
 
+  /** A deploy of the environment still running that started after `since`. */
+  runningDeploy(environmentId: string, since: Date, trx: Db): Promise<DeployRow | undefined> {
+    return trx('environment_deploys').where({ environment_id: environmentId, status: 'running' }).where('created_at', '>', since).first();
+  }
+
   deployById(environmentId: string, id: string): Promise<DeployRow | undefined> {
     return this.db('environment_deploys').where({ id, environment_id: environmentId }).first();
   }

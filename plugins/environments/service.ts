@@ -50,6 +50,12 @@ const fieldsOf = (def: EnsureRequest, fallbackType: EnvironmentType): Environmen
   pipeline_inputs: def.pipeline_inputs ?? {},
 });
 
+/**
+ * A deploy still `running` after this long was abandoned (its process ended mid-deploy): it no
+ * longer blocks the next one, which replaces whatever it left.
+ */
+const ABANDONED_AFTER_MS = 30 * 60_000;
+
 const suspendedMessage = (env: EnvironmentRow) => `environment ${env.name} is suspended${env.suspended_reason ? `: ${env.suspended_reason}` : ''}`;
 
 /**
@@ -244,7 +250,7 @@ export class EnvironmentService {
     const deploy = await this.d.db.transaction(async (trx) => {
       const locked = await this.locked(projectId, name, trx);
       if (locked.suspended) throw new Conflict(suspendedMessage(locked));
-      const busy = (await this.d.repo.deploys(locked.id, { limit: 1, offset: 0, include_deleted: false, status: 'running' })).data[0];
+      const busy = await this.d.repo.runningDeploy(locked.id, new Date(Date.now() - ABANDONED_AFTER_MS), trx);
       if (busy) throw new Conflict(`environment ${name} is already being deployed (${busy.id})`);
       const row = await this.d.repo.insertDeploy(
         {

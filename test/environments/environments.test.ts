@@ -228,3 +228,23 @@ test.serial('the routes are in /openapi.json', async (t) => {
     t.truthy(doc.paths[`/projects/{project_id}/environments${path}`], path);
   }
 });
+
+test.serial('a deploy while another one runs is a 409; one abandoned for 30 minutes no longer blocks', async (t) => {
+  const env = await w.db('environments').where({ project_id: w.projectA, name: 'staging' }).first();
+  const release = JSON.stringify({ id: null, tag: null, git_sha: null, manifest_hash: null, image_digests: {} });
+  const row = { environment_id: env.id, project_id: w.projectA, status: 'running', release, direct: true };
+  await w.db('environment_deploys').insert({ id: 'dep_01m000000000000000000000aa', ...row });
+  assertError(
+    t,
+    await w.owner.api.post(`${base()}/staging/deploy`, { release_tag: 'v1.2.0' }),
+    409,
+    'environment staging is already being deployed (dep_01m000000000000000000000aa)',
+  );
+  await w
+    .db('environment_deploys')
+    .where({ id: 'dep_01m000000000000000000000aa' })
+    .update({ created_at: new Date(Date.now() - 31 * 60_000) });
+  const next = await w.owner.api.post(`${base()}/staging/deploy`, { release_tag: 'v1.2.0' });
+  t.is(next.statusCode, 202);
+  t.like(await settled(w, 'staging', next.body.id), { status: 'succeeded' });
+});
