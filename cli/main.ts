@@ -10,6 +10,7 @@ import { JOB_USAGE, runJob } from './commands/job.ts';
 import { HARNESS_USAGE, runHarness } from './commands/harness.ts';
 import { MANIFEST_USAGE, runManifest } from './commands/manifest.ts';
 import { PIPELINE_USAGE, runPipeline } from './commands/pipeline.ts';
+import { ENV_USAGE, runEnv } from './commands/env.ts';
 import { EVENT_USAGE, runEvent } from './commands/event.ts';
 import { SCHEDULE_USAGE, runSchedule } from './commands/schedule.ts';
 import { WORKFLOW_USAGE, runWorkflow } from './commands/workflow.ts';
@@ -45,6 +46,7 @@ Commands:
   pipeline  pipelines: list, show; run, runs, logs, approve, cancel     svc pipeline --help
   build     builds: create, list, show, runs, rerun, logs [-f], artifacts, cancel  svc build --help
   release   releases of builds: create, list, show                     svc release --help
+  env       environments: list, show, create, delete, deploy, rollback, suspend, resume, health, history  svc env --help
   event     events: create, list, show (with how triggers routed them)  svc event --help
   schedule  project schedules that emit events: list, create, update, delete  svc schedule --help
   thread    project threads, team coordination: list, create, show, post  svc thread --help
@@ -102,6 +104,7 @@ const GROUPS: Record<string, { run: Runner; usage: string }> = {
   pipeline: { run: runPipeline, usage: PIPELINE_USAGE },
   build: { run: runBuild, usage: BUILD_USAGE },
   release: { run: runRelease, usage: RELEASE_USAGE },
+  env: { run: runEnv, usage: ENV_USAGE },
   event: { run: runEvent, usage: EVENT_USAGE },
   schedule: { run: runSchedule, usage: SCHEDULE_USAGE },
   thread: { run: runThread, usage: THREAD_USAGE },

@@ -6,6 +6,7 @@ import type { Runtime } from './ports/runtime.ts';
 import type { Scheduler } from './ports/scheduler.ts';
 import type { VcsHost } from './ports/vcshost.ts';
 import type { ChatApp } from './ports/chatapp.ts';
+import type { Deployer } from './ports/environments.ts';
 import { loadModule } from './load-module.ts';
 import { BuilderRegistry, type Builder } from './ports/builder.ts';
 import type { RegistryMode } from './ports/registry.ts';
@@ -32,6 +33,7 @@ export interface PortTypes {
   runtime: Runtime;
   vcshost: VcsHost;
   chatapp: ChatApp;
+  deployer: Deployer;
 }
 export type PortKind = keyof PortTypes;
 
@@ -44,6 +46,10 @@ const BUILT_IN: Record<PortKind, Record<string, () => Promise<{ default: Adapter
   },
   vcshost: { hub: () => import('../adapters/vcshost/hub/index.ts') },
   chatapp: { chat: () => import('../adapters/chatapp/chat/index.ts') },
+  deployer: {
+    none: () => import('../adapters/deployer/none/index.ts'),
+    docker: () => import('../adapters/runtime/docker/deployer.ts'),
+  },
 };
 
 export const PORT_KINDS = Object.keys(BUILT_IN) as PortKind[];

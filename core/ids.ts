@@ -56,7 +56,9 @@ export type IdPrefix =
   | 'fx'
   | 'bld'
   | 'brun'
-  | 'rel';
+  | 'rel'
+  | 'env'
+  | 'dep';
 
 export const newId = (prefix: IdPrefix): string => `${prefix}_${encode(uuidv7Bytes())}`;
 

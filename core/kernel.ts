@@ -26,6 +26,7 @@ import { VcsHostToken } from './ports/vcshost.ts';
 import { ChatAppToken } from './ports/chatapp.ts';
 import { declareDirectories } from './ports/directory.ts';
 import { RuntimeToken } from './ports/runtime.ts';
+import { DeployerToken } from './ports/environments.ts';
 import { declareEventLog } from './ports/events.ts';
 import { Metrics } from './metrics.ts';
 import { measurePools } from './db/pool-metrics.ts';
@@ -127,6 +128,9 @@ export async function startKernel(config: Config, opts: KernelOptions = {}): Pro
     await container.resolve(SigningKeys).ensureActive();
     const adapterDeps: AdapterDeps = { config, db, databaseUrl, logger };
     opts.configure?.(container);
+    // Where environments run; `configure` may register one (tests).
+    if (!container.isRegistered(DeployerToken, true))
+      container.registerInstance(DeployerToken, await createAdapter('deployer', config.adapters.deployer, adapterDeps));
 
     const roleServices = new RoleServices();
     container.registerInstance(RoleServices, roleServices);

@@ -80,6 +80,9 @@ export const TABLE_OWNERS = {
   org_billing: 'billing',
   // 023_console
   console_login_links: 'console',
+  // 024_environments
+  environments: 'environments',
+  environment_deploys: 'environments',
 } as const;
 
 export type TableName = keyof typeof TABLE_OWNERS;

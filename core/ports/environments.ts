@@ -3,10 +3,10 @@ import type { Db } from '../db/knex.ts';
 
 /**
  * The environments domain's seam for automatic suspension (an org's balance fell below its
- * threshold). Until environments exist nothing is registered and the billing domain only emits its event.
+ * threshold): the environments plugin fills it; without that plugin billing only emits its event.
  */
 export interface EnvironmentSuspension {
-  /** Suspends the org's active environments; how many it suspended. */
+  /** Suspends the org's active environments in `trx` (their services stop once it commits); how many it suspended. */
   suspendOrg(orgId: string, reason: string, trx: Db): Promise<number>;
 }
 
@@ -20,9 +20,135 @@ export interface EnvironmentStatus {
   status: EnvironmentHealth;
 }
 
-/** The environments of a set of projects with their health (the environments domain fills it; none answers an empty list). */
+/** The environments of a set of projects with their health, for analytics (filled by the environments plugin; without it, none). */
 export interface EnvironmentDirectory {
   ofProjects(projectIds: string[]): Promise<EnvironmentStatus[]>;
 }
 
 export const EnvironmentDirectoryToken = Symbol('EnvironmentDirectory') as InjectionToken<EnvironmentDirectory>;
+
+/**
+ * What an environment runs: a release's git SHA and one image digest per service (a release of the
+ * builds domain, read through core/ports/releases.ts, or digests a deploy request names).
+ */
+export interface ReleaseRef {
+  /** `rel_…`, or null for a deploy of image digests that no release names. */
+  id: string | null;
+  tag: string | null;
+  git_sha: string | null;
+  manifest_hash: string | null;
+  image_digests: Record<string, string>;
+}
+
+/** An image pull credential for a registry (the spec's own-registry mode); native and none have none. */
+export interface PullSecret {
+  host: string;
+  username: string;
+  password: string;
+}
+
+/** A port a service listens on, and the host port it is published on (Docker) or the Service port (Kubernetes). */
+export interface ServicePort {
+  container: number;
+  host: number | null;
+}
+
+/** How the runtime tells a service is healthy: a command run inside it (exit 0), repeated. */
+export interface HealthCheck {
+  command: string;
+  interval_seconds: number;
+  timeout_seconds: number;
+  retries: number;
+}
+
+/** One service as the deployer runs it, from the manifest's `services.<name>` with secrets already expanded. */
+export interface DeployService {
+  /** The image name without tag or digest (`services.<name>.image`), if the manifest gives one. */
+  image: string | null;
+  command: string[] | null;
+  ports: ServicePort[];
+  /** Values with `${secret.NAME}` expanded: never logged, stored by Kubernetes in a Secret. */
+  environment: Record<string, string>;
+  healthcheck: HealthCheck | null;
+}
+
+/** Everything a deployer needs to put one environment's release in place. */
+export interface DeployTarget {
+  project: { id: string; org_id: string; slug: string };
+  environment: { id: string; name: string; namespace: string | null };
+  services: Record<string, DeployService>;
+  /** The image pull credential per the manifest's registry mode: own registry only. */
+  pullSecret: PullSecret | null;
+}
+
+export interface ServiceHealth {
+  service: string;
+  health: EnvironmentHealth;
+  detail: string;
+}
+
+export interface DeployOutcome {
+  health: EnvironmentHealth;
+  services: ServiceHealth[];
+}
+
+/** A deploy the runtime refused or that never became healthy: the previous release keeps serving. */
+export class DeployFailed extends Error {
+  constructor(
+    message: string,
+    readonly services: ServiceHealth[] = [],
+  ) {
+    super(message);
+    this.name = 'DeployFailed';
+  }
+}
+
+/**
+ * Where environments run (config `adapters.deployer`): Docker containers on the local engine, or
+ * Kubernetes objects. Each call acts on exactly what svc created for the environment.
+ */
+export interface Deployer {
+  readonly name: string;
+  /**
+   * Runs the release's services; returns once every one is healthy. A release that does not come up
+   * throws DeployFailed and leaves what ran before in place.
+   */
+  deploy(target: DeployTarget, release: ReleaseRef): Promise<DeployOutcome>;
+  /** Health as the runtime reports it now. */
+  health(target: DeployTarget): Promise<DeployOutcome>;
+  /** Stops the environment's services (kept, so resume restarts them). */
+  suspend(target: DeployTarget): Promise<void>;
+  resume(target: DeployTarget): Promise<DeployOutcome>;
+  /** Removes everything svc created for the environment. */
+  remove(target: DeployTarget): Promise<void>;
+}
+
+export const DeployerToken = Symbol('Deployer') as InjectionToken<Deployer>;
+
+/** What a built-in action step's job did: outputs later steps and `if` conditions read as `steps.<name>.result`. */
+export type ActionOutputs = Record<string, unknown>;
+
+/** Who runs an action step: the job's project and creator. */
+export interface ActionContext {
+  projectId: string;
+  jobId: string;
+  createdBy: string | null;
+  /** Pipeline inputs of the step's run (`release_id`, `release_tag`, `image_digests`, `git_sha`, …). */
+  inputs: Record<string, unknown>;
+  log(line: string): Promise<void>;
+}
+
+/**
+ * The environments domain's side of the worker: the current release SHA (`git.ref_policy` auto and
+ * env) and the environment actions (deploy, env-ensure, env-delete). Registered by the environments
+ * plugin.
+ */
+export interface EnvironmentActions {
+  /** The current release's git SHA; null when the environment has none (or does not exist). */
+  releaseSha(projectId: string, envName: string): Promise<string | null>;
+  deploy(ctx: ActionContext, envName: string): Promise<ActionOutputs>;
+  ensure(ctx: ActionContext, envName: string, kind: string | null): Promise<ActionOutputs>;
+  remove(ctx: ActionContext, envName: string): Promise<ActionOutputs>;
+}
+
+export const EnvironmentActionsToken = Symbol('EnvironmentActions') as InjectionToken<EnvironmentActions>;

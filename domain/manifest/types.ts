@@ -135,6 +135,11 @@ export type RegistrySetting = 'svc' | 'none' | { host: string; namespace?: strin
 export interface ServiceDefinition {
   image?: string;
   build?: { context?: string; dockerfile?: string };
+  /** What a deployer runs (docs/environments.md): the container's command, ports, environment and health check. */
+  command?: string | string[];
+  ports?: (number | string)[];
+  environment?: Record<string, string | number>;
+  healthcheck?: { command: string; interval_seconds?: number; timeout_seconds?: number; retries?: number };
   [key: string]: unknown;
 }
 

@@ -23,7 +23,8 @@ export function checkServices(problems: Problems, value: unknown): void {
   for (const [name, service] of Object.entries(value)) {
     const path = at('services', name);
     if (!expectObject(problems, service, path)) continue;
-    unknownKeys(problems, service, ['image', 'build'], path);
+    unknownKeys(problems, service, ['image', 'build', 'command', 'ports', 'environment', 'healthcheck'], path);
+    checkRunSettings(problems, service, path);
     if (service.build !== undefined && expectObject(problems, service.build, at(path, 'build'))) {
       unknownKeys(problems, service.build, ['context', 'dockerfile', 'image'], at(path, 'build'));
     }
@@ -46,5 +47,33 @@ export function checkEnvironments(problems: Problems, value: unknown, pipelines:
       else if (!Object.hasOwn(known, env.pipeline)) problems.add(at(path, 'pipeline'), `Environment '${name}' names unknown pipeline '${env.pipeline}'`);
     }
     if (env.pipeline_inputs !== undefined) expectObject(problems, env.pipeline_inputs, at(path, 'pipeline_inputs'));
+  }
+}
+
+const PORT = /^(\d{1,5}:)?\d{1,5}$/;
+
+/** What a deployer runs: `command` (string or list), `ports` (8080 or "18080:8080"), `environment` (strings), `healthcheck.command`. */
+function checkRunSettings(problems: Problems, service: Record<string, unknown>, path: string): void {
+  const { command, ports, environment, healthcheck } = service;
+  if (command !== undefined && !isString(command) && !(Array.isArray(command) && command.length > 0 && command.every(isString)))
+    problems.add(at(path, 'command'), 'command must be a string or a list of strings');
+  if (ports !== undefined) {
+    if (!Array.isArray(ports)) problems.add(at(path, 'ports'), 'ports must be a list of ports (8080, or "18080:8080" for host:container)');
+    else
+      ports.forEach((p, i) => {
+        if (!(Number.isInteger(p) || (isString(p) && PORT.test(p)))) problems.add(`${at(path, 'ports')}[${i}]`, 'a port is a number, or "host:container"');
+      });
+  }
+  if (environment !== undefined && expectObject(problems, environment, at(path, 'environment'))) {
+    for (const [key, value] of Object.entries(environment))
+      if (!isString(value) && typeof value !== 'number') problems.add(at(at(path, 'environment'), key), 'an environment value must be a string');
+  }
+  if (healthcheck !== undefined && expectObject(problems, healthcheck, at(path, 'healthcheck'))) {
+    unknownKeys(problems, healthcheck, ['command', 'interval_seconds', 'timeout_seconds', 'retries'], at(path, 'healthcheck'));
+    if (!isString(healthcheck.command))
+      problems.add(at(at(path, 'healthcheck'), 'command'), 'healthcheck.command is required (a shell command run in the container; exit 0 is healthy)');
+    for (const key of ['interval_seconds', 'timeout_seconds', 'retries'])
+      if (healthcheck[key] !== undefined && !(Number.isInteger(healthcheck[key]) && (healthcheck[key] as number) > 0))
+        problems.add(at(at(path, 'healthcheck'), key), `${key} must be a positive integer`);
   }
 }

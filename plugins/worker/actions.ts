@@ -1,52 +1,119 @@
 import type { AttemptCompletion, AttemptWork } from '../../core/ports/attempts.ts';
 import type { BuildActions } from '../../core/ports/build-actions.ts';
+import type { ActionOutputs, EnvironmentActions } from '../../core/ports/environments.ts';
+import type { VcsHost } from '../../core/ports/vcshost.ts';
+import type { ChatApp } from '../../core/ports/chatapp.ts';
+import type { SecretResolver } from '../../core/ports/secrets.ts';
+import { DomainError, SecretMissing } from '../../core/errors.ts';
+import { HostApiError } from '../../core/ports/integrations.ts';
 import { isObject } from '../../core/is-object.ts';
 import { WorkerFailure } from './failure.ts';
 
-/** The built-in actions the worker runs through a port instead of a process. */
-const PORTED = ['build', 'release'] as const;
-export interface ActionPlan {
-  type: (typeof PORTED)[number];
-  with: Record<string, unknown>;
+/** The built-in actions the worker carries out itself, through the domains' ports (`run` becomes a script step; `job` is not here). */
+export const WORKER_ACTIONS = ['build', 'release', 'deploy', 'env-ensure', 'env-delete', 'create-pr', 'notify'] as const;
+export type WorkerAction = (typeof WORKER_ACTIONS)[number];
+
+export interface ActionDeps {
+  buildActions(): BuildActions | null;
+  environments(): EnvironmentActions | null;
+  vcshost(): VcsHost | null;
+  chatapp(): ChatApp | null;
+  secrets(): SecretResolver | null;
+  /** The project's code-host token secret (worker.git.token_secret). */
+  tokenSecret: string;
+  signal: AbortSignal;
 }
 
-/** The step's action when it is one the worker runs through a port (build, release); null otherwise. */
-export function portedAction(work: AttemptWork): ActionPlan | null {
-  const step = isObject(work.job.hints.step) ? work.job.hints.step : null;
-  if (step?.kind !== 'action' || !isObject(step.action)) return null;
-  const type = String(step.action.type);
-  if (!(PORTED as readonly string[]).includes(type)) return null;
-  return { type: type as ActionPlan['type'], with: isObject(step.action.with) ? step.action.with : {} };
+/** The run's inputs (the pipeline's `request_json`). */
+export function inputsOf(work: AttemptWork): Record<string, unknown> {
+  try {
+    const parsed = JSON.parse(String(work.job.hints.request_json ?? '{}'));
+    return isObject(parsed) ? parsed : {};
+  } catch {
+    return {};
+  }
+}
+
+/** `${inputs.a.b}` in an action input is that input (a PR's `pr-${inputs.number}`); an unknown path is empty. */
+export function fillInputs(value: unknown, inputs: Record<string, unknown>): unknown {
+  if (typeof value !== 'string') return value;
+  return value.replace(/\$\{\s*inputs\.([\w.-]+)\s*\}/g, (_m, path: string) => {
+    let v: unknown = inputs;
+    for (const key of path.split('.')) v = isObject(v) && Object.hasOwn(v, key) ? v[key] : undefined;
+    return v === undefined || v === null ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v);
+  });
 }
 
 const text = (v: unknown): string | null => (typeof v === 'string' && v.trim() ? v.trim() : null);
 
+const required = (w: Record<string, unknown>, key: string, action: string): string => {
+  const v = w[key];
+  if (typeof v !== 'string' || !v.trim()) throw new WorkerFailure(`action ${action} needs "${key}" (with.${key})`);
+  return v.trim();
+};
+
+/** `owner/name` of a code-host repository URL (https or ssh). */
+function repoPath(url: string | null): string {
+  const m = url?.match(/[:/]([^/:]+\/[^/]+?)(\.git)?\/?$/);
+  if (!m) throw new WorkerFailure(`create-pr needs the project's repository on a code host, but its repo_url is ${url ?? 'not set'}`);
+  return m[1];
+}
+
 /**
- * Runs a build or release step through the builds domain and makes its outputs the step's result
- * (`result_json`: build_id, digests, release tag…), which later steps and the run's receipts read.
+ * Carries out one action step. Its outputs become the attempt's result (`result_json`, what
+ * `steps.<name>.result` reads: build_id, digests, release tag, environment, pull request…). A
+ * refusal of the domain or of the host is the step's failure, with its message.
  */
-export async function runPortedAction(
-  plan: ActionPlan,
+export async function runAction(
   work: AttemptWork,
-  actions: BuildActions | null,
-  signal: AbortSignal,
-  log: (line: string) => void,
+  type: WorkerAction,
+  rawWith: Record<string, unknown>,
+  deps: ActionDeps,
+  log: (line: string) => Promise<void>,
 ): Promise<AttemptCompletion> {
-  if (!actions) throw new WorkerFailure(`action ${plan.type} needs the builds plugin, which this server does not load`);
+  const inputs = inputsOf(work);
+  const w = Object.fromEntries(Object.entries(rawWith).map(([k, v]) => [k, fillInputs(v, inputs)]));
+  if (type === 'build' || type === 'release') return buildAction(type, w, work, deps, log);
+  const namesRelease = inputs.release_id ?? inputs.release_tag ?? inputs.image_digests;
+  const outputs = await domainAction(type, w, work, namesRelease ? inputs : { ...inputs, ...releaseOfRun(work) }, deps, log);
+  const summary = `action ${type} done`;
+  return { result: { status: 'success', summary }, result_json: { ...outputs, svc: { status: 'success', summary } } };
+}
+
+/**
+ * The release an earlier step of the same run made (a `release` step's outputs), so a `deploy`
+ * after `build → release` needs no ids wired by hand; the run's own inputs win when they name one.
+ */
+function releaseOfRun(work: AttemptWork): Record<string, unknown> {
+  const made = (work.run?.steps ?? []).map((s) => s.attempt?.result_json).filter((r) => isObject(r) && typeof r.release_id === 'string');
+  const last = made.at(-1);
+  return last ? { release_id: last.release_id, release_tag: last.tag } : {};
+}
+
+/** A build or release step, run through the builds domain; a build that ended unsuccessfully fails the step with its class. */
+async function buildAction(
+  type: 'build' | 'release',
+  w: Record<string, unknown>,
+  work: AttemptWork,
+  deps: ActionDeps,
+  log: (line: string) => Promise<void>,
+): Promise<AttemptCompletion> {
+  const actions = deps.buildActions();
+  if (!actions) throw new WorkerFailure(`action ${type} needs the builds plugin, which this server does not load`);
   const ctx = {
     projectId: work.project.id,
     jobId: work.job.id,
     createdBy: work.job.created_by,
     pipelineRunId: text(work.job.hints.pipeline_run_id),
     stepName: text(work.job.hints.step_name),
-    signal,
-    log,
+    signal: deps.signal,
+    log: (line: string) => void log(line),
   };
   const ref = text((work.job.git ?? {}).ref);
   try {
-    if (plan.type === 'build') {
-      const services = Array.isArray(plan.with.services) ? plan.with.services.map(String) : null;
-      const out = await actions.build(ctx, { ref, services, forceRebuild: plan.with.force_rebuild === true });
+    if (type === 'build') {
+      const services = Array.isArray(w.services) ? w.services.map(String) : null;
+      const out = await actions.build(ctx, { ref, services, forceRebuild: w.force_rebuild === true });
       if (out.status !== 'completed') {
         const reason = `build ${out.build_id} ${out.status}${out.error_class ? ` (${out.error_class})` : ''}: ${out.error_message ?? 'no message'}`;
         return { result: { status: 'failed', reason }, result_json: { svc: { status: 'failed', reason }, ...out }, error: reason };
@@ -54,11 +121,70 @@ export async function runPortedAction(
       const summary = `build ${out.build_id}${out.reused ? ' (reused)' : ''}: ${Object.keys(out.image_digests).join(', ')}`;
       return { result: { status: 'success', summary }, result_json: { svc: { status: 'success', summary }, ...out } };
     }
-    const out = await actions.release(ctx, { buildId: text(plan.with.build_id), tag: text(plan.with.tag), version: text(plan.with.version) });
+    const out = await actions.release(ctx, { buildId: text(w.build_id), tag: text(w.tag), version: text(w.version) });
     const summary = `release ${out.tag} of build ${out.build_id}`;
     return { result: { status: 'success', summary }, result_json: { svc: { status: 'success', summary }, ...out } };
   } catch (err) {
-    if (signal.aborted) throw err;
-    throw new WorkerFailure(`action ${plan.type}: ${(err as Error).message}`);
+    if (deps.signal.aborted) throw err;
+    throw new WorkerFailure(`action ${type}: ${(err as Error).message}`);
+  }
+}
+
+/** The environment, code-host and chat actions. */
+async function domainAction(
+  type: Exclude<WorkerAction, 'build' | 'release'>,
+  w: Record<string, unknown>,
+  work: AttemptWork,
+  inputs: Record<string, unknown>,
+  deps: ActionDeps,
+  log: (line: string) => Promise<void>,
+): Promise<ActionOutputs> {
+  const ctx = { projectId: work.project.id, jobId: work.job.id, createdBy: work.job.created_by, inputs, log };
+  const envs = () => {
+    const e = deps.environments();
+    if (!e) throw new WorkerFailure(`action ${type} needs the environments plugin, which this server does not load`);
+    return e;
+  };
+  try {
+    switch (type) {
+      case 'deploy':
+        return await envs().deploy(ctx, required(w, 'env_name', type));
+      case 'env-ensure':
+        return await envs().ensure(ctx, required(w, 'env_name', type), typeof w.kind === 'string' ? w.kind : null);
+      case 'env-delete':
+        return await envs().remove(ctx, required(w, 'env_name', type));
+      case 'create-pr': {
+        const host = deps.vcshost();
+        if (!host) throw new WorkerFailure('create-pr needs a code host adapter (adapters.vcshost)');
+        const token = await deps
+          .secrets()
+          ?.resolve(deps.tokenSecret, { projectId: work.project.id, userId: work.job.created_by })
+          .catch((err) => {
+            if (err instanceof SecretMissing) return undefined;
+            throw err;
+          });
+        const pr = await host.createPullRequest({
+          repo: repoPath(work.project.repo_url),
+          title: required(w, 'title', type),
+          body: typeof w.body === 'string' ? w.body : undefined,
+          head: required(w, 'branch', type),
+          base: typeof w.base === 'string' && w.base ? w.base : work.project.branch,
+          ...(token ? { token } : {}),
+        });
+        await log(`pull request #${pr.number} opened: ${pr.url}`);
+        return { number: pr.number, url: pr.url, state: pr.state, head: pr.head, base: pr.base };
+      }
+      case 'notify': {
+        const app = deps.chatapp();
+        if (!app) throw new WorkerFailure('notify needs a chat app adapter (adapters.chatapp)');
+        const posted = await app.notify({ channel: required(w, 'channel', type), message: required(w, 'message', type) });
+        await log(`posted to ${posted.channel} (${posted.ts})`);
+        return { channel: posted.channel, ts: posted.ts };
+      }
+    }
+  } catch (err) {
+    if (err instanceof DomainError || err instanceof HostApiError || (err as { isBoom?: boolean }).isBoom)
+      throw new WorkerFailure(`action ${type}: ${(err as Error).message}`);
+    throw err;
   }
 }

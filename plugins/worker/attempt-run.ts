@@ -18,7 +18,7 @@ import { Aborted, WorkerFailure } from './failure.ts';
 import { LogSink } from './log-sink.ts';
 import { patientControl } from './patient-control.ts';
 import { JsonResultScanner, outcomeOf } from './result.ts';
-import { planAttempt, type Plan } from './plan.ts';
+import { planAttempt, type Plan, type ProcessPlan } from './plan.ts';
 import { JOB_TOKEN_PERMISSIONS, appApiUrls, resolveOverrides, specEnv } from './env.ts';
 import { GitWorkspace, remoteUrl, type Checkout, type GitControls, type GitSetup, type Timed } from './git.ts';
 import { RunLine } from './run-line.ts';
@@ -29,8 +29,12 @@ import { HarnessOutput } from './harness-output.ts';
 import { handOver, isRoot, type RunAs } from './run-as.ts';
 import { INBOX_PATH, writeCoordinationInbox } from './coordination.ts';
 import { hydrateResources } from './resources.ts';
-import { portedAction, runPortedAction } from './actions.ts';
+import { runAction } from './actions.ts';
 import type { BuildActions } from '../../core/ports/build-actions.ts';
+import type { EnvironmentActions } from '../../core/ports/environments.ts';
+import type { VcsHost } from '../../core/ports/vcshost.ts';
+import type { ChatApp } from '../../core/ports/chatapp.ts';
+import { isObject } from '../../core/is-object.ts';
 
 export interface WorkerSettings {
   workspaceRoot: string;
@@ -59,6 +63,9 @@ export interface WorkerDeps {
   coordination(): CoordinationThreads | null;
   managedModels(): ManagedModels | null;
   buildActions(): BuildActions | null;
+  environments(): EnvironmentActions | null;
+  vcshost(): VcsHost | null;
+  chatapp(): ChatApp | null;
   apiUrl(): string;
 }
 
@@ -173,14 +180,9 @@ export class AttemptRun {
         phases.push({ name, started_at, ended_at: new Date() });
       }
     };
-    const action = portedAction(work);
-    if (action) {
-      await this.control.runnerEvent(this.lease, 'runner.started', {});
-      const completion = await timed('execute', () =>
-        runPortedAction(action, work, this.deps.buildActions(), this.abort.signal, (line) => void log.system(line)),
-      );
-      await log.system(`action ${action.type}: ${completion.result.status}${completion.result.summary ? `: ${completion.result.summary}` : ''}`);
-      return completion;
+    if (isObject(work.job.hints.step) && work.job.hints.step.kind === 'action') {
+      const plan = await planAttempt(work, null, null, {});
+      if (plan.kind === 'action') return timed('execute', () => this.action(work, plan, log));
     }
     const { spec, plan } = await timed('provision', async () => {
       const provisioned = await this.provision(work, log, credentialsDir, timed);
@@ -239,7 +241,7 @@ export class AttemptRun {
   }
 
   /** Workspace, checkout, environment and the process spec; every missing piece fails here, before anything runs. */
-  private async provision(work: AttemptWork, log: LogSink, credentialsDir: string, timed: Timed): Promise<{ spec: ProcessSpec; plan: Plan }> {
+  private async provision(work: AttemptWork, log: LogSink, credentialsDir: string, timed: Timed): Promise<{ spec: ProcessSpec; plan: ProcessPlan }> {
     const { deps } = this;
     const ctx: SecretContext = { projectId: work.project.id, userId: work.job.created_by };
     const manifest: Manifest | null =
@@ -250,6 +252,7 @@ export class AttemptRun {
           .catch(() => null)
       )?.parsed ?? null;
     const plan = await planAttempt(work, deps.harnesses(), manifest, ctx);
+    if (plan.kind === 'action') throw new WorkerFailure(`action ${plan.type} runs without a workspace`);
     const masks: string[] = [];
     const remask = () => (log.mask = secretMasker(masks));
     const workspace = await timed('workspace', () =>
@@ -273,6 +276,7 @@ export class AttemptRun {
       const pushAccess = pushUrl && pushUrl !== url ? await repoAccess(pushUrl, secrets, 'pushing to') : null;
       masks.push(...access.secrets, ...(pushAccess?.secrets ?? []));
       remask();
+      const envReleaseSha = work.job.env_name ? await this.envReleaseSha(work.project.id, work.job.env_name, controls) : null;
       const setup: GitSetup = {
         dir,
         url,
@@ -283,6 +287,7 @@ export class AttemptRun {
         runId: work.run?.id ?? null,
         projectBranch: work.project.branch,
         envName: work.job.env_name,
+        envReleaseSha,
         author: { name: deps.settings.git.author_name, email: deps.settings.git.author_email },
         signal: this.abort.signal,
         log: (line) => log.system(line),
@@ -356,6 +361,38 @@ export class AttemptRun {
         resourceClass: resourceClassOf(work),
       },
     };
+  }
+
+  /** The job's environment's current release SHA, asked only when the ref policy can use it. */
+  private async envReleaseSha(projectId: string, envName: string, controls: GitControls): Promise<string | null> {
+    const policy = controls.ref_policy ?? (controls.ref ? 'explicit' : 'auto');
+    if (policy !== 'env' && policy !== 'auto') return null;
+    return (await this.deps.environments()?.releaseSha(projectId, envName)) ?? null;
+  }
+
+  /** A built-in action: no workspace and no process; its outputs are the attempt's result_json (`steps.<name>.result`). */
+  private async action(work: AttemptWork, plan: Extract<Plan, { kind: 'action' }>, log: LogSink): Promise<AttemptCompletion> {
+    const { deps } = this;
+    await log.system(`action ${plan.type}`);
+    await this.control.runnerEvent(this.lease, 'runner.started', {});
+    const completion = await runAction(
+      work,
+      plan.type,
+      plan.with,
+      {
+        buildActions: deps.buildActions,
+        environments: deps.environments,
+        vcshost: deps.vcshost,
+        chatapp: deps.chatapp,
+        secrets: deps.secrets,
+        tokenSecret: deps.settings.git.token_secret,
+        signal: this.abort.signal,
+      },
+      (line) => log.system(line),
+    );
+    const { status, summary, reason } = completion.result;
+    await log.system(`action ${plan.type}: ${status}${summary || reason ? `: ${summary ?? reason}` : ''}`);
+    return completion;
   }
 
   /**

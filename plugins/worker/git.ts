@@ -29,6 +29,8 @@ export interface GitSetup {
   runId: string | null;
   projectBranch: string;
   envName: string | null;
+  /** The current release SHA of the job's environment (`ref_policy` env and auto), when it has one. */
+  envReleaseSha: string | null;
   author: { name: string; email: string };
   signal: AbortSignal;
   log(line: string): Promise<void>;
@@ -88,7 +90,7 @@ export class GitWorkspace implements Checkout {
   /** Clones, resolves the ref per `ref_policy`, and checks out the branch per `branch`/`create_branch`. */
   static async prepare(s: GitSetup): Promise<GitWorkspace> {
     const c = s.controls;
-    const { ref, source } = chooseRef(c, s.projectBranch, s.envName);
+    const { ref, source } = chooseRef(c, s.projectBranch, s.envName, s.envReleaseSha);
     await s.log(`$ git clone ${redactUrl(s.url)} (ref ${ref}, ${source})`);
     // The workspace lives as long as the attempt: no template (copying the sample hooks cost more
     // than the clone itself) and no fsync.
@@ -205,14 +207,20 @@ export class GitWorkspace implements Checkout {
   }
 }
 
-/** The ref per `ref_policy` and where it came from. */
-export function chooseRef(c: GitControls, projectBranch: string, envName: string | null): { ref: string; source: string } {
+/**
+ * The ref per `ref_policy` and where it came from. auto: the environment's release SHA when the job
+ * names an environment that has one, then git.ref (manifest defaults are merged into it at creation),
+ * then the project branch.
+ */
+export function chooseRef(c: GitControls, projectBranch: string, envName: string | null, envReleaseSha: string | null): { ref: string; source: string } {
   const policy = c.ref_policy ?? (c.ref ? 'explicit' : 'auto');
   if (policy === 'env') {
     if (!envName) throw new WorkerFailure('git.ref_policy env needs the job to name an environment (env_name)');
-    throw new WorkerFailure(`git.ref_policy env: environment ${envName} has no current release SHA (releases are not recorded yet)`);
+    if (!envReleaseSha) throw new WorkerFailure(`git.ref_policy env: environment ${envName} has no current release SHA (deploy a release to it first)`);
+    return { ref: envReleaseSha, source: 'env' };
   }
   if (policy === 'project_default') return { ref: projectBranch, source: 'project_default' };
+  if (policy === 'auto' && envName && envReleaseSha) return { ref: envReleaseSha, source: 'env' };
   if (c.ref) return { ref: c.ref, source: 'explicit' };
   if (policy === 'explicit') throw new WorkerFailure('git.ref_policy explicit needs git.ref');
   return { ref: projectBranch, source: 'project_default' };

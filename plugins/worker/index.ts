@@ -16,6 +16,9 @@ import { CoordinationThreadsToken } from '../../core/ports/threads.ts';
 import { ResourceStoreToken } from '../../core/ports/resources.ts';
 import { BuildActionsToken } from '../../core/ports/build-actions.ts';
 import { ManagedModelsToken } from '../../core/ports/inference.ts';
+import { EnvironmentActionsToken } from '../../core/ports/environments.ts';
+import { VcsHostToken } from '../../core/ports/vcshost.ts';
+import { ChatAppToken } from '../../core/ports/chatapp.ts';
 import type { DependencyContainer, InjectionToken } from '../../core/di.ts';
 import { runAsOf } from './run-as.ts';
 import { InProcessWorker } from './worker.ts';
@@ -91,6 +94,9 @@ export const plugin: DomainPlugin = {
           resources: optional(container, ResourceStoreToken),
           managedModels: optional(container, ManagedModelsToken),
           buildActions: optional(container, BuildActionsToken),
+          environments: optional(container, EnvironmentActionsToken),
+          vcshost: optional(container, VcsHostToken),
+          chatapp: optional(container, ChatAppToken),
           apiUrl: () => configuredApiUrl ?? ownApiUrl(),
         },
         w.concurrency,

@@ -6,10 +6,12 @@ import type { AgentChoice, AgentRequest } from '../../domain/manifest/profiles.t
 import type { Manifest } from '../../domain/manifest/types.ts';
 import { WorkerFailure } from './failure.ts';
 import { isObject } from '../../core/is-object.ts';
+import { fillInputs, inputsOf, WORKER_ACTIONS, type WorkerAction } from './actions.ts';
 
 /** What an attempt runs: a shell command, or a harness CLI with a prompt. */
 export type Plan =
   | { kind: 'script'; run: string; agentId: string }
+  | { kind: 'action'; type: WorkerAction; with: Record<string, unknown>; agentId: string }
   | {
       kind: 'agent';
       harness: HarnessDefinition;
@@ -19,6 +21,9 @@ export type Plan =
       agentId: string;
       fallback: string | null;
     };
+
+/** A plan that runs a process (every kind but a built-in action). */
+export type ProcessPlan = Exclude<Plan, { kind: 'action' }>;
 
 const text = (v: unknown): string | undefined => (typeof v === 'string' && v.trim() ? v : undefined);
 
@@ -33,9 +38,9 @@ function promptOf(work: AttemptWork, agent: Record<string, unknown>): string {
 
 /**
  * Decides what the attempt runs from `hints.step` (workflow and pipeline steps, or any job that
- * carries one): `script` runs its command with /bin/sh; `agent` runs a harness; of the actions,
- * `build` and `release` run through a port (actions.ts) and never get here, the others are not
- * available yet. A job without `hints.step` is an agent job: its description is the prompt, and the
+ * carries one): `script` runs its command with /bin/sh; `agent` runs a harness; `action` is a
+ * built-in action the worker carries out through a domain's port (actions.ts; `run` is a script;
+ * `job` is not available yet). A job without `hints.step` is an agent job: its description is the prompt, and the
  * harness comes from its harness fields, the manifest's profiles, else the server's default harness.
  */
 export async function planAttempt(work: AttemptWork, harnesses: HarnessRegistry | null, manifest: Manifest | null, ctx: SecretContext): Promise<Plan> {
@@ -48,6 +53,13 @@ export async function planAttempt(work: AttemptWork, harnesses: HarnessRegistry 
   }
   if (step && kind === 'action') {
     const type = isObject(step.action) ? String(step.action.type) : 'unknown';
+    const inputs = isObject(step.action) && isObject(step.action.with) ? step.action.with : {};
+    if (type === 'run') {
+      const run = text(fillInputs(inputs.command, inputsOf(work)));
+      if (!run) throw new WorkerFailure('action run needs "command" (with.command)');
+      return { kind: 'script', run, agentId: 'action:run' };
+    }
+    if ((WORKER_ACTIONS as readonly string[]).includes(type)) return { kind: 'action', type: type as WorkerAction, with: inputs, agentId: `action:${type}` };
     throw new WorkerFailure(`action ${type} is not available yet`);
   }
   if (step && kind !== 'agent') throw new WorkerFailure(`hints.step.kind '${String(kind)}' is not one of script, agent, action`);

@@ -51,7 +51,7 @@ export class RunLine implements Checkout {
   ) {}
 
   static async prepare(s: GitSetup, place: RunStepPlace, fresh: boolean): Promise<RunLine> {
-    const { ref, source } = chooseRef(s.controls, s.projectBranch, s.envName);
+    const { ref, source } = chooseRef(s.controls, s.projectBranch, s.envName, s.envReleaseSha);
     if (fresh) {
       await s.log(`$ git clone ${redactUrl(s.url)} (ref ${ref}, ${source})`);
       await cloneBare(s);

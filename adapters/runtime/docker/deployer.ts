@@ -1,0 +1,166 @@
+/**
+ * Deployer on a Docker engine (Engine API through dockerode): each service of a release runs as a
+ * container from its image by digest, with the manifest's command, environment, ports and health
+ * check, labelled with the environment. A redeploy starts the new containers beside the old ones
+ * and removes the old ones only once every new one is healthy; a release that does not come up is
+ * removed again and the old containers keep serving. Images are never pulled.
+ */
+import Docker from 'dockerode';
+import Joi from 'joi';
+import type { Deployer, DeployOutcome, DeployTarget, ReleaseRef, ServiceHealth } from '../../../core/ports/environments.ts';
+import { DeployFailed } from '../../../core/ports/environments.ts';
+import { defineAdapter } from '../../../core/sdk.ts';
+import { engineAddress, engineMessage, statusOf } from './engine.ts';
+import { containerSpec, imageCandidates, LABEL } from './deployer-spec.ts';
+
+export type Options = {
+  socket_path: string | null;
+  host: string | null;
+  network: string | null;
+  health_timeout_ms: number;
+  stop_timeout_seconds: number;
+};
+
+const optionsSchema = Joi.object({
+  socket_path: Joi.string()
+    .pattern(/^\//, 'an absolute path')
+    .allow(null)
+    .default(null)
+    .description('Unix socket of the engine; default: host, else DOCKER_HOST, else /var/run/docker.sock'),
+  host: Joi.string().allow(null).default(null).description('The engine as a DOCKER_HOST address'),
+  network: Joi.string()
+    .min(1)
+    .allow(null)
+    .default(null)
+    .description("Network mode of the services' containers (bridge, host, none, or a network's name); null: the engine's default"),
+  health_timeout_ms: Joi.number().integer().min(100).default(120_000).description('How long a new container has to become healthy'),
+  stop_timeout_seconds: Joi.number().integer().min(0).default(10).description('SIGTERM grace before SIGKILL when containers stop'),
+});
+
+type Info = Docker.ContainerInfo;
+const POLL_MS = 250;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A container's health in the environment's terms: healthy, starting (null: not decided yet), or degraded with why. */
+function healthOf(state: Docker.ContainerInspectInfo['State']): { health: ServiceHealth['health'] | null; detail: string } {
+  if (!state.Running) return { health: 'degraded', detail: `not running (${state.Status}, exit code ${state.ExitCode})` };
+  const h = state.Health?.Status;
+  if (!h || h === 'none') return { health: 'healthy', detail: 'running (no health check)' };
+  if (h === 'healthy') return { health: 'healthy', detail: 'health check passing' };
+  if (h === 'starting') return { health: null, detail: 'health check starting' };
+  const last = state.Health?.Log?.at(-1);
+  return { health: 'degraded', detail: `health check failing${last ? `: ${last.Output.trim().slice(0, 200)}` : ''}` };
+}
+
+export class DockerDeployer implements Deployer {
+  readonly name = 'docker';
+
+  constructor(
+    readonly docker: Docker,
+    private readonly options: Options,
+  ) {}
+
+  private async containers(target: DeployTarget): Promise<Info[]> {
+    return this.docker.listContainers({ all: true, filters: { label: [`${LABEL.env}=${target.environment.id}`] } });
+  }
+
+  /** The image to run: `image@digest` when the engine has it, else the digest as an image id, else the reference as given. */
+  private async image(service: string, image: string | null, digest: string): Promise<string> {
+    for (const ref of imageCandidates(image, digest)) {
+      try {
+        await this.docker.getImage(ref).inspect();
+        return ref;
+      } catch (err) {
+        if (statusOf(err) !== 404) throw new DeployFailed(`service ${service}: inspecting image ${ref} failed: ${engineMessage(err)}`);
+      }
+    }
+    throw new DeployFailed(`service ${service}: image ${digest} is not on the engine (images are never pulled: build or load it first)`, [
+      { service, health: 'degraded', detail: 'image missing' },
+    ]);
+  }
+
+  async deploy(target: DeployTarget, release: ReleaseRef): Promise<DeployOutcome> {
+    const names = Object.keys(release.image_digests).sort();
+    const unknown = names.filter((n) => !target.services[n]);
+    if (unknown.length > 0) throw new DeployFailed(`the release names services the manifest does not define: ${unknown.join(', ')}`);
+    const old = await this.containers(target);
+    const generation = `${Date.now().toString(36)}`;
+    const started: Docker.Container[] = [];
+    try {
+      for (const name of names) {
+        const image = await this.image(name, target.services[name].image, release.image_digests[name]);
+        const container = await this.docker.createContainer(containerSpec(target, name, image, generation, this.options.network));
+        started.push(container);
+        await container.start();
+      }
+      const services = await Promise.all(started.map((c, i) => this.waitHealthy(names[i], c)));
+      const failed = services.filter((s) => s.health !== 'healthy');
+      if (failed.length > 0) throw new DeployFailed(`not healthy: ${failed.map((s) => `${s.service} (${s.detail})`).join('; ')}`, services);
+      for (const info of old) await this.docker.getContainer(info.Id).remove({ force: true });
+      return { health: 'healthy', services };
+    } catch (err) {
+      for (const c of started) await c.remove({ force: true }).catch(() => undefined);
+      if (err instanceof DeployFailed) throw err;
+      throw new DeployFailed(`the engine refused the deploy: ${engineMessage(err)}`);
+    }
+  }
+
+  private async waitHealthy(service: string, container: Docker.Container): Promise<ServiceHealth> {
+    const deadline = Date.now() + this.options.health_timeout_ms;
+    for (;;) {
+      const { health, detail } = healthOf((await container.inspect()).State);
+      if (health) return { service, health, detail };
+      if (Date.now() > deadline) return { service, health: 'degraded', detail: `not healthy after ${this.options.health_timeout_ms} ms (${detail})` };
+      await sleep(POLL_MS);
+    }
+  }
+
+  async health(target: DeployTarget): Promise<DeployOutcome> {
+    const infos = await this.containers(target);
+    const services: ServiceHealth[] = [];
+    for (const info of infos) {
+      const { health, detail } = healthOf((await this.docker.getContainer(info.Id).inspect()).State);
+      services.push({ service: info.Labels[LABEL.service], health: health ?? 'degraded', detail });
+    }
+    services.sort((a, b) => a.service.localeCompare(b.service));
+    if (services.length === 0) return { health: 'degraded', services: [{ service: '*', health: 'degraded', detail: 'no containers run for the environment' }] };
+    return { health: services.every((s) => s.health === 'healthy') ? 'healthy' : 'degraded', services };
+  }
+
+  async suspend(target: DeployTarget): Promise<void> {
+    for (const info of await this.containers(target)) {
+      if (info.State !== 'running') continue;
+      await this.docker
+        .getContainer(info.Id)
+        .stop({ t: this.options.stop_timeout_seconds })
+        .catch((err) => {
+          if (statusOf(err) !== 304) throw err; // 304: already stopped
+        });
+    }
+  }
+
+  async resume(target: DeployTarget): Promise<DeployOutcome> {
+    const infos = await this.containers(target);
+    for (const info of infos) if (info.State !== 'running') await this.docker.getContainer(info.Id).start();
+    const services = await Promise.all(infos.map((i) => this.waitHealthy(i.Labels[LABEL.service], this.docker.getContainer(i.Id))));
+    return { health: services.length > 0 && services.every((s) => s.health === 'healthy') ? 'healthy' : 'degraded', services };
+  }
+
+  async remove(target: DeployTarget): Promise<void> {
+    for (const info of await this.containers(target)) {
+      await this.docker
+        .getContainer(info.Id)
+        .remove({ force: true })
+        .catch((err) => {
+          if (statusOf(err) !== 404) throw err;
+        });
+    }
+  }
+}
+
+export default defineAdapter<Deployer, Options>({
+  kind: 'deployer',
+  name: 'docker',
+  options: optionsSchema,
+  create: (options) => new DockerDeployer(new Docker(engineAddress(options.socket_path, options.host).options), options),
+});

@@ -1,0 +1,201 @@
+/** `svc env …`: environments, deploys, rollback, suspension and health over the API in docs/environments.md. */
+import { intFlag, jsonObjectFlag, parseCommand } from '../args.ts';
+import type { Context } from '../config.ts';
+import { UsageError } from '../errors.ts';
+import { apiRequest, seg } from '../http.ts';
+import { formatFields, formatTable, note, printDone, printJson, printList, write, type Column, type ListBody } from '../output.ts';
+import { requireProject } from './manifest.ts';
+import { followRun } from './pipeline-runs.ts';
+
+export const ENV_USAGE = `usage: svc env <command> [flags]
+
+  list [--kind K] [--type persistent|temporary] [--limit N] [--offset N]
+                                  the project's environments
+  show ENV                        one environment: health, suspension, current release
+  create ENV [--kind K] [--type persistent|temporary] [--namespace NS] [--db-ref REF]
+             [--pipeline NAME] [--pipeline-inputs JSON]
+                                  ensure an environment (unchanged when it exists)
+  delete ENV                      delete it and what runs for it (persistent: environments:admin)
+  deploy ENV (--release-tag TAG | --sha SHA --manifest-hash HASH) [--image-digests JSON]
+             [--image-tag TAG] [--direct] [--inputs JSON] [-f|--follow]
+                                  deploy a release: through the environment's pipeline unless
+                                  --direct (or it has none). -f follows the deploy (or the
+                                  pipeline run's events) until it ends
+  rollback ENV [--release-tag TAG | --release-id ID] [-f|--follow]
+                                  deploy an earlier release: the one named, else the one before
+  suspend ENV [--reason R]        stop its services; deploys and jobs naming it are refused
+  resume ENV                      run its current release again
+  health ENV                      health read from the runtime now
+  history ENV [--status S] [--limit N] [--offset N]
+                                  its deploys, newest first
+
+deploy -f and rollback -f exit 1 when the deploy (or run) fails, 0 when it succeeds.
+The project comes from --project, else the profile's project.`;
+
+interface Deploy {
+  id: string;
+  status: string;
+  pipeline_run_id: string | null;
+  error_message: string | null;
+  release: { id: string | null; tag: string | null; git_sha: string | null };
+  [key: string]: unknown;
+}
+
+const ENV_COLUMNS: Column[] = [
+  { key: 'name' },
+  { key: 'type' },
+  { key: 'kind', format: (v) => (v as string | null) ?? '-' },
+  { key: 'health' },
+  { key: 'suspended', format: (v) => (v ? 'yes' : 'no') },
+  { key: 'current_release', header: 'RELEASE', format: (v) => releaseName(v as Deploy['release'] | null) },
+];
+const DEPLOY_COLUMNS: Column[] = [
+  { key: 'id' },
+  { key: 'status' },
+  { key: 'release', format: (v) => releaseName(v as Deploy['release']) },
+  { key: 'created_at', header: 'CREATED' },
+  { key: 'error_message', header: 'ERROR', format: (v) => (v as string | null) ?? '' },
+];
+const ENV_FIELDS = ['id', 'name', 'type', 'kind', 'namespace', 'db_ref', 'pipeline', 'health', 'suspended', 'suspended_reason', 'created_at'];
+const DEPLOY_FIELDS = ['id', 'status', 'direct', 'pipeline_run_id', 'rollback_of', 'error_message', 'created_at', 'completed_at'];
+
+function releaseName(r: Deploy['release'] | null): string {
+  if (!r) return '-';
+  return r.tag ?? r.id ?? r.git_sha?.slice(0, 12) ?? '-';
+}
+
+function showEnv(ctx: Context, env: Record<string, unknown>): void {
+  if (ctx.json) return printJson(env);
+  const head = formatFields([
+    ...ENV_FIELDS.map((k) => [k, env[k]] as [string, unknown]),
+    ['release', releaseName(env.current_release as Deploy['release'] | null)],
+  ]);
+  const services = (env.health_detail as Record<string, unknown>[]) ?? [];
+  write(
+    services.length ? `${head}\nservices:\n${formatTable(services, [{ key: 'service' }, { key: 'health' }, { key: 'detail' }]).replace(/^/gm, '  ')}` : head,
+  );
+}
+
+function showDeploy(ctx: Context, deploy: Deploy): void {
+  if (ctx.json) return printJson(deploy);
+  write(formatFields([...DEPLOY_FIELDS.map((k) => [k, deploy[k]] as [string, unknown]), ['release', releaseName(deploy.release)]]));
+}
+
+const TERMINAL = new Set(['succeeded', 'failed']);
+
+/** Polls the deploy until it ends (or follows the pipeline run that carries it); exit 1 when it failed. */
+async function follow(ctx: Context, base: string, deploy: Deploy): Promise<number> {
+  if (deploy.pipeline_run_id) {
+    const status = await followRun(ctx, deploy.pipeline_run_id);
+    return status === 'succeeded' ? 0 : 1;
+  }
+  let current = deploy;
+  if (!ctx.json) note(`svc: deploy ${deploy.id} of ${releaseName(deploy.release)} ${deploy.status}`);
+  while (!TERMINAL.has(current.status)) {
+    await new Promise((r) => setTimeout(r, 500));
+    current = await apiRequest<Deploy>(ctx, 'GET', `${base}/deploys/${seg(deploy.id)}`);
+  }
+  showDeploy(ctx, current);
+  return current.status === 'succeeded' ? 0 : 1;
+}
+
+export async function runEnv(ctx: Context, args: string[]): Promise<number> {
+  const [command, ...rest] = args;
+  const usage = ENV_USAGE;
+  const envs = () => `/projects/${seg(requireProject(ctx, usage))}/environments`;
+  const one = (positionals: string[]) => `${envs()}/${seg(positionals[0])}`;
+  const single = { min: 1, max: 1 };
+  switch (command) {
+    case 'list': {
+      const options = { kind: { type: 'string' }, type: { type: 'string' }, limit: { type: 'string' }, offset: { type: 'string' } } as const;
+      const { values: v } = parseCommand(rest, options, usage, { min: 0, max: 0 });
+      const query = { kind: v.kind, type: v.type, limit: intFlag(v.limit, 'limit', usage), offset: intFlag(v.offset, 'offset', usage) };
+      printList(ctx, await apiRequest<ListBody>(ctx, 'GET', envs(), { query }), ENV_COLUMNS, 'environments');
+      return 0;
+    }
+    case 'show':
+    case 'health': {
+      const { positionals } = parseCommand(rest, {}, usage, single);
+      showEnv(ctx, await apiRequest(ctx, 'GET', `${one(positionals)}${command === 'health' ? '/health' : ''}`));
+      return 0;
+    }
+    case 'create': {
+      const options = {
+        kind: { type: 'string' },
+        type: { type: 'string' },
+        namespace: { type: 'string' },
+        'db-ref': { type: 'string' },
+        pipeline: { type: 'string' },
+        'pipeline-inputs': { type: 'string' },
+      } as const;
+      const { values: v, positionals } = parseCommand(rest, options, usage, single);
+      const body = {
+        name: positionals[0],
+        kind: v.kind,
+        type: v.type,
+        namespace: v.namespace,
+        db_ref: v['db-ref'],
+        pipeline: v.pipeline,
+        pipeline_inputs: jsonObjectFlag(v['pipeline-inputs'], '--pipeline-inputs', usage),
+      };
+      showEnv(ctx, await apiRequest(ctx, 'POST', envs(), { body }));
+      return 0;
+    }
+    case 'delete': {
+      const { positionals } = parseCommand(rest, {}, usage, single);
+      await apiRequest(ctx, 'DELETE', one(positionals));
+      printDone(ctx, `environment ${positionals[0]} deleted`);
+      return 0;
+    }
+    case 'suspend': {
+      const { values: v, positionals } = parseCommand(rest, { reason: { type: 'string' } }, usage, single);
+      showEnv(ctx, await apiRequest(ctx, 'POST', `${one(positionals)}/suspend`, { body: { reason: v.reason } }));
+      return 0;
+    }
+    case 'resume': {
+      const { positionals } = parseCommand(rest, {}, usage, single);
+      showEnv(ctx, await apiRequest(ctx, 'POST', `${one(positionals)}/resume`));
+      return 0;
+    }
+    case 'history': {
+      const options = { status: { type: 'string' }, limit: { type: 'string' }, offset: { type: 'string' } } as const;
+      const { values: v, positionals } = parseCommand(rest, options, usage, single);
+      const query = { status: v.status, limit: intFlag(v.limit, 'limit', usage), offset: intFlag(v.offset, 'offset', usage) };
+      printList(ctx, await apiRequest<ListBody>(ctx, 'GET', `${one(positionals)}/deploys`, { query }), DEPLOY_COLUMNS, 'deploys');
+      return 0;
+    }
+    case 'deploy': {
+      const options = {
+        'release-tag': { type: 'string' },
+        sha: { type: 'string' },
+        'manifest-hash': { type: 'string' },
+        'image-digests': { type: 'string' },
+        'image-tag': { type: 'string' },
+        direct: { type: 'boolean' },
+        inputs: { type: 'string' },
+        follow: { type: 'boolean', short: 'f' },
+      } as const;
+      const { values: v, positionals } = parseCommand(rest, options, usage, single);
+      const body = {
+        release_tag: v['release-tag'],
+        git_sha: v.sha,
+        manifest_hash: v['manifest-hash'],
+        image_digests: jsonObjectFlag(v['image-digests'], '--image-digests', usage),
+        image_tag: v['image-tag'],
+        direct: v.direct,
+        inputs: jsonObjectFlag(v.inputs, '--inputs', usage),
+      };
+      const deploy = await apiRequest<Deploy>(ctx, 'POST', `${one(positionals)}/deploy`, { body });
+      return v.follow ? follow(ctx, one(positionals), deploy) : (showDeploy(ctx, deploy), 0);
+    }
+    case 'rollback': {
+      const options = { 'release-tag': { type: 'string' }, 'release-id': { type: 'string' }, follow: { type: 'boolean', short: 'f' } } as const;
+      const { values: v, positionals } = parseCommand(rest, options, usage, single);
+      const body = { release_tag: v['release-tag'], release_id: v['release-id'] };
+      const deploy = await apiRequest<Deploy>(ctx, 'POST', `${one(positionals)}/rollback`, { body });
+      return v.follow ? follow(ctx, one(positionals), deploy) : (showDeploy(ctx, deploy), 0);
+    }
+    default:
+      throw new UsageError(command ? `unknown env command "${command}"` : 'missing env command', usage);
+  }
+}

@@ -1,0 +1,55 @@
+import type { DomainPlugin } from '../../core/http/plugins.ts';
+import { lookupLater, resolveLater } from '../../core/di.ts';
+import { Tokens } from '../../core/tokens.ts';
+import { ProjectDirectoryToken } from '../../core/ports/directory.ts';
+import { ManifestReaderToken, ManifestSyncListeners } from '../../core/ports/manifest.ts';
+import { JobRequestChecks } from '../../core/ports/jobs.ts';
+import { PipelineLauncherToken } from '../../core/ports/launchers.ts';
+import { SecretResolverToken } from '../../core/ports/secrets.ts';
+import { DeployerToken, EnvironmentActionsToken, EnvironmentDirectoryToken, EnvironmentSuspensionToken } from '../../core/ports/environments.ts';
+import { ReleasesToken } from '../../core/ports/releases.ts';
+import { EnvironmentRepository } from './repository.ts';
+import { DeployTargets } from './targets.ts';
+import { EnvironmentService } from './service.ts';
+import { environmentRoutes } from './routes.ts';
+import { environmentActions } from './actions.ts';
+
+/**
+ * Environments (docs/environments.md): records synced from the manifest and ensured by pipelines,
+ * deploys on the configured deployer, suspension, health; the worker's environment actions and
+ * `git.ref_policy` env; the suspension seam for billing and the counts for analytics.
+ */
+export const plugin: DomainPlugin = {
+  name: 'environments',
+  dependencies: ['projects', 'manifest', 'jobs'],
+  register(server, { container }) {
+    container.registerSingleton(EnvironmentRepository);
+    const repo = container.resolve(EnvironmentRepository);
+    const manifests = container.resolve(ManifestReaderToken);
+    const projects = container.resolve(ProjectDirectoryToken);
+    const service = new EnvironmentService({
+      db: container.resolve(Tokens.Db),
+      repo,
+      targets: new DeployTargets(projects, manifests, lookupLater(container, SecretResolverToken)),
+      deployer: resolveLater(container, DeployerToken),
+      releases: lookupLater(container, ReleasesToken),
+      manifests,
+      pipelines: lookupLater(container, PipelineLauncherToken),
+      logger: container.resolve(Tokens.Logger),
+    });
+    container.registerInstance(EnvironmentService, service);
+    container.resolve(ManifestSyncListeners).add(service.synced);
+    container.resolve(JobRequestChecks).add(async (projectId, request) => {
+      if (typeof request.env_name !== 'string') return;
+      const git = request.git as { ref_policy?: string } | undefined;
+      await service.checkJobEnvironment(projectId, request.env_name, git?.ref_policy === 'env');
+    });
+    container.registerInstance(EnvironmentActionsToken, environmentActions(service, manifests));
+    container.registerInstance(EnvironmentSuspensionToken, {
+      suspendOrg: async (orgId, reason, trx) => service.suspendAll(await projects.liveIdsInOrg(orgId, trx), reason, trx),
+    });
+    container.registerInstance(EnvironmentDirectoryToken, { ofProjects: (projectIds) => repo.statuses(projectIds) });
+    server.route(environmentRoutes(service));
+    server.ext('onPreStop', () => service.drain());
+  },
+};

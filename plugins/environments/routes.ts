@@ -1,0 +1,169 @@
+import type { ServerRoute } from '@hapi/hapi';
+import { grantOf, principalOf, requires } from '../../core/http/access.ts';
+import { docs } from '../../core/http/schemas.ts';
+import { pageSchema, type ListQuery } from '../../core/http/lists.ts';
+import { paramsOf, payloadOf, queryOf } from '../../core/http/request.ts';
+import type { DeployRequest, EnsureRequest, EnvironmentService } from './service.ts';
+import type { EnvironmentType } from './repository.ts';
+import * as S from './schemas.ts';
+
+const tags = ['api', 'environments'];
+const BASE = '/projects/{project_id}/environments';
+
+export function environmentRoutes(service: EnvironmentService): ServerRoute[] {
+  const one = { response: { schema: S.environmentSchema } };
+  return [
+    {
+      method: 'GET',
+      path: BASE,
+      options: {
+        tags,
+        description: "The project's environments, newest first",
+        plugins: { ...requires('environments:read', 'project'), ...docs(400, 401, 403, 404) },
+        validate: { params: S.projectParams, query: S.listQuery },
+        response: { schema: pageSchema(S.environmentSchema, 'EnvironmentList') },
+      },
+      handler: (request) => service.list(paramsOf(request).project_id, queryOf<ListQuery & { kind?: string; type?: EnvironmentType }>(request)),
+    },
+    {
+      method: 'POST',
+      path: BASE,
+      options: {
+        tags,
+        description: 'Ensure an environment: created (201) unless it exists (200, unchanged)',
+        plugins: { ...requires('environments:write', 'project'), ...docs(400, 401, 403, 404, 422) },
+        validate: { params: S.projectParams, payload: S.ensureSchema },
+        response: { status: { 200: S.environmentSchema, 201: S.environmentSchema } },
+      },
+      handler: async (request, h) => {
+        const { name, ...fields } = payloadOf<EnsureRequest & { name: string }>(request);
+        const { env, created } = await service.ensure(principalOf(request), paramsOf(request).project_id, name, fields);
+        return h.response(env).code(created ? 201 : 200);
+      },
+    },
+    {
+      method: 'GET',
+      path: `${BASE}/{env}`,
+      options: {
+        tags,
+        description: 'One environment: health, suspension, current release',
+        plugins: { ...requires('environments:read', 'project'), ...docs(400, 401, 403, 404) },
+        validate: { params: S.envParams },
+        ...one,
+      },
+      handler: (request) => service.get(paramsOf(request).project_id, paramsOf(request).env),
+    },
+    {
+      method: 'DELETE',
+      path: `${BASE}/{env}`,
+      options: {
+        tags,
+        description: 'Delete an environment and what runs for it (a persistent one needs environments:admin)',
+        plugins: { ...requires('environments:write', 'project'), ...docs(204, 400, 401, 403, 404) },
+        validate: { params: S.envParams },
+      },
+      handler: async (request, h) => {
+        const { project_id, env } = paramsOf(request);
+        await service.remove(project_id, env, grantOf(request).permissions.has('environments:admin'));
+        return h.response().code(204);
+      },
+    },
+    {
+      method: 'POST',
+      path: `${BASE}/{env}/suspend`,
+      options: {
+        tags,
+        description: 'Suspend: its services stop; deploys and jobs naming it are refused until resume',
+        plugins: { ...requires('environments:write', 'project'), ...docs(400, 401, 403, 404, 409) },
+        validate: { params: S.envParams, payload: S.suspendSchema.allow(null) },
+        ...one,
+      },
+      handler: (request) =>
+        service.suspend(
+          principalOf(request).id,
+          paramsOf(request).project_id,
+          paramsOf(request).env,
+          payloadOf<{ reason?: string } | null>(request)?.reason ?? null,
+        ),
+    },
+    {
+      method: 'POST',
+      path: `${BASE}/{env}/resume`,
+      options: {
+        tags,
+        description: 'Resume a suspended environment: its current release runs again',
+        plugins: { ...requires('environments:write', 'project'), ...docs(400, 401, 403, 404, 409) },
+        validate: { params: S.envParams },
+        ...one,
+      },
+      handler: (request) => service.resume(principalOf(request).id, paramsOf(request).project_id, paramsOf(request).env),
+    },
+    {
+      method: 'GET',
+      path: `${BASE}/{env}/health`,
+      options: {
+        tags,
+        description: 'Health read from the runtime now (a suspended environment answers its last reading)',
+        plugins: { ...requires('environments:read', 'project'), ...docs(400, 401, 403, 404) },
+        validate: { params: S.envParams },
+        ...one,
+      },
+      handler: (request) => service.health(paramsOf(request).project_id, paramsOf(request).env),
+    },
+    {
+      method: 'GET',
+      path: `${BASE}/{env}/deploys`,
+      options: {
+        tags,
+        description: "The environment's deploys, newest first",
+        plugins: { ...requires('environments:read', 'project'), ...docs(400, 401, 403, 404) },
+        validate: { params: S.envParams, query: S.deploysQuery },
+        response: { schema: pageSchema(S.deploySchema, 'DeployList') },
+      },
+      handler: (request) => service.deploys(paramsOf(request).project_id, paramsOf(request).env, queryOf<ListQuery>(request)),
+    },
+    {
+      method: 'GET',
+      path: `${BASE}/{env}/deploys/{deploy_id}`,
+      options: {
+        tags,
+        description: 'One deploy',
+        plugins: { ...requires('environments:read', 'project'), ...docs(400, 401, 403, 404) },
+        validate: { params: S.deployParams },
+        response: { schema: S.deploySchema },
+      },
+      handler: (request) => service.deployById(paramsOf(request).project_id, paramsOf(request).env, paramsOf(request).deploy_id),
+    },
+    {
+      method: 'POST',
+      path: `${BASE}/{env}/deploy`,
+      options: {
+        tags,
+        description: "Deploy a release (spec's Deploy request): through the environment's pipeline unless direct",
+        plugins: { ...requires('environments:write', 'project'), ...docs(400, 401, 403, 404, 409, 422) },
+        validate: { params: S.envParams, payload: S.deployRequestSchema },
+        response: { status: { 202: S.deploySchema } },
+      },
+      handler: async (request, h) => {
+        const { project_id, env } = paramsOf(request);
+        return h.response(await service.deploy(principalOf(request), project_id, env, payloadOf<DeployRequest>(request))).code(202);
+      },
+    },
+    {
+      method: 'POST',
+      path: `${BASE}/{env}/rollback`,
+      options: {
+        tags,
+        description: 'Deploy an earlier release again: the one named, else the one before the current',
+        plugins: { ...requires('environments:write', 'project'), ...docs(400, 401, 403, 404, 409, 422) },
+        validate: { params: S.envParams, payload: S.rollbackSchema.allow(null) },
+        response: { status: { 202: S.deploySchema } },
+      },
+      handler: async (request, h) => {
+        const { project_id, env } = paramsOf(request);
+        const body = payloadOf<{ release_id?: string; release_tag?: string } | null>(request) ?? {};
+        return h.response(await service.rollback(principalOf(request), project_id, env, body)).code(202);
+      },
+    },
+  ];
+}

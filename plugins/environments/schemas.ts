@@ -1,0 +1,101 @@
+import Joi from 'joi';
+import { idSchema, projectId, timestamp } from '../../core/http/schemas.ts';
+import { listQuerySchema } from '../../core/http/lists.ts';
+
+const ENV_NAME = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
+export const envName = Joi.string().pattern(ENV_NAME, 'lower-case letters, digits and -, at most 63').description('environment name');
+const digest = Joi.string().min(1).max(500).description('sha256:… digest, or an image reference');
+
+export const projectParams = Joi.object({ project_id: projectId.required() });
+export const envParams = projectParams.keys({ env: envName.required() });
+export const deployParams = envParams.keys({ deploy_id: idSchema('dep').required() });
+
+export const listQuery = listQuerySchema.keys({ kind: Joi.string().max(100), type: Joi.string().valid('persistent', 'temporary') });
+export const deploysQuery = listQuerySchema.keys({ status: Joi.string().valid('running', 'succeeded', 'failed', 'pipeline') });
+
+export const ensureSchema = Joi.object({
+  name: envName.required(),
+  type: Joi.string().valid('persistent', 'temporary').description('default: temporary (the manifest decides for an environment it defines)'),
+  kind: Joi.string().min(1).max(100).description('for example preview'),
+  namespace: Joi.string().min(1).max(63),
+  db_ref: Joi.string().min(1).max(200),
+  pipeline: Joi.string().min(1).max(200).description('a pipeline of the manifest that deploys this environment'),
+  pipeline_inputs: Joi.object().unknown(true),
+}).label('EnvironmentEnsure');
+
+export const deployRequestSchema = Joi.object({
+  git_sha: Joi.string()
+    .pattern(/^[0-9a-f]{40}$/, '40 lower-case hex characters')
+    .description('required unless release_tag is given'),
+  manifest_hash: Joi.string().min(1).max(200).description('required with git_sha'),
+  release_tag: Joi.string().min(1).max(200).description('alternative to git_sha plus manifest_hash'),
+  image_digests: Joi.object().pattern(Joi.string(), digest).description('service → digest; skips the build'),
+  image_tag: Joi.string().min(1).max(128).description('tag of pre-built images'),
+  direct: Joi.boolean().default(false).description("bypass the environment's pipeline"),
+  inputs: Joi.object().unknown(true).description('extra pipeline inputs; may carry release_id or release_tag'),
+})
+  .and('git_sha', 'manifest_hash')
+  .label('DeployRequest');
+
+export const rollbackSchema = Joi.object({
+  release_id: Joi.string().min(1).max(200),
+  release_tag: Joi.string().min(1).max(200),
+})
+  .oxor('release_id', 'release_tag')
+  .label('RollbackRequest');
+
+export const suspendSchema = Joi.object({ reason: Joi.string().max(2000) }).label('EnvironmentSuspend');
+
+const releaseSchema = Joi.object({
+  id: Joi.string().allow(null).required(),
+  tag: Joi.string().allow(null).required(),
+  git_sha: Joi.string().allow(null).required(),
+  manifest_hash: Joi.string().allow(null).required(),
+  image_digests: Joi.object().pattern(Joi.string(), Joi.string()).required(),
+}).label('EnvironmentRelease');
+
+const serviceHealth = Joi.object({
+  service: Joi.string().required(),
+  health: Joi.string().valid('healthy', 'degraded', 'unknown').required(),
+  detail: Joi.string().allow('').required(),
+}).label('ServiceHealth');
+
+export const environmentSchema = Joi.object({
+  id: idSchema('env').required(),
+  project_id: projectId.required(),
+  name: Joi.string().required(),
+  type: Joi.string().valid('persistent', 'temporary').required(),
+  namespace: Joi.string().allow(null).required(),
+  db_ref: Joi.string().allow(null).required(),
+  kind: Joi.string().allow(null).required(),
+  pipeline: Joi.string().allow(null).required(),
+  pipeline_inputs: Joi.object().unknown(true).required(),
+  source: Joi.string().valid('manifest', 'ensured').required(),
+  health: Joi.string().valid('healthy', 'degraded', 'unknown').required(),
+  health_detail: Joi.array().items(serviceHealth).required(),
+  health_checked_at: timestamp.allow(null).required(),
+  suspended: Joi.boolean().required(),
+  suspended_reason: Joi.string().allow(null).required(),
+  suspended_at: timestamp.allow(null).required(),
+  current_release: releaseSchema.allow(null).required(),
+  created_by: Joi.string().allow(null).required(),
+  created_at: timestamp.required(),
+  updated_at: timestamp.required(),
+}).label('Environment');
+
+export const deploySchema = Joi.object({
+  id: idSchema('dep').required(),
+  environment_id: idSchema('env').required(),
+  project_id: projectId.required(),
+  status: Joi.string().valid('running', 'succeeded', 'failed', 'pipeline').required(),
+  release: releaseSchema.required(),
+  previous_release: releaseSchema.allow(null).required(),
+  rollback_of: Joi.string().allow(null).required(),
+  direct: Joi.boolean().required(),
+  pipeline_run_id: Joi.string().allow(null).required(),
+  error_message: Joi.string().allow(null).required(),
+  services: Joi.array().items(serviceHealth).required(),
+  created_by: Joi.string().allow(null).required(),
+  created_at: timestamp.required(),
+  completed_at: timestamp.allow(null).required(),
+}).label('Deploy');

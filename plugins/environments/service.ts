@@ -1,0 +1,396 @@
+import type { Knex } from 'knex';
+import type { Logger } from 'pino';
+import type { Db } from '../../core/db/knex.ts';
+import { BadRequest, Conflict, Forbidden, Invalid, NotFound } from '../../core/errors.ts';
+import type { Creator, PipelineLauncher } from '../../core/ports/launchers.ts';
+import type { ManifestReader } from '../../core/ports/manifest.ts';
+import type { StoredManifest } from '../../domain/manifest/types.ts';
+import { DeployFailed, type Deployer, type DeployOutcome, type ReleaseRef } from '../../core/ports/environments.ts';
+import type { Releases } from '../../core/ports/releases.ts';
+import type { ListQuery, Page } from '../../core/http/lists.ts';
+import type { EnvironmentRepository, DeployRow, EnvironmentFields, EnvironmentRow, EnvironmentType } from './repository.ts';
+import type { DeployTargets } from './targets.ts';
+import { emitDeployEvent, emitHealthChanged, emitSuspension } from './events.ts';
+
+/** The spec's Deploy request. */
+export interface DeployRequest {
+  git_sha?: string;
+  manifest_hash?: string;
+  release_tag?: string;
+  image_digests?: Record<string, string>;
+  image_tag?: string;
+  direct?: boolean;
+  inputs?: Record<string, unknown>;
+}
+
+export interface EnsureRequest {
+  type?: EnvironmentType;
+  kind?: string;
+  namespace?: string;
+  db_ref?: string;
+  pipeline?: string;
+  pipeline_inputs?: Record<string, unknown>;
+}
+
+export interface EnvironmentDeps {
+  db: Db;
+  repo: EnvironmentRepository;
+  targets: DeployTargets;
+  deployer: () => Deployer;
+  /** The builds domain's releases; null when the builds plugin is not loaded (no release is found). */
+  releases: () => Releases | null;
+  manifests: ManifestReader;
+  pipelines: () => PipelineLauncher | null;
+  logger: Logger;
+}
+
+const fieldsOf = (def: EnsureRequest, fallbackType: EnvironmentType): EnvironmentFields => ({
+  type: def.type ?? fallbackType,
+  namespace: def.namespace ?? null,
+  db_ref: def.db_ref ?? null,
+  kind: def.kind ?? null,
+  pipeline: def.pipeline ?? null,
+  pipeline_inputs: def.pipeline_inputs ?? {},
+});
+
+/**
+ * A deploy still `running` after this long was abandoned (its process ended mid-deploy): it no
+ * longer blocks the next one, which replaces whatever it left.
+ */
+const ABANDONED_AFTER_MS = 30 * 60_000;
+
+const suspendedMessage = (env: EnvironmentRow) => `environment ${env.name} is suspended${env.suspended_reason ? `: ${env.suspended_reason}` : ''}`;
+
+/**
+ * Environments: records synced from the manifest or ensured, their suspension, health read from the
+ * deployer, and deploys. A deploy is recorded (and `system.deploy.started` emitted) before the
+ * deployer runs; the current release changes only when the deployer reports the new one healthy.
+ */
+export class EnvironmentService {
+  private readonly running = new Set<Promise<unknown>>();
+
+  constructor(private readonly d: EnvironmentDeps) {}
+
+  /** The manifest sync listener: every manifest environment exists with the manifest's fields. */
+  readonly synced = async (manifest: StoredManifest): Promise<void> => {
+    const envs = manifest.parsed.environments ?? {};
+    await this.d.db.transaction(async (trx) => {
+      for (const [name, def] of Object.entries(envs))
+        await this.d.repo.upsert(manifest.project_id, name, fieldsOf(def, 'persistent'), 'manifest', manifest.synced_by, trx);
+      await this.d.repo.removeStaleFromManifest(manifest.project_id, Object.keys(envs), trx);
+    });
+  };
+
+  list(projectId: string, q: ListQuery & { kind?: string; type?: EnvironmentType }): Promise<Page<EnvironmentRow>> {
+    return this.d.repo.list(projectId, q);
+  }
+
+  async get(projectId: string, name: string, db: Db = this.d.db): Promise<EnvironmentRow> {
+    const env = await this.d.repo.byName(projectId, name, db);
+    if (!env) throw new NotFound(`environment ${name} not found`);
+    return env;
+  }
+
+  private async locked(projectId: string, name: string, trx: Db): Promise<EnvironmentRow> {
+    const env = await this.d.repo.lock(projectId, name, trx);
+    if (!env) throw new NotFound(`environment ${name} not found`);
+    return env;
+  }
+
+  /**
+   * Creates the environment unless it exists (then returns it unchanged). The manifest's definition
+   * of that name comes first; otherwise an ensured environment is temporary.
+   */
+  async ensure(creator: Creator, projectId: string, name: string, request: EnsureRequest): Promise<{ env: EnvironmentRow; created: boolean }> {
+    const existing = await this.d.repo.byName(projectId, name);
+    if (existing) return { env: existing, created: false };
+    const manifest = await this.d.manifests.current(projectId);
+    const def = manifest?.parsed.environments?.[name];
+    if (request.pipeline && !Object.hasOwn(manifest?.parsed.pipelines ?? {}, request.pipeline))
+      throw new Invalid(`pipeline ${request.pipeline} is not defined in the project's manifest`);
+    const fields = def ? fieldsOf(def, 'persistent') : fieldsOf(request, 'temporary');
+    const { row, created } = await this.d.db.transaction((trx) => this.d.repo.upsert(projectId, name, fields, def ? 'manifest' : 'ensured', creator.id, trx));
+    return { env: row, created };
+  }
+
+  /** Removes what the deployer runs and the record. A persistent environment needs environments:admin. */
+  async remove(projectId: string, name: string, mayRemovePersistent: boolean): Promise<EnvironmentRow> {
+    const env = await this.get(projectId, name);
+    if (env.type === 'persistent' && !mayRemovePersistent) throw new Forbidden(`environment ${name} is persistent: deleting it needs environments:admin`);
+    await this.d.deployer().remove(await this.d.targets.of(env, env.current_release));
+    await this.d.db.transaction(async (trx) => {
+      const locked = await this.locked(projectId, name, trx);
+      await this.d.repo.delete(locked.id, trx);
+    });
+    return env;
+  }
+
+  async suspend(actorId: string | null, projectId: string, name: string, reason: string | null): Promise<EnvironmentRow> {
+    const env = await this.d.db.transaction(async (trx) => {
+      const locked = await this.locked(projectId, name, trx);
+      if (locked.suspended) throw new Conflict(suspendedMessage(locked));
+      return this.markSuspended(locked, reason, actorId, trx);
+    });
+    await this.d.deployer().suspend(await this.d.targets.of(env, env.current_release));
+    return env;
+  }
+
+  private async markSuspended(env: EnvironmentRow, reason: string | null, actorId: string | null, trx: Db): Promise<EnvironmentRow> {
+    const updated = await this.d.repo.update(env.id, { suspended: true, suspended_reason: reason, suspended_at: new Date() }, trx);
+    await emitSuspension(trx, updated, 'system.environment.suspended', actorId);
+    return updated;
+  }
+
+  async resume(actorId: string | null, projectId: string, name: string): Promise<EnvironmentRow> {
+    const env = await this.d.db.transaction(async (trx) => {
+      const locked = await this.locked(projectId, name, trx);
+      if (!locked.suspended) throw new Conflict(`environment ${name} is not suspended`);
+      const updated = await this.d.repo.update(locked.id, { suspended: false, suspended_reason: null, suspended_at: null }, trx);
+      await emitSuspension(trx, updated, 'system.environment.resumed', actorId);
+      return updated;
+    });
+    if (!env.current_release) return env;
+    const outcome = await this.d.deployer().resume(await this.d.targets.of(env, env.current_release));
+    return this.recordHealth(env, outcome);
+  }
+
+  /** The billing seam: every environment of the projects (an org's) suspended with the reason. */
+  /** Suspends the projects' active environments in the caller's transaction; their services stop once it commits. */
+  async suspendAll(projectIds: string[], reason: string, trx: Db): Promise<number> {
+    const active = await this.d.repo.inProjects(projectIds, false, trx);
+    const envs = await Promise.all(active.map((env) => this.markSuspended(env, reason, null, trx)));
+    const committed = 'executionPromise' in trx ? (trx as Knex.Transaction).executionPromise : Promise.resolve();
+    void committed.then(
+      () => this.stopAll(envs),
+      () => undefined,
+    );
+    return envs.length;
+  }
+
+  private async stopAll(envs: EnvironmentRow[]): Promise<void> {
+    for (const env of envs)
+      await this.d
+        .deployer()
+        .suspend(await this.d.targets.of(env, env.current_release))
+        .catch((err: Error) => this.d.logger.warn({ environment: env.id, err: err.message }, 'suspended environment: its services could not be stopped'));
+  }
+
+  async resumeAll(projectIds: string[]): Promise<number> {
+    const suspended = await this.d.db.transaction((trx) => this.d.repo.inProjects(projectIds, true, trx));
+    for (const env of suspended) await this.resume(null, env.project_id, env.name);
+    return suspended.length;
+  }
+
+  /** Health as the deployer reads it now (a suspended environment is not reconciled: its stored health). */
+  async health(projectId: string, name: string): Promise<EnvironmentRow> {
+    const env = await this.get(projectId, name);
+    if (env.suspended || !env.current_release) return env;
+    return this.recordHealth(env, await this.d.deployer().health(await this.d.targets.of(env, env.current_release)));
+  }
+
+  private async recordHealth(env: EnvironmentRow, outcome: DeployOutcome, trx?: Db): Promise<EnvironmentRow> {
+    const write = async (t: Db) => {
+      const updated = await this.d.repo.update(env.id, { health: outcome.health, health_detail: outcome.services, health_checked_at: new Date() }, t);
+      if (updated.health !== env.health) await emitHealthChanged(t, updated, env.health, outcome.services);
+      return updated;
+    };
+    return trx ? write(trx) : this.d.db.transaction(write);
+  }
+
+  /**
+   * Job creation naming an environment: 409 with the reason when it is suspended; with
+   * `git.ref_policy: env`, 422 when it has no current release SHA to check out.
+   */
+  async checkJobEnvironment(projectId: string, name: string, needsRelease: boolean): Promise<void> {
+    const env = await this.d.repo.byName(projectId, name);
+    if (env?.suspended) throw new Conflict(suspendedMessage(env));
+    if (needsRelease && !env?.current_release?.git_sha)
+      throw new Invalid(`git.ref_policy env: environment ${name} has no current release SHA (deploy a release to it first)`, {
+        fields: ['git.ref_policy', 'env_name'],
+      });
+  }
+
+  /** The release a Deploy request names: 400 without one, 404 for an unknown release, 422 for a hash that is not the SHA's. */
+  async releaseOf(projectId: string, request: DeployRequest): Promise<ReleaseRef> {
+    const tag = request.release_tag ?? (typeof request.inputs?.release_tag === 'string' ? request.inputs.release_tag : undefined);
+    const id = typeof request.inputs?.release_id === 'string' ? request.inputs.release_id : undefined;
+    if (tag !== undefined || id !== undefined) {
+      const releases = this.d.releases();
+      const record = !releases ? null : id !== undefined ? await releases.byId(projectId, id) : await releases.byTag(projectId, tag!);
+      if (!record) throw new NotFound(`release ${id ?? tag} not found in project ${projectId}`);
+      const release: ReleaseRef = {
+        id: record.id,
+        tag: record.tag,
+        git_sha: record.git_sha,
+        manifest_hash: record.manifest_hash,
+        image_digests: record.image_digests,
+      };
+      return request.image_digests ? { ...release, image_digests: { ...release.image_digests, ...request.image_digests } } : release;
+    }
+    if (!request.git_sha || !request.manifest_hash)
+      throw new BadRequest('a deploy needs "git_sha" with "manifest_hash", or "release_tag"', { fields: ['git_sha', 'manifest_hash', 'release_tag'] });
+    const manifest = await this.d.manifests.byHash(projectId, request.manifest_hash);
+    if (!manifest || (manifest.git_sha !== null && manifest.git_sha !== request.git_sha))
+      throw new Invalid(
+        `manifest_hash ${request.manifest_hash} does not match git_sha ${request.git_sha}: ${manifest ? `that manifest was synced from ${manifest.git_sha}` : 'no manifest with that hash was synced'}`,
+        { fields: ['git_sha', 'manifest_hash'] },
+      );
+    const services = manifest.parsed.services ?? {};
+    const digests = request.image_digests ?? {};
+    if (!request.image_digests && request.image_tag)
+      for (const [service, def] of Object.entries(services)) if (def.image) digests[service] = `${def.image}:${request.image_tag}`;
+    return { id: null, tag: null, git_sha: request.git_sha, manifest_hash: request.manifest_hash, image_digests: digests };
+  }
+
+  /**
+   * The spec's deploy: through the environment's pipeline (with the release in its inputs) unless
+   * `direct` or it has none; direct deploys run on the deployer in the background (`wait` to await).
+   */
+  async deploy(creator: Creator, projectId: string, name: string, request: DeployRequest, wait = false): Promise<DeployRow> {
+    const env = await this.get(projectId, name);
+    if (env.suspended) throw new Conflict(suspendedMessage(env));
+    const release = await this.releaseOf(projectId, request);
+    if (env.pipeline && !request.direct) return this.viaPipeline(creator, env, release, request);
+    return this.deployDirect(creator, env, release, { wait, rollbackOf: null });
+  }
+
+  /** Records the deploy (emitting `system.deploy.started`) and runs the deployer, in the background unless `wait`. */
+  private async deployDirect(
+    creator: Creator,
+    env: EnvironmentRow,
+    release: ReleaseRef,
+    opts: { wait: boolean; rollbackOf: string | null },
+  ): Promise<DeployRow> {
+    const { project_id: projectId, name } = env;
+    if (Object.keys(release.image_digests).length === 0)
+      throw new Invalid(
+        `nothing to deploy: the release has no image digests (give "image_digests" or "image_tag", or deploy through the environment's pipeline)`,
+        {
+          fields: ['image_digests'],
+        },
+      );
+    const deploy = await this.d.db.transaction(async (trx) => {
+      const locked = await this.locked(projectId, name, trx);
+      if (locked.suspended) throw new Conflict(suspendedMessage(locked));
+      const busy = await this.d.repo.runningDeploy(locked.id, new Date(Date.now() - ABANDONED_AFTER_MS), trx);
+      if (busy) throw new Conflict(`environment ${name} is already being deployed (${busy.id})`);
+      const row = await this.d.repo.insertDeploy(
+        {
+          environment_id: locked.id,
+          project_id: projectId,
+          status: 'running',
+          release,
+          previous_release: locked.current_release,
+          rollback_of: opts.rollbackOf,
+          direct: true,
+          pipeline_run_id: null,
+          created_by: creator.id,
+        },
+        trx,
+      );
+      await emitDeployEvent(trx, 'system.deploy.started', locked, row, creator.id);
+      return row;
+    });
+    const run = this.carryOut(env, deploy, creator.id);
+    if (opts.wait) return run;
+    this.track(run);
+    return deploy;
+  }
+
+  private async viaPipeline(creator: Creator, env: EnvironmentRow, release: ReleaseRef, request: DeployRequest): Promise<DeployRow> {
+    const launcher = this.d.pipelines();
+    if (!launcher)
+      throw new Invalid(
+        `environment ${env.name} deploys through pipeline ${env.pipeline}, but the pipelines plugin is not loaded (deploy with "direct": true)`,
+      );
+    const inputs = {
+      ...(request.inputs ?? {}),
+      ...(release.id ? { release_id: release.id } : {}),
+      ...(release.tag ? { release_tag: release.tag } : {}),
+      ...(release.git_sha ? { git_sha: release.git_sha } : {}),
+      ...(release.manifest_hash ? { manifest_hash: release.manifest_hash } : {}),
+      ...(Object.keys(release.image_digests).length ? { image_digests: release.image_digests } : {}),
+      ...(request.image_tag ? { image_tag: request.image_tag } : {}),
+    };
+    const { run_id } = await launcher.runPipeline(creator, env.project_id, env.pipeline!, {
+      env: env.name,
+      inputs,
+      ...(release.git_sha ? { ref: release.git_sha } : {}),
+    });
+    return this.d.db.transaction((trx) =>
+      this.d.repo.insertDeploy(
+        {
+          environment_id: env.id,
+          project_id: env.project_id,
+          status: 'pipeline',
+          release,
+          previous_release: env.current_release,
+          rollback_of: null,
+          direct: false,
+          pipeline_run_id: run_id,
+          created_by: creator.id,
+        },
+        trx,
+      ),
+    );
+  }
+
+  /** Runs the deployer; on success the release becomes current, on failure the previous one keeps serving and the deploy says so. */
+  private async carryOut(env: EnvironmentRow, deploy: DeployRow, actorId: string | null): Promise<DeployRow> {
+    let outcome: DeployOutcome | null = null;
+    let error: string | null = null;
+    let services: DeployOutcome['services'] = [];
+    try {
+      outcome = await this.d.deployer().deploy(await this.d.targets.of(env, deploy.release), deploy.release);
+      services = outcome.services;
+    } catch (err) {
+      if (err instanceof DeployFailed) services = err.services;
+      else this.d.logger.error({ err, deployId: deploy.id }, 'deploy failed in the deployer');
+      const serving = env.current_release
+        ? `release ${env.current_release.tag ?? env.current_release.id ?? env.current_release.git_sha} keeps serving`
+        : 'nothing was serving before';
+      error = `${(err as Error).message} (${serving})`;
+    }
+    return this.d.db.transaction(async (trx) => {
+      const locked = (await this.d.repo.lock(env.project_id, env.name, trx)) ?? env;
+      const finished = await this.d.repo.finishDeploy(deploy.id, { status: outcome ? 'succeeded' : 'failed', error_message: error, services }, trx);
+      if (outcome) {
+        await this.d.repo.update(locked.id, { current_release: deploy.release }, trx);
+        await this.recordHealth(locked, outcome, trx);
+      }
+      await emitDeployEvent(trx, outcome ? 'system.deploy.succeeded' : 'system.deploy.failed', locked, finished, actorId);
+      return finished;
+    });
+  }
+
+  /** Back to an earlier release: the one named, else the newest succeeded deploy's release that differs from the current one. */
+  async rollback(creator: Creator, projectId: string, name: string, to: { release_id?: string; release_tag?: string }, wait = false): Promise<DeployRow> {
+    const env = await this.get(projectId, name);
+    if (env.suspended) throw new Conflict(suspendedMessage(env));
+    const named = to.release_id || to.release_tag;
+    const previous = named ? null : await this.d.repo.previousSucceeded(env.id, env.current_release);
+    if (!named && !previous) throw new Invalid(`environment ${name} has no earlier release to roll back to`);
+    const release = previous ? previous.release : await this.releaseOf(projectId, { inputs: { ...to } });
+    return this.deployDirect(creator, env, release, { wait, rollbackOf: previous?.id ?? null });
+  }
+
+  async deploys(projectId: string, name: string, q: ListQuery): Promise<Page<DeployRow>> {
+    return this.d.repo.deploys((await this.get(projectId, name)).id, q);
+  }
+
+  async deployById(projectId: string, name: string, id: string): Promise<DeployRow> {
+    const deploy = await this.d.repo.deployById((await this.get(projectId, name)).id, id);
+    if (!deploy) throw new NotFound(`deploy ${id} not found`);
+    return deploy;
+  }
+
+  private track(run: Promise<unknown>): void {
+    const p = run.catch((err) => this.d.logger.error({ err }, 'background deploy failed')).finally(() => this.running.delete(p));
+    this.running.add(p);
+  }
+
+  /** Waits for the background deploys (server stop). */
+  async drain(): Promise<void> {
+    await Promise.all([...this.running]);
+  }
+}

@@ -1,0 +1,96 @@
+import { Invalid, NotFound, SecretMissing } from '../../core/errors.ts';
+import type { ProjectDirectory } from '../../core/ports/directory.ts';
+import type { ManifestReader } from '../../core/ports/manifest.ts';
+import type { SecretResolver } from '../../core/ports/secrets.ts';
+import type { DeployService, DeployTarget, PullSecret, ReleaseRef } from '../../core/ports/environments.ts';
+import type { Manifest, ServiceDefinition } from '../../domain/manifest/types.ts';
+import type { EnvironmentRow } from './repository.ts';
+
+const DEFAULT_USERNAME_SECRET = 'REGISTRY_USERNAME';
+const DEFAULT_TOKEN_SECRET = 'REGISTRY_PASSWORD';
+
+/** `8080` or `"18080:8080"` (host:container). */
+function portOf(p: number | string): DeployService['ports'][number] {
+  if (typeof p === 'number') return { container: p, host: null };
+  const [a, b] = p.split(':').map(Number);
+  return b === undefined ? { container: a, host: null } : { container: b, host: a };
+}
+
+const commandOf = (c: ServiceDefinition['command']): string[] | null => (c === undefined ? null : typeof c === 'string' ? ['/bin/sh', '-c', c] : c);
+
+/**
+ * What the deployer is handed for an environment: the project, the release's manifest services with
+ * `${secret.NAME}` expanded for the project, and the pull secret the registry mode asks for.
+ */
+export class DeployTargets {
+  constructor(
+    private readonly projects: ProjectDirectory,
+    private readonly manifests: ManifestReader,
+    /** The secrets plugin registers after this one. */
+    private readonly secrets: () => SecretResolver | null,
+  ) {}
+
+  /** The manifest a release was built from (its hash), else the project's current one. */
+  async manifestFor(projectId: string, release: ReleaseRef | null): Promise<Manifest> {
+    const stored = (release?.manifest_hash ? await this.manifests.byHash(projectId, release.manifest_hash) : null) ?? (await this.manifests.current(projectId));
+    return stored?.parsed ?? {};
+  }
+
+  async of(env: EnvironmentRow, release: ReleaseRef | null): Promise<DeployTarget> {
+    const project = await this.projects.byId(env.project_id);
+    if (!project) throw new NotFound(`project ${env.project_id} not found`);
+    const manifest = await this.manifestFor(env.project_id, release);
+    const services: Record<string, DeployService> = {};
+    for (const [name, def] of Object.entries(manifest.services ?? {})) {
+      const environment: Record<string, string> = {};
+      for (const [key, value] of Object.entries(def.environment ?? {})) environment[key] = await this.expand(String(value), env.project_id);
+      const hc = def.healthcheck;
+      services[name] = {
+        image: def.image ?? null,
+        command: commandOf(def.command),
+        ports: (def.ports ?? []).map(portOf),
+        environment,
+        healthcheck: hc
+          ? { command: hc.command, interval_seconds: hc.interval_seconds ?? 2, timeout_seconds: hc.timeout_seconds ?? 5, retries: hc.retries ?? 15 }
+          : null,
+      };
+    }
+    return {
+      project: { id: project.id, org_id: project.org_id, slug: project.slug },
+      environment: { id: env.id, name: env.name, namespace: env.namespace },
+      services,
+      pullSecret: await this.pullSecret(manifest, env.project_id),
+    };
+  }
+
+  /** Own registry: a credential from its username and token secrets; native (`svc`) and `none`: none. */
+  private async pullSecret(manifest: Manifest, projectId: string): Promise<PullSecret | null> {
+    const registry = manifest.registry;
+    if (!registry || typeof registry === 'string') return null;
+    return {
+      host: registry.host,
+      username: await this.resolve(registry.auth?.username_secret ?? DEFAULT_USERNAME_SECRET, projectId),
+      password: await this.resolve(registry.auth?.token_secret ?? DEFAULT_TOKEN_SECRET, projectId),
+    };
+  }
+
+  private resolver(what: string): SecretResolver {
+    const resolver = this.secrets();
+    if (!resolver) throw new Invalid(`${what} needs secrets, but this server has no secrets plugin loaded`);
+    return resolver;
+  }
+
+  private async resolve(name: string, projectId: string): Promise<string> {
+    return this.resolver(`secret ${name}`).resolve(name, { projectId });
+  }
+
+  private async expand(value: string, projectId: string): Promise<string> {
+    if (!value.includes('${')) return value;
+    try {
+      return await this.resolver('a service environment value').expand(value, { projectId });
+    } catch (err) {
+      if (err instanceof SecretMissing) throw new Invalid(`a service of the environment names a missing secret: ${err.message}`);
+      throw err;
+    }
+  }
+}
