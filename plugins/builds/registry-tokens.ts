@@ -133,6 +133,12 @@ function loadOrCreateKey(file: string, mayCreate: boolean): KeyObject {
   if (!mayCreate) throw new Error(`builds.token.key_file: ${file} does not exist`);
   const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
   mkdirSync(path.dirname(file), { recursive: true });
-  writeFileSync(file, privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600, flag: 'wx' });
+  try {
+    writeFileSync(file, privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600, flag: 'wx' });
+  } catch (e) {
+    // A replica sharing the data folder wrote it first: use that one.
+    if ((e as NodeJS.ErrnoException).code === 'EEXIST') return createPrivateKey(readFileSync(file));
+    throw e;
+  }
   return privateKey;
 }

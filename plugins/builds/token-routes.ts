@@ -57,7 +57,7 @@ export function tokenRoutes(container: DependencyContainer): ServerRoute[] {
         validate: {
           query: Joi.object({
             service: Joi.string().required(),
-            scope: Joi.alternatives().try(Joi.string(), Joi.array().items(Joi.string())),
+            scope: Joi.array().items(Joi.string()).single().description('repository:<name>:<actions>, once or more'),
             account: Joi.string(),
             client_id: Joi.string(),
             offline_token: Joi.boolean(),
@@ -66,12 +66,12 @@ export function tokenRoutes(container: DependencyContainer): ServerRoute[] {
         response: { status: { 200: tokenAnswer } },
       },
       handler: async (request, h) => {
-        const q = queryOf<{ service: string; scope?: string | string[] }>(request);
+        const q = queryOf<{ service: string; scope?: string[] }>(request);
         if (q.service !== config.builds.token.service) return unauthorized(h, `unknown service ${q.service}`);
         const password = basicPassword(request.headers.authorization as string | undefined);
         const grant = password ? await tokens.verifyGrant(password) : null;
         if (!grant) return unauthorized(h, 'a valid svc registry grant is required as the Basic password');
-        const scopes = q.scope === undefined ? [] : Array.isArray(q.scope) ? q.scope : q.scope.split(' ');
+        const scopes = (q.scope ?? []).flatMap((s) => s.split(' '));
         const issued = await tokens.registryToken(grant.projectId, tokens.allowed(grant, parseScopes(scopes)));
         return { token: issued.token, access_token: issued.token, expires_in: issued.expires_in, issued_at: issued.issued_at };
       },
