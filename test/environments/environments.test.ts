@@ -208,6 +208,7 @@ test.serial("billing seam and analytics: suspend every environment of an org wit
   const suspended = await db.transaction((trx) => container.resolve(EnvironmentSuspensionToken).suspendOrg(orgId, 'balance below threshold', trx));
   t.is(suspended, 2);
   t.like((await w.owner.api.get(`${base()}/staging`)).body, { suspended: true, suspended_reason: 'balance below threshold' });
+  for (const path of [`${base()}/staging`, `/projects/${w.projectA2}/environments/qa`]) t.is((await w.owner.api.post(`${path}/resume`, {})).statusCode, 200);
 });
 
 test.serial('git.ref_policy env: a job naming an environment without a current release is a 422; with one it is accepted', async (t) => {

@@ -13,7 +13,7 @@ pipelines:
       - { name: tick, run: "echo first; sleep 1.5; echo second" }
   deploy:
     steps:
-      - { name: push, action: { type: build, with: { services: [api] } } }
+      - { name: push, action: { type: job, with: { service: api } } }
 `;
 
 let w: WorkerWorld;
@@ -73,5 +73,5 @@ test('an action step fails with a plain reason, and the run fails', async (t) =>
     return r.status === 'failed' ? r : null;
   }, 'the run to fail');
   const [attempt] = await attemptsOf(w, run.steps[0].job_id);
-  t.like(attempt, { status: 'failed', error: 'action build is not available yet' });
+  t.like(attempt, { status: 'failed', error: 'action job is not available yet' });
 });

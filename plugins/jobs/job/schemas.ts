@@ -64,6 +64,7 @@ const PLATFORM_HINTS: Record<string, Joi.Schema> = {
   step_name: Joi.string().max(200),
   pipeline_run_id: Joi.string().max(200),
   pipeline_name: Joi.string().max(200),
+  depends_on: Joi.array().items(Joi.string().max(200)).description('the steps of the same run this step starts after (its workspace merges theirs)'),
   execution_type: Joi.string().max(50),
   event_id: Joi.string().max(200),
   event_json: Joi.string().max(1_000_000),
