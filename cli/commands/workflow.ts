@@ -3,7 +3,7 @@ import type { Context } from '../config.ts';
 import { jsonObjectFlag, parseCommand } from '../args.ts';
 import { CliError, UsageError } from '../errors.ts';
 import { apiRequest, seg } from '../http.ts';
-import { printJson, printObject, write } from '../output.ts';
+import { note, printJson, printObject, write, type ListBody } from '../output.ts';
 import { runDefinitions } from './manifest-definitions.ts';
 import { requireProject } from './manifest.ts';
 
@@ -12,8 +12,9 @@ export const WORKFLOW_USAGE = `usage: svc workflow <command> [flags]
   list [--limit N] [--offset N]   workflows in the project's current manifest
   show NAME                       one workflow: settings and steps
   invoke NAME [--input JSON | --input-file F] [--wait]
-                                  start a run: a root job and one job per step; --wait blocks
-                                  (up to 55 s) for the result; exits 1 when the run is cancelled
+                                  start a run: a root job and one job per step; --wait follows it
+                                  (up to 55 s), printing each step's progress on stderr, then the
+                                  result, or how to follow it further; exits 1 when the run is cancelled
 
 The project comes from --project, else the profile's project.
 
@@ -21,8 +22,10 @@ Examples:
   svc workflow invoke review --input '{"pr": 42}' --wait
   svc job logs ROOT_JOB_ID -f                 (follow a run that outlives --wait)`;
 
-/** Below the CLI's 60 s request timeout, so the server's answer always arrives. */
+/** How long --wait follows a run before it says how to go on following it. */
 const CLI_WAIT_SECONDS = 55;
+const POLL_MS = 1_000;
+const FINISHED = new Set(['done', 'cancelled']);
 
 async function inputOf(values: { input?: string; 'input-file'?: string }): Promise<Record<string, unknown> | undefined> {
   if (values.input !== undefined && values['input-file'] !== undefined) throw new UsageError('pass --input or --input-file, not both', WORKFLOW_USAGE);
@@ -48,20 +51,59 @@ async function invoke(ctx: Context, args: string[]): Promise<number> {
   const options = { input: { type: 'string' }, 'input-file': { type: 'string' }, wait: { type: 'boolean' } } as const;
   const { values, positionals } = parseCommand(args, options, WORKFLOW_USAGE, { min: 1, max: 1 });
   const input = await inputOf(values);
-  const path = `/projects/${seg(requireProject(ctx, WORKFLOW_USAGE))}/workflows/${seg(positionals[0])}/invoke`;
-  const query = values.wait ? { wait: true, wait_seconds: CLI_WAIT_SECONDS } : undefined;
-  const body = await apiRequest<Invocation>(ctx, 'POST', path, { body: input === undefined ? {} : { input }, query });
-  if (ctx.json) printJson(body);
-  else {
+  const project = requireProject(ctx, WORKFLOW_USAGE);
+  const path = `/projects/${seg(project)}/workflows/${seg(positionals[0])}/invoke`;
+  let body = await apiRequest<Invocation>(ctx, 'POST', path, { body: input === undefined ? {} : { input } });
+  if (!ctx.json) {
     printObject(ctx, body, ['job_id', 'status']);
     for (const step of body.step_jobs ?? []) {
       const after = step.depends_on?.length ? `  (after ${step.depends_on.join(', ')})` : '';
       write(`  ${step.step_name}: ${step.job_id}${after}`);
     }
-    if (body.result_json !== undefined) write(`result_json: ${JSON.stringify(body.result_json, null, 2)}`);
-    else if (values.wait) write('still running: the wait ran out');
   }
+  if (values.wait) body = await waitFor(ctx, project, body);
+  if (ctx.json) printJson(body);
+  else if (body.result_json !== undefined) write(`result_json: ${JSON.stringify(body.result_json, null, 2)}`);
   return body.status === 'cancelled' ? 1 : 0;
+}
+
+const phaseOf = async (ctx: Context, jobId: string) => (await apiRequest<{ phase: string }>(ctx, 'GET', `/jobs/${seg(jobId)}`)).phase;
+
+async function latestResult(ctx: Context, project: string, jobId: string): Promise<unknown> {
+  const attempts = await apiRequest<ListBody>(ctx, 'GET', `/projects/${seg(project)}/jobs/${seg(jobId)}/attempts`, { query: { limit: 1 } });
+  return attempts.data[0]?.result_json ?? null;
+}
+
+/**
+ * Follows the run until its root job finishes or CLI_WAIT_SECONDS pass, printing each phase change
+ * of the root and its steps on stderr as it sees it. Finished: the status and result_json (the
+ * root's latest attempt, or step name → each step's); else how to follow the run from here.
+ */
+async function waitFor(ctx: Context, project: string, invocation: Invocation): Promise<Invocation> {
+  const steps = invocation.step_jobs ?? [];
+  const labels = new Map([[invocation.job_id, 'run'], ...steps.map((s) => [s.job_id, s.step_name] as [string, string])]);
+  const seen = new Map<string, string>([[invocation.job_id, invocation.status]]);
+  const deadline = Date.now() + CLI_WAIT_SECONDS * 1000;
+  for (;;) {
+    for (const [jobId, label] of labels) {
+      const phase = await phaseOf(ctx, jobId);
+      if (seen.get(jobId) !== phase) note(`[${label}] ${phase}`);
+      seen.set(jobId, phase);
+    }
+    const status = seen.get(invocation.job_id)!;
+    if (FINISHED.has(status)) {
+      const result_json = steps.length
+        ? Object.fromEntries(await Promise.all(steps.map(async (s) => [s.step_name, await latestResult(ctx, project, s.job_id)] as const)))
+        : await latestResult(ctx, project, invocation.job_id);
+      return { ...invocation, status, result_json };
+    }
+    if (Date.now() >= deadline) break;
+    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+  }
+  // A single-step run runs on its root; else the first step still going is the one to watch.
+  const current = steps.find((s) => !FINISHED.has(seen.get(s.job_id)!))?.job_id ?? invocation.job_id;
+  note(`svc: still running after ${CLI_WAIT_SECONDS} s; follow it with: svc job logs ${current} -f   (the whole run: svc job tree ${invocation.job_id})`);
+  return { ...invocation, status: seen.get(invocation.job_id)! };
 }
 
 export const runWorkflow = (ctx: Context, args: string[]): Promise<number> =>

@@ -328,9 +328,19 @@ test.serial('cli: svc workflow invoke NAME [--input JSON | --input-file F] [--wa
         { job_id: 'wfinv-0000000a.2', step_name: 'b', depends_on: ['a'] },
       ],
     };
-    fake.on('POST', '/projects/proj_1/workflows/ship/invoke', (req) =>
-      req.query.wait === 'true' ? { body: { ...created, status: 'done', result_json: { a: { ok: true }, b: null } } } : { status: 201, body: created },
-    );
+    fake.on('POST', '/projects/proj_1/workflows/ship/invoke', () => ({ status: 201, body: created }));
+    // The run moves on at each poll: a then b then the root finish.
+    let polls = 0;
+    const phases: Record<string, string[]> = {
+      'wfinv-0000000a': ['active', 'active', 'done'],
+      'wfinv-0000000a.1': ['active', 'done', 'done'],
+      'wfinv-0000000a.2': ['ready', 'active', 'done'],
+    };
+    for (const [id, list] of Object.entries(phases)) {
+      fake.on('GET', `/jobs/${id}`, () => ({ body: { id, phase: list[Math.min(Math.floor(polls++ / 3), 2)] } }));
+      const attempts = id.endsWith('.1') ? [{ attempt_number: 1, result_json: { ok: true } }] : [];
+      fake.on('GET', `/projects/proj_1/jobs/${id}/attempts`, { body: { data: attempts } });
+    }
     const cli = (args: string[]) => runCli(home, ['--project', 'proj_1', 'workflow', 'invoke', ...args], { SVC_API_URL: fake.url, SVC_TOKEN: 'tok' });
     const plain = await cli(['ship', '--input', '{"env":"prod"}']);
     t.is(plain.code, 0, plain.stderr);
@@ -341,9 +351,10 @@ test.serial('cli: svc workflow invoke NAME [--input JSON | --input-file F] [--wa
     await writeFile(file, '{"n": 1}');
     const waited = await cli(['ship', '--input-file', file, '--wait', '--json']);
     t.is(waited.code, 0, waited.stderr);
-    t.deepEqual(fake.requests.at(-1)!.query, { wait: 'true', wait_seconds: '55' });
-    t.deepEqual(fake.requests.at(-1)!.body, { input: { n: 1 } });
-    t.deepEqual(JSON.parse(waited.stdout).result_json, { a: { ok: true }, b: null });
+    const invoked = fake.requests.find((r) => r.method === 'POST' && (r.body as { input?: { n?: number } } | undefined)?.input?.n === 1)!;
+    t.deepEqual(invoked.body, { input: { n: 1 } });
+    t.like(JSON.parse(waited.stdout), { status: 'done', result_json: { a: { ok: true }, b: null } });
+    t.is(waited.stderr, '[run] active\n[a] active\n[b] ready\n[a] done\n[b] active\n[run] done\n[b] done\n', 'progress as it happens, on stderr');
     t.is((await cli(['ship', '--input', '[1]'])).code, 2);
     t.is((await cli(['ship', '--input', 'nope'])).code, 2);
     t.is((await cli(['ship', '--input', '{}', '--input-file', file])).code, 2);
