@@ -100,9 +100,8 @@ async function waitFor(ctx: Context, project: string, invocation: Invocation): P
     if (Date.now() >= deadline) break;
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
   }
-  // A single-step run runs on its root; else the first step still going is the one to watch.
-  const current = steps.find((s) => !FINISHED.has(seen.get(s.job_id)!))?.job_id ?? invocation.job_id;
-  note(`svc: still running after ${CLI_WAIT_SECONDS} s; follow it with: svc job logs ${current} -f   (the whole run: svc job tree ${invocation.job_id})`);
+  // `job logs` on the root follows every step in turn (a single-step run runs on its root).
+  note(`svc: still running after ${CLI_WAIT_SECONDS} s; follow it with: svc job logs ${invocation.job_id} -f   (its steps: svc job tree ${invocation.job_id})`);
   return { ...invocation, status: seen.get(invocation.job_id)! };
 }
 
