@@ -14,8 +14,7 @@ export const BUILD_USAGE = `usage: svc build <command> [flags]
                            build the services with build config at commit SHA (40 hex); HASH is
                            the manifest synced for it (svc manifest validate --ref SHA prints it).
                            A success of the same commit, manifest and services is reused unless
-                           --force-rebuild. Example:
-                             svc build create --sha 3f2a…c9 --manifest-hash sha256:… --services api,web
+                           --force-rebuild.
   list [--sha SHA] [--limit N] [--offset N]
   show BLD_ID              the spec and its latest run (status, error class, failed stage)
   runs BLD_ID [--status S] [--limit N] [--offset N]
@@ -26,18 +25,26 @@ export const BUILD_USAGE = `usage: svc build <command> [flags]
   artifacts BLD_ID         images of the latest completed run: service, image, digest, size
   cancel BLD_ID            cancel the active run (a finished build is an error)
 
-The project comes from --project, else the profile's project.`;
+The project comes from --project, else the profile's project.
+
+Examples:
+  svc build create --sha 3f2a…c9 --manifest-hash sha256:… --services api,web
+  svc build logs bld_01h… -f
+  svc build artifacts bld_01h… --json`;
 
 export const RELEASE_USAGE = `usage: svc release <command> [flags]
 
   create --build BLD_ID [--tag TAG] [--version V]
                            release a completed build's digests under TAG (unique in the project;
-                           default: V, else sha-<first 12 of the sha>). Example:
-                             svc release create --build bld_01h… --tag v1.4.0
+                           default: V, else sha-<first 12 of the sha>).
   list [--limit N] [--offset N]
   show TAG|REL_ID
 
-The project comes from --project, else the profile's project.`;
+The project comes from --project, else the profile's project.
+
+Examples:
+  svc release create --build bld_01h… --tag v1.4.0
+  svc release show v1.4.0`;
 
 const BUILD_FIELDS = ['id', 'project_id', 'git_sha', 'manifest_hash', 'services', 'status', 'created_by', 'created_at'];
 const RUN_FIELDS = ['id', 'status', 'backend', 'reused_from', 'error_class', 'error_message', 'failed_stage', 'started_at', 'completed_at'];

@@ -9,7 +9,11 @@ export const CONSOLE_USAGE = `usage: svc console [--print]
 
 Opens the web console in your browser, signed in as you. The link it opens works once, within a
 minute, and carries no token: the console turns it into a session cookie of its own.
-  --print   print the link instead of opening a browser (open it within a minute)`;
+  --print   print the link instead of opening a browser (open it within a minute)
+
+Examples:
+  svc console --print
+  svc console --profile work     (signed in as that profile's user, at its API URL)`;
 
 interface LoginLink {
   url: string;

@@ -30,7 +30,12 @@ export const ENV_USAGE = `usage: svc env <command> [flags]
                                   its deploys, newest first
 
 deploy -f and rollback -f exit 1 when the deploy (or run) fails, 0 when it succeeds.
-The project comes from --project, else the profile's project.`;
+The project comes from --project, else the profile's project.
+
+Examples:
+  svc env deploy staging --release-tag v1.2.0 --follow
+  svc env rollback staging -f
+  svc env suspend staging --reason "maintenance window"`;
 
 interface Deploy {
   id: string;

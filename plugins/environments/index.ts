@@ -45,10 +45,13 @@ export const plugin: DomainPlugin = {
       await service.checkJobEnvironment(projectId, request.env_name, git?.ref_policy === 'env');
     });
     container.registerInstance(EnvironmentActionsToken, environmentActions(service, manifests));
-    container.registerInstance(EnvironmentSuspensionToken, {
-      suspendOrg: async (orgId, reason, trx) => service.suspendAll(await projects.liveIdsInOrg(orgId, trx), reason, trx),
-    });
-    container.registerInstance(EnvironmentDirectoryToken, { ofProjects: (projectIds) => repo.statuses(projectIds) });
+    // What embedding code or a test registered first stays (a plugin keeps what is already registered).
+    if (!container.isRegistered(EnvironmentSuspensionToken))
+      container.registerInstance(EnvironmentSuspensionToken, {
+        suspendOrg: async (orgId, reason, trx) => service.suspendAll(await projects.liveIdsInOrg(orgId, trx), reason, trx),
+      });
+    if (!container.isRegistered(EnvironmentDirectoryToken))
+      container.registerInstance(EnvironmentDirectoryToken, { ofProjects: (projectIds) => repo.statuses(projectIds) });
     server.route(environmentRoutes(service));
     server.ext('onPreStop', () => service.drain());
   },
