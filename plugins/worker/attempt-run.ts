@@ -13,6 +13,7 @@ import type { SecretContext, SecretResolver } from '../../core/ports/secrets.ts'
 import type { Manifest } from '../../domain/manifest/types.ts';
 import { secretMasker } from '../../core/secrets/mask.ts';
 import { Invalid, NotFound, SecretMissing } from '../../core/errors.ts';
+import { isDatabaseUnavailable } from '../../core/db/unavailable.ts';
 import { LeaseLost, type AttemptCompletion, type AttemptControl, type AttemptLease, type AttemptWork, type UsageCall } from '../../core/ports/attempts.ts';
 import { Aborted, WorkerFailure } from './failure.ts';
 import { LogSink } from './log-sink.ts';
@@ -127,6 +128,7 @@ export class AttemptRun {
         completion = await this.run(work, log, credentialsDir, phases);
       } catch (err) {
         if (this.abort.signal.aborted || err instanceof Aborted || err instanceof LeaseLost) return await this.stopped(log, err);
+        if (isDatabaseUnavailable(err)) return await this.givenBack(log, err as Error);
         const reason = err instanceof WorkerFailure ? err.message : `worker error: ${(err as Error).message}`;
         if (!(err instanceof WorkerFailure)) logger.error({ err, jobId: work.job.id }, 'attempt failed in the worker');
         await log.system(`failed: ${reason}`);
@@ -460,6 +462,18 @@ export class AttemptRun {
     await log.system(`stopped: ${reason}`);
     await log.flush();
     if (this.releaseOnStop) await this.control.release(this.lease).catch(() => undefined);
+  }
+
+  /**
+   * The database went away under the attempt (a read while preparing it, a write the patient control
+   * does not cover): that is not the job failing, so it spends none of the job's attempts. The job is
+   * given back (the release waits for the database like every write of the attempt) and runs again.
+   */
+  private async givenBack(log: LogSink, err: Error): Promise<void> {
+    this.deps.logger.warn({ err: err.message, jobId: this.claim.jobId }, 'the database is unreachable under the attempt; the job is given back');
+    await log.system(`stopped: the database is unreachable (${err.message}); the job is given back and runs again`);
+    await log.flush();
+    await this.control.release(this.lease);
   }
 
   private async beat(): Promise<void> {

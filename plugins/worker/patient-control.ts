@@ -9,7 +9,8 @@ import { isDatabaseUnavailable } from '../../core/db/unavailable.ts';
  * land, so an attempt that finished its work while the database was away still records its result
  * instead of waiting for the lease reaper to run it again. Retries back off from 250 ms to 5 s and
  * stop when `signal` aborts (the attempt was stopped). Other errors (LeaseLost, a refused statement)
- * pass at once. Heartbeats are not retried here: the next beat is their retry.
+ * pass at once. Heartbeats are not retried here: the next beat is their retry. A release when the
+ * attempt is stopped (the signal already aborted) is tried once.
  */
 export function patientControl(control: AttemptControl, signal: AbortSignal, logger: Logger, jobId: string): AttemptControl {
   const patient =
@@ -33,7 +34,7 @@ export function patientControl(control: AttemptControl, signal: AbortSignal, log
     load: patient('load', control.load.bind(control)),
     heartbeat: control.heartbeat.bind(control),
     complete: patient('complete', control.complete.bind(control)),
-    release: control.release.bind(control),
+    release: patient('release', control.release.bind(control)),
     recordUsage: patient('usage', control.recordUsage.bind(control)),
     recordPhases: patient('phases', control.recordPhases.bind(control)),
     appendLogs: patient('logs', control.appendLogs.bind(control)),
