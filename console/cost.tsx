@@ -96,6 +96,7 @@ export function CostPage({ orgId, projects }: { orgId: string; projects: Schemas
             {spend.totals.unpriced_attempts > 0 && <p class="muted">{spend.totals.unpriced_attempts} attempts used a model without a price.</p>}
             <Breakdown
               title="By project"
+              column="Project"
               currency={spend.currency}
               rows={spend.by_project.map((r) => {
                 const project = projectName(r.project_id);
@@ -103,9 +104,19 @@ export function CostPage({ orgId, projects }: { orgId: string; projects: Schemas
                 return [r.project_id, key, r];
               })}
             />
-            <Breakdown title="By model" currency={spend.currency} rows={spend.by_model.map((r) => [r.model, <span class="mono">{r.model}</span>, r])} />
-            <Breakdown title="By harness" currency={spend.currency} rows={spend.by_harness.map((r) => [r.harness ?? '', r.harness ?? 'default', r])} />
-            <Breakdown title="By day (UTC)" currency={spend.currency} rows={spend.by_day.map((r) => [r.day, r.day, r])} />
+            <Breakdown
+              title="By model"
+              column="Model"
+              currency={spend.currency}
+              rows={spend.by_model.map((r) => [r.model, <span class="mono">{r.model}</span>, r])}
+            />
+            <Breakdown
+              title="By harness"
+              column="Harness"
+              currency={spend.currency}
+              rows={spend.by_harness.map((r) => [r.harness ?? '', r.harness ?? 'default', r])}
+            />
+            <Breakdown title="By day (UTC)" column="Day (UTC)" currency={spend.currency} rows={spend.by_day.map((r) => [r.day, r.day, r])} />
           </>
         )}
       </Section>
@@ -123,7 +134,7 @@ function Figure({ name, label, value, detail }: { name: string; label: string; v
   );
 }
 
-function Breakdown({ title, currency, rows }: { title: string; currency: string; rows: [string, ComponentChildren, Figures][] }) {
+function Breakdown({ title, column, currency, rows }: { title: string; column: string; currency: string; rows: [string, ComponentChildren, Figures][] }) {
   return (
     <>
       <h3>{title}</h3>
@@ -133,7 +144,7 @@ function Breakdown({ title, currency, rows }: { title: string; currency: string;
         <table>
           <thead>
             <tr>
-              <th></th>
+              <th>{column}</th>
               <th>Billed</th>
               <th>Attempts</th>
               <th>Base (USD)</th>
