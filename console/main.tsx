@@ -2,6 +2,7 @@ import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import './styles.css';
 import { api, ApiError, enc, get, type Me, type Page, type Schemas } from './api.ts';
+import { CostPage } from './cost.tsx';
 import { JobPage, JobsPage } from './jobs.tsx';
 import { WebhooksPage } from './org.tsx';
 import { EventsPage, ProjectPage, RunPage } from './project.tsx';
@@ -69,6 +70,7 @@ function App() {
   const params = (pattern: string) => match(pattern, path);
   let projectId: string | undefined;
   let page;
+  let pageOrg: string | undefined;
   let p;
   if ((p = params('/console/jobs/:job'))) {
     projectId = jobProject;
@@ -77,9 +79,10 @@ function App() {
   else if ((p = params('/console/projects/:project/events'))) page = <EventsPage projectId={(projectId = p.project)} />;
   else if ((p = params('/console/projects/:project/runs/:run'))) page = <RunPage projectId={(projectId = p.project)} runId={p.run} />;
   else if ((p = params('/console/projects/:project'))) page = <ProjectPage projectId={(projectId = p.project)} />;
-  else if ((p = params('/console/orgs/:org/webhooks'))) page = <WebhooksPage orgId={p.org} />;
+  else if ((p = params('/console/orgs/:org/webhooks'))) page = <WebhooksPage orgId={(pageOrg = p.org)} />;
+  else if ((p = params('/console/orgs/:org/cost'))) page = <CostPage orgId={(pageOrg = p.org)} projects={projects} />;
   else page = <Home orgs={orgs} projects={projects} />;
-  const orgId = projects.find((x) => x.id === projectId)?.org_id ?? orgs[0]?.id;
+  const orgId = pageOrg ?? projects.find((x) => x.id === projectId)?.org_id ?? orgs[0]?.id;
 
   return (
     <div class="shell" onClick={(e) => onLink(e as unknown as MouseEvent)}>
@@ -118,6 +121,7 @@ function App() {
           {projectId && <a href={`/console/projects/${enc(projectId)}`}>Pipelines</a>}
           {projectId && <a href={`/console/projects/${enc(projectId)}/events`}>Events</a>}
           {orgId && <a href={`/console/orgs/${enc(orgId)}/webhooks`}>Webhooks</a>}
+          {orgId && <a href={`/console/orgs/${enc(orgId)}/cost`}>Cost</a>}
         </nav>
         <span class="who">{me.user.email}</span>
         <button onClick={() => setTheme(theme === 'dark' ? 'light' : 'dark')} aria-label="Switch theme">
@@ -146,7 +150,7 @@ function Home({ orgs, projects }: { orgs: Schemas['Org'][]; projects: Schemas['P
       {orgs.map((o) => (
         <section key={o.id}>
           <h2>
-            {o.name} <a href={`/console/orgs/${enc(o.id)}/webhooks`}>webhooks</a>
+            {o.name} <a href={`/console/orgs/${enc(o.id)}/webhooks`}>webhooks</a> · <a href={`/console/orgs/${enc(o.id)}/cost`}>cost</a>
           </h2>
           <ul class="projects">
             {projects

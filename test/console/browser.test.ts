@@ -218,4 +218,36 @@ if (!existsSync(CHROMIUM)) {
     t.regex(await page.$eval('details[open]', (el) => el.textContent ?? ''), /workflow greet/);
     await shot('events');
   });
+
+  test.serial("the org's cost page: the window's activity and spend, a window in the URL, and the API's own error words", async (t) => {
+    t.timeout(60_000);
+    if ((await page.evaluate(() => document.documentElement.dataset.theme)) === 'dark') {
+      await page.evaluate(() => document.querySelector<HTMLButtonElement>('button[aria-label="Switch theme"]')!.click());
+    }
+    await page.goto(`${w.srv.url}/`);
+    const link = await page.waitForSelector(`a[href="/console/orgs/${w.orgId}/cost"]`);
+    await link!.click();
+    await page.waitForSelector('[data-figure=jobs-created] strong');
+    const figure = (name: string) => textOf(`[data-figure=${name}] strong`);
+    const summary = await w.api.get(`/orgs/${w.orgId}/analytics/summary?window=7d`);
+    t.true(Number(await figure('jobs-created')) >= 1, 'the jobs of the earlier steps were created in the window');
+    t.is(Number(await figure('jobs-created')), summary.body.jobs.created);
+    t.is(Number(await figure('pipeline-runs')), summary.body.pipelines.runs);
+    const spend = await w.api.get(`/orgs/${w.orgId}/spend?window=7d`);
+    t.is(Number(await figure('spend-attempts')), spend.body.totals.attempts);
+    t.regex(await textOf('[data-figure=spend-total]'), new RegExp(`billed \\(${spend.body.currency}\\)`));
+    await shot('cost');
+
+    await page.select('.page-head select', '30d');
+    await page.waitForFunction(() => location.search === '?window=30d');
+    await page.reload();
+    t.is(await page.$eval('.page-head select', (el) => (el as HTMLSelectElement).value), '30d', 'the window is part of the deep link');
+
+    const unknown = 'org_01h455vb4pex5vsknk084sn02q';
+    const answer = await w.api.get(`/orgs/${unknown}/spend`);
+    t.is(answer.statusCode, 404);
+    await page.goto(`${w.srv.url}/console/orgs/${unknown}/cost`);
+    await page.waitForSelector('.error');
+    t.true((await page.$$eval('.error', (els) => els.map((el) => el.textContent))).includes(`${answer.statusCode}: ${answer.body.message}`));
+  });
 }
