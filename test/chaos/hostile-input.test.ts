@@ -97,7 +97,7 @@ test('hostile input across every route: 0 × 5xx, no bystander create fails', as
   const bystander = { ok: 0, failed: 0 };
   const createLoop = (async () => {
     while (fuzzing) {
-      const status = await client.status('POST', `/projects/${b.projectId}/jobs`, { description: `bystander ${bystander.ok}`, hints: { n: bystander.ok } });
+      const status = await client.status('POST', `/projects/${b.projectId}/jobs`, { description: `bystander ${bystander.ok}`, hints: { 'x-n': bystander.ok } });
       if (status === 201) bystander.ok++;
       else bystander.failed++;
     }
