@@ -6,6 +6,9 @@ import { SERVER_IMAGE } from './images.ts';
 /** examples/docker/Dockerfile, as test/docker/run.ts built it. */
 
 const PACKAGE = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
+/** npm's lock marks a package `dev` when only dev dependencies need it (esbuild is also tsx's, so not). */
+const LOCK = JSON.parse(readFileSync(new URL('../../package-lock.json', import.meta.url), 'utf8'));
+const devOnly = (name: string): boolean => LOCK.packages[`node_modules/${name}`]?.dev === true;
 
 test('the server image runs as a non-root user, listens on every interface and checks /health', async (t) => {
   const config = (await docker.getImage(SERVER_IMAGE).inspect()).Config;
@@ -40,9 +43,9 @@ test('the image holds the compiled output and the production dependencies only',
   const listing = (await inImage('ls -1 /app; echo ---; ls -1 /app/node_modules')).split('\n');
   const [top, modules] = [listing.slice(0, listing.indexOf('---')), listing.slice(listing.indexOf('---') + 1)];
   t.deepEqual(top.sort(), ['dist', 'node_modules', 'package.json']);
-  for (const dev of Object.keys(PACKAGE.devDependencies).filter((name) => !name.startsWith('@'))) {
-    if (!Object.keys(PACKAGE.dependencies).includes(dev)) t.false(modules.includes(dev), `${dev} (a dev dependency) is not in the image`);
-  }
+  const devs = Object.keys(PACKAGE.devDependencies).filter((name) => !name.startsWith('@') && devOnly(name));
+  t.true(devs.length >= 3, devs.join(' '));
+  for (const dev of devs) t.false(modules.includes(dev), `${dev} (a dev dependency) is not in the image`);
   for (const dep of ['knex', 'pg', 'joi']) t.true(modules.includes(dep), dep);
 });
 
