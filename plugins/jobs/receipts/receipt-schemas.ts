@@ -1,6 +1,6 @@
 import Joi from 'joi';
 import { timestamp } from '../../../core/http/schemas.ts';
-import { ATTEMPT_STATUSES, RESULT_STATUSES } from '../attempts/attempts.ts';
+import { ATTEMPT_STATUSES, RESULT_STATUSES, attemptSchema } from '../attempts/attempts.ts';
 import { RECEIPT_VERSION } from './receipt-assembly.ts';
 import { jobId } from '../job/schemas.ts';
 
@@ -184,19 +184,11 @@ const tokenDelta = Joi.object(Object.fromEntries([...Object.keys(tokenCounts), '
   .label('TokenDelta')
   .description('b − a for each count');
 
+/** The attempt's own fields a comparison shows, as the Attempt schema defines them. */
+const COMPARED_FIELDS = ['id', 'attempt_number', 'status', 'result_status', 'error', 'started_at', 'ended_at'] as const;
+
 const compareAttemptSchema = Joi.object({
-  id: Joi.string().guid().required(),
-  attempt_number: Joi.number().integer().min(1).required(),
-  status: Joi.string()
-    .valid(...ATTEMPT_STATUSES)
-    .required(),
-  result_status: Joi.string()
-    .valid(...RESULT_STATUSES)
-    .allow(null)
-    .required(),
-  error: Joi.string().allow(null).required(),
-  started_at: timestamp.required(),
-  ended_at: timestamp.allow(null).required(),
+  ...Object.fromEntries(COMPARED_FIELDS.map((key) => [key, attemptSchema.extract(key)])),
   pricing: Joi.string()
     .valid(...PRICING)
     .required(),
