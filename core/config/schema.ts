@@ -157,6 +157,9 @@ export const configSchema = Joi.object({
     allow_private: Joi.boolean().required(),
     allowed_hosts: list(Joi.string().min(1)).required(),
   }).required(),
+  environments: Joi.object({
+    health_interval_seconds: Joi.number().integer().min(1).max(86_400).required(),
+  }).required(),
   builds: Joi.object({
     backend: Joi.string()
       .pattern(/^[a-z][a-z0-9_-]*$/)
@@ -263,6 +266,10 @@ export interface Config {
     allowed_hosts: string[];
   };
   inference: InferenceConfig;
+  environments: {
+    /** How often the orchestrator reads deployed environments' health from the deployer. */
+    health_interval_seconds: number;
+  };
   builds: BuildsConfig;
 }
 

@@ -38,6 +38,8 @@ export interface ReleaseRef {
   git_sha: string | null;
   manifest_hash: string | null;
   image_digests: Record<string, string>;
+  /** service → the pushed image reference (`host/ns/service@sha256:…`) a release's build recorded; where a deployer finds the image. */
+  images?: Record<string, string>;
 }
 
 /** An image pull credential for a registry (the spec's own-registry mode); native and none have none. */
@@ -121,6 +123,36 @@ export interface Deployer {
   resume(target: DeployTarget): Promise<DeployOutcome>;
   /** Removes everything svc created for the environment. */
   remove(target: DeployTarget): Promise<void>;
+  /**
+   * Runs one service of `release` once, to its end, with the environment the service gets (the
+   * `job` action); the container is removed afterwards. A deployer without it refuses `job` steps.
+   */
+  runOnce?(target: DeployTarget, release: ReleaseRef, run: OneOffRun): Promise<OneOffExit>;
+}
+
+/** A one-off container of one service's image (the `job` action), with the service's environment. */
+export interface OneOffRun {
+  service: string;
+  /** The command; null: the service's own (the manifest's `command`), else the image's. */
+  command: string[] | null;
+  /** Each output line, as it comes (awaited: a slow log slows the container's output). */
+  log(line: string): Promise<void> | void;
+  signal?: AbortSignal;
+  timeoutMs?: number;
+}
+
+export interface OneOffExit {
+  /** null when it ended by a signal or timed out. */
+  exit_code: number | null;
+  timed_out: boolean;
+}
+
+/** Thrown by a deployer that cannot run one-off jobs (a clear refusal, never a crash). */
+export class OneOffUnsupported extends Error {
+  constructor(deployer: string) {
+    super(`adapters.deployer ${deployer} cannot run one-off jobs of a service (configure the docker or kubernetes deployer)`);
+    this.name = 'OneOffUnsupported';
+  }
 }
 
 export const DeployerToken = Symbol('Deployer') as InjectionToken<Deployer>;
@@ -149,6 +181,8 @@ export interface EnvironmentActions {
   deploy(ctx: ActionContext, envName: string): Promise<ActionOutputs>;
   ensure(ctx: ActionContext, envName: string, kind: string | null): Promise<ActionOutputs>;
   remove(ctx: ActionContext, envName: string): Promise<ActionOutputs>;
+  /** Runs `service` of the environment's current release (or the run's release) once; fails the step on a non-zero exit. */
+  job(ctx: ActionContext & { signal?: AbortSignal }, request: { envName: string; service: string; command: string[] | null }): Promise<ActionOutputs>;
 }
 
 export const EnvironmentActionsToken = Symbol('EnvironmentActions') as InjectionToken<EnvironmentActions>;

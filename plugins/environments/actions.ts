@@ -46,6 +46,27 @@ export function environmentActions(service: EnvironmentService, manifests: Manif
       return deployOutputs(deploy, envName);
     },
 
+    /** The `job` action: the service run once; its exit code is the step's result (non-zero fails it). */
+    async job(ctx, { envName, service: name, command }) {
+      const i = ctx.inputs;
+      const namesRelease = str(i.release_id) || str(i.release_tag);
+      const release: DeployRequest | null = namesRelease
+        ? { inputs: { ...(str(i.release_id) ? { release_id: i.release_id } : { release_tag: i.release_tag }) } }
+        : null;
+      await ctx.log(`running ${name} once in environment ${envName}${command ? `: ${command.join(' ')}` : ''}`);
+      const { release: ran, exit } = await service.runJob(ctx.projectId, envName, { service: name, command, release, log: ctx.log, signal: ctx.signal });
+      await ctx.log(`${name} ended${exit.timed_out ? ' (timed out)' : ''} with exit code ${exit.exit_code ?? 'none (killed)'}`);
+      return {
+        env_name: envName,
+        service: name,
+        release_id: ran.id,
+        release_tag: ran.tag,
+        image_digest: ran.image_digests[name],
+        exit_code: exit.exit_code,
+        timed_out: exit.timed_out,
+      };
+    },
+
     async ensure(ctx, envName, kind) {
       const { env, created } = await service.ensure({ id: ctx.createdBy ?? 'system' }, ctx.projectId, envName, { ...(kind ? { kind } : {}) });
       await ctx.log(`environment ${envName} ${created ? 'created' : 'exists'} (${env.type}${env.kind ? `, ${env.kind}` : ''})`);

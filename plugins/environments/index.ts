@@ -13,11 +13,13 @@ import { DeployTargets } from './targets.ts';
 import { EnvironmentService } from './service.ts';
 import { environmentRoutes } from './routes.ts';
 import { environmentActions } from './actions.ts';
+import { HealthReconciler } from './health.ts';
+import { RoleServices } from '../../core/roles.ts';
 
 /**
  * Environments (docs/environments.md): records synced from the manifest and ensured by pipelines,
  * deploys on the configured deployer, suspension, health; the worker's environment actions and
- * `git.ref_policy` env; the suspension seam for billing and the counts for analytics.
+ * `git.ref_policy` env; health reconciliation on the orchestrator; the suspension seam for billing and the counts for analytics.
  */
 export const plugin: DomainPlugin = {
   name: 'environments',
@@ -52,6 +54,10 @@ export const plugin: DomainPlugin = {
       });
     if (!container.isRegistered(EnvironmentDirectoryToken))
       container.registerInstance(EnvironmentDirectoryToken, { ofProjects: (projectIds) => repo.statuses(projectIds) });
+    const config = container.resolve(Tokens.Config);
+    container
+      .resolve(RoleServices)
+      .add('orchestrator', new HealthReconciler(service, config.environments.health_interval_seconds * 1000, container.resolve(Tokens.Logger)));
     server.route(environmentRoutes(service));
     server.ext('onPreStop', () => service.drain());
   },

@@ -138,6 +138,18 @@ export class EnvironmentRepository {
     return trx('environment_deploys').where({ environment_id: environmentId, status: 'running' }).where('created_at', '>', since).first();
   }
 
+  /** Environments running a release, not suspended, with no deploy running since `since`: what health reconciliation reads. */
+  reconcilable(since: Date): Promise<EnvironmentRow[]> {
+    return this.db('environments as e')
+      .whereNotNull('e.current_release')
+      .where('e.suspended', false)
+      .whereNotExists(
+        this.db('environment_deploys as d').whereRaw('d.environment_id = e.id').where('d.status', 'running').where('d.created_at', '>', since),
+      )
+      .orderBy('e.id')
+      .select('e.*');
+  }
+
   deployById(environmentId: string, id: string): Promise<DeployRow | undefined> {
     return this.db('environment_deploys').where({ id, environment_id: environmentId }).first();
   }

@@ -5,7 +5,7 @@ import { BadRequest, Conflict, Forbidden, Invalid, NotFound } from '../../core/e
 import type { Creator, PipelineLauncher } from '../../core/ports/launchers.ts';
 import type { ManifestReader } from '../../core/ports/manifest.ts';
 import type { StoredManifest } from '../../domain/manifest/types.ts';
-import { DeployFailed, type Deployer, type DeployOutcome, type ReleaseRef } from '../../core/ports/environments.ts';
+import { DeployFailed, OneOffUnsupported, type Deployer, type DeployOutcome, type OneOffExit, type ReleaseRef } from '../../core/ports/environments.ts';
 import type { Releases } from '../../core/ports/releases.ts';
 import type { ListQuery, Page } from '../../core/http/lists.ts';
 import type { EnvironmentRepository, DeployRow, EnvironmentFields, EnvironmentRow, EnvironmentType } from './repository.ts';
@@ -21,6 +21,15 @@ export interface DeployRequest {
   image_tag?: string;
   direct?: boolean;
   inputs?: Record<string, unknown>;
+}
+
+/** A one-off run of a service (the `job` action): the release the request names, else the environment's current one. */
+export interface JobRequest {
+  service: string;
+  command: string[] | null;
+  release: DeployRequest | null;
+  log(line: string): Promise<void>;
+  signal?: AbortSignal;
 }
 
 export interface EnsureRequest {
@@ -188,6 +197,38 @@ export class EnvironmentService {
     return this.recordHealth(env, await this.d.deployer().health(await this.d.targets.of(env, env.current_release)));
   }
 
+  /**
+   * Health reconciliation: every environment that runs a release and is not suspended (nor being
+   * deployed) has its health read from the deployer and recorded, a change emitting its event. A
+   * deployer that cannot answer reads as unknown; one environment's failure does not stop the rest.
+   */
+  async reconcileHealth(): Promise<number> {
+    const envs = await this.d.repo.reconcilable(new Date(Date.now() - ABANDONED_AFTER_MS));
+    for (const env of envs)
+      await this.reconcileOne(env).catch((err: Error) =>
+        this.d.logger.error({ err: err.message, environment: env.id }, 'environment health could not be reconciled'),
+      );
+    return envs.length;
+  }
+
+  private async reconcileOne(env: EnvironmentRow): Promise<void> {
+    let outcome: DeployOutcome;
+    try {
+      outcome = await this.d.deployer().health(await this.d.targets.of(env, env.current_release));
+    } catch (err) {
+      const detail = `health could not be read: ${(err as Error).message}`;
+      this.d.logger.warn({ environment: env.id, err: (err as Error).message }, 'environment health: the deployer did not answer');
+      outcome = { health: 'unknown', services: [{ service: '*', health: 'unknown', detail }] };
+    }
+    await this.d.db.transaction(async (trx) => {
+      const locked = await this.d.repo.lock(env.project_id, env.name, trx);
+      // Suspended, redeployed or being deployed meanwhile: what was read is stale.
+      if (!locked || locked.suspended || JSON.stringify(locked.current_release) !== JSON.stringify(env.current_release)) return;
+      if (await this.d.repo.runningDeploy(locked.id, new Date(Date.now() - ABANDONED_AFTER_MS), trx)) return;
+      await this.recordHealth(locked, outcome, trx);
+    });
+  }
+
   private async recordHealth(env: EnvironmentRow, outcome: DeployOutcome, trx?: Db): Promise<EnvironmentRow> {
     const write = async (t: Db) => {
       const updated = await this.d.repo.update(env.id, { health: outcome.health, health_detail: outcome.services, health_checked_at: new Date() }, t);
@@ -210,6 +251,31 @@ export class EnvironmentService {
       });
   }
 
+  /**
+   * Runs a service of the environment once on the deployer, with the environment the service gets:
+   * 409 while suspended, 422 without a release holding the service's image or on a deployer that
+   * cannot run one-off jobs.
+   */
+  async runJob(projectId: string, name: string, request: JobRequest): Promise<{ release: ReleaseRef; exit: OneOffExit }> {
+    const env = await this.get(projectId, name);
+    if (env.suspended) throw new Conflict(suspendedMessage(env));
+    const release = request.release ? await this.releaseOf(projectId, request.release) : env.current_release;
+    if (!release) throw new Invalid(`environment ${name} has no current release: deploy one first, or run the job after a release step`);
+    if (!release.image_digests[request.service])
+      throw new Invalid(`release ${release.tag ?? release.id ?? release.git_sha} has no image of service ${request.service}`, { fields: ['service'] });
+    const target = await this.d.targets.of(env, release);
+    if (!target.services[request.service]) throw new Invalid(`service ${request.service} is not defined in the manifest`, { fields: ['service'] });
+    const deployer = this.d.deployer();
+    try {
+      if (!deployer.runOnce) throw new OneOffUnsupported(deployer.name);
+      const exit = await deployer.runOnce(target, release, { service: request.service, command: request.command, log: request.log, signal: request.signal });
+      return { release, exit };
+    } catch (err) {
+      if (err instanceof OneOffUnsupported || err instanceof DeployFailed) throw new Invalid(err.message);
+      throw err;
+    }
+  }
+
   /** The release a Deploy request names: 400 without one, 404 for an unknown release, 422 for a hash that is not the SHA's. */
   async releaseOf(projectId: string, request: DeployRequest): Promise<ReleaseRef> {
     const tag = request.release_tag ?? (typeof request.inputs?.release_tag === 'string' ? request.inputs.release_tag : undefined);
@@ -224,6 +290,7 @@ export class EnvironmentService {
         git_sha: record.git_sha,
         manifest_hash: record.manifest_hash,
         image_digests: record.image_digests,
+        ...(record.images && Object.keys(record.images).length > 0 ? { images: record.images } : {}),
       };
       return request.image_digests ? { ...release, image_digests: { ...release.image_digests, ...request.image_digests } } : release;
     }

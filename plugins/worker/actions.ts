@@ -9,8 +9,8 @@ import { HostApiError } from '../../core/ports/integrations.ts';
 import { isObject } from '../../core/is-object.ts';
 import { WorkerFailure } from './failure.ts';
 
-/** The built-in actions the worker carries out itself, through the domains' ports (`run` becomes a script step; `job` is not here). */
-export const WORKER_ACTIONS = ['build', 'release', 'deploy', 'env-ensure', 'env-delete', 'create-pr', 'notify'] as const;
+/** The built-in actions the worker carries out itself, through the domains' ports (`run` becomes a script step). */
+export const WORKER_ACTIONS = ['build', 'release', 'deploy', 'job', 'env-ensure', 'env-delete', 'create-pr', 'notify'] as const;
 export type WorkerAction = (typeof WORKER_ACTIONS)[number];
 
 export interface ActionDeps {
@@ -75,7 +75,9 @@ export async function runAction(
   const w = Object.fromEntries(Object.entries(rawWith).map(([k, v]) => [k, fillInputs(v, inputs)]));
   if (type === 'build' || type === 'release') return buildAction(type, w, work, deps, log);
   const namesRelease = inputs.release_id ?? inputs.release_tag ?? inputs.image_digests;
-  const outputs = await domainAction(type, w, work, namesRelease ? inputs : { ...inputs, ...releaseOfRun(work) }, deps, log);
+  const withRelease = namesRelease ? inputs : { ...inputs, ...releaseOfRun(work) };
+  if (type === 'job') return jobAction(w, work, withRelease, deps, log);
+  const outputs = await domainAction(type, w, work, withRelease, deps, log);
   const summary = `action ${type} done`;
   return { result: { status: 'success', summary }, result_json: { ...outputs, svc: { status: 'success', summary } } };
 }
@@ -130,9 +132,51 @@ async function buildAction(
   }
 }
 
+/** `with.command`: a shell line (run by the image's /bin/sh) or an argument list; none: the service's own command. */
+function commandOf(v: unknown): string[] | null {
+  if (Array.isArray(v) && v.length > 0 && v.every((a) => typeof a === 'string')) return v as string[];
+  if (v === undefined || v === null) return null;
+  if (typeof v === 'string' && v.trim()) return ['/bin/sh', '-c', v];
+  throw new WorkerFailure('action job: "command" (with.command) must be a command line or a list of arguments');
+}
+
+/**
+ * A `job` step: one service of the environment's release run once through the deployer (the
+ * environment is `with.env_name`, else the job's). Its exit code decides the step; its output is the
+ * step's log.
+ */
+async function jobAction(
+  w: Record<string, unknown>,
+  work: AttemptWork,
+  inputs: Record<string, unknown>,
+  deps: ActionDeps,
+  log: (line: string) => Promise<void>,
+): Promise<AttemptCompletion> {
+  const envs = deps.environments();
+  if (!envs) throw new WorkerFailure('action job needs the environments plugin, which this server does not load');
+  const service = required(w, 'service', 'job');
+  const envName = text(w.env_name) ?? work.job.env_name;
+  if (!envName) throw new WorkerFailure('action job needs an environment: "env_name" (with.env_name), or a run for an environment');
+  const ctx = { projectId: work.project.id, jobId: work.job.id, createdBy: work.job.created_by, inputs, log, signal: deps.signal };
+  let out: ActionOutputs;
+  try {
+    out = await envs.job(ctx, { envName, service, command: commandOf(w.command) });
+  } catch (err) {
+    if (deps.signal.aborted) throw err;
+    if (err instanceof DomainError) throw new WorkerFailure(`action job: ${err.message}`);
+    throw err;
+  }
+  if (out.exit_code === 0) {
+    const summary = `job ${service} in ${envName} exited 0`;
+    return { result: { status: 'success', summary }, result_json: { ...out, svc: { status: 'success', summary } } };
+  }
+  const reason = `job ${service} in ${envName} ${out.timed_out ? 'timed out' : `exited with code ${out.exit_code ?? 'none (killed)'}`}`;
+  return { result: { status: 'failed', reason }, result_json: { ...out, svc: { status: 'failed', reason } }, error: reason };
+}
+
 /** The environment, code-host and chat actions. */
 async function domainAction(
-  type: Exclude<WorkerAction, 'build' | 'release'>,
+  type: Exclude<WorkerAction, 'build' | 'release' | 'job'>,
   w: Record<string, unknown>,
   work: AttemptWork,
   inputs: Record<string, unknown>,

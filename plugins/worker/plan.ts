@@ -39,8 +39,8 @@ function promptOf(work: AttemptWork, agent: Record<string, unknown>): string {
 /**
  * Decides what the attempt runs from `hints.step` (workflow and pipeline steps, or any job that
  * carries one): `script` runs its command with /bin/sh; `agent` runs a harness; `action` is a
- * built-in action the worker carries out through a domain's port (actions.ts; `run` is a script;
- * `job` is not available yet). A job without `hints.step` is an agent job: its description is the prompt, and the
+ * built-in action the worker carries out through a domain's port (actions.ts; `run` is a script).
+ * A job without `hints.step` is an agent job: its description is the prompt, and the
  * harness comes from its harness fields, the manifest's profiles, else the server's default harness.
  */
 export async function planAttempt(work: AttemptWork, harnesses: HarnessRegistry | null, manifest: Manifest | null, ctx: SecretContext): Promise<Plan> {

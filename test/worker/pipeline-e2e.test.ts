@@ -13,7 +13,11 @@ pipelines:
       - { name: tick, run: "echo first; sleep 1.5; echo second" }
   deploy:
     steps:
-      - { name: push, action: { type: job, with: { service: api } } }
+      - { name: push, action: { type: job, with: { service: api, env_name: staging } } }
+services:
+  api: { image: example/api, command: [migrate] }
+environments:
+  staging: { type: persistent }
 `;
 
 let w: WorkerWorld;
@@ -67,11 +71,24 @@ test('a running attempt streams each line as it is appended, without waiting for
 });
 
 test('an action step fails with a plain reason, and the run fails', async (t) => {
+  // A job step needs a release in the environment, and a deployer that runs containers: none refuses it.
+  const hash = (await w.api.get(`/projects/${w.projectId}/manifest`)).body.manifest_hash;
+  const deployed = await w.api.post(`/projects/${w.projectId}/environments/staging/deploy`, {
+    git_sha: 'a'.repeat(40),
+    manifest_hash: hash,
+    image_digests: { api: `sha256:${'1'.repeat(64)}` },
+    direct: true,
+  });
+  t.is(deployed.statusCode, 202, JSON.stringify(deployed.body));
+  await until(async () => (await w.api.get(`/projects/${w.projectId}/environments/staging`)).body.current_release, 'the release to be current');
   const started = await w.api.post(`/projects/${w.projectId}/pipelines/deploy/run`, {});
   const run = await until(async () => {
     const r = await runOf(started.body.id);
     return r.status === 'failed' ? r : null;
   }, 'the run to fail');
   const [attempt] = await attemptsOf(w, run.steps[0].job_id);
-  t.like(attempt, { status: 'failed', error: 'action job is not available yet' });
+  t.like(attempt, {
+    status: 'failed',
+    error: 'action job: adapters.deployer none cannot run one-off jobs of a service (configure the docker or kubernetes deployer)',
+  });
 });

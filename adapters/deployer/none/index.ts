@@ -3,7 +3,7 @@
  * release as current and nothing runs, so health is always `unknown` (never assumed healthy).
  */
 import Joi from 'joi';
-import type { Deployer, DeployOutcome, DeployTarget } from '../../../core/ports/environments.ts';
+import { OneOffUnsupported, type Deployer, type DeployOutcome, type DeployTarget } from '../../../core/ports/environments.ts';
 import { defineAdapter } from '../../../core/sdk.ts';
 
 const unknown = (target: DeployTarget): DeployOutcome => ({
@@ -22,5 +22,8 @@ export default defineAdapter<Deployer>({
     suspend: async () => undefined,
     resume: async (target) => unknown(target),
     remove: async () => undefined,
+    runOnce: async () => {
+      throw new OneOffUnsupported('none');
+    },
   }),
 });

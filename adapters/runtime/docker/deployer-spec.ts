@@ -7,14 +7,31 @@ export const LABEL = {
   project: 'svc.project',
   service: 'svc.service',
   generation: 'svc.generation',
+  /** On a one-off container (the `job` action) instead of `env`, so it is never one of the environment's services. */
+  oneOff: 'svc.one-off.environment',
 } as const;
 
 const NS_PER_SECOND = 1_000_000_000;
 
-/** Where to find a service's image on the engine, most specific first. */
-export function imageCandidates(image: string | null, digest: string): string[] {
-  if (!digest.startsWith('sha256:')) return [digest];
-  return image ? [`${image}@${digest}`, digest] : [digest];
+/** Where to find a service's image on the engine, most specific first: the reference its build pushed, the manifest's image by digest, the digest as an image id. */
+export function imageCandidates(image: string | null, digest: string, pushed: string | null = null): string[] {
+  const own = pushed ? [pushed] : [];
+  if (!digest.startsWith('sha256:')) return [...own, digest];
+  return image ? [...own, `${image}@${digest}`, digest] : [...own, digest];
+}
+
+/** The Engine API create body of a one-off container of `service`: its command (or `command`), environment and network; no ports, no health check, no restarts. */
+export function oneOffSpec(target: DeployTarget, service: string, image: string, command: string[] | null, network: string | null): Docker.ContainerCreateOptions {
+  const def = target.services[service];
+  const cmd = command ?? def.command;
+  return {
+    name: `svc-${target.project.slug}-${target.environment.name}-${service}-job-${Date.now().toString(36)}`.replace(/[^a-zA-Z0-9_.-]/g, '-'),
+    Image: image,
+    ...(cmd ? { Cmd: cmd } : {}),
+    Env: Object.entries(def.environment).map(([k, v]) => `${k}=${v}`),
+    Labels: { [LABEL.oneOff]: target.environment.id, [LABEL.project]: target.project.id, [LABEL.service]: service },
+    HostConfig: { AutoRemove: false, ...(network ? { NetworkMode: network } : {}) },
+  };
 }
 
 /** The Engine API create body of one service's container. */

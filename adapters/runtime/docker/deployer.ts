@@ -5,13 +5,16 @@
  * and removes the old ones only once every new one is healthy; a release that does not come up is
  * removed again and the old containers keep serving. Images are never pulled.
  */
+import type { Readable } from 'node:stream';
 import Docker from 'dockerode';
 import Joi from 'joi';
-import type { Deployer, DeployOutcome, DeployTarget, ReleaseRef, ServiceHealth } from '../../../core/ports/environments.ts';
+import type { Logger } from 'pino';
+import type { Deployer, DeployOutcome, DeployTarget, OneOffExit, OneOffRun, ReleaseRef, ServiceHealth } from '../../../core/ports/environments.ts';
 import { DeployFailed } from '../../../core/ports/environments.ts';
 import { defineAdapter } from '../../../core/sdk.ts';
 import { engineAddress, engineMessage, statusOf } from './engine.ts';
-import { containerSpec, imageCandidates, LABEL } from './deployer-spec.ts';
+import { containerSpec, imageCandidates, LABEL, oneOffSpec } from './deployer-spec.ts';
+import { DockerProcess } from './container.ts';
 
 export type Options = {
   socket_path: string | null;
@@ -58,6 +61,7 @@ export class DockerDeployer implements Deployer {
   constructor(
     readonly docker: Docker,
     private readonly options: Options,
+    private readonly logger: Logger,
   ) {}
 
   private async containers(target: DeployTarget): Promise<Info[]> {
@@ -65,8 +69,8 @@ export class DockerDeployer implements Deployer {
   }
 
   /** The image to run: `image@digest` when the engine has it, else the digest as an image id, else the reference as given. */
-  private async image(service: string, image: string | null, digest: string): Promise<string> {
-    for (const ref of imageCandidates(image, digest)) {
+  private async image(service: string, image: string | null, digest: string, pushed: string | null): Promise<string> {
+    for (const ref of imageCandidates(image, digest, pushed)) {
       try {
         await this.docker.getImage(ref).inspect();
         return ref;
@@ -88,7 +92,7 @@ export class DockerDeployer implements Deployer {
     const started: Docker.Container[] = [];
     try {
       for (const name of names) {
-        const image = await this.image(name, target.services[name].image, release.image_digests[name]);
+        const image = await this.image(name, target.services[name].image, release.image_digests[name], release.images?.[name] ?? null);
         const container = await this.docker.createContainer(containerSpec(target, name, image, generation, this.options.network));
         started.push(container);
         await container.start();
@@ -146,8 +150,10 @@ export class DockerDeployer implements Deployer {
     return { health: services.length > 0 && services.every((s) => s.health === 'healthy') ? 'healthy' : 'degraded', services };
   }
 
+  /** The environment's containers, and any one-off job container a stopped process left behind. */
   async remove(target: DeployTarget): Promise<void> {
-    for (const info of await this.containers(target)) {
+    const leftOver = await this.docker.listContainers({ all: true, filters: { label: [`${LABEL.oneOff}=${target.environment.id}`] } });
+    for (const info of [...(await this.containers(target)), ...leftOver]) {
       await this.docker
         .getContainer(info.Id)
         .remove({ force: true })
@@ -156,11 +162,38 @@ export class DockerDeployer implements Deployer {
         });
     }
   }
+
+  /** The service's image run once with its command and environment, output line by line to `run.log`; the container is removed after. */
+  async runOnce(target: DeployTarget, release: ReleaseRef, run: OneOffRun): Promise<OneOffExit> {
+    const digest = release.image_digests[run.service];
+    if (!target.services[run.service] || !digest) throw new DeployFailed(`the release has no image of service ${run.service}`);
+    const image = await this.image(run.service, target.services[run.service].image, digest, release.images?.[run.service] ?? null);
+    let container: Docker.Container | null = null;
+    let proc: DockerProcess;
+    try {
+      container = await this.docker.createContainer(oneOffSpec(target, run.service, image, run.command, this.options.network));
+      const stream = (await container.attach({ stream: true, stdout: true, stderr: true })) as unknown as Readable;
+      await container.start();
+      proc = new DockerProcess({ container, stream, graceMs: this.options.stop_timeout_seconds * 1000, timeoutMs: run.timeoutMs, logger: this.logger });
+    } catch (err) {
+      await container?.remove({ force: true }).catch(() => undefined);
+      throw new DeployFailed(`the engine refused the job of ${run.service}: ${engineMessage(err)}`);
+    }
+    const onAbort = () => void proc.kill();
+    run.signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      for await (const { line } of proc.lines()) await run.log(line);
+      const exit = await proc.exited;
+      return { exit_code: exit.exitCode, timed_out: exit.timedOut };
+    } finally {
+      run.signal?.removeEventListener('abort', onAbort);
+    }
+  }
 }
 
 export default defineAdapter<Deployer, Options>({
   kind: 'deployer',
   name: 'docker',
   options: optionsSchema,
-  create: (options) => new DockerDeployer(new Docker(engineAddress(options.socket_path, options.host).options), options),
+  create: (options, deps) => new DockerDeployer(new Docker(engineAddress(options.socket_path, options.host).options), options, deps.logger),
 });
