@@ -4,75 +4,31 @@
  * with the registry's own API. The base image is made here with `docker import` (nothing pulled).
  */
 import test from 'ava';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { generateKeyPairSync } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { as, bootstrapAdmin, startTestServer, type TestServer } from '../support/server.ts';
 import { settled, twoServiceRepo } from '../builds/helpers.ts';
 import { BUILD_BASE_IMAGE as BASE_IMAGE, DOCKER_CLI, ensureBuildBaseImage } from './images.ts';
+import { freePort, startTokenRegistry, type TokenRegistry } from './registry.ts';
 
 const KEY = 'internal-key-for-the-build-test';
 const work = mkdtempSync(path.join(tmpdir(), 'svc-builds-docker-'));
-let registry: ChildProcess | null = null;
+let registry: TokenRegistry | null = null;
 let registryHost = '';
 let s: TestServer;
 let admin: ReturnType<typeof as>;
 let adminToken = '';
 let orgId = '';
 
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const srv = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-
-async function startRegistry(realm: string): Promise<void> {
-  const keyFile = path.join(work, 'token-key.pem');
-  const certFile = path.join(work, 'token-cert.pem');
-  const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-  writeFileSync(keyFile, privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
-  execFileSync('openssl', ['req', '-x509', '-new', '-key', keyFile, '-out', certFile, '-days', '2', '-subj', '/CN=svc-registry-token'], { stdio: 'ignore' });
-  const port = await freePort();
-  registryHost = `127.0.0.1:${port}`;
-  const config = path.join(work, 'registry.yml');
-  writeFileSync(
-    config,
-    [
-      'version: 0.1',
-      'log: { level: error }',
-      `storage: { filesystem: { rootdirectory: ${path.join(work, 'registry-data')} }, delete: { enabled: true } }`,
-      `http: { addr: "${registryHost}" }`,
-      'auth:',
-      '  token:',
-      `    realm: "${realm}/registry/token"`,
-      '    service: svc-registry',
-      '    issuer: svc',
-      `    rootcertbundle: ${certFile}`,
-    ].join('\n'),
-  );
-  registry = spawn('docker-registry', ['serve', config], { stdio: 'ignore' });
-  for (let i = 0; i < 100; i++) {
-    const ok = await fetch(`http://${registryHost}/v2/`).then(
-      (r) => r.status === 401,
-      () => false,
-    );
-    if (ok) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('docker-registry did not start');
-}
-
 test.before(async () => {
   ensureBuildBaseImage();
-  const keyFile = path.join(work, 'token-key.pem');
   // The server must be listening for the registry's realm; the key file is written before either starts.
   const port = await freePort();
-  await startRegistry(`http://127.0.0.1:${port}`);
+  registry = await startTokenRegistry(work, `http://127.0.0.1:${port}`);
+  registryHost = registry.host;
+  const keyFile = registry.keyFile;
   s = await startTestServer({
     overrides: {
       roles: ['api', 'worker'],
@@ -90,7 +46,7 @@ const built = new Set<string>();
 
 test.after.always(async () => {
   if (built.size > 0) execFileSync(DOCKER_CLI, ['image', 'rm', '--force', ...built], { stdio: 'ignore' });
-  registry?.kill();
+  registry?.stop();
   await s?.stop();
   rmSync(work, { recursive: true, force: true });
 });
