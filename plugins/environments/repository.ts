@@ -143,9 +143,7 @@ export class EnvironmentRepository {
     return this.db('environments as e')
       .whereNotNull('e.current_release')
       .where('e.suspended', false)
-      .whereNotExists(
-        this.db('environment_deploys as d').whereRaw('d.environment_id = e.id').where('d.status', 'running').where('d.created_at', '>', since),
-      )
+      .whereNotExists(this.db('environment_deploys as d').whereRaw('d.environment_id = e.id').where('d.status', 'running').where('d.created_at', '>', since))
       .orderBy('e.id')
       .select('e.*');
   }

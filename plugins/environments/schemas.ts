@@ -52,6 +52,9 @@ const releaseSchema = Joi.object({
   git_sha: Joi.string().allow(null).required(),
   manifest_hash: Joi.string().allow(null).required(),
   image_digests: Joi.object().pattern(Joi.string(), Joi.string()).required(),
+  images: Joi.object()
+    .pattern(Joi.string(), Joi.string())
+    .description("service → the image reference the release's build pushed (`host/ns/service@sha256:…`): what the deployer runs"),
 }).label('EnvironmentRelease');
 
 const serviceHealth = Joi.object({

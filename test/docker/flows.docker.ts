@@ -153,7 +153,12 @@ async function delivered(projectId: string, event: string, body: object, deliver
   const raw = JSON.stringify(body);
   const res = await fetch(`${s.url}/integrations/vcshost/events/${projectId}`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-github-event': event, 'x-github-delivery': delivery, 'x-hub-signature-256': hubSignature(HOOK_SECRET, raw) },
+    headers: {
+      'content-type': 'application/json',
+      'x-github-event': event,
+      'x-github-delivery': delivery,
+      'x-hub-signature-256': hubSignature(HOOK_SECRET, raw),
+    },
     body: raw,
   });
   if (res.status !== 201) throw new Error(`delivery: ${res.status} ${await res.text()}`);
@@ -313,7 +318,7 @@ const deployEnded = (id: string) =>
 test.serial('flow 3: svc env deploy staging --release-tag v1.2.0, then svc env rollback to the release before', async (t) => {
   const repo = webRepo(`${example('staging.yaml')}${JOBS}`);
   const one = repo.commitPage('one');
-  const first = await project('flowthree', repo.url, one);
+  const first = await project('flowthr', repo.url, one);
   const two = repo.commitPage('two');
   const hashTwo = (await admin.post(`/projects/${first.id}/manifest`, { ref: two })).body.manifest_hash;
   staging = first;
@@ -348,10 +353,14 @@ test.serial('health reconciliation: a container stopped behind svc’s back make
   t.is(before.health, 'healthy');
   const [c] = await running(before.id);
   execFileSync(DOCKER_CLI, ['stop', '--time', '0', c.id], { stdio: 'ignore' });
-  const degraded = await until(async () => {
-    const env = await envOf();
-    return env.health === 'degraded' ? env : null;
-  }, 'staging to be degraded', 60_000);
+  const degraded = await until(
+    async () => {
+      const env = await envOf();
+      return env.health === 'degraded' ? env : null;
+    },
+    'staging to be degraded',
+    60_000,
+  );
   t.regex(JSON.stringify(degraded.health_detail), /not running/);
   const events = await s.kernel
     .db('events')

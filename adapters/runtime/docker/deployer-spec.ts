@@ -21,7 +21,13 @@ export function imageCandidates(image: string | null, digest: string, pushed: st
 }
 
 /** The Engine API create body of a one-off container of `service`: its command (or `command`), environment and network; no ports, no health check, no restarts. */
-export function oneOffSpec(target: DeployTarget, service: string, image: string, command: string[] | null, network: string | null): Docker.ContainerCreateOptions {
+export function oneOffSpec(
+  target: DeployTarget,
+  service: string,
+  image: string,
+  command: string[] | null,
+  network: string | null,
+): Docker.ContainerCreateOptions {
   const def = target.services[service];
   const cmd = command ?? def.command;
   return {
