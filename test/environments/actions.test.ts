@@ -23,6 +23,9 @@ pipelines:
   pr:
     steps:
       - { name: open, action: { type: create-pr, with: { title: 'Bump', body: 'from svc', branch: feature } } }
+  migrate:
+    steps:
+      - { name: migrate, action: { type: job, with: { service: web, env_name: 'pr-\${inputs.number}', command: 'migrate --up' } } }
 `;
 
 let w: WorkerWorld;
@@ -95,6 +98,41 @@ test.serial('a deploy action to a suspended environment fails the step with the 
   const run = await ended((await w.api.post(`/projects/${w.projectId}/pipelines/preview/run`, { inputs: { number: 13, release_tag: 'pr-13-1' } })).body.id);
   t.is(run.status, 'failed');
   t.like(await resultOf(run, 'deploy'), { status: 'failed', error: 'action deploy: environment pr-13 is suspended: paused' });
+});
+
+test.serial('the job action runs the service once through the deployer: the current release, else the one the run names; the exit code decides', async (t) => {
+  await w.api.post(`/projects/${w.projectId}/environments`, { name: 'pr-14', kind: 'preview' });
+  const migrate = async (inputs: Record<string, unknown> = {}) => {
+    const run = await ended((await w.api.post(`/projects/${w.projectId}/pipelines/migrate/run`, { inputs: { number: 14, ...inputs } })).body.id);
+    return { run, attempt: await resultOf(run, 'migrate') };
+  };
+  const none = await migrate();
+  t.is(none.run.status, 'failed');
+  t.is(none.attempt.error, 'action job: environment pr-14 has no current release: deploy one first, or run the job after a release step');
+
+  releases.add(w.projectId, { id: 'rel_pr14', tag: 'pr-14-1', git_sha: sha('4'), manifest_hash: null, image_digests: { web: 'sha256:' + '4'.repeat(64) } });
+  releases.add(w.projectId, { id: 'rel_pr14b', tag: 'pr-14-2', git_sha: sha('5'), manifest_hash: null, image_digests: { web: 'sha256:' + '5'.repeat(64) } });
+  const deploy = await w.api.post(`/projects/${w.projectId}/environments/pr-14/deploy`, { release_tag: 'pr-14-1' });
+  t.is(deploy.statusCode, 202);
+  await until(async () => (await w.api.get(`/projects/${w.projectId}/environments/pr-14`)).body.current_release, 'the deploy');
+
+  const ok = await migrate();
+  t.is(ok.run.status, 'succeeded', String(ok.attempt.error));
+  t.like(ok.attempt.result_json, { env_name: 'pr-14', service: 'web', release_tag: 'pr-14-1', exit_code: 0, svc: { status: 'success' } });
+  t.deepEqual(deployer.oneOffs.at(-1), {
+    env: 'pr-14',
+    service: 'web',
+    digest: 'sha256:' + '4'.repeat(64),
+    command: ['/bin/sh', '-c', 'migrate --up'],
+    environment: { GREETING: 'hello' },
+  });
+
+  deployer.exitNext = 2;
+  const failed = await migrate({ release_tag: 'pr-14-2' });
+  t.is(failed.run.status, 'failed');
+  t.is(failed.attempt.error, 'job web in pr-14 exited with code 2');
+  t.like(failed.attempt.result_json, { release_tag: 'pr-14-2', exit_code: 2, svc: { status: 'failed' } });
+  t.is(deployer.oneOffs.at(-1)!.digest, 'sha256:' + '5'.repeat(64), 'the release the run names');
 });
 
 test.serial('create-pr opens a pull request through the code host adapter', async (t) => {
