@@ -257,7 +257,8 @@ test.serial('flow 1: a push to main builds, releases and deploys staging; a webh
     'every delivery is signed with the subscription secret',
   );
   const succeeded = received.find((d) => d.type === 'system.deploy.succeeded')!;
-  t.like(succeeded.data.payload ?? succeeded.data, { env_name: 'staging', release_tag: env.current_release.tag, git_sha: sha });
+  t.like(succeeded.data, { env_name: 'staging', status: 'succeeded', release_tag: env.current_release.tag, git_sha: sha });
+  t.deepEqual(succeeded.data.image_digests, release.image_digests);
 });
 
 test.serial('flow 2: a pull request opened gets a preview environment; closing it deletes the environment and its containers', async (t) => {
