@@ -108,7 +108,7 @@ export async function runAnalyticsBench(): Promise<string[]> {
     printTable('svc analytics benchmark', rows, [
       `load average ${loadavg()[0].toFixed(1)} on ${availableParallelism()} cores at the end: the baseline shows what any request costs on this machine now`,
       `seeded with SQL in ${seedSeconds.toFixed(1)} s, then VACUUM ANALYZE; ${REQUESTS} sequential requests per window after ${WARMUP} warm-up ones`,
-      'each summary is three statements: the live projects of the org, the job figures and the run figures, each from its daily rollup (kept by triggers) for whole days plus a raw count of the window\'s partial first day',
+      "each summary is three statements: the live projects of the org, the job figures and the run figures, each from its daily rollup (kept by triggers) for whole days plus a raw count of the window's partial first day",
       'BENCH_ANALYTICS_JOBS, BENCH_ANALYTICS_RUNS, BENCH_ANALYTICS_PROJECTS, BENCH_ANALYTICS_REQUESTS change the load',
     ]);
   } finally {

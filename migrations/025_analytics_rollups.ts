@@ -69,7 +69,7 @@ export async function up(db: Knex): Promise<void> {
     t.bigint('finished').notNullable().defaultTo(0);
     /** Finished runs with a start and an end, and the sum of their durations. */
     t.bigint('timed').notNullable().defaultTo(0);
-    t.decimal('duration_seconds').notNullable().defaultTo(0);
+    t.specificType('duration_seconds', 'numeric').notNullable().defaultTo(0);
     t.primary(['project_id', 'day', 'pipeline_name', 'shard']);
   });
   await db.raw(`

@@ -41,7 +41,7 @@ const money = (v: unknown): number => Math.round(Number(v) * 1e6) / 1e6;
 export class JobStats implements JobStatistics {
   constructor(@inject(Tokens.Db) private readonly db: Db) {}
 
-    /**
+  /**
    * Jobs created, completed and failed per project and day of the window: whole days from the
    * daily rollup (job_day_counts, kept by triggers, 025_analytics_rollups), the window's partial
    * first day counted raw over (project_id, created_at) and the partial indexes of done and failed jobs.
