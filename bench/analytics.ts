@@ -59,8 +59,7 @@ export async function runAnalyticsBench(): Promise<string[]> {
     );
     await db.raw(
       `INSERT INTO pipeline_runs (id, project_id, pipeline_name, status, manifest_hash, created_at, updated_at, started_at, completed_at)
-       SELECT 'prun_bench' || lpad(to_hex(i), 16, '0'), (?::text[])[1 + i % ?], 'pipe' || (i % 5), st, c, c, c,
-              CASE WHEN st IN ('succeeded', 'failed') THEN c + make_interval(secs => 30 + i % 600) END, 
+       SELECT 'prun_bench' || lpad(to_hex(i), 16, '0'), (?::text[])[1 + i % ?], 'pipe' || (i % 5), st, 'bench', c, c, c,
               CASE WHEN st IN ('succeeded', 'failed') THEN c + make_interval(secs => 30 + i % 600) END
        FROM (SELECT i, now() - make_interval(secs => (i::bigint * 7919) % (90 * ${DAY_S})) AS c,
                     CASE WHEN i % 10 < 8 THEN 'succeeded' WHEN i % 10 = 8 THEN 'failed' ELSE 'running' END AS st
@@ -69,6 +68,8 @@ export async function runAnalyticsBench(): Promise<string[]> {
     );
     await db.raw('VACUUM ANALYZE jobs');
     await db.raw('VACUUM ANALYZE pipeline_runs');
+    await db.raw('VACUUM ANALYZE job_day_counts');
+    await db.raw('VACUUM ANALYZE pipeline_run_day_counts');
     const seedSeconds = (Date.now() - seeded) / 1000;
 
     // The floor on this machine now: an authenticated route that reads one row, measured the same way.
@@ -84,22 +85,30 @@ export async function runAnalyticsBench(): Promise<string[]> {
       rows.push(goalRow(scenario, 'p99', percentile(sorted, 99), fmt.ms, { atMost: GOAL_P99_MS }));
       const since = new Date(Date.now() - Number.parseInt(window, 10) * DAY_S * 1000);
       const expected = await db.raw(
-        `SELECT (SELECT count(*) FROM jobs WHERE id LIKE 'bench-%' AND created_at >= ?) AS created,
-                (SELECT count(*) FROM pipeline_runs WHERE id LIKE 'prun_bench%' AND created_at >= ?) AS runs`,
-        [since, since],
+        `SELECT (SELECT count(*) FROM jobs WHERE id LIKE 'bench-%' AND created_at >= :since) AS created,
+                (SELECT count(*) FROM jobs WHERE id LIKE 'bench-%' AND phase = 'done' AND closed_at >= :since) AS completed,
+                (SELECT count(*) FROM pipeline_runs WHERE id LIKE 'prun_bench%' AND created_at >= :since) AS runs,
+                (SELECT round(avg(extract(epoch FROM completed_at - started_at)), 3) FROM pipeline_runs
+                  WHERE id LIKE 'prun_bench%' AND created_at >= :since AND completed_at IS NOT NULL) AS avg_seconds`,
+        { since },
       );
       // The window moved while the requests ran: a few rows at its far edge may have left it.
       const near = (a: number, b: number) => Math.abs(a - b) <= Math.max(5, b * 0.001);
       const created = Number(expected.rows[0].created);
       const runs = Number(expected.rows[0].runs);
       rows.push(checkRow(scenario, 'jobs.created', fmt.int(last.jobs.created), `≈ ${fmt.int(created)}`, near(last.jobs.created, created), failures));
+      const completed = Number(expected.rows[0].completed);
+      const avgSeconds = Number(expected.rows[0].avg_seconds);
+      rows.push(checkRow(scenario, 'jobs.completed', fmt.int(last.jobs.completed), `≈ ${fmt.int(completed)}`, near(last.jobs.completed, completed), failures));
+      const avgNear = Math.abs(last.pipelines.avg_duration_seconds - avgSeconds) <= 1;
+      rows.push(checkRow(scenario, 'pipelines.avg_duration_seconds', String(last.pipelines.avg_duration_seconds), `≈ ${avgSeconds}`, avgNear, failures));
       rows.push(checkRow(scenario, 'pipelines.runs', fmt.int(last.pipelines.runs), `≈ ${fmt.int(runs)}`, near(last.pipelines.runs, runs), failures));
       rows.push(checkRow(scenario, 'jobs.active', fmt.int(last.jobs.active), fmt.int(JOBS / 20), last.jobs.active === Math.floor(JOBS / 20), failures));
     }
     printTable('svc analytics benchmark', rows, [
       `load average ${loadavg()[0].toFixed(1)} on ${availableParallelism()} cores at the end: the baseline shows what any request costs on this machine now`,
       `seeded with SQL in ${seedSeconds.toFixed(1)} s, then VACUUM ANALYZE; ${REQUESTS} sequential requests per window after ${WARMUP} warm-up ones`,
-      'each summary is three statements: the live projects of the org, four index-only job counts, the run figures from a covering index',
+      "each summary is three statements: the live projects of the org, the job figures and the run figures, each from its daily rollup (kept by triggers) for whole days plus a raw count of the window's partial first day",
       'BENCH_ANALYTICS_JOBS, BENCH_ANALYTICS_RUNS, BENCH_ANALYTICS_PROJECTS, BENCH_ANALYTICS_REQUESTS change the load',
     ]);
   } finally {

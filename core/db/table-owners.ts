@@ -83,6 +83,9 @@ export const TABLE_OWNERS = {
   // 024_environments
   environments: 'environments',
   environment_deploys: 'environments',
+  // 025_analytics_rollups: each table's owner keeps its daily rollup
+  job_day_counts: 'jobs',
+  pipeline_run_day_counts: 'pipelines',
 } as const;
 
 export type TableName = keyof typeof TABLE_OWNERS;

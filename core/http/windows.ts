@@ -14,3 +14,12 @@ export const windowQuery = Joi.object({
 
 /** The start of a window ending at `now`. */
 export const windowStart = (window: ReportWindow, now: Date): Date => new Date(now.getTime() - Number.parseInt(window, 10) * 86_400_000);
+
+/**
+ * How a window splits over daily rollups: whole UTC days from `firstDay` on come from the rollup;
+ * the part of the window's first day from `since` to `edge` (that day's end) is counted raw.
+ */
+export function windowDays(since: Date): { since: Date; edge: Date; edgeDay: string; firstDay: string } {
+  const edge = new Date(Date.UTC(since.getUTCFullYear(), since.getUTCMonth(), since.getUTCDate() + 1));
+  return { since, edge, edgeDay: since.toISOString().slice(0, 10), firstDay: edge.toISOString().slice(0, 10) };
+}

@@ -51,7 +51,8 @@ export type JobAdmission = (projectId: string) => Promise<void>;
 
 /**
  * Domains that may refuse new jobs (billing: the org's monthly budget) register here; the jobs
- * domain asks every one before it creates a job from a request. Registered by the jobs plugin.
+ * domain asks every one before it creates new work: a job from a request, a workflow invocation,
+ * a job graph (a pipeline run). Registered by the jobs plugin.
  */
 export class JobAdmissions extends Registry<JobAdmission> {
   async admit(projectId: string): Promise<void> {
@@ -73,7 +74,8 @@ export interface GraphJob {
 export interface JobGraphs {
   /**
    * One root job per entry (manifest defaults under each request), and a `blocked_by` relation
-   * for every `depends_on` key. Returns key → job id. An invalid request is a 422 naming its key.
+   * for every `depends_on` key. Returns key → job id. An invalid request is a 422 naming its key;
+   * a graph JobAdmissions refuses (an org over its monthly budget) is refused before any is written.
    */
   create(creator: Creator, projectId: string, jobs: GraphJob[], trx: Db): Promise<Map<string, string>>;
   /** Cancels those of the jobs not finished yet; a running attempt ends. */

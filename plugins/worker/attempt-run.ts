@@ -72,6 +72,18 @@ export interface WorkerDeps {
 
 type Phase = { name: string; started_at: Date; ended_at: Date };
 
+/**
+ * The process to start, and how its harness's usage reports count: under `model` when they name
+ * none; not at all when the model is reached through svc's inference proxy (`proxied`), which
+ * records every call on the attempt itself.
+ */
+interface Provisioned {
+  spec: ProcessSpec;
+  plan: ProcessPlan;
+  usage: { model: string; proxied: boolean };
+}
+const NO_USAGE: Provisioned['usage'] = { model: 'unknown', proxied: false };
+
 /** Job tokens outlive the attempt's timeout by this much (they stop anyway when the attempt ends). */
 const TOKEN_MARGIN_SECONDS = 600;
 const DEFAULT_TOKEN_TTL_SECONDS = 86_400;
@@ -186,7 +198,7 @@ export class AttemptRun {
       const plan = await planAttempt(work, null, null, {});
       if (plan.kind === 'action') return timed('execute', () => this.action(work, plan, log));
     }
-    const { spec, plan } = await timed('provision', async () => {
+    const { spec, plan, usage } = await timed('provision', async () => {
       const provisioned = await this.provision(work, log, credentialsDir, timed);
       const user = this.deps.settings.runAs;
       if (user) {
@@ -207,8 +219,9 @@ export class AttemptRun {
       await this.control.runnerEvent(this.lease, 'runner.started', {});
       const harness =
         plan.kind === 'agent'
-          ? new HarnessOutput(plan.harness, log, scanner, plan.choice.model ?? 'unknown', {
-              usage: (call) => this.usage(call),
+          ? new HarnessOutput(plan.harness, log, scanner, usage.model, {
+              // Through the proxy every call is already on the attempt (the proxy records it): the CLI's own report would count it twice.
+              usage: (call) => (usage.proxied ? Promise.resolve() : this.usage(call)),
               progress: (message, pct) => this.progress(log.mask(message), pct),
             })
           : null;
@@ -243,7 +256,7 @@ export class AttemptRun {
   }
 
   /** Workspace, checkout, environment and the process spec; every missing piece fails here, before anything runs. */
-  private async provision(work: AttemptWork, log: LogSink, credentialsDir: string, timed: Timed): Promise<{ spec: ProcessSpec; plan: ProcessPlan }> {
+  private async provision(work: AttemptWork, log: LogSink, credentialsDir: string, timed: Timed): Promise<Provisioned> {
     const { deps } = this;
     const ctx: SecretContext = { projectId: work.project.id, userId: work.job.created_by };
     const manifest: Manifest | null =
@@ -330,7 +343,7 @@ export class AttemptRun {
     };
     if (plan.kind === 'script') {
       remask();
-      return { plan, spec: { command: '/bin/sh', args: ['-c', plan.run], env, cwd: dir, resourceClass: resourceClassOf(work) } };
+      return { plan, spec: { command: '/bin/sh', args: ['-c', plan.run], env, cwd: dir, resourceClass: resourceClassOf(work) }, usage: NO_USAGE };
     }
     if (plan.fallback) await log.system(plan.fallback);
     const credentials = await deps.harnesses()!.credentials(plan.harness.id, ctx);
@@ -354,6 +367,7 @@ export class AttemptRun {
     });
     return {
       plan,
+      usage: { model: managed?.model ?? choice.model ?? 'unknown', proxied: managed?.via === 'proxy' },
       spec: {
         command: invocation.command,
         args: invocation.args,

@@ -105,6 +105,40 @@ test.serial('monthly budget: over it, new jobs are refused with 422 (refuse) or 
   t.is((await w.owner.api.post(`/projects/${w.projectA}/jobs`, { description: 'no budget' })).statusCode, 201);
 });
 
+test.serial('monthly budget: a pipeline run or workflow invocation over it is refused like a job, with nothing written; warn lets it start', async (t) => {
+  const yaml = `
+pipelines:
+  ship:
+    steps:
+      - { name: build, run: echo build }
+      - { name: test, run: echo test, depends_on: [build] }
+workflows:
+  review:
+    steps:
+      - { name: look, run: echo look }
+      - { name: say, run: echo say, depends_on: [look] }
+`;
+  t.is((await w.owner.api.post(`/projects/${w.projectA}/manifest`, { yaml })).statusCode, 200);
+  t.is((await w.owner.api.patch(`/orgs/${w.orgA}/billing`, { monthly_budget: 5, budget_mode: 'refuse' })).statusCode, 200);
+  const jobsBefore = Number((await w.db('jobs').where({ project_id: w.projectA }).count('* as n').first())!.n);
+  const over = new RegExp(`^org ${w.orgA} is over its monthly budget: 6 USD spent since \\d{4}-\\d{2}-01 of 5 USD; no new jobs`);
+  assertError(t, await w.owner.api.post(`/projects/${w.projectA}/pipelines/ship/run`, {}), 422, over);
+  assertError(t, await w.owner.api.post(`/projects/${w.projectA}/workflows/review/invoke`, { input: {} }), 422, over);
+  t.is(Number((await w.db('pipeline_runs').where({ project_id: w.projectA }).count('* as n').first())!.n), 0, 'no run written');
+  t.is(Number((await w.db('jobs').where({ project_id: w.projectA }).count('* as n').first())!.n), jobsBefore, 'no step or root job written');
+  // Unknown work is still 404 first: admission asks only about work that exists.
+  assertError(t, await w.owner.api.post(`/projects/${w.projectA}/pipelines/nope/run`, {}), 404, /pipeline nope not found/);
+
+  t.is((await w.owner.api.patch(`/orgs/${w.orgA}/billing`, { budget_mode: 'warn' })).statusCode, 200);
+  const run = await w.owner.api.post(`/projects/${w.projectA}/pipelines/ship/run`, {});
+  t.is(run.statusCode, 201, JSON.stringify(run.body));
+  t.is(run.body.steps.length, 2);
+  const invoked = await w.owner.api.post(`/projects/${w.projectA}/workflows/review/invoke`, { input: {} });
+  t.true([200, 201, 202].includes(invoked.statusCode), JSON.stringify(invoked.body));
+  t.is((await w.db('events').where({ project_id: w.projectA, type: 'system.org.budget_exceeded' })).length, 1, 'still once a month per project');
+  t.is((await w.owner.api.patch(`/orgs/${w.orgA}/billing`, { monthly_budget: null, budget_mode: 'refuse' })).statusCode, 200);
+});
+
 test.serial('balance: credits fill it, receipts draw it down; below the threshold the event is emitted and environments suspended once', async (t) => {
   assertError(t, await w.owner.api.post(`/admin/orgs/${w.orgA}/credits`, { amount: 10 }), 403, /system administrator/);
   assertError(t, await w.admin.post(`/admin/orgs/${w.orgA}/credits`, { amount: 0 }), 400, /"amount" contains an invalid value/);

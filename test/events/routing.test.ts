@@ -111,6 +111,24 @@ test.serial('routing errors fail the event with the reason; the other matches st
   t.like((await w.owner.api.get(`/projects/${w.projectA}/runs/${goodEnv.routing.matched[0].run_id}`)).body, { env_name: 'staging', pipeline_name: 'staging' });
 });
 
+test.serial('over the monthly budget (refuse), a triggered pipeline or workflow does not start: the event fails with the budget reason', async (t) => {
+  const { org_id: org } = await w.db('projects').where({ id: w.projectA }).first('org_id');
+  t.is((await w.owner.api.patch(`/orgs/${org}/billing`, { monthly_budget: 0, budget_mode: 'refuse' })).statusCode, 200); // 0 spent is at the budget
+  const runsBefore = (await w.db('pipeline_runs').where({ project_id: w.projectA })).length;
+  try {
+    const over = `org ${org} is over its monthly budget: 0 USD spent since`;
+    const pipeline = await routed(w, (await postEvent(w, { type: 'manual.stage', env_name: 'staging' })).id);
+    t.is(pipeline.status, 'failed');
+    t.true(pipeline.error.startsWith(`pipeline staging: ${over}`), pipeline.error);
+    const workflow = await routed(w, (await postEvent(w, { type: 'app.user.signup', source: 'app', payload: {} })).id);
+    t.is(workflow.status, 'failed');
+    t.true(workflow.error.startsWith(`workflow custom: ${over}`), workflow.error);
+    t.is((await w.db('pipeline_runs').where({ project_id: w.projectA })).length, runsBefore, 'no run started');
+  } finally {
+    await w.owner.api.patch(`/orgs/${org}/billing`, { monthly_budget: null });
+  }
+});
+
 test.serial('a project without a manifest: completed, nothing matched', async (t) => {
   const event = await routed(w, (await postEvent(w, { type: 'vcshost.push', payload: { ref: 'refs/heads/release/1' } }, w.projectA2)).id, w.projectA2);
   t.like(event, { status: 'completed', error: null });

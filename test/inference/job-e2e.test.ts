@@ -1,20 +1,37 @@
 // A job whose model is managed/<name> runs its harness against the model through svc's proxy: the CLI
-// gets the proxy's URL and its job token (never the provider key), and the calls land on the attempt.
+// gets the proxy's URL and its job token (never the provider key), and the calls land on the attempt,
+// whose receipt prices them from the rate card in force and bills them in the org's currency.
 import test from 'ava';
 import path from 'node:path';
 import { managed, target, teardown, world, type World } from './helpers.ts';
 import { until } from '../worker/helpers.ts';
 
 const FAKE_CODEX = path.resolve('test/fixtures/bin/fake-codex');
+/** USD per million tokens of the upstream model on the card; 1 EUR = 1.25 USD. */
+const PRICE = { input: 1000, output: 3000, cache_read: 100, reasoning: 5000 };
+const EUR_IN_USD = 1.25;
 let w: World;
+let cardId: string;
 test.before(async () => {
   w = await world({ overrides: { roles: ['api', 'orchestrator', 'worker'], harnesses: { harness_d: { command: FAKE_CODEX } } } });
   const sys = await target(w, { name: 'sys-ai', kind: 'openai', base_url: `${w.fake.url}/v1`, credential_secret: 'FAKE_KEY' });
   await managed(w, { name: 'fast', target_id: sys.id, upstream_model: 'gpt-fake-1' });
+  const ok = (res: { statusCode: number; body: any }, what: string) => {
+    if (res.statusCode !== 200 && res.statusCode !== 201) throw new Error(`${what}: ${res.statusCode} ${JSON.stringify(res.body)}`);
+    return res.body;
+  };
+  ok(await w.admin.post('/admin/pricing/exchange-rates', { currency: 'EUR', rate_to_usd: EUR_IN_USD, effective_at: new Date(Date.now() - 60_000) }), 'rate');
+  // Compute priced at zero, so the receipt's whole cost is the model's.
+  const card = ok(
+    await w.admin.post('/admin/pricing/rate-cards', { name: 'e2e card', provenance: 'test prices', models: { 'gpt-fake-1': PRICE }, compute: { default: 0 } }),
+    'card',
+  );
+  cardId = card.id;
+  ok(await w.admin.patch(`/orgs/${w.org}/billing`, { currency: 'EUR' }), 'org currency');
 });
 test.after.always(() => teardown(w));
 
-test('a harness_d job on managed/fast calls the model through the proxy with its job token; the usage is on its attempt', async (t) => {
+test('a harness_d job on managed/fast calls the model through the proxy with its job token; its receipt bills the usage in EUR from the card', async (t) => {
   const created = await w.admin.post(`/projects/${w.project}/jobs`, { description: 'Say hello [[fake:proxy]]', harness: 'harness_d', model: 'managed/fast' });
   t.is(created.statusCode, 201, JSON.stringify(created.body));
   const job = await until(
@@ -42,5 +59,13 @@ test('a harness_d job on managed/fast calls the model through the proxy with its
   t.is(upstream.length, 1, 'the proxy called the upstream once, with the upstream model');
   t.is(upstream[0].headers.authorization, `Bearer ${w.fake.apiKey}`, 'with the target credential, which only svc holds');
   const receipt = (await w.admin.get(`/jobs/${job.id}/receipt`)).body;
-  t.true(JSON.stringify(receipt).includes('gpt-fake-1'), `the proxied call is on the attempt's receipt: ${JSON.stringify(receipt)}`);
+  // The fake upstream's usage: 21 prompt tokens of which 5 cached, 6 completion tokens of which 2 reasoning.
+  const tokens = { input_tokens: 16, output_tokens: 6, cache_read_tokens: 5, cache_write_tokens: 0, reasoning_tokens: 2 };
+  t.like(receipt.llm, { calls: 1, ...tokens }, JSON.stringify(receipt));
+  t.like(receipt.llm.models['gpt-fake-1'], tokens, 'the call is on the receipt under the upstream model, which the card prices');
+  // 16 × 1000 + (6 − 2) × 3000 + 2 × 5000 + 5 × 100 micro-USD = $0.0385, billed at 1.25 USD per EUR.
+  t.is(receipt.llm.models['gpt-fake-1'].cost_usd, 0.0385);
+  t.like(receipt.compute, { resource_class: 'default', cost_usd: 0 });
+  t.like(receipt.cost, { price_table: cardId, pricing: 'priced', base_cost_usd: 0.0385, exchange_rate: EUR_IN_USD });
+  t.deepEqual(receipt.cost.billed_cost, { currency: 'EUR', amount: 0.0308 });
 });

@@ -1,11 +1,12 @@
 import { inject, injectable } from '../../../core/di.ts';
 import { Tokens } from '../../../core/tokens.ts';
 import type { Db } from '../../../core/db/knex.ts';
+import { windowDays } from '../../../core/http/windows.ts';
 import type { DayJobCounts, JobCounts, JobStatistics, ProjectJobCounts, Spend, SpendFigures, UsageRecord } from '../../../core/ports/stats.ts';
 
 /**
  * A job closed because an attempt failed (lifecycle's close reason for it: `attempt N failed (…): …`).
- * Written exactly as the partial index jobs_project_failed (021_billing) is, so the planner uses it.
+ * Written exactly as the partial index jobs_project_failed (021_billing) is, so the planner uses it, and as svc_job_day_rows (025) counts it.
  */
 const FAILED = `phase = 'cancelled' AND close_reason LIKE 'attempt % failed%'`;
 const DONE = `phase = 'done'`;
@@ -40,13 +41,32 @@ const money = (v: unknown): number => Math.round(Number(v) * 1e6) / 1e6;
 export class JobStats implements JobStatistics {
   constructor(@inject(Tokens.Db) private readonly db: Db) {}
 
-  /** Four index-only counts, no grouping: (project_id, created_at) and the partial indexes of done, failed and active jobs. */
+  /**
+   * Jobs created, completed and failed per project and day of the window: whole days from the
+   * daily rollup (job_day_counts, kept by triggers, 025_analytics_rollups), the window's partial
+   * first day counted raw over (project_id, created_at) and the partial indexes of done and failed jobs.
+   */
+  private perDay(projectIds: string[], since: Date) {
+    const { edge, edgeDay, firstDay } = windowDays(since);
+    const edgeRows = (column: string, where: string, what: string) =>
+      `SELECT project_id, CAST(:edgeDay AS date), ${what} FROM jobs WHERE project_id = ANY(:projects) AND ${where} AND ${column} >= :since AND ${column} < :edge`;
+    return {
+      sql: `SELECT project_id, day, created, completed, failed FROM job_day_counts WHERE project_id = ANY(:projects) AND day >= CAST(:firstDay AS date)
+        UNION ALL ${edgeRows('created_at', 'true', '1, 0, 0')}
+        UNION ALL ${edgeRows('closed_at', DONE, '0, 1, 0')}
+        UNION ALL ${edgeRows('closed_at', FAILED, '0, 0, 1')}`,
+      bindings: { projects: projectIds, since, edge, edgeDay, firstDay },
+    };
+  }
+
+  /** The window's sums of the per-day rows, and the jobs running now (the partial index of active jobs). */
   async counts(projectIds: string[], since: Date): Promise<JobCounts> {
-    const count = (where: string) => `(SELECT count(*) FROM jobs WHERE project_id = ANY(:projects) AND ${where})`;
+    const days = this.perDay(projectIds, since);
     const { rows } = await this.db.raw(
-      `SELECT ${count('created_at >= :since')} AS created, ${count(`${DONE} AND closed_at >= :since`)} AS completed,
-              ${count(`${FAILED} AND closed_at >= :since`)} AS failed, ${count(`phase = 'active'`)} AS active`,
-      { projects: projectIds, since },
+      `SELECT coalesce(sum(created), 0) AS created, coalesce(sum(completed), 0) AS completed, coalesce(sum(failed), 0) AS failed,
+              (SELECT count(*) FROM jobs WHERE project_id = ANY(:projects) AND phase = 'active') AS active
+       FROM (${days.sql}) d`,
+      days.bindings,
     );
     const [r] = rows;
     return { created: Number(r.created), completed: Number(r.completed), failed: Number(r.failed), active: Number(r.active) };
@@ -55,15 +75,14 @@ export class JobStats implements JobStatistics {
   /** Like counts, per project. */
   async countsByProject(projectIds: string[], since: Date): Promise<ProjectJobCounts[]> {
     if (projectIds.length === 0) return [];
+    const days = this.perDay(projectIds, since);
     const { rows } = await this.db.raw(
-      `WITH c AS (SELECT project_id, count(*) AS n FROM jobs WHERE project_id = ANY(:projects) AND created_at >= :since GROUP BY 1),
-            d AS (SELECT project_id, count(*) AS n FROM jobs WHERE project_id = ANY(:projects) AND ${DONE} AND closed_at >= :since GROUP BY 1),
-            f AS (SELECT project_id, count(*) AS n FROM jobs WHERE project_id = ANY(:projects) AND ${FAILED} AND closed_at >= :since GROUP BY 1),
+      `WITH w AS (SELECT project_id, sum(created) AS created, sum(completed) AS completed, sum(failed) AS failed FROM (${days.sql}) d GROUP BY 1),
             a AS (SELECT project_id, count(*) AS n FROM jobs WHERE project_id = ANY(:projects) AND phase = 'active' GROUP BY 1)
-       SELECT p.id AS project_id, coalesce(c.n, 0) AS created, coalesce(d.n, 0) AS completed, coalesce(f.n, 0) AS failed, coalesce(a.n, 0) AS active
-       FROM unnest(CAST(:projects AS text[])) AS p(id) LEFT JOIN c ON c.project_id = p.id LEFT JOIN d ON d.project_id = p.id LEFT JOIN f ON f.project_id = p.id LEFT JOIN a ON a.project_id = p.id
+       SELECT p.id AS project_id, coalesce(w.created, 0) AS created, coalesce(w.completed, 0) AS completed, coalesce(w.failed, 0) AS failed, coalesce(a.n, 0) AS active
+       FROM unnest(CAST(:projects AS text[])) AS p(id) LEFT JOIN w ON w.project_id = p.id LEFT JOIN a ON a.project_id = p.id
        ORDER BY p.id`,
-      { projects: projectIds, since },
+      days.bindings,
     );
     return rows.map((r: Record<string, unknown>) => ({
       project_id: r.project_id,
@@ -74,18 +93,14 @@ export class JobStats implements JobStatistics {
     }));
   }
 
+  /** The days with anything created, completed or failed (a rollup row summing to zero is no day). */
   async countsByDay(projectIds: string[], since: Date): Promise<DayJobCounts[]> {
     if (projectIds.length === 0) return [];
+    const days = this.perDay(projectIds, since);
     const { rows } = await this.db.raw(
-      `SELECT day, sum(created) AS created, sum(completed) AS completed, sum(failed) AS failed FROM (
-         SELECT to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, 1 AS created, 0 AS completed, 0 AS failed
-         FROM jobs WHERE project_id = ANY(:projects) AND created_at >= :since
-         UNION ALL
-         SELECT to_char(closed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD'), 0, 1, 0 FROM jobs WHERE project_id = ANY(:projects) AND ${DONE} AND closed_at >= :since
-         UNION ALL
-         SELECT to_char(closed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD'), 0, 0, 1 FROM jobs WHERE project_id = ANY(:projects) AND ${FAILED} AND closed_at >= :since
-       ) x GROUP BY day ORDER BY day`,
-      { projects: projectIds, since },
+      `SELECT to_char(day, 'YYYY-MM-DD') AS day, sum(created) AS created, sum(completed) AS completed, sum(failed) AS failed
+       FROM (${days.sql}) d GROUP BY d.day HAVING sum(created) <> 0 OR sum(completed) <> 0 OR sum(failed) <> 0 ORDER BY d.day`,
+      days.bindings,
     );
     return rows.map((r: Record<string, unknown>) => ({ day: r.day, created: Number(r.created), completed: Number(r.completed), failed: Number(r.failed) }));
   }
