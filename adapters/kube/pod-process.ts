@@ -54,6 +54,8 @@ export class PodProcess implements RunningProcess {
   private readonly output = new LogLines();
   private readonly stopFollowing = new AbortController();
   private end: { pod: V1Pod | null; gone: boolean } | null = null;
+  /** The pod as last seen when it ended (its container's terminated state), before it was deleted. */
+  lastSeen: V1Pod | null = null;
   private timedOut = false;
   private deleted = false;
 
@@ -77,6 +79,7 @@ export class PodProcess implements RunningProcess {
     const following = this.follow(ended.then((e) => (this.end = e)));
     this.exited = (async () => {
       const end = await ended;
+      this.lastSeen = end.pod;
       clearTimeout(timer);
       await following;
       const exit = this.exitOf(end.pod, end.gone);
