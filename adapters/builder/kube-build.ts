@@ -76,9 +76,10 @@ export function kubeApiFor(options: KubeBuilderOptions, deps: AdapterDeps, where
 
 /** A path of the manifest inside the repository (`context`) or the context (`dockerfile`); one that leaves it is a build_error naming the field. */
 export function relativeInside(relative: string, field: string): string {
-  const clean = path.posix.normalize(relative.replace(/\\/g, '/')).replace(/^\.\/?|\/$/g, '');
-  if (path.posix.isAbsolute(relative) || clean === '..' || clean.startsWith('../')) throw new BuildFailure('build_error', `${field} '${relative}' leaves the repository`);
-  return clean;
+  const clean = path.posix.normalize(relative.replace(/\\/g, '/'));
+  if (path.posix.isAbsolute(clean) || clean === '..' || clean.startsWith('../'))
+    throw new BuildFailure('build_error', `${field} '${relative}' leaves the repository`);
+  return clean === '.' ? '' : clean.replace(/\/$/, '');
 }
 
 /** Label value form of a run id. */
@@ -231,7 +232,15 @@ export class KubeBuildRun {
       throw this.clusterError(err);
     }
     const proc = new PodProcess(
-      { api, name, container: BUILD_CONTAINER, secretName: null, graceSeconds: this.options.kill_grace_seconds, logger: this.logger, who: `builder ${this.backend}` },
+      {
+        api,
+        name,
+        container: BUILD_CONTAINER,
+        secretName: null,
+        graceSeconds: this.options.kill_grace_seconds,
+        logger: this.logger,
+        who: `builder ${this.backend}`,
+      },
       undefined,
     );
     const onAbort = () => void proc.kill();

@@ -59,8 +59,7 @@ class BuildkitBuilder implements Builder {
       const why = `${service.service}: ${lastMeaningful(end.lines)}`;
       if (end.exitCode === null) throw new BuildFailure('resource_error', `${service.service}: the buildkit pod ended without an exit status`);
       if (GIT.test(text)) throw new BuildFailure('clone_error', why);
-      if (/failed to push/i.test(text))
-        throw new BuildFailure(DENIED.test(text) ? 'auth_error' : 'registry_error', why);
+      if (/failed to push/i.test(text)) throw new BuildFailure(DENIED.test(text) ? 'auth_error' : 'registry_error', why);
       throw new BuildFailure('build_error', why, failedStage(end.lines));
     }
     let digest: unknown;

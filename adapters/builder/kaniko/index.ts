@@ -61,7 +61,8 @@ class KanikoBuilder implements Builder {
       throw new BuildFailure('build_error', why, failedInstruction(end.lines));
     }
     const digest = end.message;
-    if (!/^sha256:[0-9a-f]{64}$/.test(digest)) throw new BuildFailure('build_error', `${service.service}: kaniko wrote no digest to its digest file (${TERMINATION_LOG})`);
+    if (!/^sha256:[0-9a-f]{64}$/.test(digest))
+      throw new BuildFailure('build_error', `${service.service}: kaniko wrote no digest to its digest file (${TERMINATION_LOG})`);
     return { service_name: service.service, image_ref: service.image_ref, digest, platforms: request.platforms, size_bytes: null };
   }
 }
@@ -84,7 +85,10 @@ export function executorArgs(request: BuildRequest, service: ServiceBuild): { ar
   const context = relativeInside(service.context, `services.${service.service}.build.context`);
   const dockerfile = relativeInside(service.dockerfile, `services.${service.service}.build.dockerfile`);
   if (request.platforms.length > 1)
-    throw new BuildFailure('build_error', `kaniko builds one platform per image; asked for ${request.platforms.join(', ')} (use the buildkit builder for several)`);
+    throw new BuildFailure(
+      'build_error',
+      `kaniko builds one platform per image; asked for ${request.platforms.join(', ')} (use the buildkit builder for several)`,
+    );
   // kaniko's git context is git://<host/path>, cloned with GIT_PULL_METHOD (http or https; file only in the tests' stand-in).
   const m = /^(https?|file):\/\/(.+)$/.exec(request.repoUrl);
   if (!m) throw new BuildFailure('clone_error', `kaniko clones over http(s) only; the repository is ${request.repoUrl}`);
