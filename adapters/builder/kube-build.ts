@@ -248,7 +248,6 @@ export class KubeBuildRun {
     const lines: string[] = [];
     try {
       for await (const l of proc.lines()) {
-        // eslint-disable-next-line no-control-regex
         const line = l.line.replace(/\x1b\[[0-9;]*m/g, '');
         lines.push(line);
         request.log(line, l.stream === 'stderr' ? 'system' : 'stdout');
