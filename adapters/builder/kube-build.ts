@@ -125,6 +125,8 @@ export class KubeBuildRun {
     private readonly options: KubeBuilderOptions,
     private readonly request: BuildRequest,
     private readonly logger: Logger,
+    /** activeDeadlineSeconds of the pods (builds.timeout_seconds): the cluster ends a build whose worker is gone. */
+    private readonly deadlineSeconds: number | null,
   ) {
     const run = request.runId
       .toLowerCase()
@@ -178,6 +180,7 @@ export class KubeBuildRun {
       metadata: { name, labels: { ...this.labels(), 'svc/service': labelValue(service.service) } },
       spec: {
         restartPolicy: 'Never',
+        ...(this.deadlineSeconds ? { activeDeadlineSeconds: this.deadlineSeconds } : {}),
         terminationGracePeriodSeconds: o.kill_grace_seconds,
         enableServiceLinks: false,
         automountServiceAccountToken: o.service_account !== null,

@@ -55,6 +55,7 @@ test('a build with backend buildkit runs in pods of the cluster and completes wi
   for (const a of artifacts) t.regex(a.digest, /^sha256:[0-9a-f]{64}$/);
   const pods = fake.createdPods();
   t.is(pods.length, 2);
+  t.is(pods[0].spec.activeDeadlineSeconds, 1800, 'builds.timeout_seconds: the cluster ends a build whose worker is gone');
   t.true(pods[0].spec.containers[0].args.includes(`context=${repo.url}#${repo.sha}:api`));
   t.true(
     pods[0].spec.containers[0].args.some((a: string) => a.endsWith(',push=false')),

@@ -22,6 +22,7 @@ class BuildkitBuilder implements Builder {
     private readonly options: KubeBuilderOptions,
     private readonly api: KubeApi,
     private readonly logger: Logger,
+    private readonly deadlineSeconds: number | null,
   ) {}
 
   available() {
@@ -29,7 +30,7 @@ class BuildkitBuilder implements Builder {
   }
 
   async build(request: BuildRequest): Promise<BuiltImage[]> {
-    const run = new KubeBuildRun(this.name, this.api, this.options, request, this.logger);
+    const run = new KubeBuildRun(this.name, this.api, this.options, request, this.logger, this.deadlineSeconds);
     try {
       const planned = request.services.map((s) => ({ service: s, args: buildctlArgs(request, s) }));
       await run.createSecret(request.push);
@@ -101,5 +102,6 @@ export default defineAdapter<Builder, KubeBuilderOptions>({
   kind: 'builder',
   name: 'buildkit',
   options: kubeBuilderSchema('moby/buildkit:rootless', { requests: { cpu: '1', memory: '2Gi' }, limits: { memory: '4Gi' } }),
-  create: (options, deps) => new BuildkitBuilder(options, kubeApiFor(options, deps, 'builds.builders.buildkit'), deps.logger),
+  create: (options, deps) =>
+    new BuildkitBuilder(options, kubeApiFor(options, deps, 'builds.builders.buildkit'), deps.logger, deps.config?.builds?.timeout_seconds ?? null),
 });

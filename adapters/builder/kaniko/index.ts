@@ -20,6 +20,7 @@ class KanikoBuilder implements Builder {
     private readonly options: KubeBuilderOptions,
     private readonly api: KubeApi,
     private readonly logger: Logger,
+    private readonly deadlineSeconds: number | null,
   ) {}
 
   available() {
@@ -27,7 +28,7 @@ class KanikoBuilder implements Builder {
   }
 
   async build(request: BuildRequest): Promise<BuiltImage[]> {
-    const run = new KubeBuildRun(this.name, this.api, this.options, request, this.logger);
+    const run = new KubeBuildRun(this.name, this.api, this.options, request, this.logger, this.deadlineSeconds);
     try {
       const planned = request.services.map((s) => ({ service: s, ...executorArgs(request, s) }));
       await run.createSecret(request.push);
@@ -110,5 +111,6 @@ export default defineAdapter<Builder, KubeBuilderOptions>({
   kind: 'builder',
   name: 'kaniko',
   options: kubeBuilderSchema('gcr.io/kaniko-project/executor:latest', { requests: { cpu: '1', memory: '2Gi' }, limits: { memory: '4Gi' } }),
-  create: (options, deps) => new KanikoBuilder(options, kubeApiFor(options, deps, 'builds.builders.kaniko'), deps.logger),
+  create: (options, deps) =>
+    new KanikoBuilder(options, kubeApiFor(options, deps, 'builds.builders.kaniko'), deps.logger, deps.config?.builds?.timeout_seconds ?? null),
 });
