@@ -102,12 +102,29 @@ export interface ToolPod {
   securityContext: Record<string, unknown>;
 }
 
-/** What a pod's run ended with: its exit code (null: it was killed or vanished) and the termination message. */
+/** Lines of a pod's output kept for classing its failure (the log itself streams whole to request.log). */
+const KEPT_LINES = 2000;
+
+/** How a pod's run ended: exit code (null: killed or vanished), the container's terminated reason, the termination message, the last lines. */
 export interface PodEnd {
   exitCode: number | null;
+  reason: string | null;
   message: string;
   lines: string[];
 }
+
+/** A pod that ended for reasons of the cluster, not of the build: resource_error. */
+export function podFailure(backend: string, service: ServiceBuild, end: PodEnd): BuildFailure | null {
+  if (end.exitCode === null)
+    return new BuildFailure('resource_error', `${service.service}: the ${backend} pod ended without an exit status (deleted or evicted)`);
+  if (end.reason === 'OOMKilled')
+    return new BuildFailure('resource_error', `${service.service}: the ${backend} pod ran out of memory (builds.builders.${backend}.resources.limits.memory)`);
+  if (end.reason === 'StartError' || end.reason === 'ContainerCannotRun')
+    return new BuildFailure('resource_error', `${service.service}: the ${backend} image could not run its command: ${lastLine(end)}`);
+  return null;
+}
+
+const lastLine = (end: PodEnd) => end.message || end.lines.at(-1) || 'no output';
 
 /**
  * Runs builds as pods in one namespace: one docker-config Secret per build, one pod per service,
@@ -253,11 +270,13 @@ export class KubeBuildRun {
       for await (const l of proc.lines()) {
         const line = l.line.replace(/\x1b\[[0-9;]*m/g, '');
         lines.push(line);
+        if (lines.length > KEPT_LINES) lines.shift();
         request.log(line, l.stream === 'stderr' ? 'system' : 'stdout');
       }
       const exit = await proc.exited;
       request.signal.throwIfAborted();
-      return { exitCode: exit.exitCode, message: (terminatedOf(proc.lastSeen, BUILD_CONTAINER)?.message ?? '').trim(), lines };
+      const term = terminatedOf(proc.lastSeen, BUILD_CONTAINER);
+      return { exitCode: exit.exitCode, reason: term?.reason ?? null, message: (term?.message ?? '').trim(), lines };
     } finally {
       request.signal.removeEventListener('abort', onAbort);
     }

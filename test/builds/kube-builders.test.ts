@@ -311,3 +311,14 @@ test('without its own connection options a builder uses the kubernetes runtimeâ€
     message: /builds\.builders\.kaniko\.server: an http:\/\/ server needs insecure_skip_tls_verify/,
   });
 });
+
+test('an image that lacks the tool (the container cannot start its command) is a resource_error, not a build_error', async (t) => {
+  const fake = await new FakeKube({ imageEnv: { PATH: '/usr/bin:/bin', HOME: '/tmp' } }).start();
+  fakes.push(fake);
+  for (const backend of ['buildkit', 'kaniko'] as const) {
+    const failed = await failure(builderFor(backend, fake).build(request(repo())));
+    t.is(failed.errorClass, 'resource_error', failed.message);
+    t.regex(failed.message, new RegExp(`^api: the ${backend} image could not run its command: .*(ENOENT|no such file)`));
+  }
+  cleanedUp(t, fake);
+});

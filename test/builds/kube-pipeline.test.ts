@@ -14,6 +14,8 @@ import { settled, twoServiceRepo } from './helpers.ts';
 const SHIMS = fileURLToPath(new URL('../fixtures/kube-builders/', import.meta.url));
 let fake: FakeKube;
 let s: TestServer;
+let admin: ReturnType<typeof as>;
+let create: () => Promise<{ statusCode: number; body: any }>;
 
 test.before(async () => {
   fake = await new FakeKube({ imageEnv: { PATH: `${SHIMS}:${process.env.PATH}`, HOME: '/tmp' } }).start();
@@ -34,15 +36,16 @@ test.after.always(async () => {
   await fake?.stop();
 });
 
-test('a build with backend buildkit runs in pods of the cluster and completes with the artifacts they reported', async (t) => {
-  const admin = as(s.server, (await bootstrapAdmin(s.server)).token);
+test.serial('a build with backend buildkit runs in pods of the cluster and completes with the artifacts they reported', async (t) => {
+  admin = as(s.server, (await bootstrapAdmin(s.server)).token);
   const orgId = (await admin.post('/orgs', { name: 'Kube Build Org' })).body.id;
   const repo = twoServiceRepo();
   chmodSync(repo.dir, 0o755); // the buildkit pod runs as uid 1000
   const project = await admin.post('/projects', { org_id: orgId, name: 'Kube', slug: `kube${process.pid % 1000}`, repo_url: repo.url });
   t.is(project.statusCode, 201, JSON.stringify(project.body));
   const hash = (await admin.post(`/projects/${project.body.id}/manifest`, { ref: repo.sha })).body.manifest_hash;
-  const created = await admin.post(`/projects/${project.body.id}/builds`, { git_sha: repo.sha, manifest_hash: hash });
+  create = () => admin.post(`/projects/${project.body.id}/builds`, { git_sha: repo.sha, manifest_hash: hash, force_rebuild: true });
+  const created = await create();
   t.is(created.statusCode, 201, JSON.stringify(created.body));
   const done = await settled(admin, created.body.id, 120_000);
   t.like(done, { status: 'completed', latest_run: { status: 'completed', backend: 'buildkit', error_class: null } }, JSON.stringify(done));
@@ -66,4 +69,15 @@ test('a build with backend buildkit runs in pods of the cluster and completes wi
   t.true(logs.some((l: string) => l.includes(`exporting manifest ${artifacts[0].digest}`)));
   t.is(fake.pods.size, 0, 'no pod left');
   t.is(fake.secrets.size, 0, 'no secret left');
+});
+
+test.serial('with the cluster gone, the run fails with resource_error naming the backend and why, never a success', async (t) => {
+  await fake.stop();
+  const created = await create();
+  const done = await settled(admin, created.body.id, 60_000);
+  t.like(done, { status: 'failed', latest_run: { status: 'failed', backend: 'buildkit', error_class: 'resource_error' } });
+  t.regex(
+    done.latest_run.error_message,
+    /^builder 'buildkit' is not available here: buildkit: the cluster does not answer in namespace builds: .*ECONNREFUSED/,
+  );
 });

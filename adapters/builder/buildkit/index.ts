@@ -3,7 +3,17 @@ import { defineAdapter } from '../../../core/sdk.ts';
 import { BuildFailure, type Builder, type BuildRequest, type BuiltImage, type ServiceBuild } from '../../../core/ports/builder.ts';
 import type { KubeApi } from '../../kube/kube-api.ts';
 import { failedStage } from '../failed-stage.ts';
-import { clusterAnswers, KubeBuildRun, kubeApiFor, kubeBuilderSchema, relativeInside, TERMINATION_LOG, type KubeBuilderOptions } from '../kube-build.ts';
+import {
+  clusterAnswers,
+  KubeBuildRun,
+  kubeApiFor,
+  kubeBuilderSchema,
+  podFailure,
+  relativeInside,
+  TERMINATION_LOG,
+  type KubeBuilderOptions,
+  type PodEnd,
+} from '../kube-build.ts';
 import { lastMeaningful } from '../process.ts';
 
 const DENIED = /401 Unauthorized|403 Forbidden|authentication required|denied|insufficient_scope|failed to authorize/i;
@@ -54,11 +64,12 @@ class BuildkitBuilder implements Builder {
     }
   }
 
-  private result(service: ServiceBuild, request: BuildRequest, end: { exitCode: number | null; message: string; lines: string[] }): BuiltImage {
+  private result(service: ServiceBuild, request: BuildRequest, end: PodEnd): BuiltImage {
+    const cluster = podFailure(this.name, service, end);
+    if (cluster) throw cluster;
     if (end.exitCode !== 0) {
       const text = end.lines.join('\n');
       const why = `${service.service}: ${lastMeaningful(end.lines)}`;
-      if (end.exitCode === null) throw new BuildFailure('resource_error', `${service.service}: the buildkit pod ended without an exit status`);
       if (GIT.test(text)) throw new BuildFailure('clone_error', why);
       if (/failed to push/i.test(text)) throw new BuildFailure(DENIED.test(text) ? 'auth_error' : 'registry_error', why);
       throw new BuildFailure('build_error', why, failedStage(end.lines));

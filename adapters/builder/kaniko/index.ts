@@ -2,7 +2,17 @@ import type { Logger } from 'pino';
 import { defineAdapter } from '../../../core/sdk.ts';
 import { BuildFailure, type Builder, type BuildRequest, type BuiltImage, type ServiceBuild } from '../../../core/ports/builder.ts';
 import type { KubeApi } from '../../kube/kube-api.ts';
-import { clusterAnswers, KubeBuildRun, kubeApiFor, kubeBuilderSchema, relativeInside, TERMINATION_LOG, type KubeBuilderOptions } from '../kube-build.ts';
+import {
+  clusterAnswers,
+  KubeBuildRun,
+  kubeApiFor,
+  kubeBuilderSchema,
+  podFailure,
+  relativeInside,
+  TERMINATION_LOG,
+  type KubeBuilderOptions,
+  type PodEnd,
+} from '../kube-build.ts';
 import { lastMeaningful } from '../process.ts';
 
 const DENIED = /UNAUTHORIZED|authentication required|DENIED|insufficient_scope|403 Forbidden/i;
@@ -52,11 +62,12 @@ class KanikoBuilder implements Builder {
     }
   }
 
-  private result(service: ServiceBuild, request: BuildRequest, end: { exitCode: number | null; message: string; lines: string[] }): BuiltImage {
+  private result(service: ServiceBuild, request: BuildRequest, end: PodEnd): BuiltImage {
+    const cluster = podFailure(this.name, service, end);
+    if (cluster) throw cluster;
     if (end.exitCode !== 0) {
       const text = end.lines.join('\n');
       const why = `${service.service}: ${lastMeaningful(end.lines)}`;
-      if (end.exitCode === null) throw new BuildFailure('resource_error', `${service.service}: the kaniko pod ended without an exit status`);
       if (/error resolving source context/i.test(text)) throw new BuildFailure('clone_error', why);
       if (/error pushing image|checking push permission/i.test(text)) throw new BuildFailure(DENIED.test(text) ? 'auth_error' : 'registry_error', why);
       throw new BuildFailure('build_error', why, failedInstruction(end.lines));
