@@ -93,6 +93,8 @@ export function checkAdapterKinds(adapters: Record<string, AdapterChoice>): void
 /** Builders are many-valued: config `builds.builders` names each one this server has, with its options. */
 const BUILDERS: Record<string, () => Promise<{ default: AdapterDefinition }>> = {
   buildx: () => import('../adapters/builder/buildx/index.ts'),
+  buildkit: () => import('../adapters/builder/buildkit/index.ts'),
+  kaniko: () => import('../adapters/builder/kaniko/index.ts'),
 };
 
 /** Every configured builder, keyed by backend name; an unknown name or bad options fail with their path. */

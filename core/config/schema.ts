@@ -163,6 +163,8 @@ export const configSchema = Joi.object({
   builds: Joi.object({
     backend: Joi.string()
       .pattern(/^[a-z][a-z0-9_-]*$/)
+      .valid(Joi.in('builders', { adjust: (builders: unknown) => Object.keys(builders ?? {}) }))
+      .messages({ 'any.only': '{{#label}} must be a key of builds.builders (the builders this server has)' })
       .required(),
     builders: Joi.object()
       .pattern(/^[a-z][a-z0-9_-]*$/, Joi.object().unknown(true))

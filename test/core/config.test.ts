@@ -79,3 +79,10 @@ test('a key that holds text keeps an environment value as written, even when it 
   t.is(config.auth.issuer, 'true');
   t.is(loadConfig({ env: { SVC_SECRETS_MASTER_KEY: 'null' }, cwd: emptyDir() }).secrets.master_key, null);
 });
+
+test('builds.backend must name one of builds.builders', (t) => {
+  const err = t.throws(() => loadConfig({ cwd: emptyDir(), env: {}, overrides: { builds: { backend: 'kaniko' } } }), { instanceOf: ConfigError });
+  t.regex(err.message, /builds\.backend: "builds\.backend" must be a key of builds\.builders/);
+  const config = loadConfig({ cwd: emptyDir(), env: {}, overrides: { builds: { backend: 'kaniko', builders: { kaniko: { namespace: 'builds' } } } } });
+  t.is(config.builds.backend, 'kaniko');
+});

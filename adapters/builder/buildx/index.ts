@@ -6,7 +6,7 @@ import { defineAdapter } from '../../../core/sdk.ts';
 import { BuildFailure, type Builder, type BuildRequest, type BuiltImage, type PushTarget, type ServiceBuild } from '../../../core/ports/builder.ts';
 import { checkout } from '../git-checkout.ts';
 import { lastMeaningful, runLines } from '../process.ts';
-import { failedStage } from './output.ts';
+import { failedStage } from '../failed-stage.ts';
 
 type Options = {
   docker_bin: string;

@@ -3,19 +3,17 @@
  * a per-attempt Secret, the worker's workspace shared through a volume, the log followed, and the
  * Pod and Secret deleted at the end whatever happened.
  */
-import type { V1Pod } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { ProcessSpec, RunningProcess, Runtime } from '../../../core/ports/runtime.ts';
 import { defineAdapter } from '../../../core/sdk.ts';
 import { writeFiles } from '../files.ts';
-import { KubeApi } from './kube-api.ts';
+import { KubeApi } from '../../kube/kube-api.ts';
+import { PodProcess } from '../../kube/pod-process.ts';
+import { podStarted } from '../../kube/pod-start.ts';
+import { kubeConfigOf } from '../../kube/connection.ts';
 import { CONTAINER, labelsOf, podManifest, runName, secretManifest } from './manifests.ts';
-import { DEFAULT_RESOURCE_CLASSES, kubeConfigOf, optionsSchema, workspaceRoot, type KubernetesOptions, type ResourceClass } from './options.ts';
-import { PodProcess } from './pod-process.ts';
+import { DEFAULT_RESOURCE_CLASSES, optionsSchema, workspaceRoot, type KubernetesOptions, type ResourceClass } from './options.ts';
 import { filesOwner, podUser, serverUser, workspaceNotHandedOver } from './user.ts';
-
-/** Waiting reasons that will not resolve by waiting. */
-const CANNOT_START = ['ImagePullBackOff', 'ErrImageNeverPull', 'InvalidImageName', 'CreateContainerConfigError', 'CreateContainerError'];
 
 class KubernetesRuntime implements Runtime {
   readonly name = 'kubernetes';
@@ -61,42 +59,16 @@ class KubernetesRuntime implements Runtime {
     await api.call(`creating secret ${secretName}`, () => api.core.createNamespacedSecret({ namespace: api.namespace, body: secret }));
     try {
       await api.call(`creating pod ${name}`, () => api.core.createNamespacedPod({ namespace: api.namespace, body: pod }));
-      await this.started(name);
+      await podStarted(api, name, { container: CONTAINER, pendingTimeoutMs: this.options.pending_timeout_ms, unschedulable: this.options.unschedulable });
     } catch (err) {
       await api.remove('pod', name, 0).catch((e: Error) => this.logger.error({ err: e, pod: name }, 'runtime kubernetes: pod left behind'));
       await api.remove('secret', secretName).catch((e: Error) => this.logger.error({ err: e, secret: secretName }, 'runtime kubernetes: secret left behind'));
       throw err;
     }
-    return new PodProcess({ api, name, secretName, graceSeconds: this.options.kill_grace_seconds, logger: this.logger }, spec.timeoutMs);
-  }
-
-  /** Resolves once the container runs (or already ended); fails on what will not start. */
-  private async started(name: string): Promise<void> {
-    let last = 'no status yet';
-    const waitMs = this.options.pending_timeout_ms;
-    const decide = (pod: V1Pod | null, gone: boolean): Error | true | undefined => {
-      if (gone) return new Error(`pod ${name} was deleted before it started`);
-      const phase = pod?.status?.phase;
-      if (phase === 'Running' || phase === 'Succeeded' || phase === 'Failed') return true;
-      const waiting = pod?.status?.containerStatuses?.find((c) => c.name === CONTAINER)?.state?.waiting;
-      if (waiting?.reason) last = `${waiting.reason}${waiting.message ? `: ${waiting.message}` : ''}`;
-      if (waiting?.reason && CANNOT_START.includes(waiting.reason)) return new Error(`pod ${name} cannot start: ${last}`);
-      const scheduled = pod?.status?.conditions?.find((c) => c.type === 'PodScheduled');
-      if (scheduled?.status === 'False' && scheduled.reason === 'Unschedulable') {
-        last = `Unschedulable: ${scheduled.message ?? ''}`;
-        if (this.options.unschedulable === 'fail') return new Error(`pod ${name} is unschedulable: ${scheduled.message ?? 'no reason given'}`);
-      }
-      return undefined;
-    };
-    const signal = AbortSignal.timeout(waitMs);
-    let outcome: Error | true;
-    try {
-      outcome = await this.api.watchPod(name, decide, signal);
-    } catch (err) {
-      if (!signal.aborted) throw err;
-      outcome = new Error(`pod ${name} still Pending after ${Math.round(waitMs / 1000)} s (pending_timeout_ms); last: ${last}`);
-    }
-    if (outcome !== true) throw outcome;
+    return new PodProcess(
+      { api, name, container: CONTAINER, secretName, graceSeconds: this.options.kill_grace_seconds, logger: this.logger, who: 'runtime kubernetes' },
+      spec.timeoutMs,
+    );
   }
 }
 
@@ -111,7 +83,7 @@ export default defineAdapter<Runtime, KubernetesOptions>({
         `adapters.runtime.options.default_resource_class: '${options.default_resource_class}' is not a resource class (${Object.keys(classes).join(', ')})`,
       );
     }
-    const api = new KubeApi(kubeConfigOf(options), options.namespace);
+    const api = new KubeApi(kubeConfigOf(options, 'adapters.runtime.options'), options.namespace);
     return new KubernetesRuntime(options, api, classes, workspaceRoot(options, deps.config), deps.logger);
   },
 });

@@ -1,26 +1,18 @@
-import { readFileSync } from 'node:fs';
-import { homedir } from 'node:os';
 import path from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
 import Joi from 'joi';
 import type { Config } from '../../../core/config/schema.ts';
+import { connectionRules, connectionSchema, type KubeConnection } from '../../kube/connection.ts';
 
 export interface ResourceClass {
   requests: Record<string, string>;
   limits: Record<string, string>;
 }
 
-export type KubernetesOptions = {
+export type KubernetesOptions = KubeConnection & {
   namespace: string;
   image: string;
   image_pull_policy: 'Always' | 'IfNotPresent' | 'Never' | null;
   image_pull_secrets: string[];
-  kubeconfig?: string;
-  context?: string;
-  in_cluster?: true;
-  server?: string;
-  token?: string;
-  ca?: string;
   insecure_skip_tls_verify: boolean;
   service_account: string | null;
   fs_group: number | null;
@@ -49,60 +41,50 @@ const labelKey = Joi.string()
   .max(253)
   .pattern(/^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/);
 
-export const optionsSchema = Joi.object({
-  namespace: Joi.string()
-    .pattern(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/)
-    .max(63)
-    .default('default')
-    .description('Namespace the attempt pods and secrets are created in.'),
-  image: Joi.string().required().description('Container image every attempt runs in (it must hold the harness CLIs and git, and set PATH and HOME).'),
-  image_pull_policy: Joi.string().valid('Always', 'IfNotPresent', 'Never').allow(null).default(null),
-  image_pull_secrets: Joi.array().items(Joi.string()).default([]),
-  kubeconfig: Joi.string().description('Path of a kubeconfig file; without any of kubeconfig, in_cluster or server, KUBECONFIG or ~/.kube/config is read.'),
-  context: Joi.string().description('Context of the kubeconfig file to use (default: its current context).'),
-  in_cluster: Joi.boolean().valid(true).description("Use the pod's service account (when the worker runs inside the cluster)."),
-  server: Joi.string()
-    .uri({ scheme: ['http', 'https'] })
-    .description('API server address, with token (and ca): explicit credentials instead of a kubeconfig.'),
-  token: Joi.string().description('Bearer token for server.'),
-  ca: Joi.string().description('PEM of the certificate authority of server.'),
-  insecure_skip_tls_verify: Joi.boolean().default(false).description("Do not verify the server's certificate; required by the client for an http:// server."),
-  service_account: Joi.string().allow(null).default(null).description('Service account of the attempt pods; null mounts no service account token at all.'),
-  fs_group: Joi.number().integer().min(0).allow(null).default(null).description('Pod fsGroup, for volumes that support ownership management.'),
-  resource_classes: Joi.object()
-    .pattern(Joi.string(), Joi.object({ requests: resources.default({}), limits: resources.default({}) }))
-    .default({})
-    .description('Resource class (job hints.resource_class) → requests/limits; job.c1 and job.c2 have defaults.'),
-  default_resource_class: Joi.string().default('job.c1').description('Class of jobs that name none.'),
-  workspace: Joi.object({
-    persistent_volume_claim: Joi.string().description("ReadWriteMany claim holding the worker's workspace root."),
-    host_path: Joi.string().pattern(/^\//).description("Directory on the node holding the worker's workspace root (single-node clusters)."),
-    mount_path: Joi.string()
-      .pattern(/^\//)
-      .allow(null)
-      .default(null)
-      .description('Where the worker sees the volume: its workspace root (default: worker.workspace_root).'),
-  })
-    .xor('persistent_volume_claim', 'host_path')
-    .required()
-    .description('How a pod sees the workspace the worker prepared on its own filesystem.'),
-  node_selector: Joi.object().pattern(labelKey, labelValue).default({}),
-  labels: Joi.object().pattern(labelKey, labelValue).default({}).description('Extra labels on every pod and secret.'),
-  kill_grace_seconds: Joi.number().integer().min(0).default(5).description('Grace period of the pod deletion that kills an attempt.'),
-  pending_timeout_ms: Joi.number()
-    .integer()
-    .min(1)
-    .default(300_000)
-    .description('How long a pod may stay Pending (scheduling, image pull) before start fails.'),
-  unschedulable: Joi.string()
-    .valid('fail', 'wait')
-    .default('fail')
-    .description('fail: an unschedulable pod fails the start at once; wait: keep waiting (cluster autoscaler) up to pending_timeout_ms.'),
-})
-  .oxor('kubeconfig', 'in_cluster', 'server')
-  .with('token', 'server')
-  .with('ca', 'server')
-  .with('context', 'kubeconfig');
+export const optionsSchema = connectionRules(
+  Joi.object({
+    namespace: Joi.string()
+      .pattern(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/)
+      .max(63)
+      .default('default')
+      .description('Namespace the attempt pods and secrets are created in.'),
+    image: Joi.string().required().description('Container image every attempt runs in (it must hold the harness CLIs and git, and set PATH and HOME).'),
+    image_pull_policy: Joi.string().valid('Always', 'IfNotPresent', 'Never').allow(null).default(null),
+    image_pull_secrets: Joi.array().items(Joi.string()).default([]),
+    ...connectionSchema,
+    service_account: Joi.string().allow(null).default(null).description('Service account of the attempt pods; null mounts no service account token at all.'),
+    fs_group: Joi.number().integer().min(0).allow(null).default(null).description('Pod fsGroup, for volumes that support ownership management.'),
+    resource_classes: Joi.object()
+      .pattern(Joi.string(), Joi.object({ requests: resources.default({}), limits: resources.default({}) }))
+      .default({})
+      .description('Resource class (job hints.resource_class) → requests/limits; job.c1 and job.c2 have defaults.'),
+    default_resource_class: Joi.string().default('job.c1').description('Class of jobs that name none.'),
+    workspace: Joi.object({
+      persistent_volume_claim: Joi.string().description("ReadWriteMany claim holding the worker's workspace root."),
+      host_path: Joi.string().pattern(/^\//).description("Directory on the node holding the worker's workspace root (single-node clusters)."),
+      mount_path: Joi.string()
+        .pattern(/^\//)
+        .allow(null)
+        .default(null)
+        .description('Where the worker sees the volume: its workspace root (default: worker.workspace_root).'),
+    })
+      .xor('persistent_volume_claim', 'host_path')
+      .required()
+      .description('How a pod sees the workspace the worker prepared on its own filesystem.'),
+    node_selector: Joi.object().pattern(labelKey, labelValue).default({}),
+    labels: Joi.object().pattern(labelKey, labelValue).default({}).description('Extra labels on every pod and secret.'),
+    kill_grace_seconds: Joi.number().integer().min(0).default(5).description('Grace period of the pod deletion that kills an attempt.'),
+    pending_timeout_ms: Joi.number()
+      .integer()
+      .min(1)
+      .default(300_000)
+      .description('How long a pod may stay Pending (scheduling, image pull) before start fails.'),
+    unschedulable: Joi.string()
+      .valid('fail', 'wait')
+      .default('fail')
+      .description('fail: an unschedulable pod fails the start at once; wait: keep waiting (cluster autoscaler) up to pending_timeout_ms.'),
+  }),
+);
 
 /** The worker's workspace root, as the worker plugin computes it. */
 export function workspaceRoot(options: KubernetesOptions, config: Config | undefined): string {
@@ -110,42 +92,4 @@ export function workspaceRoot(options: KubernetesOptions, config: Config | undef
   const w = config?.worker;
   if (!config || !w) throw new Error('adapters.runtime.options.workspace.mount_path: required when the server config gives no worker.workspace_root');
   return path.resolve(w.workspace_root || path.join(config.data_dir, 'workspaces'));
-}
-
-export function kubeConfigOf(options: KubernetesOptions): KubeConfig {
-  const kc = new KubeConfig();
-  if (options.server) {
-    if (options.server.startsWith('http:') && !options.insecure_skip_tls_verify) {
-      throw new Error('adapters.runtime.options.server: an http:// server needs insecure_skip_tls_verify: true (no TLS at all)');
-    }
-    kc.loadFromClusterAndUser(
-      {
-        name: 'svc',
-        server: options.server.replace(/\/$/, ''),
-        skipTLSVerify: options.insecure_skip_tls_verify,
-        ...(options.ca ? { caData: Buffer.from(options.ca).toString('base64') } : {}),
-      },
-      { name: 'svc', ...(options.token ? { token: options.token } : {}) },
-    );
-  } else if (options.in_cluster) {
-    if (!process.env.KUBERNETES_SERVICE_HOST)
-      throw new Error('adapters.runtime.options.in_cluster: KUBERNETES_SERVICE_HOST is not set (the worker is not running in a pod)');
-    kc.loadFromCluster();
-  } else if (options.kubeconfig) {
-    const file = options.kubeconfig.replace(/^~(?=\/)/, homedir());
-    try {
-      readFileSync(file);
-      kc.loadFromFile(file);
-    } catch (e) {
-      throw new Error(`adapters.runtime.options.kubeconfig: cannot read ${options.kubeconfig}: ${(e as Error).message}`);
-    }
-    if (options.context) {
-      if (!kc.getContextObject(options.context)) throw new Error(`adapters.runtime.options.context: no context '${options.context}' in ${options.kubeconfig}`);
-      kc.setCurrentContext(options.context);
-    }
-  } else {
-    kc.loadFromDefault();
-  }
-  if (!kc.getCurrentCluster()) throw new Error('adapters.runtime.options: the kubeconfig names no current cluster');
-  return kc;
 }

@@ -1,5 +1,5 @@
-import type { OutputLine } from '../../../core/ports/runtime.ts';
-import { LineBuffer, MAX_LINE_BYTES } from '../lines.ts';
+import type { OutputLine } from '../../core/ports/runtime.ts';
+import { LineBuffer, MAX_LINE_BYTES } from '../runtime/lines.ts';
 
 /**
  * The container log as lines. The log endpoint interleaves stdout and stderr in one stream, so every

@@ -3,10 +3,9 @@ import { StringDecoder } from 'node:string_decoder';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { V1ContainerStateTerminated, V1Pod } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import type { OutputLine, ProcessExit, RunningProcess } from '../../../core/ports/runtime.ts';
+import type { OutputLine, ProcessExit, RunningProcess } from '../../core/ports/runtime.ts';
 import { statusOf, type KubeApi } from './kube-api.ts';
 import { LogLines } from './log-lines.ts';
-import { CONTAINER } from './manifests.ts';
 
 /** `2024-05-01T10:00:00.123456789Z ` as the log endpoint prefixes each line with timestamps=true. */
 const TIMESTAMP = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(\.\d{1,9})?(Z|[+-]\d{2}:\d{2}) /;
@@ -20,14 +19,14 @@ function parseTimestamp(line: string): { ns: bigint; raw: string; rest: string }
   return { ns: BigInt(ms) * 1_000_000n + fraction, raw: `${m[1]}${m[2] ?? ''}${m[3]}`, rest: line.slice(m[0].length) };
 }
 
-export function terminatedOf(pod: V1Pod | null): V1ContainerStateTerminated | undefined {
-  const status = pod?.status?.containerStatuses?.find((c) => c.name === CONTAINER);
+export function terminatedOf(pod: V1Pod | null, container: string): V1ContainerStateTerminated | undefined {
+  const status = pod?.status?.containerStatuses?.find((c) => c.name === container);
   return status?.state?.terminated ?? undefined;
 }
 
 /** The container has ended (or the pod is gone): nothing more will run. */
-function finished(pod: V1Pod | null, gone: boolean): boolean {
-  return gone || !!terminatedOf(pod) || pod?.status?.phase === 'Succeeded' || pod?.status?.phase === 'Failed';
+function finished(pod: V1Pod | null, gone: boolean, container: string): boolean {
+  return gone || !!terminatedOf(pod, container) || pod?.status?.phase === 'Succeeded' || pod?.status?.phase === 'Failed';
 }
 
 const signalName = (n: number) => Object.entries(osConstants.signals).find(([, v]) => v === n)?.[0] ?? null;
@@ -35,9 +34,14 @@ const signalName = (n: number) => Object.entries(osConstants.signals).find(([, v
 export interface PodRun {
   api: KubeApi;
   name: string;
-  secretName: string;
+  /** The one container whose log and exit status are the process's. */
+  container: string;
+  /** Deleted with the pod; null: none. */
+  secretName: string | null;
   graceSeconds: number;
   logger: Logger;
+  /** Who speaks in log messages (`runtime kubernetes`, `builder kaniko`). */
+  who: string;
 }
 
 /**
@@ -50,6 +54,8 @@ export class PodProcess implements RunningProcess {
   private readonly output = new LogLines();
   private readonly stopFollowing = new AbortController();
   private end: { pod: V1Pod | null; gone: boolean } | null = null;
+  /** The pod as last seen when it ended (its container's terminated state), before it was deleted. */
+  lastSeen: V1Pod | null = null;
   private timedOut = false;
   private deleted = false;
 
@@ -64,15 +70,16 @@ export class PodProcess implements RunningProcess {
         }, timeoutMs)
       : undefined;
     const ended = run.api
-      .watchPod(run.name, (pod, gone) => (finished(pod, gone) ? { pod, gone } : undefined))
+      .watchPod(run.name, (pod, gone) => (finished(pod, gone, run.container) ? { pod, gone } : undefined))
       .catch((err: Error) => {
-        run.logger.error({ err, pod: run.name }, 'runtime kubernetes: lost track of the pod');
+        run.logger.error({ err, pod: run.name }, `${run.who}: lost track of the pod`);
         this.output.note(`[kubernetes: lost track of pod ${run.name}: ${err.message}]`);
         return { pod: null, gone: true };
       });
     const following = this.follow(ended.then((e) => (this.end = e)));
     this.exited = (async () => {
       const end = await ended;
+      this.lastSeen = end.pod;
       clearTimeout(timer);
       await following;
       const exit = this.exitOf(end.pod, end.gone);
@@ -95,16 +102,16 @@ export class PodProcess implements RunningProcess {
     if (this.deleted) return;
     this.deleted = true;
     await this.run.api.remove('pod', this.run.name, this.run.graceSeconds).catch((err: Error) => {
-      this.run.logger.error({ err, pod: this.run.name }, 'runtime kubernetes: could not delete the pod');
+      this.run.logger.error({ err, pod: this.run.name }, `${this.run.who}: could not delete the pod`);
       this.output.note(`[kubernetes: ${err.message}]`);
     });
   }
 
   private async cleanup(): Promise<void> {
-    const { api, name, secretName, logger } = this.run;
-    if (!this.deleted) await api.remove('pod', name, 0).catch((err: Error) => logger.error({ err, pod: name }, 'runtime kubernetes: pod left behind'));
+    const { api, name, secretName, logger, who } = this.run;
+    if (!this.deleted) await api.remove('pod', name, 0).catch((err: Error) => logger.error({ err, pod: name }, `${who}: pod left behind`));
     this.deleted = true;
-    await api.remove('secret', secretName).catch((err: Error) => logger.error({ err, secret: secretName }, 'runtime kubernetes: secret left behind'));
+    if (secretName) await api.remove('secret', secretName).catch((err: Error) => logger.error({ err, secret: secretName }, `${who}: secret left behind`));
   }
 
   /**
@@ -141,7 +148,7 @@ export class PodProcess implements RunningProcess {
       };
       let complete = false;
       try {
-        const res = await this.run.api.openLog(this.run.name, CONTAINER, lastRaw, this.stopFollowing.signal);
+        const res = await this.run.api.openLog(this.run.name, this.run.container, lastRaw, this.stopFollowing.signal);
         const decoder = new StringDecoder('utf8');
         let pending = '';
         for await (const chunk of res) {
@@ -165,7 +172,7 @@ export class PodProcess implements RunningProcess {
           this.output.note(`[kubernetes: the rest of the log could not be read: ${(err as Error).message}]`);
           return;
         }
-        this.run.logger.warn({ err, pod: this.run.name }, 'runtime kubernetes: log stream failed; reading it again');
+        this.run.logger.warn({ err, pod: this.run.name }, `${this.run.who}: log stream failed; reading it again`);
       }
       if (finalPass && complete) return;
       if (!complete) await sleep(500);
@@ -176,7 +183,7 @@ export class PodProcess implements RunningProcess {
   private exitOf(pod: V1Pod | null, gone: boolean): ProcessExit {
     const name = this.run.name;
     const timedOut = this.timedOut || pod?.status?.reason === 'DeadlineExceeded';
-    const term = terminatedOf(pod);
+    const term = terminatedOf(pod, this.run.container);
     if (pod?.status?.reason)
       this.output.note(`[kubernetes: pod ${name} ${pod.status.phase ?? ''}: ${pod.status.reason}${pod.status.message ? `: ${pod.status.message}` : ''}]`);
     if (!term) {

@@ -1,0 +1,118 @@
+import type { Logger } from 'pino';
+import { defineAdapter } from '../../../core/sdk.ts';
+import { BuildFailure, type Builder, type BuildRequest, type BuiltImage, type ServiceBuild } from '../../../core/ports/builder.ts';
+import type { KubeApi } from '../../kube/kube-api.ts';
+import { failedStage } from '../failed-stage.ts';
+import {
+  clusterAnswers,
+  KubeBuildRun,
+  kubeApiFor,
+  kubeBuilderSchema,
+  podFailure,
+  relativeInside,
+  TERMINATION_LOG,
+  type KubeBuilderOptions,
+  type PodEnd,
+} from '../kube-build.ts';
+import { lastMeaningful } from '../process.ts';
+
+const DENIED = /401 Unauthorized|403 Forbidden|authentication required|denied|insufficient_scope|failed to authorize/i;
+const GIT = /failed to fetch remote|repository does not contain ref|git stderr|failed to load cache key: .*git/i;
+
+/**
+ * BuildKit in the cluster, daemonless: one pod per service runs the rootless image's
+ * `buildctl-daemonless.sh build` on the git context pinned to the build's commit
+ * (`<repo>#<sha>:<context>`), pushes to the target with the per-build docker-config Secret, and
+ * writes its metadata (`containerimage.digest`) to the termination log, read back when the pod ends.
+ */
+class BuildkitBuilder implements Builder {
+  readonly name = 'buildkit';
+
+  constructor(
+    private readonly options: KubeBuilderOptions,
+    private readonly api: KubeApi,
+    private readonly logger: Logger,
+    private readonly deadlineSeconds: number | null,
+  ) {}
+
+  available() {
+    return clusterAnswers(this.api, this.name);
+  }
+
+  async build(request: BuildRequest): Promise<BuiltImage[]> {
+    const run = new KubeBuildRun(this.name, this.api, this.options, request, this.logger, this.deadlineSeconds);
+    try {
+      const planned = request.services.map((s) => ({ service: s, args: buildctlArgs(request, s) }));
+      await run.createSecret(request.push);
+      if (!request.push) request.log('buildkit: the registry is none, so each image is built in the pod and discarded with it', 'system');
+      const images: BuiltImage[] = [];
+      for (const { service, args } of planned) {
+        const end = await run.runPod(service, {
+          command: ['buildctl-daemonless.sh'],
+          args,
+          env: { BUILDKITD_FLAGS: '--oci-worker-no-process-sandbox' },
+          dockerConfigDir: '/home/user/.docker',
+          scratch: ['/home/user/.local/share/buildkit'],
+          // As moby/buildkit's rootless examples: its own user, and no seccomp or AppArmor profile in the way of its user namespaces.
+          securityContext: { runAsUser: 1000, runAsGroup: 1000, seccompProfile: { type: 'Unconfined' }, appArmorProfile: { type: 'Unconfined' } },
+        });
+        images.push(this.result(service, request, end));
+      }
+      return images;
+    } finally {
+      await run.cleanup();
+    }
+  }
+
+  private result(service: ServiceBuild, request: BuildRequest, end: PodEnd): BuiltImage {
+    const cluster = podFailure(this.name, service, end);
+    if (cluster) throw cluster;
+    if (end.exitCode !== 0) {
+      const text = end.lines.join('\n');
+      const why = `${service.service}: ${lastMeaningful(end.lines)}`;
+      if (GIT.test(text)) throw new BuildFailure('clone_error', why);
+      if (/failed to push/i.test(text)) throw new BuildFailure(DENIED.test(text) ? 'auth_error' : 'registry_error', why);
+      throw new BuildFailure('build_error', why, failedStage(end.lines));
+    }
+    let digest: unknown;
+    try {
+      digest = (JSON.parse(end.message) as Record<string, unknown>)['containerimage.digest'];
+    } catch {
+      digest = undefined;
+    }
+    if (typeof digest !== 'string' || !/^sha256:[0-9a-f]{64}$/.test(digest))
+      throw new BuildFailure('build_error', `${service.service}: buildctl wrote no containerimage.digest to its metadata file (${TERMINATION_LOG})`);
+    return { service_name: service.service, image_ref: service.image_ref, digest, platforms: request.platforms, size_bytes: null };
+  }
+}
+
+/** `buildctl build` for one service: the Dockerfile frontend on the git context at the exact commit. */
+export function buildctlArgs(request: BuildRequest, service: ServiceBuild): string[] {
+  const context = relativeInside(service.context, `services.${service.service}.build.context`);
+  const dockerfile = relativeInside(service.dockerfile, `services.${service.service}.build.dockerfile`);
+  const gitContext = `${request.repoUrl}#${request.gitSha}${context ? `:${context}` : ''}`;
+  return [
+    'build',
+    '--frontend',
+    'dockerfile.v0',
+    '--opt',
+    `context=${gitContext}`,
+    '--opt',
+    `filename=${dockerfile || 'Dockerfile'}`,
+    ...(request.platforms.length ? ['--opt', `platform=${request.platforms.join(',')}`] : []),
+    '--output',
+    `type=image,name=${service.image_ref},push=${request.push ? 'true' : 'false'}`,
+    '--metadata-file',
+    TERMINATION_LOG,
+    '--progress',
+    'plain',
+  ];
+}
+
+export default defineAdapter<Builder, KubeBuilderOptions>({
+  kind: 'builder',
+  name: 'buildkit',
+  options: kubeBuilderSchema('moby/buildkit:rootless', { requests: { cpu: '1', memory: '2Gi' }, limits: { memory: '4Gi' } }),
+  create: (options, deps) =>
+    new BuildkitBuilder(options, kubeApiFor(options, deps, 'builds.builders.buildkit'), deps.logger, deps.config?.builds?.timeout_seconds ?? null),
+});

@@ -1,0 +1,127 @@
+import type { Logger } from 'pino';
+import { defineAdapter } from '../../../core/sdk.ts';
+import { BuildFailure, type Builder, type BuildRequest, type BuiltImage, type ServiceBuild } from '../../../core/ports/builder.ts';
+import type { KubeApi } from '../../kube/kube-api.ts';
+import {
+  clusterAnswers,
+  KubeBuildRun,
+  kubeApiFor,
+  kubeBuilderSchema,
+  podFailure,
+  relativeInside,
+  TERMINATION_LOG,
+  type KubeBuilderOptions,
+  type PodEnd,
+} from '../kube-build.ts';
+import { lastMeaningful } from '../process.ts';
+
+const DENIED = /UNAUTHORIZED|authentication required|DENIED|insufficient_scope|403 Forbidden/i;
+
+/**
+ * The kaniko executor in the cluster, the fallback where BuildKit cannot run: one pod per service
+ * with `--context=git://<repo>#<sha>` (the exact commit), `--context-sub-path`, `--dockerfile`,
+ * `--destination` and `--digest-file` on the termination log, read back when the pod ends. The
+ * push credentials are the per-build docker-config Secret, mounted at /kaniko/.docker.
+ */
+class KanikoBuilder implements Builder {
+  readonly name = 'kaniko';
+
+  constructor(
+    private readonly options: KubeBuilderOptions,
+    private readonly api: KubeApi,
+    private readonly logger: Logger,
+    private readonly deadlineSeconds: number | null,
+  ) {}
+
+  available() {
+    return clusterAnswers(this.api, this.name);
+  }
+
+  async build(request: BuildRequest): Promise<BuiltImage[]> {
+    const run = new KubeBuildRun(this.name, this.api, this.options, request, this.logger, this.deadlineSeconds);
+    try {
+      const planned = request.services.map((s) => ({ service: s, ...executorArgs(request, s) }));
+      await run.createSecret(request.push);
+      if (!request.push) request.log('kaniko: the registry is none, so each image is built in the pod and discarded with it (--no-push)', 'system');
+      const images: BuiltImage[] = [];
+      for (const { service, args, env } of planned) {
+        const end = await run.runPod(service, {
+          command: ['/kaniko/executor'],
+          args,
+          env,
+          dockerConfigDir: '/kaniko/.docker',
+          scratch: [],
+          // kaniko unpacks the base image's file system over its own, so it runs as root (no privilege escalation beyond that).
+          securityContext: { runAsUser: 0, allowPrivilegeEscalation: false },
+        });
+        images.push(this.result(service, request, end));
+      }
+      return images;
+    } finally {
+      await run.cleanup();
+    }
+  }
+
+  private result(service: ServiceBuild, request: BuildRequest, end: PodEnd): BuiltImage {
+    const cluster = podFailure(this.name, service, end);
+    if (cluster) throw cluster;
+    if (end.exitCode !== 0) {
+      const text = end.lines.join('\n');
+      const why = `${service.service}: ${lastMeaningful(end.lines)}`;
+      if (/error resolving source context/i.test(text)) throw new BuildFailure('clone_error', why);
+      if (/error pushing image|checking push permission/i.test(text)) throw new BuildFailure(DENIED.test(text) ? 'auth_error' : 'registry_error', why);
+      throw new BuildFailure('build_error', why, failedInstruction(end.lines));
+    }
+    const digest = end.message;
+    if (!/^sha256:[0-9a-f]{64}$/.test(digest))
+      throw new BuildFailure('build_error', `${service.service}: kaniko wrote no digest to its digest file (${TERMINATION_LOG})`);
+    return { service_name: service.service, image_ref: service.image_ref, digest, platforms: request.platforms, size_bytes: null };
+  }
+}
+
+/** The step kaniko was running when it failed: the last instruction it logged, with its stage. */
+function failedInstruction(lines: string[]): string | null {
+  let stage: string | null = null;
+  let step: string | null = null;
+  for (const line of lines) {
+    const s = /^INFO\[\d+\] Building stage '([^']+)'/.exec(line);
+    if (s) stage = s[1];
+    const i = /^INFO\[\d+\] ((?:RUN|COPY|ADD|WORKDIR|USER|ENV|ARG|LABEL|EXPOSE|CMD|ENTRYPOINT|VOLUME|SHELL) .*)$/.exec(line);
+    if (i) step = i[1];
+  }
+  return step ? (stage ? `[${stage}] ${step}` : step) : null;
+}
+
+/** The executor's arguments for one service (kaniko builds one platform per run), and GIT_PULL_METHOD for the repository's scheme. */
+export function executorArgs(request: BuildRequest, service: ServiceBuild): { args: string[]; env: Record<string, string> } {
+  const context = relativeInside(service.context, `services.${service.service}.build.context`);
+  const dockerfile = relativeInside(service.dockerfile, `services.${service.service}.build.dockerfile`);
+  if (request.platforms.length > 1)
+    throw new BuildFailure(
+      'build_error',
+      `kaniko builds one platform per image; asked for ${request.platforms.join(', ')} (use the buildkit builder for several)`,
+    );
+  // kaniko's git context is git://<host/path>, cloned with GIT_PULL_METHOD (http or https; file only in the tests' stand-in).
+  const m = /^(https?|file):\/\/(.+)$/.exec(request.repoUrl);
+  if (!m) throw new BuildFailure('clone_error', `kaniko clones over http(s) only; the repository is ${request.repoUrl}`);
+  return {
+    args: [
+      `--context=git://${m[2]}#${request.gitSha}`,
+      ...(context ? [`--context-sub-path=${context}`] : []),
+      `--dockerfile=${dockerfile || 'Dockerfile'}`,
+      `--destination=${service.image_ref}`,
+      ...(request.push ? [] : ['--no-push']),
+      `--digest-file=${TERMINATION_LOG}`,
+      ...(request.platforms.length ? [`--custom-platform=${request.platforms[0]}`] : []),
+    ],
+    env: { GIT_PULL_METHOD: m[1] },
+  };
+}
+
+export default defineAdapter<Builder, KubeBuilderOptions>({
+  kind: 'builder',
+  name: 'kaniko',
+  options: kubeBuilderSchema('gcr.io/kaniko-project/executor:latest', { requests: { cpu: '1', memory: '2Gi' }, limits: { memory: '4Gi' } }),
+  create: (options, deps) =>
+    new KanikoBuilder(options, kubeApiFor(options, deps, 'builds.builders.kaniko'), deps.logger, deps.config?.builds?.timeout_seconds ?? null),
+});
