@@ -16,6 +16,7 @@ import { BuildLogs, BuildLogSink } from './logs.ts';
 import { BuildWakeups } from './wakeups.ts';
 import { RegistryTargets } from './targets.ts';
 import { servicesToBuild } from './plan.ts';
+import { emitBuildEvent } from './events.ts';
 
 /** Runs built at once by one process. */
 const MAX_IN_FLIGHT = 2;
@@ -68,7 +69,11 @@ export class BuildRunner implements RoleService {
   private async pass(): Promise<void> {
     await this.failLost();
     while (!this.stopped && this.inFlight.size < MAX_IN_FLIGHT) {
-      const run = await this.builds.claim(this.ref);
+      const run = await this.db.transaction(async (trx) => {
+        const claimed = await this.builds.claim(this.ref, trx);
+        if (claimed) await emitBuildEvent(trx, 'system.build.started', (await this.builds.spec(claimed.build_id, trx))!, claimed);
+        return claimed;
+      });
       if (!run) return;
       const work: Promise<void> = this.execute(run)
         .catch((err) => this.logger.error({ err, runId: run.id }, 'build run failed unexpectedly'))
@@ -84,10 +89,15 @@ export class BuildRunner implements RoleService {
   private async failLost(): Promise<void> {
     const before = new Date(Date.now() - LOST_AFTER_BEATS * this.config.builds.heartbeat_seconds * 1000);
     for (const run of await this.builds.stale(before)) {
-      const ended = await this.builds.end(run.id, {
+      const end = {
         status: 'failed',
         error_class: 'resource_error',
         error_message: `the builder process ${run.runner_ref ?? '?'} stopped while building (no heartbeat since before ${before.toISOString()}); run the build again`,
+      } as const;
+      const ended = await this.db.transaction(async (trx) => {
+        if (!(await this.builds.end(run.id, end, trx))) return false;
+        await emitBuildEvent(trx, 'system.build.failed', (await this.builds.spec(run.build_id, trx))!, { ...run, ...end });
+        return true;
       });
       if (ended) this.logs.bus.publish(run.id);
     }
@@ -141,7 +151,11 @@ export class BuildRunner implements RoleService {
     await sink.flush();
     await this.db.transaction(async (trx) => {
       // A cancel that won the race leaves the run cancelled, without artifacts.
-      if (await this.builds.end(run.id, end, trx)) await this.builds.insertArtifacts(run.build_id, run.id, images, trx);
+      if (!(await this.builds.end(run.id, end, trx))) return;
+      await this.builds.insertArtifacts(run.build_id, run.id, images, trx);
+      const digests = end.status === 'completed' ? Object.fromEntries(images.map((i) => [i.service_name, i.digest])) : null;
+      const type = end.status === 'completed' ? 'system.build.completed' : 'system.build.failed';
+      await emitBuildEvent(trx, type, (await this.builds.spec(run.build_id, trx))!, { ...run, ...end }, digests);
     });
     this.logs.bus.publish(run.id);
   }
