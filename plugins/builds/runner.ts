@@ -1,11 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import { hostname } from 'node:os';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
+import path from 'node:path';
 import type { Logger } from 'pino';
 import { inject, injectable } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
 import type { Config } from '../../core/config/schema.ts';
 import { Passes } from '../../core/passes.ts';
+import { SecretMissing } from '../../core/errors.ts';
+import { GitAccessError, maskSecrets, repoAccess, repoKind, type AccessSecrets } from '../../core/git-access.ts';
+import type { SecretResolver } from '../../core/ports/secrets.ts';
 import type { RoleService } from '../../core/roles.ts';
 import { BUILD_LOG_TAIL_LINES, BuildFailure, BuilderRegistryToken, type BuilderRegistry, type BuiltImage } from '../../core/ports/builder.ts';
 import { ManifestReaderToken, type ManifestReader } from '../../core/ports/manifest.ts';
@@ -14,7 +19,7 @@ import type { RegistrySettingValue } from '../../core/ports/registry.ts';
 import { BuildRepository, type BuildRun, type RunEnd } from './repository.ts';
 import { BuildLogs, BuildLogSink } from './logs.ts';
 import { BuildWakeups } from './wakeups.ts';
-import { RegistryTargets } from './targets.ts';
+import { RegistryTargets, SecretLookup } from './targets.ts';
 import { servicesToBuild } from './plan.ts';
 import { emitBuildEvent } from './events.ts';
 
@@ -52,6 +57,7 @@ export class BuildRunner implements RoleService {
     @inject(BuilderRegistryToken) private readonly builders: BuilderRegistry,
     @inject(ManifestReaderToken) private readonly manifests: ManifestReader,
     @inject(ProjectDirectoryToken) private readonly projects: ProjectDirectory,
+    @inject(SecretLookup) private readonly secrets: () => SecretResolver | null,
   ) {}
 
   async start(): Promise<void> {
@@ -106,7 +112,10 @@ export class BuildRunner implements RoleService {
   private async execute(run: BuildRun): Promise<void> {
     const sink = new BuildLogSink(this.logs, run.id, this.config.builds.log_flush_ms, this.logger);
     const tail: string[] = [];
-    const log = (line: string, stream: 'stdout' | 'stderr' | 'system' = 'stdout') => {
+    // Credentials the build holds (repository token, registry password) never reach the logs.
+    const masks: string[] = [];
+    const log = (raw: string, stream: 'stdout' | 'stderr' | 'system' = 'stdout') => {
+      const line = maskSecrets(raw, masks);
       tail.push(line);
       if (tail.length > BUILD_LOG_TAIL_LINES) tail.shift();
       sink.write(line, stream);
@@ -131,7 +140,7 @@ export class BuildRunner implements RoleService {
     let end: RunEnd;
     let images: BuiltImage[] = [];
     try {
-      const outcome = await this.build(run, log, abort.signal);
+      const outcome = await this.build(run, log, abort.signal, masks);
       images = outcome.images;
       end = outcome.end;
     } catch (e) {
@@ -164,6 +173,7 @@ export class BuildRunner implements RoleService {
     run: BuildRun,
     log: (line: string, stream?: 'stdout' | 'stderr' | 'system') => void,
     signal: AbortSignal,
+    masks: string[],
   ): Promise<{ images: BuiltImage[]; end: RunEnd }> {
     const spec = (await this.builds.spec(run.build_id))!;
     const builder = this.builders.get(run.backend);
@@ -187,21 +197,31 @@ export class BuildRunner implements RoleService {
     } catch (e) {
       throw new BuildFailure('auth_error', `registry credentials: ${(e as Error).message}`);
     }
+    if (target.push) masks.push(target.push.password, Buffer.from(`${target.push.username}:${target.push.password}`).toString('base64'));
     const services = servicesToBuild(manifest.parsed.services ?? {}, spec, target);
     log(
       `building ${services.map((s) => s.service).join(', ')} at ${spec.git_sha} with ${builder.name}${target.host ? `, pushing to ${target.host}` : ''}`,
       'system',
     );
-    const images = await builder.build({
-      runId: run.id,
-      repoUrl: project.repo_url,
-      gitSha: spec.git_sha,
-      services,
-      platforms: Array.isArray(spec.inputs.platforms) ? (spec.inputs.platforms as string[]) : [],
-      push: target.push,
-      signal,
-      log,
-    });
+    const credentialsDir = mkdtempSync(path.join(tmpdir(), 'svc-build-credentials-'));
+    let images: BuiltImage[];
+    try {
+      const access = await this.repoAccess(spec.project_id, project.repo_url, credentialsDir, log);
+      masks.push(...access.secrets);
+      images = await builder.build({
+        runId: run.id,
+        repoUrl: project.repo_url,
+        access,
+        gitSha: spec.git_sha,
+        services,
+        platforms: Array.isArray(spec.inputs.platforms) ? (spec.inputs.platforms as string[]) : [],
+        push: target.push,
+        signal,
+        log,
+      });
+    } finally {
+      rmSync(credentialsDir, { recursive: true, force: true });
+    }
     if (images.length === 0) {
       throw new BuildFailure(
         'build_error',
@@ -209,5 +229,43 @@ export class BuildRunner implements RoleService {
       );
     }
     return { images, end: { status: 'completed' } };
+  }
+
+  /**
+   * The project's credentials for its repository, as the worker's checkout uses them
+   * (worker.git.token_secret for HTTPS, worker.git.ssh_key_secret for SSH). Without the secret
+   * the clone is tried without credentials (a public repository needs none) and says so.
+   */
+  private async repoAccess(projectId: string, repoUrl: string, credentialsDir: string, log: (line: string, stream?: 'system') => void) {
+    try {
+      repoKind(repoUrl);
+    } catch (e) {
+      throw new BuildFailure('clone_error', (e as Error).message);
+    }
+    const project = await this.projects.byId(projectId);
+    const git = this.config.worker.git;
+    const secrets: AccessSecrets = {
+      tokenSecret: git.token_secret,
+      sshKeySecret: git.ssh_key_secret,
+      credentialsDir,
+      scopeHint: `--project ${projectId}`,
+      lookup: async (name) => {
+        const resolver = this.secrets();
+        if (!resolver) return null;
+        try {
+          return await resolver.resolve(name, { projectId, orgId: project?.org_id ?? null });
+        } catch (err) {
+          if (err instanceof SecretMissing && err.secret === name) return null;
+          throw err;
+        }
+      },
+    };
+    try {
+      return await repoAccess(repoUrl, secrets, 'cloning');
+    } catch (e) {
+      if (!(e instanceof GitAccessError)) throw e;
+      log(`${e.message}; cloning without credentials`, 'system');
+      return { env: {}, secrets: [] };
+    }
   }
 }

@@ -30,7 +30,7 @@ export function twoServiceRepo(manifest = TWO_SERVICES) {
   const repo = tempRepo();
   for (const service of ['api', 'web']) {
     mkdirSync(path.join(repo.dir, service), { recursive: true });
-    writeFileSync(path.join(repo.dir, service, 'Dockerfile'), `FROM svc-test-base:1\nCOPY . /srv/${service}\n`);
+    writeFileSync(path.join(repo.dir, service, 'Dockerfile'), `FROM svc-test-base:2\nCOPY . /srv/${service}\n`);
   }
   const sha = repo.commit(manifest, 'two services');
   return { ...repo, sha };
