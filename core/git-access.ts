@@ -1,5 +1,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { SecretMissing } from './errors.ts';
+import type { SecretResolver } from './ports/secrets.ts';
 
 /**
  * How git reaches a project's repository with the project's credentials, shared by the worker's
@@ -87,4 +89,45 @@ export function maskSecrets(text: string, secrets: readonly string[]): string {
   let masked = text;
   for (const secret of secrets) if (secret) masked = masked.split(secret).join('***');
   return masked;
+}
+
+/** The secret names of `worker.git`, looked up in a project's scopes (project, org, system). */
+export function projectAccessSecrets(opts: {
+  names: { token_secret: string; ssh_key_secret: string };
+  resolver: SecretResolver | null;
+  projectId: string;
+  orgId: string | null;
+  credentialsDir: string;
+}): AccessSecrets {
+  return {
+    tokenSecret: opts.names.token_secret,
+    sshKeySecret: opts.names.ssh_key_secret,
+    credentialsDir: opts.credentialsDir,
+    scopeHint: `--project ${opts.projectId}`,
+    lookup: async (name) => {
+      if (!opts.resolver) return null;
+      try {
+        return await opts.resolver.resolve(name, { projectId: opts.projectId, orgId: opts.orgId });
+      } catch (err) {
+        if (err instanceof SecretMissing && err.secret === name) return null;
+        throw err;
+      }
+    },
+  };
+}
+
+/**
+ * Like `repoAccess`, for readers that may also reach public repositories (builds, manifest sync):
+ * without the secret, git goes without credentials and `note` says which secret a private one needs.
+ * An unsupported URL is still a GitAccessError.
+ */
+export async function optionalRepoAccess(url: string, secrets: AccessSecrets, purpose: string): Promise<{ access: Pick<RepoAccess, 'env' | 'secrets'>; note: string | null }> {
+  repoKind(url);
+  try {
+    const { env, secrets: masked } = await repoAccess(url, secrets, purpose);
+    return { access: { env, secrets: masked }, note: null };
+  } catch (err) {
+    if (!(err instanceof GitAccessError)) throw err;
+    return { access: { env: {}, secrets: [] }, note: `${err.message}; going without credentials` };
+  }
 }

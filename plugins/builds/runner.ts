@@ -8,8 +8,7 @@ import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
 import type { Config } from '../../core/config/schema.ts';
 import { Passes } from '../../core/passes.ts';
-import { SecretMissing } from '../../core/errors.ts';
-import { GitAccessError, maskSecrets, repoAccess, repoKind, type AccessSecrets } from '../../core/git-access.ts';
+import { GitAccessError, maskSecrets, optionalRepoAccess, projectAccessSecrets } from '../../core/git-access.ts';
 import type { SecretResolver } from '../../core/ports/secrets.ts';
 import type { RoleService } from '../../core/roles.ts';
 import { BUILD_LOG_TAIL_LINES, BuildFailure, BuilderRegistryToken, type BuilderRegistry, type BuiltImage } from '../../core/ports/builder.ts';
@@ -237,35 +236,21 @@ export class BuildRunner implements RoleService {
    * the clone is tried without credentials (a public repository needs none) and says so.
    */
   private async repoAccess(projectId: string, repoUrl: string, credentialsDir: string, log: (line: string, stream?: 'system') => void) {
-    try {
-      repoKind(repoUrl);
-    } catch (e) {
-      throw new BuildFailure('clone_error', (e as Error).message);
-    }
     const project = await this.projects.byId(projectId);
-    const git = this.config.worker.git;
-    const secrets: AccessSecrets = {
-      tokenSecret: git.token_secret,
-      sshKeySecret: git.ssh_key_secret,
+    const secrets = projectAccessSecrets({
+      names: this.config.worker.git,
+      resolver: this.secrets(),
+      projectId,
+      orgId: project?.org_id ?? null,
       credentialsDir,
-      scopeHint: `--project ${projectId}`,
-      lookup: async (name) => {
-        const resolver = this.secrets();
-        if (!resolver) return null;
-        try {
-          return await resolver.resolve(name, { projectId, orgId: project?.org_id ?? null });
-        } catch (err) {
-          if (err instanceof SecretMissing && err.secret === name) return null;
-          throw err;
-        }
-      },
-    };
+    });
     try {
-      return await repoAccess(repoUrl, secrets, 'cloning');
+      const { access, note } = await optionalRepoAccess(repoUrl, secrets, 'cloning');
+      if (note) log(note, 'system');
+      return access;
     } catch (e) {
-      if (!(e instanceof GitAccessError)) throw e;
-      log(`${e.message}; cloning without credentials`, 'system');
-      return { env: {}, secrets: [] };
+      if (e instanceof GitAccessError) throw new BuildFailure('clone_error', e.message);
+      throw e;
     }
   }
 }

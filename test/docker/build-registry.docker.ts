@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { as, bootstrapAdmin, startTestServer, type TestServer } from '../support/server.ts';
 import { settled, twoServiceRepo } from '../builds/helpers.ts';
+import { privateGitServer } from '../builds/git-http.ts';
 import { RegistryPullSecretsToken } from '../../core/ports/registry.ts';
 import { manifestDigest, startRegistry, type Registry } from './registry.ts';
 import { BUILD_BASE_IMAGE, DOCKER_CLI, ensureBuildBaseImage } from './images.ts';
@@ -76,6 +77,7 @@ test.serial('an own registry: pushed with the project’s REGISTRY_USERNAME / RE
   const done = await settled(admin, buildId, 150_000);
   t.like(done, { status: 'completed' }, JSON.stringify(done.latest_run));
   const artifacts = (await admin.get(`/builds/${buildId}/artifacts`)).body.data;
+  for (const a of artifacts) built.add(a.image_ref);
   t.deepEqual(
     artifacts.map((a: any) => a.image_ref),
     [`${host}/team/api:sha-${repo.sha}`, `${host}/team/web:sha-${repo.sha}`],
@@ -85,7 +87,6 @@ test.serial('an own registry: pushed with the project’s REGISTRY_USERNAME / RE
   t.deepEqual(Object.keys(secret!.auths), [host]);
   // The docker-config's credential is what the registry itself accepts, and it answers the built digests.
   for (const a of artifacts) {
-    built.add(a.image_ref);
     const answer = await manifestDigest(host, `team/${a.service_name}`, `sha-${repo.sha}`, `Basic ${secret!.auths[host].auth}`);
     t.deepEqual(answer, { status: 200, digest: a.digest }, a.service_name);
   }
@@ -102,7 +103,7 @@ test.serial('a wrong registry password fails the build with auth_error; the pass
   const p = await project(repo.url, { REGISTRY_USERNAME: USER, REGISTRY_PASSWORD: wrong });
   const buildId = await buildOf(repo, p);
   const done = await settled(admin, buildId, 150_000);
-  for (const service of ['api', 'web']) built.add(`${registry!.host}/team/${service}:sha-${repo.sha}`);
+  built.add(`${registry!.host}/team/api:sha-${repo.sha}`); // built, then refused by the registry
   t.like(done.latest_run, { status: 'failed', error_class: 'auth_error' });
   t.regex(done.latest_run.error_message, new RegExp(`^api: push to ${registry!.host.replace(/\./g, '\\.')} failed: `));
   const logs = (await admin.get(`/builds/${buildId}/logs?limit=1000`)).body.data.map((l: any) => l.line).join('\n');
@@ -127,4 +128,34 @@ test.serial('a build over builds.timeout_seconds fails with timeout_error, and i
   while ((await sleeping()).length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 500));
   t.deepEqual(await sleeping(), []);
   t.false(execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).includes(`sha-${sha}`), 'no docker build of the run is left');
+});
+
+test.serial('a private repository is checked out with the project’s GIT_TOKEN; with a wrong one the run is a clone_error that shows no token', async (t) => {
+  const token = 'ghp_the-private-repository-token';
+  const wrong = 'ghp_a-revoked-token';
+  const manifest = 'registry: none\nservices:\n  api:\n    build: { context: api }\n';
+  const repo = twoServiceRepo(manifest);
+  const git = await privateGitServer(repo.dir, token);
+  try {
+    const p = await project(git.url, { GIT_TOKEN: token });
+    const buildId = await buildOf({ url: git.url, sha: repo.sha }, p);
+    const done = await settled(admin, buildId, 150_000);
+    t.like(done, { status: 'completed' }, JSON.stringify(done.latest_run));
+    for (const a of (await admin.get(`/builds/${buildId}/artifacts`)).body.data) built.add(a.image_ref);
+
+    t.is((await admin.delete(`/projects/${p.id}/secrets/GIT_TOKEN`)).statusCode, 204);
+    t.is((await admin.post(`/projects/${p.id}/secrets`, { name: 'GIT_TOKEN', value: wrong })).statusCode, 201);
+    const rerun = await admin.post(`/builds/${buildId}/runs`, { force_rebuild: true });
+    t.is(rerun.statusCode, 201, JSON.stringify(rerun.body));
+    const failed = await settled(admin, buildId, 150_000);
+    t.like(failed.latest_run, { status: 'failed', error_class: 'clone_error' });
+    t.regex(failed.latest_run.error_message, new RegExp(`^could not clone ${git.url.replace(/[.]/g, '\\.')}: `));
+    const logs = (await admin.get(`/builds/${buildId}/logs?run_id=${rerun.body.id}&limit=1000`)).body.data.map((l: any) => l.line).join('\n');
+    for (const text of [JSON.stringify(failed), logs]) {
+      for (const secret of [token, wrong, Buffer.from(`x-access-token:${wrong}`).toString('base64')]) t.false(text.includes(secret));
+    }
+    t.true(git.seen.refused > 0);
+  } finally {
+    await git.stop();
+  }
 });
