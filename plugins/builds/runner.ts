@@ -149,8 +149,9 @@ export class BuildRunner implements RoleService {
           : e instanceof BuildFailure
             ? e
             : new BuildFailure('resource_error', (e as Error).message);
-      log(`build failed (${failure.errorClass}): ${failure.message}`, 'system');
-      end = { status: 'failed', error_class: failure.errorClass, error_message: failure.message, failed_stage: failure.stage, log_tail: [...tail] };
+      const message = maskSecrets(failure.message, masks);
+      log(`build failed (${failure.errorClass}): ${message}`, 'system');
+      end = { status: 'failed', error_class: failure.errorClass, error_message: message, failed_stage: failure.stage, log_tail: [...tail] };
     } finally {
       clearTimeout(timer);
       clearInterval(beat);
@@ -205,7 +206,7 @@ export class BuildRunner implements RoleService {
     const credentialsDir = mkdtempSync(path.join(tmpdir(), 'svc-build-credentials-'));
     let images: BuiltImage[];
     try {
-      const access = await this.repoAccess(spec.project_id, project.repo_url, credentialsDir, log);
+      const access = await this.repoAccess(project, project.repo_url, credentialsDir, log);
       masks.push(...access.secrets);
       images = await builder.build({
         runId: run.id,
@@ -235,15 +236,13 @@ export class BuildRunner implements RoleService {
    * (worker.git.token_secret for HTTPS, worker.git.ssh_key_secret for SSH). Without the secret
    * the clone is tried without credentials (a public repository needs none) and says so.
    */
-  private async repoAccess(projectId: string, repoUrl: string, credentialsDir: string, log: (line: string, stream?: 'system') => void) {
-    const project = await this.projects.byId(projectId);
-    const secrets = projectAccessSecrets({
-      names: this.config.worker.git,
-      resolver: this.secrets(),
-      projectId,
-      orgId: project?.org_id ?? null,
-      credentialsDir,
-    });
+  private async repoAccess(
+    project: { id: string; org_id: string },
+    repoUrl: string,
+    credentialsDir: string,
+    log: (line: string, stream?: 'system') => void,
+  ) {
+    const secrets = projectAccessSecrets({ names: this.config.worker.git, resolver: this.secrets(), projectId: project.id, orgId: project.org_id, credentialsDir });
     try {
       const { access, note } = await optionalRepoAccess(repoUrl, secrets, 'cloning');
       if (note) log(note, 'system');
