@@ -27,7 +27,7 @@ test.serial('without GIT_TOKEN the manifest cannot be read; with it, synced, and
   const projectId = await w.project(git.url);
   const refused = await w.admin.post(`/projects/${projectId}/manifest`, { ref: repo.sha });
   t.is(refused.statusCode, 422);
-  t.regex(refused.body.message, /could not fetch http:\/\/127\.0\.0\.1:\d+\/app\.git/);
+  t.regex(refused.body.message, /could not fetch https:\/\/127\.0\.0\.1:\d+\/app\.git/);
 
   t.is((await w.admin.post(`/projects/${projectId}/secrets`, { name: 'GIT_TOKEN', value: TOKEN })).statusCode, 201);
   const synced = await w.admin.post(`/projects/${projectId}/manifest`, { ref: repo.sha });
