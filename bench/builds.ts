@@ -67,7 +67,8 @@ export async function runBuildsBench(): Promise<string[]> {
         );
       }
     }
-    for (const p of [50, 95]) rows.push(goalRow('reused', `p${p} request answered completed`, percentile(ascending(answered), p), fmt.ms, { atMost: REUSE_GOAL_MS }));
+    for (const p of [50, 95])
+      rows.push(goalRow('reused', `p${p} request answered completed`, percentile(ascending(answered), p), fmt.ms, { atMost: REUSE_GOAL_MS }));
     printTable(`Builds: two services, ${RUNS} runs each, local engine (buildx, registry none)`, rows, [
       'the first build also fills BuildKit’s layer cache; later ones reuse its layers',
     ]);

@@ -121,7 +121,11 @@ export function projectAccessSecrets(opts: {
  * without the secret, git goes without credentials and `note` says which secret a private one needs.
  * An unsupported URL is still a GitAccessError.
  */
-export async function optionalRepoAccess(url: string, secrets: AccessSecrets, purpose: string): Promise<{ access: Pick<RepoAccess, 'env' | 'secrets'>; note: string | null }> {
+export async function optionalRepoAccess(
+  url: string,
+  secrets: AccessSecrets,
+  purpose: string,
+): Promise<{ access: Pick<RepoAccess, 'env' | 'secrets'>; note: string | null }> {
   repoKind(url);
   try {
     const { env, secrets: masked } = await repoAccess(url, secrets, purpose);

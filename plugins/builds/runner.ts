@@ -236,13 +236,14 @@ export class BuildRunner implements RoleService {
    * (worker.git.token_secret for HTTPS, worker.git.ssh_key_secret for SSH). Without the secret
    * the clone is tried without credentials (a public repository needs none) and says so.
    */
-  private async repoAccess(
-    project: { id: string; org_id: string },
-    repoUrl: string,
-    credentialsDir: string,
-    log: (line: string, stream?: 'system') => void,
-  ) {
-    const secrets = projectAccessSecrets({ names: this.config.worker.git, resolver: this.secrets(), projectId: project.id, orgId: project.org_id, credentialsDir });
+  private async repoAccess(project: { id: string; org_id: string }, repoUrl: string, credentialsDir: string, log: (line: string, stream?: 'system') => void) {
+    const secrets = projectAccessSecrets({
+      names: this.config.worker.git,
+      resolver: this.secrets(),
+      projectId: project.id,
+      orgId: project.org_id,
+      credentialsDir,
+    });
     try {
       const { access, note } = await optionalRepoAccess(repoUrl, secrets, 'cloning');
       if (note) log(note, 'system');

@@ -40,8 +40,7 @@ function git(args: string[], cwd: string | undefined, access: Pick<RepoAccess, '
         maxBuffer: 8 * 1024 * 1024,
         env: { GIT_SSH_COMMAND: 'ssh -o BatchMode=yes', ...process.env, ...access.env, GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: 'true' },
       },
-      (error, stdout, stderr) =>
-        error ? reject(new GitError(maskSecrets(String(stderr).trim() || error.message, access.secrets))) : resolve(String(stdout)),
+      (error, stdout, stderr) => (error ? reject(new GitError(maskSecrets(String(stderr).trim() || error.message, access.secrets))) : resolve(String(stdout))),
     );
   });
 }
