@@ -1,4 +1,5 @@
 import type { InjectionToken } from 'tsyringe';
+import type { RepoAccess } from '../git-access.ts';
 
 /** The spec's build error classes. */
 export const BUILD_ERROR_CLASSES = ['auth_error', 'clone_error', 'build_error', 'timeout_error', 'resource_error', 'registry_error'] as const;
@@ -25,6 +26,8 @@ export interface ServiceBuild {
 export interface BuildRequest {
   runId: string;
   repoUrl: string;
+  /** The project's credentials for `repoUrl` (core/git-access.ts): git's extra environment; the values never reach arguments or logs. */
+  access: Pick<RepoAccess, 'env' | 'secrets'>;
   gitSha: string;
   services: ServiceBuild[];
   /** `linux/amd64`…; empty: the engine's own platform. */

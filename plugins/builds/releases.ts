@@ -8,6 +8,7 @@ import { isUniqueViolation } from '../../core/http/unique.ts';
 import { paginate, type ListQuery, type Page } from '../../core/http/lists.ts';
 import type { ReleaseRecord, Releases } from '../../core/ports/releases.ts';
 import { BuildRepository } from './repository.ts';
+import { emitReleaseCreated } from './events.ts';
 
 export interface Release {
   id: string;
@@ -55,8 +56,11 @@ export class ReleaseService implements Releases {
       created_by: principal.id,
     };
     try {
-      const [stored] = await this.db('releases').insert(row).returning('*');
-      return stored;
+      return await this.db.transaction(async (trx) => {
+        const [stored]: Release[] = await trx('releases').insert(row).returning('*');
+        await emitReleaseCreated(trx, stored);
+        return stored;
+      });
     } catch (e) {
       if (isUniqueViolation(e)) throw new Conflict(`release tag '${tag}' already exists in project ${projectId}`, { tag });
       throw e;

@@ -98,20 +98,56 @@ export class BuildRepository {
     return paginate(q, filters, (r: BuildSpec) => r, 'build_specs');
   }
 
-  /** A pending run, or (with `reusedFrom`) one already completed with the artifacts of that earlier run. */
-  async insertRun(run: Pick<BuildRun, 'build_id' | 'backend' | 'force_rebuild' | 'created_by'>, trx: Db, reusedFrom?: string): Promise<BuildRun> {
+  /** A pending run. */
+  async insertRun(run: Pick<BuildRun, 'build_id' | 'backend' | 'force_rebuild' | 'created_by'>, trx: Db): Promise<BuildRun> {
     const id = newId('brun');
-    const reused = reusedFrom ? { status: 'completed', reused_from: reusedFrom, started_at: trx.fn.now(), completed_at: trx.fn.now() } : {};
     const [stored] = await trx('build_runs')
-      .insert({ id, ...run, ...reused, logs_ref: `/builds/${run.build_id}/logs?run_id=${id}` })
+      .insert({ id, ...run, logs_ref: `/builds/${run.build_id}/logs?run_id=${id}` })
       .returning(RUN_COLUMNS);
-    if (reusedFrom)
-      await trx.raw(
-        `INSERT INTO build_artifacts (build_id, run_id, service_name, image_ref, digest, platforms, size_bytes)
-         SELECT ?, ?, service_name, image_ref, digest, platforms, size_bytes FROM build_artifacts WHERE run_id = ?`,
-        [run.build_id, id, reusedFrom],
-      );
     return stored;
+  }
+
+  /**
+   * A run completed at once with the artifacts of run `from` and one log line, in a single
+   * statement (build reuse answers within the request); with the digests it carries, by service.
+   */
+  async insertReusedRun(
+    run: Pick<BuildRun, 'build_id' | 'backend' | 'force_rebuild' | 'created_by'>,
+    from: string,
+    logLine: string,
+    trx: Db,
+  ): Promise<{ run: BuildRun; digests: Record<string, string> }> {
+    const id = newId('brun');
+    const { rows } = await trx.raw<{ rows: (BuildRun & { image_digests: Record<string, string> | null })[] }>(
+      `WITH run AS (
+         INSERT INTO build_runs (id, build_id, backend, force_rebuild, created_by, logs_ref, status, reused_from, started_at, completed_at)
+         VALUES (?, ?, ?, ?, ?, ?, 'completed', ?, now(), now())
+         RETURNING ${RUN_COLUMNS.join(', ')}
+       ), copied AS (
+         INSERT INTO build_artifacts (build_id, run_id, service_name, image_ref, digest, platforms, size_bytes)
+         SELECT ?, ?, service_name, image_ref, digest, platforms, size_bytes FROM build_artifacts WHERE run_id = ?
+         RETURNING service_name, digest
+       ), logged AS (
+         INSERT INTO build_logs (run_id, seq, stream, line) VALUES (?, 1, 'system', ?)
+       )
+       SELECT run.*, (SELECT json_object_agg(service_name, digest) FROM copied) AS image_digests FROM run`,
+      [
+        id,
+        run.build_id,
+        run.backend,
+        run.force_rebuild,
+        run.created_by,
+        `/builds/${run.build_id}/logs?run_id=${id}`,
+        from,
+        run.build_id,
+        id,
+        from,
+        id,
+        logLine,
+      ],
+    );
+    const { image_digests, ...stored } = rows[0];
+    return { run: stored, digests: image_digests ?? {} };
   }
 
   run(runId: string, db: Db = this.db): Promise<BuildRun | undefined> {
@@ -144,8 +180,8 @@ export class BuildRepository {
   }
 
   /** The oldest pending run, now `building` under `runnerRef`; SKIP LOCKED so runners share the queue. */
-  async claim(runnerRef: string): Promise<BuildRun | undefined> {
-    const { rows } = await this.db.raw<{ rows: BuildRun[] }>(
+  async claim(runnerRef: string, trx: Db = this.db): Promise<BuildRun | undefined> {
+    const { rows } = await trx.raw<{ rows: BuildRun[] }>(
       `UPDATE build_runs SET status = 'building', runner_ref = ?, started_at = now(), heartbeat_at = now()
        WHERE id = (SELECT id FROM build_runs WHERE status = 'pending' ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)
        RETURNING ${RUN_COLUMNS.join(', ')}`,

@@ -1,11 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { hostname } from 'node:os';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
+import path from 'node:path';
 import type { Logger } from 'pino';
 import { inject, injectable } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
 import type { Config } from '../../core/config/schema.ts';
 import { Passes } from '../../core/passes.ts';
+import { GitAccessError, maskSecrets, optionalRepoAccess, projectAccessSecrets } from '../../core/git-access.ts';
+import type { SecretResolver } from '../../core/ports/secrets.ts';
 import type { RoleService } from '../../core/roles.ts';
 import { BUILD_LOG_TAIL_LINES, BuildFailure, BuilderRegistryToken, type BuilderRegistry, type BuiltImage } from '../../core/ports/builder.ts';
 import { ManifestReaderToken, type ManifestReader } from '../../core/ports/manifest.ts';
@@ -14,8 +18,9 @@ import type { RegistrySettingValue } from '../../core/ports/registry.ts';
 import { BuildRepository, type BuildRun, type RunEnd } from './repository.ts';
 import { BuildLogs, BuildLogSink } from './logs.ts';
 import { BuildWakeups } from './wakeups.ts';
-import { RegistryTargets } from './targets.ts';
+import { RegistryTargets, SecretLookup } from './targets.ts';
 import { servicesToBuild } from './plan.ts';
+import { emitBuildEvent } from './events.ts';
 
 /** Runs built at once by one process. */
 const MAX_IN_FLIGHT = 2;
@@ -51,6 +56,7 @@ export class BuildRunner implements RoleService {
     @inject(BuilderRegistryToken) private readonly builders: BuilderRegistry,
     @inject(ManifestReaderToken) private readonly manifests: ManifestReader,
     @inject(ProjectDirectoryToken) private readonly projects: ProjectDirectory,
+    @inject(SecretLookup) private readonly secrets: () => SecretResolver | null,
   ) {}
 
   async start(): Promise<void> {
@@ -68,7 +74,11 @@ export class BuildRunner implements RoleService {
   private async pass(): Promise<void> {
     await this.failLost();
     while (!this.stopped && this.inFlight.size < MAX_IN_FLIGHT) {
-      const run = await this.builds.claim(this.ref);
+      const run = await this.db.transaction(async (trx) => {
+        const claimed = await this.builds.claim(this.ref, trx);
+        if (claimed) await emitBuildEvent(trx, 'system.build.started', (await this.builds.spec(claimed.build_id, trx))!, claimed);
+        return claimed;
+      });
       if (!run) return;
       const work: Promise<void> = this.execute(run)
         .catch((err) => this.logger.error({ err, runId: run.id }, 'build run failed unexpectedly'))
@@ -84,10 +94,15 @@ export class BuildRunner implements RoleService {
   private async failLost(): Promise<void> {
     const before = new Date(Date.now() - LOST_AFTER_BEATS * this.config.builds.heartbeat_seconds * 1000);
     for (const run of await this.builds.stale(before)) {
-      const ended = await this.builds.end(run.id, {
+      const end = {
         status: 'failed',
         error_class: 'resource_error',
         error_message: `the builder process ${run.runner_ref ?? '?'} stopped while building (no heartbeat since before ${before.toISOString()}); run the build again`,
+      } as const;
+      const ended = await this.db.transaction(async (trx) => {
+        if (!(await this.builds.end(run.id, end, trx))) return false;
+        await emitBuildEvent(trx, 'system.build.failed', (await this.builds.spec(run.build_id, trx))!, { ...run, ...end });
+        return true;
       });
       if (ended) this.logs.bus.publish(run.id);
     }
@@ -96,7 +111,10 @@ export class BuildRunner implements RoleService {
   private async execute(run: BuildRun): Promise<void> {
     const sink = new BuildLogSink(this.logs, run.id, this.config.builds.log_flush_ms, this.logger);
     const tail: string[] = [];
-    const log = (line: string, stream: 'stdout' | 'stderr' | 'system' = 'stdout') => {
+    // Credentials the build holds (repository token, registry password) never reach the logs.
+    const masks: string[] = [];
+    const log = (raw: string, stream: 'stdout' | 'stderr' | 'system' = 'stdout') => {
+      const line = maskSecrets(raw, masks);
       tail.push(line);
       if (tail.length > BUILD_LOG_TAIL_LINES) tail.shift();
       sink.write(line, stream);
@@ -121,7 +139,7 @@ export class BuildRunner implements RoleService {
     let end: RunEnd;
     let images: BuiltImage[] = [];
     try {
-      const outcome = await this.build(run, log, abort.signal);
+      const outcome = await this.build(run, log, abort.signal, masks);
       images = outcome.images;
       end = outcome.end;
     } catch (e) {
@@ -131,8 +149,9 @@ export class BuildRunner implements RoleService {
           : e instanceof BuildFailure
             ? e
             : new BuildFailure('resource_error', (e as Error).message);
-      log(`build failed (${failure.errorClass}): ${failure.message}`, 'system');
-      end = { status: 'failed', error_class: failure.errorClass, error_message: failure.message, failed_stage: failure.stage, log_tail: [...tail] };
+      const message = maskSecrets(failure.message, masks);
+      log(`build failed (${failure.errorClass}): ${message}`, 'system');
+      end = { status: 'failed', error_class: failure.errorClass, error_message: message, failed_stage: failure.stage, log_tail: [...tail] };
     } finally {
       clearTimeout(timer);
       clearInterval(beat);
@@ -141,7 +160,11 @@ export class BuildRunner implements RoleService {
     await sink.flush();
     await this.db.transaction(async (trx) => {
       // A cancel that won the race leaves the run cancelled, without artifacts.
-      if (await this.builds.end(run.id, end, trx)) await this.builds.insertArtifacts(run.build_id, run.id, images, trx);
+      if (!(await this.builds.end(run.id, end, trx))) return;
+      await this.builds.insertArtifacts(run.build_id, run.id, images, trx);
+      const digests = end.status === 'completed' ? Object.fromEntries(images.map((i) => [i.service_name, i.digest])) : null;
+      const type = end.status === 'completed' ? 'system.build.completed' : 'system.build.failed';
+      await emitBuildEvent(trx, type, (await this.builds.spec(run.build_id, trx))!, { ...run, ...end }, digests);
     });
     this.logs.bus.publish(run.id);
   }
@@ -150,6 +173,7 @@ export class BuildRunner implements RoleService {
     run: BuildRun,
     log: (line: string, stream?: 'stdout' | 'stderr' | 'system') => void,
     signal: AbortSignal,
+    masks: string[],
   ): Promise<{ images: BuiltImage[]; end: RunEnd }> {
     const spec = (await this.builds.spec(run.build_id))!;
     const builder = this.builders.get(run.backend);
@@ -173,21 +197,31 @@ export class BuildRunner implements RoleService {
     } catch (e) {
       throw new BuildFailure('auth_error', `registry credentials: ${(e as Error).message}`);
     }
+    if (target.push) masks.push(target.push.password, Buffer.from(`${target.push.username}:${target.push.password}`).toString('base64'));
     const services = servicesToBuild(manifest.parsed.services ?? {}, spec, target);
     log(
       `building ${services.map((s) => s.service).join(', ')} at ${spec.git_sha} with ${builder.name}${target.host ? `, pushing to ${target.host}` : ''}`,
       'system',
     );
-    const images = await builder.build({
-      runId: run.id,
-      repoUrl: project.repo_url,
-      gitSha: spec.git_sha,
-      services,
-      platforms: Array.isArray(spec.inputs.platforms) ? (spec.inputs.platforms as string[]) : [],
-      push: target.push,
-      signal,
-      log,
-    });
+    const credentialsDir = mkdtempSync(path.join(tmpdir(), 'svc-build-credentials-'));
+    let images: BuiltImage[];
+    try {
+      const access = await this.repoAccess(project, project.repo_url, credentialsDir, log);
+      masks.push(...access.secrets);
+      images = await builder.build({
+        runId: run.id,
+        repoUrl: project.repo_url,
+        access,
+        gitSha: spec.git_sha,
+        services,
+        platforms: Array.isArray(spec.inputs.platforms) ? (spec.inputs.platforms as string[]) : [],
+        push: target.push,
+        signal,
+        log,
+      });
+    } finally {
+      rmSync(credentialsDir, { recursive: true, force: true });
+    }
     if (images.length === 0) {
       throw new BuildFailure(
         'build_error',
@@ -195,5 +229,28 @@ export class BuildRunner implements RoleService {
       );
     }
     return { images, end: { status: 'completed' } };
+  }
+
+  /**
+   * The project's credentials for its repository, as the worker's checkout uses them
+   * (worker.git.token_secret for HTTPS, worker.git.ssh_key_secret for SSH). Without the secret
+   * the clone is tried without credentials (a public repository needs none) and says so.
+   */
+  private async repoAccess(project: { id: string; org_id: string }, repoUrl: string, credentialsDir: string, log: (line: string, stream?: 'system') => void) {
+    const secrets = projectAccessSecrets({
+      names: this.config.worker.git,
+      resolver: this.secrets(),
+      projectId: project.id,
+      orgId: project.org_id,
+      credentialsDir,
+    });
+    try {
+      const { access, note } = await optionalRepoAccess(repoUrl, secrets, 'cloning');
+      if (note) log(note, 'system');
+      return access;
+    } catch (e) {
+      if (e instanceof GitAccessError) throw new BuildFailure('clone_error', e.message);
+      throw e;
+    }
   }
 }

@@ -10,7 +10,8 @@ import { ManifestReaderToken, ManifestSyncerToken, type ManifestReader, type Man
 import type { StoredManifest } from '../../domain/manifest/types.ts';
 import { BuildRepository, type BuildRun, type BuildSpec } from './repository.ts';
 import { BuildWakeups } from './wakeups.ts';
-import { BuildLogBus, BuildLogs } from './logs.ts';
+import { BuildLogBus } from './logs.ts';
+import { emitBuildEvent } from './events.ts';
 import { ACTIVE_STATUSES, type RunStatus } from './schemas.ts';
 
 export interface CreateBuildInput {
@@ -34,7 +35,6 @@ export class BuildService {
     @inject(BuildRepository) private readonly builds: BuildRepository,
     @inject(BuildWakeups) private readonly wakeups: BuildWakeups,
     @inject(BuildLogBus) private readonly logBus: BuildLogBus,
-    @inject(BuildLogs) private readonly logs: BuildLogs,
     @inject(ManifestReaderToken) private readonly manifests: ManifestReader,
     @inject(ManifestSyncerToken) private readonly syncer: ManifestSyncer,
   ) {}
@@ -110,7 +110,12 @@ export class BuildService {
     if (!run || !ACTIVE_STATUSES.includes(run.status)) {
       throw new Conflict(`build ${buildId} is not active (its latest run is ${run?.status ?? 'missing'})`, { status: run?.status ?? null });
     }
-    const ended = await this.builds.end(run.id, { status: 'cancelled', error_message: 'cancelled by request' });
+    const end = { status: 'cancelled', error_message: 'cancelled by request' } as const;
+    const ended = await this.db.transaction(async (trx) => {
+      if (!(await this.builds.end(run.id, end, trx))) return false;
+      await emitBuildEvent(trx, 'system.build.cancelled', view, { ...run, ...end });
+      return true;
+    });
     if (!ended) throw new Conflict(`build ${buildId} ended before it could be cancelled`);
     // The runner hears it on the log bus and stops the builder.
     this.logBus.publish(run.id);
@@ -124,15 +129,15 @@ export class BuildService {
    */
   private async startRun(spec: BuildSpec, forceRebuild: boolean, principal: Principal, trx: Db): Promise<BuildRun> {
     const earlier = this.config.builds.reuse && !forceRebuild ? await this.builds.reusable(spec, trx) : null;
-    const run = await this.builds.insertRun(
-      { build_id: spec.id, backend: this.config.builds.backend, force_rebuild: forceRebuild, created_by: principal.id },
-      trx,
-      earlier ?? undefined,
-    );
-    if (earlier) {
-      const line = `reusing the artifacts of run ${earlier} (same commit, manifest and services; force_rebuild or SVC_BUILD_REUSE=false builds anew)`;
-      await this.logs.append(run.id, [{ seq: 1, stream: 'system', line }], trx);
-    } else this.wakeups.afterCommit(trx);
+    const fields = { build_id: spec.id, backend: this.config.builds.backend, force_rebuild: forceRebuild, created_by: principal.id };
+    if (!earlier) {
+      const run = await this.builds.insertRun(fields, trx);
+      this.wakeups.afterCommit(trx);
+      return run;
+    }
+    const line = `reusing the artifacts of run ${earlier} (same commit, manifest and services; force_rebuild or SVC_BUILD_REUSE=false builds anew)`;
+    const { run, digests } = await this.builds.insertReusedRun(fields, earlier, line, trx);
+    await emitBuildEvent(trx, 'system.build.completed', spec, run, digests);
     return run;
   }
 

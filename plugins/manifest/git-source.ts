@@ -1,10 +1,16 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import Boom from '@hapi/boom';
 import { inject, injectable } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
 import type { Config } from '../../core/config/schema.ts';
+import { GitAccessError, maskSecrets, optionalRepoAccess, projectAccessSecrets, redactUrl, type RepoAccess } from '../../core/git-access.ts';
+import type { SecretResolver } from '../../core/ports/secrets.ts';
+
+/** Secrets are looked up lazily: the secrets plugin may load after this one. */
+export const ManifestSecrets = Symbol('ManifestSecrets');
 
 export const MANIFEST_PATH = '.svc/manifest.yaml';
 const GIT_TIMEOUT_MS = 60_000;
@@ -23,7 +29,7 @@ class GitError extends Error {
   }
 }
 
-function git(args: string[], cwd?: string): Promise<string> {
+function git(args: string[], cwd: string | undefined, access: Pick<RepoAccess, 'env' | 'secrets'>): Promise<string> {
   return new Promise((resolve, reject) => {
     execFile(
       'git',
@@ -32,9 +38,9 @@ function git(args: string[], cwd?: string): Promise<string> {
         cwd,
         timeout: GIT_TIMEOUT_MS,
         maxBuffer: 8 * 1024 * 1024,
-        env: { GIT_SSH_COMMAND: 'ssh -o BatchMode=yes', ...process.env, GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: 'true' },
+        env: { GIT_SSH_COMMAND: 'ssh -o BatchMode=yes', ...process.env, ...access.env, GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: 'true' },
       },
-      (error, stdout, stderr) => (error ? reject(new GitError(String(stderr).trim() || error.message)) : resolve(String(stdout))),
+      (error, stdout, stderr) => (error ? reject(new GitError(maskSecrets(String(stderr).trim() || error.message, access.secrets))) : resolve(String(stdout))),
     );
   });
 }
@@ -51,13 +57,18 @@ export class GitManifestSource {
   private readonly root: string;
   private readonly queues = new Map<string, Promise<unknown>>();
 
-  constructor(@inject(Tokens.Config) config: Config) {
+  constructor(
+    @inject(Tokens.Config) private readonly config: Config,
+    @inject(ManifestSecrets) private readonly secrets: () => SecretResolver | null,
+  ) {
     this.root = path.resolve(config.data_dir, 'manifest-mirrors');
   }
 
-  read(projectId: string, repoUrl: string, ref: string): Promise<GitManifest> {
+  /** With the project's git credentials (worker.git's secrets, as the worker and the builders use them; none for a public repository). */
+  read(project: { id: string; org_id: string | null }, repoUrl: string, ref: string): Promise<GitManifest> {
+    const projectId = project.id;
     const previous = this.queues.get(projectId) ?? Promise.resolve();
-    const next = previous.catch(() => undefined).then(() => this.readNow(projectId, repoUrl, ref));
+    const next = previous.catch(() => undefined).then(() => this.readWithAccess(project, repoUrl, ref));
     this.queues.set(projectId, next);
     void next
       .finally(() => {
@@ -67,27 +78,50 @@ export class GitManifestSource {
     return next;
   }
 
-  private async readNow(projectId: string, repoUrl: string, ref: string): Promise<GitManifest> {
+  private async readWithAccess(project: { id: string; org_id: string | null }, repoUrl: string, ref: string): Promise<GitManifest> {
+    const credentialsDir = mkdtempSync(path.join(tmpdir(), 'svc-manifest-credentials-'));
+    try {
+      const secrets = projectAccessSecrets({
+        names: this.config.worker.git,
+        resolver: this.secrets(),
+        projectId: project.id,
+        orgId: project.org_id,
+        credentialsDir,
+      });
+      let access: Pick<RepoAccess, 'env' | 'secrets'>;
+      try {
+        access = (await optionalRepoAccess(repoUrl, secrets, 'reading')).access;
+      } catch (e) {
+        if (e instanceof GitAccessError) throw Boom.badData(`could not fetch ${redactUrl(repoUrl)}: ${e.message}`);
+        throw e;
+      }
+      return await this.readNow(project.id, repoUrl, ref, access);
+    } finally {
+      rmSync(credentialsDir, { recursive: true, force: true });
+    }
+  }
+
+  private async readNow(projectId: string, repoUrl: string, ref: string, access: Pick<RepoAccess, 'env' | 'secrets'>): Promise<GitManifest> {
     const mirror = path.join(this.root, projectId);
     try {
       if (!existsSync(path.join(mirror, 'HEAD'))) {
         mkdirSync(this.root, { recursive: true });
-        await git(['clone', '--quiet', '--mirror', '--', repoUrl, mirror]);
+        await git(['clone', '--quiet', '--mirror', '--', repoUrl, mirror], undefined, access);
       } else {
-        await git(['remote', 'set-url', 'origin', repoUrl], mirror);
-        await git(['fetch', '--quiet', '--prune', 'origin'], mirror);
+        await git(['remote', 'set-url', 'origin', repoUrl], mirror, access);
+        await git(['fetch', '--quiet', '--prune', 'origin'], mirror, access);
       }
     } catch (e) {
       throw Boom.badData(`could not fetch ${repoUrl}: ${lastLine((e as Error).message)} (check the URL and the server's git credentials)`);
     }
     let sha: string;
     try {
-      sha = (await git(['rev-parse', '--verify', '--quiet', `${ref}^{commit}`], mirror)).trim();
+      sha = (await git(['rev-parse', '--verify', '--quiet', `${ref}^{commit}`], mirror, access)).trim();
     } catch {
       throw Boom.badData(`ref '${ref}' not found in ${repoUrl}`);
     }
     try {
-      const yaml = await git(['show', `${sha}:${MANIFEST_PATH}`], mirror);
+      const yaml = await git(['show', `${sha}:${MANIFEST_PATH}`], mirror, access);
       return { yaml, git_sha: sha, ref };
     } catch {
       throw Boom.badData(`${MANIFEST_PATH} not found at ${ref} (${sha}) in ${repoUrl}`);

@@ -1,8 +1,10 @@
 import type { DomainPlugin } from '../../core/http/plugins.ts';
 import { ManifestDefaultsToken, ManifestReaderToken, ManifestSyncListeners, ManifestSyncerToken } from '../../core/ports/manifest.ts';
 import { Tokens } from '../../core/tokens.ts';
+import { lookupLater } from '../../core/di.ts';
+import { SecretResolverToken } from '../../core/ports/secrets.ts';
 import { ManifestRepository } from './repository.ts';
-import { GitManifestSource } from './git-source.ts';
+import { GitManifestSource, ManifestSecrets } from './git-source.ts';
 import { ManifestService } from './service.ts';
 import { manifestRoutes } from './routes.ts';
 import { definitionRoutes } from './definition-routes.ts';
@@ -16,6 +18,7 @@ export const plugin: DomainPlugin = {
   dependencies: ['projects'],
   register(server, { container }) {
     container.registerInstance(ManifestSyncListeners, new ManifestSyncListeners(container.resolve(Tokens.Logger)));
+    container.registerInstance(ManifestSecrets, lookupLater(container, SecretResolverToken));
     for (const cls of [ManifestRepository, GitManifestSource, ManifestService]) container.registerSingleton(cls as never);
     const repository = container.resolve(ManifestRepository);
     // Keep what an embedder or test registered before the plugins loaded.

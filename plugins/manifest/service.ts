@@ -86,6 +86,6 @@ export class ManifestService implements ManifestSyncer {
     if (!project?.repo_url) {
       throw Boom.badData(`project ${projectId} has no repo_url: post {yaml}, or set the repository with PATCH /projects/${projectId}`);
     }
-    return this.git.read(projectId, project.repo_url, input.ref ?? project.branch);
+    return this.git.read({ id: projectId, org_id: project.org_id }, project.repo_url, input.ref ?? project.branch);
   }
 }

@@ -1,74 +1,21 @@
-import { mkdir, writeFile } from 'node:fs/promises';
-import path from 'node:path';
+import * as access from '../../core/git-access.ts';
 import { WorkerFailure } from './failure.ts';
 
-/** How git commands reach one repository: extra environment, and the secret values to mask. */
-export interface RepoAccess {
-  kind: 'file' | 'https' | 'ssh';
-  env: Record<string, string>;
-  secrets: string[];
+export { redactUrl, type AccessSecrets, type RepoAccess } from '../../core/git-access.ts';
+
+/** core/git-access.ts, with its refusals as the attempt's failure. */
+function asWorkerFailure(err: unknown): never {
+  throw err instanceof access.GitAccessError ? new WorkerFailure(err.message) : err;
 }
 
-export interface AccessSecrets {
-  tokenSecret: string;
-  sshKeySecret: string;
-  /** The secret's value, or null when no scope holds it. */
-  lookup(name: string): Promise<string | null>;
-  /** Where a key file may be written (outside the workspace, removed after the attempt). */
-  credentialsDir: string;
-  /** `svc secrets set` scope flag for the hint, e.g. `--project proj_…`. */
-  scopeHint: string;
-}
-
-const SCP_LIKE = /^[\w.-]+@[\w.-]+:(?!\/\/)/;
-
-/** The URL without any user or password, for messages. */
-export function redactUrl(url: string): string {
-  return url.replace(/^(\w+:\/\/)[^@/]+@/, '$1');
-}
-
-export function repoKind(url: string): RepoAccess['kind'] {
-  if (url.startsWith('file://') || path.isAbsolute(url)) return 'file';
-  if (/^https?:\/\//.test(url)) return 'https';
-  if (url.startsWith('ssh://') || url.startsWith('git+ssh://') || SCP_LIKE.test(url)) return 'ssh';
-  throw new WorkerFailure(`unsupported repository URL ${redactUrl(url)}: use https://, ssh:// (or user@host:path) or file:///absolute/path`);
-}
-
-/**
- * Credentials for `url`, resolved before anything is cloned so that a missing secret fails fast:
- * HTTPS sends the token secret as a basic-auth header through git's environment config (never on a
- * command line), SSH uses the key secret through GIT_SSH_COMMAND, file:// needs nothing.
- */
-export async function repoAccess(url: string, secrets: AccessSecrets, purpose: string): Promise<RepoAccess> {
-  const kind = repoKind(url);
-  if (kind === 'file') return { kind, env: {}, secrets: [] };
-  const name = kind === 'https' ? secrets.tokenSecret : secrets.sshKeySecret;
-  const value = await secrets.lookup(name);
-  if (value === null) {
-    const what = kind === 'https' ? 'a token' : 'an SSH private key';
-    throw new WorkerFailure(
-      `${purpose} ${redactUrl(url)} over ${kind.toUpperCase()} needs ${what}, and no secret ${name} was found: ` +
-        `set it with \`svc secrets set ${name} ${secrets.scopeHint}\` (project, org or system scope)`,
-    );
+export function repoKind(url: string): access.RepoAccess['kind'] {
+  try {
+    return access.repoKind(url);
+  } catch (err) {
+    return asWorkerFailure(err);
   }
-  if (kind === 'https') {
-    const basic = Buffer.from(`x-access-token:${value}`).toString('base64');
-    return {
-      kind,
-      env: { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'http.extraHeader', GIT_CONFIG_VALUE_0: `Authorization: Basic ${basic}` },
-      secrets: [value, basic],
-    };
-  }
-  await mkdir(secrets.credentialsDir, { recursive: true, mode: 0o700 });
-  const keyFile = path.join(secrets.credentialsDir, 'ssh_key');
-  await writeFile(keyFile, value.endsWith('\n') ? value : `${value}\n`, { mode: 0o600 });
-  const quote = (p: string) => `'${p.replace(/'/g, `'\\''`)}'`;
-  const knownHosts = path.join(secrets.credentialsDir, 'known_hosts');
-  return {
-    kind,
-    env: {
-      GIT_SSH_COMMAND: `ssh -i ${quote(keyFile)} -o IdentitiesOnly=yes -o BatchMode=yes -o StrictHostKeyChecking=accept-new -o UserKnownHostsFile=${quote(knownHosts)}`,
-    },
-    secrets: [value],
-  };
+}
+
+export function repoAccess(url: string, secrets: access.AccessSecrets, purpose: string): Promise<access.RepoAccess> {
+  return access.repoAccess(url, secrets, purpose).catch(asWorkerFailure);
 }

@@ -30,7 +30,7 @@ export function twoServiceRepo(manifest = TWO_SERVICES) {
   const repo = tempRepo();
   for (const service of ['api', 'web']) {
     mkdirSync(path.join(repo.dir, service), { recursive: true });
-    writeFileSync(path.join(repo.dir, service, 'Dockerfile'), `FROM svc-test-base:1\nCOPY . /srv/${service}\n`);
+    writeFileSync(path.join(repo.dir, service, 'Dockerfile'), `FROM svc-test-base:2\nCOPY . /srv/${service}\n`);
   }
   const sha = repo.commit(manifest, 'two services');
   return { ...repo, sha };
@@ -47,6 +47,8 @@ export class ScriptedBuilder implements Builder {
   requests: BuildRequest[] = [];
   next: 'images' | 'none' | 'fail' | 'hang' = 'images';
   unavailable: string | null = null;
+  /** One more output line made from the request (e.g. to see that credentials are masked). */
+  echo: ((request: BuildRequest) => string) | null = null;
   private count = 0;
 
   async available() {
@@ -56,6 +58,7 @@ export class ScriptedBuilder implements Builder {
   async build(request: BuildRequest): Promise<BuiltImage[]> {
     this.requests.push(request);
     for (let i = 1; i <= 40; i++) request.log(`step line ${i}`);
+    if (this.echo) request.log(this.echo(request));
     if (this.next === 'fail') throw new BuildFailure('build_error', 'api: process "/bin/sh -c false" did not complete successfully', '[build 2/3] RUN false');
     if (this.next === 'none') return [];
     if (this.next === 'hang')

@@ -70,8 +70,8 @@ export async function ensureImages(docker: Docker, root: string): Promise<void> 
   );
 }
 
-/** The base the build tests' Dockerfiles start FROM: busybox as /bin/sh and a few applets. */
-export const BUILD_BASE_IMAGE = 'svc-test-base:1';
+/** The base the build tests' Dockerfiles start FROM: busybox as /bin/sh and a few applets (:2 added sleep). */
+export const BUILD_BASE_IMAGE = 'svc-test-base:2';
 
 /** Imports BUILD_BASE_IMAGE from a busybox root filesystem when the engine lacks it (nothing pulled). */
 export function ensureBuildBaseImage(): void {
@@ -87,7 +87,7 @@ export function ensureBuildBaseImage(): void {
     mkdirSync(path.join(root, 'bin'), { recursive: true });
     mkdirSync(path.join(root, 'tmp'));
     copyFileSync('/bin/busybox', path.join(root, 'bin/busybox'));
-    for (const applet of ['sh', 'ls', 'cat', 'false', 'true', 'echo']) symlinkSync('busybox', path.join(root, 'bin', applet));
+    for (const applet of ['sh', 'ls', 'cat', 'false', 'true', 'echo', 'sleep']) symlinkSync('busybox', path.join(root, 'bin', applet));
     execFileSync('tar', ['-C', root, '-cf', path.join(work, 'rootfs.tar'), '.']);
     execFileSync(DOCKER_CLI, ['import', path.join(work, 'rootfs.tar'), BUILD_BASE_IMAGE], { stdio: ['ignore', 'ignore', 'inherit'] });
   } finally {

@@ -47,7 +47,7 @@ class BuildxBuilder implements Builder {
     try {
       writeClientConfig(config, request.push);
       request.log(`checking out ${request.gitSha}`, 'system');
-      await checkout(request.repoUrl, request.gitSha, repo, request.signal, (l) => request.log(l, 'stderr'));
+      await checkout(request.repoUrl, request.access, request.gitSha, repo, request.signal, (l) => request.log(l, 'stderr'));
       const images: BuiltImage[] = [];
       for (const service of request.services) images.push(await this.buildOne(service, repo, config, request));
       return images;
