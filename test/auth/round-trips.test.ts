@@ -43,7 +43,7 @@ test.after.always(async () => {
 const AUTH_READ = /\b(users|service_account_tokens|org_members|project_members|access_bindings|access_group_members)\b|^select "project_id" from "jobs"/;
 
 const CREATE_STATEMENTS = 5;
-const JOB_TOKEN_READ_STATEMENTS = 2;
+const JOB_TOKEN_READ_STATEMENTS = 1;
 
 // The job context is one statement (its row, the rest as JSON beside it): a snapshot without a transaction.
 for (const [route, path, expected] of [
@@ -139,4 +139,57 @@ test('a membership removed through one replica stops the member on the other (NO
     if (status === 200) await new Promise((r) => setTimeout(r, 10));
   }
   t.is(status, 404);
+});
+
+test('a job token stops on the other replica once its attempt ends on one (NOTIFY svc_auth)', async (t) => {
+  const database = await createTestDatabase();
+  const a = await startTestServer({ database });
+  const b = await startTestServer({ database });
+  t.teardown(async () => {
+    await b.stop();
+    await a.stop();
+    await database.drop();
+  });
+  const token = (await bootstrapAdmin(a.server)).token;
+  const adminA = as(a.server, token);
+  const org = (await adminA.post('/orgs', { name: 'Replicas' })).body.id;
+  const project = (await adminA.post('/projects', { org_id: org, name: 'Replicas', slug: 'replicas' })).body.id;
+  const job = (await adminA.post(`/projects/${project}/jobs`, { description: 'tokened' })).body;
+  const claimed = (await adminA.post(`/jobs/${job.id}/claim`, {})).body;
+  const jobToken = await a.server.app.container.resolve(MachineTokens).signJobToken({
+    jobId: job.id,
+    attemptId: claimed.attempt.id,
+    projectId: project,
+    orgId: org,
+    permissions: ['jobs:read'],
+    ttlSeconds: 3600,
+  });
+  const onB = as(b.server, jobToken.token);
+  t.is((await onB.get(`/jobs/${job.id}`)).statusCode, 200); // b now remembers the attempt as running
+  t.is((await adminA.post(`/jobs/${job.id}/release`, { attempt_id: claimed.attempt.id, lease_token: claimed.attempt.lease_token })).statusCode, 200);
+  const until = Date.now() + 2_000;
+  let status = 200;
+  while (status === 200 && Date.now() < until) {
+    status = (await onB.get(`/jobs/${job.id}`)).statusCode;
+    if (status === 200) await new Promise((r) => setTimeout(r, 10));
+  }
+  t.is(status, 401);
+});
+
+test.serial('a job token stops at once when its attempt is ended by a statement outside the jobs domain (a script, a test)', async (t) => {
+  const admin = as(s.server, adminToken);
+  const job = (await admin.post(`/projects/${projectId}/jobs`, { description: 'scripted' })).body;
+  const claimed = (await admin.post(`/jobs/${job.id}/claim`, {})).body;
+  const { token } = await s.server.app.container.resolve(MachineTokens).signJobToken({
+    jobId: job.id,
+    attemptId: claimed.attempt.id,
+    projectId,
+    orgId,
+    permissions: ['jobs:read'],
+    ttlSeconds: 3600,
+  });
+  const api = as(s.server, token);
+  t.is((await api.get(`/jobs/${job.id}`)).statusCode, 200);
+  await s.server.app.container.resolve(Tokens.Db)('job_attempts').where({ id: claimed.attempt.id }).update({ status: 'cancelled', ended_at: new Date() });
+  t.is((await api.get(`/jobs/${job.id}`)).statusCode, 401);
 });
