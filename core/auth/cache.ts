@@ -17,6 +17,15 @@ const MAX_AGE_MS = 10_000;
 const CACHED_TABLE_WRITE =
   /^\s*(?:insert\s+into|update|delete\s+from)\s+"?(?:users|org_members|project_members|access_bindings|access_groups|access_group_members|access_roles|service_accounts|service_account_tokens)"?[\s(]/i;
 
+/**
+ * A write that may end a job attempt (its status set, or its row gone with its job, project or org)
+ * as knex or a hand-written statement spells it: such writes made outside JobLifecycle (a test, a
+ * script) through this pool forget the running attempts too. Matching too much only costs a read.
+ */
+const ATTEMPT_WRITE = /^\s*(?:update\s+"?job_attempts"?\s+set\b[\s\S]*\bstatus\b|delete\s+from\s+"?(?:job_attempts|jobs|projects|orgs)"?[\s(])/i;
+/** Notices that name one ended attempt: the rest of a notice is a process's instance, a change to everything. */
+const ATTEMPT_NOTICE = 'attempt:';
+
 /** One memo of the AuthCache: a value per key, emptied with all the others. */
 export class Memo<V> {
   private readonly entries = new Map<string, { value: V; at: number }>();
@@ -40,6 +49,12 @@ export class Memo<V> {
     return value;
   }
 
+  /** Forgets one key; a load of it under way is not remembered. */
+  forget(key: string): void {
+    this.cache.generation++;
+    this.entries.delete(key);
+  }
+
   clear(): void {
     this.entries.clear();
   }
@@ -61,6 +76,12 @@ export class AuthCache {
   generation = 0;
   private readonly instance = randomUUID().slice(0, 8);
   private readonly memos: Memo<unknown>[] = [];
+  /**
+   * The job attempts known to be running (job tokens are valid while theirs runs). An attempt ends
+   * in JobLifecycle.endAttempt, which calls `attemptEnded`: forgotten here at its commit, and in the
+   * other processes when the notice naming it arrives. Other changes leave it alone.
+   */
+  readonly runningAttempts = new Memo<true>(this);
   private readonly notifier: Notifier;
   private listening: Listening | null = null;
 
@@ -71,7 +92,9 @@ export class AuthCache {
   ) {
     this.notifier = new Notifier(db, AUTH_CHANNEL, logger);
     const onWrite = (query: { sql?: string }) => {
-      if (query.sql && CACHED_TABLE_WRITE.test(query.sql)) this.clear();
+      if (!query.sql) return;
+      if (CACHED_TABLE_WRITE.test(query.sql)) this.clear();
+      if (ATTEMPT_WRITE.test(query.sql)) this.forgetAttempts();
     };
     db.on('query', onWrite);
     db.on('query-response', (_response: unknown, query: { sql?: string }) => onWrite(query));
@@ -91,6 +114,14 @@ export class AuthCache {
     });
   }
 
+  /** A job attempt ends in `db`: once that commits, its job token stops here at once and in the other processes at the notice. */
+  attemptEnded(db: Db, attemptId: string): void {
+    afterCommit(db, () => {
+      this.runningAttempts.forget(attemptId);
+      this.notifier.notify(`${ATTEMPT_NOTICE}${attemptId}`);
+    });
+  }
+
   /** Hears the other processes' changes; any notice (and a reconnect, which may have missed some) empties the memos. */
   async listen(): Promise<void> {
     this.listening ??= await listen(this.databaseUrl, AUTH_CHANNEL, (payload) => this.heard(payload), this.logger);
@@ -101,13 +132,22 @@ export class AuthCache {
     this.listening = null;
   }
 
+  /** A notice holds space-separated parts (see Notifier): instances that changed everything, attempts that ended. */
   private heard(payload: string): void {
-    if (payload === this.instance) return; // our own, already applied
-    this.clear();
+    for (const part of payload.split(' ')) {
+      if (part.startsWith(ATTEMPT_NOTICE)) this.runningAttempts.forget(part.slice(ATTEMPT_NOTICE.length));
+      else if (part !== this.instance) this.clear(); // our own is already applied
+    }
   }
 
   private clear(): void {
     this.generation++;
     for (const memo of this.memos) memo.clear();
+    this.runningAttempts.clear();
+  }
+
+  private forgetAttempts(): void {
+    this.generation++;
+    this.runningAttempts.clear();
   }
 }

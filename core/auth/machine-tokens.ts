@@ -34,7 +34,8 @@ const permissionSet = (names: unknown): Set<Permission> =>
 
 /**
  * Tokens for machines: service-account tokens (their row comes from the AuthCache, which forgets it
- * when it is revoked, so a revoked token stops at once) and job tokens (valid while their attempt runs, and never past its timeout).
+ * when it is revoked, so a revoked token stops at once) and job tokens (valid while their attempt runs, and never past its
+ * timeout; a running attempt is remembered by the AuthCache, which forgets it when the attempt ends).
  */
 @injectable()
 export class MachineTokens {
@@ -54,6 +55,7 @@ export class MachineTokens {
   });
 
   private readonly knownServiceTokens: Memo<ServiceTokenRow>;
+  private readonly knownRunning: Memo<true>;
 
   constructor(
     @inject(Tokens.Db) private readonly db: Db,
@@ -61,6 +63,7 @@ export class MachineTokens {
     @inject(AuthCache) cache: AuthCache,
   ) {
     this.knownServiceTokens = cache.memo();
+    this.knownRunning = cache.runningAttempts;
   }
 
   /** Signs a token for a stored service-account token row. */
@@ -111,7 +114,9 @@ export class MachineTokens {
       typeof payload.project_id === 'string' &&
       typeof payload.org_id === 'string'
     ) {
-      if (!(await this.runningAttempts.submit(payload.attempt_id))) throw new TokenRejected('the attempt of this job token has ended');
+      const attemptId = payload.attempt_id;
+      if (!(await this.knownRunning.get(attemptId, async () => (await this.runningAttempts.submit(attemptId)) || undefined)))
+        throw new TokenRejected('the attempt of this job token has ended');
       return {
         kind: 'job',
         id: payload.sub,

@@ -46,8 +46,14 @@ export class JobRequestChecks extends Registry<JobRequestCheck> {
   }
 }
 
+/** Where a new job would go: the project and its org (the caller's grant knows both, so no admission reads the project). */
+export interface JobPlace {
+  projectId: string;
+  orgId: string;
+}
+
 /** Refuses (a 4xx Boom or a typed error) creating a new job in the project: an org over its monthly budget. */
-export type JobAdmission = (projectId: string) => Promise<void>;
+export type JobAdmission = (place: JobPlace) => Promise<void>;
 
 /**
  * Domains that may refuse new jobs (billing: the org's monthly budget) register here; the jobs
@@ -55,8 +61,8 @@ export type JobAdmission = (projectId: string) => Promise<void>;
  * a job graph (a pipeline run). Registered by the jobs plugin.
  */
 export class JobAdmissions extends Registry<JobAdmission> {
-  async admit(projectId: string): Promise<void> {
-    for (const admission of this.entries) await admission(projectId);
+  async admit(place: JobPlace): Promise<void> {
+    for (const admission of this.entries) await admission(place);
   }
 }
 

@@ -9,6 +9,8 @@ import type { EndedAttempt } from '../../core/ports/attempts.ts';
 import type { EnvironmentSuspension } from '../../core/ports/environments.ts';
 import { OrgDirectoryToken, ProjectDirectoryToken, type OrgDirectory, type ProjectDirectory } from '../../core/ports/directory.ts';
 import { JobStatisticsToken, type JobStatistics } from '../../core/ports/stats.ts';
+import type { JobPlace } from '../../core/ports/jobs.ts';
+import { Batcher } from '../../core/batcher.ts';
 import { BillingRepository, type OrgBillingChanges, type OrgBillingRow } from './repository.ts';
 import { Pricing } from './pricing.ts';
 
@@ -122,18 +124,19 @@ export class OrgAccounts {
     return marked;
   }
 
+  /** Job creations at the same moment share one read of their orgs' billing (the admission's budget). */
+  private readonly budgets = new Batcher<string, OrgBillingRow>((orgIds) => this.repo.billings(orgIds));
+
   /** The JobAdmission: an org at or over its monthly budget refuses new jobs (422), or in warn mode says so once a month per project. */
-  readonly admit = async (projectId: string): Promise<void> => {
-    const project = await this.projects.byId(projectId);
-    if (!project) return;
-    const billing = await this.repo.billing(project.org_id);
+  readonly admit = async ({ projectId, orgId }: JobPlace): Promise<void> => {
+    const billing = await this.budgets.submit(orgId);
     if (billing.monthly_budget === null) return;
     const since = monthStart(new Date());
-    const spent = (await this.stats.spendTotals(await this.projects.idsInOrg(project.org_id), since, billing.currency)).billed_cost;
+    const spent = (await this.stats.spendTotals(await this.projects.idsInOrg(orgId), since, billing.currency)).billed_cost;
     if (spent < billing.monthly_budget) return;
-    const message = `org ${project.org_id} is over its monthly budget: ${spent} ${billing.currency} spent since ${since.toISOString().slice(0, 10)} of ${billing.monthly_budget} ${billing.currency}`;
+    const message = `org ${orgId} is over its monthly budget: ${spent} ${billing.currency} spent since ${since.toISOString().slice(0, 10)} of ${billing.monthly_budget} ${billing.currency}`;
     if (billing.budget_mode === 'refuse')
-      throw new Invalid(`${message}; no new jobs until next month or a higher monthly_budget (PATCH /orgs/${project.org_id}/billing)`);
+      throw new Invalid(`${message}; no new jobs until next month or a higher monthly_budget (PATCH /orgs/${orgId}/billing)`);
     await this.db.transaction((trx) =>
       emitEvent(trx, {
         project_id: projectId,
@@ -141,9 +144,9 @@ export class OrgAccounts {
         source: 'system',
         actor_type: 'system',
         dedupe_key: `budget_exceeded:${since.toISOString().slice(0, 7)}`,
-        payload: { org_id: project.org_id, spent, monthly_budget: billing.monthly_budget, currency: billing.currency, mode: 'warn' },
+        payload: { org_id: orgId, spent, monthly_budget: billing.monthly_budget, currency: billing.currency, mode: 'warn' },
       }),
     );
-    this.logger.warn({ org_id: project.org_id, project_id: projectId }, message);
+    this.logger.warn({ org_id: orgId, project_id: projectId }, message);
   };
 }

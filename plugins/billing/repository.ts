@@ -113,6 +113,13 @@ export class BillingRepository {
     return row ? toBilling(row) : defaultBilling(orgId);
   }
 
+  /** The billing of each org, in order (the defaults for an org without a row). */
+  async billings(orgIds: string[]): Promise<OrgBillingRow[]> {
+    const rows = await this.db('org_billing').whereIn('org_id', [...new Set(orgIds)]);
+    const byOrg = new Map(rows.map((r) => [r.org_id, toBilling(r)]));
+    return orgIds.map((id) => byOrg.get(id) ?? defaultBilling(id));
+  }
+
   /** The org's row, locked for the transaction (created with the defaults when missing). */
   async lockBilling(orgId: string, trx: Db): Promise<OrgBillingRow> {
     await trx('org_billing').insert({ org_id: orgId }).onConflict('org_id').ignore();

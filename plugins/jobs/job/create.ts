@@ -87,7 +87,7 @@ export class JobCreation {
     const unstorable = findUnstorable(input);
     if (unstorable) throw new Invalid(`the job cannot be stored: ${describeUnstorable(unstorable)}`);
     await this.requestChecks.check(grant.projectId!, input);
-    await this.admissions.admit(grant.projectId!);
+    await this.admissions.admit({ projectId: grant.projectId!, orgId: grant.orgId });
     if (!input.parent_id) return this.createRoot(this.row(principal, grant.projectId!, input, 0));
     // A job token places children under its own job only; another parent reads as outside the project.
     if (!mayNameJob(principal, input.parent_id)) throw new Invalid(`parent job ${input.parent_id} is not a job of project ${grant.projectId}`);

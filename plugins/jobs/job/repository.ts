@@ -67,8 +67,10 @@ export interface JobFilters extends ListQuery {
 export class JobRepository {
   constructor(@inject(Tokens.Db) private readonly db: Db) {}
 
-  byId(id: string, trx: Db = this.db): Promise<JobRow | undefined> {
-    return trx('jobs').where({ id }).first();
+  /** Hand-written, not built: a job read is this one statement, and knex's query building was a third of its client-side CPU. */
+  async byId(id: string, trx: Db = this.db): Promise<JobRow | undefined> {
+    const { rows } = await trx.raw('SELECT * FROM jobs WHERE id = ? LIMIT 1', [id]);
+    return rows[0];
   }
 
   /** Locks the row for the rest of the transaction (JobLifecycle changes phases under this lock). */

@@ -1,6 +1,7 @@
 import { inject, injectable } from '../../../core/di.ts';
 import type { Db } from '../../../core/db/knex.ts';
 import { Conflict } from '../../../core/errors.ts';
+import { AuthCache } from '../../../core/auth/cache.ts';
 import { JobPhaseListeners } from '../../../core/ports/jobs.ts';
 import { AttemptCompletionListeners } from '../../../core/ports/attempts.ts';
 import { JobRepository, toJob, type Job, type JobRow } from '../job/repository.ts';
@@ -58,6 +59,7 @@ export class JobLifecycle implements PhaseMover {
     @inject(JobWakeups) private readonly wakeups: JobWakeups,
     @inject(JobPhaseListeners) private readonly listeners: JobPhaseListeners,
     @inject(AttemptCompletionListeners) private readonly completions: AttemptCompletionListeners,
+    @inject(AuthCache) private readonly authCache: AuthCache,
   ) {}
 
   lock(id: string, trx: Db): Promise<JobRow | undefined> {
@@ -114,6 +116,7 @@ export class JobLifecycle implements PhaseMover {
    */
   async endAttempt(attemptId: string, ending: AttemptEnding, trx: Db): Promise<AttemptRow> {
     const row = await this.attempts.end(attemptId, ending, trx);
+    this.authCache.attemptEnded(trx, attemptId); // its job token stops once this commits
     const { cost } = await this.receipts.write(row, trx);
     const job = await this.jobs.endingFacts(row.job_id, trx);
     const note = await this.completions.completed({ job, attempt: row, cost }, trx);

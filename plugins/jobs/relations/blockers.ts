@@ -17,11 +17,14 @@ const WAITING = sqlList(WAITS_FOR_RELATED);
 const WAITED_ON = sqlList(RELATED_WAITS);
 const FINISHED = sqlList(FINISHED_PHASES);
 
-/** SQL selecting `blocker_id` for every job `?` waits for (finished or not); one bound parameter per `?`. */
-export const BLOCKERS_SQL = `
-  SELECT related_job_id AS blocker_id FROM job_relations WHERE job_id = ? AND relation_type IN (${WAITING})
+/** SQL selecting `blocker_id` for every job that the job whose id is the SQL expression `jobId` waits for (finished or not). */
+export const blockersSql = (jobId: string) => `
+  SELECT related_job_id AS blocker_id FROM job_relations WHERE job_id = ${jobId} AND relation_type IN (${WAITING})
   UNION
-  SELECT job_id AS blocker_id FROM job_relations WHERE related_job_id = ? AND relation_type IN (${WAITED_ON})`;
+  SELECT job_id AS blocker_id FROM job_relations WHERE related_job_id = ${jobId} AND relation_type IN (${WAITED_ON})`;
+
+/** SQL selecting `blocker_id` for every job `?` waits for (finished or not); one bound parameter per `?`. */
+export const BLOCKERS_SQL = blockersSql('?');
 
 /** SQL selecting `dependent_id` for every job that waits for the job whose id is the SQL expression `jobId`. */
 export const dependentsSql = (jobId: string) => `
@@ -29,13 +32,14 @@ export const dependentsSql = (jobId: string) => `
   UNION
   SELECT related_job_id AS dependent_id FROM job_relations WHERE job_id = ${jobId} AND relation_type IN (${WAITED_ON})`;
 
-/** The jobs that `jobId` still waits for, with their phases, oldest relation first. */
+/** SQL selecting `id` and `phase` of the jobs that the job whose id is the SQL expression `jobId` still waits for, by id. */
+export const unfinishedBlockersSql = (jobId: string) => `
+  SELECT j.id, j.phase FROM (${blockersSql(jobId)}) b JOIN jobs j ON j.id = b.blocker_id
+  WHERE j.phase NOT IN (${FINISHED}) ORDER BY j.id`;
+
+/** The jobs that `jobId` still waits for, with their phases, by id. */
 export async function unfinishedBlockers(db: Db, jobId: string): Promise<{ id: string; phase: string }[]> {
-  const { rows } = await db.raw(
-    `SELECT j.id, j.phase FROM (${BLOCKERS_SQL}) b JOIN jobs j ON j.id = b.blocker_id
-     WHERE j.phase NOT IN (${FINISHED}) ORDER BY j.id`,
-    [jobId, jobId],
-  );
+  const { rows } = await db.raw(unfinishedBlockersSql('?'), [jobId, jobId]);
   return rows;
 }
 

@@ -27,6 +27,26 @@ export interface RelationsAround {
   dependents: RelationView[];
 }
 
+/** A relation touching a job, with the job at its other end. */
+export type TouchingRow = Relation & { other_id: string; other_title: string; other_phase: Phase };
+
+/** SQL selecting a TouchingRow for every relation of the job whose id is the SQL expression `jobId`, oldest first. */
+export const touchingSql = (jobId: string) => `
+  SELECT r.job_id, r.related_job_id, r.relation_type, r.created_at, o.id AS other_id, o.title AS other_title, o.phase AS other_phase
+  FROM job_relations r JOIN jobs o ON o.id = CASE WHEN r.job_id = ${jobId} THEN r.related_job_id ELSE r.job_id END
+  WHERE r.job_id = ${jobId} OR r.related_job_id = ${jobId}
+  ORDER BY r.created_at, o.id`;
+
+/** `jobId`'s relations (TouchingRows, in their order) split by who waits. */
+export function aroundOf(jobId: string, touching: TouchingRow[]): RelationsAround {
+  const out: RelationsAround = { dependencies: [], dependents: [] };
+  for (const { other_id, other_title, other_phase, ...relation } of touching) {
+    const view = { ...relation, related: { id: other_id, title: other_title, phase: other_phase } };
+    (waitsForEdge(relation).waiter === jobId ? out.dependencies : out.dependents).push(view);
+  }
+  return out;
+}
+
 /** Which end of a relation waits for the other, as blockers.ts defines it. */
 export function waitsForEdge(r: Pick<Relation, 'job_id' | 'related_job_id' | 'relation_type'>): { waiter: string; blocker: string } {
   if ((WAITS_FOR_RELATED as readonly string[]).includes(r.relation_type)) return { waiter: r.job_id, blocker: r.related_job_id };
@@ -68,13 +88,9 @@ export class RelationRepository {
   }
 
   /** Every relation touching `jobId`, with the job at the other end, oldest first. */
-  touching(jobId: string, trx: Db = this.db): Promise<(Relation & { other_id: string; other_title: string; other_phase: Phase })[]> {
-    return trx('job_relations as r')
-      .join('jobs as o', 'o.id', trx.raw('CASE WHEN r.job_id = ? THEN r.related_job_id ELSE r.job_id END', [jobId]))
-      .where('r.job_id', jobId)
-      .orWhere('r.related_job_id', jobId)
-      .orderBy([{ column: 'r.created_at' }, { column: 'o.id' }])
-      .select('r.job_id', 'r.related_job_id', 'r.relation_type', 'r.created_at', 'o.id as other_id', 'o.title as other_title', 'o.phase as other_phase');
+  async touching(jobId: string, trx: Db = this.db): Promise<TouchingRow[]> {
+    const { rows } = await trx.raw(touchingSql('?'), [jobId, jobId, jobId]);
+    return rows;
   }
 
   /**
@@ -168,12 +184,7 @@ export class JobRelations {
   }
 
   async around(jobId: string, trx: Db = this.db): Promise<RelationsAround> {
-    const out: RelationsAround = { dependencies: [], dependents: [] };
-    for (const { other_id, other_title, other_phase, ...relation } of await this.relations.touching(jobId, trx)) {
-      const view = { ...relation, related: { id: other_id, title: other_title, phase: other_phase } };
-      (waitsForEdge(relation).waiter === jobId ? out.dependencies : out.dependents).push(view);
-    }
-    return out;
+    return aroundOf(jobId, await this.relations.touching(jobId, trx));
   }
 
   /** Removes the relation between the two jobs, whichever of them it was stored on. */
