@@ -73,6 +73,7 @@ function request(r: { url: string; sha: string }, extra: Partial<BuildRequest> =
   return {
     runId: 'brun_TEST1',
     repoUrl: r.url,
+    access: { env: {}, secrets: [] },
     gitSha: r.sha,
     services: [
       { service: 'api', context: 'api', dockerfile: 'Dockerfile', image_ref: `${PUSH.host}/acme/api:sha-${r.sha}` },

@@ -114,6 +114,13 @@ export class JobCreation {
     return toJob(created);
   }
 
+  /** New work not asked for by a caller's grant (a job graph, a workflow invocation): admitted by the project's org like a request. */
+  async admitInProject(projectId: string): Promise<void> {
+    const project = await this.projects.byId(projectId);
+    if (!project || project.deleted) throw new Invalid(`project ${projectId} is deleted`);
+    await this.admissions.admit({ projectId, orgId: project.org_id });
+  }
+
   /** The project's slug; a deleted project is 422. */
   async requireLiveProject(projectId: string, trx: Db = this.db): Promise<string> {
     const project = await this.projects.byId(projectId, trx);

@@ -2,7 +2,7 @@ import { inject, injectable } from '../../../core/di.ts';
 import { Tokens } from '../../../core/tokens.ts';
 import type { Db } from '../../../core/db/knex.ts';
 import type { Creator } from '../../../core/ports/launchers.ts';
-import { JobAdmissions, type GraphJob, type JobGraphs } from '../../../core/ports/jobs.ts';
+import type { GraphJob, JobGraphs } from '../../../core/ports/jobs.ts';
 import { checkedRequest, JobCreation } from './create.ts';
 import { JobRepository, toJob, type JobRow } from './repository.ts';
 import { RelationRepository } from '../relations/relations.ts';
@@ -19,12 +19,11 @@ export class JobGraphService implements JobGraphs {
     @inject(RelationRepository) private readonly relations: RelationRepository,
     @inject(JobLifecycle) private readonly lifecycle: JobLifecycle,
     @inject(Tokens.Db) private readonly db: Db,
-    @inject(JobAdmissions) private readonly admissions: JobAdmissions,
   ) {}
 
   /** A graph is new work: admitted as a job request is (an org over its monthly budget is refused before anything is written). */
   async create(creator: Creator, projectId: string, graph: GraphJob[], trx: Db): Promise<Map<string, string>> {
-    await this.admissions.admit(projectId);
+    await this.creation.admitInProject(projectId);
     const defaults = await this.creation.validDefaults(projectId);
     const slug = await this.creation.requireLiveProject(projectId, trx);
     const ids = new Map<string, string>();

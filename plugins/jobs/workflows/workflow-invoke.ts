@@ -4,7 +4,7 @@ import type { Db } from '../../../core/db/knex.ts';
 import type { Grant } from '../../../core/auth/principal.ts';
 import type { Creator, TriggeringEvent } from '../../../core/ports/launchers.ts';
 import type { ManifestReader } from '../../../core/ports/manifest.ts';
-import { JobAdmissions, JobRequestChecks } from '../../../core/ports/jobs.ts';
+import { JobRequestChecks } from '../../../core/ports/jobs.ts';
 import {
   describeStep,
   runWorkspace,
@@ -121,7 +121,6 @@ export class WorkflowInvocation {
     @inject(RelationRepository) private readonly relations: RelationRepository,
     @inject(JobCreation) private readonly creation: JobCreation,
     @inject(JobRequestChecks) private readonly requestChecks: JobRequestChecks,
-    @inject(JobAdmissions) private readonly admissions: JobAdmissions,
     @inject(ManifestReaderLookup) private readonly manifestReader: () => ManifestReader | null,
   ) {}
 
@@ -148,7 +147,7 @@ export class WorkflowInvocation {
     const steps = workflow.steps ?? [];
     if (steps.length === 0) throw new Invalid(`workflow ${name} has no steps`);
     // An invocation is new work, admitted as a job request is; its steps, laid out below, are not asked again.
-    await this.admissions.admit(projectId);
+    await this.creation.admitInProject(projectId);
     const decisions = new Map(steps.map((s) => [s.name, decide(s, inputs, body.event?.payload ?? null)]));
     const defaults = await this.creation.validDefaults(projectId);
     const requestJson = JSON.stringify(inputs);
