@@ -42,22 +42,15 @@ export const DEFAULT_RESOURCE_CLASSES: Record<string, ResourceClass> = {
 
 const quantity = Joi.alternatives(Joi.string().pattern(/^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$/), Joi.number().min(0));
 const resources = Joi.object().pattern(Joi.string().pattern(/^[a-z0-9./-]+$/), quantity);
-const labelValue = Joi.string()
+export const labelValue = Joi.string()
   .max(63)
   .pattern(/^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$/);
-const labelKey = Joi.string()
+export const labelKey = Joi.string()
   .max(253)
   .pattern(/^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/);
 
-export const optionsSchema = Joi.object({
-  namespace: Joi.string()
-    .pattern(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/)
-    .max(63)
-    .default('default')
-    .description('Namespace the attempt pods and secrets are created in.'),
-  image: Joi.string().required().description('Container image every attempt runs in (it must hold the harness CLIs and git, and set PATH and HOME).'),
-  image_pull_policy: Joi.string().valid('Always', 'IfNotPresent', 'Never').allow(null).default(null),
-  image_pull_secrets: Joi.array().items(Joi.string()).default([]),
+/** How to reach the API server: shared by the runtime and the deployer. */
+export const clusterKeys = {
   kubeconfig: Joi.string().description('Path of a kubeconfig file; without any of kubeconfig, in_cluster or server, KUBECONFIG or ~/.kube/config is read.'),
   context: Joi.string().description('Context of the kubeconfig file to use (default: its current context).'),
   in_cluster: Joi.boolean().valid(true).description("Use the pod's service account (when the worker runs inside the cluster)."),
@@ -67,42 +60,56 @@ export const optionsSchema = Joi.object({
   token: Joi.string().description('Bearer token for server.'),
   ca: Joi.string().description('PEM of the certificate authority of server.'),
   insecure_skip_tls_verify: Joi.boolean().default(false).description("Do not verify the server's certificate; required by the client for an http:// server."),
-  service_account: Joi.string().allow(null).default(null).description('Service account of the attempt pods; null mounts no service account token at all.'),
-  fs_group: Joi.number().integer().min(0).allow(null).default(null).description('Pod fsGroup, for volumes that support ownership management.'),
-  resource_classes: Joi.object()
-    .pattern(Joi.string(), Joi.object({ requests: resources.default({}), limits: resources.default({}) }))
-    .default({})
-    .description('Resource class (job hints.resource_class) → requests/limits; job.c1 and job.c2 have defaults.'),
-  default_resource_class: Joi.string().default('job.c1').description('Class of jobs that name none.'),
-  workspace: Joi.object({
-    persistent_volume_claim: Joi.string().description("ReadWriteMany claim holding the worker's workspace root."),
-    host_path: Joi.string().pattern(/^\//).description("Directory on the node holding the worker's workspace root (single-node clusters)."),
-    mount_path: Joi.string()
-      .pattern(/^\//)
-      .allow(null)
-      .default(null)
-      .description('Where the worker sees the volume: its workspace root (default: worker.workspace_root).'),
-  })
-    .xor('persistent_volume_claim', 'host_path')
-    .required()
-    .description('How a pod sees the workspace the worker prepared on its own filesystem.'),
-  node_selector: Joi.object().pattern(labelKey, labelValue).default({}),
-  labels: Joi.object().pattern(labelKey, labelValue).default({}).description('Extra labels on every pod and secret.'),
-  kill_grace_seconds: Joi.number().integer().min(0).default(5).description('Grace period of the pod deletion that kills an attempt.'),
-  pending_timeout_ms: Joi.number()
-    .integer()
-    .min(1)
-    .default(300_000)
-    .description('How long a pod may stay Pending (scheduling, image pull) before start fails.'),
-  unschedulable: Joi.string()
-    .valid('fail', 'wait')
-    .default('fail')
-    .description('fail: an unschedulable pod fails the start at once; wait: keep waiting (cluster autoscaler) up to pending_timeout_ms.'),
-})
-  .oxor('kubeconfig', 'in_cluster', 'server')
-  .with('token', 'server')
-  .with('ca', 'server')
-  .with('context', 'kubeconfig');
+};
+
+/** The cluster's options: exactly one of kubeconfig, in_cluster or server (or none: the default kubeconfig). */
+export const withClusterRules = (schema: Joi.ObjectSchema): Joi.ObjectSchema =>
+  schema.oxor('kubeconfig', 'in_cluster', 'server').with('token', 'server').with('ca', 'server').with('context', 'kubeconfig');
+
+export const optionsSchema = withClusterRules(
+  Joi.object({
+    namespace: Joi.string()
+      .pattern(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/)
+      .max(63)
+      .default('default')
+      .description('Namespace the attempt pods and secrets are created in.'),
+    image: Joi.string().required().description('Container image every attempt runs in (it must hold the harness CLIs and git, and set PATH and HOME).'),
+    image_pull_policy: Joi.string().valid('Always', 'IfNotPresent', 'Never').allow(null).default(null),
+    image_pull_secrets: Joi.array().items(Joi.string()).default([]),
+    ...clusterKeys,
+    service_account: Joi.string().allow(null).default(null).description('Service account of the attempt pods; null mounts no service account token at all.'),
+    fs_group: Joi.number().integer().min(0).allow(null).default(null).description('Pod fsGroup, for volumes that support ownership management.'),
+    resource_classes: Joi.object()
+      .pattern(Joi.string(), Joi.object({ requests: resources.default({}), limits: resources.default({}) }))
+      .default({})
+      .description('Resource class (job hints.resource_class) → requests/limits; job.c1 and job.c2 have defaults.'),
+    default_resource_class: Joi.string().default('job.c1').description('Class of jobs that name none.'),
+    workspace: Joi.object({
+      persistent_volume_claim: Joi.string().description("ReadWriteMany claim holding the worker's workspace root."),
+      host_path: Joi.string().pattern(/^\//).description("Directory on the node holding the worker's workspace root (single-node clusters)."),
+      mount_path: Joi.string()
+        .pattern(/^\//)
+        .allow(null)
+        .default(null)
+        .description('Where the worker sees the volume: its workspace root (default: worker.workspace_root).'),
+    })
+      .xor('persistent_volume_claim', 'host_path')
+      .required()
+      .description('How a pod sees the workspace the worker prepared on its own filesystem.'),
+    node_selector: Joi.object().pattern(labelKey, labelValue).default({}),
+    labels: Joi.object().pattern(labelKey, labelValue).default({}).description('Extra labels on every pod and secret.'),
+    kill_grace_seconds: Joi.number().integer().min(0).default(5).description('Grace period of the pod deletion that kills an attempt.'),
+    pending_timeout_ms: Joi.number()
+      .integer()
+      .min(1)
+      .default(300_000)
+      .description('How long a pod may stay Pending (scheduling, image pull) before start fails.'),
+    unschedulable: Joi.string()
+      .valid('fail', 'wait')
+      .default('fail')
+      .description('fail: an unschedulable pod fails the start at once; wait: keep waiting (cluster autoscaler) up to pending_timeout_ms.'),
+  }),
+);
 
 /** The worker's workspace root, as the worker plugin computes it. */
 export function workspaceRoot(options: KubernetesOptions, config: Config | undefined): string {
@@ -112,11 +119,14 @@ export function workspaceRoot(options: KubernetesOptions, config: Config | undef
   return path.resolve(w.workspace_root || path.join(config.data_dir, 'workspaces'));
 }
 
-export function kubeConfigOf(options: KubernetesOptions): KubeConfig {
+export type ClusterOptions = Pick<KubernetesOptions, 'kubeconfig' | 'context' | 'in_cluster' | 'server' | 'token' | 'ca' | 'insecure_skip_tls_verify'>;
+
+/** The client configuration the options name; `at` is where the options sit in the config, for messages. */
+export function kubeConfigOf(options: ClusterOptions, at = 'adapters.runtime.options'): KubeConfig {
   const kc = new KubeConfig();
   if (options.server) {
     if (options.server.startsWith('http:') && !options.insecure_skip_tls_verify) {
-      throw new Error('adapters.runtime.options.server: an http:// server needs insecure_skip_tls_verify: true (no TLS at all)');
+      throw new Error(`${at}.server: an http:// server needs insecure_skip_tls_verify: true (no TLS at all)`);
     }
     kc.loadFromClusterAndUser(
       {
@@ -129,7 +139,9 @@ export function kubeConfigOf(options: KubernetesOptions): KubeConfig {
     );
   } else if (options.in_cluster) {
     if (!process.env.KUBERNETES_SERVICE_HOST)
-      throw new Error('adapters.runtime.options.in_cluster: KUBERNETES_SERVICE_HOST is not set (the worker is not running in a pod)');
+      throw new Error(
+        `${at}.in_cluster: KUBERNETES_SERVICE_HOST is not set (the ${at.startsWith('adapters.runtime') ? 'worker' : 'server'} is not running in a pod)`,
+      );
     kc.loadFromCluster();
   } else if (options.kubeconfig) {
     const file = options.kubeconfig.replace(/^~(?=\/)/, homedir());
@@ -137,15 +149,15 @@ export function kubeConfigOf(options: KubernetesOptions): KubeConfig {
       readFileSync(file);
       kc.loadFromFile(file);
     } catch (e) {
-      throw new Error(`adapters.runtime.options.kubeconfig: cannot read ${options.kubeconfig}: ${(e as Error).message}`);
+      throw new Error(`${at}.kubeconfig: cannot read ${options.kubeconfig}: ${(e as Error).message}`);
     }
     if (options.context) {
-      if (!kc.getContextObject(options.context)) throw new Error(`adapters.runtime.options.context: no context '${options.context}' in ${options.kubeconfig}`);
+      if (!kc.getContextObject(options.context)) throw new Error(`${at}.context: no context '${options.context}' in ${options.kubeconfig}`);
       kc.setCurrentContext(options.context);
     }
   } else {
     kc.loadFromDefault();
   }
-  if (!kc.getCurrentCluster()) throw new Error('adapters.runtime.options: the kubeconfig names no current cluster');
+  if (!kc.getCurrentCluster()) throw new Error(`${at}: the kubeconfig names no current cluster`);
   return kc;
 }
