@@ -8,6 +8,7 @@
 import { readFileSync } from 'node:fs';
 import test from 'ava';
 import { parseAllDocuments } from 'yaml';
+import { AdapterError, createAdapter, type AdapterDeps } from '../../core/adapters.ts';
 import { ReleasesToken } from '../../core/ports/releases.ts';
 import { FakeReleases } from '../fixtures/deployer.ts';
 import { FakeKube } from '../fixtures/fake-kube/server.ts';
@@ -265,4 +266,24 @@ test.serial('a cluster that cannot be reached: suspend and delete answer 502 nam
   t.is(removed.statusCode, 502);
   t.regex(removed.body.message, /^deployer kubernetes could not remove environment staging: kubernetes API: reading namespace/);
   t.is((await w.owner.api.get(base(w.projectA2))).statusCode, 200, 'the environment is still there');
+});
+
+test('adapters.deployer kubernetes: its options are validated with their paths, the cluster options as for the runtime', async (t) => {
+  const deps = {} as AdapterDeps;
+  const refused = async (options: Record<string, unknown>) =>
+    (await t.throwsAsync(createAdapter('deployer', { use: 'kubernetes', options }, deps), { instanceOf: AdapterError }))!.message;
+  t.regex(
+    await refused({ server: kube.url, token: 't', insecure_skip_tls_verify: true, namespace: 'Not_A_Label' }),
+    /^adapters\.deployer\.options\.namespace: /,
+  );
+  t.regex(
+    await refused({ server: kube.url, insecure_skip_tls_verify: true, replicas: 0 }),
+    /adapters\.deployer\.options\.replicas: .*greater than or equal to 1/,
+  );
+  t.regex(await refused({ server: kube.url, in_cluster: true }), /contains a conflict between optional exclusive peers \[kubeconfig, in_cluster, server\]/);
+  await t.throwsAsync(createAdapter('deployer', { use: 'kubernetes', options: { server: 'http://127.0.0.1:1' } }, deps), {
+    message: 'adapters.deployer.options.server: an http:// server needs insecure_skip_tls_verify: true (no TLS at all)',
+  });
+  const ok = await createAdapter('deployer', { use: 'kubernetes', options: { server: kube.url, token: 't', insecure_skip_tls_verify: true } }, deps);
+  t.is(ok.name, 'kubernetes');
 });
