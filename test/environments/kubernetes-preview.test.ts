@@ -87,5 +87,4 @@ test.serial('flow 2 on the cluster: PR opened → env-ensure pr-12 and deploy ru
   await until(async () => !kube.apps.namespaces.has(ns), 'the namespace to go');
   t.is(kube.apps.deployments.get(`${ns}/web`), undefined);
   await until(async () => ![...kube.pods.values()].some((p) => p.obj.metadata.namespace === ns), 'its pods to go');
-  t.pass();
 });
