@@ -71,7 +71,7 @@ test.before(async () => {
   if (synced.statusCode !== 200) throw new Error(`manifest: ${JSON.stringify(synced.body)}`);
   const secret = await w.admin.post(`/projects/${projectId}/secrets`, { name: 'VCSHOST_WEBHOOK_SECRET', value: 'push-hook-secret' });
   if (secret.statusCode !== 201) throw new Error(`secret: ${JSON.stringify(secret.body)}`);
-  const sub = await w.admin.post(`/projects/${projectId}/webhooks`, { url: hook.url, secret: 'a-subscription-secret-0123456789', events: ['system.deploy.*'] });
+  const sub = await w.admin.post(`/projects/${projectId}/webhooks`, { url: hook.url, secret: 'a-subscription-secret-0123456789', events: ['*'] });
   if (sub.statusCode !== 201) throw new Error(`subscribe: ${JSON.stringify(sub.body)}`);
 });
 test.after.always(async () => {
