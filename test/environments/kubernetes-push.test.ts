@@ -91,11 +91,20 @@ test.serial(
       'x-hub-signature-256': hubSignature('push-hook-secret', raw),
     });
     t.is(stored.statusCode, 201, JSON.stringify(stored.body));
+    const event = await until(async () => {
+      const e = (await w.admin.get(`/projects/${projectId}/events/${stored.body.id}`)).body;
+      return ['completed', 'failed'].includes(e.status) ? e : null;
+    }, 'the push to be routed');
+    t.deepEqual(
+      event.routing.matched.map((m: any) => `${m.kind} ${m.name}`),
+      ['pipeline ship'],
+      JSON.stringify(event),
+    );
+    const runId = event.routing.matched[0].run_id;
     const run = await until(
       async () => {
-        const runs = (await w.admin.get(`/projects/${projectId}/runs`)).body.data ?? [];
-        const r = runs.find((x: any) => x.pipeline_name === 'ship');
-        return r && ['succeeded', 'failed', 'cancelled'].includes(r.status) ? r : null;
+        const r = (await w.admin.get(`/projects/${projectId}/runs/${runId}`)).body;
+        return ['succeeded', 'failed', 'cancelled'].includes(r.status) ? r : null;
       },
       'the ship run to end',
       90_000,
