@@ -49,6 +49,7 @@ const BUILT_IN: Record<PortKind, Record<string, () => Promise<{ default: Adapter
   deployer: {
     none: () => import('../adapters/deployer/none/index.ts'),
     docker: () => import('../adapters/runtime/docker/deployer.ts'),
+    kubernetes: () => import('../adapters/runtime/kubernetes/deployer.ts'),
   },
 };
 

@@ -66,6 +66,16 @@ export class Invalid extends DomainError {
 }
 
 /**
+ * An external system the request needed (a deployer's engine or cluster) failed or could not be
+ * reached (502): the message names it and its reason; nothing was recorded, so the call can be retried.
+ */
+export class UpstreamFailed extends DomainError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super('upstream', message, details);
+  }
+}
+
+/**
  * The lease of an attempt is gone (the attempt ended, was cancelled or reaped, or the token is
  * stale): its runner must stop writing. A conflict over HTTP; `gone` when the attempt does not exist
  * at all (404).

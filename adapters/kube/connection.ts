@@ -49,7 +49,10 @@ export function kubeConfigOf(options: KubeConnection, where: string): KubeConfig
       { name: 'svc', ...(options.token ? { token: options.token } : {}) },
     );
   } else if (options.in_cluster) {
-    if (!process.env.KUBERNETES_SERVICE_HOST) throw new Error(`${where}.in_cluster: KUBERNETES_SERVICE_HOST is not set (the worker is not running in a pod)`);
+    if (!process.env.KUBERNETES_SERVICE_HOST)
+      throw new Error(
+        `${where}.in_cluster: KUBERNETES_SERVICE_HOST is not set (${where.startsWith('adapters.runtime') ? 'the worker' : 'this process'} is not running in a pod)`,
+      );
     kc.loadFromCluster();
   } else if (options.kubeconfig) {
     const file = options.kubeconfig.replace(/^~(?=\/)/, homedir());

@@ -1,8 +1,8 @@
-/** The few API server calls the runtime makes, with errors that say what failed and why. */
+/** The few API server calls the runtime and the deployer make, with errors that say what failed and why. */
 import http from 'node:http';
 import https from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ApiException, CoreV1Api, Watch, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import { ApiException, AppsV1Api, CoreV1Api, Watch, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
 
 export class KubeApiError extends Error {
   constructor(
@@ -43,12 +43,33 @@ export const statusOf = (err: unknown): number | null => (err instanceof KubeApi
 
 export class KubeApi {
   readonly core: CoreV1Api;
+  readonly apps: AppsV1Api;
 
   constructor(
     readonly kc: KubeConfig,
     readonly namespace: string,
   ) {
     this.core = kc.makeApiClient(CoreV1Api);
+    this.apps = kc.makeApiClient(AppsV1Api);
+  }
+
+  /** `fn`'s answer; a failure says which `action` (naming its object and namespace) failed and why. */
+  async request<T>(action: string, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      throw apiError(action, err);
+    }
+  }
+
+  /** As request, but null when the object does not exist (404). */
+  async find<T>(action: string, fn: () => Promise<T>): Promise<T | null> {
+    try {
+      return await fn();
+    } catch (err) {
+      if (describe(err).code === 404) return null;
+      throw apiError(action, err);
+    }
   }
 
   async call<T>(action: string, fn: () => Promise<T>): Promise<T> {

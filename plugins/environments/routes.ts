@@ -59,7 +59,7 @@ export function environmentRoutes(service: EnvironmentService): ServerRoute[] {
       options: {
         tags,
         description: 'Delete an environment and what runs for it (a persistent one needs environments:admin)',
-        plugins: { ...requires('environments:write', 'project'), ...docs(204, 400, 401, 403, 404) },
+        plugins: { ...requires('environments:write', 'project'), ...docs(204, 400, 401, 403, 404, 502) },
         validate: { params: S.envParams },
       },
       handler: async (request, h) => {
@@ -74,7 +74,7 @@ export function environmentRoutes(service: EnvironmentService): ServerRoute[] {
       options: {
         tags,
         description: 'Suspend: its services stop; deploys and jobs naming it are refused until resume',
-        plugins: { ...requires('environments:write', 'project'), ...docs(400, 401, 403, 404, 409) },
+        plugins: { ...requires('environments:write', 'project'), ...docs(400, 401, 403, 404, 409, 502) },
         validate: { params: S.envParams, payload: S.suspendSchema.allow(null) },
         ...one,
       },
@@ -92,7 +92,7 @@ export function environmentRoutes(service: EnvironmentService): ServerRoute[] {
       options: {
         tags,
         description: 'Resume a suspended environment: its current release runs again',
-        plugins: { ...requires('environments:write', 'project'), ...docs(400, 401, 403, 404, 409) },
+        plugins: { ...requires('environments:write', 'project'), ...docs(400, 401, 403, 404, 409, 502) },
         validate: { params: S.envParams },
         ...one,
       },
@@ -104,7 +104,7 @@ export function environmentRoutes(service: EnvironmentService): ServerRoute[] {
       options: {
         tags,
         description: 'Health read from the runtime now (a suspended environment answers its last reading)',
-        plugins: { ...requires('environments:read', 'project'), ...docs(400, 401, 403, 404) },
+        plugins: { ...requires('environments:read', 'project'), ...docs(400, 401, 403, 404, 502) },
         validate: { params: S.envParams },
         ...one,
       },

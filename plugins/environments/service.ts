@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import type { Db } from '../../core/db/knex.ts';
-import { BadRequest, Conflict, Forbidden, Invalid, NotFound } from '../../core/errors.ts';
+import { BadRequest, Conflict, DomainError, Forbidden, Invalid, NotFound, UpstreamFailed } from '../../core/errors.ts';
 import type { Creator, PipelineLauncher } from '../../core/ports/launchers.ts';
 import type { ManifestReader } from '../../core/ports/manifest.ts';
 import type { StoredManifest } from '../../domain/manifest/types.ts';
@@ -122,11 +122,27 @@ export class EnvironmentService {
     return { env: row, created };
   }
 
+  /**
+   * `fn` on the deployer; its engine or cluster failing (unreachable, refusing) is a 502 naming the
+   * deployer and the reason, not a 500: the callers have written nothing yet, so it can be retried.
+   */
+  private async onDeployer<T>(what: string, env: EnvironmentRow, fn: (deployer: Deployer) => Promise<T>): Promise<T> {
+    const deployer = this.d.deployer();
+    try {
+      return await fn(deployer);
+    } catch (err) {
+      if (err instanceof DomainError) throw err;
+      this.d.logger.warn({ environment: env.id, deployer: deployer.name, err: (err as Error).message }, `deployer failed to ${what}`);
+      throw new UpstreamFailed(`deployer ${deployer.name} could not ${what} environment ${env.name}: ${(err as Error).message}`, { deployer: deployer.name });
+    }
+  }
+
   /** Removes what the deployer runs and the record. A persistent environment needs environments:admin. */
   async remove(projectId: string, name: string, mayRemovePersistent: boolean): Promise<EnvironmentRow> {
     const env = await this.get(projectId, name);
     if (env.type === 'persistent' && !mayRemovePersistent) throw new Forbidden(`environment ${name} is persistent: deleting it needs environments:admin`);
-    await this.d.deployer().remove(await this.d.targets.of(env, env.current_release));
+    const target = await this.d.targets.of(env, env.current_release);
+    await this.onDeployer('remove', env, (d) => d.remove(target));
     await this.d.db.transaction(async (trx) => {
       const locked = await this.locked(projectId, name, trx);
       await this.d.repo.delete(locked.id, trx);
@@ -134,14 +150,16 @@ export class EnvironmentService {
     return env;
   }
 
+  /** Marks it suspended and stops its services before that commits: a deployer failure leaves it active (502). */
   async suspend(actorId: string | null, projectId: string, name: string, reason: string | null): Promise<EnvironmentRow> {
-    const env = await this.d.db.transaction(async (trx) => {
+    return this.d.db.transaction(async (trx) => {
       const locked = await this.locked(projectId, name, trx);
       if (locked.suspended) throw new Conflict(suspendedMessage(locked));
-      return this.markSuspended(locked, reason, actorId, trx);
+      const env = await this.markSuspended(locked, reason, actorId, trx);
+      const target = await this.d.targets.of(env, env.current_release);
+      await this.onDeployer('suspend', env, (d) => d.suspend(target));
+      return env;
     });
-    await this.d.deployer().suspend(await this.d.targets.of(env, env.current_release));
-    return env;
   }
 
   private async markSuspended(env: EnvironmentRow, reason: string | null, actorId: string | null, trx: Db): Promise<EnvironmentRow> {
@@ -150,7 +168,12 @@ export class EnvironmentService {
     return updated;
   }
 
+  /** Starts its services, then marks it active: a deployer failure leaves it suspended (502). */
   async resume(actorId: string | null, projectId: string, name: string): Promise<EnvironmentRow> {
+    const before = await this.get(projectId, name);
+    if (!before.suspended) throw new Conflict(`environment ${name} is not suspended`);
+    const target = before.current_release ? await this.d.targets.of(before, before.current_release) : null;
+    const outcome = target ? await this.onDeployer('resume', before, (d) => d.resume(target)) : null;
     const env = await this.d.db.transaction(async (trx) => {
       const locked = await this.locked(projectId, name, trx);
       if (!locked.suspended) throw new Conflict(`environment ${name} is not suspended`);
@@ -158,9 +181,7 @@ export class EnvironmentService {
       await emitSuspension(trx, updated, 'system.environment.resumed', actorId);
       return updated;
     });
-    if (!env.current_release) return env;
-    const outcome = await this.d.deployer().resume(await this.d.targets.of(env, env.current_release));
-    return this.recordHealth(env, outcome);
+    return outcome ? this.recordHealth(env, outcome) : env;
   }
 
   /** The billing seam: every environment of the projects (an org's) suspended with the reason. */
@@ -194,7 +215,8 @@ export class EnvironmentService {
   async health(projectId: string, name: string): Promise<EnvironmentRow> {
     const env = await this.get(projectId, name);
     if (env.suspended || !env.current_release) return env;
-    return this.recordHealth(env, await this.d.deployer().health(await this.d.targets.of(env, env.current_release)));
+    const target = await this.d.targets.of(env, env.current_release);
+    return this.recordHealth(env, await this.onDeployer('read the health of', env, (d) => d.health(target)));
   }
 
   /**

@@ -34,10 +34,10 @@ export const DEFAULT_RESOURCE_CLASSES: Record<string, ResourceClass> = {
 
 const quantity = Joi.alternatives(Joi.string().pattern(/^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$/), Joi.number().min(0));
 const resources = Joi.object().pattern(Joi.string().pattern(/^[a-z0-9./-]+$/), quantity);
-const labelValue = Joi.string()
+export const labelValue = Joi.string()
   .max(63)
   .pattern(/^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$/);
-const labelKey = Joi.string()
+export const labelKey = Joi.string()
   .max(253)
   .pattern(/^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/);
 

@@ -1,0 +1,395 @@
+/**
+ * Deployer on Kubernetes (docs/environments.md, "Kubernetes"): beside the kubernetes runtime because
+ * it talks to the same API server through the same client (adapters/kube/kube-api.ts) and cluster options, as the
+ * Docker deployer sits beside the Docker runtime. Per environment: a namespace (its own by default),
+ * per service a Secret with its environment, a Deployment of its image by digest and a Service for
+ * its ports, and the registry's image pull Secret when the manifest names an own registry. A deploy
+ * waits for every rollout; one that fails puts the previous pod template back, so the previous
+ * pods keep serving, and reports the failure. Health is the Deployments' rollout status.
+ */
+import type { V1Deployment, V1ObjectMeta } from '@kubernetes/client-node';
+import Joi from 'joi';
+import type { Deployer, DeployOutcome, DeployTarget, ReleaseRef, ServiceHealth } from '../../../core/ports/environments.ts';
+import { DeployFailed } from '../../../core/ports/environments.ts';
+import { defineAdapter } from '../../../core/sdk.ts';
+import {
+  DEPLOY_LABEL,
+  PULL_SECRET,
+  SUSPENDED_REPLICAS,
+  deploymentManifest,
+  envSecretManifest,
+  environmentSelector,
+  imageRef,
+  labelsOf,
+  namespaceManifest,
+  objectName,
+  placementOf,
+  pullSecretManifest,
+  rolloutOf,
+  serviceManifest,
+  type Placement,
+} from './deployer-manifests.ts';
+import { connectionRules, connectionSchema, kubeConfigOf, type KubeConnection } from '../../kube/connection.ts';
+import { apiError, KubeApi, statusOf } from '../../kube/kube-api.ts';
+import { labelKey, labelValue } from './options.ts';
+
+export type Options = KubeConnection & {
+  namespace: string | null;
+  replicas: number;
+  image_pull_policy: 'Always' | 'IfNotPresent' | 'Never' | null;
+  labels: Record<string, string>;
+  progress_deadline_seconds: number;
+  rollout_timeout_ms: number;
+};
+
+const optionsSchema = connectionRules(
+  Joi.object({
+    ...connectionSchema,
+    namespace: Joi.string()
+      .pattern(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/)
+      .max(63)
+      .allow(null)
+      .default(null)
+      .description('One namespace for every environment; null: each its own, svc-<project>-<environment> (an environment naming a namespace wins)'),
+    replicas: Joi.number().integer().min(1).default(1).description('Pods per service'),
+    image_pull_policy: Joi.string().valid('Always', 'IfNotPresent', 'Never').allow(null).default(null),
+    labels: Joi.object().pattern(labelKey, labelValue).default({}).description('Extra labels on every object'),
+    progress_deadline_seconds: Joi.number()
+      .integer()
+      .min(1)
+      .default(600)
+      .description("The Deployments' progressDeadlineSeconds: a rollout without progress this long fails"),
+    rollout_timeout_ms: Joi.number().integer().min(100).default(900_000).description('How long a deploy waits for its rollouts at most'),
+  }),
+);
+
+const POLL_MS = 250;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const releaseName = (r: ReleaseRef) => r.tag ?? r.id ?? r.git_sha ?? 'image digests';
+const overall = (services: ServiceHealth[]): DeployOutcome['health'] =>
+  services.length === 0
+    ? 'degraded'
+    : services.every((s) => s.health === 'healthy')
+      ? 'healthy'
+      : services.some((s) => s.health === 'degraded')
+        ? 'degraded'
+        : 'unknown';
+
+/** What was there before a deploy touched a service, to put back when its rollout fails. */
+interface Before {
+  service: string;
+  deployment: V1Deployment | null;
+}
+
+export class KubernetesDeployer implements Deployer {
+  readonly name = 'kubernetes';
+
+  constructor(
+    readonly api: KubeApi,
+    private readonly options: Options,
+  ) {}
+
+  private placement(target: DeployTarget): Placement {
+    return placementOf(target, this.options.namespace);
+  }
+
+  private labels(target: DeployTarget, service?: string) {
+    return labelsOf(target, this.options.labels, service);
+  }
+
+  async deploy(target: DeployTarget, release: ReleaseRef): Promise<DeployOutcome> {
+    const names = Object.keys(release.image_digests).sort();
+    const unknown = names.filter((n) => !target.services[n]);
+    if (unknown.length > 0) throw new DeployFailed(`the release names services the manifest does not define: ${unknown.join(', ')}`);
+    const images: Record<string, string> = {};
+    for (const n of names) {
+      try {
+        images[n] = imageRef(n, target.services[n].image, release.image_digests[n]);
+      } catch (err) {
+        throw new DeployFailed((err as Error).message, [{ service: n, health: 'degraded', detail: 'no image name' }]);
+      }
+    }
+    const p = this.placement(target);
+    const touched: Before[] = [];
+    try {
+      await this.ensureNamespace(target, p);
+      await this.syncPullSecret(target, p);
+      for (const service of names) touched.push(await this.apply(target, p, service, images[service], releaseName(release)));
+      const services = await Promise.all(names.map((s) => this.waitRollout(p, objectName(p, target, s), s)));
+      const failed = services.filter((s) => s.health !== 'healthy');
+      if (failed.length > 0) throw new DeployFailed(`not healthy: ${failed.map((s) => `${s.service} (${s.detail})`).join('; ')}`, services);
+      await this.removeStale(target, p, names);
+      return { health: 'healthy', services };
+    } catch (err) {
+      await this.restore(target, p, touched);
+      if (err instanceof DeployFailed) throw err;
+      throw new DeployFailed(`the cluster refused the deploy: ${(err as Error).message}`);
+    }
+  }
+
+  /** The namespace, created (labelled as svc's) unless it exists; one still terminating is waited for. */
+  private async ensureNamespace(target: DeployTarget, p: Placement): Promise<void> {
+    const deadline = Date.now() + this.options.rollout_timeout_ms;
+    for (;;) {
+      const ns = await this.api.find(`reading namespace ${p.namespace}`, () => this.api.core.readNamespace({ name: p.namespace }));
+      if (ns && ns.status?.phase !== 'Terminating') return;
+      if (!ns) {
+        const labels = p.shared ? { [DEPLOY_LABEL.managedBy]: 'svc' } : this.labels(target);
+        try {
+          await this.api.core.createNamespace({ body: namespaceManifest(p.namespace, labels) });
+          return;
+        } catch (err) {
+          if (statusOf(err) !== 409) throw apiError(`creating namespace ${p.namespace}`, err);
+        }
+      }
+      if (Date.now() > deadline) throw new Error(`namespace ${p.namespace} is still terminating`);
+      await sleep(POLL_MS);
+    }
+  }
+
+  /** Own registry: the docker-config Secret the pods pull with; native or none: none (one left from before is removed). */
+  private async syncPullSecret(target: DeployTarget, p: Placement): Promise<void> {
+    const ns = p.namespace;
+    const where = `secret ${PULL_SECRET} in namespace ${ns}`;
+    const existing = await this.api.find(`reading ${where}`, () => this.api.core.readNamespacedSecret({ name: PULL_SECRET, namespace: ns }));
+    if (!target.pullSecret) {
+      if (existing) await this.api.find(`deleting ${where}`, () => this.api.core.deleteNamespacedSecret({ name: PULL_SECRET, namespace: ns }));
+      return;
+    }
+    const body = pullSecretManifest(this.labels(target), target.pullSecret);
+    if (!existing) await this.api.request(`creating ${where}`, () => this.api.core.createNamespacedSecret({ namespace: ns, body }));
+    else
+      await this.api.request(`replacing ${where}`, () =>
+        this.api.core.replaceNamespacedSecret({
+          name: PULL_SECRET,
+          namespace: ns,
+          body: { ...body, metadata: { ...body.metadata, resourceVersion: existing.metadata?.resourceVersion } },
+        }),
+      );
+  }
+
+  /** The service's Secret, Deployment and Service; returns the Deployment as it was before. */
+  private async apply(target: DeployTarget, p: Placement, service: string, image: string, release: string): Promise<Before> {
+    const ns = p.namespace;
+    const name = objectName(p, target, service);
+    const labels = this.labels(target, service);
+    const selector = { [DEPLOY_LABEL.environment]: labels[DEPLOY_LABEL.environment], [DEPLOY_LABEL.service]: labels[DEPLOY_LABEL.service] };
+    const secret = envSecretManifest(name, labels, target.services[service].environment);
+    const secretName = secret.metadata!.name!;
+    try {
+      await this.api.core.createNamespacedSecret({ namespace: ns, body: secret });
+    } catch (err) {
+      if (statusOf(err) !== 409) throw apiError(`creating secret ${secretName} in namespace ${ns}`, err); // 409: the same content exists
+    }
+    const where = `deployment ${name} in namespace ${ns}`;
+    const before = await this.api.find(`reading ${where}`, () => this.api.apps.readNamespacedDeployment({ name, namespace: ns }));
+    const replicas = before?.spec?.replicas || this.options.replicas;
+    const body = deploymentManifest(target, {
+      name,
+      service,
+      image,
+      secretName,
+      labels,
+      selector,
+      replicas,
+      release,
+      pullSecret: target.pullSecret !== null,
+      progressDeadlineSeconds: this.options.progress_deadline_seconds,
+      imagePullPolicy: this.options.image_pull_policy,
+    });
+    if (!before) await this.api.request(`creating ${where}`, () => this.api.apps.createNamespacedDeployment({ namespace: ns, body }));
+    else await this.replaceDeployment(ns, before, body);
+    if (target.services[service].ports.length > 0) await this.applyService(ns, serviceManifest(target, name, service, labels, selector));
+    return { service, deployment: before };
+  }
+
+  private async replaceDeployment(ns: string, current: V1Deployment, body: V1Deployment): Promise<V1Deployment> {
+    const name = current.metadata!.name!;
+    const metadata: V1ObjectMeta = { ...body.metadata, resourceVersion: current.metadata?.resourceVersion };
+    return this.api.request(`replacing deployment ${name} in namespace ${ns}`, () =>
+      this.api.apps.replaceNamespacedDeployment({ name, namespace: ns, body: { ...body, metadata } }),
+    );
+  }
+
+  private async applyService(ns: string, body: ReturnType<typeof serviceManifest>): Promise<void> {
+    const name = body.metadata!.name!;
+    const where = `service ${name} in namespace ${ns}`;
+    const existing = await this.api.find(`reading ${where}`, () => this.api.core.readNamespacedService({ name, namespace: ns }));
+    if (!existing) {
+      await this.api.request(`creating ${where}`, () => this.api.core.createNamespacedService({ namespace: ns, body }));
+      return;
+    }
+    // The cluster IP is immutable: a replacement keeps the one assigned.
+    const spec = { ...body.spec, clusterIP: existing.spec?.clusterIP };
+    await this.api.request(`replacing ${where}`, () =>
+      this.api.core.replaceNamespacedService({
+        name,
+        namespace: ns,
+        body: { ...body, spec, metadata: { ...body.metadata, resourceVersion: existing.metadata?.resourceVersion } },
+      }),
+    );
+  }
+
+  /** Waits until the rollout is complete, fails (ProgressDeadlineExceeded), or rollout_timeout_ms passes. */
+  private async waitRollout(p: Placement, name: string, service: string): Promise<ServiceHealth> {
+    const deadline = Date.now() + this.options.rollout_timeout_ms;
+    for (;;) {
+      const d = await this.api.find(`reading deployment ${name} in namespace ${p.namespace}`, () =>
+        this.api.apps.readNamespacedDeployment({ name, namespace: p.namespace }),
+      );
+      if (!d) return { service, health: 'degraded', detail: 'the deployment is gone' };
+      const r = rolloutOf(d);
+      if (r.failed) return { service, health: 'degraded', detail: `${r.detail}${await this.podProblems(p, d)}` };
+      if (r.health) return { service, health: r.health, detail: r.detail };
+      if (Date.now() > deadline)
+        return {
+          service,
+          health: 'degraded',
+          detail: `not rolled out after ${this.options.rollout_timeout_ms} ms (${r.detail})${await this.podProblems(p, d)}`,
+        };
+      await sleep(POLL_MS);
+    }
+  }
+
+  /** Why the Deployment's pods are not ready, as their container statuses say (`; pod x: ImagePullBackOff`). */
+  private async podProblems(p: Placement, d: V1Deployment): Promise<string> {
+    const selector = Object.entries(d.spec?.selector.matchLabels ?? {})
+      .map(([k, v]) => `${k}=${v}`)
+      .join(',');
+    const pods = await this.api
+      .request(`listing pods in namespace ${p.namespace}`, () => this.api.core.listNamespacedPod({ namespace: p.namespace, labelSelector: selector }))
+      .catch(() => null);
+    const problems = (pods?.items ?? []).flatMap((pod) =>
+      (pod.status?.containerStatuses ?? [])
+        .filter((c) => !c.ready)
+        .map((c) => `pod ${pod.metadata?.name}: ${c.state?.waiting?.reason ?? (c.state?.terminated ? `exited ${c.state.terminated.exitCode}` : 'not ready')}`),
+    );
+    return problems.length ? `; ${problems.slice(0, 3).join('; ')}` : '';
+  }
+
+  /** After a failed deploy: each Deployment back to its previous spec (or removed when it is new), and the new Secrets gone. */
+  private async restore(target: DeployTarget, p: Placement, touched: Before[]): Promise<void> {
+    const ns = p.namespace;
+    for (const { service, deployment } of touched) {
+      const name = objectName(p, target, service);
+      try {
+        const now = await this.api.find(`reading deployment ${name}`, () => this.api.apps.readNamespacedDeployment({ name, namespace: ns }));
+        if (!deployment) {
+          if (now) await this.api.find(`deleting deployment ${name}`, () => this.api.apps.deleteNamespacedDeployment({ name, namespace: ns }));
+          await this.api.find(`deleting service ${name}`, () => this.api.core.deleteNamespacedService({ name, namespace: ns }));
+        } else if (now) {
+          await this.replaceDeployment(ns, now, { apiVersion: 'apps/v1', kind: 'Deployment', metadata: deployment.metadata, spec: deployment.spec });
+        }
+      } catch {
+        /* the deploy already failed: what could not be put back shows in health */
+      }
+    }
+    await this.removeUnusedSecrets(target, p).catch(() => undefined);
+  }
+
+  /** After a deploy: the Deployments and Services of services the release no longer has, and Secrets no Deployment uses. */
+  private async removeStale(target: DeployTarget, p: Placement, services: string[]): Promise<void> {
+    const keep = new Set(services.map((s) => objectName(p, target, s)));
+    for (const d of await this.deployments(target, p)) {
+      const name = d.metadata!.name!;
+      if (keep.has(name)) continue;
+      await this.api.find(`deleting deployment ${name}`, () => this.api.apps.deleteNamespacedDeployment({ name, namespace: p.namespace }));
+      await this.api.find(`deleting service ${name}`, () => this.api.core.deleteNamespacedService({ name, namespace: p.namespace }));
+    }
+    await this.removeUnusedSecrets(target, p);
+  }
+
+  private async removeUnusedSecrets(target: DeployTarget, p: Placement): Promise<void> {
+    const used = new Set(
+      (await this.deployments(target, p)).flatMap((d) =>
+        (d.spec?.template.spec?.containers ?? []).flatMap((c) => (c.envFrom ?? []).map((e) => e.secretRef?.name)),
+      ),
+    );
+    const secrets = await this.api.request(`listing secrets in namespace ${p.namespace}`, () =>
+      this.api.core.listNamespacedSecret({ namespace: p.namespace, labelSelector: `${environmentSelector(target)},${DEPLOY_LABEL.service}` }),
+    );
+    for (const s of secrets.items) {
+      const name = s.metadata!.name!;
+      if (!used.has(name)) await this.api.find(`deleting secret ${name}`, () => this.api.core.deleteNamespacedSecret({ name, namespace: p.namespace }));
+    }
+  }
+
+  private async deployments(target: DeployTarget, p: Placement): Promise<V1Deployment[]> {
+    const list = await this.api.find(`listing deployments in namespace ${p.namespace}`, () =>
+      this.api.apps.listNamespacedDeployment({ namespace: p.namespace, labelSelector: environmentSelector(target) }),
+    );
+    return (list?.items ?? []).sort((a, b) => a.metadata!.name!.localeCompare(b.metadata!.name!));
+  }
+
+  private serviceOf(d: V1Deployment): string {
+    return d.metadata?.labels?.[DEPLOY_LABEL.service] ?? d.metadata!.name!;
+  }
+
+  async health(target: DeployTarget): Promise<DeployOutcome> {
+    const p = this.placement(target);
+    const services: ServiceHealth[] = (await this.deployments(target, p)).map((d) => {
+      const r = rolloutOf(d);
+      if (r.health) return { service: this.serviceOf(d), health: r.health, detail: r.detail };
+      const serving = (d.status?.availableReplicas ?? 0) >= (d.spec?.replicas ?? 1);
+      return { service: this.serviceOf(d), health: r.detail === 'rollout not observed yet' ? 'unknown' : serving ? 'healthy' : 'degraded', detail: r.detail };
+    });
+    if (services.length === 0)
+      return { health: 'degraded', services: [{ service: '*', health: 'degraded', detail: `no deployments in namespace ${p.namespace}` }] };
+    return { health: overall(services), services };
+  }
+
+  /** Scales every Deployment to zero, noting its replicas for resume. */
+  async suspend(target: DeployTarget): Promise<void> {
+    const p = this.placement(target);
+    for (const d of await this.deployments(target, p)) {
+      const replicas = d.spec?.replicas ?? 1;
+      if (replicas === 0) continue;
+      const annotations = { ...d.metadata?.annotations, [SUSPENDED_REPLICAS]: String(replicas) };
+      await this.replaceDeployment(p.namespace, d, { ...d, metadata: { ...d.metadata, annotations }, spec: { ...d.spec!, replicas: 0 } });
+    }
+  }
+
+  /** Restores the replicas suspend noted and waits for the pods to be ready again. */
+  async resume(target: DeployTarget): Promise<DeployOutcome> {
+    const p = this.placement(target);
+    const resumed: V1Deployment[] = [];
+    for (const d of await this.deployments(target, p)) {
+      const { [SUSPENDED_REPLICAS]: noted, ...annotations } = d.metadata?.annotations ?? {};
+      if ((d.spec?.replicas ?? 1) === 0) {
+        const replicas = Number(noted) || this.options.replicas;
+        await this.replaceDeployment(p.namespace, d, { ...d, metadata: { ...d.metadata, annotations }, spec: { ...d.spec!, replicas } });
+      }
+      resumed.push(d);
+    }
+    const services = await Promise.all(resumed.map((d) => this.waitRollout(p, d.metadata!.name!, this.serviceOf(d))));
+    return { health: overall(services), services };
+  }
+
+  /** Deletes what carries the environment's label, and the namespace when svc created it for the environment. */
+  async remove(target: DeployTarget): Promise<void> {
+    const p = this.placement(target);
+    const ns = p.namespace;
+    const namespace = await this.api.find(`reading namespace ${ns}`, () => this.api.core.readNamespace({ name: ns }));
+    if (!namespace) return;
+    const labelSelector = environmentSelector(target);
+    for (const d of await this.deployments(target, p))
+      await this.api.find(`deleting deployment ${d.metadata!.name}`, () =>
+        this.api.apps.deleteNamespacedDeployment({ name: d.metadata!.name!, namespace: ns, propagationPolicy: 'Foreground' }),
+      );
+    const services = await this.api.request(`listing services in namespace ${ns}`, () => this.api.core.listNamespacedService({ namespace: ns, labelSelector }));
+    for (const s of services.items)
+      await this.api.find(`deleting service ${s.metadata!.name}`, () => this.api.core.deleteNamespacedService({ name: s.metadata!.name!, namespace: ns }));
+    const secrets = await this.api.request(`listing secrets in namespace ${ns}`, () => this.api.core.listNamespacedSecret({ namespace: ns, labelSelector }));
+    for (const s of secrets.items)
+      await this.api.find(`deleting secret ${s.metadata!.name}`, () => this.api.core.deleteNamespacedSecret({ name: s.metadata!.name!, namespace: ns }));
+    if (namespace.metadata?.labels?.[DEPLOY_LABEL.environment] === labelsOf(target, {})[DEPLOY_LABEL.environment])
+      await this.api.find(`deleting namespace ${ns}`, () => this.api.core.deleteNamespace({ name: ns }));
+  }
+}
+
+export default defineAdapter<Deployer, Options>({
+  kind: 'deployer',
+  name: 'kubernetes',
+  options: optionsSchema,
+  create: (options) => new KubernetesDeployer(new KubeApi(kubeConfigOf(options, 'adapters.deployer.options'), options.namespace ?? 'default'), options),
+});
