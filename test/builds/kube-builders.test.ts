@@ -341,7 +341,11 @@ test('a private https repository builds with the project token, which reaches th
   chmodSync(ca, 0o644);
   const fake = await fakeKube({ GIT_SSL_CAINFO: ca });
   const accessWith = (token: string) =>
-    repoAccess(server.url, { tokenSecret: 'GIT_TOKEN', sshKeySecret: 'GIT_SSH_KEY', lookup: async () => token, credentialsDir: '/nonexistent', scopeHint: '' }, 'cloning');
+    repoAccess(
+      server.url,
+      { tokenSecret: 'GIT_TOKEN', sshKeySecret: 'GIT_SSH_KEY', lookup: async () => token, credentialsDir: '/nonexistent', scopeHint: '' },
+      'cloning',
+    );
   const access = await accessWith(TOKEN);
   const forms = [TOKEN, ...access.secrets, Buffer.from(TOKEN).toString('base64')];
   const expectedEnv = {
@@ -369,7 +373,11 @@ test('a private https repository builds with the project token, which reaches th
           { name, valueFrom: { secretKeyRef: { name: gitSecret.metadata.name, key } } },
         );
       if (backend === 'buildkit') t.true(pod.spec.containers[0].args.join(' ').includes('--secret id=GIT_AUTH_TOKEN,env=GIT_AUTH_TOKEN'));
-      else t.deepEqual(env.find((e) => e.name === 'GIT_USERNAME'), { name: 'GIT_USERNAME', value: 'x-access-token' });
+      else
+        t.deepEqual(
+          env.find((e) => e.name === 'GIT_USERNAME'),
+          { name: 'GIT_USERNAME', value: 'x-access-token' },
+        );
     }
     const specs = JSON.stringify(fake.createdPods());
     for (const form of forms) {
