@@ -18,6 +18,8 @@ export interface RepoAccess {
   kind: 'file' | 'https' | 'ssh';
   env: Record<string, string>;
   secrets: string[];
+  /** The HTTPS token itself, for tools that take it their own way (the in-cluster builders); absent for SSH and file://. */
+  token?: string;
 }
 
 export interface AccessSecrets {
@@ -68,6 +70,7 @@ export async function repoAccess(url: string, secrets: AccessSecrets, purpose: s
       kind,
       env: { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'http.extraHeader', GIT_CONFIG_VALUE_0: `Authorization: Basic ${basic}` },
       secrets: [value, basic],
+      token: value,
     };
   }
   await mkdir(secrets.credentialsDir, { recursive: true, mode: 0o700 });
@@ -125,11 +128,11 @@ export async function optionalRepoAccess(
   url: string,
   secrets: AccessSecrets,
   purpose: string,
-): Promise<{ access: Pick<RepoAccess, 'env' | 'secrets'>; note: string | null }> {
+): Promise<{ access: Pick<RepoAccess, 'env' | 'secrets' | 'token'>; note: string | null }> {
   repoKind(url);
   try {
-    const { env, secrets: masked } = await repoAccess(url, secrets, purpose);
-    return { access: { env, secrets: masked }, note: null };
+    const { env, secrets: masked, token } = await repoAccess(url, secrets, purpose);
+    return { access: { env, secrets: masked, ...(token === undefined ? {} : { token }) }, note: null };
   } catch (err) {
     if (!(err instanceof GitAccessError)) throw err;
     return { access: { env: {}, secrets: [] }, note: `${err.message}; going without credentials` };

@@ -1,6 +1,6 @@
 /**
  * What the in-cluster builders (buildkit, kaniko) share: their options, the per-build docker-config
- * Secret, one Pod per service run to its end with its log streamed line by line, the digest read
+ * Secret and git-token Secret, one Pod per service run to its end with its log streamed line by line, the digest read
  * back from the container's termination message, and the Pod and Secret deleted on every path.
  */
 import { randomBytes } from 'node:crypto';
@@ -9,6 +9,7 @@ import type { V1Pod, V1Secret } from '@kubernetes/client-node';
 import Joi from 'joi';
 import type { Logger } from 'pino';
 import type { AdapterDeps } from '../../core/adapters.ts';
+import { GitAccessError, redactUrl, repoKind } from '../../core/git-access.ts';
 import { BuildFailure, type BuildRequest, type PushTarget, type ServiceBuild } from '../../core/ports/builder.ts';
 import { CONNECTION_KEYS, connectionRules, connectionSchema, kubeConfigOf, type KubeConnection } from '../kube/connection.ts';
 import { KubeApi } from '../kube/kube-api.ts';
@@ -89,11 +90,43 @@ const labelValue = (v: string) =>
     .slice(0, 63)
     .replace(/^[^A-Za-z0-9]+|[^A-Za-z0-9]+$/g, '');
 
+/** The key of the per-build git Secret that holds the repository's HTTPS token. */
+export const GIT_TOKEN_KEY = 'token';
+
+/**
+ * The repository's HTTPS token for a tool that clones it itself, or null (a public repository, or
+ * file:// in the tests). The tools take tokens only: an SSH repository is refused here, before
+ * anything is created in the cluster (build it with the buildx builder, or give the project an
+ * https:// URL and a token).
+ */
+export function gitToken(request: BuildRequest, backend: string): string | null {
+  let kind;
+  try {
+    kind = repoKind(request.repoUrl);
+  } catch (err) {
+    if (err instanceof GitAccessError) throw new BuildFailure('clone_error', err.message);
+    throw err;
+  }
+  if (kind === 'ssh')
+    throw new BuildFailure(
+      'clone_error',
+      `the ${backend} builder clones over HTTPS with a token only, and ${redactUrl(request.repoUrl)} is an SSH repository: ` +
+        'give the project an https:// repository URL (its token secret is used), or build with the buildx builder',
+    );
+  return kind === 'https' && request.access.token ? request.access.token : null;
+}
+
+/** Appended to a clone the repository refused: where the token comes from. */
+export const CREDENTIALS_HINT =
+  "(the repository asks for credentials: a private HTTPS repository needs the project's token secret, worker.git.token_secret, with read access)";
+
 export interface ToolPod {
   /** The container's command and args, and extra env. */
   command: string[];
   args: string[];
   env: Record<string, string>;
+  /** Env variables whose value is the git token, read from the per-build git Secret (a secretKeyRef: never in the pod spec in clear). */
+  gitTokenEnv: string[];
   /** Where the tool reads the docker config (the Secret is mounted there as config.json). */
   dockerConfigDir: string;
   /** The emptyDir volumes the tool needs (its state directory). */
@@ -132,8 +165,9 @@ const lastLine = (end: PodEnd) => end.message || end.lines.at(-1) || 'no output'
  */
 export class KubeBuildRun {
   private readonly secretName: string;
+  private readonly gitSecretName: string;
   private readonly base: string;
-  private secretCreated = false;
+  private readonly secretsCreated: string[] = [];
   private readonly pods = new Set<string>();
 
   constructor(
@@ -152,6 +186,7 @@ export class KubeBuildRun {
       .replace(/^-+|-+$/g, '');
     this.base = `svc-${backend}-${run || 'build'}-${randomBytes(3).toString('hex')}`;
     this.secretName = `${this.base}-docker`;
+    this.gitSecretName = `${this.base}-git`;
   }
 
   private labels(): Record<string, string> {
@@ -173,20 +208,29 @@ export class KubeBuildRun {
   /** The docker-config Secret with the push credentials (an empty config without a push target). Its content is never logged. */
   async createSecret(push: PushTarget | null): Promise<string> {
     const auths = push ? { [push.host]: { auth: Buffer.from(`${push.username}:${push.password}`).toString('base64') } } : {};
+    await this.secret(this.secretName, 'kubernetes.io/dockerconfigjson', { '.dockerconfigjson': JSON.stringify({ auths }) });
+    return this.secretName;
+  }
+
+  /** The git Secret with the repository's token, which the pods read as env through secretKeyRef; none without a token. */
+  async createGitSecret(token: string | null): Promise<void> {
+    if (token !== null) await this.secret(this.gitSecretName, 'Opaque', { [GIT_TOKEN_KEY]: token });
+  }
+
+  private async secret(name: string, type: string, data: Record<string, string>): Promise<void> {
     const body: V1Secret = {
       apiVersion: 'v1',
       kind: 'Secret',
-      metadata: { name: this.secretName, labels: this.labels() },
-      type: 'kubernetes.io/dockerconfigjson',
-      data: { '.dockerconfigjson': Buffer.from(JSON.stringify({ auths })).toString('base64') },
+      metadata: { name, labels: this.labels() },
+      type,
+      data: Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString('base64')])),
     };
     try {
-      await this.api.call(`creating secret ${this.secretName}`, () => this.api.core.createNamespacedSecret({ namespace: this.api.namespace, body }));
+      await this.api.call(`creating secret ${name}`, () => this.api.core.createNamespacedSecret({ namespace: this.api.namespace, body }));
     } catch (err) {
       throw this.clusterError(err);
     }
-    this.secretCreated = true;
-    return this.secretName;
+    this.secretsCreated.push(name);
   }
 
   podManifest(name: string, service: ServiceBuild, tool: ToolPod): V1Pod {
@@ -211,7 +255,10 @@ export class KubeBuildRun {
             ...(o.image_pull_policy ? { imagePullPolicy: o.image_pull_policy } : {}),
             command: tool.command,
             args: tool.args,
-            env: Object.entries({ ...tool.env, DOCKER_CONFIG: tool.dockerConfigDir }).map(([n, value]) => ({ name: n, value })),
+            env: [
+              ...Object.entries({ ...tool.env, DOCKER_CONFIG: tool.dockerConfigDir }).map(([n, value]) => ({ name: n, value })),
+              ...tool.gitTokenEnv.map((n) => ({ name: n, valueFrom: { secretKeyRef: { name: this.gitSecretName, key: GIT_TOKEN_KEY } } })),
+            ],
             resources: { requests: o.resources.requests, limits: o.resources.limits },
             securityContext: tool.securityContext,
             terminationMessagePath: TERMINATION_LOG,
@@ -282,14 +329,12 @@ export class KubeBuildRun {
     }
   }
 
-  /** Deletes every pod it created and the Secret; run on every path. */
+  /** Deletes every pod and Secret it created; run on every path. */
   async cleanup(): Promise<void> {
     for (const name of this.pods)
       await this.api.remove('pod', name, 0).catch((err: Error) => this.logger.error({ err, pod: name }, `builder ${this.backend}: pod left behind`));
-    if (this.secretCreated)
-      await this.api
-        .remove('secret', this.secretName)
-        .catch((err: Error) => this.logger.error({ err, secret: this.secretName }, `builder ${this.backend}: secret left behind`));
+    for (const name of this.secretsCreated)
+      await this.api.remove('secret', name).catch((err: Error) => this.logger.error({ err, secret: name }, `builder ${this.backend}: secret left behind`));
   }
 }
 

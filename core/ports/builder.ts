@@ -26,8 +26,11 @@ export interface ServiceBuild {
 export interface BuildRequest {
   runId: string;
   repoUrl: string;
-  /** The project's credentials for `repoUrl` (core/git-access.ts): git's extra environment; the values never reach arguments or logs. */
-  access: Pick<RepoAccess, 'env' | 'secrets'>;
+  /**
+   * The project's credentials for `repoUrl` (core/git-access.ts): git's extra environment, and the
+   * HTTPS token itself for builders whose tool takes it its own way; never in arguments or logs.
+   */
+  access: Pick<RepoAccess, 'env' | 'secrets' | 'token'>;
   gitSha: string;
   services: ServiceBuild[];
   /** `linux/amd64`…; empty: the engine's own platform. */

@@ -49,7 +49,8 @@ export async function privateGitServer(source: string, token: string) {
   const expected = `Basic ${Buffer.from(`x-access-token:${token}`).toString('base64')}`;
   const seen = { authorized: 0, refused: 0 };
   const server = createServer({ key: readFileSync(key), cert: readFileSync(cert) }, (req, res) => {
-    if (req.headers.authorization !== expected) {
+    // The scheme is case-insensitive (BuildKit's git source sends `basic`).
+    if (req.headers.authorization?.replace(/^basic /i, 'Basic ') !== expected) {
       seen.refused++;
       res.writeHead(401, { 'www-authenticate': 'Basic realm="private"' }).end('authentication required\n');
       return;

@@ -7,16 +7,19 @@
  * for docs/builds.md's "Running against a real cluster".
  */
 import test from 'ava';
-import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pino from 'pino';
 import buildkitAdapter from '../../adapters/builder/buildkit/index.ts';
 import kanikoAdapter from '../../adapters/builder/kaniko/index.ts';
 import type { AdapterDeps } from '../../core/adapters.ts';
+import { repoAccess } from '../../core/git-access.ts';
 import { BuildFailure, type Builder, type BuildRequest, type PushTarget } from '../../core/ports/builder.ts';
 import { FakeKube } from '../fixtures/fake-kube/server.ts';
 import { tempRepo } from '../manifest/helpers.ts';
+import { privateGitServer } from './git-http.ts';
 
 const SHIMS = fileURLToPath(new URL('../fixtures/kube-builders/', import.meta.url));
 const PUSH: PushTarget = { host: 'registry.example:5000', username: 'builder', password: 'pa55-w0rd-never-logged' };
@@ -28,9 +31,9 @@ type Backend = keyof typeof adapters;
 const fakes: FakeKube[] = [];
 test.after.always(() => Promise.all(fakes.map((f) => f.stop())));
 
-async function fakeKube(): Promise<FakeKube> {
+async function fakeKube(imageEnv: Record<string, string> = {}): Promise<FakeKube> {
   const fake = await new FakeKube({
-    imageEnv: { PATH: `${SHIMS}:${process.env.PATH}`, HOME: '/tmp', FAKE_REGISTRY_AUTH: GOOD_AUTH },
+    imageEnv: { PATH: `${SHIMS}:${process.env.PATH}`, HOME: '/tmp', FAKE_REGISTRY_AUTH: GOOD_AUTH, ...imageEnv },
     imageFiles: { '/kaniko/executor': path.join(SHIMS, 'executor') },
   }).start();
   fakes.push(fake);
@@ -322,4 +325,100 @@ test('an image that lacks the tool (the container cannot start its command) is a
     t.regex(failed.message, new RegExp(`^api: the ${backend} image could not run its command: .*(ENOENT|no such file)`));
   }
   cleanedUp(t, fake);
+});
+
+test('a private https repository builds with the project token, which reaches the pods only through a secretKeyRef; without it or with a wrong one, a clone_error that shows no token', async (t) => {
+  const TOKEN = 'ghp_pr1vate-repo-token-never-shown';
+  const r = repo();
+  // One server for both backends: it sets GIT_SSL_CAINFO for this process, which the "images" get as their CA bundle.
+  const server = await privateGitServer(r.dir, TOKEN);
+  t.teardown(() => server.stop());
+  const caDir = mkdtempSync(path.join(tmpdir(), 'svc-kube-git-ca-'));
+  t.teardown(() => rmSync(caDir, { recursive: true, force: true }));
+  chmodSync(caDir, 0o755); // the buildkit pod runs as uid 1000
+  const ca = path.join(caDir, 'ca.pem');
+  copyFileSync(process.env.GIT_SSL_CAINFO!, ca);
+  chmodSync(ca, 0o644);
+  const fake = await fakeKube({ GIT_SSL_CAINFO: ca });
+  const accessWith = (token: string) =>
+    repoAccess(
+      server.url,
+      { tokenSecret: 'GIT_TOKEN', sshKeySecret: 'GIT_SSH_KEY', lookup: async () => token, credentialsDir: '/nonexistent', scopeHint: '' },
+      'cloning',
+    );
+  const access = await accessWith(TOKEN);
+  const forms = [TOKEN, ...access.secrets, Buffer.from(TOKEN).toString('base64')];
+  const expectedEnv = {
+    buildkit: [{ name: 'GIT_AUTH_TOKEN', key: 'token' }],
+    kaniko: [{ name: 'GIT_PASSWORD', key: 'token' }],
+  };
+
+  for (const backend of ['buildkit', 'kaniko'] as const) {
+    const seen = server.seen.authorized;
+    const req = request({ url: server.url, sha: r.sha }, { access });
+    const images = await builderFor(backend, fake).build(req);
+    t.is(images.length, 2, backend);
+    t.true(server.seen.authorized > seen, `${backend} cloned with the token`);
+
+    const [, gitSecret] = fake.createdSecrets().slice(-2);
+    t.is(gitSecret.type, 'Opaque');
+    t.deepEqual(Object.keys(gitSecret.data), ['token']);
+    t.is(Buffer.from(gitSecret.data.token, 'base64').toString(), TOKEN);
+    const pods = fake.createdPods().slice(-2);
+    for (const pod of pods) {
+      const env = pod.spec.containers[0].env as { name: string; value?: string; valueFrom?: unknown }[];
+      for (const { name, key } of expectedEnv[backend])
+        t.deepEqual(
+          env.find((e) => e.name === name),
+          { name, valueFrom: { secretKeyRef: { name: gitSecret.metadata.name, key } } },
+        );
+      if (backend === 'buildkit') t.true(pod.spec.containers[0].args.join(' ').includes('--secret id=GIT_AUTH_TOKEN,env=GIT_AUTH_TOKEN'));
+      else
+        t.deepEqual(
+          env.find((e) => e.name === 'GIT_USERNAME'),
+          { name: 'GIT_USERNAME', value: 'x-access-token' },
+        );
+    }
+    const specs = JSON.stringify(fake.createdPods());
+    for (const form of forms) {
+      t.false(specs.includes(form), `${backend}: no pod spec holds the token`);
+      t.false(
+        req.lines.some((l) => l.line.includes(form)),
+        `${backend}: the log holds no token`,
+      );
+    }
+
+    const missing = await failure(builderFor(backend, fake).build(request({ url: server.url, sha: r.sha })));
+    t.is(missing.errorClass, 'clone_error', missing.message);
+    t.regex(missing.message, /^api: .*\(the repository asks for credentials: a private HTTPS repository needs the project's token secret/);
+    const wrongReq = request({ url: server.url, sha: r.sha }, { access: await accessWith('ghp_wr0ng-token') });
+    const wrong = await failure(builderFor(backend, fake).build(wrongReq));
+    t.is(wrong.errorClass, 'clone_error', wrong.message);
+    t.regex(wrong.message, /asks for credentials/);
+    for (const form of [...forms, 'ghp_wr0ng-token']) {
+      t.false(missing.message.includes(form) || wrong.message.includes(form), `${backend}: no error shows a token`);
+      t.false(
+        wrongReq.lines.some((l) => l.line.includes(form)),
+        `${backend}: no log shows a token`,
+      );
+    }
+  }
+  t.is(fake.createdSecrets().filter((s) => s.type === 'Opaque').length, 4, 'a git secret only for the builds that had a token');
+  t.true(server.seen.refused > 0);
+  cleanedUp(t, fake);
+});
+
+test('an SSH repository is refused by both in-cluster builders before anything is created', async (t) => {
+  const fake = await fakeKube();
+  const r = repo();
+  for (const backend of ['buildkit', 'kaniko'] as const) {
+    for (const url of ['git@github.com:acme/app.git', 'ssh://git@github.com/acme/app.git']) {
+      const refused = await failure(
+        builderFor(backend, fake).build(request({ url, sha: r.sha }, { access: { env: { GIT_SSH_COMMAND: 'ssh -i /k' }, secrets: ['KEY'] } })),
+      );
+      t.is(refused.errorClass, 'clone_error');
+      t.regex(refused.message, new RegExp(`^the ${backend} builder clones over HTTPS with a token only, and .* is an SSH repository: .*buildx`));
+    }
+  }
+  t.is(fake.requests.filter((q) => q.method === 'POST').length, 0);
 });

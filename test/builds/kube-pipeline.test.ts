@@ -5,10 +5,13 @@
  * recorded with the digests the pods reported.
  */
 import test from 'ava';
-import { chmodSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { FakeKube } from '../fixtures/fake-kube/server.ts';
 import { as, bootstrapAdmin, startTestServer, type TestServer } from '../support/server.ts';
+import { privateGitServer } from './git-http.ts';
 import { settled, twoServiceRepo } from './helpers.ts';
 
 const SHIMS = fileURLToPath(new URL('../fixtures/kube-builders/', import.meta.url));
@@ -16,9 +19,20 @@ let fake: FakeKube;
 let s: TestServer;
 let admin: ReturnType<typeof as>;
 let create: () => Promise<{ statusCode: number; body: any }>;
+const TOKEN = 'ghp_kube-pipeline-private-token';
+let privateRepo: ReturnType<typeof twoServiceRepo>;
+let git: Awaited<ReturnType<typeof privateGitServer>>;
+let caDir: string;
 
 test.before(async () => {
-  fake = await new FakeKube({ imageEnv: { PATH: `${SHIMS}:${process.env.PATH}`, HOME: '/tmp' } }).start();
+  privateRepo = twoServiceRepo();
+  git = await privateGitServer(privateRepo.dir, TOKEN);
+  // The "image's" CA bundle: the private server's certificate, readable by the buildkit pod's uid 1000.
+  caDir = mkdtempSync(path.join(tmpdir(), 'svc-kube-pipeline-ca-'));
+  chmodSync(caDir, 0o755);
+  copyFileSync(process.env.GIT_SSL_CAINFO!, path.join(caDir, 'ca.pem'));
+  chmodSync(path.join(caDir, 'ca.pem'), 0o644);
+  fake = await new FakeKube({ imageEnv: { PATH: `${SHIMS}:${process.env.PATH}`, HOME: '/tmp', GIT_SSL_CAINFO: path.join(caDir, 'ca.pem') } }).start();
   s = await startTestServer({
     overrides: {
       roles: ['api', 'worker'],
@@ -34,6 +48,8 @@ test.before(async () => {
 test.after.always(async () => {
   await s?.stop();
   await fake?.stop();
+  await git?.stop();
+  if (caDir) rmSync(caDir, { recursive: true, force: true });
 });
 
 test.serial('a build with backend buildkit runs in pods of the cluster and completes with the artifacts they reported', async (t) => {
@@ -70,6 +86,35 @@ test.serial('a build with backend buildkit runs in pods of the cluster and compl
   t.is(fake.pods.size, 0, 'no pod left');
   t.is(fake.secrets.size, 0, 'no secret left');
 });
+
+test.serial(
+  'a private https repository builds in the pods with the project token, which reaches them only through a secretKeyRef and shows nowhere',
+  async (t) => {
+    const orgId = (await admin.post('/orgs', { name: 'Kube Private Org' })).body.id;
+    const project = await admin.post('/projects', { org_id: orgId, name: 'Kube private', slug: `kprv${process.pid % 1000}`, repo_url: git.url });
+    t.is(project.statusCode, 201, JSON.stringify(project.body));
+    t.is((await admin.post(`/projects/${project.body.id}/secrets`, { name: 'GIT_TOKEN', value: TOKEN })).statusCode, 201);
+    const hash = (await admin.post(`/projects/${project.body.id}/manifest`, { ref: privateRepo.sha })).body.manifest_hash;
+    const before = fake.createdPods().length;
+    const created = await admin.post(`/projects/${project.body.id}/builds`, { git_sha: privateRepo.sha, manifest_hash: hash });
+    t.is(created.statusCode, 201, JSON.stringify(created.body));
+    const done = await settled(admin, created.body.id, 120_000);
+    t.like(done, { status: 'completed', latest_run: { status: 'completed', backend: 'buildkit', error_class: null } }, JSON.stringify(done));
+    const pods = fake.createdPods().slice(before);
+    t.is(pods.length, 2);
+    const gitSecret = fake.createdSecrets().at(-1);
+    t.is(gitSecret.type, 'Opaque');
+    t.deepEqual(
+      pods[0].spec.containers[0].env.find((e: any) => e.name === 'GIT_AUTH_TOKEN'),
+      { name: 'GIT_AUTH_TOKEN', valueFrom: { secretKeyRef: { name: gitSecret.metadata.name, key: 'token' } } },
+    );
+    const logs = (await admin.get(`/builds/${created.body.id}/logs?limit=1000`)).body.data.map((l: any) => l.line);
+    for (const text of [JSON.stringify(fake.createdPods()), JSON.stringify(logs), JSON.stringify(done)]) t.false(text.includes(TOKEN));
+    t.true(git.seen.authorized > 0);
+    t.is(fake.pods.size, 0, 'no pod left');
+    t.is(fake.secrets.size, 0, 'no secret left');
+  },
+);
 
 test.serial('with the cluster gone, the run fails with resource_error naming the backend and why, never a success', async (t) => {
   await fake.stop();

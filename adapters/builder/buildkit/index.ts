@@ -5,6 +5,8 @@ import type { KubeApi } from '../../kube/kube-api.ts';
 import { failedStage } from '../failed-stage.ts';
 import {
   clusterAnswers,
+  CREDENTIALS_HINT,
+  gitToken,
   KubeBuildRun,
   kubeApiFor,
   kubeBuilderSchema,
@@ -18,12 +20,15 @@ import { lastMeaningful } from '../process.ts';
 
 const DENIED = /401 Unauthorized|403 Forbidden|authentication required|denied|insufficient_scope|failed to authorize/i;
 const GIT = /failed to fetch remote|repository does not contain ref|git stderr|failed to load cache key: .*git/i;
+const GIT_DENIED = /Authentication failed|could not read Username|terminal prompts disabled|HTTP Basic: Access denied|returned error: 40[13]/i;
 
 /**
  * BuildKit in the cluster, daemonless: one pod per service runs the rootless image's
  * `buildctl-daemonless.sh build` on the git context pinned to the build's commit
  * (`<repo>#<sha>:<context>`), pushes to the target with the per-build docker-config Secret, and
  * writes its metadata (`containerimage.digest`) to the termination log, read back when the pod ends.
+ * A private HTTPS repository's token reaches BuildKit's git source as the build secret
+ * GIT_AUTH_TOKEN, from the pod's env, which reads it from the per-build git Secret.
  */
 class BuildkitBuilder implements Builder {
   readonly name = 'buildkit';
@@ -42,8 +47,10 @@ class BuildkitBuilder implements Builder {
   async build(request: BuildRequest): Promise<BuiltImage[]> {
     const run = new KubeBuildRun(this.name, this.api, this.options, request, this.logger, this.deadlineSeconds);
     try {
-      const planned = request.services.map((s) => ({ service: s, args: buildctlArgs(request, s) }));
+      const token = gitToken(request, this.name);
+      const planned = request.services.map((s) => ({ service: s, args: buildctlArgs(request, s, token !== null) }));
       await run.createSecret(request.push);
+      await run.createGitSecret(token);
       if (!request.push) request.log('buildkit: the registry is none, so each image is built in the pod and discarded with it', 'system');
       const images: BuiltImage[] = [];
       for (const { service, args } of planned) {
@@ -51,6 +58,7 @@ class BuildkitBuilder implements Builder {
           command: ['buildctl-daemonless.sh'],
           args,
           env: { BUILDKITD_FLAGS: '--oci-worker-no-process-sandbox' },
+          gitTokenEnv: token === null ? [] : [GIT_AUTH_TOKEN],
           dockerConfigDir: '/home/user/.docker',
           scratch: ['/home/user/.local/share/buildkit'],
           // As moby/buildkit's rootless examples: its own user, and no seccomp or AppArmor profile in the way of its user namespaces.
@@ -70,7 +78,7 @@ class BuildkitBuilder implements Builder {
     if (end.exitCode !== 0) {
       const text = end.lines.join('\n');
       const why = `${service.service}: ${lastMeaningful(end.lines)}`;
-      if (GIT.test(text)) throw new BuildFailure('clone_error', why);
+      if (GIT.test(text)) throw new BuildFailure('clone_error', GIT_DENIED.test(text) ? `${why} ${CREDENTIALS_HINT}` : why);
       if (/failed to push/i.test(text)) throw new BuildFailure(DENIED.test(text) ? 'auth_error' : 'registry_error', why);
       throw new BuildFailure('build_error', why, failedStage(end.lines));
     }
@@ -86,8 +94,11 @@ class BuildkitBuilder implements Builder {
   }
 }
 
-/** `buildctl build` for one service: the Dockerfile frontend on the git context at the exact commit. */
-export function buildctlArgs(request: BuildRequest, service: ServiceBuild): string[] {
+/** The build secret BuildKit's git source authenticates HTTPS clones with (as `x-access-token:<token>`). */
+const GIT_AUTH_TOKEN = 'GIT_AUTH_TOKEN';
+
+/** `buildctl build` for one service: the Dockerfile frontend on the git context at the exact commit, with the git token as a build secret read from the env. */
+export function buildctlArgs(request: BuildRequest, service: ServiceBuild, withToken = false): string[] {
   const context = relativeInside(service.context, `services.${service.service}.build.context`);
   const dockerfile = relativeInside(service.dockerfile, `services.${service.service}.build.dockerfile`);
   const gitContext = `${request.repoUrl}#${request.gitSha}${context ? `:${context}` : ''}`;
@@ -100,6 +111,7 @@ export function buildctlArgs(request: BuildRequest, service: ServiceBuild): stri
     '--opt',
     `filename=${dockerfile || 'Dockerfile'}`,
     ...(request.platforms.length ? ['--opt', `platform=${request.platforms.join(',')}`] : []),
+    ...(withToken ? ['--secret', `id=${GIT_AUTH_TOKEN},env=${GIT_AUTH_TOKEN}`] : []),
     '--output',
     `type=image,name=${service.image_ref},push=${request.push ? 'true' : 'false'}`,
     '--metadata-file',

@@ -4,6 +4,8 @@ import { BuildFailure, type Builder, type BuildRequest, type BuiltImage, type Se
 import type { KubeApi } from '../../kube/kube-api.ts';
 import {
   clusterAnswers,
+  CREDENTIALS_HINT,
+  gitToken,
   KubeBuildRun,
   kubeApiFor,
   kubeBuilderSchema,
@@ -21,7 +23,9 @@ const DENIED = /UNAUTHORIZED|authentication required|DENIED|insufficient_scope|4
  * The kaniko executor in the cluster, the fallback where BuildKit cannot run: one pod per service
  * with `--context=git://<repo>#<sha>` (the exact commit), `--context-sub-path`, `--dockerfile`,
  * `--destination` and `--digest-file` on the termination log, read back when the pod ends. The
- * push credentials are the per-build docker-config Secret, mounted at /kaniko/.docker.
+ * push credentials are the per-build docker-config Secret, mounted at /kaniko/.docker. A private
+ * HTTPS repository's token is kaniko's GIT_PASSWORD (GIT_USERNAME x-access-token), read from the
+ * per-build git Secret.
  */
 class KanikoBuilder implements Builder {
   readonly name = 'kaniko';
@@ -40,15 +44,18 @@ class KanikoBuilder implements Builder {
   async build(request: BuildRequest): Promise<BuiltImage[]> {
     const run = new KubeBuildRun(this.name, this.api, this.options, request, this.logger, this.deadlineSeconds);
     try {
+      const token = gitToken(request, this.name);
       const planned = request.services.map((s) => ({ service: s, ...executorArgs(request, s) }));
       await run.createSecret(request.push);
+      await run.createGitSecret(token);
       if (!request.push) request.log('kaniko: the registry is none, so each image is built in the pod and discarded with it (--no-push)', 'system');
       const images: BuiltImage[] = [];
       for (const { service, args, env } of planned) {
         const end = await run.runPod(service, {
           command: ['/kaniko/executor'],
           args,
-          env,
+          env: token === null ? env : { ...env, GIT_USERNAME: 'x-access-token' },
+          gitTokenEnv: token === null ? [] : ['GIT_PASSWORD'],
           dockerConfigDir: '/kaniko/.docker',
           scratch: [],
           // kaniko unpacks the base image's file system over its own, so it runs as root (no privilege escalation beyond that).
@@ -68,7 +75,8 @@ class KanikoBuilder implements Builder {
     if (end.exitCode !== 0) {
       const text = end.lines.join('\n');
       const why = `${service.service}: ${lastMeaningful(end.lines)}`;
-      if (/error resolving source context/i.test(text)) throw new BuildFailure('clone_error', why);
+      if (/error resolving source context/i.test(text))
+        throw new BuildFailure('clone_error', /authentication required|authorization failed/i.test(text) ? `${why} ${CREDENTIALS_HINT}` : why);
       if (/error pushing image|checking push permission/i.test(text)) throw new BuildFailure(DENIED.test(text) ? 'auth_error' : 'registry_error', why);
       throw new BuildFailure('build_error', why, failedInstruction(end.lines));
     }
