@@ -462,7 +462,7 @@ export class KubernetesDeployer implements Deployer {
       const exit = await proc.exited;
       return { exit_code: exit.exitCode, timed_out: exit.timedOut };
     } catch (err) {
-      await proc.kill();
+      void proc.kill(); // deletes the pod at once; its end is not waited for, as nobody reads its log any more
       throw err;
     } finally {
       run.signal?.removeEventListener('abort', onAbort);
