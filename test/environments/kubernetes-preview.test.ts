@@ -1,13 +1,14 @@
 /**
  * Flow 2 of docs/environments.md on the Kubernetes deployer (fake API server): a pull request's
  * pipeline ensures a temporary preview environment, deploys its release there as a Deployment that
- * becomes ready, and the cleanup pipeline's env-delete removes the environment's namespace.
+ * becomes ready, and the cleanup pipeline's env-delete removes the environment's namespace; a
+ * `job` step runs the service once as a pod of its image, its output in the step's log.
  */
 import test from 'ava';
 import { ReleasesToken } from '../../core/ports/releases.ts';
 import { FakeReleases } from '../fixtures/deployer.ts';
 import { FakeKube } from '../fixtures/fake-kube/server.ts';
-import { attemptsOf, syncManifest, until, workerWorld, type WorkerWorld } from '../worker/helpers.ts';
+import { attemptsOf, logLines, syncManifest, until, workerWorld, type WorkerWorld } from '../worker/helpers.ts';
 import { sha } from './helpers.ts';
 
 const MANIFEST = `
@@ -28,6 +29,9 @@ pipelines:
     steps:
       - { name: env, action: { type: env-ensure, with: { env_name: 'pr-\${inputs.number}', kind: preview } } }
       - { name: deploy, action: { type: deploy, with: { env_name: 'pr-\${inputs.number}' } }, depends_on: [env] }
+  migrate:
+    steps:
+      - { name: migrate, action: { type: job, with: { service: web, env_name: 'pr-\${inputs.number}', command: 'echo "migrating with $GREETING"; exit \${inputs.code}' } } }
   cleanup:
     steps:
       - { name: remove, action: { type: env-delete, with: { env_name: 'pr-\${inputs.number}' } } }
@@ -88,3 +92,34 @@ test.serial('flow 2 on the cluster: PR opened → env-ensure pr-12 and deploy ru
   t.is(kube.apps.deployments.get(`${ns}/web`), undefined);
   await until(async () => ![...kube.pods.values()].some((p) => p.obj.metadata.namespace === ns), 'its pods to go');
 });
+
+test.serial(
+  'a job step on the cluster: the service image runs once as a pod with its Secret, its output in the step log, its exit code the result',
+  async (t) => {
+    const digest = 'sha256:' + '2'.repeat(64);
+    releases.add(w.projectId, { id: 'rel_pr21', tag: 'pr-21-1', git_sha: sha('2'), manifest_hash: null, image_digests: { web: digest } });
+    const preview = await ended(
+      (await w.api.post(`/projects/${w.projectId}/pipelines/preview/run`, { inputs: { number: 21, release_tag: 'pr-21-1' } })).body.id,
+    );
+    t.is(preview.status, 'succeeded');
+    const ns = 'svc-envkpr-pr-21';
+    const jobPods = () => [...kube.pods.values()].filter((p) => p.obj.metadata.namespace === ns && p.obj.metadata.labels?.['svc/one-off']);
+
+    const ok = await ended((await w.api.post(`/projects/${w.projectId}/pipelines/migrate/run`, { inputs: { number: 21, code: 0 } })).body.id);
+    const attempt = await resultOf(ok, 'migrate');
+    t.is(ok.status, 'succeeded', String(attempt.error));
+    t.like(attempt.result_json, { env_name: 'pr-21', service: 'web', release_tag: 'pr-21-1', image_digest: digest, exit_code: 0, timed_out: false });
+    const lines = (await logLines(w, attempt.job_id, attempt.id)).map((l) => l.line);
+    t.true(lines.includes('migrating with preview'), lines.join('\n'));
+    const [pod] = kube.createdPods().filter((b) => b.metadata.labels?.['svc/one-off'] === 'web');
+    t.is(pod.spec.containers[0].image, `example/web@${digest}`);
+    t.deepEqual(pod.spec.containers[0].args, ['/bin/sh', '-c', 'echo "migrating with $GREETING"; exit 0']);
+    await until(async () => jobPods().length === 0, 'the job pod to go');
+
+    const failed = await ended((await w.api.post(`/projects/${w.projectId}/pipelines/migrate/run`, { inputs: { number: 21, code: 3 } })).body.id);
+    t.is(failed.status, 'failed');
+    t.like(await resultOf(failed, 'migrate'), { error: 'job web in pr-21 exited with code 3', result_json: { exit_code: 3 } });
+    await until(async () => jobPods().length === 0, 'the failed job pod to go');
+    t.like((await w.api.get(`/projects/${w.projectId}/environments/pr-21/health`)).body, { health: 'healthy', health_detail: [{ service: 'web' }] });
+  },
+);

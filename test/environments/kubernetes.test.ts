@@ -7,8 +7,10 @@
  */
 import { readFileSync } from 'node:fs';
 import test from 'ava';
+import pino from 'pino';
 import { parseAllDocuments } from 'yaml';
 import { AdapterError, createAdapter, type AdapterDeps } from '../../core/adapters.ts';
+import type { Deployer, DeployTarget, OneOffRun } from '../../core/ports/environments.ts';
 import { ReleasesToken } from '../../core/ports/releases.ts';
 import { FakeReleases } from '../fixtures/deployer.ts';
 import { FakeKube } from '../fixtures/fake-kube/server.ts';
@@ -148,6 +150,85 @@ test.serial('a release whose image cannot be pulled fails its rollout; the previ
   t.like(await deploy({}, '/rollback'), { status: 'succeeded', release: { tag: 'v1.1.0' } });
   await until('the rollback pod alone', () => livePods().length === 1 && readyPods().length === 1);
   t.is(readyPods()[0].obj.spec.containers[0].image, `example/web@${digest('a')}`);
+});
+
+/** A direct runOnce of the deployer (the `job` action's call) in an environment of its own namespace. */
+const JOB_NS = 'svc-jobs';
+const jobTarget = (command: string[] | null = null): DeployTarget => ({
+  project: { id: 'prj_jobs', org_id: 'org_jobs', slug: 'jobs' },
+  environment: { id: 'env_jobs', name: 'jobs', namespace: JOB_NS },
+  services: {
+    migrate: {
+      image: 'example/app',
+      command,
+      ports: [],
+      environment: { DATABASE_URL: 'postgres://db/app', MODE: 'job' },
+      healthcheck: null,
+    },
+  },
+  pullSecret: { host: 'registry.example.com', username: 'robot', password: 'pull-token-2' },
+});
+async function runJob(target: DeployTarget, image: string, run: Partial<OneOffRun> = {}) {
+  const deployer = (await createAdapter(
+    'deployer',
+    { use: 'kubernetes', options: { server: kube.url, token: kube.token, insecure_skip_tls_verify: true, progress_deadline_seconds: 3 } },
+    { logger: pino({ level: 'silent' }) } as AdapterDeps,
+  )) as Deployer;
+  const lines: string[] = [];
+  const release = { id: 'rel_j', tag: 'j1', git_sha: sha('e'), manifest_hash: null, image_digests: { migrate: image } };
+  const exit = deployer.runOnce!(target, release, { service: 'migrate', command: null, log: (l) => void lines.push(l), ...run });
+  return { exit, lines, deployer };
+}
+const jobPods = () => [...kube.pods.values()].filter((p) => p.obj.metadata.namespace === JOB_NS && !p.removed && !p.deleting);
+const createdJobPods = () => kube.createdPods().filter((b) => b.metadata.labels?.['svc/one-off']);
+
+test.serial('a one-off job runs a pod of the service image with its Secret, streams its log and is deleted; its exit code is the result', async (t) => {
+  const ok = await runJob(jobTarget(['/bin/sh', '-c', 'echo "url=$DATABASE_URL"; echo "mode=$MODE" >&2; echo done']), digest('e'));
+  t.deepEqual(await ok.exit, { exit_code: 0, timed_out: false });
+  t.deepEqual([...ok.lines].sort(), ['done', 'mode=job', 'url=postgres://db/app'], 'the environment came from the Secret (stdout and stderr)');
+  const [pod] = createdJobPods();
+  const spec = pod.spec;
+  t.is(spec.restartPolicy, 'Never');
+  t.is(spec.containers[0].image, `example/app@${digest('e')}`);
+  t.deepEqual(spec.imagePullSecrets, [{ name: 'svc-registry-pull' }]);
+  t.deepEqual(spec.containers[0].args, ['/bin/sh', '-c', 'echo "url=$DATABASE_URL"; echo "mode=$MODE" >&2; echo done']);
+  t.false(JSON.stringify(pod).includes('postgres://db/app'), 'no environment value in the pod spec');
+  const secret = kube.secrets.get(`${JOB_NS}/${spec.containers[0].envFrom[0].secretRef.name}`);
+  t.is(Buffer.from(secret.data.DATABASE_URL, 'base64').toString(), 'postgres://db/app');
+  t.like(pod.metadata.labels, { 'svc/environment-id': 'env_jobs', 'svc/one-off': 'migrate' });
+  t.is(pod.metadata.labels['svc/service'], undefined, 'no Deployment or Service selects the job pod');
+  await until('the job pod to be deleted', () => jobPods().length === 0);
+
+  const failed = await runJob(jobTarget(['/bin/sh', '-c', 'echo failing; exit 3']), digest('e'));
+  t.deepEqual(await failed.exit, { exit_code: 3, timed_out: false });
+  t.deepEqual(failed.lines, ['failing']);
+  const own = await runJob(jobTarget(['/bin/sh', '-c', 'echo from the manifest']), digest('e'), { command: ['/bin/sh', '-c', 'echo from the step'] });
+  t.deepEqual(await own.exit, { exit_code: 0, timed_out: false });
+  t.deepEqual(own.lines, ['from the step'], "the step's command wins over the service's");
+  await until('every job pod to be deleted', () => jobPods().length === 0);
+});
+
+test.serial('a one-off job whose image cannot be pulled fails with the reason; a stopped or timed-out job has its pod deleted', async (t) => {
+  const broken = await runJob(jobTarget(['/bin/true']), 'missing/app:broken');
+  const err = await t.throwsAsync(broken.exit, { name: 'DeployFailed' });
+  t.regex(err!.message, /^the job of migrate did not start: pod migrate-job-\w+ cannot start: (ErrImagePull|ImagePullBackOff)/);
+  await until('the broken pod to be deleted', () => jobPods().length === 0);
+
+  const stop = new AbortController();
+  const stopped = await runJob(jobTarget(['/bin/sh', '-c', 'echo started; exec sleep 600']), digest('e'), { signal: stop.signal });
+  await until('the job to start', () => stopped.lines.includes('started'));
+  stop.abort();
+  t.like(await stopped.exit, { exit_code: null, timed_out: false });
+  const slow = await runJob(jobTarget(['/bin/sh', '-c', 'exec sleep 600']), digest('e'), { timeoutMs: 1500 });
+  t.like(await slow.exit, { exit_code: null, timed_out: true });
+  await until('every job pod to be deleted', () => jobPods().length === 0);
+
+  const left = await runJob(jobTarget(['/bin/sh', '-c', 'echo left; exec sleep 600']), digest('e'));
+  await until('the leftover job to start', () => left.lines.includes('left'));
+  await left.deployer.remove(jobTarget());
+  t.like(await left.exit, { exit_code: null });
+  t.is(jobPods().length, 0, 'removing the environment deletes a job pod left running');
+  t.true(kube.deleted('pods', createdJobPods().at(-1).metadata.name));
 });
 
 test.serial('flow 4 on the cluster: suspend scales to zero and refuses deploys and jobs; resume restores the replicas; health follows the pods', async (t) => {

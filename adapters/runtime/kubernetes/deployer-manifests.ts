@@ -1,6 +1,6 @@
 /** The Kubernetes objects one environment's release runs as, and what a Deployment's rollout status says about health. */
 import { createHash } from 'node:crypto';
-import type { V1Deployment, V1Namespace, V1Secret, V1Service } from '@kubernetes/client-node';
+import type { V1Deployment, V1Namespace, V1Pod, V1Secret, V1Service } from '@kubernetes/client-node';
 import type { DeployTarget, EnvironmentHealth, PullSecret } from '../../../core/ports/environments.ts';
 
 /** Labels on everything svc creates for an environment; deletion selects by them, so nothing else is ever touched. */
@@ -10,6 +10,8 @@ export const DEPLOY_LABEL = {
   environment: 'svc/environment-id',
   project: 'svc/project-id',
   service: 'svc/service',
+  /** On a one-off job pod (the `job` action), instead of `service`: no Deployment or Service selects it. */
+  oneOff: 'svc/one-off',
 } as const;
 /** Annotation of a suspended Deployment: the replicas resume restores. */
 export const SUSPENDED_REPLICAS = 'svc/suspended-replicas';
@@ -64,6 +66,11 @@ export function labelsOf(target: DeployTarget, extra: Record<string, string>, se
     [DEPLOY_LABEL.project]: labelValue(target.project.id),
     ...(service ? { [DEPLOY_LABEL.service]: labelValue(service) } : {}),
   };
+}
+
+/** A one-off job pod's labels: the environment's, and the one-off label naming the service (never the service label a Deployment selects by). */
+export function oneOffLabelsOf(target: DeployTarget, extra: Record<string, string>, service: string): Record<string, string> {
+  return { ...labelsOf(target, extra), [DEPLOY_LABEL.oneOff]: labelValue(service) };
 }
 
 export function namespaceManifest(name: string, labels: Record<string, string>): V1Namespace {
@@ -164,6 +171,41 @@ export function deploymentManifest(target: DeployTarget, d: DeploymentInput): V1
           ],
         },
       },
+    },
+  };
+}
+
+export interface OneOffInput {
+  name: string;
+  service: string;
+  image: string;
+  secretName: string;
+  /** The environment's labels (without the service's) plus the one-off label. */
+  labels: Record<string, string>;
+  command: string[] | null;
+  pullSecret: boolean;
+  imagePullPolicy: 'Always' | 'IfNotPresent' | 'Never' | null;
+}
+
+/** One run of a service's image (the `job` action): its container as the Deployment's, without ports or probe, never restarted. */
+export function oneOffPodManifest(j: OneOffInput): V1Pod {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: j.name, labels: j.labels },
+    spec: {
+      restartPolicy: 'Never',
+      ...(j.pullSecret ? { imagePullSecrets: [{ name: PULL_SECRET }] } : {}),
+      automountServiceAccountToken: false,
+      containers: [
+        {
+          name: dnsLabel(j.service),
+          image: j.image,
+          ...(j.imagePullPolicy ? { imagePullPolicy: j.imagePullPolicy } : {}),
+          ...(j.command ? { args: j.command } : {}),
+          envFrom: [{ secretRef: { name: j.secretName } }],
+        },
+      ],
     },
   };
 }

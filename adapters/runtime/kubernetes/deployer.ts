@@ -5,11 +5,14 @@
  * per service a Secret with its environment, a Deployment of its image by digest and a Service for
  * its ports, and the registry's image pull Secret when the manifest names an own registry. A deploy
  * waits for every rollout; one that fails puts the previous pod template back, so the previous
- * pods keep serving, and reports the failure. Health is the Deployments' rollout status.
+ * pods keep serving, and reports the failure. Health is the Deployments' rollout status. A one-off
+ * job (the `job` action) is a Pod of the service's image and Secret, followed as the runtime's pods are.
  */
+import { randomBytes } from 'node:crypto';
 import type { V1Deployment, V1ObjectMeta } from '@kubernetes/client-node';
 import Joi from 'joi';
-import type { Deployer, DeployOutcome, DeployTarget, ReleaseRef, ServiceHealth } from '../../../core/ports/environments.ts';
+import type { Logger } from 'pino';
+import type { Deployer, DeployOutcome, DeployTarget, OneOffExit, OneOffRun, ReleaseRef, ServiceHealth } from '../../../core/ports/environments.ts';
 import { DeployFailed } from '../../../core/ports/environments.ts';
 import { defineAdapter } from '../../../core/sdk.ts';
 import {
@@ -17,12 +20,15 @@ import {
   PULL_SECRET,
   SUSPENDED_REPLICAS,
   deploymentManifest,
+  dnsLabel,
   envSecretManifest,
   environmentSelector,
   imageRef,
   labelsOf,
   namespaceManifest,
   objectName,
+  oneOffLabelsOf,
+  oneOffPodManifest,
   placementOf,
   pullSecretManifest,
   rolloutOf,
@@ -31,6 +37,8 @@ import {
 } from './deployer-manifests.ts';
 import { connectionRules, connectionSchema, kubeConfigOf, type KubeConnection } from '../../kube/connection.ts';
 import { apiError, KubeApi, statusOf } from '../../kube/kube-api.ts';
+import { PodProcess } from '../../kube/pod-process.ts';
+import { podStarted } from '../../kube/pod-start.ts';
 import { labelKey, labelValue } from './options.ts';
 
 export type Options = KubeConnection & {
@@ -64,6 +72,8 @@ const optionsSchema = connectionRules(
 );
 
 const POLL_MS = 250;
+/** How long a stopped one-off job gets between SIGTERM and SIGKILL. */
+const JOB_GRACE_SECONDS = 10;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const releaseName = (r: ReleaseRef) => r.tag ?? r.id ?? r.git_sha ?? 'image digests';
 const overall = (services: ServiceHealth[]): DeployOutcome['health'] =>
@@ -87,6 +97,7 @@ export class KubernetesDeployer implements Deployer {
   constructor(
     readonly api: KubeApi,
     private readonly options: Options,
+    private readonly logger: Logger,
   ) {}
 
   private placement(target: DeployTarget): Placement {
@@ -174,13 +185,7 @@ export class KubernetesDeployer implements Deployer {
     const name = objectName(p, target, service);
     const labels = this.labels(target, service);
     const selector = { [DEPLOY_LABEL.environment]: labels[DEPLOY_LABEL.environment], [DEPLOY_LABEL.service]: labels[DEPLOY_LABEL.service] };
-    const secret = envSecretManifest(name, labels, target.services[service].environment);
-    const secretName = secret.metadata!.name!;
-    try {
-      await this.api.core.createNamespacedSecret({ namespace: ns, body: secret });
-    } catch (err) {
-      if (statusOf(err) !== 409) throw apiError(`creating secret ${secretName} in namespace ${ns}`, err); // 409: the same content exists
-    }
+    const secretName = await this.ensureEnvSecret(target, p, service);
     const where = `deployment ${name} in namespace ${ns}`;
     const before = await this.api.find(`reading ${where}`, () => this.api.apps.readNamespacedDeployment({ name, namespace: ns }));
     const replicas = before?.spec?.replicas || this.options.replicas;
@@ -201,6 +206,18 @@ export class KubernetesDeployer implements Deployer {
     else await this.replaceDeployment(ns, before, body);
     if (target.services[service].ports.length > 0) await this.applyService(ns, serviceManifest(target, name, service, labels, selector));
     return { service, deployment: before };
+  }
+
+  /** The service's environment Secret (named after its content, shared by its Deployment and one-off jobs); its name. */
+  private async ensureEnvSecret(target: DeployTarget, p: Placement, service: string): Promise<string> {
+    const secret = envSecretManifest(objectName(p, target, service), this.labels(target, service), target.services[service].environment);
+    const secretName = secret.metadata!.name!;
+    try {
+      await this.api.core.createNamespacedSecret({ namespace: p.namespace, body: secret });
+    } catch (err) {
+      if (statusOf(err) !== 409) throw apiError(`creating secret ${secretName} in namespace ${p.namespace}`, err); // 409: the same content exists
+    }
+    return secretName;
   }
 
   private async replaceDeployment(ns: string, current: V1Deployment, body: V1Deployment): Promise<V1Deployment> {
@@ -379,11 +396,77 @@ export class KubernetesDeployer implements Deployer {
     const services = await this.api.request(`listing services in namespace ${ns}`, () => this.api.core.listNamespacedService({ namespace: ns, labelSelector }));
     for (const s of services.items)
       await this.api.find(`deleting service ${s.metadata!.name}`, () => this.api.core.deleteNamespacedService({ name: s.metadata!.name!, namespace: ns }));
+    const pods = await this.api.request(`listing pods in namespace ${ns}`, () => this.api.core.listNamespacedPod({ namespace: ns, labelSelector }));
+    for (const pod of pods.items.filter((x) => x.metadata?.labels?.[DEPLOY_LABEL.oneOff]))
+      await this.api.find(`deleting pod ${pod.metadata!.name}`, () =>
+        this.api.core.deleteNamespacedPod({ name: pod.metadata!.name!, namespace: ns, gracePeriodSeconds: 0 }),
+      );
     const secrets = await this.api.request(`listing secrets in namespace ${ns}`, () => this.api.core.listNamespacedSecret({ namespace: ns, labelSelector }));
     for (const s of secrets.items)
       await this.api.find(`deleting secret ${s.metadata!.name}`, () => this.api.core.deleteNamespacedSecret({ name: s.metadata!.name!, namespace: ns }));
     if (namespace.metadata?.labels?.[DEPLOY_LABEL.environment] === labelsOf(target, {})[DEPLOY_LABEL.environment])
       await this.api.find(`deleting namespace ${ns}`, () => this.api.core.deleteNamespace({ name: ns }));
+  }
+
+  /**
+   * The service's image run once as a Pod (restartPolicy Never) with its Secret, pull secret and
+   * command, its log line by line to `run.log`, its exit code from the container's terminated state;
+   * the Pod is deleted afterwards, on stop (`run.signal`) and at `run.timeoutMs`.
+   */
+  async runOnce(target: DeployTarget, release: ReleaseRef, run: OneOffRun): Promise<OneOffExit> {
+    const def = target.services[run.service];
+    const digest = release.image_digests[run.service];
+    if (!def || !digest) throw new DeployFailed(`the release has no image of service ${run.service}`);
+    let image: string;
+    try {
+      image = imageRef(run.service, def.image, digest);
+    } catch (err) {
+      throw new DeployFailed((err as Error).message);
+    }
+    const began = Date.now();
+    const p = this.placement(target);
+    const api = new KubeApi(this.api.kc, p.namespace);
+    const name = dnsLabel(`${objectName(p, target, run.service)}-job-${randomBytes(3).toString('hex')}`);
+    const container = dnsLabel(run.service);
+    try {
+      await this.ensureNamespace(target, p);
+      await this.syncPullSecret(target, p);
+      const secretName = await this.ensureEnvSecret(target, p, run.service);
+      const body = oneOffPodManifest({
+        name,
+        service: run.service,
+        image,
+        secretName,
+        labels: oneOffLabelsOf(target, this.options.labels, run.service),
+        command: run.command ?? def.command,
+        pullSecret: target.pullSecret !== null,
+        imagePullPolicy: this.options.image_pull_policy,
+      });
+      await api.call(`creating pod ${name}`, () => api.core.createNamespacedPod({ namespace: p.namespace, body }));
+      await podStarted(api, name, { container, pendingTimeoutMs: this.options.progress_deadline_seconds * 1000, unschedulable: 'fail', signal: run.signal });
+    } catch (err) {
+      await api.remove('pod', name, 0).catch((e: Error) => this.logger.error({ err: e, pod: name }, 'deployer kubernetes: job pod left behind'));
+      if (run.signal?.aborted) return { exit_code: null, timed_out: false };
+      throw new DeployFailed(`the job of ${run.service} did not start: ${(err as Error).message}`);
+    }
+    const left = run.timeoutMs === undefined ? undefined : Math.max(1, run.timeoutMs - (Date.now() - began));
+    const proc = new PodProcess(
+      { api, name, container, secretName: null, graceSeconds: JOB_GRACE_SECONDS, logger: this.logger, who: 'deployer kubernetes' },
+      left,
+    );
+    const onAbort = () => void proc.kill();
+    run.signal?.addEventListener('abort', onAbort, { once: true });
+    if (run.signal?.aborted) onAbort();
+    try {
+      for await (const { line } of proc.lines()) await run.log(line);
+      const exit = await proc.exited;
+      return { exit_code: exit.exitCode, timed_out: exit.timedOut };
+    } catch (err) {
+      void proc.kill(); // deletes the pod at once; its end is not waited for, as nobody reads its log any more
+      throw err;
+    } finally {
+      run.signal?.removeEventListener('abort', onAbort);
+    }
   }
 }
 
@@ -391,5 +474,6 @@ export default defineAdapter<Deployer, Options>({
   kind: 'deployer',
   name: 'kubernetes',
   options: optionsSchema,
-  create: (options) => new KubernetesDeployer(new KubeApi(kubeConfigOf(options, 'adapters.deployer.options'), options.namespace ?? 'default'), options),
+  create: (options, deps) =>
+    new KubernetesDeployer(new KubeApi(kubeConfigOf(options, 'adapters.deployer.options'), options.namespace ?? 'default'), options, deps.logger),
 });
