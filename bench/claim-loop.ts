@@ -2,8 +2,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Db } from '../core/db/knex.ts';
 import { container } from '../core/di.ts';
 import { Tokens } from '../core/tokens.ts';
+import { declareDirectories } from '../core/ports/directory.ts';
 import { createLogger } from '../core/logger.ts';
 import { Claims } from '../plugins/jobs/claims/claims.ts';
+import { PriceBookLookup } from '../plugins/jobs/receipts/receipt-pricing.ts';
 import { clock } from './lib.ts';
 
 /** What one claimer did: per claimNext call its end (wall clock ms), duration (ms) and jobs claimed; every id it got. */
@@ -22,11 +24,15 @@ export interface ClaimLog {
 }
 
 /** The jobs plugin's real claimer over `db`, built by the container as the plugin's would be. */
-export function claimsOver(db: Db): Claims {
+export function claimsOver(db: Db, databaseUrl: string): Claims {
   const scope = container.createChildContainer();
   scope.registerInstance(Tokens.Db, db);
   scope.registerInstance(Tokens.ControlDb, db);
+  scope.registerInstance(Tokens.DatabaseUrl, databaseUrl);
   scope.registerInstance(Tokens.Logger, createLogger('silent'));
+  // Claiming prices nothing and reads no directory: the plugins that fill these are not loaded here.
+  declareDirectories(scope);
+  scope.registerInstance(PriceBookLookup, () => null);
   return scope.resolve(Claims);
 }
 

@@ -10,7 +10,7 @@ import { claimLoop, claimsOver } from './claim-loop.ts';
 
 const [url, owner, batch] = process.argv.slice(2);
 const db = createKnex(url, 1, createLogger('silent'));
-const claims = claimsOver(db);
+const claims = claimsOver(db, url);
 const send = (m: unknown) => new Promise<void>((resolve) => process.send!(m, () => resolve()));
 const next = () => new Promise((resolve) => process.once('message', resolve));
 

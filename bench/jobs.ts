@@ -114,7 +114,7 @@ async function claimersInProcess(url: string, batch: number): Promise<ClaimRun> 
   const db = createKnex(url, CLAIMERS, silent);
   try {
     await Promise.all(Array.from({ length: CLAIMERS }, () => db.raw('SELECT 1'))); // open the pool first
-    const claims = claimsOver(db);
+    const claims = claimsOver(db, url);
     const waits = await pgWaits(url);
     const cpu = cpuMeter();
     const until = clock() + CLAIM_SECONDS * 1000;
