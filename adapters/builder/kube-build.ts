@@ -10,7 +10,7 @@ import Joi from 'joi';
 import type { Logger } from 'pino';
 import type { AdapterDeps } from '../../core/adapters.ts';
 import { GitAccessError, redactUrl, repoKind } from '../../core/git-access.ts';
-import { BuildFailure, type BuildRequest, type PushTarget, type ServiceBuild } from '../../core/ports/builder.ts';
+import { BuildFailure, type Builder, type BuildRequest, type BuiltImage, type PushTarget, type ServiceBuild } from '../../core/ports/builder.ts';
 import { CONNECTION_KEYS, connectionRules, connectionSchema, kubeConfigOf, type KubeConnection } from '../kube/connection.ts';
 import { KubeApi } from '../kube/kube-api.ts';
 import { PodProcess, terminatedOf } from '../kube/pod-process.ts';
@@ -335,6 +335,54 @@ export class KubeBuildRun {
       await this.api.remove('pod', name, 0).catch((err: Error) => this.logger.error({ err, pod: name }, `builder ${this.backend}: pod left behind`));
     for (const name of this.secretsCreated)
       await this.api.remove('secret', name).catch((err: Error) => this.logger.error({ err, secret: name }, `builder ${this.backend}: secret left behind`));
+  }
+}
+
+/**
+ * An in-cluster builder: every service's pod planned first (bad input refused before anything is
+ * created), the Secrets created, one pod per service run in turn and its end read as the tool
+ * reports it, everything deleted on every path. A tool says how its pod runs and what its end means.
+ */
+export abstract class KubeBuilder implements Builder {
+  abstract readonly name: string;
+
+  constructor(
+    private readonly options: KubeBuilderOptions,
+    private readonly api: KubeApi,
+    private readonly logger: Logger,
+    private readonly deadlineSeconds: number | null,
+  ) {}
+
+  /** The tool's pod for one service; `token`: the repository's git token, when it needs one. */
+  protected abstract pod(request: BuildRequest, service: ServiceBuild, token: string | null): ToolPod;
+  /** Logged when there is no registry to push to. */
+  protected abstract readonly discardNote: string;
+  /** The image a pod that ran to its end (not ended by the cluster) built, else the failure its output names. */
+  protected abstract result(service: ServiceBuild, request: BuildRequest, end: PodEnd): BuiltImage;
+
+  available() {
+    return clusterAnswers(this.api, this.name);
+  }
+
+  async build(request: BuildRequest): Promise<BuiltImage[]> {
+    const run = new KubeBuildRun(this.name, this.api, this.options, request, this.logger, this.deadlineSeconds);
+    try {
+      const token = gitToken(request, this.name);
+      const planned = request.services.map((service) => ({ service, pod: this.pod(request, service, token) }));
+      await run.createSecret(request.push);
+      await run.createGitSecret(token);
+      if (!request.push) request.log(`${this.name}: ${this.discardNote}`, 'system');
+      const images: BuiltImage[] = [];
+      for (const { service, pod } of planned) {
+        const end = await run.runPod(service, pod);
+        const cluster = podFailure(this.name, service, end);
+        if (cluster) throw cluster;
+        images.push(this.result(service, request, end));
+      }
+      return images;
+    } finally {
+      await run.cleanup();
+    }
   }
 }
 

@@ -1,20 +1,16 @@
-import type { Logger } from 'pino';
 import { defineAdapter } from '../../../core/sdk.ts';
 import { BuildFailure, type Builder, type BuildRequest, type BuiltImage, type ServiceBuild } from '../../../core/ports/builder.ts';
-import type { KubeApi } from '../../kube/kube-api.ts';
 import { failedStage } from '../failed-stage.ts';
 import {
-  clusterAnswers,
   CREDENTIALS_HINT,
-  gitToken,
-  KubeBuildRun,
+  KubeBuilder,
   kubeApiFor,
   kubeBuilderSchema,
-  podFailure,
   relativeInside,
   TERMINATION_LOG,
   type KubeBuilderOptions,
   type PodEnd,
+  type ToolPod,
 } from '../kube-build.ts';
 import { lastMeaningful } from '../process.ts';
 
@@ -30,51 +26,24 @@ const GIT_DENIED = /Authentication failed|could not read Username|terminal promp
  * A private HTTPS repository's token reaches BuildKit's git source as the build secret
  * GIT_AUTH_TOKEN, from the pod's env, which reads it from the per-build git Secret.
  */
-class BuildkitBuilder implements Builder {
+class BuildkitBuilder extends KubeBuilder {
   readonly name = 'buildkit';
+  protected readonly discardNote = 'the registry is none, so each image is built in the pod and discarded with it';
 
-  constructor(
-    private readonly options: KubeBuilderOptions,
-    private readonly api: KubeApi,
-    private readonly logger: Logger,
-    private readonly deadlineSeconds: number | null,
-  ) {}
-
-  available() {
-    return clusterAnswers(this.api, this.name);
+  protected pod(request: BuildRequest, service: ServiceBuild, token: string | null): ToolPod {
+    return {
+      command: ['buildctl-daemonless.sh'],
+      args: buildctlArgs(request, service, token !== null),
+      env: { BUILDKITD_FLAGS: '--oci-worker-no-process-sandbox' },
+      gitTokenEnv: token === null ? [] : [GIT_AUTH_TOKEN],
+      dockerConfigDir: '/home/user/.docker',
+      scratch: ['/home/user/.local/share/buildkit'],
+      // As moby/buildkit's rootless examples: its own user, and no seccomp or AppArmor profile in the way of its user namespaces.
+      securityContext: { runAsUser: 1000, runAsGroup: 1000, seccompProfile: { type: 'Unconfined' }, appArmorProfile: { type: 'Unconfined' } },
+    };
   }
 
-  async build(request: BuildRequest): Promise<BuiltImage[]> {
-    const run = new KubeBuildRun(this.name, this.api, this.options, request, this.logger, this.deadlineSeconds);
-    try {
-      const token = gitToken(request, this.name);
-      const planned = request.services.map((s) => ({ service: s, args: buildctlArgs(request, s, token !== null) }));
-      await run.createSecret(request.push);
-      await run.createGitSecret(token);
-      if (!request.push) request.log('buildkit: the registry is none, so each image is built in the pod and discarded with it', 'system');
-      const images: BuiltImage[] = [];
-      for (const { service, args } of planned) {
-        const end = await run.runPod(service, {
-          command: ['buildctl-daemonless.sh'],
-          args,
-          env: { BUILDKITD_FLAGS: '--oci-worker-no-process-sandbox' },
-          gitTokenEnv: token === null ? [] : [GIT_AUTH_TOKEN],
-          dockerConfigDir: '/home/user/.docker',
-          scratch: ['/home/user/.local/share/buildkit'],
-          // As moby/buildkit's rootless examples: its own user, and no seccomp or AppArmor profile in the way of its user namespaces.
-          securityContext: { runAsUser: 1000, runAsGroup: 1000, seccompProfile: { type: 'Unconfined' }, appArmorProfile: { type: 'Unconfined' } },
-        });
-        images.push(this.result(service, request, end));
-      }
-      return images;
-    } finally {
-      await run.cleanup();
-    }
-  }
-
-  private result(service: ServiceBuild, request: BuildRequest, end: PodEnd): BuiltImage {
-    const cluster = podFailure(this.name, service, end);
-    if (cluster) throw cluster;
+  protected result(service: ServiceBuild, request: BuildRequest, end: PodEnd): BuiltImage {
     if (end.exitCode !== 0) {
       const text = end.lines.join('\n');
       const why = `${service.service}: ${lastMeaningful(end.lines)}`;

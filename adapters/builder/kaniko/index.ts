@@ -1,19 +1,15 @@
-import type { Logger } from 'pino';
 import { defineAdapter } from '../../../core/sdk.ts';
 import { BuildFailure, type Builder, type BuildRequest, type BuiltImage, type ServiceBuild } from '../../../core/ports/builder.ts';
-import type { KubeApi } from '../../kube/kube-api.ts';
 import {
-  clusterAnswers,
   CREDENTIALS_HINT,
-  gitToken,
-  KubeBuildRun,
+  KubeBuilder,
   kubeApiFor,
   kubeBuilderSchema,
-  podFailure,
   relativeInside,
   TERMINATION_LOG,
   type KubeBuilderOptions,
   type PodEnd,
+  type ToolPod,
 } from '../kube-build.ts';
 import { lastMeaningful } from '../process.ts';
 
@@ -27,51 +23,25 @@ const DENIED = /UNAUTHORIZED|authentication required|DENIED|insufficient_scope|4
  * HTTPS repository's token is kaniko's GIT_PASSWORD (GIT_USERNAME x-access-token), read from the
  * per-build git Secret.
  */
-class KanikoBuilder implements Builder {
+class KanikoBuilder extends KubeBuilder {
   readonly name = 'kaniko';
+  protected readonly discardNote = 'the registry is none, so each image is built in the pod and discarded with it (--no-push)';
 
-  constructor(
-    private readonly options: KubeBuilderOptions,
-    private readonly api: KubeApi,
-    private readonly logger: Logger,
-    private readonly deadlineSeconds: number | null,
-  ) {}
-
-  available() {
-    return clusterAnswers(this.api, this.name);
+  protected pod(request: BuildRequest, service: ServiceBuild, token: string | null): ToolPod {
+    const { args, env } = executorArgs(request, service);
+    return {
+      command: ['/kaniko/executor'],
+      args,
+      env: token === null ? env : { ...env, GIT_USERNAME: 'x-access-token' },
+      gitTokenEnv: token === null ? [] : ['GIT_PASSWORD'],
+      dockerConfigDir: '/kaniko/.docker',
+      scratch: [],
+      // kaniko unpacks the base image's file system over its own, so it runs as root (no privilege escalation beyond that).
+      securityContext: { runAsUser: 0, allowPrivilegeEscalation: false },
+    };
   }
 
-  async build(request: BuildRequest): Promise<BuiltImage[]> {
-    const run = new KubeBuildRun(this.name, this.api, this.options, request, this.logger, this.deadlineSeconds);
-    try {
-      const token = gitToken(request, this.name);
-      const planned = request.services.map((s) => ({ service: s, ...executorArgs(request, s) }));
-      await run.createSecret(request.push);
-      await run.createGitSecret(token);
-      if (!request.push) request.log('kaniko: the registry is none, so each image is built in the pod and discarded with it (--no-push)', 'system');
-      const images: BuiltImage[] = [];
-      for (const { service, args, env } of planned) {
-        const end = await run.runPod(service, {
-          command: ['/kaniko/executor'],
-          args,
-          env: token === null ? env : { ...env, GIT_USERNAME: 'x-access-token' },
-          gitTokenEnv: token === null ? [] : ['GIT_PASSWORD'],
-          dockerConfigDir: '/kaniko/.docker',
-          scratch: [],
-          // kaniko unpacks the base image's file system over its own, so it runs as root (no privilege escalation beyond that).
-          securityContext: { runAsUser: 0, allowPrivilegeEscalation: false },
-        });
-        images.push(this.result(service, request, end));
-      }
-      return images;
-    } finally {
-      await run.cleanup();
-    }
-  }
-
-  private result(service: ServiceBuild, request: BuildRequest, end: PodEnd): BuiltImage {
-    const cluster = podFailure(this.name, service, end);
-    if (cluster) throw cluster;
+  protected result(service: ServiceBuild, request: BuildRequest, end: PodEnd): BuiltImage {
     if (end.exitCode !== 0) {
       const text = end.lines.join('\n');
       const why = `${service.service}: ${lastMeaningful(end.lines)}`;
