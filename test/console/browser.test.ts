@@ -241,13 +241,17 @@ if (!existsSync(CHROMIUM)) {
     await page.select('.page-head select', '30d');
     await page.waitForFunction(() => location.search === '?window=30d');
     await page.reload();
+    await page.waitForSelector('.page-head select');
     t.is(await page.$eval('.page-head select', (el) => (el as HTMLSelectElement).value), '30d', 'the window is part of the deep link');
 
     const unknown = 'org_01h455vb4pex5vsknk084sn02q';
     const answer = await w.api.get(`/orgs/${unknown}/spend`);
     t.is(answer.statusCode, 404);
     await page.goto(`${w.srv.url}/console/orgs/${unknown}/cost`);
-    await page.waitForSelector('.error');
-    t.true((await page.$$eval('.error', (els) => els.map((el) => el.textContent))).includes(`${answer.statusCode}: ${answer.body.message}`));
+    const words = `${answer.statusCode}: ${answer.body.message}`;
+    await page
+      .waitForFunction((text) => [...document.querySelectorAll('.error')].some((el) => el.textContent === text), { timeout: 10_000 }, words)
+      .catch(() => undefined);
+    t.true((await page.$$eval('.error', (els) => els.map((el) => el.textContent))).includes(words));
   });
 }
