@@ -3,7 +3,6 @@ import Boom from '@hapi/boom';
 import Inert from '@hapi/inert';
 import Vision from '@hapi/vision';
 import HapiSwagger from 'hapi-swagger';
-import HapiPino from 'hapi-pino';
 import type { DependencyContainer } from 'tsyringe';
 import { Tokens } from '../tokens.ts';
 import { Access } from '../auth/access.ts';
@@ -15,13 +14,10 @@ import { isDatabaseBusy } from '../db/unavailable.ts';
 import { VERSION } from '../version.ts';
 import { Metrics } from '../metrics.ts';
 import { measureRequests } from './request-metrics.ts';
+import { logRequests } from './request-log.ts';
 
 /** Retry-After of a 503 for database overload: lock and pool waits are seconds long. */
 const RETRY_AFTER_SECONDS = 2;
-
-function pick(headers: Record<string, string>, names: string[]): Record<string, string> {
-  return Object.fromEntries(names.filter((name) => headers[name] !== undefined).map((name) => [name, headers[name]]));
-}
 
 /** A body of another type than the route takes (curl -d sends a form) is 415 naming the type it takes. */
 export function payloadFailed(request: Request, _h: ResponseToolkit, err?: Error): never {
@@ -67,29 +63,9 @@ export async function createServer(container: DependencyContainer): Promise<Serv
   });
   server.app.container = container;
   measureRequests(server, container.resolve(Metrics));
+  logRequests(server, logger);
 
   await server.register([
-    {
-      plugin: HapiPino,
-      options: {
-        instance: logger, // redaction is the instance's own (core/logger.ts)
-        logRequestStart: false,
-        // A request line says what was asked, by whom and how it went, not every header (the credential shows as redacted).
-        serializers: {
-          req: (req: { id: string; method: string; url: string; remoteAddress: string; headers: Record<string, string> }) => ({
-            id: req.id,
-            method: req.method,
-            url: req.url,
-            remoteAddress: req.remoteAddress,
-            headers: pick(req.headers, ['authorization', 'user-agent', 'content-length']),
-          }),
-          res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
-        },
-        ignorePaths: ['/health', '/health/live', '/metrics'], // probes and scrapes every few seconds
-        // a client that drops its connection is routine, not a server error
-        ignoredEventTags: { log: ['client'] },
-      },
-    },
     Inert,
     Vision,
     {

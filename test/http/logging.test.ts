@@ -41,3 +41,37 @@ test('the admin created by bootstrap can be used right away (helper sanity)', as
     await s.stop();
   }
 });
+
+test('below info a request writes no line; a failing request writes one error line with its request id and method', async (t) => {
+  const lines: string[] = [];
+  const sink = new Writable({ write: (chunk, _enc, done) => (lines.push(...String(chunk).split('\n').filter(Boolean)), done()) });
+  const s = await startTestServer({ logger: createLogger('warn', sink) });
+  try {
+    const { token } = await bootstrapAdmin(s.server);
+    const before = lines.length;
+    t.is((await as(s.server, token).get('/orgs')).statusCode, 200);
+    t.is(lines.length, before, `no line for an answered request: ${lines.slice(before).join('\n')}`);
+
+    s.server.route({
+      method: 'GET',
+      path: '/test/fails',
+      options: { auth: false },
+      handler: () => {
+        throw new Error('the handler broke');
+      },
+    });
+    const failed = await call(s.server, 'GET', '/test/fails');
+    t.is(failed.statusCode, 500);
+    const errors = lines
+      .slice(before)
+      .map((l) => JSON.parse(l))
+      .filter((l) => l.level === 50);
+    t.true(errors.length >= 1, `an error line: ${lines.slice(before).join('\n')}`);
+    t.is(errors[0].req.id, failed.headers['x-request-id']);
+    t.is(errors[0].req.method, 'get');
+    t.is(errors[0].req.url, '/test/fails');
+    t.regex(JSON.stringify(errors), /the handler broke/);
+  } finally {
+    await s.stop();
+  }
+});
