@@ -2,7 +2,8 @@ import { inject, injectable } from '../di.ts';
 import { Tokens } from '../tokens.ts';
 import type { Db } from '../db/knex.ts';
 import { Batcher } from '../batcher.ts';
-import { AuthCache, type Memo } from './cache.ts';
+import { AuthCache } from './cache.ts';
+import type { Memo } from '../memo.ts';
 import { isPermission, isRoleName, ROLE_PERMISSIONS, strongerRole, type Permission, type RoleName } from './permissions.ts';
 
 /** Who permissions are resolved for: a user, a service account, or a group. */
@@ -26,10 +27,10 @@ export interface Resolution {
   orgId: string;
   projectId: string | null;
   /** Empty when the actor holds nothing here: the target is then invisible to it. */
-  sources: (Source & { permissions: Permission[] })[];
+  sources: readonly (Source & { permissions: Permission[] })[];
   /** The strongest built-in role among the sources (memberships and built-in role bindings). */
   role: RoleName | null;
-  permissions: Set<Permission>;
+  permissions: ReadonlySet<Permission>;
 }
 
 interface Key {
@@ -55,6 +56,7 @@ interface Row {
 export class PermissionResolver {
   private readonly batch = new Batcher<Key, Row | undefined>((keys) => this.rows(keys));
   private readonly known: Memo<Row>;
+  private readonly built = new WeakMap<Row, Resolution>();
 
   constructor(
     @inject(Tokens.Db) private readonly db: Db,
@@ -68,29 +70,9 @@ export class PermissionResolver {
     const key: Key = 'project' in target ? { actor, orgId: null, projectId: target.project } : { actor, orgId: target.org, projectId: null };
     const row = await this.known.get(`${actor.type} ${actor.id} ${key.orgId ?? ''} ${key.projectId ?? ''}`, () => this.batch.submit(key));
     if (!row) return null;
-    const sources: Resolution['sources'] = [];
-    if (row.org_role) sources.push({ kind: 'org_membership', role: row.org_role, permissions: [...ROLE_PERMISSIONS[row.org_role]] });
-    if (row.project_role) sources.push({ kind: 'project_membership', role: row.project_role, permissions: [...ROLE_PERMISSIONS[row.project_role]] });
-    for (const b of row.bindings) {
-      const permissions = isRoleName(b.role) ? [...ROLE_PERMISSIONS[b.role]] : (b.permissions ?? []).filter(isPermission);
-      sources.push({
-        kind: 'binding',
-        binding_id: b.id,
-        role: b.role,
-        role_name: b.role_name ?? b.role,
-        project_id: b.project_id,
-        via_group: b.via_group,
-        permissions,
-      });
-    }
-    const builtIn = sources.map((s) => ('role' in s && isRoleName(s.role) ? s.role : null));
-    return {
-      orgId: row.org_id,
-      projectId: row.project_id,
-      sources,
-      role: builtIn.reduce<RoleName | null>((a, b) => strongerRole(a, b), null),
-      permissions: new Set(sources.flatMap((s) => s.permissions)),
-    };
+    let resolution = this.built.get(row);
+    if (!resolution) this.built.set(row, (resolution = build(row)));
+    return resolution;
   }
 
   private async rows(keys: Key[]): Promise<(Row | undefined)[]> {
@@ -119,4 +101,31 @@ export class PermissionResolver {
     const byIndex = new Map(rows.map((r) => [Number(r.i), r]));
     return keys.map((_, i) => byIndex.get(i + 1));
   }
+}
+
+/** The sources and permissions of a resolution row: built once per remembered row (rows are never changed). */
+function build(row: Row): Resolution {
+  const sources: (Source & { permissions: Permission[] })[] = [];
+  if (row.org_role) sources.push({ kind: 'org_membership', role: row.org_role, permissions: [...ROLE_PERMISSIONS[row.org_role]] });
+  if (row.project_role) sources.push({ kind: 'project_membership', role: row.project_role, permissions: [...ROLE_PERMISSIONS[row.project_role]] });
+  for (const b of row.bindings) {
+    const permissions = isRoleName(b.role) ? [...ROLE_PERMISSIONS[b.role]] : (b.permissions ?? []).filter(isPermission);
+    sources.push({
+      kind: 'binding',
+      binding_id: b.id,
+      role: b.role,
+      role_name: b.role_name ?? b.role,
+      project_id: b.project_id,
+      via_group: b.via_group,
+      permissions,
+    });
+  }
+  const builtIn = sources.map((s) => ('role' in s && isRoleName(s.role) ? s.role : null));
+  return {
+    orgId: row.org_id,
+    projectId: row.project_id,
+    sources,
+    role: builtIn.reduce<RoleName | null>((a, b) => strongerRole(a, b), null),
+    permissions: new Set(sources.flatMap((s) => s.permissions)),
+  };
 }
