@@ -15,6 +15,7 @@ import { PermissionResolver } from './auth/resolver.ts';
 import { MachineTokens } from './auth/machine-tokens.ts';
 import { TokenService } from './auth/tokens.ts';
 import { AuthCache } from './auth/cache.ts';
+import { SharedMemos } from './db/shared-memos.ts';
 import { Memberships } from './auth/memberships.ts';
 import { AccessTargets } from './http/access.ts';
 import { createServer } from './http/server.ts';
@@ -75,7 +76,7 @@ export async function kernelContainer(parts: KernelParts): Promise<DependencyCon
   container.registerInstance(Metrics, new Metrics({ processMetrics: true }));
   declareDirectories(container);
   declareEventLog(container);
-  for (const cls of [AuthCache, SigningKeys, MachineTokens, TokenService, PermissionResolver, Access, AccessTargets, Memberships])
+  for (const cls of [AuthCache, SharedMemos, SigningKeys, MachineTokens, TokenService, PermissionResolver, Access, AccessTargets, Memberships])
     container.registerSingleton(cls as never);
   const adapterDeps: AdapterDeps = { config, db, databaseUrl, logger };
   // Every role may talk to the code host and the chat app (inbound on api, pull requests and notices elsewhere).
@@ -125,6 +126,9 @@ export async function startKernel(config: Config, opts: KernelOptions = {}): Pro
     const authCache = container.resolve(AuthCache);
     await authCache.listen();
     undo.push(() => authCache.close());
+    const memos = container.resolve(SharedMemos);
+    await memos.listen();
+    undo.push(() => memos.close());
     await container.resolve(SigningKeys).ensureActive();
     const adapterDeps: AdapterDeps = { config, db, databaseUrl, logger };
     opts.configure?.(container);

@@ -6,13 +6,10 @@ import type { Db } from '../db/knex.ts';
 import { afterCommit } from '../db/after-commit.ts';
 import { Notifier } from '../db/notify.ts';
 import { listen, type Listening } from '../db/listen.ts';
+import { Memo } from '../memo.ts';
 
 /** The channel on which a process tells the others that who may do what has changed. */
 export const AUTH_CHANNEL = 'svc_auth';
-/** Entries per memo; the oldest goes first when full. */
-const MAX_ENTRIES = 10_000;
-/** A backstop only: should a notice be lost, no entry outlives this. */
-const MAX_AGE_MS = 10_000;
 /** A write to a table the memos are read from, as knex or a hand-written statement spells it. */
 const CACHED_TABLE_WRITE =
   /^\s*(?:insert\s+into|update|delete\s+from)\s+"?(?:users|org_members|project_members|access_bindings|access_groups|access_group_members|access_roles|service_accounts|service_account_tokens)"?[\s(]/i;
@@ -25,40 +22,6 @@ const CACHED_TABLE_WRITE =
 const ATTEMPT_WRITE = /^\s*(?:update\s+"?job_attempts"?\s+set\b[\s\S]*\bstatus\b|delete\s+from\s+"?(?:job_attempts|jobs|projects|orgs)"?[\s(])/i;
 /** Notices that name one ended attempt: the rest of a notice is a process's instance, a change to everything. */
 const ATTEMPT_NOTICE = 'attempt:';
-
-/** One memo of the AuthCache: a value per key, emptied with all the others. */
-export class Memo<V> {
-  private readonly entries = new Map<string, { value: V; at: number }>();
-
-  constructor(private readonly cache: AuthCache) {}
-
-  /**
-   * The remembered value, else `load`'s (remembered unless undefined). A load that a change
-   * overtook (one committed while it ran) is answered but not remembered.
-   */
-  async get(key: string, load: () => Promise<V | undefined>): Promise<V | undefined> {
-    const hit = this.entries.get(key);
-    if (hit && Date.now() - hit.at < MAX_AGE_MS) return hit.value;
-    const generation = this.cache.generation;
-    const value = await load();
-    if (value !== undefined && generation === this.cache.generation) {
-      this.entries.delete(key);
-      if (this.entries.size >= MAX_ENTRIES) this.entries.delete(this.entries.keys().next().value!);
-      this.entries.set(key, { value, at: Date.now() });
-    }
-    return value;
-  }
-
-  /** Forgets one key; a load of it under way is not remembered. */
-  forget(key: string): void {
-    this.cache.generation++;
-    this.entries.delete(key);
-  }
-
-  clear(): void {
-    this.entries.clear();
-  }
-}
 
 /**
  * What authentication and authorization would otherwise read on every request, remembered per
@@ -141,13 +104,11 @@ export class AuthCache {
   }
 
   private clear(): void {
-    this.generation++;
     for (const memo of this.memos) memo.clear();
     this.runningAttempts.clear();
   }
 
   private forgetAttempts(): void {
-    this.generation++;
     this.runningAttempts.clear();
   }
 }

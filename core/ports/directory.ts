@@ -23,6 +23,11 @@ export interface ProjectDirectory {
   byId(id: string, db?: Db): Promise<ProjectEntry | undefined>;
   /** Those of the ids that exist, in no particular order. */
   byIds(ids: string[], db?: Db): Promise<ProjectEntry[]>;
+  /**
+   * The slugs of those of the projects that exist and are not deleted, read outside any transaction:
+   * remembered per process (slugs never change) until the project changes.
+   */
+  liveSlugs(ids: string[]): Promise<Map<string, string>>;
   /** Ids of the org's projects (deleted ones too), oldest first. */
   idsInOrg(orgId: string, db?: Db): Promise<string[]>;
   /** Ids of the org's live projects, oldest first. */

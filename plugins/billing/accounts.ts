@@ -10,7 +10,6 @@ import type { EnvironmentSuspension } from '../../core/ports/environments.ts';
 import { OrgDirectoryToken, ProjectDirectoryToken, type OrgDirectory, type ProjectDirectory } from '../../core/ports/directory.ts';
 import { JobStatisticsToken, type JobStatistics } from '../../core/ports/stats.ts';
 import type { JobPlace } from '../../core/ports/jobs.ts';
-import { Batcher } from '../../core/batcher.ts';
 import { BillingRepository, type OrgBillingChanges, type OrgBillingRow } from './repository.ts';
 import { Pricing } from './pricing.ts';
 
@@ -124,12 +123,9 @@ export class OrgAccounts {
     return marked;
   }
 
-  /** Job creations at the same moment share one read of their orgs' billing (the admission's budget). */
-  private readonly budgets = new Batcher<string, OrgBillingRow>((orgIds) => this.repo.billings(orgIds));
-
   /** The JobAdmission: an org at or over its monthly budget refuses new jobs (422), or in warn mode says so once a month per project. */
   readonly admit = async ({ projectId, orgId }: JobPlace): Promise<void> => {
-    const billing = await this.budgets.submit(orgId);
+    const billing = await this.repo.budgetSettings(orgId);
     if (billing.monthly_budget === null) return;
     const since = monthStart(new Date());
     const spent = (await this.stats.spendTotals(await this.projects.idsInOrg(orgId), since, billing.currency)).billed_cost;

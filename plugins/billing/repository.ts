@@ -3,6 +3,8 @@ import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
 import { paginate, type ListQuery, type Page } from '../../core/http/lists.ts';
 import type { ModelPrice } from '../../domain/pricing/prices.ts';
+import { SharedMemos, type SharedMemo } from '../../core/db/shared-memos.ts';
+import { Batcher } from '../../core/batcher.ts';
 
 export interface RateCardRow {
   id: string;
@@ -39,6 +41,13 @@ export interface OrgBillingRow {
 
 export type OrgBillingChanges = Partial<Pick<OrgBillingRow, 'currency' | 'monthly_budget' | 'budget_mode' | 'balance_threshold'>>;
 
+/** What admitting a new job reads of its org's billing. */
+export type BudgetSettings = Pick<OrgBillingRow, 'currency' | 'monthly_budget' | 'budget_mode'>;
+const BUDGET_FIELDS = ['currency', 'monthly_budget', 'budget_mode'] as const;
+/** A statement that may change budget settings (a balance drawn down by a receipt does not). */
+const BUDGET_WRITE =
+  /^\s*(?:(?:insert\s+into|delete\s+from)\s+"?org_billing"?[\s(]|update\s+"?org_billing"?\s+set\b[^;]*\b(?:currency|monthly_budget|budget_mode)\b)/i;
+
 const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
 const toRate = (row: Record<string, unknown>): ExchangeRateRow => ({ ...(row as unknown as ExchangeRateRow), rate_to_usd: Number(row.rate_to_usd) });
 const toBilling = (row: Record<string, unknown>): OrgBillingRow => ({
@@ -63,7 +72,14 @@ export const defaultBilling = (orgId: string): OrgBillingRow => ({
 /** SQL for rate cards, exchange rates and org billing settings. */
 @injectable()
 export class BillingRepository {
-  constructor(@inject(Tokens.Db) private readonly db: Db) {}
+  private readonly knownBudgets: SharedMemo<BudgetSettings>;
+
+  constructor(
+    @inject(Tokens.Db) private readonly db: Db,
+    @inject(SharedMemos) memos: SharedMemos,
+  ) {
+    this.knownBudgets = memos.memo('org-budgets', BUDGET_WRITE);
+  }
 
   /** Inserts a card unless one with its id or effective_at exists; whether it was inserted. */
   async insertCard(card: Omit<RateCardRow, 'created_at'>, trx: Db = this.db): Promise<RateCardRow | null> {
@@ -120,6 +136,15 @@ export class BillingRepository {
     return orgIds.map((id) => byOrg.get(id) ?? defaultBilling(id));
   }
 
+  /** The org's budget settings, remembered per process until they change (updateBilling); concurrent misses share one read. */
+  async budgetSettings(orgId: string): Promise<BudgetSettings> {
+    return (await this.knownBudgets.get(orgId, () => this.budgetReads.submit(orgId)))!;
+  }
+
+  private readonly budgetReads = new Batcher<string, BudgetSettings>(async (orgIds) =>
+    (await this.billings(orgIds)).map((b) => ({ currency: b.currency, monthly_budget: b.monthly_budget, budget_mode: b.budget_mode })),
+  );
+
   /** The org's row, locked for the transaction (created with the defaults when missing). */
   async lockBilling(orgId: string, trx: Db): Promise<OrgBillingRow> {
     await trx('org_billing').insert({ org_id: orgId }).onConflict('org_id').ignore();
@@ -131,6 +156,7 @@ export class BillingRepository {
       .where({ org_id: orgId })
       .update({ ...changes, updated_at: trx.fn.now() })
       .returning('*');
+    if (BUDGET_FIELDS.some((f) => f in changes)) this.knownBudgets.changed(trx, orgId);
     return toBilling(row);
   }
 }

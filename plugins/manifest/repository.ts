@@ -4,6 +4,7 @@ import type { Db } from '../../core/db/knex.ts';
 import { Batcher } from '../../core/batcher.ts';
 import type { Manifest, StoredManifest } from '../../domain/manifest/types.ts';
 import type { ManifestReader } from '../../core/ports/manifest.ts';
+import { SharedMemos, type SharedMemo } from '../../core/db/shared-memos.ts';
 
 interface ManifestRow extends StoredManifest {
   id: string;
@@ -21,12 +22,21 @@ const strip = (row: ManifestRow | undefined): StoredManifest | null => {
 /** Synced manifest versions, newest last; never updated or deleted through the API. */
 @injectable()
 export class ManifestRepository implements ManifestReader {
-  constructor(@inject(Tokens.Db) private readonly db: Db) {}
+  /** Each project's current `x-svc.defaults`, remembered per process until a new version is stored. */
+  private readonly knownDefaults: SharedMemo<Record<string, unknown>>;
+
+  constructor(
+    @inject(Tokens.Db) private readonly db: Db,
+    @inject(SharedMemos) memos: SharedMemos,
+  ) {
+    this.knownDefaults = memos.memo('manifest-defaults', /^\s*(?:insert\s+into|update|delete\s+from)\s+"?manifests"?[\s(]/i);
+  }
 
   async insert(version: NewManifest): Promise<StoredManifest> {
     const [row] = await this.db('manifests')
       .insert({ ...version, parsed: JSON.stringify(version.parsed) })
       .returning(['id', ...COLUMNS]);
+    this.knownDefaults.changed(this.db, version.project_id);
     return strip(row)!;
   }
 
@@ -62,8 +72,9 @@ export class ManifestRepository implements ManifestReader {
   }
 
   /** `x-svc.defaults` of the current manifest, `{}` without one. */
-  jobDefaults(projectId: string): Promise<Record<string, unknown>> {
-    return this.defaults.submit(projectId);
+  /** A copy per caller: the remembered value is shared. */
+  async jobDefaults(projectId: string): Promise<Record<string, unknown>> {
+    return structuredClone((await this.knownDefaults.get(projectId, () => this.defaults.submit(projectId)))!);
   }
 
   /** Job creations at the same moment share one query for their projects' defaults. */

@@ -4,16 +4,32 @@ import type { Db } from '../../core/db/knex.ts';
 import { Access } from '../../core/auth/access.ts';
 import type { Principal } from '../../core/auth/principal.ts';
 import type { ProjectDirectory, ProjectEntry } from '../../core/ports/directory.ts';
+import { Batcher } from '../../core/batcher.ts';
+import { SharedMemos, type SharedMemo } from '../../core/db/shared-memos.ts';
+import { projectsMemo, type ProjectLiveness } from './repository.ts';
 
 const ENTRY = ['id', 'org_id', 'name', 'slug', 'branch', 'repo_url', 'deleted', 'created_at'] as const;
 
 /** The projects domain's answer to other domains (core/ports/directory.ts). */
 @injectable()
 export class Projects implements ProjectDirectory {
+  private readonly liveness: SharedMemo<ProjectLiveness>;
+  /** Projects not remembered yet, read together when asked for at the same moment. */
+  private readonly unknown = new Batcher<string, ProjectLiveness | undefined>(async (ids) => {
+    const rows: ProjectLiveness[] = await this.db('projects')
+      .whereIn('id', [...new Set(ids)])
+      .select('id', 'slug', 'deleted');
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    return ids.map((id) => byId.get(id));
+  });
+
   constructor(
     @inject(Tokens.Db) private readonly db: Db,
     @inject(Access) private readonly access: Access,
-  ) {}
+    @inject(SharedMemos) memos: SharedMemos,
+  ) {
+    this.liveness = projectsMemo(memos);
+  }
 
   byId(id: string, db: Db = this.db): Promise<ProjectEntry | undefined> {
     return db('projects').where({ id }).first(ENTRY);
@@ -24,6 +40,11 @@ export class Projects implements ProjectDirectory {
     return db('projects')
       .whereIn('id', [...new Set(ids)])
       .select(ENTRY);
+  }
+
+  async liveSlugs(ids: string[]): Promise<Map<string, string>> {
+    const known = await Promise.all([...new Set(ids)].map((id) => this.liveness.get(id, () => this.unknown.submit(id))));
+    return new Map(known.flatMap((p) => (p && !p.deleted ? [[p.id, p.slug] as const] : [])));
   }
 
   idsInOrg(orgId: string, db: Db = this.db): Promise<string[]> {

@@ -5,6 +5,7 @@ import { Access } from '../../core/auth/access.ts';
 import type { Principal } from '../../core/auth/principal.ts';
 import { paginate, type ListQuery } from '../../core/http/lists.ts';
 import { OrgDirectoryToken, type OrgDirectory } from '../../core/ports/directory.ts';
+import { SharedMemos, type SharedMemo } from '../../core/db/shared-memos.ts';
 
 export interface ProjectRow {
   id: string;
@@ -34,13 +35,24 @@ export type Project = ReturnType<typeof toProject>;
 
 export type ProjectFields = Pick<ProjectRow, 'id' | 'org_id' | 'name' | 'slug' | 'repo_url' | 'branch'>;
 
+/** What a job creation needs of its project: the slug of its ids, and whether it may take new jobs. */
+export type ProjectLiveness = Pick<ProjectRow, 'id' | 'slug' | 'deleted'>;
+
+/** Projects' liveness remembered per process; forgotten when a project changes (ProjectRepository.update). */
+export const projectsMemo = (memos: SharedMemos): SharedMemo<ProjectLiveness> => memos.memo('projects', /^\s*(?:update|delete\s+from)\s+"?projects"?[\s(]/i);
+
 @injectable()
 export class ProjectRepository {
+  private readonly liveness: SharedMemo<ProjectLiveness>;
+
   constructor(
     @inject(Tokens.Db) private readonly db: Db,
     @inject(Access) private readonly access: Access,
     @inject(OrgDirectoryToken) private readonly orgs: OrgDirectory,
-  ) {}
+    @inject(SharedMemos) memos: SharedMemos,
+  ) {
+    this.liveness = projectsMemo(memos);
+  }
 
   async list(principal: Principal, query: ListQuery & { org_id?: string }) {
     let q = this.access.visibleProjects(principal, this.db('projects'));
@@ -72,6 +84,7 @@ export class ProjectRepository {
     const patch: Record<string, unknown> = { ...changes, updated_at: this.db.fn.now() };
     if (changes.deleted !== undefined) patch.deleted_at = changes.deleted ? this.db.fn.now() : null;
     const [row] = await this.db('projects').where({ id }).update(patch).returning('*');
+    this.liveness.changed(this.db, id);
     return row;
   }
 }

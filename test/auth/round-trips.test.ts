@@ -42,7 +42,11 @@ test.after.always(async () => {
 /** What authentication and the access check read when nothing is remembered: users, tokens, memberships, bindings, a job's project. */
 const AUTH_READ = /\b(users|service_account_tokens|org_members|project_members|access_bindings|access_group_members)\b|^select "project_id" from "jobs"/;
 
-const CREATE_STATEMENTS = 5;
+/**
+ * Once the project's manifest defaults, its liveness and slug, and its org's budget settings are
+ * remembered (core/db/shared-memos.ts): the INSERT and the wakeup NOTIFY after it.
+ */
+const CREATE_STATEMENTS = 2;
 const JOB_TOKEN_READ_STATEMENTS = 1;
 
 // The job context is one statement (its row, the rest as JSON beside it): a snapshot without a transaction.

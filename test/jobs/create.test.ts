@@ -294,7 +294,7 @@ test('unknown, malformed and invisible jobs', async (t) => {
   t.is((await outsider.post(jobs(), { description: 'x' })).statusCode, 404);
 });
 
-test('unknown hint keys are a 400 naming their path and the likely hint; x- keys are custom hints, kept as sent', async (t) => {
+test.serial('unknown hint keys are a 400 naming their path and the likely hint; x- keys are custom hints, kept as sent', async (t) => {
   const before = await countJobs();
   const typo = await admin.post(jobs(), { description: 'x', hints: { timeout_secs: 5, worker_typ: 'gpu', zzz: 1 } });
   t.is(typo.statusCode, 400);

@@ -69,9 +69,9 @@ export class JobCreation {
     @inject(ProjectDirectoryToken) private readonly projects: ProjectDirectory,
   ) {}
 
-  /** One batch: the projects' slugs in one read (a deleted project's rows get null), then one INSERT. */
+  /** One batch: the projects' slugs (remembered; a deleted project's rows get null), then one INSERT. */
   private readonly roots = new Batcher<NewRootJob, JobRow | null>(async (rows) => {
-    const live = new Map((await this.projects.byIds([...new Set(rows.map((r) => r.project_id))])).filter((p) => !p.deleted).map((p) => [p.id, p.slug]));
+    const live = await this.projects.liveSlugs(rows.map((r) => r.project_id));
     const insertable = rows.flatMap((row) => (live.has(row.project_id) ? [{ ...row, slug: live.get(row.project_id)! }] : []));
     const inserted = insertable.length ? await this.jobs.insertRoots(insertable) : [];
     this.lifecycle.created(inserted.filter((r) => r !== null));

@@ -1,0 +1,108 @@
+import type { Logger } from 'pino';
+import { inject, injectable } from '../di.ts';
+import { Tokens } from '../tokens.ts';
+import type { Db } from './knex.ts';
+import { afterCommit } from './after-commit.ts';
+import { Notifier } from './notify.ts';
+import { listen, type Listening } from './listen.ts';
+import { Memo, type Generation } from '../memo.ts';
+
+/** The channel on which a process tells the others which remembered values changed. */
+export const MEMO_CHANNEL = 'svc_memo';
+
+/** A memo's values, keyed by something without spaces (an id), and how they are said to have changed. */
+export class SharedMemo<V> implements Generation {
+  generation = 0;
+  private readonly memo = new Memo<V>(this);
+
+  constructor(
+    readonly name: string,
+    private readonly changes: (key: string) => void,
+  ) {}
+
+  /** The remembered value of `key`, else `load`'s (see Memo). */
+  get(key: string, load: () => Promise<V | undefined>): Promise<V | undefined> {
+    return this.memo.get(key, load);
+  }
+
+  /** Call where the value of `key` is written: once `db` commits, it is forgotten here and then in every other process. */
+  changed(db: Db, key: string): void {
+    afterCommit(db, () => this.changes(key));
+  }
+
+  forget(key: string): void {
+    this.memo.forget(key);
+  }
+
+  clear(): void {
+    this.memo.clear();
+  }
+}
+
+/**
+ * Values a domain reads far more often than it changes them (a project's manifest defaults, an
+ * org's budget settings), remembered per process. The owner calls `changed(db, key)` where it
+ * writes: once that commits, the key is forgotten here at once, and a NOTIFY on svc_memo
+ * (`<memo>:<key>`) makes the other processes forget it as soon as the notice arrives, typically
+ * within a millisecond. A reconnect of the LISTEN forgets everything (notices may have been
+ * missed), and no value outlives Memo's backstop age. A write that bypasses the owner but goes
+ * through this process's pool (a script, a test) and matches a memo's `writes` forgets that memo
+ * whole, when it is sent and when it returns.
+ */
+@injectable()
+export class SharedMemos {
+  private readonly memos = new Map<string, SharedMemo<unknown>>();
+  private readonly writes: { pattern: RegExp; memo: SharedMemo<unknown> }[] = [];
+  private readonly notifier: Notifier;
+  private listening: Listening | null = null;
+
+  constructor(
+    @inject(Tokens.Db) db: Db,
+    @inject(Tokens.DatabaseUrl) private readonly databaseUrl: string,
+    @inject(Tokens.Logger) private readonly logger: Logger,
+  ) {
+    this.notifier = new Notifier(db, MEMO_CHANNEL, logger);
+    const onWrite = (query: { sql?: string }) => {
+      if (!query.sql) return;
+      for (const w of this.writes) if (w.pattern.test(query.sql)) w.memo.clear();
+    };
+    db.on('query', onWrite);
+    db.on('query-response', (_response: unknown, query: { sql?: string }) => onWrite(query));
+  }
+
+  /** The memo called `name` (one per name and process); `writes` matches the statements that change its table. */
+  memo<V>(name: string, writes?: RegExp): SharedMemo<V> {
+    if (name.includes(':') || name.includes(' ')) throw new Error(`memo name '${name}' may hold neither ':' nor spaces`);
+    let memo = this.memos.get(name);
+    if (!memo) {
+      memo = new SharedMemo<unknown>(name, (key) => {
+        memo!.forget(key);
+        this.notifier.notify(`${name}:${key}`);
+      });
+      this.memos.set(name, memo);
+      if (writes) this.writes.push({ pattern: writes, memo });
+    }
+    return memo as SharedMemo<V>;
+  }
+
+  async listen(): Promise<void> {
+    this.listening ??= await listen(this.databaseUrl, MEMO_CHANNEL, (payload) => this.heard(payload), this.logger);
+  }
+
+  async close(): Promise<void> {
+    await this.listening?.close();
+    this.listening = null;
+  }
+
+  /** A notice holds space-separated `<memo>:<key>` parts; an empty one (a reconnect) forgets everything. */
+  private heard(payload: string): void {
+    if (payload === '') {
+      for (const memo of this.memos.values()) memo.clear();
+      return;
+    }
+    for (const part of payload.split(' ')) {
+      const at = part.indexOf(':');
+      if (at > 0) this.memos.get(part.slice(0, at))?.forget(part.slice(at + 1));
+    }
+  }
+}
