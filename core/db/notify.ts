@@ -33,6 +33,11 @@ export class Notifier {
     return () => this.local.delete(listener);
   }
 
+  /** A notice that went out with a statement of its own (a `pg_notify` in the writing statement): this process's listeners hear it at once. */
+  sentWith(payload = ''): void {
+    for (const listener of this.local) listener(payload);
+  }
+
   notify(payload = ''): void {
     for (const listener of this.local) listener(payload);
     this.pending.add(payload);

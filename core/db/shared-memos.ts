@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { inject, injectable } from '../di.ts';
 import { Tokens } from '../tokens.ts';
@@ -43,7 +44,7 @@ export class SharedMemo<V> implements Generation {
  * Values a domain reads far more often than it changes them (a project's manifest defaults, an
  * org's budget settings), remembered per process. The owner calls `changed(db, key)` where it
  * writes: once that commits, the key is forgotten here at once, and a NOTIFY on svc_memo
- * (`<memo>:<key>`) makes the other processes forget it as soon as the notice arrives, typically
+ * (`<process>/<memo>:<key>`) makes the other processes forget it as soon as the notice arrives, typically
  * within a millisecond. A reconnect of the LISTEN forgets everything (notices may have been
  * missed), and no value outlives Memo's backstop age. A write that bypasses the owner but goes
  * through this process's pool (a script, a test) and matches a memo's `writes` forgets that memo
@@ -55,6 +56,8 @@ export class SharedMemos {
   private readonly writes: { pattern: RegExp; memo: SharedMemo<unknown> }[] = [];
   private readonly notifier: Notifier;
   private listening: Listening | null = null;
+  /** Marks this process's notices, which it has applied before sending them. */
+  private readonly instance = randomUUID().slice(0, 8);
 
   constructor(
     @inject(Tokens.Db) db: Db,
@@ -72,12 +75,12 @@ export class SharedMemos {
 
   /** The memo called `name` (one per name and process); `writes` matches the statements that change its table. */
   memo<V>(name: string, writes?: RegExp): SharedMemo<V> {
-    if (name.includes(':') || name.includes(' ')) throw new Error(`memo name '${name}' may hold neither ':' nor spaces`);
+    if (/[:/ ]/.test(name)) throw new Error(`memo name '${name}' may hold no ':', '/' or space`);
     let memo = this.memos.get(name);
     if (!memo) {
       memo = new SharedMemo<unknown>(name, (key) => {
         memo!.forget(key);
-        this.notifier.notify(`${name}:${key}`);
+        this.notifier.notify(`${this.instance}/${name}:${key}`);
       });
       this.memos.set(name, memo);
       if (writes) this.writes.push({ pattern: writes, memo });
@@ -94,15 +97,17 @@ export class SharedMemos {
     this.listening = null;
   }
 
-  /** A notice holds space-separated `<memo>:<key>` parts; an empty one (a reconnect) forgets everything. */
+  /** A notice holds space-separated `<process>/<memo>:<key>` parts; an empty one (a reconnect) forgets everything. */
   private heard(payload: string): void {
     if (payload === '') {
       for (const memo of this.memos.values()) memo.clear();
       return;
     }
     for (const part of payload.split(' ')) {
-      const at = part.indexOf(':');
-      if (at > 0) this.memos.get(part.slice(0, at))?.forget(part.slice(at + 1));
+      const slash = part.indexOf('/');
+      const colon = part.indexOf(':', slash);
+      if (slash < 0 || colon < 0 || part.slice(0, slash) === this.instance) continue;
+      this.memos.get(part.slice(slash + 1, colon))?.forget(part.slice(colon + 1));
     }
   }
 }

@@ -44,9 +44,9 @@ const AUTH_READ = /\b(users|service_account_tokens|org_members|project_members|a
 
 /**
  * Once the project's manifest defaults, its liveness and slug, and its org's budget settings are
- * remembered (core/db/shared-memos.ts): the INSERT and the wakeup NOTIFY after it.
+ * remembered (core/db/shared-memos.ts): the INSERT, which also wakes the claimers.
  */
-const CREATE_STATEMENTS = 2;
+const CREATE_STATEMENTS = 1;
 const JOB_TOKEN_READ_STATEMENTS = 1;
 
 // The job context is one statement (its row, the rest as JSON beside it): a snapshot without a transaction.

@@ -73,8 +73,7 @@ export class JobCreation {
   private readonly roots = new Batcher<NewRootJob, JobRow | null>(async (rows) => {
     const live = await this.projects.liveSlugs(rows.map((r) => r.project_id));
     const insertable = rows.flatMap((row) => (live.has(row.project_id) ? [{ ...row, slug: live.get(row.project_id)! }] : []));
-    const inserted = insertable.length ? await this.jobs.insertRoots(insertable) : [];
-    this.lifecycle.created(inserted.filter((r) => r !== null));
+    const inserted = insertable.length ? await this.lifecycle.insertRoots(insertable) : [];
     let next = 0;
     return rows.map((row) => (live.has(row.project_id) ? inserted[next++] : null));
   });

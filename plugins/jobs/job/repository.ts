@@ -130,18 +130,14 @@ export class JobRepository {
 
   /**
    * Root jobs in one autocommit statement, each with the id `{slug}-{suffix}` (the caller gives the
-   * project's slug). The answer holds each input's row, or null where the id was taken.
+   * project's slug). The answer holds each input's row, or null where the id was taken. With
+   * `notify`, the statement also NOTIFYs that channel once a row is written (delivered at its commit).
    */
-  async insertRoots(rows: (NewRootJob & { slug: string })[]): Promise<(JobRow | null)[]> {
-    const { rows: created } = await this.db.raw<{ rows: JobRow[] }>(
-      `INSERT INTO jobs (id, project_id, depth, ${ROOT_COLUMNS.join(', ')}, created_at, updated_at)
-       SELECT r.slug || '-' || r.suffix, r.project_id, 0, ${ROOT_COLUMNS.map((c) => `r.${c}`).join(', ')}, clock_timestamp(), clock_timestamp()
-       FROM jsonb_to_recordset(?::jsonb) AS r(i int, suffix text, slug text, project_id text, ${ROOT_COLUMNS.map((c) => `${c} ${ROOT_COLUMN_TYPES[c]}`).join(', ')})
-       ORDER BY r.i
-       ON CONFLICT (id) DO NOTHING
-       RETURNING *`,
-      [JSON.stringify(rows.map((r, i) => ({ ...r, i })))],
-    );
+  async insertRoots(rows: (NewRootJob & { slug: string })[], notify: string | null = null): Promise<(JobRow | null)[]> {
+    const { rows: created } = await this.db.raw<{ rows: JobRow[] }>(notify ? INSERT_ROOTS_NOTIFYING : INSERT_ROOTS, [
+      JSON.stringify(rows.map((r, i) => ({ ...r, i }))),
+      ...(notify ? [notify] : []),
+    ]);
     const byKey = new Map(created.map((r) => [`${r.project_id} ${r.id.slice(r.id.lastIndexOf('-') + 1)}`, r]));
     return rows.map((r) => byKey.get(`${r.project_id} ${r.suffix}`) ?? null);
   }
@@ -206,6 +202,17 @@ const ROOT_COLUMN_TYPES = {
   created_by: 'text',
 } as const;
 const ROOT_COLUMNS = Object.keys(ROOT_COLUMN_TYPES) as (keyof typeof ROOT_COLUMN_TYPES)[];
+
+const INSERT_ROOTS = `INSERT INTO jobs (id, project_id, depth, ${ROOT_COLUMNS.join(', ')}, created_at, updated_at)
+       SELECT r.slug || '-' || r.suffix, r.project_id, 0, ${ROOT_COLUMNS.map((c) => `r.${c}`).join(', ')}, clock_timestamp(), clock_timestamp()
+       FROM jsonb_to_recordset(?::jsonb) AS r(i int, suffix text, slug text, project_id text, ${ROOT_COLUMNS.map((c) => `${c} ${ROOT_COLUMN_TYPES[c]}`).join(', ')})
+       ORDER BY r.i
+       ON CONFLICT (id) DO NOTHING
+       RETURNING *`;
+/** The same, and a NOTIFY when a row was written: the count makes the notice's CTE run (a CTE nobody reads would not). */
+const INSERT_ROOTS_NOTIFYING = `WITH inserted AS (${INSERT_ROOTS}),
+       woken AS (SELECT pg_notify(?, '') FROM (SELECT 1 FROM inserted LIMIT 1) one)
+     SELECT inserted.* FROM inserted, (SELECT count(*) FROM woken) heard`;
 
 export type NewRootJob = Pick<JobRow, 'project_id' | (typeof ROOT_COLUMNS)[number]> & { suffix: string };
 

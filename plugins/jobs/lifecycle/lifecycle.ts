@@ -66,6 +66,19 @@ export class JobLifecycle implements PhaseMover {
     return this.jobs.lock(id, trx);
   }
 
+  /**
+   * Root jobs in one autocommit INSERT (see JobRepository.insertRoots): when one of them is ready,
+   * the same statement wakes the claimers, so the notice goes out with its commit and costs no
+   * round trip of its own (the statement commits alone, so it holds the notify lock only as long as
+   * its commit).
+   */
+  async insertRoots(rows: Parameters<JobRepository['insertRoots']>[0]): Promise<(JobRow | null)[]> {
+    const wake = rows.some((r) => wakes(r.phase));
+    const inserted = await this.jobs.insertRoots(rows, wake ? this.wakeups.channel : null);
+    if (wake && inserted.some((r) => r !== null)) this.wakeups.sentWith();
+    return inserted;
+  }
+
   /** Jobs just written: claimers hear of the ready ones once `trx` commits, or at once for rows written without one. */
   created(rows: Pick<JobRow, 'phase'>[], trx?: Db): void {
     if (!rows.some((r) => wakes(r.phase))) return;
