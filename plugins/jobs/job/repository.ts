@@ -6,6 +6,7 @@ import { paginate, type ListQuery } from '../../../core/http/lists.ts';
 import type { Phase } from './schemas.ts';
 import { drawUntilFree } from '../../../core/ids.ts';
 import { Batcher } from '../../../core/batcher.ts';
+import { Prepared } from '../../../core/db/prepared.ts';
 
 /** Draws of a random root id before giving up (a collision of 8 hex digits is rare). */
 export const ID_ATTEMPTS = 5;
@@ -74,7 +75,7 @@ export class JobRepository {
    * after the read was asked, so it sees every write committed before.
    */
   private readonly reads = new Batcher<string, JobRow | undefined>(async (ids) => {
-    const { rows } = await this.db.raw<{ rows: JobRow[] }>('SELECT * FROM jobs WHERE id = ANY(?)', [[...new Set(ids)]]);
+    const rows = await BY_IDS.rows(this.db, [[...new Set(ids)]]);
     const byId = new Map(rows.map((r) => [r.id, r]));
     const handed = new Set<string>();
     // Callers of the same id each get their own row, as they would from statements of their own.
@@ -134,10 +135,8 @@ export class JobRepository {
    * `notify`, the statement also NOTIFYs that channel once a row is written (delivered at its commit).
    */
   async insertRoots(rows: (NewRootJob & { slug: string })[], notify: string | null = null): Promise<(JobRow | null)[]> {
-    const { rows: created } = await this.db.raw<{ rows: JobRow[] }>(notify ? INSERT_ROOTS_NOTIFYING : INSERT_ROOTS, [
-      JSON.stringify(rows.map((r, i) => ({ ...r, i }))),
-      ...(notify ? [notify] : []),
-    ]);
+    const json = JSON.stringify(rows.map((r, i) => ({ ...r, i })));
+    const created = await (notify ? INSERT_ROOTS_NOTIFYING.rows(this.db, [json, notify]) : INSERT_ROOTS.rows(this.db, [json]));
     const byKey = new Map(created.map((r) => [`${r.project_id} ${r.id.slice(r.id.lastIndexOf('-') + 1)}`, r]));
     return rows.map((r) => byKey.get(`${r.project_id} ${r.suffix}`) ?? null);
   }
@@ -179,6 +178,8 @@ export class JobRepository {
   }
 }
 
+const BY_IDS = new Prepared<JobRow>('jobs_by_ids', 'SELECT * FROM jobs WHERE id = ANY(?)');
+
 /** The columns a new root job sets from its request, with their SQL types. */
 const ROOT_COLUMN_TYPES = {
   title: 'text',
@@ -203,16 +204,20 @@ const ROOT_COLUMN_TYPES = {
 } as const;
 const ROOT_COLUMNS = Object.keys(ROOT_COLUMN_TYPES) as (keyof typeof ROOT_COLUMN_TYPES)[];
 
-const INSERT_ROOTS = `INSERT INTO jobs (id, project_id, depth, ${ROOT_COLUMNS.join(', ')}, created_at, updated_at)
+const INSERT_ROOTS_SQL = `INSERT INTO jobs (id, project_id, depth, ${ROOT_COLUMNS.join(', ')}, created_at, updated_at)
        SELECT r.slug || '-' || r.suffix, r.project_id, 0, ${ROOT_COLUMNS.map((c) => `r.${c}`).join(', ')}, clock_timestamp(), clock_timestamp()
        FROM jsonb_to_recordset(?::jsonb) AS r(i int, suffix text, slug text, project_id text, ${ROOT_COLUMNS.map((c) => `${c} ${ROOT_COLUMN_TYPES[c]}`).join(', ')})
        ORDER BY r.i
        ON CONFLICT (id) DO NOTHING
        RETURNING *`;
+const INSERT_ROOTS = new Prepared<JobRow>('jobs_insert_roots', INSERT_ROOTS_SQL);
 /** The same, and a NOTIFY when a row was written: the count makes the notice's CTE run (a CTE nobody reads would not). */
-const INSERT_ROOTS_NOTIFYING = `WITH inserted AS (${INSERT_ROOTS}),
+const INSERT_ROOTS_NOTIFYING = new Prepared<JobRow>(
+  'jobs_insert_roots_notifying',
+  `WITH inserted AS (${INSERT_ROOTS_SQL}),
        woken AS (SELECT pg_notify(?, '') FROM (SELECT 1 FROM inserted LIMIT 1) one)
-     SELECT inserted.* FROM inserted, (SELECT count(*) FROM woken) heard`;
+     SELECT inserted.* FROM inserted, (SELECT count(*) FROM woken) heard`,
+);
 
 export type NewRootJob = Pick<JobRow, 'project_id' | (typeof ROOT_COLUMNS)[number]> & { suffix: string };
 
