@@ -27,7 +27,17 @@ export interface PipelineLauncher {
     creator: Creator,
     projectId: string,
     name: string,
-    request: { ref?: string; env?: string; inputs?: Record<string, unknown> },
+    request: {
+      ref?: string;
+      env?: string;
+      inputs?: Record<string, unknown>;
+      /**
+       * The environment's `pipeline_inputs` as the environments domain holds them: given, they are
+       * the base of the inputs and `env` need not be an environment of the manifest (one ensured
+       * through the API or `env-ensure`); absent, the manifest's environment is looked up as for the route.
+       */
+      env_inputs?: Record<string, unknown>;
+    },
   ): Promise<{ run_id: string }>;
 }
 

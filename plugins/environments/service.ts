@@ -403,6 +403,7 @@ export class EnvironmentService {
     };
     const { run_id } = await launcher.runPipeline(creator, env.project_id, env.pipeline!, {
       env: env.name,
+      env_inputs: env.pipeline_inputs,
       inputs,
       ...(release.git_sha ? { ref: release.git_sha } : {}),
     });

@@ -27,6 +27,8 @@ export interface RunRequest {
   env?: string;
   inputs?: Record<string, unknown>;
   only_steps?: string[];
+  /** Only through the PipelineLauncher port (the route's schema refuses it): the environment's own pipeline_inputs, instead of the manifest's. */
+  env_inputs?: Record<string, unknown>;
 }
 
 const GIT_SHA = /^[0-9a-f]{40}$/;
@@ -61,7 +63,7 @@ export class PipelineRuns {
 
   async start(creator: Creator, projectId: string, name: string, request: RunRequest): Promise<Run> {
     const { manifest, pipeline } = await this.definition(projectId, name);
-    const inputs = { ...this.environmentInputs(manifest, name, request.env), ...(request.inputs ?? {}) };
+    const inputs = { ...(request.env_inputs ?? this.environmentInputs(manifest, name, request.env)), ...(request.inputs ?? {}) };
     const steps = selectSteps(pipeline.steps, request.only_steps);
     const id = newId('prun');
     const graph: GraphJob[] = steps.map((step) => ({

@@ -31,41 +31,77 @@ test.before(async () => {
 });
 test.after.always(() => teardown(w));
 
-test('a harness_d job on managed/fast calls the model through the proxy with its job token; its receipt bills the usage in EUR from the card', async (t) => {
-  const created = await w.admin.post(`/projects/${w.project}/jobs`, { description: 'Say hello [[fake:proxy]]', harness: 'harness_d', model: 'managed/fast' });
-  t.is(created.statusCode, 201, JSON.stringify(created.body));
-  const job = await until(
-    async () => {
-      const r = await w.admin.get(`/jobs/${created.body.id}`);
-      return ['done', 'cancelled'].includes(r.body.phase) ? r.body : null;
-    },
-    'the job to end',
-    60_000,
-  );
-  const attempts = (await w.admin.get(`/projects/${w.project}/jobs/${job.id}/attempts`)).body.data;
-  t.is(job.phase, 'done', JSON.stringify(attempts));
-  const lines: { seq: number; line: string }[] = [];
-  for (let more = true; more;) {
-    const page = await w.admin.get(`/jobs/${job.id}/attempts/${attempts[0].id}/logs?limit=50&after_seq=${lines.at(-1)?.seq ?? 0}`);
-    lines.push(...page.body.data);
-    more = page.body.pagination.has_more;
-  }
-  const logs = lines.map((l) => l.line).join('\n');
-  t.regex(logs, /model managed\/fast: managed\/fast through svc's inference proxy/);
-  t.regex(logs, /model said: /);
-  t.false(logs.includes(w.fake.apiKey), 'the provider key never reaches the job');
+test.serial(
+  'a harness_d job on managed/fast calls the model through the proxy with its job token; its receipt bills the usage in EUR from the card',
+  async (t) => {
+    const created = await w.admin.post(`/projects/${w.project}/jobs`, { description: 'Say hello [[fake:proxy]]', harness: 'harness_d', model: 'managed/fast' });
+    t.is(created.statusCode, 201, JSON.stringify(created.body));
+    const job = await until(
+      async () => {
+        const r = await w.admin.get(`/jobs/${created.body.id}`);
+        return ['done', 'cancelled'].includes(r.body.phase) ? r.body : null;
+      },
+      'the job to end',
+      60_000,
+    );
+    const attempts = (await w.admin.get(`/projects/${w.project}/jobs/${job.id}/attempts`)).body.data;
+    t.is(job.phase, 'done', JSON.stringify(attempts));
+    const lines: { seq: number; line: string }[] = [];
+    for (let more = true; more;) {
+      const page = await w.admin.get(`/jobs/${job.id}/attempts/${attempts[0].id}/logs?limit=50&after_seq=${lines.at(-1)?.seq ?? 0}`);
+      lines.push(...page.body.data);
+      more = page.body.pagination.has_more;
+    }
+    const logs = lines.map((l) => l.line).join('\n');
+    t.regex(logs, /model managed\/fast: managed\/fast through svc's inference proxy/);
+    t.regex(logs, /model said: /);
+    t.false(logs.includes(w.fake.apiKey), 'the provider key never reaches the job');
 
-  const upstream = w.fake.calls.filter((c) => c.body?.model === 'gpt-fake-1');
-  t.is(upstream.length, 1, 'the proxy called the upstream once, with the upstream model');
-  t.is(upstream[0].headers.authorization, `Bearer ${w.fake.apiKey}`, 'with the target credential, which only svc holds');
-  const receipt = (await w.admin.get(`/jobs/${job.id}/receipt`)).body;
-  // The fake upstream's usage: 21 prompt tokens of which 5 cached, 6 completion tokens of which 2 reasoning.
-  const tokens = { input_tokens: 16, output_tokens: 6, cache_read_tokens: 5, cache_write_tokens: 0, reasoning_tokens: 2 };
-  t.like(receipt.llm, { calls: 1, ...tokens }, JSON.stringify(receipt));
-  t.like(receipt.llm.models['gpt-fake-1'], tokens, 'the call is on the receipt under the upstream model, which the card prices');
-  // 16 × 1000 + (6 − 2) × 3000 + 2 × 5000 + 5 × 100 micro-USD = $0.0385, billed at 1.25 USD per EUR.
-  t.is(receipt.llm.models['gpt-fake-1'].cost_usd, 0.0385);
-  t.like(receipt.compute, { resource_class: 'default', cost_usd: 0 });
-  t.like(receipt.cost, { price_table: cardId, pricing: 'priced', base_cost_usd: 0.0385, exchange_rate: EUR_IN_USD });
-  t.deepEqual(receipt.cost.billed_cost, { currency: 'EUR', amount: 0.0308 });
-});
+    const upstream = w.fake.calls.filter((c) => c.body?.model === 'gpt-fake-1');
+    t.is(upstream.length, 1, 'the proxy called the upstream once, with the upstream model');
+    t.is(upstream[0].headers.authorization, `Bearer ${w.fake.apiKey}`, 'with the target credential, which only svc holds');
+    const receipt = (await w.admin.get(`/jobs/${job.id}/receipt`)).body;
+    // The fake upstream's usage: 21 prompt tokens of which 5 cached, 6 completion tokens of which 2 reasoning.
+    const tokens = { input_tokens: 16, output_tokens: 6, cache_read_tokens: 5, cache_write_tokens: 0, reasoning_tokens: 2 };
+    t.like(receipt.llm, { calls: 1, ...tokens }, JSON.stringify(receipt));
+    t.like(receipt.llm.models['gpt-fake-1'], tokens, 'the call is on the receipt under the upstream model, which the card prices');
+    // 16 × 1000 + (6 − 2) × 3000 + 2 × 5000 + 5 × 100 micro-USD = $0.0385, billed at 1.25 USD per EUR.
+    t.is(receipt.llm.models['gpt-fake-1'].cost_usd, 0.0385);
+    t.like(receipt.compute, { resource_class: 'default', cost_usd: 0 });
+    t.like(receipt.cost, { price_table: cardId, pricing: 'priced', base_cost_usd: 0.0385, exchange_rate: EUR_IN_USD });
+    t.deepEqual(receipt.cost.billed_cost, { currency: 'EUR', amount: 0.0308 });
+  },
+);
+
+test.serial(
+  'a job whose harness profile names managed/fast resolves it the same way: the proxy, the job token, the receipt in EUR from the card',
+  async (t) => {
+    const synced = await w.admin.post(`/projects/${w.project}/manifest`, {
+      yaml: 'x-svc:\n  agents:\n    version: 1\n    profiles:\n      cheap: [{ harness: harness_d, model: managed/fast }]\n',
+    });
+    t.is(synced.statusCode, 200, JSON.stringify(synced.body));
+    const before = w.fake.calls.filter((c) => c.body?.model === 'gpt-fake-1').length;
+    const created = await w.admin.post(`/projects/${w.project}/jobs`, { description: 'Say hello [[fake:proxy]]', harness_profile: 'cheap' });
+    t.is(created.statusCode, 201, JSON.stringify(created.body));
+    const job = await until(
+      async () => {
+        const r = await w.admin.get(`/jobs/${created.body.id}`);
+        return ['done', 'cancelled'].includes(r.body.phase) ? r.body : null;
+      },
+      'the job to end',
+      60_000,
+    );
+    const attempts = (await w.admin.get(`/projects/${w.project}/jobs/${job.id}/attempts`)).body.data;
+    t.is(job.phase, 'done', JSON.stringify(attempts));
+    const page = await w.admin.get(`/jobs/${job.id}/attempts/${attempts[0].id}/logs?limit=200`);
+    const logs = page.body.data.map((l: { line: string }) => l.line).join('\n');
+    t.regex(logs, /model managed\/fast: managed\/fast through svc's inference proxy/);
+    t.false(logs.includes(w.fake.apiKey), 'the provider key never reaches the job');
+    const upstream = w.fake.calls.filter((c) => c.body?.model === 'gpt-fake-1').slice(before);
+    t.is(upstream.length, 1, 'one upstream call, with the upstream model');
+    const receipt = (await w.admin.get(`/jobs/${job.id}/receipt`)).body;
+    t.like(receipt.llm, { calls: 1 }, JSON.stringify(receipt));
+    t.like(receipt.cost, { price_table: cardId, pricing: 'priced', base_cost_usd: 0.0385, exchange_rate: EUR_IN_USD });
+    t.deepEqual(receipt.cost.billed_cost, { currency: 'EUR', amount: 0.0308 });
+  },
+);
