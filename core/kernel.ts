@@ -14,8 +14,9 @@ import { Access } from './auth/access.ts';
 import { PermissionResolver } from './auth/resolver.ts';
 import { MachineTokens } from './auth/machine-tokens.ts';
 import { TokenService } from './auth/tokens.ts';
-import { AuthCache } from './auth/cache.ts';
-import { SharedMemos } from './db/shared-memos.ts';
+import { AUTH_CHANNEL, AuthCache } from './auth/cache.ts';
+import { MEMO_CHANNEL, SharedMemos } from './db/shared-memos.ts';
+import { listenAll } from './db/listen.ts';
 import { Memberships } from './auth/memberships.ts';
 import { AccessTargets } from './http/access.ts';
 import { createServer } from './http/server.ts';
@@ -123,12 +124,11 @@ export async function startKernel(config: Config, opts: KernelOptions = {}): Pro
     const container = await kernelContainer({ config, db, controlDb, databaseUrl, logger, sealer });
     const metrics = container.resolve(Metrics);
     measurePools(metrics, { main: db, control: controlDb });
+    // What the other processes say changed (who may do what, remembered values), on one connection.
     const authCache = container.resolve(AuthCache);
-    await authCache.listen();
-    undo.push(() => authCache.close());
     const memos = container.resolve(SharedMemos);
-    await memos.listen();
-    undo.push(() => memos.close());
+    const kernelNotices = await listenAll(databaseUrl, { [AUTH_CHANNEL]: (p) => authCache.hear(p), [MEMO_CHANNEL]: (p) => memos.hear(p) }, logger);
+    undo.push(() => kernelNotices.close());
     await container.resolve(SigningKeys).ensureActive();
     const adapterDeps: AdapterDeps = { config, db, databaseUrl, logger };
     opts.configure?.(container);

@@ -5,7 +5,6 @@ import { Tokens } from '../tokens.ts';
 import type { Db } from '../db/knex.ts';
 import { afterCommit } from '../db/after-commit.ts';
 import { Notifier } from '../db/notify.ts';
-import { listen, type Listening } from '../db/listen.ts';
 import { Memo } from '../memo.ts';
 
 /** The channel on which a process tells the others that who may do what has changed. */
@@ -46,13 +45,8 @@ export class AuthCache {
    */
   readonly runningAttempts = new Memo<true>(this);
   private readonly notifier: Notifier;
-  private listening: Listening | null = null;
 
-  constructor(
-    @inject(Tokens.Db) db: Db,
-    @inject(Tokens.DatabaseUrl) private readonly databaseUrl: string,
-    @inject(Tokens.Logger) private readonly logger: Logger,
-  ) {
+  constructor(@inject(Tokens.Db) db: Db, @inject(Tokens.Logger) logger: Logger) {
     this.notifier = new Notifier(db, AUTH_CHANNEL, logger);
     const onWrite = (query: { sql?: string }) => {
       if (!query.sql) return;
@@ -85,18 +79,12 @@ export class AuthCache {
     });
   }
 
-  /** Hears the other processes' changes; any notice (and a reconnect, which may have missed some) empties the memos. */
-  async listen(): Promise<void> {
-    this.listening ??= await listen(this.databaseUrl, AUTH_CHANNEL, (payload) => this.heard(payload), this.logger);
-  }
-
-  async close(): Promise<void> {
-    await this.listening?.close();
-    this.listening = null;
-  }
-
-  /** A notice holds space-separated parts (see Notifier): instances that changed everything, attempts that ended. */
-  private heard(payload: string): void {
+  /**
+   * A notice on svc_auth (the kernel LISTENs for it: core/kernel.ts). It holds space-separated
+   * parts (see Notifier): instances that changed everything, attempts that ended; an empty one (a
+   * reconnect, which may have missed some) empties the memos.
+   */
+  hear(payload: string): void {
     for (const part of payload.split(' ')) {
       if (part.startsWith(ATTEMPT_NOTICE)) this.runningAttempts.forget(part.slice(ATTEMPT_NOTICE.length));
       else if (part !== this.instance) this.clear(); // our own is already applied

@@ -6,14 +6,20 @@ export interface Listening {
   close(): Promise<void>;
 }
 
+/** LISTEN on one channel: see listenAll. */
+export function listen(databaseUrl: string, channel: string, onNotice: (payload: string) => void, logger: Logger, retryMs = 1_000): Promise<Listening> {
+  return listenAll(databaseUrl, { [channel]: onNotice }, logger, retryMs);
+}
+
 /**
- * LISTEN on `channel` over a dedicated connection, calling `onNotice` with each payload. A lost or
+ * LISTEN on each channel of `handlers` over one dedicated connection, calling the channel's handler with each payload. A lost or
  * refused connection is reopened with backoff (from `retryMs`, doubling, at most 10 s) for as long
  * as it takes: a database restart never ends the listener, and the caller's polling covers what is
  * missed meanwhile. Resolves once the first attempt has succeeded or failed (the failure is logged,
  * never thrown), so a database that is away at that moment delays nothing.
  */
-export async function listen(databaseUrl: string, channel: string, onNotice: (payload: string) => void, logger: Logger, retryMs = 1_000): Promise<Listening> {
+export async function listenAll(databaseUrl: string, handlers: Record<string, (payload: string) => void>, logger: Logger, retryMs = 1_000): Promise<Listening> {
+  const channel = Object.keys(handlers).join(', ');
   let client: pg.Client | null = null;
   let closed = false;
   let timer: NodeJS.Timeout | null = null;
@@ -42,12 +48,12 @@ export async function listen(databaseUrl: string, channel: string, onNotice: (pa
       if (backoff.failures === 0) logger.warn({ err, channel }, 'LISTEN connection lost; reconnecting');
       reopenLater();
     };
-    c.on('notification', (msg) => onNotice(msg.payload ?? ''));
+    c.on('notification', (msg) => handlers[msg.channel]?.(msg.payload ?? ''));
     c.on('error', onLost);
     c.on('end', () => onLost());
     try {
       await c.connect();
-      await c.query(`LISTEN ${channel}`);
+      for (const name of Object.keys(handlers)) await c.query(`LISTEN ${name}`);
     } catch (err) {
       lost = true;
       await c.end().catch(() => undefined);
@@ -66,7 +72,7 @@ export async function listen(databaseUrl: string, channel: string, onNotice: (pa
     backoff.reset();
     client = c;
     // A notice sent while the connection was down (or before it first opened) is gone: a wake-up now covers it.
-    if (missed) onNotice('');
+    if (missed) for (const onNotice of Object.values(handlers)) onNotice('');
     connectedBefore = true;
   };
 

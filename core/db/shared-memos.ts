@@ -5,7 +5,6 @@ import { Tokens } from '../tokens.ts';
 import type { Db } from './knex.ts';
 import { afterCommit } from './after-commit.ts';
 import { Notifier } from './notify.ts';
-import { listen, type Listening } from './listen.ts';
 import { Memo, type Generation } from '../memo.ts';
 
 /** The channel on which a process tells the others which remembered values changed. */
@@ -55,15 +54,10 @@ export class SharedMemos {
   private readonly memos = new Map<string, SharedMemo<unknown>>();
   private readonly writes: { pattern: RegExp; memo: SharedMemo<unknown> }[] = [];
   private readonly notifier: Notifier;
-  private listening: Listening | null = null;
   /** Marks this process's notices, which it has applied before sending them. */
   private readonly instance = randomUUID().slice(0, 8);
 
-  constructor(
-    @inject(Tokens.Db) db: Db,
-    @inject(Tokens.DatabaseUrl) private readonly databaseUrl: string,
-    @inject(Tokens.Logger) private readonly logger: Logger,
-  ) {
+  constructor(@inject(Tokens.Db) db: Db, @inject(Tokens.Logger) logger: Logger) {
     this.notifier = new Notifier(db, MEMO_CHANNEL, logger);
     const onWrite = (query: { sql?: string }) => {
       if (!query.sql) return;
@@ -88,17 +82,11 @@ export class SharedMemos {
     return memo as SharedMemo<V>;
   }
 
-  async listen(): Promise<void> {
-    this.listening ??= await listen(this.databaseUrl, MEMO_CHANNEL, (payload) => this.heard(payload), this.logger);
-  }
-
-  async close(): Promise<void> {
-    await this.listening?.close();
-    this.listening = null;
-  }
-
-  /** A notice holds space-separated `<process>/<memo>:<key>` parts; an empty one (a reconnect) forgets everything. */
-  private heard(payload: string): void {
+  /**
+   * A notice on svc_memo (the kernel LISTENs for it: core/kernel.ts): space-separated
+   * `<process>/<memo>:<key>` parts; an empty one (a reconnect, which may have missed some) forgets everything.
+   */
+  hear(payload: string): void {
     if (payload === '') {
       for (const memo of this.memos.values()) memo.clear();
       return;

@@ -3,9 +3,16 @@ import type { RegistryTarget } from '../../core/ports/registry.ts';
 import type { ServiceDefinition } from '../../domain/manifest/types.ts';
 import type { BuildSpec } from './repository.ts';
 
-/** The image tag of a build: its version input, else `sha-<sha>` (spec: tags). */
-export const tagOf = (spec: Pick<BuildSpec, 'git_sha' | 'inputs'>): string =>
-  typeof spec.inputs.version === 'string' && spec.inputs.version ? spec.inputs.version : `sha-${spec.git_sha}`;
+/**
+ * The image tag of a build (spec: tags): its version input; else `local` when the images stay in
+ * the local engine (registry `none`: local development, where `<slug>/<service>:local` is the
+ * latest build); else `sha-<sha>`. Releases and deploys name images by digest, so a newer local
+ * build taking the tag leaves earlier releases runnable.
+ */
+export function tagOf(spec: Pick<BuildSpec, 'git_sha' | 'inputs'>, target: Pick<RegistryTarget, 'host'>): string {
+  if (typeof spec.inputs.version === 'string' && spec.inputs.version) return spec.inputs.version;
+  return target.host === null ? 'local' : `sha-${spec.git_sha}`;
+}
 
 /**
  * The services a spec builds: those it names (or all) that have build config, each with its context,
@@ -27,7 +34,7 @@ export function servicesToBuild(
       service: name,
       context,
       dockerfile: build.dockerfile ?? 'Dockerfile',
-      image_ref: `${target.repository(name, image?.replace(/:[^:/]+$/, ''))}:${tagOf(spec)}`,
+      image_ref: `${target.repository(name, image?.replace(/:[^:/]+$/, ''))}:${tagOf(spec, target)}`,
     });
   }
   if (out.length === 0) {

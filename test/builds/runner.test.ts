@@ -36,7 +36,7 @@ test.serial('a build runs: the services with build config are built, artifacts r
     'db has no build config',
   );
   const slug = (await w.admin.get(`/projects/${projectId}`)).body.slug;
-  t.is(request.services[0].image_ref, `${slug}/api:sha-${repo.sha}`);
+  t.is(request.services[0].image_ref, `${slug}/api:local`, 'registry none: the images stay in the engine, tagged for local development');
   const artifacts = (await w.member.get(`/builds/${created.body.id}/artifacts`)).body.data;
   t.deepEqual(
     artifacts.map((a: any) => a.service_name),

@@ -40,7 +40,7 @@ test.serial('create, follow the logs, show, runs, artifacts, release create/list
   t.regex(await ok(['build', 'runs', created.id]), /completed\s+buildx/);
   const artifacts = await ok(['build', 'artifacts', created.id]);
   t.regex(artifacts, /^SERVICE\s+IMAGE\s+DIGEST/);
-  t.regex(artifacts, /^api\s+\S+\/api:sha-[0-9a-f]{40}\s+sha256:/m);
+  t.regex(artifacts, /^api\s+\S+\/api:local\s+sha256:/m);
 
   const release = await json(['release', 'create', '--project', project, '--build', created.id, '--tag', 'v2']);
   t.like(release, { tag: 'v2', build_id: created.id, git_sha: repo.sha });

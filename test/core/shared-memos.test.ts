@@ -105,10 +105,9 @@ test.serial('a reconnect of the LISTEN forgets everything, since notices may hav
   const load = async () => ++loads;
   t.is(await memo.get('k', load), 1);
   t.is(await memo.get('k', load), 1, 'remembered');
-  (memos as unknown as { heard(payload: string): void }).heard('');
+  memos.hear('');
   t.is(await memo.get('k', load), 2, 'read again after the reconnect notice');
-  const hear = (payload: string) => (memos as unknown as { heard(payload: string): void }).heard(payload);
-  hear('elsewhere/test-reconnect:other elsewhere/test-reconnect:k');
+  memos.hear('elsewhere/test-reconnect:other elsewhere/test-reconnect:k');
   t.is(await memo.get('k', load), 3, "another process's notice naming the key forgets it");
 });
 

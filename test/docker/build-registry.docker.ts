@@ -123,7 +123,8 @@ test.serial('a build over builds.timeout_seconds fails with timeout_error, and i
     const repo = twoServiceRepo(manifest);
     writeFileSync(path.join(repo.dir, 'api', 'Dockerfile'), `FROM ${BUILD_BASE_IMAGE}\nRUN echo waiting && sleep 4321\n`);
     const sha = repo.commit(manifest, 'slow');
-    const projectId = (await api.post('/projects', { org_id: org, name: 'Slow', slug: `dks${process.pid % 100}`, repo_url: repo.url })).body.id;
+    const slug = `dks${process.pid % 100}`;
+    const projectId = (await api.post('/projects', { org_id: org, name: 'Slow', slug, repo_url: repo.url })).body.id;
     const hash = (await api.post(`/projects/${projectId}/manifest`, { ref: sha })).body.manifest_hash;
     const created = await api.post(`/projects/${projectId}/builds`, { git_sha: sha, manifest_hash: hash });
     const done = await settled(api, created.body.id, 120_000);
@@ -136,7 +137,7 @@ test.serial('a build over builds.timeout_seconds fails with timeout_error, and i
     while (sleeping().length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 500));
     t.deepEqual(sleeping(), []);
     t.deepEqual(
-      processes().filter((l) => l.includes(`sha-${sha}`)),
+      processes().filter((l) => l.includes(`${slug}/api:local`)),
       [],
       'no docker build of the run is left',
     );
