@@ -20,12 +20,30 @@ export interface EnvironmentStatus {
   status: EnvironmentHealth;
 }
 
-/** The environments of a set of projects with their health, for analytics (filled by the environments plugin; without it, none). */
+/** What a pipeline run takes from the environment it names. */
+export interface RunEnvironment {
+  pipeline: string | null;
+  pipeline_inputs: Record<string, unknown>;
+}
+
+/** The environments domain's records, for other domains (filled by the environments plugin; without it, none). */
 export interface EnvironmentDirectory {
+  /** The environments of a set of projects with their health, for analytics. */
   ofProjects(projectIds: string[]): Promise<EnvironmentStatus[]>;
+  /**
+   * The environment a pipeline run names (`env`, an event's `env_name`), wherever it came from: the
+   * manifest, the API or `env-ensure`; null when the project has none of that name. A suspended one
+   * is refused (Conflict, 409 with the reason): a run would create jobs naming it.
+   */
+  forRun(projectId: string, name: string): Promise<RunEnvironment | null>;
 }
 
 export const EnvironmentDirectoryToken = Symbol('EnvironmentDirectory') as InjectionToken<EnvironmentDirectory>;
+/**
+ * The directory for plugins that register before the environments plugin (analytics, pipelines):
+ * each registers `lookupLater(container, EnvironmentDirectoryToken)` under it unless it is already.
+ */
+export const EnvironmentDirectoryLookup = Symbol('EnvironmentDirectoryLookup') as InjectionToken<() => EnvironmentDirectory | null>;
 
 /**
  * What an environment runs: a release's git SHA and one image digest per service (a release of the

@@ -53,7 +53,10 @@ export const plugin: DomainPlugin = {
         suspendOrg: async (orgId, reason, trx) => service.suspendAll(await projects.liveIdsInOrg(orgId, trx), reason, trx),
       });
     if (!container.isRegistered(EnvironmentDirectoryToken))
-      container.registerInstance(EnvironmentDirectoryToken, { ofProjects: (projectIds) => repo.statuses(projectIds) });
+      container.registerInstance(EnvironmentDirectoryToken, {
+        ofProjects: (projectIds) => repo.statuses(projectIds),
+        forRun: (projectId, name) => service.forRun(projectId, name),
+      });
     const config = container.resolve(Tokens.Config);
     container
       .resolve(RoleServices)

@@ -5,7 +5,15 @@ import { BadRequest, Conflict, DomainError, Forbidden, Invalid, NotFound, Upstre
 import type { Creator, PipelineLauncher } from '../../core/ports/launchers.ts';
 import type { ManifestReader } from '../../core/ports/manifest.ts';
 import type { StoredManifest } from '../../domain/manifest/types.ts';
-import { DeployFailed, OneOffUnsupported, type Deployer, type DeployOutcome, type OneOffExit, type ReleaseRef } from '../../core/ports/environments.ts';
+import {
+  DeployFailed,
+  OneOffUnsupported,
+  type Deployer,
+  type DeployOutcome,
+  type OneOffExit,
+  type ReleaseRef,
+  type RunEnvironment,
+} from '../../core/ports/environments.ts';
 import type { Releases } from '../../core/ports/releases.ts';
 import type { ListQuery, Page } from '../../core/http/lists.ts';
 import type { EnvironmentRepository, DeployRow, EnvironmentFields, EnvironmentRow, EnvironmentType } from './repository.ts';
@@ -271,6 +279,14 @@ export class EnvironmentService {
       throw new Invalid(`git.ref_policy env: environment ${name} has no current release SHA (deploy a release to it first)`, {
         fields: ['git.ref_policy', 'env_name'],
       });
+  }
+
+  /** The environment a pipeline run names: its pipeline and inputs; null when it does not exist; 409 while suspended. */
+  async forRun(projectId: string, name: string): Promise<RunEnvironment | null> {
+    const env = await this.d.repo.byName(projectId, name);
+    if (!env) return null;
+    if (env.suspended) throw new Conflict(suspendedMessage(env));
+    return { pipeline: env.pipeline, pipeline_inputs: env.pipeline_inputs };
   }
 
   /**
