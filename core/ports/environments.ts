@@ -60,6 +60,9 @@ export interface ReleaseRef {
   images?: Record<string, string>;
 }
 
+/** How a release is named in messages and logs: its tag, else its id, else its git SHA. */
+export const releaseName = (r: ReleaseRef): string => r.tag ?? r.id ?? r.git_sha ?? 'image digests';
+
 /** An image pull credential for a registry (the spec's own-registry mode); native and none have none. */
 export interface PullSecret {
   host: string;
@@ -123,6 +126,17 @@ export class DeployFailed extends Error {
   }
 }
 
+/** What a deploy is told besides the target and the release. */
+export interface DeployOptions {
+  /**
+   * One line for the deploy's log (`GET …/deploys/{id}/logs`): what the deployer does as it does it
+   * (per service: the image, the container or Deployment, the wait for health, healthy or why not;
+   * what it removes or puts back) and why it fails. Never a secret value (the environments domain
+   * masks those it knows of anyway). Not awaited: it never slows the deploy down.
+   */
+  progress?(line: string): void;
+}
+
 /**
  * Where environments run (config `adapters.deployer`): Docker containers on the local engine, or
  * Kubernetes objects. Each call acts on exactly what svc created for the environment.
@@ -133,7 +147,7 @@ export interface Deployer {
    * Runs the release's services; returns once every one is healthy. A release that does not come up
    * throws DeployFailed and leaves what ran before in place.
    */
-  deploy(target: DeployTarget, release: ReleaseRef): Promise<DeployOutcome>;
+  deploy(target: DeployTarget, release: ReleaseRef, options?: DeployOptions): Promise<DeployOutcome>;
   /** Health as the runtime reports it now. */
   health(target: DeployTarget): Promise<DeployOutcome>;
   /** Stops the environment's services (kept, so resume restarts them). */
