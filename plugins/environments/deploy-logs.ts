@@ -85,6 +85,11 @@ export class DeployLogWriter {
     await this.logs.append(this.deployId, batch).catch((err) => this.logger.warn({ err, deployId: this.deployId }, 'deploy log write failed'));
   }
 
+  /** Resolves once the lines written so far are in (a transaction need not stay open waiting for them). */
+  written(): Promise<void> {
+    return this.writing;
+  }
+
   /** Waits for the lines in flight, then writes the last ones (svc's) in `trx`, past the bound too. */
   async end(lines: string[], trx: Db): Promise<void> {
     await this.writing;

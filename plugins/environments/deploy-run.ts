@@ -73,6 +73,7 @@ export async function carryOut(
     error = log.clean(`${(err as Error).message} (${serving})`);
   }
   services = services.map((s) => ({ ...s, detail: log.clean(s.detail) }));
+  await log.written();
   return d.db.transaction(async (trx) => {
     const locked = (await d.repo.lock(env.project_id, env.name, trx)) ?? env;
     const finished = await d.repo.finishDeploy(deploy.id, { status: outcome ? 'succeeded' : 'failed', error_message: error, services }, trx);
