@@ -46,7 +46,7 @@ Commands:
   pipeline  pipelines: list, show; run, runs, logs, approve, cancel     svc pipeline --help
   build     builds: create, list, show, runs, rerun, logs [-f], artifacts, cancel  svc build --help
   release   releases of builds: create, list, show                     svc release --help
-  env       environments: list, show, create, delete, deploy, rollback, suspend, resume, health, history  svc env --help
+  env       environments: list, show, create, delete, deploy, rollback, logs, suspend, resume, health, history  svc env --help
   event     events: create, list, show (with how triggers routed them)  svc event --help
   schedule  project schedules that emit events: list, create, update, delete  svc schedule --help
   thread    project threads, team coordination: list, create, show, post  svc thread --help

@@ -4,7 +4,7 @@ import type { Context } from '../config.ts';
 import { UsageError } from '../errors.ts';
 import { apiRequest, seg } from '../http.ts';
 import { note, printList, write, type Column, type ListBody } from '../output.ts';
-import { followEventStream } from '../sse.ts';
+import { followLog, printLogPages } from './log-lines.ts';
 import { csvFlag, joined, listOptions, listQuery, printRecord } from './access-common.ts';
 import { requireProject } from './manifest.ts';
 
@@ -80,12 +80,6 @@ const RELEASE_COLUMNS: Column[] = [
   { key: 'created_at', header: 'CREATED' },
 ];
 
-interface Line {
-  seq: number;
-  stream: string;
-  line: string;
-}
-
 function showBuild(ctx: Context, build: { latest_run: Record<string, unknown> | null; [k: string]: unknown }): void {
   if (ctx.json) return write(JSON.stringify(build, null, 2));
   printRecord(ctx, build, BUILD_FIELDS);
@@ -97,30 +91,16 @@ function showBuild(ctx: Context, build: { latest_run: Record<string, unknown> | 
   }
 }
 
-const showLine = (ctx: Context, l: Line) => write(ctx.json ? JSON.stringify(l) : l.stream === 'system' ? `svc: ${l.line}` : l.line);
-
 async function logs(ctx: Context, buildId: string, runId: string | undefined, follow: boolean): Promise<number> {
   const path = `/builds/${seg(buildId)}/logs`;
   if (!follow) {
-    for (let after = 0; ;) {
-      const page = await apiRequest<{ data: Line[]; pagination: { has_more: boolean } }>(ctx, 'GET', path, {
-        query: { limit: 1000, after_seq: after, run_id: runId },
-      });
-      for (const l of page.data) showLine(ctx, l);
-      if (!page.pagination.has_more || page.data.length === 0) return 0;
-      after = page.data[page.data.length - 1].seq;
-    }
+    await printLogPages(ctx, path, { run_id: runId });
+    return 0;
   }
-  let ended: { status: string; error_class: string | null; error_message: string | null } | null = null;
-  await followEventStream(ctx, `${path}?follow=true${runId ? `&run_id=${seg(runId)}` : ''}`, {
-    onEvent: (event) => {
-      if (event.event === 'log') showLine(ctx, JSON.parse(event.data));
-      else if (event.event === 'end') ended = JSON.parse(event.data);
-    },
-    done: () => ended !== null,
-    onReconnect: (n, reason) => note(`svc: ${reason}; reconnecting (try ${n})`),
-  });
-  const final = ended as { status: string; error_class: string | null; error_message: string | null } | null;
+  const final = await followLog<{ status: string; error_class: string | null; error_message: string | null }>(
+    ctx,
+    `${path}?follow=true${runId ? `&run_id=${seg(runId)}` : ''}`,
+  );
   if (!ctx.json) note(`svc: build ${final?.status ?? 'ended'}${final?.error_class ? ` (${final.error_class}): ${final.error_message}` : ''}`);
   return final?.status === 'completed' ? 0 : 1;
 }

@@ -6,6 +6,7 @@ import { apiRequest, seg } from '../http.ts';
 import { formatFields, formatTable, note, printDone, printJson, printList, write, type Column, type ListBody } from '../output.ts';
 import { requireProject } from './manifest.ts';
 import { followRun } from './pipeline-runs.ts';
+import { followLog, printLogPages } from './log-lines.ts';
 
 export const ENV_USAGE = `usage: svc env <command> [flags]
 
@@ -19,22 +20,29 @@ export const ENV_USAGE = `usage: svc env <command> [flags]
   deploy ENV (--release-tag TAG | --sha SHA --manifest-hash HASH) [--image-digests JSON]
              [--image-tag TAG] [--direct] [--inputs JSON] [-f|--follow]
                                   deploy a release: through the environment's pipeline unless
-                                  --direct (or it has none). -f follows the deploy (or the
-                                  pipeline run's events) until it ends
+                                  --direct (or it has none). -f streams the deploy's log (or
+                                  the pipeline run's events) until it ends
   rollback ENV [--release-tag TAG | --release-id ID] [-f|--follow]
                                   deploy an earlier release: the one named, else the one before
+                                  (-f streams its log)
+  logs ENV DEPLOY_ID [-f|--follow]
+                                  a deploy's log: what svc and the deployer did; -f follows it
+                                  until the deploy ends (exit 1 when it failed)
   suspend ENV [--reason R]        stop its services; deploys and jobs naming it are refused
   resume ENV                      run its current release again
   health ENV                      health read from the runtime now
   history ENV [--status S] [--limit N] [--offset N]
                                   its deploys, newest first
 
-deploy -f and rollback -f exit 1 when the deploy (or run) fails, 0 when it succeeds.
+deploy -f and rollback -f exit 1 when the deploy (or run) fails, 0 when it succeeds; with
+--json they print only the deploy as it ended.
 The project comes from --project, else the profile's project.
 
 Examples:
   svc env deploy staging --release-tag v1.2.0 --follow
   svc env rollback staging -f
+  svc env deploy pr-12 --release-tag v1.2.0 --direct -f
+  svc env logs staging dep_01h… -f
   svc env suspend staging --reason "maintenance window"`;
 
 interface Deploy {
@@ -86,22 +94,23 @@ function showDeploy(ctx: Context, deploy: Deploy): void {
   write(formatFields([...DEPLOY_FIELDS.map((k) => [k, deploy[k]] as [string, unknown]), ['release', releaseName(deploy.release)]]));
 }
 
-const TERMINAL = new Set(['succeeded', 'failed']);
+type DeployEnd = { status: string; error_message: string | null };
 
-/** Polls the deploy until it ends (or follows the pipeline run that carries it); exit 1 when it failed. */
+/**
+ * Follows the deploy to its end: the pipeline run that carries it, else the deploy's log as it is
+ * written (not with --json, which prints the deploy as it ended); exit 1 when it failed.
+ */
 async function follow(ctx: Context, base: string, deploy: Deploy): Promise<number> {
   if (deploy.pipeline_run_id) {
     const status = await followRun(ctx, deploy.pipeline_run_id);
     return status === 'succeeded' ? 0 : 1;
   }
-  let current = deploy;
   if (!ctx.json) note(`svc: deploy ${deploy.id} of ${releaseName(deploy.release)} ${deploy.status}`);
-  while (!TERMINAL.has(current.status)) {
-    await new Promise((r) => setTimeout(r, 500));
-    current = await apiRequest<Deploy>(ctx, 'GET', `${base}/deploys/${seg(deploy.id)}`);
-  }
-  showDeploy(ctx, current);
-  return current.status === 'succeeded' ? 0 : 1;
+  const path = `${base}/deploys/${seg(deploy.id)}`;
+  await followLog<DeployEnd>(ctx, `${path}/logs?follow=true`, ctx.json ? () => undefined : undefined);
+  const ended = await apiRequest<Deploy>(ctx, 'GET', path);
+  showDeploy(ctx, ended);
+  return ended.status === 'succeeded' ? 0 : 1;
 }
 
 export async function runEnv(ctx: Context, args: string[]): Promise<number> {
@@ -161,6 +170,17 @@ export async function runEnv(ctx: Context, args: string[]): Promise<number> {
       const { positionals } = parseCommand(rest, {}, usage, single);
       showEnv(ctx, await apiRequest(ctx, 'POST', `${one(positionals)}/resume`));
       return 0;
+    }
+    case 'logs': {
+      const { values: v, positionals } = parseCommand(rest, { follow: { type: 'boolean', short: 'f' } }, usage, { min: 2, max: 2 });
+      const path = `${one(positionals)}/deploys/${seg(positionals[1])}/logs`;
+      if (!v.follow) {
+        await printLogPages(ctx, path);
+        return 0;
+      }
+      const end = await followLog<DeployEnd>(ctx, `${path}?follow=true`);
+      if (!ctx.json) note(`svc: deploy ${end?.status ?? 'ended'}${end?.error_message ? `: ${end.error_message}` : ''}`);
+      return end?.status === 'failed' ? 1 : 0;
     }
     case 'history': {
       const options = { status: { type: 'string' }, limit: { type: 'string' }, offset: { type: 'string' } } as const;

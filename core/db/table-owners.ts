@@ -86,6 +86,8 @@ export const TABLE_OWNERS = {
   // 025_analytics_rollups: each table's owner keeps its daily rollup
   job_day_counts: 'jobs',
   pipeline_run_day_counts: 'pipelines',
+  // 026_environment_deploy_logs
+  environment_deploy_logs: 'environments',
 } as const;
 
 export type TableName = keyof typeof TABLE_OWNERS;

@@ -20,12 +20,30 @@ export interface EnvironmentStatus {
   status: EnvironmentHealth;
 }
 
-/** The environments of a set of projects with their health, for analytics (filled by the environments plugin; without it, none). */
+/** What a pipeline run takes from the environment it names. */
+export interface RunEnvironment {
+  pipeline: string | null;
+  pipeline_inputs: Record<string, unknown>;
+}
+
+/** The environments domain's records, for other domains (filled by the environments plugin; without it, none). */
 export interface EnvironmentDirectory {
+  /** The environments of a set of projects with their health, for analytics. */
   ofProjects(projectIds: string[]): Promise<EnvironmentStatus[]>;
+  /**
+   * The environment a pipeline run names (`env`, an event's `env_name`), wherever it came from: the
+   * manifest, the API or `env-ensure`; null when the project has none of that name. A suspended one
+   * is refused (Conflict, 409 with the reason): a run would create jobs naming it.
+   */
+  forRun(projectId: string, name: string): Promise<RunEnvironment | null>;
 }
 
 export const EnvironmentDirectoryToken = Symbol('EnvironmentDirectory') as InjectionToken<EnvironmentDirectory>;
+/**
+ * The directory for plugins that register before the environments plugin (analytics, pipelines):
+ * each registers `lookupLater(container, EnvironmentDirectoryToken)` under it unless it is already.
+ */
+export const EnvironmentDirectoryLookup = Symbol('EnvironmentDirectoryLookup') as InjectionToken<() => EnvironmentDirectory | null>;
 
 /**
  * What an environment runs: a release's git SHA and one image digest per service (a release of the
@@ -41,6 +59,9 @@ export interface ReleaseRef {
   /** service → the pushed image reference (`host/ns/service@sha256:…`) a release's build recorded; where a deployer finds the image. */
   images?: Record<string, string>;
 }
+
+/** How a release is named in messages and logs: its tag, else its id, else its git SHA. */
+export const releaseName = (r: ReleaseRef): string => r.tag ?? r.id ?? r.git_sha ?? 'image digests';
 
 /** An image pull credential for a registry (the spec's own-registry mode); native and none have none. */
 export interface PullSecret {
@@ -105,6 +126,17 @@ export class DeployFailed extends Error {
   }
 }
 
+/** What a deploy is told besides the target and the release. */
+export interface DeployOptions {
+  /**
+   * One line for the deploy's log (`GET …/deploys/{id}/logs`): what the deployer does as it does it
+   * (per service: the image, the container or Deployment, the wait for health, healthy or why not;
+   * what it removes or puts back) and why it fails. Never a secret value (the environments domain
+   * masks those it knows of anyway). Not awaited: it never slows the deploy down.
+   */
+  progress?(line: string): void;
+}
+
 /**
  * Where environments run (config `adapters.deployer`): Docker containers on the local engine, or
  * Kubernetes objects. Each call acts on exactly what svc created for the environment.
@@ -115,7 +147,7 @@ export interface Deployer {
    * Runs the release's services; returns once every one is healthy. A release that does not come up
    * throws DeployFailed and leaves what ran before in place.
    */
-  deploy(target: DeployTarget, release: ReleaseRef): Promise<DeployOutcome>;
+  deploy(target: DeployTarget, release: ReleaseRef, options?: DeployOptions): Promise<DeployOutcome>;
   /** Health as the runtime reports it now. */
   health(target: DeployTarget): Promise<DeployOutcome>;
   /** Stops the environment's services (kept, so resume restarts them). */

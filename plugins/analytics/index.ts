@@ -1,7 +1,7 @@
 import type { DomainPlugin } from '../../core/http/plugins.ts';
 import { lookupLater } from '../../core/di.ts';
-import { EnvironmentDirectoryToken } from '../../core/ports/environments.ts';
-import { Analytics, EnvironmentDirectoryLookup } from './service.ts';
+import { EnvironmentDirectoryLookup, EnvironmentDirectoryToken } from '../../core/ports/environments.ts';
+import { Analytics } from './service.ts';
 import { analyticsRoutes } from './routes.ts';
 
 /** Org analytics: jobs, pipeline runs and environments of a window (docs/billing.md). Owns no table. */
@@ -9,7 +9,8 @@ export const plugin: DomainPlugin = {
   name: 'analytics',
   dependencies: ['projects', 'jobs', 'pipelines'],
   register(server, { container }) {
-    container.registerInstance(EnvironmentDirectoryLookup, lookupLater(container, EnvironmentDirectoryToken));
+    if (!container.isRegistered(EnvironmentDirectoryLookup))
+      container.registerInstance(EnvironmentDirectoryLookup, lookupLater(container, EnvironmentDirectoryToken));
     container.registerSingleton(Analytics);
     server.route(analyticsRoutes(container));
   },

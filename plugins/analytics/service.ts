@@ -1,11 +1,8 @@
-import type { InjectionToken } from 'tsyringe';
 import { inject, injectable } from '../../core/di.ts';
-import type { EnvironmentDirectory, EnvironmentStatus } from '../../core/ports/environments.ts';
+import { EnvironmentDirectoryLookup, type EnvironmentDirectory, type EnvironmentStatus } from '../../core/ports/environments.ts';
 import { ProjectDirectoryToken, type ProjectDirectory } from '../../core/ports/directory.ts';
 import { JobStatisticsToken, PipelineStatisticsToken, type JobStatistics, type PipelineStatistics } from '../../core/ports/stats.ts';
 import { windowStart, type ReportWindow } from '../../core/http/windows.ts';
-
-export const EnvironmentDirectoryLookup = Symbol('EnvironmentDirectoryLookup') as InjectionToken<() => EnvironmentDirectory | null>;
 
 const pipelineFigures = ({ runs, success_rate, avg_duration_seconds }: { runs: number; success_rate: number; avg_duration_seconds: number }) => ({
   runs,

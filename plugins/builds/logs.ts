@@ -3,19 +3,12 @@ import { inject, injectable } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
 import { NotifyBus } from '../../core/db/notify-bus.ts';
-import { afterCommit } from '../../core/db/after-commit.ts';
-import type { Page } from '../../core/http/lists.ts';
+import { LineLog, type LoggedLine } from '../../core/db/line-log.ts';
 
 /** Keys are build run ids: lines appended, or the run ended. */
 export const BUILD_LOG_CHANNEL = 'svc_build_logs';
-const STREAM_BATCH = 500;
 
-export interface BuildLogLine {
-  seq: number;
-  stream: 'stdout' | 'stderr' | 'system';
-  line: string;
-  at: Date;
-}
+export type BuildLogLine = LoggedLine<'stdout' | 'stderr' | 'system'>;
 
 @injectable()
 export class BuildLogBus extends NotifyBus {
@@ -26,38 +19,9 @@ export class BuildLogBus extends NotifyBus {
 
 /** The `build_logs` table: a run's builder output by seq, paged or streamed. */
 @injectable()
-export class BuildLogs {
-  constructor(
-    @inject(Tokens.Db) private readonly db: Db,
-    @inject(BuildLogBus) readonly bus: BuildLogBus,
-  ) {}
-
-  async append(runId: string, lines: Omit<BuildLogLine, 'at'>[], db: Db = this.db): Promise<void> {
-    if (lines.length === 0) return;
-    await db('build_logs')
-      .insert(lines.map((l) => ({ run_id: runId, ...l })))
-      .onConflict(['run_id', 'seq'])
-      .ignore();
-    afterCommit(db, () => this.bus.publish(runId));
-  }
-
-  async page(runId: string, afterSeq: number, { limit, offset }: { limit: number; offset: number }): Promise<Page<BuildLogLine>> {
-    const q = this.db('build_logs').where({ run_id: runId }).andWhere('seq', '>', afterSeq);
-    const [data, counted] = await Promise.all([
-      q.clone().orderBy('seq').limit(limit).offset(offset).select('seq', 'stream', 'line', 'at'),
-      q.clone().count({ n: '*' }).first(),
-    ]);
-    const total = Number((counted as { n: unknown }).n);
-    return { data, pagination: { limit, offset, count: data.length, total, has_more: offset + data.length < total } };
-  }
-
-  after(runId: string, afterSeq: number): Promise<BuildLogLine[]> {
-    return this.db('build_logs')
-      .where({ run_id: runId })
-      .andWhere('seq', '>', afterSeq)
-      .orderBy('seq')
-      .limit(STREAM_BATCH)
-      .select('seq', 'stream', 'line', 'at');
+export class BuildLogs extends LineLog<BuildLogLine['stream']> {
+  constructor(@inject(Tokens.Db) db: Db, @inject(BuildLogBus) bus: BuildLogBus) {
+    super(db, 'build_logs', 'run_id', bus);
   }
 
   /** The last `n` lines, oldest first. */

@@ -40,7 +40,8 @@ export function environmentActions(service: EnvironmentService, manifests: Manif
         request.manifest_hash = str(i.manifest_hash) ?? (await manifests.current(ctx.projectId))?.manifest_hash;
       }
       await ctx.log(`deploying to environment ${envName}`);
-      const deploy = await service.deploy({ id: ctx.createdBy ?? 'system' }, ctx.projectId, envName, request, true);
+      const echo = (line: string) => void ctx.log(line);
+      const deploy = await service.deploy({ id: ctx.createdBy ?? 'system' }, ctx.projectId, envName, request, { wait: true, echo });
       await ctx.log(`deploy ${deploy.id}: ${deploy.status}${deploy.error_message ? `: ${deploy.error_message}` : ''}`);
       if (deploy.status === 'failed') throw new Invalid(`deploy ${deploy.id} to ${envName} failed: ${deploy.error_message}`);
       return deployOutputs(deploy, envName);

@@ -12,6 +12,8 @@ import { EnvironmentRepository } from './repository.ts';
 import { DeployTargets } from './targets.ts';
 import { EnvironmentService } from './service.ts';
 import { environmentRoutes } from './routes.ts';
+import { deployLogRoutes } from './log-routes.ts';
+import { DeployLogBus, DeployLogs } from './deploy-logs.ts';
 import { environmentActions } from './actions.ts';
 import { HealthReconciler } from './health.ts';
 import { RoleServices } from '../../core/roles.ts';
@@ -25,7 +27,7 @@ export const plugin: DomainPlugin = {
   name: 'environments',
   dependencies: ['projects', 'manifest', 'jobs'],
   register(server, { container }) {
-    container.registerSingleton(EnvironmentRepository);
+    for (const cls of [EnvironmentRepository, DeployLogBus, DeployLogs]) container.registerSingleton(cls as never);
     const repo = container.resolve(EnvironmentRepository);
     const manifests = container.resolve(ManifestReaderToken);
     const projects = container.resolve(ProjectDirectoryToken);
@@ -37,6 +39,7 @@ export const plugin: DomainPlugin = {
       releases: lookupLater(container, ReleasesToken),
       manifests,
       pipelines: lookupLater(container, PipelineLauncherToken),
+      logs: container.resolve(DeployLogs),
       logger: container.resolve(Tokens.Logger),
     });
     container.registerInstance(EnvironmentService, service);
@@ -53,12 +56,16 @@ export const plugin: DomainPlugin = {
         suspendOrg: async (orgId, reason, trx) => service.suspendAll(await projects.liveIdsInOrg(orgId, trx), reason, trx),
       });
     if (!container.isRegistered(EnvironmentDirectoryToken))
-      container.registerInstance(EnvironmentDirectoryToken, { ofProjects: (projectIds) => repo.statuses(projectIds) });
+      container.registerInstance(EnvironmentDirectoryToken, {
+        ofProjects: (projectIds) => repo.statuses(projectIds),
+        forRun: (projectId, name) => service.forRun(projectId, name),
+      });
     const config = container.resolve(Tokens.Config);
     container
       .resolve(RoleServices)
       .add('orchestrator', new HealthReconciler(service, config.environments.health_interval_seconds * 1000, container.resolve(Tokens.Logger)));
-    server.route(environmentRoutes(service));
+    server.route([...environmentRoutes(service), ...deployLogRoutes(service, container.resolve(DeployLogs), container.resolve(Tokens.Logger))]);
     server.ext('onPreStop', () => service.drain());
+    server.ext('onPostStop', () => container.resolve(DeployLogBus).close());
   },
 };

@@ -1,16 +1,28 @@
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import type { Db } from '../../core/db/knex.ts';
-import { BadRequest, Conflict, DomainError, Forbidden, Invalid, NotFound, UpstreamFailed } from '../../core/errors.ts';
+import { Conflict, DomainError, Forbidden, Invalid, NotFound, UpstreamFailed } from '../../core/errors.ts';
 import type { Creator, PipelineLauncher } from '../../core/ports/launchers.ts';
 import type { ManifestReader } from '../../core/ports/manifest.ts';
 import type { StoredManifest } from '../../domain/manifest/types.ts';
-import { DeployFailed, OneOffUnsupported, type Deployer, type DeployOutcome, type OneOffExit, type ReleaseRef } from '../../core/ports/environments.ts';
+import {
+  DeployFailed,
+  OneOffUnsupported,
+  type Deployer,
+  type DeployOutcome,
+  type OneOffExit,
+  type ReleaseRef,
+  type RunEnvironment,
+  releaseName,
+} from '../../core/ports/environments.ts';
 import type { Releases } from '../../core/ports/releases.ts';
 import type { ListQuery, Page } from '../../core/http/lists.ts';
 import type { EnvironmentRepository, DeployRow, EnvironmentFields, EnvironmentRow, EnvironmentType } from './repository.ts';
 import type { DeployTargets } from './targets.ts';
 import { emitDeployEvent, emitHealthChanged, emitSuspension } from './events.ts';
+import type { DeployLogs } from './deploy-logs.ts';
+import { carryOut, viaPipeline } from './deploy-run.ts';
+import { releaseOf } from './release-of.ts';
 
 /** The spec's Deploy request. */
 export interface DeployRequest {
@@ -32,6 +44,12 @@ export interface JobRequest {
   signal?: AbortSignal;
 }
 
+/** How a direct deploy runs: awaited (`wait`, the deploy action) or in the background; `echo` hears the deployer's log lines. */
+export interface DirectOptions {
+  wait?: boolean;
+  echo?: (line: string) => void;
+}
+
 export interface EnsureRequest {
   type?: EnvironmentType;
   kind?: string;
@@ -50,6 +68,7 @@ export interface EnvironmentDeps {
   releases: () => Releases | null;
   manifests: ManifestReader;
   pipelines: () => PipelineLauncher | null;
+  logs: DeployLogs;
   logger: Logger;
 }
 
@@ -273,6 +292,14 @@ export class EnvironmentService {
       });
   }
 
+  /** The environment a pipeline run names: its pipeline and inputs; null when it does not exist; 409 while suspended. */
+  async forRun(projectId: string, name: string): Promise<RunEnvironment | null> {
+    const env = await this.d.repo.byName(projectId, name);
+    if (!env) return null;
+    if (env.suspended) throw new Conflict(suspendedMessage(env));
+    return { pipeline: env.pipeline, pipeline_inputs: env.pipeline_inputs };
+  }
+
   /**
    * Runs a service of the environment once on the deployer, with the environment the service gets:
    * 409 while suspended, 422 without a release holding the service's image or on a deployer that
@@ -284,7 +311,7 @@ export class EnvironmentService {
     const release = request.release ? await this.releaseOf(projectId, request.release) : env.current_release;
     if (!release) throw new Invalid(`environment ${name} has no current release: deploy one first, or run the job after a release step`);
     if (!release.image_digests[request.service])
-      throw new Invalid(`release ${release.tag ?? release.id ?? release.git_sha} has no image of service ${request.service}`, { fields: ['service'] });
+      throw new Invalid(`release ${releaseName(release)} has no image of service ${request.service}`, { fields: ['service'] });
     const target = await this.d.targets.of(env, release);
     if (!target.services[request.service]) throw new Invalid(`service ${request.service} is not defined in the manifest`, { fields: ['service'] });
     const deployer = this.d.deployer();
@@ -298,57 +325,29 @@ export class EnvironmentService {
     }
   }
 
-  /** The release a Deploy request names: 400 without one, 404 for an unknown release, 422 for a hash that is not the SHA's. */
-  async releaseOf(projectId: string, request: DeployRequest): Promise<ReleaseRef> {
-    const tag = request.release_tag ?? (typeof request.inputs?.release_tag === 'string' ? request.inputs.release_tag : undefined);
-    const id = typeof request.inputs?.release_id === 'string' ? request.inputs.release_id : undefined;
-    if (tag !== undefined || id !== undefined) {
-      const releases = this.d.releases();
-      const record = !releases ? null : id !== undefined ? await releases.byId(projectId, id) : await releases.byTag(projectId, tag!);
-      if (!record) throw new NotFound(`release ${id ?? tag} not found in project ${projectId}`);
-      const release: ReleaseRef = {
-        id: record.id,
-        tag: record.tag,
-        git_sha: record.git_sha,
-        manifest_hash: record.manifest_hash,
-        image_digests: record.image_digests,
-        ...(record.images && Object.keys(record.images).length > 0 ? { images: record.images } : {}),
-      };
-      return request.image_digests ? { ...release, image_digests: { ...release.image_digests, ...request.image_digests } } : release;
-    }
-    if (!request.git_sha || !request.manifest_hash)
-      throw new BadRequest('a deploy needs "git_sha" with "manifest_hash", or "release_tag"', { fields: ['git_sha', 'manifest_hash', 'release_tag'] });
-    const manifest = await this.d.manifests.byHash(projectId, request.manifest_hash);
-    if (!manifest || (manifest.git_sha !== null && manifest.git_sha !== request.git_sha))
-      throw new Invalid(
-        `manifest_hash ${request.manifest_hash} does not match git_sha ${request.git_sha}: ${manifest ? `that manifest was synced from ${manifest.git_sha}` : 'no manifest with that hash was synced'}`,
-        { fields: ['git_sha', 'manifest_hash'] },
-      );
-    const services = manifest.parsed.services ?? {};
-    const digests = request.image_digests ?? {};
-    if (!request.image_digests && request.image_tag)
-      for (const [service, def] of Object.entries(services)) if (def.image) digests[service] = `${def.image}:${request.image_tag}`;
-    return { id: null, tag: null, git_sha: request.git_sha, manifest_hash: request.manifest_hash, image_digests: digests };
+  /** The release a Deploy request names (release-of.ts). */
+  releaseOf(projectId: string, request: DeployRequest): Promise<ReleaseRef> {
+    return releaseOf(this.d, projectId, request);
   }
 
   /**
    * The spec's deploy: through the environment's pipeline (with the release in its inputs) unless
    * `direct` or it has none; direct deploys run on the deployer in the background (`wait` to await).
    */
-  async deploy(creator: Creator, projectId: string, name: string, request: DeployRequest, wait = false): Promise<DeployRow> {
+  async deploy(creator: Creator, projectId: string, name: string, request: DeployRequest, opts: DirectOptions = {}): Promise<DeployRow> {
     const env = await this.get(projectId, name);
     if (env.suspended) throw new Conflict(suspendedMessage(env));
     const release = await this.releaseOf(projectId, request);
-    if (env.pipeline && !request.direct) return this.viaPipeline(creator, env, release, request);
-    return this.deployDirect(creator, env, release, { wait, rollbackOf: null });
+    if (env.pipeline && !request.direct) return viaPipeline(this.d, creator, env, release, request);
+    return this.deployDirect(creator, env, release, { ...opts, rollbackOf: null });
   }
 
-  /** Records the deploy (emitting `system.deploy.started`) and runs the deployer, in the background unless `wait`. */
+  /** Records the deploy (emitting `system.deploy.started`) and runs the deployer (deploy-run.ts), in the background unless `wait`. */
   private async deployDirect(
     creator: Creator,
     env: EnvironmentRow,
     release: ReleaseRef,
-    opts: { wait: boolean; rollbackOf: string | null },
+    opts: DirectOptions & { rollbackOf: string | null },
   ): Promise<DeployRow> {
     const { project_id: projectId, name } = env;
     if (Object.keys(release.image_digests).length === 0)
@@ -380,88 +379,27 @@ export class EnvironmentService {
       await emitDeployEvent(trx, 'system.deploy.started', locked, row, creator.id);
       return row;
     });
-    const run = this.carryOut(env, deploy, creator.id);
+    const run = carryOut({ ...this.d, recordHealth: (e, outcome, trx) => this.recordHealth(e, outcome, trx) }, env, deploy, creator.id, opts.echo);
     if (opts.wait) return run;
     this.track(run);
     return deploy;
   }
 
-  private async viaPipeline(creator: Creator, env: EnvironmentRow, release: ReleaseRef, request: DeployRequest): Promise<DeployRow> {
-    const launcher = this.d.pipelines();
-    if (!launcher)
-      throw new Invalid(
-        `environment ${env.name} deploys through pipeline ${env.pipeline}, but the pipelines plugin is not loaded (deploy with "direct": true)`,
-      );
-    const inputs = {
-      ...(request.inputs ?? {}),
-      ...(release.id ? { release_id: release.id } : {}),
-      ...(release.tag ? { release_tag: release.tag } : {}),
-      ...(release.git_sha ? { git_sha: release.git_sha } : {}),
-      ...(release.manifest_hash ? { manifest_hash: release.manifest_hash } : {}),
-      ...(Object.keys(release.image_digests).length ? { image_digests: release.image_digests } : {}),
-      ...(request.image_tag ? { image_tag: request.image_tag } : {}),
-    };
-    const { run_id } = await launcher.runPipeline(creator, env.project_id, env.pipeline!, {
-      env: env.name,
-      env_inputs: env.pipeline_inputs,
-      inputs,
-      ...(release.git_sha ? { ref: release.git_sha } : {}),
-    });
-    return this.d.db.transaction((trx) =>
-      this.d.repo.insertDeploy(
-        {
-          environment_id: env.id,
-          project_id: env.project_id,
-          status: 'pipeline',
-          release,
-          previous_release: env.current_release,
-          rollback_of: null,
-          direct: false,
-          pipeline_run_id: run_id,
-          created_by: creator.id,
-        },
-        trx,
-      ),
-    );
-  }
-
-  /** Runs the deployer; on success the release becomes current, on failure the previous one keeps serving and the deploy says so. */
-  private async carryOut(env: EnvironmentRow, deploy: DeployRow, actorId: string | null): Promise<DeployRow> {
-    let outcome: DeployOutcome | null = null;
-    let error: string | null = null;
-    let services: DeployOutcome['services'] = [];
-    try {
-      outcome = await this.d.deployer().deploy(await this.d.targets.of(env, deploy.release), deploy.release);
-      services = outcome.services;
-    } catch (err) {
-      if (err instanceof DeployFailed) services = err.services;
-      else this.d.logger.error({ err, deployId: deploy.id }, 'deploy failed in the deployer');
-      const serving = env.current_release
-        ? `release ${env.current_release.tag ?? env.current_release.id ?? env.current_release.git_sha} keeps serving`
-        : 'nothing was serving before';
-      error = `${(err as Error).message} (${serving})`;
-    }
-    return this.d.db.transaction(async (trx) => {
-      const locked = (await this.d.repo.lock(env.project_id, env.name, trx)) ?? env;
-      const finished = await this.d.repo.finishDeploy(deploy.id, { status: outcome ? 'succeeded' : 'failed', error_message: error, services }, trx);
-      if (outcome) {
-        await this.d.repo.update(locked.id, { current_release: deploy.release }, trx);
-        await this.recordHealth(locked, outcome, trx);
-      }
-      await emitDeployEvent(trx, outcome ? 'system.deploy.succeeded' : 'system.deploy.failed', locked, finished, actorId);
-      return finished;
-    });
-  }
-
   /** Back to an earlier release: the one named, else the newest succeeded deploy's release that differs from the current one. */
-  async rollback(creator: Creator, projectId: string, name: string, to: { release_id?: string; release_tag?: string }, wait = false): Promise<DeployRow> {
+  async rollback(
+    creator: Creator,
+    projectId: string,
+    name: string,
+    to: { release_id?: string; release_tag?: string },
+    opts: DirectOptions = {},
+  ): Promise<DeployRow> {
     const env = await this.get(projectId, name);
     if (env.suspended) throw new Conflict(suspendedMessage(env));
     const named = to.release_id || to.release_tag;
     const previous = named ? null : await this.d.repo.previousSucceeded(env.id, env.current_release);
     if (!named && !previous) throw new Invalid(`environment ${name} has no earlier release to roll back to`);
     const release = previous ? previous.release : await this.releaseOf(projectId, { inputs: { ...to } });
-    return this.deployDirect(creator, env, release, { wait, rollbackOf: previous?.id ?? null });
+    return this.deployDirect(creator, env, release, { ...opts, rollbackOf: previous?.id ?? null });
   }
 
   async deploys(projectId: string, name: string, q: ListQuery): Promise<Page<DeployRow>> {
@@ -472,6 +410,11 @@ export class EnvironmentService {
     const deploy = await this.d.repo.deployById((await this.get(projectId, name)).id, id);
     if (!deploy) throw new NotFound(`deploy ${id} not found`);
     return deploy;
+  }
+
+  /** Nothing more happens to the deploy: it ended, went through a pipeline, or was abandoned (its process ended mid-deploy). */
+  deployEnded(deploy: DeployRow): boolean {
+    return deploy.status !== 'running' || deploy.created_at.getTime() < Date.now() - ABANDONED_AFTER_MS;
   }
 
   private track(run: Promise<unknown>): void {

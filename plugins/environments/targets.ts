@@ -8,6 +8,8 @@ import type { EnvironmentRow } from './repository.ts';
 
 const DEFAULT_USERNAME_SECRET = 'REGISTRY_USERNAME';
 const DEFAULT_TOKEN_SECRET = 'REGISTRY_PASSWORD';
+/** A `${secret.NAME}` the resolver expanded (it refused a malformed one already). */
+const SECRET_EXPRESSION = /\$\{secret\.([A-Za-z0-9_]+)\}/g;
 
 /** `8080` or `"18080:8080"` (host:container). */
 function portOf(p: number | string): DeployService['ports'][number] {
@@ -37,13 +39,19 @@ export class DeployTargets {
   }
 
   async of(env: EnvironmentRow, release: ReleaseRef | null): Promise<DeployTarget> {
+    return (await this.resolved(env, release)).target;
+  }
+
+  /** The target, and the secret values in it (each `${secret.NAME}` its services name, the pull password): what a deploy's log masks. */
+  async resolved(env: EnvironmentRow, release: ReleaseRef | null): Promise<{ target: DeployTarget; secrets: string[] }> {
+    const secrets: string[] = [];
     const project = await this.projects.byId(env.project_id);
     if (!project) throw new NotFound(`project ${env.project_id} not found`);
     const manifest = await this.manifestFor(env.project_id, release);
     const services: Record<string, DeployService> = {};
     for (const [name, def] of Object.entries(manifest.services ?? {})) {
       const environment: Record<string, string> = {};
-      for (const [key, value] of Object.entries(def.environment ?? {})) environment[key] = await this.expand(String(value), env.project_id);
+      for (const [key, value] of Object.entries(def.environment ?? {})) environment[key] = await this.expand(String(value), env.project_id, secrets);
       const hc = def.healthcheck;
       services[name] = {
         image: def.image ?? null,
@@ -55,12 +63,15 @@ export class DeployTargets {
           : null,
       };
     }
-    return {
+    const pullSecret = await this.pullSecret(manifest, env.project_id);
+    if (pullSecret) secrets.push(pullSecret.password);
+    const target = {
       project: { id: project.id, org_id: project.org_id, slug: project.slug },
       environment: { id: env.id, name: env.name, namespace: env.namespace },
       services,
-      pullSecret: await this.pullSecret(manifest, env.project_id),
+      pullSecret,
     };
+    return { target, secrets };
   }
 
   /** Own registry: a credential from its username and token secrets; native (`svc`) and `none`: none. */
@@ -84,10 +95,14 @@ export class DeployTargets {
     return this.resolver(`secret ${name}`).resolve(name, { projectId });
   }
 
-  private async expand(value: string, projectId: string): Promise<string> {
+  /** `value` with its `${secret.NAME}` expanded; each secret's value is added to `secrets`. */
+  private async expand(value: string, projectId: string, secrets: string[]): Promise<string> {
     if (!value.includes('${')) return value;
     try {
-      return await this.resolver('a service environment value').expand(value, { projectId });
+      const resolver = this.resolver('a service environment value');
+      const expanded = await resolver.expand(value, { projectId });
+      for (const [, name] of value.matchAll(SECRET_EXPRESSION)) secrets.push(await resolver.resolve(name, { projectId }));
+      return expanded;
     } catch (err) {
       if (err instanceof SecretMissing) throw new Invalid(`a service of the environment names a missing secret: ${err.message}`);
       throw err;

@@ -11,6 +11,8 @@ import { PipelineRuns } from './runs.ts';
 import { pipelineRunRoutes } from './routes.ts';
 import { PipelineStats } from './stats.ts';
 import { PipelineStatisticsToken } from '../../core/ports/stats.ts';
+import { EnvironmentDirectoryLookup, EnvironmentDirectoryToken } from '../../core/ports/environments.ts';
+import { lookupLater } from '../../core/di.ts';
 
 /**
  * Pipeline runs: a run lays a manifest pipeline out as jobs (through the JobGraphs port) and
@@ -21,6 +23,9 @@ export const plugin: DomainPlugin = {
   dependencies: ['projects', 'manifest', 'jobs'],
   register(server, { container }) {
     for (const cls of [RunEventBus, PipelineRunRepository]) container.registerSingleton(cls as never);
+    // The environments plugin registers after this one: the environments a run names are looked up when it starts.
+    if (!container.isRegistered(EnvironmentDirectoryLookup))
+      container.registerInstance(EnvironmentDirectoryLookup, lookupLater(container, EnvironmentDirectoryToken));
     const service = container.resolve(PipelineRuns);
     container.resolve(JobPhaseListeners).add(service.follow);
     container.resolve(AttemptLogListeners).add(service.stepLog);

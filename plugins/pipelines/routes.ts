@@ -36,7 +36,7 @@ export function pipelineRunRoutes(container: DependencyContainer, service: Pipel
       options: {
         tags,
         description: 'Run a pipeline: one job per step, wired by depends_on',
-        plugins: { ...requires('pipelines:run', 'project'), ...docs(400, 401, 403, 404, 422) },
+        plugins: { ...requires('pipelines:run', 'project'), ...docs(400, 401, 403, 404, 409, 422) },
         validate: { params: S.pipelineParams, payload: S.runRequestSchema.allow(null) },
         response: { status: { 201: S.runSchema } },
       },

@@ -7,6 +7,7 @@ import type { Principal } from '../../core/auth/principal.ts';
 import type { Creator } from '../../core/ports/launchers.ts';
 import { emitEvent } from '../../core/events/emit.ts';
 import { ManifestReaderToken, type ManifestReader } from '../../core/ports/manifest.ts';
+import { EnvironmentDirectoryLookup, type EnvironmentDirectory } from '../../core/ports/environments.ts';
 import type { AppendedLogs } from '../../core/ports/attempts.ts';
 import { JobGraphsToken, type GraphJob, type JobGraphs, type JobPhaseChange } from '../../core/ports/jobs.ts';
 import {
@@ -46,6 +47,7 @@ export class PipelineRuns {
     @inject(PipelineRunRepository) private readonly runs: PipelineRunRepository,
     @inject(JobGraphsToken) private readonly graphs: JobGraphs,
     @inject(ManifestReaderToken) private readonly manifests: ManifestReader,
+    @inject(EnvironmentDirectoryLookup) private readonly environments: () => EnvironmentDirectory | null,
   ) {}
 
   private async manifest(projectId: string): Promise<StoredManifest> {
@@ -63,7 +65,7 @@ export class PipelineRuns {
 
   async start(creator: Creator, projectId: string, name: string, request: RunRequest): Promise<Run> {
     const { manifest, pipeline } = await this.definition(projectId, name);
-    const inputs = { ...(request.env_inputs ?? this.environmentInputs(manifest, name, request.env)), ...(request.inputs ?? {}) };
+    const inputs = { ...(request.env_inputs ?? (await this.environmentInputs(manifest, name, request.env))), ...(request.inputs ?? {}) };
     const steps = selectSteps(pipeline.steps, request.only_steps);
     const id = newId('prun');
     const graph: GraphJob[] = steps.map((step) => ({
@@ -105,13 +107,17 @@ export class PipelineRuns {
     });
   }
 
-  /** The environment's `pipeline_inputs` when it runs this pipeline; 422 for an environment the manifest lacks. */
-  private environmentInputs(manifest: StoredManifest, pipeline: string, env: string | undefined): Record<string, unknown> {
+  /**
+   * The environment's `pipeline_inputs` when it runs this pipeline. The environments domain knows
+   * every environment (the manifest's, and those created through the API or `env-ensure`) and
+   * refuses a suspended one (409); without that domain, the manifest's. 422 for one that exists nowhere.
+   */
+  private async environmentInputs(manifest: StoredManifest, pipeline: string, env: string | undefined): Promise<Record<string, unknown>> {
     if (env === undefined) return {};
     const environments = manifest.parsed.environments ?? {};
-    if (!Object.hasOwn(environments, env)) throw Boom.badData(`environment '${env}' is not defined in the project's manifest`);
-    const def = environments[env];
-    return def.pipeline === pipeline ? (def.pipeline_inputs ?? {}) : {};
+    const known = (await this.environments()?.forRun(manifest.project_id, env)) ?? (Object.hasOwn(environments, env) ? environments[env] : null);
+    if (!known) throw Boom.badData(`environment '${env}' does not exist: the manifest does not define it and it was not created through the API or env-ensure`);
+    return known.pipeline === pipeline ? (known.pipeline_inputs ?? {}) : {};
   }
 
   /** The job phase listener: steps of pipeline runs follow their jobs. */

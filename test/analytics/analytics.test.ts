@@ -10,7 +10,11 @@ let w: World;
 let orgA: string;
 test.before(async () => {
   w = await claimWorld('analytics', {
-    configure: (c) => c.registerInstance(EnvironmentDirectoryToken, { ofProjects: async (ids) => environments.filter((e) => ids.includes(e.project_id)) }),
+    configure: (c) =>
+      c.registerInstance(EnvironmentDirectoryToken, {
+        ofProjects: async (ids) => environments.filter((e) => ids.includes(e.project_id)),
+        forRun: async () => null,
+      }),
   });
   orgA = (await w.db('projects').where({ id: w.projectA }).first('org_id')).org_id;
 });

@@ -9,7 +9,7 @@ import { DeployerToken } from '../../core/ports/environments.ts';
 import { FakeReleases, RecordingDeployer } from '../fixtures/deployer.ts';
 import { ReleasesToken } from '../../core/ports/releases.ts';
 import { example, sha } from '../environments/helpers.ts';
-import { cliUser, tempHome } from './helpers.ts';
+import { cliUser, showRun, tempHome } from './helpers.ts';
 import { bootstrapAdmin, startTestServer, type TestServer } from '../support/server.ts';
 
 let server: TestServer;
@@ -63,6 +63,56 @@ test.serial('list, show; deploy --release-tag --follow twice, history, rollback 
   );
   t.regex(await ok(['env', 'history', 'staging', ...p()]), /^ID +STATUS +RELEASE +CREATED +ERROR\ndep_\S+ +succeeded +v1\.1\.0/);
 });
+
+test.serial(
+  'deploy --direct -f prints the log as the deployer reports it, before the deploy ends; a failed one exits 1 saying why; env logs pages it',
+  async (t) => {
+    let release!: () => void;
+    deployer.hold = new Promise((r) => (release = r));
+    let seen = '';
+    let heldWhile = '';
+    const args = ['env', 'deploy', 'staging', '--release-tag', 'v1.2.0', '--direct', '-f', ...p()];
+    const run = svc(args, (chunk) => {
+      seen += chunk;
+      if (!heldWhile && seen.includes('web: starting')) {
+        heldWhile = seen;
+        release();
+      }
+    });
+    const r = await run;
+    deployer.hold = null;
+    t.is(r.code, 0, showRun(args, r));
+    t.regex(
+      heldWhile,
+      /^svc: deploying release v1\.2\.0 \(rel_2, git b{12}\) to environment staging on the recording deployer: web sha256:b{64}\nsvc: release v1\.1\.0 serves until the new one is healthy\nweb: starting sha256:b{64}\n$/,
+    );
+    t.false(heldWhile.includes('deploy succeeded'), 'the lines came while the deploy was still running');
+    t.regex(
+      r.stdout,
+      /web: starting sha256:b{64}\nevery service healthy\nsvc: deploy succeeded: release v1\.2\.0 serves environment staging, health healthy \(web: recorded\)\n/,
+    );
+    t.regex(r.stdout, /status: +succeeded/);
+    t.regex(r.stderr, /^svc: deploy dep_\w+ of v1\.2\.0 running/);
+
+    deployer.failNext = 'health check failing';
+    const failed = await svc(['env', 'rollback', 'staging', '-f', ...p()]);
+    t.is(failed.code, 1, failed.stdout);
+    t.regex(failed.stdout, /web: not healthy: health check failing\nsvc: deploy failed: health check failing \(release v1\.2\.0 keeps serving\)\n/);
+    const id = (/^id: +(dep_\w+)$/m.exec(failed.stdout) ?? [])[1];
+    const logs = await svc(['env', 'logs', 'staging', id, ...p()]);
+    t.is(logs.code, 0, logs.stderr);
+    t.is(logs.stdout.split('\n').at(-2), 'svc: deploy failed: health check failing (release v1.2.0 keeps serving)');
+    const followed = await svc(['env', 'logs', 'staging', id, '-f', ...p()]);
+    t.is(followed.code, 1, 'the deploy it follows failed');
+    t.is(followed.stdout, logs.stdout);
+    t.regex(followed.stderr, /svc: deploy failed: health check failing/);
+    const lines = (await svc(['env', 'logs', 'staging', id, '--json', ...p()])).stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    t.like(lines.at(-1), { stream: 'system', line: 'deploy failed: health check failing (release v1.2.0 keeps serving)' });
+  },
+);
 
 test.serial('suspend refuses a deploy with the reason; resume; health; bad input is a usage error or the API message', async (t) => {
   t.like(await json(['env', 'suspend', 'staging', '--reason', 'night', ...p()]), { suspended: true, suspended_reason: 'night' });

@@ -84,14 +84,18 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Run `node dist/cli/bin.js ...args` with HOME set and no SVC_* variables leaking in from the test's environment. */
-export function runCli(home: string, args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+/**
+ * Run `node dist/cli/bin.js ...args` with HOME set and no SVC_* variables leaking in from the test's
+ * environment. `onStdout` hears the output as it comes (a test of what a command prints live).
+ */
+export function runCli(home: string, args: string[], env: Record<string, string> = {}, onStdout?: (chunk: string) => void): Promise<CliResult> {
   const clean: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, ...env };
   return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { env: clean, cwd: home, timeout: 60_000 }, (error, stdout, stderr) => {
+    const child = execFile(process.execPath, [BIN, ...args], { env: clean, cwd: home, timeout: 60_000 }, (error, stdout, stderr) => {
       const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
       resolve({ code, stdout, stderr });
     });
+    if (onStdout) child.stdout?.on('data', (chunk: Buffer | string) => onStdout(String(chunk)));
   });
 }
 
@@ -103,9 +107,9 @@ export const showRun = (args: string[], r: CliResult) => `svc ${args.join(' ')} 
  * hook): `svc` runs it, `ok` insists on exit 0 and returns stdout, `json` is `ok` with --json, parsed.
  */
 export function cliUser(at: () => { home: string; url: string; token: string }) {
-  const svc = (args: string[]) => {
+  const svc = (args: string[], onStdout?: (chunk: string) => void) => {
     const { home, url, token } = at();
-    return runCli(home, args, { SVC_API_URL: url, SVC_TOKEN: token });
+    return runCli(home, args, { SVC_API_URL: url, SVC_TOKEN: token }, onStdout);
   };
   const ok = async (args: string[]): Promise<string> => {
     const r = await svc(args);

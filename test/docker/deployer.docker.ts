@@ -77,6 +77,12 @@ async function page(): Promise<{ image: string; text: string }[]> {
   );
 }
 
+/** The lines of a deploy's log (the deployer's only, with `stream`). */
+const logOf = async (deployId: string, stream?: 'system' | 'deployer'): Promise<string[]> => {
+  const res = await w.owner.api.get(`${base()}/deploys/${deployId}/logs?limit=1000`);
+  return res.body.data.filter((l: any) => !stream || l.stream === stream).map((l: any) => l.line);
+};
+
 const deploy = async (body: Record<string, unknown>, path = '/deploy') => {
   const res = await w.owner.api.post(`${base()}${path}`, body);
   if (res.statusCode !== 202) throw new Error(`deploy: ${res.statusCode} ${JSON.stringify(res.body)}`);
@@ -84,7 +90,13 @@ const deploy = async (body: Record<string, unknown>, path = '/deploy') => {
 };
 
 test.serial('flow 3 on the engine: a release runs by digest and becomes healthy; the next replaces it; a broken one leaves it serving; rollback', async (t) => {
-  t.like(await deploy({ release_tag: 'v1.1.0' }), { status: 'succeeded', services: [{ service: 'web', health: 'healthy', detail: 'health check passing' }] });
+  const one = await deploy({ release_tag: 'v1.1.0' });
+  t.like(one, { status: 'succeeded', services: [{ service: 'web', health: 'healthy', detail: 'health check passing' }] });
+  const reported = await logOf(one.id, 'deployer');
+  t.deepEqual(reported.slice(0, 2), ['no container of the environment runs yet', `web: image ${digests.v1}`]);
+  t.regex(reported[2], /^web: container svc-\S+-staging-web-\w+ \([0-9a-f]{12}\) created$/);
+  t.deepEqual(reported.slice(3), ['web: container started', 'web: waiting for its health check (at most 30000 ms)', 'web: healthy (health check passing)']);
+  t.false(reported.join('\n').includes('hello'), 'the environment values are never reported');
   t.deepEqual(await page(), [{ image: digests.v1, text: 'one' }]);
   t.like((await w.owner.api.get(base())).body, { health: 'healthy', current_release: { tag: 'v1.1.0' } });
   const [first] = await containersLabelled(projectLabel);
@@ -92,13 +104,27 @@ test.serial('flow 3 on the engine: a release runs by digest and becomes healthy;
   t.regex(env, /^env_/);
   t.true((await docker.getContainer(first.Id).inspect()).Config.Env.includes('GREETING=hello'));
 
-  t.like(await deploy({ release_tag: 'v1.2.0' }), { status: 'succeeded' });
+  const two = await deploy({ release_tag: 'v1.2.0' });
+  t.like(two, { status: 'succeeded' });
+  const replaced = await logOf(two.id, 'deployer');
+  t.is(replaced[0], '1 container(s) of the environment keep serving until the new ones are healthy');
+  t.regex(replaced.at(-1)!, /^web: previous container svc-\S+-staging-web-\w+ removed$/);
   t.deepEqual(await page(), [{ image: digests.v2, text: 'two' }]);
   t.is((await containersLabelled(projectLabel)).length, 1, 'the old container is gone once the new one is healthy');
 
   const broken = await deploy({ release_tag: 'v1.3.0' });
   t.is(broken.status, 'failed');
   t.regex(broken.error_message, /not healthy: web \(health check failing.*\) \(release v1\.2\.0 keeps serving\)/);
+  const failed = await logOf(broken.id);
+  t.true(
+    failed.some((l) => l.startsWith('web: not healthy: health check failing')),
+    failed.join('\n'),
+  );
+  t.deepEqual(
+    failed.slice(-3).map((l) => l.replace(/:.*/, '')),
+    ['failed', 'the new containers were removed; the previous ones keep serving', 'deploy failed'],
+  );
+  t.regex(failed.at(-1)!, /^deploy failed: not healthy: web \(health check failing.*\) \(release v1\.2\.0 keeps serving\)$/);
   t.deepEqual(await page(), [{ image: digests.v2, text: 'two' }], 'the previous release keeps serving');
   t.is((await containersLabelled(projectLabel)).length, 1, 'the broken container was removed');
   t.like((await w.owner.api.get(base())).body, { health: 'healthy', current_release: { tag: 'v1.2.0' } });

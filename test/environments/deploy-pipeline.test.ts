@@ -78,6 +78,16 @@ test.serial('a deploy to an environment with a pipeline runs that pipeline with 
     lines.some((l: any) => l.line === 'promoted v1 in eu'),
     lines.map((l: any) => l.line).join('\n'),
   );
+  const deployJob = run.steps.find((s: any) => s.name === 'deploy').job_id;
+  const deployLines = (await logLines(w, deployJob, (await attemptsOf(w, deployJob))[0].id)).map((l: any) => l.line);
+  t.true(deployLines.includes(`web: starting sha256:${'1'.repeat(64)}`), `the deployer's lines are in the step's log too: ${deployLines.join('\n')}`);
+  const carried = (await w.api.get(`${base()}/deploys/${res.body.id}/logs`)).body.data;
+  t.deepEqual(
+    carried.map((l: any) => l.line),
+    [
+      `deploying release v1 (rel_p1, git ${run.git_sha.slice(0, 12)}) to environment staging through pipeline promote: run ${run.id} (its deploy step's deploy has its own log)`,
+    ],
+  );
   t.like((await w.api.get(base())).body, { current_release: { tag: 'v1' } });
   t.deepEqual(deployer.calls, ['deploy staging v1']);
   const history = (await w.api.get(`${base()}/deploys`)).body.data;

@@ -76,6 +76,11 @@ const deploy = async (body: Record<string, unknown>, path = '/deploy', project =
   if (res.statusCode !== 202) throw new Error(`deploy: ${res.statusCode} ${JSON.stringify(res.body)}`);
   return settled(w, 'staging', res.body.id, project);
 };
+/** The lines of a deploy's log, from the API. */
+const logOf = async (deployId: string, stream?: 'system' | 'deployer'): Promise<string[]> => {
+  const res = await w.owner.api.get(`${base()}/deploys/${deployId}/logs?limit=1000`);
+  return res.body.data.filter((l: any) => !stream || l.stream === stream).map((l: any) => l.line);
+};
 const deployment = (namespace = ns) => kube.apps.deployments.get(`${namespace}/web`)?.obj;
 const livePods = (namespace = ns) => [...kube.pods.values()].filter((p) => !p.removed && !p.deleting && p.obj.metadata.namespace === namespace);
 const readyPods = (namespace = ns) => livePods(namespace).filter((p) => p.obj.status.containerStatuses?.[0]?.ready === true);
@@ -92,6 +97,18 @@ test.serial(
   async (t) => {
     const first = await deploy({ release_tag: 'v1.1.0' });
     t.like(first, { status: 'succeeded', services: [{ service: 'web', health: 'healthy', detail: 'rollout complete: 1/1 available' }] });
+    const reported = await logOf(first.id, 'deployer');
+    const [created, envSecret, deployed, service] = reported;
+    t.is(created, `namespace ${ns} created`);
+    t.regex(envSecret, /^web: secret web-env-[0-9a-f]+ created with its environment \(1 values\)$/);
+    t.is(deployed, `web: deployment web created: image example/web@${digest('a')}, 1 replica(s)`);
+    t.is(service, 'web: service web created');
+    t.true(
+      reported.slice(4, -1).every((l) => l.startsWith('web: rollout: ')),
+      reported.join('\n'),
+    );
+    t.is(reported.at(-1), 'web: ready (rollout complete: 1/1 available)');
+    t.false(reported.join('\n').includes('hello'), 'the environment values are never reported');
     const env = (await w.owner.api.get(base())).body;
     envId = env.id;
     t.like(env, { health: 'healthy', current_release: { tag: 'v1.1.0' } });
@@ -116,7 +133,12 @@ test.serial(
     t.is(pod.obj.spec.containers[0].image, `example/web@${digest('a')}`);
     t.is(readFileSync(`${pod.exec!.cwd}/page`, 'utf8'), 'hello', 'the pod runs with the Secret as its environment');
 
-    t.like(await deploy({ release_tag: 'v1.2.0' }), { status: 'succeeded' });
+    const second = await deploy({ release_tag: 'v1.2.0' });
+    t.like(second, { status: 'succeeded' });
+    const again = await logOf(second.id, 'deployer');
+    t.is(again[0], `namespace ${ns} exists`);
+    t.true(again.includes(`web: deployment web replaced: image example/web@${digest('b')}, 1 replica(s)`), again.join('\n'));
+    t.true(again.includes('web: service web replaced'), again.join('\n'));
     t.like(deployment(), { metadata: { generation: 2 }, status: { observedGeneration: 2, updatedReplicas: 1, availableReplicas: 1, replicas: 1 } });
     await until('the old pod to go', () => livePods().length === 1);
     t.deepEqual(
@@ -140,6 +162,13 @@ test.serial('a release whose image cannot be pulled fails its rollout; the previ
     servingBefore,
     'the previous pod served throughout',
   );
+  const log = await logOf(broken.id);
+  const failedAt = log.findIndex((l) => l.startsWith('web: not ready: rollout failed: ReplicaSet'));
+  t.true(failedAt > 0, log.join('\n'));
+  t.regex(log[failedAt], /ImagePullBackOff/);
+  t.regex(log[failedAt + 1], /^failed: not healthy: web \(rollout failed: /);
+  t.is(log[failedAt + 2], 'web: deployment web put back as it was: its previous pods keep serving');
+  t.regex(log.at(-1)!, /^deploy failed: not healthy: web .*\(release v1\.2\.0 keeps serving\)$/);
   t.is(deployment().spec.template.spec.containers[0].image, `example/web@${digest('b')}`, 'the previous template is back');
   await until('the broken pod to go', () => livePods().length === 1);
   t.like((await w.owner.api.get(base())).body, { health: 'healthy', current_release: { tag: 'v1.2.0' } });
@@ -268,7 +297,11 @@ test.serial('an own registry gets a docker-config pull secret the pods use', asy
     t.is((await w.owner.api.post(`/projects/${other}/secrets`, { name, value })).statusCode, 201);
   t.is((await w.owner.api.post(`/projects/${other}/manifest`, { yaml: OWN_REGISTRY })).statusCode, 200);
   releases.add(other, { id: 'rel_o1', tag: 'o1', git_sha: sha('d'), manifest_hash: null, image_digests: { web: digest('d') } });
-  t.like(await deploy({ release_tag: 'o1' }, '/deploy', other), { status: 'succeeded' });
+  const done = await deploy({ release_tag: 'o1' }, '/deploy', other);
+  t.like(done, { status: 'succeeded' });
+  const log = (await w.owner.api.get(`${base(other)}/deploys/${done.id}/logs`)).body.data.map((l: any) => l.line);
+  t.true(log.includes('image pull secret svc-registry-pull for registry.example.com created'), log.join('\n'));
+  t.false(JSON.stringify(log).includes('pull-token-1'), 'the credential is never in the log');
   const slug = (await w.owner.api.get(`/projects/${other}`)).body.slug;
   const otherNs = `svc-${slug}-staging`;
   const pull = kube.secrets.get(`${otherNs}/svc-registry-pull`);

@@ -105,7 +105,10 @@ test.serial('routing errors fail the event with the reason; the other matches st
 
   const badEnv = await routed(w, (await postEvent(w, { type: 'manual.stage', env_name: 'nowhere' })).id);
   t.is(badEnv.status, 'failed');
-  t.is(badEnv.error, "pipeline staging: environment 'nowhere' is not defined in the project's manifest");
+  t.is(
+    badEnv.error,
+    "pipeline staging: environment 'nowhere' does not exist: the manifest does not define it and it was not created through the API or env-ensure",
+  );
   const goodEnv = await routed(w, (await postEvent(w, { type: 'manual.stage', env_name: 'staging' })).id);
   t.is(goodEnv.status, 'completed');
   t.like((await w.owner.api.get(`/projects/${w.projectA}/runs/${goodEnv.routing.matched[0].run_id}`)).body, { env_name: 'staging', pipeline_name: 'staging' });

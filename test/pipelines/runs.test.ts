@@ -216,7 +216,12 @@ test.serial('bad run requests: 400 naming the field, 404 for unknown pipelines, 
   assertError(t, await w.owner.api.post(`${base}/ship/run`, { only_steps: [] }), 400, /"only_steps" must contain at least 1 items/);
   assertError(t, await w.owner.api.post(`${base}/ship/run`, { bogus: 1 }), 400, /"bogus" is not allowed/);
   assertError(t, await w.owner.api.post(`${base}/nope/run`, {}), 404, "pipeline nope not found in the project's manifest");
-  assertError(t, await w.owner.api.post(`${base}/ship/run`, { env: 'prod' }), 422, "environment 'prod' is not defined in the project's manifest");
+  assertError(
+    t,
+    await w.owner.api.post(`${base}/ship/run`, { env: 'prod' }),
+    422,
+    "environment 'prod' does not exist: the manifest does not define it and it was not created through the API or env-ensure",
+  );
   assertError(
     t,
     await w.owner.api.post(`${base}/ship/run`, { only_steps: ['build', 'deploy', 'x'] }),

@@ -9,7 +9,16 @@ import type { Readable } from 'node:stream';
 import Docker from 'dockerode';
 import Joi from 'joi';
 import type { Logger } from 'pino';
-import type { Deployer, DeployOutcome, DeployTarget, OneOffExit, OneOffRun, ReleaseRef, ServiceHealth } from '../../../core/ports/environments.ts';
+import type {
+  Deployer,
+  DeployOptions,
+  DeployOutcome,
+  DeployTarget,
+  OneOffExit,
+  OneOffRun,
+  ReleaseRef,
+  ServiceHealth,
+} from '../../../core/ports/environments.ts';
 import { DeployFailed } from '../../../core/ports/environments.ts';
 import { defineAdapter } from '../../../core/sdk.ts';
 import { engineAddress, engineMessage, statusOf } from './engine.ts';
@@ -83,38 +92,59 @@ export class DockerDeployer implements Deployer {
     ]);
   }
 
-  async deploy(target: DeployTarget, release: ReleaseRef): Promise<DeployOutcome> {
+  /** Reports each step to `options.progress`: per service the image, the container created and started, the wait for health and its end; what it removes. */
+  async deploy(target: DeployTarget, release: ReleaseRef, options: DeployOptions = {}): Promise<DeployOutcome> {
+    const say = (line: string) => options.progress?.(line);
     const names = Object.keys(release.image_digests).sort();
     const unknown = names.filter((n) => !target.services[n]);
     if (unknown.length > 0) throw new DeployFailed(`the release names services the manifest does not define: ${unknown.join(', ')}`);
     const old = await this.containers(target);
+    say(old.length ? `${old.length} container(s) of the environment keep serving until the new ones are healthy` : 'no container of the environment runs yet');
     const generation = `${Date.now().toString(36)}`;
     const started: Docker.Container[] = [];
     try {
       for (const name of names) {
         const image = await this.image(name, target.services[name].image, release.image_digests[name], release.images?.[name] ?? null);
-        const container = await this.docker.createContainer(containerSpec(target, name, image, generation, this.options.network));
+        say(`${name}: image ${image}`);
+        const spec = containerSpec(target, name, image, generation, this.options.network);
+        const container = await this.docker.createContainer(spec);
         started.push(container);
+        say(`${name}: container ${spec.name} (${container.id.slice(0, 12)}) created`);
         await container.start();
+        say(`${name}: container started`);
       }
-      const services = await Promise.all(started.map((c, i) => this.waitHealthy(names[i], c)));
+      const services = await Promise.all(started.map((c, i) => this.waitHealthy(names[i], c, target.services[names[i]].healthcheck !== null, say)));
       const failed = services.filter((s) => s.health !== 'healthy');
       if (failed.length > 0) throw new DeployFailed(`not healthy: ${failed.map((s) => `${s.service} (${s.detail})`).join('; ')}`, services);
-      for (const info of old) await this.docker.getContainer(info.Id).remove({ force: true });
+      for (const info of old) {
+        await this.docker.getContainer(info.Id).remove({ force: true });
+        say(`${info.Labels[LABEL.service] ?? '?'}: previous container ${info.Names[0]?.replace(/^\//, '') ?? info.Id.slice(0, 12)} removed`);
+      }
       return { health: 'healthy', services };
     } catch (err) {
+      const failure = err instanceof DeployFailed ? err : new DeployFailed(`the engine refused the deploy: ${engineMessage(err)}`);
+      say(`failed: ${failure.message}`);
       for (const c of started) await c.remove({ force: true }).catch(() => undefined);
-      if (err instanceof DeployFailed) throw err;
-      throw new DeployFailed(`the engine refused the deploy: ${engineMessage(err)}`);
+      if (started.length) say(`the new containers were removed${old.length ? '; the previous ones keep serving' : ''}`);
+      throw failure;
     }
   }
 
-  private async waitHealthy(service: string, container: Docker.Container): Promise<ServiceHealth> {
+  /** Waits for the container's health (with `say`, a deploy's progress: the wait and how it ended). */
+  private async waitHealthy(service: string, container: Docker.Container, checked = true, say?: (line: string) => void): Promise<ServiceHealth> {
+    if (checked) say?.(`${service}: waiting for its health check (at most ${this.options.health_timeout_ms} ms)`);
     const deadline = Date.now() + this.options.health_timeout_ms;
     for (;;) {
       const { health, detail } = healthOf((await container.inspect()).State);
-      if (health) return { service, health, detail };
-      if (Date.now() > deadline) return { service, health: 'degraded', detail: `not healthy after ${this.options.health_timeout_ms} ms (${detail})` };
+      const ended = health
+        ? { service, health, detail }
+        : Date.now() > deadline
+          ? { service, health: 'degraded' as const, detail: `not healthy after ${this.options.health_timeout_ms} ms (${detail})` }
+          : null;
+      if (ended) {
+        say?.(`${service}: ${ended.health === 'healthy' ? `healthy (${ended.detail})` : `not healthy: ${ended.detail}`}`);
+        return ended;
+      }
       await sleep(POLL_MS);
     }
   }

@@ -9,37 +9,44 @@
  * job (the `job` action) is a Pod of the service's image and Secret, followed as the runtime's pods are.
  */
 import { randomBytes } from 'node:crypto';
-import type { V1Deployment, V1ObjectMeta } from '@kubernetes/client-node';
+import type { V1Deployment } from '@kubernetes/client-node';
 import Joi from 'joi';
 import type { Logger } from 'pino';
-import type { Deployer, DeployOutcome, DeployTarget, OneOffExit, OneOffRun, ReleaseRef, ServiceHealth } from '../../../core/ports/environments.ts';
-import { DeployFailed } from '../../../core/ports/environments.ts';
+import type {
+  Deployer,
+  DeployOptions,
+  DeployOutcome,
+  DeployTarget,
+  OneOffExit,
+  OneOffRun,
+  ReleaseRef,
+  ServiceHealth,
+} from '../../../core/ports/environments.ts';
+import { DeployFailed, releaseName } from '../../../core/ports/environments.ts';
 import { defineAdapter } from '../../../core/sdk.ts';
 import {
   DEPLOY_LABEL,
-  PULL_SECRET,
   SUSPENDED_REPLICAS,
   deploymentManifest,
   dnsLabel,
-  envSecretManifest,
   environmentSelector,
   imageRef,
   labelsOf,
-  namespaceManifest,
   objectName,
   oneOffLabelsOf,
   oneOffPodManifest,
   placementOf,
-  pullSecretManifest,
   rolloutOf,
   serviceManifest,
   type Placement,
 } from './deployer-manifests.ts';
+type Say = (line: string) => void;
 import { connectionRules, connectionSchema, kubeConfigOf, type KubeConnection } from '../../kube/connection.ts';
-import { apiError, KubeApi, statusOf } from '../../kube/kube-api.ts';
+import { KubeApi } from '../../kube/kube-api.ts';
 import { PodProcess } from '../../kube/pod-process.ts';
 import { podStarted } from '../../kube/pod-start.ts';
 import { labelKey, labelValue } from './options.ts';
+import { EnvironmentObjects, POLL_MS, sleep } from './deployer-objects.ts';
 
 export type Options = KubeConnection & {
   namespace: string | null;
@@ -71,11 +78,8 @@ const optionsSchema = connectionRules(
   }),
 );
 
-const POLL_MS = 250;
 /** How long a stopped one-off job gets between SIGTERM and SIGKILL. */
 const JOB_GRACE_SECONDS = 10;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const releaseName = (r: ReleaseRef) => r.tag ?? r.id ?? r.git_sha ?? 'image digests';
 const overall = (services: ServiceHealth[]): DeployOutcome['health'] =>
   services.length === 0
     ? 'degraded'
@@ -93,22 +97,23 @@ interface Before {
 
 export class KubernetesDeployer implements Deployer {
   readonly name = 'kubernetes';
+  private readonly objects: EnvironmentObjects;
 
   constructor(
     readonly api: KubeApi,
     private readonly options: Options,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.objects = new EnvironmentObjects(api, options.labels, options.rollout_timeout_ms);
+  }
 
   private placement(target: DeployTarget): Placement {
     return placementOf(target, this.options.namespace);
   }
 
-  private labels(target: DeployTarget, service?: string) {
-    return labelsOf(target, this.options.labels, service);
-  }
-
-  async deploy(target: DeployTarget, release: ReleaseRef): Promise<DeployOutcome> {
+  /** Reports each step to `options.progress`: the namespace and pull secret, per service its objects and rollout, what is removed or put back. */
+  async deploy(target: DeployTarget, release: ReleaseRef, options: DeployOptions = {}): Promise<DeployOutcome> {
+    const say: Say = (line) => options.progress?.(line);
     const names = Object.keys(release.image_digests).sort();
     const unknown = names.filter((n) => !target.services[n]);
     if (unknown.length > 0) throw new DeployFailed(`the release names services the manifest does not define: ${unknown.join(', ')}`);
@@ -123,69 +128,29 @@ export class KubernetesDeployer implements Deployer {
     const p = this.placement(target);
     const touched: Before[] = [];
     try {
-      await this.ensureNamespace(target, p);
-      await this.syncPullSecret(target, p);
-      for (const service of names) touched.push(await this.apply(target, p, service, images[service], releaseName(release)));
-      const services = await Promise.all(names.map((s) => this.waitRollout(p, objectName(p, target, s), s)));
+      await this.objects.ensureNamespace(target, p, say);
+      await this.objects.syncPullSecret(target, p, say);
+      for (const service of names) touched.push(await this.apply(target, p, service, images[service], releaseName(release), say));
+      const services = await Promise.all(names.map((s) => this.waitRollout(p, objectName(p, target, s), s, say)));
       const failed = services.filter((s) => s.health !== 'healthy');
       if (failed.length > 0) throw new DeployFailed(`not healthy: ${failed.map((s) => `${s.service} (${s.detail})`).join('; ')}`, services);
-      await this.removeStale(target, p, names);
+      await this.removeStale(target, p, names, say);
       return { health: 'healthy', services };
     } catch (err) {
-      await this.restore(target, p, touched);
-      if (err instanceof DeployFailed) throw err;
-      throw new DeployFailed(`the cluster refused the deploy: ${(err as Error).message}`);
+      const failure = err instanceof DeployFailed ? err : new DeployFailed(`the cluster refused the deploy: ${(err as Error).message}`);
+      say(`failed: ${failure.message}`);
+      await this.restore(target, p, touched, say);
+      throw failure;
     }
-  }
-
-  /** The namespace, created (labelled as svc's) unless it exists; one still terminating is waited for. */
-  private async ensureNamespace(target: DeployTarget, p: Placement): Promise<void> {
-    const deadline = Date.now() + this.options.rollout_timeout_ms;
-    for (;;) {
-      const ns = await this.api.find(`reading namespace ${p.namespace}`, () => this.api.core.readNamespace({ name: p.namespace }));
-      if (ns && ns.status?.phase !== 'Terminating') return;
-      if (!ns) {
-        const labels = p.shared ? { [DEPLOY_LABEL.managedBy]: 'svc' } : this.labels(target);
-        try {
-          await this.api.core.createNamespace({ body: namespaceManifest(p.namespace, labels) });
-          return;
-        } catch (err) {
-          if (statusOf(err) !== 409) throw apiError(`creating namespace ${p.namespace}`, err);
-        }
-      }
-      if (Date.now() > deadline) throw new Error(`namespace ${p.namespace} is still terminating`);
-      await sleep(POLL_MS);
-    }
-  }
-
-  /** Own registry: the docker-config Secret the pods pull with; native or none: none (one left from before is removed). */
-  private async syncPullSecret(target: DeployTarget, p: Placement): Promise<void> {
-    const ns = p.namespace;
-    const where = `secret ${PULL_SECRET} in namespace ${ns}`;
-    const existing = await this.api.find(`reading ${where}`, () => this.api.core.readNamespacedSecret({ name: PULL_SECRET, namespace: ns }));
-    if (!target.pullSecret) {
-      if (existing) await this.api.find(`deleting ${where}`, () => this.api.core.deleteNamespacedSecret({ name: PULL_SECRET, namespace: ns }));
-      return;
-    }
-    const body = pullSecretManifest(this.labels(target), target.pullSecret);
-    if (!existing) await this.api.request(`creating ${where}`, () => this.api.core.createNamespacedSecret({ namespace: ns, body }));
-    else
-      await this.api.request(`replacing ${where}`, () =>
-        this.api.core.replaceNamespacedSecret({
-          name: PULL_SECRET,
-          namespace: ns,
-          body: { ...body, metadata: { ...body.metadata, resourceVersion: existing.metadata?.resourceVersion } },
-        }),
-      );
   }
 
   /** The service's Secret, Deployment and Service; returns the Deployment as it was before. */
-  private async apply(target: DeployTarget, p: Placement, service: string, image: string, release: string): Promise<Before> {
+  private async apply(target: DeployTarget, p: Placement, service: string, image: string, release: string, say: Say): Promise<Before> {
     const ns = p.namespace;
     const name = objectName(p, target, service);
-    const labels = this.labels(target, service);
+    const labels = this.objects.labels(target, service);
     const selector = { [DEPLOY_LABEL.environment]: labels[DEPLOY_LABEL.environment], [DEPLOY_LABEL.service]: labels[DEPLOY_LABEL.service] };
-    const secretName = await this.ensureEnvSecret(target, p, service);
+    const secretName = await this.objects.ensureEnvSecret(target, p, service, say);
     const where = `deployment ${name} in namespace ${ns}`;
     const before = await this.api.find(`reading ${where}`, () => this.api.apps.readNamespacedDeployment({ name, namespace: ns }));
     const replicas = before?.spec?.replicas || this.options.replicas;
@@ -203,68 +168,41 @@ export class KubernetesDeployer implements Deployer {
       imagePullPolicy: this.options.image_pull_policy,
     });
     if (!before) await this.api.request(`creating ${where}`, () => this.api.apps.createNamespacedDeployment({ namespace: ns, body }));
-    else await this.replaceDeployment(ns, before, body);
-    if (target.services[service].ports.length > 0) await this.applyService(ns, serviceManifest(target, name, service, labels, selector));
+    else await this.objects.replaceDeployment(ns, before, body);
+    say(`${service}: deployment ${name} ${before ? 'replaced' : 'created'}: image ${image}, ${replicas} replica(s)`);
+    if (target.services[service].ports.length > 0) {
+      const created = await this.objects.applyService(ns, serviceManifest(target, name, service, labels, selector));
+      say(`${service}: service ${name} ${created ? 'created' : 'replaced'}`);
+    }
     return { service, deployment: before };
   }
 
-  /** The service's environment Secret (named after its content, shared by its Deployment and one-off jobs); its name. */
-  private async ensureEnvSecret(target: DeployTarget, p: Placement, service: string): Promise<string> {
-    const secret = envSecretManifest(objectName(p, target, service), this.labels(target, service), target.services[service].environment);
-    const secretName = secret.metadata!.name!;
-    try {
-      await this.api.core.createNamespacedSecret({ namespace: p.namespace, body: secret });
-    } catch (err) {
-      if (statusOf(err) !== 409) throw apiError(`creating secret ${secretName} in namespace ${p.namespace}`, err); // 409: the same content exists
-    }
-    return secretName;
-  }
-
-  private async replaceDeployment(ns: string, current: V1Deployment, body: V1Deployment): Promise<V1Deployment> {
-    const name = current.metadata!.name!;
-    const metadata: V1ObjectMeta = { ...body.metadata, resourceVersion: current.metadata?.resourceVersion };
-    return this.api.request(`replacing deployment ${name} in namespace ${ns}`, () =>
-      this.api.apps.replaceNamespacedDeployment({ name, namespace: ns, body: { ...body, metadata } }),
-    );
-  }
-
-  private async applyService(ns: string, body: ReturnType<typeof serviceManifest>): Promise<void> {
-    const name = body.metadata!.name!;
-    const where = `service ${name} in namespace ${ns}`;
-    const existing = await this.api.find(`reading ${where}`, () => this.api.core.readNamespacedService({ name, namespace: ns }));
-    if (!existing) {
-      await this.api.request(`creating ${where}`, () => this.api.core.createNamespacedService({ namespace: ns, body }));
-      return;
-    }
-    // The cluster IP is immutable: a replacement keeps the one assigned.
-    const spec = { ...body.spec, clusterIP: existing.spec?.clusterIP };
-    await this.api.request(`replacing ${where}`, () =>
-      this.api.core.replaceNamespacedService({
-        name,
-        namespace: ns,
-        body: { ...body, spec, metadata: { ...body.metadata, resourceVersion: existing.metadata?.resourceVersion } },
-      }),
-    );
-  }
-
-  /** Waits until the rollout is complete, fails (ProgressDeadlineExceeded), or rollout_timeout_ms passes. */
-  private async waitRollout(p: Placement, name: string, service: string): Promise<ServiceHealth> {
+  /**
+   * Waits until the rollout is complete, fails (ProgressDeadlineExceeded), or rollout_timeout_ms
+   * passes. `say` hears the rollout's progress when it changes, and how it ended.
+   */
+  private async waitRollout(p: Placement, name: string, service: string, say: Say = () => undefined): Promise<ServiceHealth> {
+    const ended = (h: ServiceHealth) => {
+      say(`${service}: ${h.health === 'healthy' ? `ready (${h.detail})` : `not ready: ${h.detail}`}`);
+      return h;
+    };
     const deadline = Date.now() + this.options.rollout_timeout_ms;
-    for (;;) {
+    for (let last = ''; ; await sleep(POLL_MS)) {
       const d = await this.api.find(`reading deployment ${name} in namespace ${p.namespace}`, () =>
         this.api.apps.readNamespacedDeployment({ name, namespace: p.namespace }),
       );
-      if (!d) return { service, health: 'degraded', detail: 'the deployment is gone' };
+      if (!d) return ended({ service, health: 'degraded', detail: 'the deployment is gone' });
       const r = rolloutOf(d);
-      if (r.failed) return { service, health: 'degraded', detail: `${r.detail}${await this.podProblems(p, d)}` };
-      if (r.health) return { service, health: r.health, detail: r.detail };
+      if (r.failed) return ended({ service, health: 'degraded', detail: `${r.detail}${await this.podProblems(p, d)}` });
+      if (r.health) return ended({ service, health: r.health, detail: r.detail });
       if (Date.now() > deadline)
-        return {
+        return ended({
           service,
           health: 'degraded',
           detail: `not rolled out after ${this.options.rollout_timeout_ms} ms (${r.detail})${await this.podProblems(p, d)}`,
-        };
-      await sleep(POLL_MS);
+        });
+      if (r.detail !== last) say(`${service}: rollout: ${r.detail}`);
+      last = r.detail;
     }
   }
 
@@ -285,7 +223,7 @@ export class KubernetesDeployer implements Deployer {
   }
 
   /** After a failed deploy: each Deployment back to its previous spec (or removed when it is new), and the new Secrets gone. */
-  private async restore(target: DeployTarget, p: Placement, touched: Before[]): Promise<void> {
+  private async restore(target: DeployTarget, p: Placement, touched: Before[], say: Say): Promise<void> {
     const ns = p.namespace;
     for (const { service, deployment } of touched) {
       const name = objectName(p, target, service);
@@ -294,48 +232,30 @@ export class KubernetesDeployer implements Deployer {
         if (!deployment) {
           if (now) await this.api.find(`deleting deployment ${name}`, () => this.api.apps.deleteNamespacedDeployment({ name, namespace: ns }));
           await this.api.find(`deleting service ${name}`, () => this.api.core.deleteNamespacedService({ name, namespace: ns }));
+          say(`${service}: the new deployment ${name} was removed`);
         } else if (now) {
-          await this.replaceDeployment(ns, now, { apiVersion: 'apps/v1', kind: 'Deployment', metadata: deployment.metadata, spec: deployment.spec });
+          await this.objects.replaceDeployment(ns, now, { apiVersion: 'apps/v1', kind: 'Deployment', metadata: deployment.metadata, spec: deployment.spec });
+          say(`${service}: deployment ${name} put back as it was: its previous pods keep serving`);
         }
-      } catch {
-        /* the deploy already failed: what could not be put back shows in health */
+      } catch (err) {
+        // The deploy already failed: what could not be put back shows in health.
+        say(`${service}: deployment ${name} could not be put back: ${(err as Error).message}`);
       }
     }
-    await this.removeUnusedSecrets(target, p).catch(() => undefined);
+    await this.objects.removeUnusedSecrets(target, p, say).catch(() => undefined);
   }
 
   /** After a deploy: the Deployments and Services of services the release no longer has, and Secrets no Deployment uses. */
-  private async removeStale(target: DeployTarget, p: Placement, services: string[]): Promise<void> {
+  private async removeStale(target: DeployTarget, p: Placement, services: string[], say: Say): Promise<void> {
     const keep = new Set(services.map((s) => objectName(p, target, s)));
-    for (const d of await this.deployments(target, p)) {
+    for (const d of await this.objects.deployments(target, p)) {
       const name = d.metadata!.name!;
       if (keep.has(name)) continue;
       await this.api.find(`deleting deployment ${name}`, () => this.api.apps.deleteNamespacedDeployment({ name, namespace: p.namespace }));
       await this.api.find(`deleting service ${name}`, () => this.api.core.deleteNamespacedService({ name, namespace: p.namespace }));
+      say(`deployment and service ${name} removed (the release has no such service)`);
     }
-    await this.removeUnusedSecrets(target, p);
-  }
-
-  private async removeUnusedSecrets(target: DeployTarget, p: Placement): Promise<void> {
-    const used = new Set(
-      (await this.deployments(target, p)).flatMap((d) =>
-        (d.spec?.template.spec?.containers ?? []).flatMap((c) => (c.envFrom ?? []).map((e) => e.secretRef?.name)),
-      ),
-    );
-    const secrets = await this.api.request(`listing secrets in namespace ${p.namespace}`, () =>
-      this.api.core.listNamespacedSecret({ namespace: p.namespace, labelSelector: `${environmentSelector(target)},${DEPLOY_LABEL.service}` }),
-    );
-    for (const s of secrets.items) {
-      const name = s.metadata!.name!;
-      if (!used.has(name)) await this.api.find(`deleting secret ${name}`, () => this.api.core.deleteNamespacedSecret({ name, namespace: p.namespace }));
-    }
-  }
-
-  private async deployments(target: DeployTarget, p: Placement): Promise<V1Deployment[]> {
-    const list = await this.api.find(`listing deployments in namespace ${p.namespace}`, () =>
-      this.api.apps.listNamespacedDeployment({ namespace: p.namespace, labelSelector: environmentSelector(target) }),
-    );
-    return (list?.items ?? []).sort((a, b) => a.metadata!.name!.localeCompare(b.metadata!.name!));
+    await this.objects.removeUnusedSecrets(target, p, say);
   }
 
   private serviceOf(d: V1Deployment): string {
@@ -344,7 +264,7 @@ export class KubernetesDeployer implements Deployer {
 
   async health(target: DeployTarget): Promise<DeployOutcome> {
     const p = this.placement(target);
-    const services: ServiceHealth[] = (await this.deployments(target, p)).map((d) => {
+    const services: ServiceHealth[] = (await this.objects.deployments(target, p)).map((d) => {
       const r = rolloutOf(d);
       if (r.health) return { service: this.serviceOf(d), health: r.health, detail: r.detail };
       const serving = (d.status?.availableReplicas ?? 0) >= (d.spec?.replicas ?? 1);
@@ -358,11 +278,11 @@ export class KubernetesDeployer implements Deployer {
   /** Scales every Deployment to zero, noting its replicas for resume. */
   async suspend(target: DeployTarget): Promise<void> {
     const p = this.placement(target);
-    for (const d of await this.deployments(target, p)) {
+    for (const d of await this.objects.deployments(target, p)) {
       const replicas = d.spec?.replicas ?? 1;
       if (replicas === 0) continue;
       const annotations = { ...d.metadata?.annotations, [SUSPENDED_REPLICAS]: String(replicas) };
-      await this.replaceDeployment(p.namespace, d, { ...d, metadata: { ...d.metadata, annotations }, spec: { ...d.spec!, replicas: 0 } });
+      await this.objects.replaceDeployment(p.namespace, d, { ...d, metadata: { ...d.metadata, annotations }, spec: { ...d.spec!, replicas: 0 } });
     }
   }
 
@@ -370,11 +290,11 @@ export class KubernetesDeployer implements Deployer {
   async resume(target: DeployTarget): Promise<DeployOutcome> {
     const p = this.placement(target);
     const resumed: V1Deployment[] = [];
-    for (const d of await this.deployments(target, p)) {
+    for (const d of await this.objects.deployments(target, p)) {
       const { [SUSPENDED_REPLICAS]: noted, ...annotations } = d.metadata?.annotations ?? {};
       if ((d.spec?.replicas ?? 1) === 0) {
         const replicas = Number(noted) || this.options.replicas;
-        await this.replaceDeployment(p.namespace, d, { ...d, metadata: { ...d.metadata, annotations }, spec: { ...d.spec!, replicas } });
+        await this.objects.replaceDeployment(p.namespace, d, { ...d, metadata: { ...d.metadata, annotations }, spec: { ...d.spec!, replicas } });
       }
       resumed.push(d);
     }
@@ -389,7 +309,7 @@ export class KubernetesDeployer implements Deployer {
     const namespace = await this.api.find(`reading namespace ${ns}`, () => this.api.core.readNamespace({ name: ns }));
     if (!namespace) return;
     const labelSelector = environmentSelector(target);
-    for (const d of await this.deployments(target, p))
+    for (const d of await this.objects.deployments(target, p))
       await this.api.find(`deleting deployment ${d.metadata!.name}`, () =>
         this.api.apps.deleteNamespacedDeployment({ name: d.metadata!.name!, namespace: ns, propagationPolicy: 'Foreground' }),
       );
@@ -429,9 +349,9 @@ export class KubernetesDeployer implements Deployer {
     const name = dnsLabel(`${objectName(p, target, run.service)}-job-${randomBytes(3).toString('hex')}`);
     const container = dnsLabel(run.service);
     try {
-      await this.ensureNamespace(target, p);
-      await this.syncPullSecret(target, p);
-      const secretName = await this.ensureEnvSecret(target, p, run.service);
+      await this.objects.ensureNamespace(target, p);
+      await this.objects.syncPullSecret(target, p);
+      const secretName = await this.objects.ensureEnvSecret(target, p, run.service);
       const body = oneOffPodManifest({
         name,
         service: run.service,
