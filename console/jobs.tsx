@@ -123,8 +123,7 @@ function NewJob({ projectId, onCreated }: { projectId: string; onCreated: () => 
 }
 
 type Context = Schemas['JobContext'];
-// Two schemas carry the label Receipt (the compare route's allows null): which one the OpenAPI document names so depends on route order.
-type Receipt = NonNullable<Schemas['Receipt']>;
+type Receipt = Schemas['Receipt'];
 type Relation = { relation_type?: string; related?: { id?: string; title?: string; phase?: string } };
 
 const JobLink = ({ id, title, phase }: { id?: string; title?: string; phase?: string }) => (

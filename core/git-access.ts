@@ -87,13 +87,6 @@ export async function repoAccess(url: string, secrets: AccessSecrets, purpose: s
   };
 }
 
-/** `text` with every secret value replaced by `***`. */
-export function maskSecrets(text: string, secrets: readonly string[]): string {
-  let masked = text;
-  for (const secret of secrets) if (secret) masked = masked.split(secret).join('***');
-  return masked;
-}
-
 /** The secret names of `worker.git`, looked up in a project's scopes (project, org, system). */
 export function projectAccessSecrets(opts: {
   names: { token_secret: string; ssh_key_secret: string };

@@ -1,4 +1,5 @@
-import { maskSecrets, redactUrl } from '../../core/git-access.ts';
+import { redactUrl } from '../../core/git-access.ts';
+import { maskSecrets } from '../../core/secrets/mask.ts';
 import { BuildFailure, type BuildRequest } from '../../core/ports/builder.ts';
 import { lastMeaningful, runLines } from './process.ts';
 

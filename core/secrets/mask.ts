@@ -36,7 +36,7 @@ export function secretForms(value: string): string[] {
  * pass, so a form containing another is masked whole and masks are never re-matched. Encoded forms
  * shorter than the value's own length floor are skipped (a 4-character value's base64 core is 4 chars).
  */
-export function secretMasker(values: string[]): (text: string) => string {
+export function secretMasker(values: readonly string[]): (text: string) => string {
   const secrets = values.filter((v) => typeof v === 'string' && v.length >= MIN_MASKED_CHARS);
   const known = [...new Set(secrets.flatMap(secretForms).filter((f) => f.length >= MIN_MASKED_CHARS))].sort((a, b) => b.length - a.length);
   if (!known.length) return (text) => text;
@@ -44,6 +44,6 @@ export function secretMasker(values: string[]): (text: string) => string {
   return (text) => (text ? text.replace(pattern, MASK) : text);
 }
 
-export function maskSecrets(text: string, values: string[]): string {
+export function maskSecrets(text: string, values: readonly string[]): string {
   return secretMasker(values)(text);
 }

@@ -6,7 +6,8 @@ import Boom from '@hapi/boom';
 import { inject, injectable } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
 import type { Config } from '../../core/config/schema.ts';
-import { GitAccessError, maskSecrets, optionalRepoAccess, projectAccessSecrets, redactUrl, type RepoAccess } from '../../core/git-access.ts';
+import { GitAccessError, optionalRepoAccess, projectAccessSecrets, redactUrl, type RepoAccess } from '../../core/git-access.ts';
+import { maskSecrets } from '../../core/secrets/mask.ts';
 import type { SecretResolver } from '../../core/ports/secrets.ts';
 
 /** Secrets are looked up lazily: the secrets plugin may load after this one. */

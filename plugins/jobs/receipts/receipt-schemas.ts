@@ -192,7 +192,7 @@ const compareAttemptSchema = Joi.object({
   pricing: Joi.string()
     .valid(...PRICING)
     .required(),
-  receipt: receiptSchema.allow(null).description('only with include_receipt=true; null while the attempt runs'),
+  receipt: receiptSchema.allow(null).label('ComparedReceipt').description('only with include_receipt=true; null while the attempt runs'),
 }).label('ComparedAttempt');
 
 export const comparisonSchema = Joi.object({
