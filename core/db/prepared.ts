@@ -6,8 +6,10 @@ const STALE_PLAN = '0A000';
 
 /**
  * A statement PostgreSQL parses and plans once per connection (a named prepared statement), for the
- * hottest statements, where parsing and planning cost more than running. It goes through knex (its
- * pool, its query events), only named. A schema change that alters what the statement answers (a
+ * hottest writes, where parsing and planning cost more than running. Not for a statement whose best
+ * plan depends on a table's size: PostgreSQL soon keeps a generic plan, and one made while the table
+ * was small (a sequential scan) outlives the table's growth until the next ANALYZE. It goes through
+ * knex (its pool, its query events), only named. A schema change that alters what the statement answers (a
  * column added to a `SELECT *` by a newer replica's migration) makes PostgreSQL refuse the cached
  * plan; the statement is then prepared again under a new name, once per change.
  */
