@@ -3,8 +3,9 @@ import type { ServerRoute } from '@hapi/hapi';
 import type { DependencyContainer } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
 import { requires } from '../../core/http/access.ts';
-import { docs, timestamp } from '../../core/http/schemas.ts';
-import { listQuerySchema, pageSchema } from '../../core/http/lists.ts';
+import { docs } from '../../core/http/schemas.ts';
+import { pageSchema } from '../../core/http/lists.ts';
+import { followedLogQuery, lineEvents, logLineSchema, wantsStream, type LogPageQuery } from '../../core/http/line-logs.ts';
 import { paramsOf, queryOf } from '../../core/http/request.ts';
 import { openEventStream, sseFrame } from '../../core/http/sse.ts';
 import { NotFound } from '../../core/errors.ts';
@@ -13,29 +14,8 @@ import { BuildRepository } from './repository.ts';
 import { ACTIVE_STATUSES, buildParams, runId } from './schemas.ts';
 import { tags } from './routes.ts';
 
-const MAX_LOG_PAGE = 1000;
-
-const logQuery = listQuerySchema.keys({
-  limit: Joi.number().integer().min(1).max(MAX_LOG_PAGE).default(100).description(`lines per page, 1 to ${MAX_LOG_PAGE}`),
-  after_seq: Joi.number().integer().min(0).default(0).description('only lines with a greater seq (a cursor: the last seq read)'),
-  run_id: runId.description('a run of this build (default: the latest)'),
-  follow: Joi.boolean().default(false).description('stream as server-sent events (also chosen by Accept: text/event-stream)'),
-  last_event_id: Joi.number().integer().min(0).description('with follow: resume after this seq (the Last-Event-ID header wins)'),
-});
-const lineSchema = Joi.object({
-  seq: Joi.number().integer().min(1).required(),
-  stream: Joi.string().valid('stdout', 'stderr', 'system').required(),
-  line: Joi.string().allow('').required(),
-  at: timestamp.required(),
-}).label('BuildLogLine');
-
-interface LogQuery {
-  limit: number;
-  offset: number;
-  after_seq: number;
-  run_id?: string;
-  follow: boolean;
-}
+const logQuery = followedLogQuery.keys({ run_id: runId.description('a run of this build (default: the latest)') });
+const lineSchema = logLineSchema('BuildLogLine', ['stdout', 'stderr', 'system']);
 
 /** A run's builder output: a page of lines, or (follow / Accept: text/event-stream) a live stream with resume. */
 export function logRoutes(container: DependencyContainer): ServerRoute[] {
@@ -63,17 +43,16 @@ export function logRoutes(container: DependencyContainer): ServerRoute[] {
       },
       handler: async (request, h) => {
         const { build_id } = paramsOf(request);
-        const q = queryOf<LogQuery>(request);
+        const q = queryOf<LogPageQuery & { run_id?: string; follow: boolean }>(request);
         const run = await runOf(build_id, q.run_id);
-        const follow = q.follow || String(request.headers.accept ?? '').includes('text/event-stream');
-        if (!follow) return logs.page(run.id, q.after_seq, q);
+        if (!wantsStream(request, q.follow)) return logs.page(run.id, q.after_seq, q);
         return openEventStream(
           request,
           h,
           {
             subscribe: (wake) => logs.bus.subscribe(run.id, wake),
             ended: async () => !ACTIVE_STATUSES.includes((await builds.run(run.id))!.status),
-            after: async (afterSeq) => (await logs.after(run.id, afterSeq)).map((l) => ({ id: l.seq, type: 'log', data: l })),
+            after: lineEvents((afterSeq) => logs.after(run.id, afterSeq)),
             closing: async () => {
               const r = (await builds.run(run.id))!;
               return sseFrame({ type: 'end', data: { run_id: r.id, status: r.status, error_class: r.error_class, error_message: r.error_message } });

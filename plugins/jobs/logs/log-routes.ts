@@ -3,8 +3,9 @@ import type { ServerRoute } from '@hapi/hapi';
 import type { DependencyContainer } from '../../../core/di.ts';
 import { Tokens } from '../../../core/tokens.ts';
 import { requires } from '../../../core/http/access.ts';
-import { docs, eventStreamQuery, eventStreamResponse, timestamp } from '../../../core/http/schemas.ts';
-import { listQuerySchema, pageSchema } from '../../../core/http/lists.ts';
+import { docs, eventStreamQuery, eventStreamResponse } from '../../../core/http/schemas.ts';
+import { pageSchema } from '../../../core/http/lists.ts';
+import { lineEvents, logLineSchema, logPageQuery, type LogPageQuery } from '../../../core/http/line-logs.ts';
 import { paramsOf, queryOf } from '../../../core/http/request.ts';
 import { openEventStream, sseFrame } from '../../../core/http/sse.ts';
 import { AttemptLogs } from './attempt-logs.ts';
@@ -12,19 +13,9 @@ import { jobParams } from '../job/routes.ts';
 import { NotFound } from '../../../core/errors.ts';
 
 const tags = ['api', 'jobs'];
-const MAX_LOG_PAGE = 1000;
 
 const attemptParams = jobParams.keys({ attempt_id: Joi.string().guid().required() });
-const logQuery = listQuerySchema.keys({
-  limit: Joi.number().integer().min(1).max(MAX_LOG_PAGE).default(100).description(`lines per page, 1 to ${MAX_LOG_PAGE}`),
-  after_seq: Joi.number().integer().min(0).default(0).description('only lines with a greater seq (a cursor: the last seq read)'),
-});
-const lineSchema = Joi.object({
-  seq: Joi.number().integer().min(1).required(),
-  stream: Joi.string().valid('stdout', 'stderr', 'system').required(),
-  line: Joi.string().allow('').required(),
-  at: timestamp.required(),
-}).label('AttemptLogLine');
+const lineSchema = logLineSchema('AttemptLogLine', ['stdout', 'stderr', 'system']);
 
 /** The attempt's output: a page of lines in seq order, and a live stream of them. */
 export function logRoutes(container: DependencyContainer): ServerRoute[] {
@@ -46,13 +37,13 @@ export function logRoutes(container: DependencyContainer): ServerRoute[] {
         tags,
         description: 'Output lines of an attempt, oldest first (seq order); page with limit/offset or with after_seq as a cursor',
         plugins: { ...requires('jobs:read', 'job'), ...docs(400, 401, 403, 404) },
-        validate: { params: attemptParams, query: logQuery },
+        validate: { params: attemptParams, query: logPageQuery },
         response: { schema: pageSchema(lineSchema, 'AttemptLogPage') },
       },
       handler: async (request) => {
         const { job_id, attempt_id } = paramsOf(request);
         await attemptOf(job_id, attempt_id);
-        const q = queryOf<{ limit: number; offset: number; after_seq: number }>(request);
+        const q = queryOf<LogPageQuery>(request);
         return logs.page(attempt_id, q.after_seq, q);
       },
     },
@@ -79,7 +70,7 @@ export function logRoutes(container: DependencyContainer): ServerRoute[] {
           {
             subscribe: (wake) => logs.bus.subscribe(job_id, wake),
             ended: async () => (await attemptOf(job_id, attempt_id)).status !== 'running',
-            after: async (afterSeq) => (await logs.after(attempt_id, afterSeq)).map((l) => ({ id: l.seq, type: 'log', data: l })),
+            after: lineEvents((afterSeq) => logs.after(attempt_id, afterSeq)),
             closing: async () => {
               const a = await attemptOf(job_id, attempt_id);
               return sseFrame({ type: 'end', data: { status: a.status, result_status: a.result_status, error: a.error } });
