@@ -1,7 +1,7 @@
 // A job whose model is managed/<name> runs its harness against the model through svc's proxy: the CLI
 // gets the proxy's URL and its job token (never the provider key), and the calls land on the attempt,
 // whose receipt prices them from the rate card in force and bills them in the org's currency.
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import path from 'node:path';
 import { managed, target, teardown, world, type World } from './helpers.ts';
 import { until } from '../worker/helpers.ts';
@@ -31,28 +31,33 @@ test.before(async () => {
 });
 test.after.always(() => teardown(w));
 
+/** The job once it has ended, done (else the test fails with its attempts), with its first attempt's whole log. */
+async function ended(t: ExecutionContext, jobId: string) {
+  const job = await until(
+    async () => {
+      const r = await w.admin.get(`/jobs/${jobId}`);
+      return ['done', 'cancelled'].includes(r.body.phase) ? r.body : null;
+    },
+    'the job to end',
+    60_000,
+  );
+  const attempts = (await w.admin.get(`/projects/${w.project}/jobs/${job.id}/attempts`)).body.data;
+  t.is(job.phase, 'done', JSON.stringify(attempts));
+  const lines: { seq: number; line: string }[] = [];
+  for (let more = true; more;) {
+    const page = await w.admin.get(`/jobs/${job.id}/attempts/${attempts[0].id}/logs?limit=50&after_seq=${lines.at(-1)?.seq ?? 0}`);
+    lines.push(...page.body.data);
+    more = page.body.pagination.has_more;
+  }
+  return { job, logs: lines.map((l) => l.line).join('\n') };
+}
+
 test.serial(
   'a harness_d job on managed/fast calls the model through the proxy with its job token; its receipt bills the usage in EUR from the card',
   async (t) => {
     const created = await w.admin.post(`/projects/${w.project}/jobs`, { description: 'Say hello [[fake:proxy]]', harness: 'harness_d', model: 'managed/fast' });
     t.is(created.statusCode, 201, JSON.stringify(created.body));
-    const job = await until(
-      async () => {
-        const r = await w.admin.get(`/jobs/${created.body.id}`);
-        return ['done', 'cancelled'].includes(r.body.phase) ? r.body : null;
-      },
-      'the job to end',
-      60_000,
-    );
-    const attempts = (await w.admin.get(`/projects/${w.project}/jobs/${job.id}/attempts`)).body.data;
-    t.is(job.phase, 'done', JSON.stringify(attempts));
-    const lines: { seq: number; line: string }[] = [];
-    for (let more = true; more;) {
-      const page = await w.admin.get(`/jobs/${job.id}/attempts/${attempts[0].id}/logs?limit=50&after_seq=${lines.at(-1)?.seq ?? 0}`);
-      lines.push(...page.body.data);
-      more = page.body.pagination.has_more;
-    }
-    const logs = lines.map((l) => l.line).join('\n');
+    const { job, logs } = await ended(t, created.body.id);
     t.regex(logs, /model managed\/fast: managed\/fast through svc's inference proxy/);
     t.regex(logs, /model said: /);
     t.false(logs.includes(w.fake.apiKey), 'the provider key never reaches the job');
@@ -83,18 +88,7 @@ test.serial(
     const before = w.fake.calls.filter((c) => c.body?.model === 'gpt-fake-1').length;
     const created = await w.admin.post(`/projects/${w.project}/jobs`, { description: 'Say hello [[fake:proxy]]', harness_profile: 'cheap' });
     t.is(created.statusCode, 201, JSON.stringify(created.body));
-    const job = await until(
-      async () => {
-        const r = await w.admin.get(`/jobs/${created.body.id}`);
-        return ['done', 'cancelled'].includes(r.body.phase) ? r.body : null;
-      },
-      'the job to end',
-      60_000,
-    );
-    const attempts = (await w.admin.get(`/projects/${w.project}/jobs/${job.id}/attempts`)).body.data;
-    t.is(job.phase, 'done', JSON.stringify(attempts));
-    const page = await w.admin.get(`/jobs/${job.id}/attempts/${attempts[0].id}/logs?limit=200`);
-    const logs = page.body.data.map((l: { line: string }) => l.line).join('\n');
+    const { job, logs } = await ended(t, created.body.id);
     t.regex(logs, /model managed\/fast: managed\/fast through svc's inference proxy/);
     t.false(logs.includes(w.fake.apiKey), 'the provider key never reaches the job');
     const upstream = w.fake.calls.filter((c) => c.body?.model === 'gpt-fake-1').slice(before);
