@@ -16,6 +16,8 @@ export interface SecretResolver {
   resolve(name: string, ctx: SecretContext): Promise<string>;
   /** Replaces every `${secret.NAME}` in `text`. */
   expand(text: string, ctx: SecretContext): Promise<string>;
+  /** The same, with the values it put in (what output and logs must then mask). */
+  expandWithValues(text: string, ctx: SecretContext): Promise<{ text: string; values: string[] }>;
 }
 
 export const SecretResolverToken = Symbol('SecretResolver') as InjectionToken<SecretResolver>;

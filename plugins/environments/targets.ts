@@ -8,8 +8,6 @@ import type { EnvironmentRow } from './repository.ts';
 
 const DEFAULT_USERNAME_SECRET = 'REGISTRY_USERNAME';
 const DEFAULT_TOKEN_SECRET = 'REGISTRY_PASSWORD';
-/** A `${secret.NAME}` the resolver expanded (it refused a malformed one already). */
-const SECRET_EXPRESSION = /\$\{secret\.([A-Za-z0-9_]+)\}/g;
 
 /** `8080` or `"18080:8080"` (host:container). */
 function portOf(p: number | string): DeployService['ports'][number] {
@@ -99,10 +97,9 @@ export class DeployTargets {
   private async expand(value: string, projectId: string, secrets: string[]): Promise<string> {
     if (!value.includes('${')) return value;
     try {
-      const resolver = this.resolver('a service environment value');
-      const expanded = await resolver.expand(value, { projectId });
-      for (const [, name] of value.matchAll(SECRET_EXPRESSION)) secrets.push(await resolver.resolve(name, { projectId }));
-      return expanded;
+      const expanded = await this.resolver('a service environment value').expandWithValues(value, { projectId });
+      secrets.push(...expanded.values);
+      return expanded.text;
     } catch (err) {
       if (err instanceof SecretMissing) throw new Invalid(`a service of the environment names a missing secret: ${err.message}`);
       throw err;

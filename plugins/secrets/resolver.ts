@@ -29,12 +29,16 @@ export class SecretResolver implements SecretResolverPort {
   }
 
   async expand(text: string, ctx: SecretContext): Promise<string> {
+    return (await this.expandWithValues(text, ctx)).text;
+  }
+
+  async expandWithValues(text: string, ctx: SecretContext): Promise<{ text: string; values: string[] }> {
     const names = [...new Set([...text.matchAll(EXPRESSION)].map((m) => m[1]))];
-    if (!names.length) return text;
+    if (!names.length) return { text, values: [] };
     const bad = names.find((n) => !SECRET_NAME.test(n));
     if (bad !== undefined) throw new Invalid(`\${secret.${bad}} is not a valid secret expression: names are upper-case letters, digits and underscores`);
     const values = await this.resolveAll(names, ctx);
-    return text.replace(EXPRESSION, (_, name: string) => values.get(name)!);
+    return { text: text.replace(EXPRESSION, (_, name: string) => values.get(name)!), values: [...values.values()] };
   }
 
   /** Values by name, all found or SecretMissing (422) naming the first missing one and every scope searched. */

@@ -86,11 +86,12 @@ export async function resolveOverrides(
     }
     if (!resolver) throw new WorkerFailure(`env_overrides.${key} names a secret, but no secret resolver is loaded (the secrets plugin)`);
     try {
-      env[key] = await resolver.expand(value, ctx);
+      const expanded = await resolver.expandWithValues(value, ctx);
+      env[key] = expanded.text;
+      secrets.push(...expanded.values);
     } catch (err) {
       throw new WorkerFailure(`env_overrides.${key}: ${(err as Error).message}`);
     }
-    for (const m of value.matchAll(/\$\{secret\.([A-Z][A-Z0-9_]*)\}/g)) secrets.push(await resolver.resolve(m[1], ctx));
   }
   return { env, secrets };
 }
