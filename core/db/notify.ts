@@ -33,13 +33,16 @@ export class Notifier {
     return () => this.local.delete(listener);
   }
 
-  /** A notice that went out with a statement of its own (a `pg_notify` in the writing statement): this process's listeners hear it at once. */
-  sentWith(payload = ''): void {
+  /**
+   * This process's listeners hear `payload` now: `notify` does this before it sends; a notice that
+   * went out with the writing statement itself (its own `pg_notify`) needs only this.
+   */
+  heardHere(payload = ''): void {
     for (const listener of this.local) listener(payload);
   }
 
   notify(payload = ''): void {
-    for (const listener of this.local) listener(payload);
+    this.heardHere(payload);
     this.pending.add(payload);
     if (!this.sending) void this.send();
   }

@@ -75,7 +75,7 @@ export class JobLifecycle implements PhaseMover {
   async insertRoots(rows: Parameters<JobRepository['insertRoots']>[0]): Promise<(JobRow | null)[]> {
     const wake = rows.some((r) => wakes(r.phase));
     const inserted = await this.jobs.insertRoots(rows, wake ? this.wakeups.channel : null);
-    if (wake && inserted.some((r) => r !== null)) this.wakeups.sentWith();
+    if (wake && inserted.some((r) => r !== null)) this.wakeups.heardHere();
     return inserted;
   }
 
