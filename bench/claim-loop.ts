@@ -2,7 +2,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Db } from '../core/db/knex.ts';
 import { container } from '../core/di.ts';
 import { Tokens } from '../core/tokens.ts';
-import { declareDirectories } from '../core/ports/directory.ts';
+import { declareDirectories, ProjectDirectorySlotToken, type ProjectDirectory } from '../core/ports/directory.ts';
+import type { Config } from '../core/config/schema.ts';
 import { createLogger } from '../core/logger.ts';
 import { Claims } from '../plugins/jobs/claims/claims.ts';
 import { PriceBookLookup } from '../plugins/jobs/receipts/receipt-pricing.ts';
@@ -30,8 +31,14 @@ export function claimsOver(db: Db, databaseUrl: string): Claims {
   scope.registerInstance(Tokens.ControlDb, db);
   scope.registerInstance(Tokens.DatabaseUrl, databaseUrl);
   scope.registerInstance(Tokens.Logger, createLogger('silent'));
-  // Claiming prices nothing and reads no directory: the plugins that fill these are not loaded here.
+  // Claiming prices nothing, and reads of the directory only a project's org (for the running-attempt
+  // quota, set out of reach: the loops do not end their attempts): the plugins are not loaded here.
+  scope.registerInstance(Tokens.Config, { limits: { org: { running_attempts: 1_000_000_000 } } } as unknown as Config);
   declareDirectories(scope);
+  const orgs: Pick<ProjectDirectory, 'byIds'> = {
+    byIds: (ids, trx) => (trx ?? db)('projects').whereIn('id', ids).select('id', 'org_id'),
+  };
+  scope.resolve(ProjectDirectorySlotToken).fill(orgs as ProjectDirectory);
   scope.registerInstance(PriceBookLookup, () => null);
   return scope.resolve(Claims);
 }

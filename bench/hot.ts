@@ -130,30 +130,126 @@ function rowsFor(title: string, figures: Map<string, Slice>, routes: Route[], co
   return rows;
 }
 
-/** Returns the failed checks (a route answering anything but 2xx). */
+/** A project with jobs to read on a fresh server, and the routes the bench measures there: the caller's token and the routes. */
+async function seededRoutes(url: string): Promise<{ token: string; routes: Route[] }> {
+  const { token, projectId } = await seedProject(url);
+  // Reads go round a hundred jobs, so no cache or coalescing of one row can stand in for reading.
+  const readIds: string[] = [];
+  for (let i = 0; i < READ_JOBS; i++)
+    readIds.push((await json(`${url}/projects/${projectId}/jobs`, 'POST', { description: `a job the bench reads #${i}` }, token)).id);
+  let n = 0;
+  let r = 0;
+  const routes: Route[] = [
+    { name: 'GET /bench/public (constant)', method: 'GET', path: '/bench/public', auth: false },
+    { name: 'GET /bench/bare (authenticated, constant)', method: 'GET', path: '/bench/bare', auth: true },
+    { name: 'GET /jobs/{id}', method: 'GET', path: () => `/jobs/${readIds[r++ % READ_JOBS]}`, auth: true },
+    {
+      name: 'POST /projects/{id}/jobs',
+      method: 'POST',
+      path: `/projects/${projectId}/jobs`,
+      auth: true,
+      body: () => JSON.stringify({ description: `Fix the flaky retry test #${n++}`, labels: ['ci'], priority: n % 5 }),
+    },
+  ];
+  return { token, routes };
+}
+
+/** The request limiter's settings when it is on: the default leases (batch 10 growing to 50), a bucket refilled faster than the bench can empty it. */
+const LIMITER_ON = {
+  SVC_LIMITS__REQUESTS__ENABLED: 'true',
+  SVC_LIMITS__REQUESTS__PER_SECOND: '1000000000',
+  // The default burst: leases grow to its tenth (50), as a busy caller's would.
+  SVC_LIMITS__REQUESTS__BURST: '500',
+};
+const LIMITER_GOAL = 0.95;
+
+/**
+ * The request limiter's price (issue 29 item 6): two servers, limiter off and on (limits.requests.enabled),
+ * each route measured on both in turn, the order swapped every round. On, every request spends a
+ * leased token and a busy caller leases 50 at a time (one UPDATE … RETURNING, the default max
+ * lease); the bucket refills at once, so nothing is refused and the figure is the cost alone.
+ */
+async function runLimiterComparison(failures: string[]): Promise<void> {
+  const off = await startBenchServer({ SVC_SERVER__BENCH_ROUTES: 'true' });
+  const on = await startBenchServer({ SVC_SERVER__BENCH_ROUTES: 'true', ...LIMITER_ON });
+  try {
+    const sides = await Promise.all(
+      [off, on].map(async (server) => {
+        const { token, routes } = await seededRoutes(server.url);
+        // The public route takes no token, so the limiter's cost is not in it.
+        return { server, token, routes: routes.filter((route) => route.auth) };
+      }),
+    );
+    for (const side of sides) for (const route of side.routes) await slice(side.server, side.token, route, CONNECTIONS[0], WARM_UP_S);
+    const rows: Row[] = [];
+    for (const c of CONNECTIONS) {
+      const figures = sides.map(() => new Map<string, Slice[]>());
+      for (let round = 0; round < ROUNDS; round++)
+        for (let i = 0; i < sides[0].routes.length; i++)
+          for (const k of round % 2 ? [1, 0] : [0, 1]) {
+            const side = sides[k];
+            const route = side.routes[i];
+            const list = figures[k].get(route.name) ?? [];
+            list.push(await slice(side.server, side.token, route, c));
+            figures[k].set(route.name, list);
+          }
+      const scenario = `limiter off vs on, ${c} connections`;
+      for (const route of sides[0].routes) {
+        const [a, b] = figures.map((f) => f.get(route.name)!);
+        const mean = (s: Slice[], f: (x: Slice) => number) => s.reduce((t, x) => t + f(x), 0) / s.length;
+        const errors = [...a, ...b].reduce((t, x) => t + x.errors, 0);
+        if (errors) failures.push(`${scenario}: ${route.name}: ${errors} non-2xx, errors or timeouts`);
+        rows.push(
+          {
+            scenario,
+            figure: `${route.name}: throughput off / on`,
+            value: `${fmt.rate(
+              mean(a, (x) => x.rate),
+              'req/s',
+            )} / ${fmt.rate(
+              mean(b, (x) => x.rate),
+              'req/s',
+            )}`,
+          },
+          {
+            scenario,
+            figure: `${route.name}: server CPU per request off / on`,
+            value: `${fmt.ms(mean(a, (x) => x.cpuMs))} / ${fmt.ms(mean(b, (x) => x.cpuMs))}`,
+          },
+          goalRow(scenario, `${route.name}: throughput on ÷ off`, mean(b, (x) => x.rate) / mean(a, (x) => x.rate), (v) => `${(v * 100).toFixed(1)} %`, {
+            atLeast: LIMITER_GOAL,
+          }),
+          {
+            scenario,
+            figure: `${route.name}: by server CPU per request, off ÷ on`,
+            value: `${((mean(a, (x) => x.cpuMs) / mean(b, (x) => x.cpuMs)) * 100).toFixed(1)} %`,
+          },
+        );
+      }
+    }
+    printTable(
+      `svc request limiter: its cost on the hot routes, two server processes (limiter off, on), ${ROUNDS} rounds of ${SLICE_S} s per route and side`,
+      rows,
+      [
+        'on: limits.requests.enabled with the default burst 500 and batch 10 (leases grow to 50, one UPDATE … RETURNING each) and per_second 10⁹, so nothing is refused; off: limits.requests.enabled false',
+        'every round measures each route on both servers one after the other, the order swapped each round; figures are means over the rounds',
+        'goal: on at most 5 % slower than off (throughput on ÷ off ≥ 95 %)',
+      ],
+    );
+  } finally {
+    await Promise.all([off.stop(), on.stop()]);
+  }
+}
+
+/** Returns the failed checks (a route answering anything but 2xx). BENCH_HOT_PARTS=limiter runs only the limiter comparison, =main only the rest. */
 export async function runHotBench(): Promise<string[]> {
   const failures: string[] = [];
+  const parts = (process.env.BENCH_HOT_PARTS ?? 'main,limiter').split(',');
+  if (parts.includes('limiter')) await runLimiterComparison(failures);
+  if (!parts.includes('main')) return failures;
   const server = await startBenchServer({ SVC_SERVER__BENCH_ROUTES: 'true' });
   try {
-    const { token, projectId } = await seedProject(server.url);
-    // Reads go round a hundred jobs, so no cache or coalescing of one row can stand in for reading.
-    const readIds: string[] = [];
-    for (let i = 0; i < READ_JOBS; i++)
-      readIds.push((await json(`${server.url}/projects/${projectId}/jobs`, 'POST', { description: `a job the bench reads #${i}` }, token)).id);
-    let n = 0;
-    let r = 0;
-    const routes: Route[] = [
-      { name: 'GET /bench/public (constant)', method: 'GET', path: '/bench/public', auth: false },
-      { name: 'GET /bench/bare (authenticated, constant)', method: 'GET', path: '/bench/bare', auth: true },
-      { name: 'GET /jobs/{id}', method: 'GET', path: () => `/jobs/${readIds[r++ % READ_JOBS]}`, auth: true },
-      {
-        name: 'POST /projects/{id}/jobs',
-        method: 'POST',
-        path: `/projects/${projectId}/jobs`,
-        auth: true,
-        body: () => JSON.stringify({ description: `Fix the flaky retry test #${n++}`, labels: ['ci'], priority: n % 5 }),
-      },
-    ];
+    const { token, routes } = await seededRoutes(server.url);
     // Every route once before measuring, so no figure carries the JIT's first compilations or a cold memo.
     for (const r of routes) await slice(server, token, r, CONNECTIONS[0], WARM_UP_S);
     const rows: Row[] = [];

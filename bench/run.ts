@@ -19,14 +19,16 @@
  *   BENCH_WORKER_JOBS=200, BENCH_WORKER_CONCURRENCY=4  worker (bench/worker.ts): script jobs per scenario, worker.concurrency
  *   BENCH_HOT_SECONDS=5, BENCH_HOT_ROUNDS=2, BENCH_HOT_CONNECTIONS=8,32  hot (bench/hot.ts): slice per route, interleaved rounds
  *   BENCH_HOT_ORGS=1000, BENCH_HOT_JOBS=100000     hot: the seed of its second half
+ *   BENCH_HOT_PARTS=main,limiter                    hot: its parts (limiter: the request limiter off vs on, bench/hot.ts)
  *   BENCH_SERVER_NODE_ARGS=''                      node flags of the spawned server (e.g. --cpu-prof --cpu-prof-dir=/tmp/prof)
  *   BENCH_CLI_RUNS=30                               cli (bench/cli.ts): runs of each command
  *   BENCH_STREAMS=1000, BENCH_STREAM_CREATES=200    streams (bench/streams.ts): idle SSE streams, job creates measured
  *   BENCH_ANALYTICS_JOBS=100000, BENCH_ANALYTICS_RUNS=10000  analytics (bench/analytics.ts): seeded jobs and pipeline runs of one org
  *   BENCH_BUILD_RUNS=5                              builds (bench/builds.ts): builds per scenario (needs a Docker engine)
+ *   BENCH_INFERENCE_CALLS=300, BENCH_INFERENCE_TOKENS=5000  inference (bench/inference.ts): streamed calls per side, tokens of the long stream
  * `npm run bench` builds first: the server and the CLI run compiled, as users run them.
  */
-const GROUPS = ['kernel', 'hot', 'jobs', 'pipelines', 'events', 'webhooks', 'worker', 'cli', 'streams', 'analytics', 'builds'] as const;
+const GROUPS = ['kernel', 'hot', 'jobs', 'pipelines', 'events', 'webhooks', 'worker', 'cli', 'streams', 'analytics', 'builds', 'inference'] as const;
 const JOB_SCENARIOS = ['claim', 'dispatch', 'ingest'] as const;
 
 const args = process.argv.slice(2);
@@ -51,6 +53,7 @@ for (const group of groups) {
   else if (group === 'streams') failures.push(...(await (await import('./streams.ts')).runStreamsBench()));
   else if (group === 'analytics') failures.push(...(await (await import('./analytics.ts')).runAnalyticsBench()));
   else if (group === 'builds') failures.push(...(await (await import('./builds.ts')).runBuildsBench()));
+  else if (group === 'inference') failures.push(...(await (await import('./inference.ts')).runInferenceBench()));
   else failures.push(...(await (await import('./webhooks.ts')).runWebhooksBench()));
 }
 console.log(`\nbenchmark finished in ${((Date.now() - started) / 1000).toFixed(0)} s`);

@@ -46,6 +46,10 @@ export async function startBenchServer(extraEnv: Record<string, string> = {}): P
       SVC_LOG_LEVEL: 'warn',
       SVC_ROLES: 'api',
       DATABASE_URL: database.url,
+      // Benchmarks measure throughput: one token sends thousands of requests a second and leaves
+      // many thousands of jobs queued. The limits are off unless a bench turns them on (bench/hot.ts).
+      SVC_LIMITS__REQUESTS__ENABLED: 'false',
+      SVC_LIMITS__ORG__QUEUED_JOBS: '1000000000',
       ...extraEnv,
     };
     // BENCH_SERVER_NODE_ARGS: e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile the server (written when it stops).

@@ -66,6 +66,17 @@ export class Invalid extends DomainError {
 }
 
 /**
+ * A per-org quota (config limits.org) would be passed: the message names the org, the count and the
+ * setting. 429 for what drains as work finishes (queued jobs), 422 for what stays until deleted
+ * (webhooks, environments).
+ */
+export class QuotaExceeded extends DomainError {
+  constructor(kind: 'too_many' | 'invalid', message: string) {
+    super(kind, message);
+  }
+}
+
+/**
  * An external system the request needed (a deployer's engine or cluster) failed or could not be
  * reached (502): the message names it and its reason; nothing was recorded, so the call can be retried.
  */
@@ -91,7 +102,28 @@ export class SecretMissing extends DomainError {
   constructor(
     readonly secret: string,
     readonly searched: string[],
+    message = `secret ${secret} not found; searched ${searched.join(', ')}`,
   ) {
-    super('invalid', `secret ${secret} not found; searched ${searched.join(', ')}`);
+    super('invalid', message);
+  }
+}
+
+/**
+ * For a job, only system scope holds the secret and it is not shared with jobs (422): missing as far
+ * as the job goes, with a message that says why and what to do (docs/security.md, "System secrets and jobs").
+ */
+export class SecretNotShared extends SecretMissing {
+  constructor(
+    secret: string,
+    searched: string[],
+    /** One of svc's own integration secrets (core/secrets/platform.ts): never shared. */
+    readonly integration: boolean,
+  ) {
+    super(
+      secret,
+      searched,
+      `secret ${secret} exists only at system scope and is not shared with jobs; ` +
+        (integration ? "it is one of svc's own integration secrets, which never reach jobs" : 'a system admin can set shared_with_jobs'),
+    );
   }
 }

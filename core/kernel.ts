@@ -21,6 +21,7 @@ import { Memberships } from './auth/memberships.ts';
 import { AccessTargets } from './http/access.ts';
 import { createServer } from './http/server.ts';
 import { RoleListener } from './http/role-listener.ts';
+import { noteOwnPort } from './http/address-guard.ts';
 import { checkAdapterKinds, createAdapter, type AdapterDeps } from './adapters.ts';
 import { Housekeeping, RoleServices, schedulerService } from './roles.ts';
 import { SchedulerToken } from './ports/scheduler.ts';
@@ -168,6 +169,7 @@ export async function startKernel(config: Config, opts: KernelOptions = {}): Pro
       undo.push(() => server.stop({ timeout: config.server.shutdown_timeout_ms }));
     }
     const url = listener?.url ?? server.info.uri;
+    noteOwnPort(Number(new URL(url).port)); // the outbound policy refuses this port on this host's addresses (production)
     logger.info({ url, roles: config.roles }, listener ? 'svc listening (probes and internal routes only: no api role here)' : 'svc listening');
     for (const role of config.roles) {
       for (const service of roleServices.of(role)) {

@@ -18,7 +18,9 @@ export async function openApiDocument(config: Config): Promise<Record<string, un
   const logger = createLogger('silent');
   const db = createKnex(NO_DATABASE, 1, logger);
   try {
-    const apiOnly = { ...config, roles: ['api'] } as Config;
+    // No request limits: their buckets are in the database.
+    const limits = { ...config.limits, requests: { ...config.limits.requests, enabled: false } };
+    const apiOnly = { ...config, roles: ['api'], limits } as Config;
     const container = await kernelContainer({ config: apiOnly, db, controlDb: db, databaseUrl: NO_DATABASE, logger, sealer: new Sealer(randomBytes(32)) });
     container.registerInstance(RoleServices, new RoleServices());
     container.registerInstance(Housekeeping, new Housekeeping());

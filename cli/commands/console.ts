@@ -9,7 +9,7 @@ export const CONSOLE_USAGE = `usage: svc console [--print]
 
 Opens the web console in your browser, signed in as you. The link it opens works once, within a
 minute, and carries no token: the console turns it into a session cookie of its own.
-  --print   print the link instead of opening a browser (open it within a minute)
+  --print   print only the link on stdout instead of opening a browser (open it within a minute)
 
 Examples:
   svc console --print
@@ -46,6 +46,8 @@ export async function runConsole(ctx: Context, args: string[]): Promise<number> 
     process.stdout.write(`Opened the console in your browser (the link works once, until ${link.expires_at}).\n`);
     return 0;
   }
-  process.stdout.write(`Open this link within a minute (it works once):\n${link.url}\n`);
+  // Only the link on stdout, so `open "$(svc console --print)"` works; the advice goes to stderr.
+  process.stderr.write('Open this link within a minute (it works once):\n');
+  process.stdout.write(`${link.url}\n`);
   return 0;
 }

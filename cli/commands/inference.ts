@@ -9,11 +9,11 @@ export const INFERENCE_USAGE = `usage: svc inference <targets|managed> <command>
 
   targets list [--system]                 the org's inference targets (or the system's)
   targets create NAME --kind openai|anthropic --base-url URL [--credential-secret NAME]
-                 [--allowed-models M1,M2] [--request-timeout-ms N] [--idle-timeout-ms N] [--system]
+                 [--allowed-models M1,M2] [--request-timeout-ms N] [--idle-timeout-ms N] [--responses-api true|false] [--system]
                                           a named upstream; the key is the NAME of a secret, never a value
   targets get ID
   targets update ID [--kind K] [--base-url URL] [--credential-secret NAME] [--allowed-models M1,M2]
-                 [--request-timeout-ms N] [--idle-timeout-ms N]
+                 [--request-timeout-ms N] [--idle-timeout-ms N] [--responses-api true|false]
   targets delete ID
   managed list                            managed/<name> models the org (or --project) may use, with the system's
   managed add NAME --target ID --upstream-model M [--input-price P] [--output-price P]
@@ -56,6 +56,7 @@ const TARGET_FIELDS = [
   'allowed_models',
   'request_timeout_ms',
   'idle_timeout_ms',
+  'responses_api',
   'created_at',
   'updated_at',
 ];
@@ -87,7 +88,14 @@ const targetFlags = {
   'allowed-models': { type: 'string' },
   'request-timeout-ms': { type: 'string' },
   'idle-timeout-ms': { type: 'string' },
+  'responses-api': { type: 'string' },
 } as const;
+/** `--responses-api true|false` (an openai target whose upstream also serves the Responses API). */
+function boolFlag(value: string | undefined): boolean | undefined {
+  if (value === undefined) return undefined;
+  if (value !== 'true' && value !== 'false') throw new UsageError('--responses-api takes true or false', INFERENCE_USAGE);
+  return value === 'true';
+}
 const pageFlags = { limit: { type: 'string' }, offset: { type: 'string' } } as const;
 
 const list = (value: string | undefined) =>
@@ -140,6 +148,7 @@ async function runTargets(ctx: Context, command: string | undefined, rest: strin
         allowed_models: list(values['allowed-models']),
         request_timeout_ms: intFlag(values['request-timeout-ms'], 'request-timeout-ms', INFERENCE_USAGE),
         idle_timeout_ms: intFlag(values['idle-timeout-ms'], 'idle-timeout-ms', INFERENCE_USAGE),
+        responses_api: boolFlag(values['responses-api']),
       };
       printObject(ctx, await apiRequest(ctx, 'POST', '/inference/targets', { body }), TARGET_FIELDS);
       return 0;
@@ -159,6 +168,7 @@ async function runTargets(ctx: Context, command: string | undefined, rest: strin
           allowed_models: list(values['allowed-models']),
           request_timeout_ms: intFlag(values['request-timeout-ms'], 'request-timeout-ms', INFERENCE_USAGE),
           idle_timeout_ms: intFlag(values['idle-timeout-ms'], 'idle-timeout-ms', INFERENCE_USAGE),
+          responses_api: boolFlag(values['responses-api']),
         }).filter(([, v]) => v !== undefined),
       );
       if (Object.keys(body).length === 0) throw new UsageError('nothing to change', INFERENCE_USAGE);

@@ -15,7 +15,7 @@ export const JOB_USAGE = `usage: svc job <command> [flags]
          [--hints JSON] [--git JSON]
   list [--phase P] [--label L] [--assignee A] [--issue-type T] [--priority N] [--parent ID]
        [--due-before ISO] [--limit N] [--offset N]    jobs that ended early show why (ENDED BECAUSE)
-  get ID
+  get ID                               the job (show ID is the same)
   update ID [--title T] [--description TEXT] [--priority N] [--phase P] [--issue-type T] [--label L]...
             [--assignee A | --unassign] [--review-required R] [--defer-until ISO|none] [--due-at ISO|none] [--hints JSON]
   cancel ID [--reason R]               cancel the job from any open phase; a running attempt is stopped
@@ -173,6 +173,7 @@ export async function runJob(ctx: Context, args: string[]): Promise<number> {
       return 0;
     }
     case 'get':
+    case 'show':
       showJob(await apiRequest(ctx, 'GET', jobPath(one().positionals[0])));
       return 0;
     case 'update': {

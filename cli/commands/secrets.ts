@@ -8,9 +8,13 @@ import { runRekey } from './secrets-rekey.ts';
 
 export const SECRETS_USAGE = `usage: svc secrets <command> [flags]
 
-  set NAME --scope S [--value V | --from-file F] [--type T]   create or replace
-                           without --value or --from-file the value is read from stdin
-                           (one trailing newline dropped); --value stays in shell history
+  set NAME --scope S [--value V | --from-file F] [--type T] [--shared-with-jobs]
+                           create or replace; without --value or --from-file the value is
+                           read from stdin (one trailing newline dropped); --value stays in
+                           shell history; --shared-with-jobs (system scope) lets jobs resolve it
+  share NAME | unshare NAME
+                           system scope: let every org's jobs resolve the system secret NAME,
+                           or stop them (svc's own integration secrets are never shared)
   list --scope S [--limit N] [--offset N]
   delete NAME --scope S
   rekey --old-key-file F --new-key-file F [--database-url URL]
@@ -28,7 +32,7 @@ Examples:
   svc secrets list --scope org`;
 
 const SCOPES = ['project', 'org', 'user', 'system'];
-const SECRET_FIELDS = ['name', 'type', 'scope', 'created_at', 'updated_at'];
+const SECRET_FIELDS = ['name', 'type', 'scope', 'shared_with_jobs', 'created_at', 'updated_at'];
 const scopeOption = { scope: { type: 'string' } } as const;
 
 /** The collection path of the scope the flags name. */
@@ -74,18 +78,27 @@ export async function runSecrets(ctx: Context, args: string[]): Promise<number> 
   const [command, ...rest] = args;
   switch (command) {
     case 'set': {
-      const options = { ...scopeOption, value: { type: 'string' }, 'from-file': { type: 'string' }, type: { type: 'string' } } as const;
+      const options = {
+        ...scopeOption,
+        value: { type: 'string' },
+        'from-file': { type: 'string' },
+        type: { type: 'string' },
+        'shared-with-jobs': { type: 'boolean' },
+      } as const;
       const { values, positionals } = parseCommand(rest, options, SECRETS_USAGE, { min: 1, max: 1 });
       const base = await basePath(ctx, values.scope);
+      if (values['shared-with-jobs'] && values.scope !== 'system')
+        throw new UsageError('--shared-with-jobs is for system secrets (--scope system)', SECRETS_USAGE);
       const value = await readValue(values);
       if (value === '') throw new UsageError('the value is empty', SECRETS_USAGE);
       const name = positionals[0];
+      const shared = values['shared-with-jobs'] ? { shared_with_jobs: true } : {};
       let body: unknown;
       try {
-        body = await apiRequest(ctx, 'POST', base, { body: { name, value, type: values.type } });
+        body = await apiRequest(ctx, 'POST', base, { body: { name, value, type: values.type, ...shared } });
       } catch (error) {
         if (!(error instanceof ApiError) || error.statusCode !== 409) throw error;
-        body = await apiRequest(ctx, 'PUT', `${base}/${seg(name)}`, { body: { value, type: values.type } });
+        body = await apiRequest(ctx, 'PUT', `${base}/${seg(name)}`, { body: { value, type: values.type, ...shared } });
       }
       printObject(ctx, body, SECRET_FIELDS);
       return 0;
@@ -102,6 +115,13 @@ export async function runSecrets(ctx: Context, args: string[]): Promise<number> 
       const { values, positionals } = parseCommand(rest, scopeOption, SECRETS_USAGE, { min: 1, max: 1 });
       await apiRequest(ctx, 'DELETE', `${await basePath(ctx, values.scope)}/${seg(positionals[0])}`);
       printDone(ctx, `Deleted ${values.scope} secret ${positionals[0]}.`);
+      return 0;
+    }
+    case 'share':
+    case 'unshare': {
+      const { positionals } = parseCommand(rest, {}, SECRETS_USAGE, { min: 1, max: 1 });
+      const body = { shared_with_jobs: command === 'share' };
+      printObject(ctx, await apiRequest(ctx, 'PUT', `/system/secrets/${seg(positionals[0])}`, { body }), SECRET_FIELDS);
       return 0;
     }
     case 'rekey':

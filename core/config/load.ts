@@ -30,6 +30,8 @@ const NAMED_ENV: Record<string, string> = {
   SVC_HARNESS_F_COMMAND: 'harnesses.harness_f.command',
   SVC_WORKSPACE_ROOT: 'worker.workspace_root',
   SVC_RUN_AS_UID: 'worker.run_as_uid',
+  SVC_SANDBOX: 'worker.sandbox.mode',
+  SVC_SANDBOX_NETWORK: 'worker.sandbox.network',
   SVC_WORKER_URLS: 'worker.urls',
   SVC_BUILD_REUSE: 'builds.reuse',
   SVC_INTERNAL_API_KEY: 'builds.internal_api_key',
@@ -68,7 +70,14 @@ function setPath(tree: Tree, dotted: string, value: unknown): void {
 function readYaml(file: string): Tree {
   const parsed = YAML.parse(readFileSync(file, 'utf8')) ?? {};
   if (!isObject(parsed)) throw new ConfigError([`${file}: the top level must be a mapping`]);
-  return parsed;
+  return expandShorthands(parsed);
+}
+
+/** `worker.sandbox: off` is `worker.sandbox: {mode: off}`, so a later layer can still set one key of it. */
+function expandShorthands(tree: Tree): Tree {
+  const worker = tree.worker;
+  if (isObject(worker) && typeof worker.sandbox === 'string') return { ...tree, worker: { ...worker, sandbox: { mode: worker.sandbox } } };
+  return tree;
 }
 
 /** The config path an environment variable sets (`PORT` → `server.port`, `SVC_AUTH__TOKEN_TTL_DAYS` → `auth.token_ttl_days`), or null when it sets none. */
@@ -126,7 +135,7 @@ export function loadConfig(opts: LoadOptions = {}): Config {
   const file = env.SVC_CONFIG ? path.resolve(cwd, env.SVC_CONFIG) : path.join(cwd, 'svc.yaml');
   if (env.SVC_CONFIG && !existsSync(file)) throw new ConfigError([`SVC_CONFIG: file not found: ${file}`]);
   if (existsSync(file)) tree = merge(tree, readYaml(file));
-  if (opts.overrides) tree = merge(tree, opts.overrides);
+  if (opts.overrides) tree = merge(tree, expandShorthands(opts.overrides));
   const { tree: fromEnv, sources } = envOverrides(env);
   tree = merge(tree, fromEnv);
 

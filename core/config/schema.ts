@@ -1,5 +1,9 @@
 import Joi from 'joi';
 import { workerUrlsSchema } from './worker-urls.ts';
+import type { SandboxSettings } from '../sandbox.ts';
+import { parseRange } from '../http/client-address.ts';
+
+const SANDBOX_MODES = ['auto', 'on', 'off'] as const;
 
 export const ROLES = ['api', 'orchestrator', 'worker'] as const;
 export type Role = (typeof ROLES)[number];
@@ -38,9 +42,17 @@ export const configSchema = Joi.object({
     port: Joi.number().integer().min(0).max(65535).required(),
     public_url: Joi.string().uri().allow(null).required(),
     shutdown_timeout_ms: Joi.number().integer().min(0).required(),
+    body_timeout_ms: Joi.number().integer().min(100).max(3_600_000).required(),
     response_validation: Joi.string().valid('error', 'log', 'off').required(),
     response_validation_sample: Joi.number().min(0).max(100).required(),
     bench_routes: Joi.boolean().required(),
+    trusted_proxies: list(
+      Joi.string()
+        .custom((value: string, helpers) => (parseRange(value) ? value.trim() : helpers.error('any.invalid')))
+        .messages({
+          'any.invalid': '{{#label}} must be an IP address or a CIDR (10.0.0.0/8, fd00::/8)',
+        }),
+    ).required(),
   }).required(),
   database: Joi.object({
     url: Joi.string().allow(null, '').required(),
@@ -107,6 +119,13 @@ export const configSchema = Joi.object({
     urls: workerUrlsSchema,
     dispatch_timeout_ms: Joi.number().integer().min(100).max(120_000).required(),
     dispatch_retry_ms: Joi.number().integer().min(10).max(600_000).required(),
+    sandbox: Joi.object({
+      mode: Joi.string()
+        .valid(...SANDBOX_MODES)
+        .required(),
+      network: Joi.string().valid('open', 'none').required(),
+      read_only: list(Joi.string().pattern(/^\//, 'an absolute path')).required(),
+    }).required(),
     git: Joi.object({
       token_secret: Joi.string()
         .pattern(/^[A-Z][A-Z0-9_]*$/)
@@ -116,7 +135,29 @@ export const configSchema = Joi.object({
         .required(),
       author_name: Joi.string().min(1).required(),
       author_email: Joi.string().min(1).required(),
+      allow_file_urls: Joi.boolean().allow(null).required(),
+      file_roots: list(Joi.string().pattern(/^\//, 'an absolute path')).required(),
     }).required(),
+  }).required(),
+  limits: Joi.object({
+    requests: Joi.object({
+      enabled: Joi.boolean().required(),
+      per_second: Joi.number().greater(0).required(),
+      burst: Joi.number().integer().min(1).required(),
+      batch: Joi.number().integer().min(1).required(),
+      lease_ms: Joi.number().integer().min(10).max(60_000).required(),
+    }).required(),
+    org: Joi.object({
+      queued_jobs: Joi.number().integer().min(1).required(),
+      running_attempts: Joi.number().integer().min(1).required(),
+      webhooks: Joi.number().integer().min(1).required(),
+      environments: Joi.number().integer().min(1).required(),
+    }).required(),
+  }).required(),
+  outbound: Joi.object({
+    allow_loopback: Joi.boolean().allow(null).required(),
+    allow_private: Joi.boolean().allow(null).required(),
+    allowed_hosts: list(Joi.string().min(1)).required(),
   }).required(),
   webhooks: Joi.object({
     retry_delays_ms: list(Joi.number().integer().min(1)).max(20).required(),
@@ -125,7 +166,7 @@ export const configSchema = Joi.object({
     poll_ms: Joi.number().integer().min(10).required(),
     max_in_flight: Joi.number().integer().min(1).max(10_000).required(),
     allow_loopback: Joi.boolean().allow(null).required(),
-    allow_private: Joi.boolean().required(),
+    allow_private: Joi.boolean().allow(null).required(),
     allowed_hosts: list(Joi.string().min(1)).required(),
   }).required(),
   inference: Joi.object({
@@ -154,7 +195,7 @@ export const configSchema = Joi.object({
       .allow(null, '')
       .required(),
     allow_loopback: Joi.boolean().allow(null).required(),
-    allow_private: Joi.boolean().required(),
+    allow_private: Joi.boolean().allow(null).required(),
     allowed_hosts: list(Joi.string().min(1)).required(),
   }).required(),
   environments: Joi.object({
@@ -206,10 +247,14 @@ export interface Config {
     port: number;
     public_url: string | null;
     shutdown_timeout_ms: number;
+    /** How long a client has to send a whole request, headers and body: then 408 and the connection is closed (core/http/server.ts createListener). */
+    body_timeout_ms: number;
     response_validation: 'error' | 'log' | 'off';
     response_validation_sample: number;
     /** The benchmark's constant routes (plugins/bench); off unless a bench or test turns them on. */
     bench_routes: boolean;
+    /** Reverse proxies whose X-Forwarded-For names the client (addresses or CIDRs); empty: the header is never read (core/http/client-address.ts). */
+    trusted_proxies: string[];
   };
   database: { url: string | null; pool_max: number; control_pool_max: number; statement_timeout_ms: number; lock_timeout_ms: number; embedded_port: number };
   log: { level: string; format: 'auto' | 'pretty' | 'json' };
@@ -252,8 +297,31 @@ export interface Config {
     dispatch_timeout_ms: number;
     /** After a remote worker refused or could not be reached: how long before it is asked again. */
     dispatch_retry_ms: number;
-    git: { token_secret: string; ssh_key_secret: string; author_name: string; author_email: string };
+    /** The attempt sandbox (core/sandbox.ts, docs/security.md); a bare mode in the file is the shorthand for `{mode}`. */
+    sandbox: SandboxSettings;
+    git: {
+      token_secret: string;
+      ssh_key_secret: string;
+      author_name: string;
+      author_email: string;
+      /** file:// repositories (project repo_url): null allows them unless env is production (docs/security.md). */
+      allow_file_urls: boolean | null;
+      /** Absolute directories file:// repositories must be under (always in production; none elsewhere: anywhere). */
+      file_roots: string[];
+    };
   };
+  /** Request rate limits per caller and per-org quotas (core/http/rate-limit.ts, docs/operations.md "Rate limits and quotas"). */
+  limits: {
+    /**
+     * A token bucket per caller shared by every api replica through PostgreSQL: `per_second` refill,
+     * `burst` capacity; a process leases `batch` tokens at a time and forgets unspent ones after `lease_ms`.
+     */
+    requests: { enabled: boolean; per_second: number; burst: number; batch: number; lease_ms: number };
+    /** Per org: jobs waiting (phase ready or backlog), running attempts, webhook subscriptions, environments. */
+    org: { queued_jobs: number; running_attempts: number; webhooks: number; environments: number };
+  };
+  /** The address policy of every connection made for a tenant (core/http/address-guard.ts guardOptions); null: allowed unless env is production. */
+  outbound: { allow_loopback: boolean | null; allow_private: boolean | null; allowed_hosts: string[] };
   webhooks: {
     /** Delay before each retry of a failed delivery (one entry per retry). */
     retry_delays_ms: number[];
@@ -262,9 +330,10 @@ export interface Config {
     /** Backstop poll of the outbox and due deliveries when no NOTIFY arrives. */
     poll_ms: number;
     max_in_flight: number;
-    /** null: allowed unless env is production. */
+    /** The older names of outbound.*, for webhook deliveries only: null: outbound's setting decides. */
     allow_loopback: boolean | null;
-    allow_private: boolean;
+    allow_private: boolean | null;
+    /** Added to outbound.allowed_hosts for deliveries. */
     allowed_hosts: string[];
   };
   inference: InferenceConfig;
@@ -312,7 +381,8 @@ export interface InferenceConfig {
   max_request_bytes: number;
   /** The proxy's base URL as jobs reach it; null: server.public_url, then worker.api_url, then the listening address. */
   proxy_url: string | null;
+  /** The older names of outbound.*, for org targets only: null: outbound's setting decides; allowed_hosts adds to outbound's. */
   allow_loopback: boolean | null;
-  allow_private: boolean;
+  allow_private: boolean | null;
   allowed_hosts: string[];
 }

@@ -88,6 +88,11 @@ export const TABLE_OWNERS = {
   pipeline_run_day_counts: 'pipelines',
   // 026_environment_deploy_logs
   environment_deploy_logs: 'environments',
+  // 029_chat_team_bindings
+  chat_team_bindings: 'integrations',
+  chat_team_binding_codes: 'integrations',
+  // 030_rate_limits_quotas
+  rate_limit_buckets: 'core',
 } as const;
 
 export type TableName = keyof typeof TABLE_OWNERS;

@@ -8,6 +8,7 @@ export const HTTP_STATUS = {
   conflict: 409,
   too_large: 413,
   invalid: 422,
+  too_many: 429,
   upstream: 502,
 } as const;
 export type ErrorKind = keyof typeof HTTP_STATUS;

@@ -1,5 +1,6 @@
 import type { Request, Server } from '@hapi/hapi';
 import type { Level, Logger } from 'pino';
+import { clientAddressOf } from './client-address.ts';
 
 /** Probes and scrapes come every few seconds: they never get a line. */
 const QUIET_PATHS = new Set(['/health', '/health/live', '/metrics']);
@@ -14,7 +15,7 @@ function requestFields(request: Request) {
     const value = request.headers[name];
     if (typeof value === 'string') headers[name] = value;
   }
-  return { id: request.info.id, method: request.method, url: request.path, remoteAddress: request.info.remoteAddress, headers };
+  return { id: request.info.id, method: request.method, url: request.path, remoteAddress: clientAddressOf(request), headers };
 }
 
 /** The most severe level a log event's tags name, else `otherwise`. */

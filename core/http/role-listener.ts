@@ -1,6 +1,6 @@
 import Hapi, { type Server } from '@hapi/hapi';
 import type { Config } from '../config/schema.ts';
-import { validationFailed } from './server.ts';
+import { answerLateRequests, createListener, validationFailed } from './server.ts';
 
 /**
  * A process without the api role still listens, on `server.host` and `server.port`, for what its
@@ -15,8 +15,10 @@ export class RoleListener {
     this.server = Hapi.server({
       host: config.server.host,
       port: config.server.port,
-      routes: { validate: { failAction: validationFailed, options: { abortEarly: false } }, payload: { maxBytes: 64 * 1024 } },
+      listener: createListener(config.server.body_timeout_ms),
+      routes: { validate: { failAction: validationFailed, options: { abortEarly: false } }, payload: { maxBytes: 64 * 1024, timeout: false } },
     });
+    answerLateRequests(this.server, config.server.body_timeout_ms);
   }
 
   get url(): string {

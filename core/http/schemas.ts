@@ -31,6 +31,7 @@ const RESPONSE_TEXT: Record<number, string> = {
   409: 'State conflict',
   413: 'Payload too large',
   422: 'Business rule violated',
+  429: "Too many requests: the caller's rate limit or an org quota (limits.*)",
   502: 'An external system (a deployer) failed',
   503: 'Unavailable',
 };

@@ -1,6 +1,8 @@
 import Boom from '@hapi/boom';
 import type { Request, Server } from '@hapi/hapi';
 import { describeUnstorable, findUnstorable, type Unstorable } from '../db/storable.ts';
+import { parseLimits } from '../parse-limits.ts';
+import { installBodyDepthCheck } from './body-depth.ts';
 
 /**
  * Every route, in one place: a request whose path parameters, query or payload hold what PostgreSQL
@@ -12,8 +14,10 @@ import { describeUnstorable, findUnstorable, type Unstorable } from '../db/stora
  *   403/404). Install it before installAccessCheck.
  * Raw payloads (Buffers, streams) are bytes and are left alone, as are the payload fields a route
  * lists in `plugins.svc.bytes` (stored as bytes, not text).
+ * A JSON body nested too deeply is refused even before hapi parses it (body-depth.ts).
  */
 export function installStorableInputCheck(server: Server): void {
+  installBodyDepthCheck(server, parseLimits().max_depth);
   server.ext('onPostAuth', (request, h) => {
     refuse(request, 'depth');
     return h.continue;

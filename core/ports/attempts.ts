@@ -135,6 +135,13 @@ export interface AttemptControl {
   release(lease: AttemptLease): Promise<void>;
   /** Records `llm.call` usage; when it takes the attempt over the job's budget the attempt is ended (BUDGET_EXCEEDED) and the reason comes back. */
   recordUsage(lease: AttemptLease, calls: UsageCall[]): Promise<{ budgetExceeded: string | null }>;
+  /**
+   * Before a model call on the attempt's behalf (the inference gateway): null when it may go ahead;
+   * else why not. An attempt that has ended gives its error; one whose usage has reached the job's
+   * budget (hints.max_tokens / max_cost: any call would take it over) is ended now, BUDGET_EXCEEDED,
+   * and that is the reason. Optional: an AttemptControl without it lets every call go ahead.
+   */
+  gateModelCall?(attempt: { jobId: string; attemptId: string }): Promise<string | null>;
   recordPhases(lease: AttemptLease, phases: { name: string; started_at: Date; ended_at: Date }[]): Promise<void>;
   /** Appends output lines (a line with a seq already stored is ignored); streams hear after commit. */
   appendLogs(jobId: string, attemptId: string, lines: LogLine[]): Promise<void>;

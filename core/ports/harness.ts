@@ -29,6 +29,14 @@ export interface HarnessInvocation {
   env: Record<string, string>;
   /** Files to write before starting, relative to the workspace. */
   files: Record<string, string>;
+  /**
+   * Host paths the CLI reads beside its command (a script `command` runs, say), bound read-only in
+   * the attempt sandbox. The command itself, its real file and its node_modules tree are bound
+   * already; nothing named in `args` is, since a prompt is an argument too.
+   */
+  readPaths?: string[];
+  /** The model the CLI will run when the input named none and the harness can tell (its inline config names one): the receipt's model. */
+  model?: string;
 }
 
 /**
@@ -75,8 +83,21 @@ export interface HarnessCredentials {
   env: string[][];
   /** Login files under the home directory (OAuth tokens a CLI stores after an interactive login). */
   files?: string[];
+  /**
+   * Variables that say where the provider is (a gateway, a self-hosted endpoint): no credential by
+   * themselves, but looked up like the credentials (environment, then secrets) and passed along when set.
+   */
+  endpoints?: string[];
   /** Shown when no credentials are found. */
   instructions: string[];
+}
+
+/** How a CLI reports its version, and the range svc's invocation and parser were tested with. */
+export interface HarnessVersions {
+  /** Arguments that print the version (`['--version']`). */
+  args: string[];
+  oldest: string;
+  newest: string;
 }
 
 export interface HarnessDefinition {
@@ -88,6 +109,8 @@ export interface HarnessDefinition {
   variants?: HarnessVariant[];
   capabilities?: HarnessCapabilities;
   credentials?: HarnessCredentials;
+  /** When set, the auth status says when the installed CLI is older or newer than the versions tested. */
+  versions?: HarnessVersions;
   build(input: HarnessInput): HarnessInvocation;
   /** One line of the CLI's output (stdout or stderr) into zero or more events; never throws. */
   parseLine(line: string): HarnessEvent[];

@@ -7,32 +7,45 @@ export type ProviderKind = (typeof PROVIDER_KINDS)[number];
 export const MANAGED_PREFIX = 'managed/';
 export const isManagedModel = (model: string | null | undefined): boolean => typeof model === 'string' && model.startsWith(MANAGED_PREFIX);
 
+/**
+ * The protocols svc's model gateway answers in, one per family of coding CLI: Anthropic messages
+ * (`anthropic`), OpenAI Responses (`responses`), chat completions (`chat`; `openai` is its older
+ * name, still accepted) and Gemini (`gemini`). Each reaches every target kind (docs/inference.md).
+ */
+export const GATEWAY_PROTOCOLS = ['anthropic', 'responses', 'chat', 'gemini'] as const;
+export type GatewayProtocol = (typeof GATEWAY_PROTOCOLS)[number];
+
 /** Whom a harness runs for: the job's project (whose org owns the catalog it may use) and, for the proxy route, its job token. */
 export interface ManagedModelRequest {
   /** `managed/<name>`. */
   model: string;
   projectId: string;
   orgId: string;
-  /** The wire format the harness's CLI speaks. */
-  speaks: ProviderKind;
+  /** The protocol the harness's CLI speaks (`openai`: chat completions, as before). */
+  speaks: GatewayProtocol | 'openai';
   /** The attempt's job token (SVC_JOB_TOKEN): a proxied resolution hands this to the CLI instead of a provider key. */
   jobToken: string;
 }
 
 /**
- * What the harness is started with for a `managed/<name>` model.
- * - `via: 'proxy'`: the CLI talks to svc's chat-completions proxy with the job token as its key, so
- *   it never holds a provider credential, and every call counts on the attempt's receipt.
- * - `via: 'direct'`: the CLI speaks a wire format the proxy does not serve (Anthropic messages), so
- *   it gets the target's own base URL and credential; the caller must mask `apiKey` in the output.
+ * What the harness is started with for a `managed/<name>` model: svc's model gateway at the base
+ * URL for the protocol its CLI speaks, with the job token as its key. The CLI never holds a
+ * provider credential, every call counts on the attempt's receipt and against the job's budget,
+ * whatever kind of target serves the model. (`via: 'direct'`, the target's own URL and key, is no
+ * longer given: the gateway speaks every protocol.)
  */
 export interface ManagedModelResolution {
+  /** The model name the CLI sends: `managed/<name>`, which the gateway resolves. */
   model: string;
+  /** The protocol the CLI speaks (chat for `openai`). */
+  protocol: GatewayProtocol;
+  /** The wire family of that protocol: anthropic for Anthropic messages, openai for the rest (gemini: openai). */
   provider: ProviderKind;
   baseUrl: string;
+  /** The job token. */
   apiKey: string;
   via: 'proxy' | 'direct';
-  /** The environment the CLI reads, by the provider's usual variable names (OPENAI_* or ANTHROPIC_*). */
+  /** The environment the CLI reads, by its usual variable names (OPENAI_..., ANTHROPIC_..., GEMINI_API_KEY and GOOGLE_GEMINI_BASE_URL). */
   env: Record<string, string>;
   /** Values that are secrets (the key): mask them in logs. */
   secrets: string[];
@@ -40,8 +53,8 @@ export interface ManagedModelResolution {
 
 /**
  * Resolves `managed/<name>` models for jobs (the inference domain registers it). Unknown models are
- * 404 naming them; a model the job's project may not use is 404 too (never revealed); a harness that
- * speaks a format neither the proxy nor the target serves is 422.
+ * 404 naming them; a model the job's project may not use is 404 too (never revealed); a protocol the
+ * gateway does not speak is 422.
  */
 export interface ManagedModels {
   resolve(request: ManagedModelRequest): Promise<ManagedModelResolution>;

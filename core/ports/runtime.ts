@@ -1,4 +1,5 @@
 import type { InjectionToken } from 'tsyringe';
+import type { SandboxView } from '../sandbox.ts';
 
 /** Where an attempt's process runs: this machine, a Docker container, a Kubernetes pod. */
 export interface ProcessSpec {
@@ -16,6 +17,11 @@ export interface ProcessSpec {
    * handed the workspace to it. The local runtime can switch only as root; containers always run as it.
    */
   user?: { uid: number; gid: number };
+  /**
+   * Run inside the attempt sandbox (core/sandbox.ts), seeing only these host paths beside the
+   * system's binaries. The local runtime honours it; a container is a sandbox of its own.
+   */
+  sandbox?: Omit<SandboxView, 'user'>;
 }
 
 export interface OutputLine {

@@ -5,11 +5,20 @@ export interface SecretContext {
   projectId?: string | null;
   userId?: string | null;
   orgId?: string | null;
+  /**
+   * svc itself uses the value server-side and hands it to no job, process, file or host a tenant
+   * chooses (verifying a webhook's signature, the inference proxy calling a system target): system
+   * secrets then resolve whether shared with jobs or not. Unset for everything else, which gets a
+   * system secret only when it is marked `shared_with_jobs` and is not one of svc's own integration
+   * secrets (core/secrets/platform.ts); otherwise SecretNotShared.
+   */
+  internal?: boolean;
 }
 
 /**
- * Secret values for jobs, by name: project over user over org over system. A missing secret is
- * SecretMissing (core/errors.ts) naming it and the scopes searched. The secrets domain registers the implementation; without
+ * Secret values for jobs, by name: project over user over org over system (system only when shared
+ * with jobs, or `internal`). A missing secret is SecretMissing (core/errors.ts) naming it and the
+ * scopes searched; one only an unshared system secret holds is SecretNotShared. The secrets domain registers the implementation; without
  * it nothing is registered under the token, and a job that needs secrets cannot resolve them.
  */
 export interface SecretResolver {

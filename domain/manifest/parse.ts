@@ -3,17 +3,29 @@ import type { Manifest, ManifestProblem } from './types.ts';
 import { isObject } from './problems.ts';
 import { validateManifest } from './validate.ts';
 import { manifestHash } from './hash.ts';
+import { yamlTooDeep } from '../../core/nesting.ts';
+import { DEFAULT_PARSE_LIMITS } from '../../core/parse-limits.ts';
 
 /** Largest manifest accepted, in bytes of YAML. */
 export const MAX_MANIFEST_BYTES = 512 * 1024;
 
 export type ManifestResult = { ok: true; manifest: Manifest; hash: string } | { ok: false; errors: ManifestProblem[] };
 
-/** YAML text → plain data, or the syntax problems (duplicate keys included) with their line. */
-export function parseYaml(text: string): { doc: unknown; errors: ManifestProblem[] } {
-  if (Buffer.byteLength(text, 'utf8') > MAX_MANIFEST_BYTES) {
-    return { doc: null, errors: [{ path: '', message: `the manifest is larger than ${MAX_MANIFEST_BYTES / 1024} KB` }] };
-  }
+/** Why a manifest text is refused before it is parsed (too large, nested too deeply), or null. */
+export function manifestTextProblem(text: string, maxDepth: number = DEFAULT_PARSE_LIMITS.max_depth): string | null {
+  if (Buffer.byteLength(text, 'utf8') > MAX_MANIFEST_BYTES) return `the manifest is larger than ${MAX_MANIFEST_BYTES / 1024} KB`;
+  const deep = yamlTooDeep(text, maxDepth);
+  if (deep) return `the document is nested more than ${maxDepth} levels deep (line ${deep.line}, column ${deep.column}); the limit is ${maxDepth} levels`;
+  return null;
+}
+
+/**
+ * YAML text → plain data, or the syntax problems (duplicate keys included) with their line. A text
+ * nested deeper than `maxDepth` is refused before the parser sees it (core/nesting.ts).
+ */
+export function parseYaml(text: string, maxDepth: number = DEFAULT_PARSE_LIMITS.max_depth): { doc: unknown; errors: ManifestProblem[] } {
+  const problem = manifestTextProblem(text, maxDepth);
+  if (problem) return { doc: null, errors: [{ path: '', message: problem }] };
   const lineCounter = new LineCounter();
   const document = parseDocument(text, { uniqueKeys: true, prettyErrors: false, lineCounter });
   if (document.errors.length) {
@@ -60,8 +72,8 @@ export function normalizeManifest(doc: Record<string, unknown>): Manifest {
 }
 
 /** Parse, validate (every problem) and normalize a manifest; the hash is over the normalized form. */
-export function loadManifest(text: string): ManifestResult {
-  const { doc, errors } = parseYaml(text);
+export function loadManifest(text: string, maxDepth: number = DEFAULT_PARSE_LIMITS.max_depth): ManifestResult {
+  const { doc, errors } = parseYaml(text, maxDepth);
   if (errors.length) return { ok: false, errors };
   const problems = validateManifest(doc);
   if (problems.length) return { ok: false, errors: problems };

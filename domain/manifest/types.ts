@@ -70,7 +70,7 @@ export type WorkflowStep = StepBase & {
   resource_refs?: ResourceRefPolicy;
   env_overrides?: EnvOverrides;
   /** Condition over inputs, event payload and earlier step results; evaluated at run time. */
-  if?: string;
+  if?: string | boolean;
 } & ({ action: ActionSpec } | { script: ScriptSpec } | { agent: WorkflowAgentSpec });
 
 export type PipelineStep = StepBase & {

@@ -16,7 +16,8 @@ const EXPRESSION = /\$\{([^}]*)\}/g;
 const SECRET_EXPRESSION = /^secret\.[A-Za-z0-9_]+$/;
 const KEY = /^[A-Z_][A-Z0-9_]*$/;
 
-const isReserved = (key: string) => (RESERVED_ENV_NAMES as readonly string[]).includes(key) || key.startsWith(RESERVED_ENV_PREFIX);
+/** The one rule for reserved names: the manifest's env_overrides and the jobs API's (plugins/jobs/job/schemas.ts) both apply it. */
+export const isReservedEnvName = (key: string) => (RESERVED_ENV_NAMES as readonly string[]).includes(key) || key.startsWith(RESERVED_ENV_PREFIX);
 
 /** Checks one env_overrides mapping; returns the valid string entries (for the merged-size check). */
 export function checkEnvOverrides(problems: Problems, value: unknown, path: string): Record<string, string> {
@@ -33,7 +34,7 @@ export function checkEnvOverrides(problems: Problems, value: unknown, path: stri
       problems.add(where, `Invalid env override '${key}': lowercase key (names are upper case: A-Z, 0-9, _)`);
     } else if (!KEY.test(key)) {
       problems.add(where, `Invalid env override '${key}': names are upper case letters, digits and _, not starting with a digit`);
-    } else if (isReserved(key)) {
+    } else if (isReservedEnvName(key)) {
       problems.add(where, `Invalid env override '${key}': reserved variable`);
     }
     for (const [, expression] of raw.matchAll(EXPRESSION)) {

@@ -1,8 +1,9 @@
-import { type Problems, at, expectObject, index, isString, isStringList, unknownKeys } from './problems.ts';
+import { type Problems, at, expectObject, index, isObject, isString, isStringList, unknownKeys } from './problems.ts';
 import { checkStepGraph, checkStepKind, type StepOwner } from './validate-steps.ts';
 import { checkEnvOverrides, checkMergedSize } from './validate-env.ts';
 import { checkTrigger } from './triggers.ts';
 import { checkRunGit, checkWorkspace } from './validate-workspace.ts';
+import { ConditionError, parseCondition, referencedSteps } from './conditions.ts';
 
 const WORKFLOW_KEYS = ['with_apis', 'db_access', 'resource_refs', 'env_overrides', 'steps', 'hints', 'trigger', 'git', 'workspace'] as const;
 const WORKFLOW_STEP_KEYS = [
@@ -77,6 +78,47 @@ function checkStepCommon(problems: Problems, step: unknown, path: string, owner:
   return true;
 }
 
+/** The steps `name` waits for, directly or through theirs (depends_on), among the workflow's steps. */
+function waitsFor(steps: unknown[], name: string): Set<string> {
+  const deps = new Map<string, string[]>();
+  for (const s of steps) if (isObject(s) && isString(s.name) && !deps.has(s.name)) deps.set(s.name, isStringList(s.depends_on) ? s.depends_on : []);
+  const seen = new Set<string>();
+  const todo = [...(deps.get(name) ?? [])];
+  while (todo.length) {
+    const next = todo.pop()!;
+    if (seen.has(next)) continue;
+    seen.add(next);
+    todo.push(...(deps.get(next) ?? []));
+  }
+  return seen;
+}
+
+/**
+ * A step's `if` parses with the runtime's parser (conditions.ts), and every `steps.<name>` it reads
+ * is a step of the workflow that this step waits for (depends_on, directly or not): the condition is
+ * decided when those finish, so one over a step it does not wait for would be decided without it.
+ */
+function checkCondition(problems: Problems, step: Record<string, unknown>, path: string, steps: unknown[], workflow: string): void {
+  if (!isString(step.if) && typeof step.if !== 'boolean') {
+    problems.add(path, 'if must be an expression string (or true or false)');
+    return;
+  }
+  let read: string[];
+  try {
+    read = referencedSteps(parseCondition(step.if));
+  } catch (err) {
+    if (!(err instanceof ConditionError)) throw err;
+    problems.add(path, `invalid if condition: ${err.message}`);
+    return;
+  }
+  const known = new Set(steps.filter((s) => isObject(s) && isString(s.name)).map((s) => (s as { name: string }).name));
+  const waited = isString(step.name) ? waitsFor(steps, step.name) : new Set<string>();
+  for (const ref of read) {
+    if (!known.has(ref)) problems.add(path, `if reads steps.${ref}, but workflow '${workflow}' has no step '${ref}'`);
+    else if (!waited.has(ref)) problems.add(path, `if reads steps.${ref}, which this step does not wait for: add '${ref}' to its depends_on`);
+  }
+}
+
 export function checkWorkflows(problems: Problems, workflows: unknown, ctx: FlowContext): void {
   if (workflows === undefined) return;
   if (!expectObject(problems, workflows, 'workflows')) return;
@@ -99,7 +141,7 @@ export function checkWorkflows(problems: Problems, workflows: unknown, ctx: Flow
       if (!checkStepCommon(problems, step, where, owner)) return;
       checkApis(problems, step.with_apis, at(where, 'with_apis'), ctx);
       checkResourceRefs(problems, step.resource_refs, at(where, 'resource_refs'));
-      if (step.if !== undefined && !isString(step.if)) problems.add(at(where, 'if'), 'if must be an expression string');
+      if (step.if !== undefined) checkCondition(problems, step, at(where, 'if'), steps, name);
       const own = checkEnvOverrides(problems, step.env_overrides, at(where, 'env_overrides'));
       const stepName = isString(step.name) ? step.name : `#${i}`;
       checkMergedSize(problems, { ...shared, ...own }, at(where, 'env_overrides'), stepName, name);

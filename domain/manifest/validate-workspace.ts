@@ -1,5 +1,6 @@
 import { WORKSPACE_MODES } from './types.ts';
 import { type Problems, at, expectObject, isString, kindOf, unknownKeys } from './problems.ts';
+import { GitAccessError, pushRemoteKind } from '../../core/git-access.ts';
 
 /** The longest `workspace.key` (the jobs API's limit). */
 const MAX_KEY = 200;
@@ -39,5 +40,16 @@ export function checkRunGit(problems: Problems, value: unknown, path: string): v
     if (v === undefined) continue;
     if (!isString(v)) problems.add(at(path, key), `git.${key} must be a non-empty string`);
     else if (GIT_CHOICES[key] && !GIT_CHOICES[key].includes(v)) problems.add(at(path, key), `git.${key} must be one of ${GIT_CHOICES[key].join(', ')}`);
+    else if (key === 'remote') remoteProblem(problems, v, at(path, key));
+  }
+}
+
+/** `git.remote`: 'origin' or an https or SSH URL, never a path or file:// (core/git-access.ts pushRemoteKind). */
+function remoteProblem(problems: Problems, remote: string, path: string): void {
+  try {
+    pushRemoteKind(remote);
+  } catch (e) {
+    if (!(e instanceof GitAccessError)) throw e;
+    problems.add(path, e.message);
   }
 }

@@ -49,7 +49,10 @@ const acme: HarnessDefinition = {
     modelExamples: ['acme-large', 'acme-small'],
     reasoning: { supported: true, levels: ['low', 'medium', 'high'], mode: 'flag (--effort)' },
   },
-  credentials: { env: [['ACME_API_KEY']], instructions: ['Set ACME_API_KEY in the server environment or as a system secret.'] },
+  credentials: {
+    env: [['ACME_API_KEY']],
+    instructions: ['Set ACME_API_KEY in the server environment, or as a system secret shared with jobs (shared_with_jobs: true).'],
+  },
   build(input) {
     const args = ['--json', '--mode', MODE[input.permissionPolicy] ?? 'ask'];
     if (input.model) args.push('--model', input.model);

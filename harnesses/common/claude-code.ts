@@ -17,6 +17,9 @@ import { promptArgument } from './prompt.ts';
 
 export const CLAUDE_COMMAND = 'claude';
 
+/** `--effort` and the `dontAsk` permission mode are what the oldest known version is pinned by. */
+export const CLAUDE_VERSIONS = { args: ['--version'], oldest: '2.1.332', newest: '2.1.332' };
+
 /** `--permission-mode` per policy: never = dontAsk (whatever would prompt is denied, nothing waits). */
 const PERMISSION_MODE: Record<PermissionPolicy, string> = {
   default: 'default',
@@ -25,13 +28,17 @@ const PERMISSION_MODE: Record<PermissionPolicy, string> = {
   yolo: 'bypassPermissions',
 };
 
-/** The CLI has no effort flag; extended thinking is sized by MAX_THINKING_TOKENS. */
-const THINKING_TOKENS: Record<ReasoningEffort, string> = { low: '4000', medium: '10000', high: '31999', 'x-high': '63999' };
+/**
+ * `--effort <level>` (low, medium, high, xhigh, max): the CLI sends it as the request's
+ * `output_config.effort` beside adaptive thinking. MAX_THINKING_TOKENS is ignored by the adaptive
+ * models the CLI defaults to, so it is not used.
+ */
+const EFFORT: Record<ReasoningEffort, string> = { low: 'low', medium: 'medium', high: 'high', 'x-high': 'xhigh' };
 
 export const CLAUDE_CAPABILITIES: HarnessCapabilities = {
   supportsModel: true,
   modelExamples: ['sonnet', 'opus', 'haiku', 'claude-sonnet-4-5'],
-  reasoning: { supported: true, levels: ['low', 'medium', 'high', 'x-high'], mode: 'thinking_budget (MAX_THINKING_TOKENS)' },
+  reasoning: { supported: true, levels: ['low', 'medium', 'high', 'x-high'], mode: 'flag (--effort low|medium|high|xhigh)' },
 };
 
 /** Arguments before the prompt; `extra` (plugin dirs, MCP config) go before the `--` that ends options. */
@@ -43,11 +50,11 @@ export function claudeInvocation(
   const prompt = promptArgument(input.prompt, files);
   const args = ['-p', '--output-format', 'stream-json', '--verbose', '--permission-mode', PERMISSION_MODE[input.permissionPolicy] ?? 'default'];
   if (input.model) args.push('--model', input.model);
+  if (input.reasoningEffort) args.push('--effort', EFFORT[input.reasoningEffort]);
   args.push(...(extra.args ?? []));
   // `--` ends the options: variadic flags (--mcp-config, --allowedTools) would otherwise swallow the prompt.
   args.push('--', prompt);
   const env: Record<string, string> = { ...input.env, ...extra.env };
-  if (input.reasoningEffort) env.MAX_THINKING_TOKENS = THINKING_TOKENS[input.reasoningEffort];
   return { command: CLAUDE_COMMAND, args, env, files };
 }
 
@@ -61,7 +68,25 @@ function contentEvents(message: unknown): HarnessEvent[] {
     if (block.type !== 'tool_use' || !text(block.name)) return [];
     const tool: HarnessEvent = { type: 'tool', name: block.name as string, input: block.input };
     return block.name === 'TodoWrite' ? [tool, ...planProgress(todoItems(block.input, ['activeForm', 'content']))] : [tool];
-    return [];
+  });
+}
+
+/** The longest refusal or tool error kept in the log. */
+const MAX_TOOL_ERROR = 500;
+
+/**
+ * Tool results come back on `user` lines; a failed one (`is_error`: a permission the mode denied, a
+ * tool that failed) is logged, so the log says why nothing was written. Successful results are not.
+ */
+function toolErrors(message: unknown): HarnessEvent[] {
+  const content = field(message, 'content');
+  if (!Array.isArray(content)) return [];
+  return content.flatMap((block): HarnessEvent[] => {
+    if (!isObject(block) || block.type !== 'tool_result' || block.is_error !== true) return [];
+    const body = Array.isArray(block.content) ? block.content.map((c) => text(field(c, 'text')) ?? '').join(' ') : (text(block.content) ?? '');
+    const first = body.trim().split('\n')[0] ?? '';
+    const shown = first.length > MAX_TOOL_ERROR ? `${first.slice(0, MAX_TOOL_ERROR)}…` : first;
+    return [{ type: 'error', message: `[tool error] ${shown || 'the tool call failed'}` }];
   });
 }
 
@@ -116,8 +141,10 @@ export const parseClaudeLine = jsonLineParser((event) => {
       return contentEvents(event.message);
     case 'result':
       return resultEvents(event);
+    case 'user':
+      return toolErrors(event.message);
     default:
-      // system/init, user (tool results), stream_event: nothing to normalize
+      // system/init, stream_event: nothing to normalize
       return [];
   }
 });
@@ -127,7 +154,7 @@ export const CLAUDE_CREDENTIALS: HarnessCredentials = {
   env: [['ANTHROPIC_API_KEY'], ['CLAUDE_CODE_OAUTH_TOKEN']],
   files: ['.claude/.credentials.json'],
   instructions: [
-    'Set ANTHROPIC_API_KEY in the server environment or as a system secret (POST /system/secrets).',
+    'Set ANTHROPIC_API_KEY in the server environment, or as a system secret shared with jobs (POST /system/secrets with shared_with_jobs: true).',
     'Or run `claude setup-token` once and set the token it prints as CLAUDE_CODE_OAUTH_TOKEN.',
     'Or log in once with `claude` as the user that runs jobs (stores ~/.claude/.credentials.json).',
   ],

@@ -7,7 +7,7 @@
  */
 import type { HarnessDefinition } from '../../core/ports/harness.ts';
 import { defineHarness } from '../../core/sdk.ts';
-import { CLAUDE_CAPABILITIES, CLAUDE_COMMAND, CLAUDE_CREDENTIALS, claudeInvocation, parseClaudeLine } from '../common/claude-code.ts';
+import { CLAUDE_CAPABILITIES, CLAUDE_COMMAND, CLAUDE_VERSIONS, CLAUDE_CREDENTIALS, claudeInvocation, parseClaudeLine } from '../common/claude-code.ts';
 
 export interface HarnessAOptions {
   /** Server name → `{command, args, env}` or `{type: 'http', url, headers}` as the CLI reads them. */
@@ -56,6 +56,7 @@ export function harnessA(options: HarnessAOptions): HarnessDefinition {
       { name: 'full', description: 'The svc skill and the configured tool servers (the default)' },
       { name: 'skills', description: 'The svc skill only; no tool servers are started' },
     ],
+    versions: CLAUDE_VERSIONS,
     capabilities: CLAUDE_CAPABILITIES,
     credentials: CLAUDE_CREDENTIALS,
     build(input) {

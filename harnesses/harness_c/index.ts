@@ -5,7 +5,7 @@
  */
 import type { HarnessDefinition, HarnessInput } from '../../core/ports/harness.ts';
 import { defineHarness } from '../../core/sdk.ts';
-import { CLAUDE_CAPABILITIES, CLAUDE_COMMAND, claudeInvocation, parseClaudeLine } from '../common/claude-code.ts';
+import { CLAUDE_CAPABILITIES, CLAUDE_COMMAND, CLAUDE_VERSIONS, claudeInvocation, parseClaudeLine } from '../common/claude-code.ts';
 
 const GATEWAY = [
   ['ANTHROPIC_BASE_URL', 'ANTHROPIC_AUTH_TOKEN'],
@@ -43,6 +43,7 @@ export const harnessC: HarnessDefinition = defineHarness({
     { name: 'bedrock', description: 'Amazon Bedrock (CLAUDE_CODE_USE_BEDROCK=1) with AWS credentials and AWS_REGION' },
     { name: 'vertex', description: 'Google Vertex AI (CLAUDE_CODE_USE_VERTEX=1) with ANTHROPIC_VERTEX_PROJECT_ID, CLOUD_ML_REGION and Google credentials' },
   ],
+  versions: CLAUDE_VERSIONS,
   capabilities: {
     ...CLAUDE_CAPABILITIES,
     modelExamples: ['glm-4.6', 'deepseek-chat', 'us.anthropic.claude-sonnet-4-5-20250929-v1:0', 'claude-sonnet-4-5@20250929'],
@@ -50,7 +51,7 @@ export const harnessC: HarnessDefinition = defineHarness({
   credentials: {
     env: [...GATEWAY, ...BEDROCK, ...VERTEX],
     instructions: [
-      'Gateway: set ANTHROPIC_BASE_URL and ANTHROPIC_AUTH_TOKEN (or ANTHROPIC_API_KEY) in the server environment or as system secrets.',
+      'Gateway: set ANTHROPIC_BASE_URL and ANTHROPIC_AUTH_TOKEN (or ANTHROPIC_API_KEY) in the server environment, or as system secrets shared with jobs (shared_with_jobs: true).',
       'Bedrock: set AWS_REGION and AWS_BEARER_TOKEN_BEDROCK, or AWS_ACCESS_KEY_ID with AWS_SECRET_ACCESS_KEY, or AWS_PROFILE.',
       'Vertex AI: set ANTHROPIC_VERTEX_PROJECT_ID and CLOUD_ML_REGION, with Google application default credentials for the user that runs jobs.',
     ],

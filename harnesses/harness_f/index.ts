@@ -36,11 +36,24 @@ function stepUsage(part: unknown): HarnessEvent[] {
   ];
 }
 
+/** OPENCODE_CONFIG_CONTENT as an object ({} when unset or not a JSON object). */
+function inlineConfig(content: string | undefined): Json {
+  if (!content) return {};
+  try {
+    const value: unknown = JSON.parse(content);
+    return isObject(value) ? value : {};
+  } catch {
+    return {};
+  }
+}
+
 export const harnessF: HarnessDefinition = defineHarness({
   id: 'harness_f',
   description: 'CLI 4 (opencode), non-interactive run with the JSON event stream; any provider it supports',
   command: 'opencode',
   variants: [],
+  // Providers and their variants in inline config, and --variant, as 1.18.33 reads them (the version tested).
+  versions: { args: ['--version'], oldest: '1.18.33', newest: '1.18.33' },
   capabilities: {
     supportsModel: true,
     modelExamples: ['anthropic/claude-sonnet-4-5', 'openai/gpt-5', 'openrouter/qwen/qwen3-coder'],
@@ -50,7 +63,7 @@ export const harnessF: HarnessDefinition = defineHarness({
     env: [['ANTHROPIC_API_KEY'], ['OPENAI_API_KEY'], ['OPENROUTER_API_KEY'], ['GEMINI_API_KEY'], ['GOOGLE_GENERATIVE_AI_API_KEY'], ['GROQ_API_KEY']],
     files: ['.local/share/opencode/auth.json'],
     instructions: [
-      'Set the API key of the provider the model names (ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENROUTER_API_KEY, GEMINI_API_KEY, ...) in the server environment or as a system secret.',
+      'Set the API key of the provider the model names (ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENROUTER_API_KEY, GEMINI_API_KEY, ...) in the server environment, or as a system secret shared with jobs (shared_with_jobs: true).',
       'Or log in once with `opencode auth login` as the user that runs jobs (stores ~/.local/share/opencode/auth.json).',
     ],
   },
@@ -62,9 +75,14 @@ export const harnessF: HarnessDefinition = defineHarness({
     if (input.reasoningEffort) args.push('--variant', VARIANT[input.reasoningEffort]);
     args.push('--', prompt);
     const env = { ...input.env };
+    // Inline config the job already carries (a provider, say) is kept; the policy's permissions go over its own.
+    const config = inlineConfig(env.OPENCODE_CONFIG_CONTENT);
     const permission = PERMISSION[input.permissionPolicy];
-    if (permission) env.OPENCODE_CONFIG_CONTENT = JSON.stringify({ permission });
-    return { command: 'opencode', args, env, files };
+    if (permission)
+      env.OPENCODE_CONFIG_CONTENT = JSON.stringify({ ...config, permission: { ...(isObject(config.permission) ? config.permission : {}), ...permission } });
+    // Without --model the CLI runs the model its config names; the receipt names that one too.
+    const model = input.model ?? text(config.model);
+    return { command: 'opencode', args, env, files, ...(model ? { model } : {}) };
   },
   parseLine: jsonLineParser((event) => {
     const part = event.part;
@@ -74,8 +92,11 @@ export const harnessF: HarnessDefinition = defineHarness({
       case 'tool_use': {
         const name = text(field(part, 'tool'));
         if (!name) return [];
-        const input = field(field(part, 'state'), 'input');
+        const state = field(part, 'state');
+        const input = field(state, 'input');
         const tool: HarnessEvent = { type: 'tool', name, input };
+        // A tool that failed or was refused (a permission rule) says why in its state.
+        if (field(state, 'status') === 'error') return [tool, { type: 'error', message: `[tool error] ${text(field(state, 'error')) || `${name} failed`}` }];
         return name === 'todowrite' ? [tool, ...planProgress(todoItems(input, ['content']))] : [tool];
       }
       case 'step_finish':

@@ -7,7 +7,7 @@ import { TokenService } from '../../core/auth/tokens.ts';
 import { UserKeys } from './keys.ts';
 import { Memberships } from '../../core/auth/memberships.ts';
 import { OrgDirectoryToken, ProjectDirectoryToken, type OrgDirectory, type ProjectDirectory } from '../../core/ports/directory.ts';
-import type { RoleName } from '../../core/auth/permissions.ts';
+import { strongerRole, type RoleName } from '../../core/auth/permissions.ts';
 import type { Principal } from '../../core/auth/principal.ts';
 
 export interface MintRequest {
@@ -69,10 +69,12 @@ export class Identity {
       .filter((o) => !o.deleted && (!scope || (scope.type === 'org' && o.id === scope.id)))
       .sort(newestFirst)
       .map((o) => ({ id: o.id, name: o.name, slug: o.slug, role: orgRole.get(o.id)! }));
-    const projects = (await this.projects.byIds([...projectRole.keys()]))
+    // An org's members reach all its projects: each is listed with the stronger of the two roles.
+    const viaOrgs = (await Promise.all([...orgRole.keys()].map((id) => this.projects.liveIdsInOrg(id)))).flat();
+    const projects = (await this.projects.byIds([...new Set([...projectRole.keys(), ...viaOrgs])]))
       .filter((p) => !p.deleted && (!scope || (scope.type === 'org' ? p.org_id : p.id) === scope.id))
       .sort(newestFirst)
-      .map((p) => ({ id: p.id, org_id: p.org_id, name: p.name, slug: p.slug, role: projectRole.get(p.id)! }));
+      .map((p) => ({ id: p.id, org_id: p.org_id, name: p.name, slug: p.slug, role: strongerRole(projectRole.get(p.id), orgRole.get(p.org_id))! }));
     return {
       user: toUser(user),
       token: { expires_at: principal.expiresAt, scope: principal.scope, role: principal.roleCap },

@@ -8,7 +8,9 @@ import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
 import type { Config } from '../../core/config/schema.ts';
 import { Passes } from '../../core/passes.ts';
-import { GitAccessError, optionalRepoAccess, projectAccessSecrets } from '../../core/git-access.ts';
+import { GitAccessError, optionalRepoAccess, projectAccessSecrets, repoUrlPolicy } from '../../core/git-access.ts';
+import { outboundGuard } from '../../core/http/address-guard.ts';
+import { registryHostRefusal } from '../../core/git-addresses.ts';
 import { maskSecrets } from '../../core/secrets/mask.ts';
 import type { SecretResolver } from '../../core/ports/secrets.ts';
 import type { RoleService } from '../../core/roles.ts';
@@ -191,6 +193,11 @@ export class BuildRunner implements RoleService {
     const manifest = await this.manifests.byHash(spec.project_id, spec.manifest_hash);
     if (!manifest) throw new BuildFailure('resource_error', `manifest ${spec.manifest_hash} is no longer stored`);
     const setting = (spec.registry ?? manifest.parsed.registry ?? 'none') as RegistrySettingValue;
+    // The outbound address policy, again before the registry's credentials go anywhere (a manifest synced before it changed).
+    if (typeof setting === 'object' && setting !== null && typeof setting.host === 'string') {
+      const refusal = await registryHostRefusal(setting.host, outboundGuard(this.config), { acceptUnresolved: true });
+      if (refusal !== null) throw new BuildFailure('registry_error', `registry.host ${setting.host} is refused: ${refusal}`);
+    }
     let target;
     try {
       const { mode, ctx } = await this.registries.context(spec.project_id, setting);
@@ -244,6 +251,8 @@ export class BuildRunner implements RoleService {
       projectId: project.id,
       orgId: project.org_id,
       credentialsDir,
+      repoUrls: repoUrlPolicy(this.config),
+      addresses: outboundGuard(this.config),
     });
     try {
       const { access, note } = await optionalRepoAccess(repoUrl, secrets, 'cloning');

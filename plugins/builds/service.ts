@@ -13,6 +13,8 @@ import { BuildWakeups } from './wakeups.ts';
 import { BuildLogBus } from './logs.ts';
 import { emitBuildEvent } from './events.ts';
 import { ACTIVE_STATUSES, type RunStatus } from './schemas.ts';
+import { outboundGuard } from '../../core/http/address-guard.ts';
+import { registryHostRefusal } from '../../core/git-addresses.ts';
 
 export interface CreateBuildInput {
   git_sha: string;
@@ -41,6 +43,11 @@ export class BuildService {
 
   /** A spec and its first run, in one transaction, after the manifest and service checks. */
   async create(projectId: string, input: CreateBuildInput, principal: Principal): Promise<BuildView> {
+    const host = (input.registry as { host?: unknown } | null)?.host;
+    if (typeof host === 'string') {
+      const refusal = await registryHostRefusal(host, outboundGuard(this.config), { acceptUnresolved: true });
+      if (refusal !== null) throw new Invalid(`registry.host: ${host} is refused: ${refusal}`);
+    }
     const manifest = await this.manifestAt(projectId, input.git_sha, principal);
     if (manifest.manifest_hash !== input.manifest_hash) {
       throw new Invalid(`manifest_hash ${input.manifest_hash} does not match the manifest synced for ${input.git_sha} (${manifest.manifest_hash})`, {

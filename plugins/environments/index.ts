@@ -41,6 +41,8 @@ export const plugin: DomainPlugin = {
       pipelines: lookupLater(container, PipelineLauncherToken),
       logs: container.resolve(DeployLogs),
       logger: container.resolve(Tokens.Logger),
+      projects,
+      quota: container.resolve(Tokens.Config).limits.org.environments,
     });
     container.registerInstance(EnvironmentService, service);
     container.resolve(ManifestSyncListeners).add(service.synced);

@@ -92,6 +92,17 @@ export class EnvironmentRepository {
     return { row: env as EnvironmentRow, created: Boolean(created) };
   }
 
+  /** Serializes creations of one org's environments until the transaction ends (limits.org.environments). */
+  async lockOrgCreations(orgId: string, trx: Db): Promise<void> {
+    await trx.raw("SELECT pg_advisory_xact_lock(hashtext('environments'), hashtext(?))", [orgId]);
+  }
+
+  async countInProjects(projectIds: string[], trx: Db): Promise<number> {
+    if (!projectIds.length) return 0;
+    const row = (await trx('environments').whereIn('project_id', projectIds).count({ n: '*' }).first()) as { n: string };
+    return Number(row.n);
+  }
+
   /** Manifest environments that are no longer in the manifest and never ran anything: removed with the entry. */
   removeStaleFromManifest(projectId: string, keep: string[], trx: Db): Promise<number> {
     return trx('environments').where({ project_id: projectId, source: 'manifest' }).whereNotIn('name', keep).whereNull('current_release').delete();

@@ -1,9 +1,10 @@
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import type { Db } from '../../core/db/knex.ts';
-import { Conflict, DomainError, Forbidden, Invalid, NotFound, UpstreamFailed } from '../../core/errors.ts';
+import { Conflict, DomainError, Forbidden, Invalid, NotFound, QuotaExceeded, UpstreamFailed } from '../../core/errors.ts';
 import type { Creator, PipelineLauncher } from '../../core/ports/launchers.ts';
 import type { ManifestReader } from '../../core/ports/manifest.ts';
+import type { ProjectDirectory } from '../../core/ports/directory.ts';
 import type { StoredManifest } from '../../domain/manifest/types.ts';
 import {
   DeployFailed,
@@ -70,6 +71,10 @@ export interface EnvironmentDeps {
   pipelines: () => PipelineLauncher | null;
   logs: DeployLogs;
   logger: Logger;
+  /** An environment's org and its projects, for limits.org.environments. */
+  projects: ProjectDirectory;
+  /** limits.org.environments. */
+  quota: number;
 }
 
 const fieldsOf = (def: EnsureRequest, fallbackType: EnvironmentType): EnvironmentFields => ({
@@ -137,8 +142,25 @@ export class EnvironmentService {
     if (request.pipeline && !Object.hasOwn(manifest?.parsed.pipelines ?? {}, request.pipeline))
       throw new Invalid(`pipeline ${request.pipeline} is not defined in the project's manifest`);
     const fields = def ? fieldsOf(def, 'persistent') : fieldsOf(request, 'temporary');
-    const { row, created } = await this.d.db.transaction((trx) => this.d.repo.upsert(projectId, name, fields, def ? 'manifest' : 'ensured', creator.id, trx));
+    const orgId = (await this.d.projects.byId(projectId))?.org_id;
+    const { row, created } = await this.d.db.transaction(async (trx) => {
+      if (orgId) await this.withinQuota(orgId, projectId, name, trx);
+      return this.d.repo.upsert(projectId, name, fields, def ? 'manifest' : 'ensured', creator.id, trx);
+    });
     return { env: row, created };
+  }
+
+  /**
+   * limits.org.environments: a new environment in an org that has that many is 422 naming the quota.
+   * Ensures of one org take an advisory lock for the rest of the transaction, so two cannot both take
+   * the last place. Environments a manifest declares are not refused (a sync must not half-apply).
+   */
+  private async withinQuota(orgId: string, projectId: string, name: string, trx: Db): Promise<void> {
+    await this.d.repo.lockOrgCreations(orgId, trx);
+    if (await this.d.repo.byName(projectId, name, trx)) return;
+    const count = await this.d.repo.countInProjects(await this.d.projects.idsInOrg(orgId, trx), trx);
+    if (count >= this.d.quota)
+      throw new QuotaExceeded('invalid', `quota exceeded: org ${orgId} has ${count} environments (limits.org.environments ${this.d.quota})`);
   }
 
   /**

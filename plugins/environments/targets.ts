@@ -5,9 +5,7 @@ import type { SecretResolver } from '../../core/ports/secrets.ts';
 import type { DeployService, DeployTarget, PullSecret, ReleaseRef } from '../../core/ports/environments.ts';
 import type { Manifest, ServiceDefinition } from '../../domain/manifest/types.ts';
 import type { EnvironmentRow } from './repository.ts';
-
-const DEFAULT_USERNAME_SECRET = 'REGISTRY_USERNAME';
-const DEFAULT_TOKEN_SECRET = 'REGISTRY_PASSWORD';
+import { REGISTRY_PASSWORD as DEFAULT_TOKEN_SECRET, REGISTRY_USERNAME as DEFAULT_USERNAME_SECRET } from '../../core/secrets/platform.ts';
 
 /** `8080` or `"18080:8080"` (host:container). */
 function portOf(p: number | string): DeployService['ports'][number] {

@@ -4,11 +4,14 @@
  * login file the CLI keeps under the home directory). Secret values never leave this module except
  * through `credentials()`, which the worker merges into the job's environment.
  */
+import { execFile } from 'node:child_process';
 import { accessSync, constants, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import type { HarnessAuthStatus, HarnessDefinition } from '../../core/ports/harness.ts';
 import type { SecretContext, SecretResolver } from '../../core/ports/secrets.ts';
+import { SecretNotShared } from '../../core/errors.ts';
+import { versionNote } from '../../core/harness-versions.ts';
 
 const isExecutableFile = (file: string): boolean => {
   try {
@@ -28,8 +31,10 @@ export function findBinary(command: string, envPath = process.env.PATH ?? ''): s
   return null;
 }
 
-/** Every variable name a harness may read credentials from. */
-export const credentialNames = (def: HarnessDefinition): string[] => [...new Set((def.credentials?.env ?? []).flat())];
+/** Every variable name a harness may read credentials from, and those naming its endpoint. */
+export const credentialNames = (def: HarnessDefinition): string[] => [
+  ...new Set([...(def.credentials?.env ?? []).flat(), ...(def.credentials?.endpoints ?? [])]),
+];
 
 /** The declared credential variables the server's own environment holds. */
 export function environmentCredentials(def: HarnessDefinition, env: NodeJS.ProcessEnv = process.env): Record<string, string> {
@@ -46,24 +51,59 @@ export function commandVariable(id: string): string {
   return letter ? `SVC_HARNESS_${letter.toUpperCase()}_COMMAND` : `SVC_HARNESSES__${id.toUpperCase().replace(/-/g, '_')}__COMMAND`;
 }
 
+/** What `<binary> <args>` printed, per binary, its change time and the arguments; null when it failed (and then read again next time). */
+const versionOutputs = new Map<string, Promise<string | null>>();
+
+export function versionOutput(binary: string, args: string[]): Promise<string | null> {
+  let key = `${binary}\0${args.join('\0')}`;
+  try {
+    key += `\0${statSync(binary).mtimeMs}`;
+  } catch {
+    return Promise.resolve(null);
+  }
+  let out = versionOutputs.get(key);
+  if (!out) {
+    const read = new Promise<string | null>((resolve) =>
+      execFile(binary, args, { timeout: 20_000, encoding: 'utf8' }, (err, stdout) => resolve(err ? null : stdout.trim())),
+    );
+    versionOutputs.set(key, read);
+    // A read that failed (a busy machine timing it out, say) is tried again next time.
+    void read.then((v) => {
+      if (v === null && versionOutputs.get(key) === read) versionOutputs.delete(key);
+    });
+    out = read;
+  }
+  return out;
+}
+
 export class HarnessAuth {
   /** `secrets` is looked up per call: the secrets plugin registers after this one, or is not loaded at all. */
   constructor(private readonly secrets: () => SecretResolver | null) {}
 
-  /** Credentials from the environment first, then secrets (system scope, or the job's scopes in `ctx`). */
+  /**
+   * Credentials from the environment first, then secrets (the job's scopes in `ctx`, then system
+   * secrets shared with jobs: these go into the agent's process).
+   */
   async credentials(def: HarnessDefinition, ctx: SecretContext = {}): Promise<Record<string, string>> {
+    return (await this.lookup(def, ctx)).found;
+  }
+
+  /** The credentials found, and the names only an unshared system secret holds (what `status` explains). */
+  private async lookup(def: HarnessDefinition, ctx: SecretContext): Promise<{ found: Record<string, string>; notShared: string[] }> {
     const found = environmentCredentials(def);
+    const notShared: string[] = [];
     const missing = credentialNames(def).filter((n) => !(n in found));
     const secrets = missing.length === 0 ? null : this.secrets();
-    if (!secrets) return found;
+    if (!secrets) return { found, notShared };
     for (const name of missing) {
       try {
-        found[name] = await secrets.resolve(name, ctx);
-      } catch {
-        // not set in any scope searched: that group is simply not satisfied
+        found[name] = await secrets.resolve(name, { ...ctx, internal: false });
+      } catch (err) {
+        // not set in any scope searched (or not shared with jobs): that group is simply not satisfied
+        if (err instanceof SecretNotShared) notShared.push(err.message);
       }
     }
-    return found;
+    return { found, notShared };
   }
 
   async status(def: HarnessDefinition, ctx: SecretContext = {}): Promise<HarnessAuthStatus> {
@@ -78,24 +118,30 @@ export class HarnessAuth {
         missing: 'binary',
       };
     }
+    // A CLI older or newer than the versions tested is said, never refused: it may well work.
+    const note = def.versions ? versionNote(await versionOutput(binary, def.versions.args), def.versions) : null;
+    const found = note ? `${binary} found (${note})` : `${binary} found`;
     const spec = def.credentials;
-    if (!spec || (spec.env.length === 0 && !spec.files?.length))
-      return { available: true, reason: `${binary} found; it needs no credentials`, instructions: [] };
+    if (!spec || (spec.env.length === 0 && !spec.files?.length)) return { available: true, reason: `${found}; it needs no credentials`, instructions: [] };
 
     const fromEnv = environmentCredentials(def);
     const groupOf = (have: Record<string, string>) => spec.env.find((g) => g.every((n) => have[n]));
     let group = groupOf(fromEnv);
-    if (group) return { available: true, reason: `${binary} found; credentials from the environment (${group.join(', ')})`, instructions: [] };
+    if (group) return { available: true, reason: `${found}; credentials from the environment (${group.join(', ')})`, instructions: [] };
     const home = process.env.HOME || homedir();
     const file = spec.files?.find((f) => isReadableFile(path.join(home, f)));
-    if (file) return { available: true, reason: `${binary} found; logged in (~/${file})`, instructions: [] };
-    group = groupOf(await this.credentials(def, ctx));
-    if (group) return { available: true, reason: `${binary} found; credentials from secrets and the environment (${group.join(', ')})`, instructions: [] };
+    if (file) return { available: true, reason: `${found}; logged in (~/${file})`, instructions: [] };
+    const secrets = await this.lookup(def, ctx);
+    group = groupOf(secrets.found);
+    if (group) return { available: true, reason: `${found}; credentials from secrets and the environment (${group.join(', ')})`, instructions: [] };
 
     const wanted = spec.env.map((g) => g.join(' + ')).join(', or ');
     return {
       available: false,
-      reason: `no credentials: set ${wanted || 'nothing'}${spec.files?.length ? `, or log in (${spec.files.map((f) => `~/${f}`).join(', ')})` : ''}`,
+      reason:
+        `no credentials: set ${wanted || 'nothing'}${spec.files?.length ? `, or log in (${spec.files.map((f) => `~/${f}`).join(', ')})` : ''}` +
+        secrets.notShared.map((m) => `; ${m}`).join('') +
+        (note ? `; ${note}` : ''),
       instructions: spec.instructions,
       missing: 'credentials',
     };

@@ -55,7 +55,7 @@ export class ProviderCatalog {
     const p = this.provider(name);
     const cached = this.cache.get(name);
     if (cached && Date.now() - cached.at < this.settings.models_cache_seconds * 1000) return cached.models;
-    const key = await this.credentials.value(p.credential_secret, null, `provider ${name}`).catch(() => null);
+    const key = await this.credentials.value(p.credential_secret, null, `provider ${name}`, 'server').catch(() => null);
     const fromConfig = p.models.map((id) => ({ id, provider: name, kind: p.kind, source: 'config' as const }));
     if (!key) return fromConfig; // not asked without its credential; nothing cached, so setting the secret takes effect at once
     const adapter = adapterFor(p.kind);

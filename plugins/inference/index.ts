@@ -5,7 +5,7 @@ import { lookupLater } from '../../core/di.ts';
 import type { DomainPlugin } from '../../core/http/plugins.ts';
 import { Tokens } from '../../core/tokens.ts';
 import { AccessTargets } from '../../core/http/access.ts';
-import { AddressGuard } from '../../core/http/address-guard.ts';
+import { AddressGuard, guardOptions } from '../../core/http/address-guard.ts';
 import { ManagedModelsToken } from '../../core/ports/inference.ts';
 import { InferenceRepository } from './repository.ts';
 import { Scopes } from './scopes.ts';
@@ -17,23 +17,22 @@ import { UpstreamClient } from './upstream.ts';
 import { ProviderCatalog } from './catalog.ts';
 import { ModelList } from './model-list.ts';
 import { UsageRecorder } from './usage.ts';
-import { ChatProxy } from './proxy.ts';
+import { InferenceGateway } from './proxy.ts';
+import { BudgetGate } from './budget-gate.ts';
 import { ManagedModelResolver } from './harness-resolution.ts';
 import { inferenceRoutes } from './routes.ts';
 import { CALLER_TARGET, callerPointer, proxyRoutes } from './proxy-routes.ts';
+import { acceptProviderKeyHeaders, protocolRoutes } from './protocol-routes.ts';
 
-/** Providers, inference targets, the managed-model catalog and the chat-completions proxy (docs/inference.md). */
+/** Providers, inference targets, the managed-model catalog and the model gateway: chat completions, Anthropic messages, OpenAI Responses, Gemini (docs/inference.md). */
 export const plugin: DomainPlugin = {
   name: 'inference',
   dependencies: ['orgs', 'projects'],
   register(server, { container }) {
     const config = container.resolve(Tokens.Config);
     const settings = config.inference;
-    const guard = new AddressGuard({
-      allowLoopback: settings.allow_loopback ?? config.env !== 'production',
-      allowPrivate: settings.allow_private,
-      allowedHosts: settings.allowed_hosts,
-    });
+    // The outbound policy (outbound.*), with inference.allow_* as its older names for org targets.
+    const guard = new AddressGuard(guardOptions(config, 'inference'));
     const client = new UpstreamClient(guard);
     const credentials = new Credentials(lookupLater(container, SecretResolverToken));
     if (!container.isRegistered(AddressGuard)) container.registerInstance(AddressGuard, guard);
@@ -43,18 +42,20 @@ export const plugin: DomainPlugin = {
     const scopes = container.resolve(Scopes);
     const resolver = container.resolve(ModelResolver);
     const catalog = new ProviderCatalog(settings, client, credentials);
-    const usage = new UsageRecorder(repo, container.resolve(MachineTokens), lookupLater(container, AttemptControlToken), container.resolve(Tokens.Logger));
+    const attempts = lookupLater(container, AttemptControlToken);
+    const usage = new UsageRecorder(repo, container.resolve(MachineTokens), attempts, container.resolve(Tokens.Logger));
     container.registerInstance(TargetService, new TargetService(repo, scopes, guard));
     container.registerSingleton(ManagedModelService);
     container.registerInstance(ProviderCatalog, catalog);
     container.registerInstance(ModelList, new ModelList(repo, catalog, scopes));
-    container.registerInstance(ChatProxy, new ChatProxy(settings, resolver, credentials, client, usage));
+    container.registerInstance(InferenceGateway, new InferenceGateway(settings, resolver, credentials, client, usage, new BudgetGate(attempts)));
 
-    const proxyUrl = () => `${(settings.proxy_url || config.server.public_url || config.worker.api_url || server.info.uri).replace(/\/+$/, '')}/inference/v1`;
-    if (!container.isRegistered(ManagedModelsToken)) container.registerInstance(ManagedModelsToken, new ManagedModelResolver(resolver, credentials, proxyUrl));
+    const gatewayUrl = () => `${(settings.proxy_url || config.server.public_url || config.worker.api_url || server.info.uri).replace(/\/+$/, '')}/inference`;
+    if (!container.isRegistered(ManagedModelsToken)) container.registerInstance(ManagedModelsToken, new ManagedModelResolver(resolver, gatewayUrl));
 
     container.resolve(AccessTargets).register(CALLER_TARGET, callerPointer(scopes));
-    server.route([...inferenceRoutes(container), ...proxyRoutes(container, settings)]);
+    acceptProviderKeyHeaders(server);
+    server.route([...inferenceRoutes(container), ...proxyRoutes(container, settings), ...protocolRoutes(container, settings)]);
     server.ext('onPostStop', () => client.close());
   },
 };

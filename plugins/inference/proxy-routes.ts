@@ -1,5 +1,5 @@
 import Boom from '@hapi/boom';
-import type { Request, ServerRoute } from '@hapi/hapi';
+import type { Request, ResponseToolkit, ServerRoute } from '@hapi/hapi';
 import type { DependencyContainer } from '../../core/di.ts';
 import { grantOf, principalOf, requires } from '../../core/http/access.ts';
 import { payloadFailed } from '../../core/http/server.ts';
@@ -7,7 +7,7 @@ import { docs } from '../../core/http/schemas.ts';
 import { payloadOf } from '../../core/http/request.ts';
 import type { InferenceConfig } from '../../core/config/schema.ts';
 import type { TargetPointer } from '../../core/auth/access.ts';
-import { ChatProxy } from './proxy.ts';
+import { InferenceGateway, type ProxyReply } from './proxy.ts';
 import { type Scopes } from './scopes.ts';
 import type { ChatRequest } from './providers/types.ts';
 import * as S from './schemas.ts';
@@ -30,7 +30,7 @@ export function callerPointer(scopes: Scopes) {
 
 /** POST /inference/v1/chat/completions: the chat-completions-compatible proxy (docs/inference.md). */
 export function proxyRoutes(container: DependencyContainer, settings: InferenceConfig): ServerRoute[] {
-  const proxy = container.resolve(ChatProxy);
+  const proxy = container.resolve(InferenceGateway);
   return [
     {
       method: 'POST',
@@ -48,29 +48,38 @@ export function proxyRoutes(container: DependencyContainer, settings: InferenceC
       },
       handler: async (request, h) => {
         const grant = grantOf(request);
-        const gone = new AbortController();
-        // 'close' on the response fires when the answer has gone out or the client dropped the connection.
-        request.raw.res.once('close', () => {
-          if (!request.raw.res.writableFinished) gone.abort();
-        });
         const reply = await proxy.complete(
           principalOf(request),
           { orgId: grant.orgId, projectId: grant.projectId },
           payloadOf<ChatRequest>(request),
-          gone.signal,
+          abortOnClose(request),
         );
-        if (reply.kind === 'stream') {
-          return h
-            .response(reply.stream)
-            .type('text/event-stream')
-            .header('cache-control', 'no-cache')
-            .header('content-encoding', 'identity')
-            .header('x-accel-buffering', 'no');
-        }
-        const response = h.response(reply.body as object).code(reply.status);
-        for (const [name, value] of Object.entries(reply.headers)) response.header(name, value);
-        return response;
+        return replyWith(h, reply);
       },
     },
   ];
+}
+
+/** Aborted when the client drops the connection before the answer has gone out. */
+export function abortOnClose(request: Request): AbortSignal {
+  const gone = new AbortController();
+  // 'close' on the response fires when the answer has gone out or the client dropped the connection.
+  request.raw.res.once('close', () => {
+    if (!request.raw.res.writableFinished) gone.abort();
+  });
+  return gone.signal;
+}
+
+export function replyWith(h: ResponseToolkit, reply: ProxyReply) {
+  if (reply.kind === 'stream') {
+    return h
+      .response(reply.stream)
+      .type('text/event-stream')
+      .header('cache-control', 'no-cache')
+      .header('content-encoding', 'identity')
+      .header('x-accel-buffering', 'no');
+  }
+  const response = h.response(reply.body as object).code(reply.status);
+  for (const [name, value] of Object.entries(reply.headers)) response.header(name, value);
+  return response;
 }

@@ -17,6 +17,8 @@ export interface TargetRow {
   allowed_models: string[];
   request_timeout_ms: number | null;
   idle_timeout_ms: number | null;
+  /** An openai target whose upstream also serves the Responses API: Responses calls pass through. */
+  responses_api: boolean;
   created_by: string | null;
   created_at: Date;
   updated_at: Date;

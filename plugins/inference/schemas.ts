@@ -43,6 +43,11 @@ export const createTarget = Joi.object({
   allowed_models: Joi.array().items(modelId).max(500).unique().default([]).description('upstream model ids this target serves; empty: any'),
   request_timeout_ms: timeoutMs.allow(null).description('until response headers (504 after); default inference.request_timeout_ms'),
   idle_timeout_ms: timeoutMs.allow(null).description('longest silence inside an answer or stream; default inference.idle_timeout_ms'),
+  responses_api: Joi.boolean()
+    .default(false)
+    .description(
+      'openai only: the upstream also serves the Responses API ({base_url}/responses), so Responses calls pass through instead of being translated to chat completions',
+    ),
 }).label('CreateInferenceTarget');
 
 export const updateTarget = Joi.object({
@@ -52,6 +57,7 @@ export const updateTarget = Joi.object({
   allowed_models: Joi.array().items(modelId).max(500).unique(),
   request_timeout_ms: timeoutMs.allow(null),
   idle_timeout_ms: timeoutMs.allow(null),
+  responses_api: Joi.boolean(),
 })
   .min(1)
   .label('UpdateInferenceTarget');
@@ -69,6 +75,7 @@ export const targetSchema = Joi.object({
   allowed_models: Joi.array().items(Joi.string()).required(),
   request_timeout_ms: Joi.number().integer().allow(null).required(),
   idle_timeout_ms: Joi.number().integer().allow(null).required(),
+  responses_api: Joi.boolean().required(),
   created_by: Joi.string().allow(null).required(),
   created_at: timestamp.required(),
   updated_at: timestamp.required(),
@@ -85,6 +92,7 @@ export const toTarget = (t: TargetRow) => ({
   allowed_models: t.allowed_models,
   request_timeout_ms: t.request_timeout_ms,
   idle_timeout_ms: t.idle_timeout_ms,
+  responses_api: t.responses_api,
   created_by: t.created_by,
   created_at: t.created_at,
   updated_at: t.updated_at,

@@ -1,4 +1,5 @@
 import Boom from '@hapi/boom';
+import { BadRequest } from '../../core/errors.ts';
 import { inject, injectable } from '../../core/di.ts';
 import { newId } from '../../core/ids.ts';
 import { isUniqueViolation } from '../../core/http/unique.ts';
@@ -18,6 +19,7 @@ export interface TargetInput {
   allowed_models?: string[];
   request_timeout_ms?: number | null;
   idle_timeout_ms?: number | null;
+  responses_api?: boolean;
 }
 
 export type TargetChanges = Partial<Omit<TargetInput, 'org_id' | 'name'>>;
@@ -45,6 +47,7 @@ export class TargetService {
   async create(principal: Principal, input: TargetInput): Promise<TargetRow> {
     const orgId = input.org_id ?? null;
     await this.scopes.admin(principal, orgId);
+    checkResponsesApi(input.kind, input.responses_api);
     await this.checkUrl(input.base_url, orgId);
     try {
       return await this.repo.insertTarget({
@@ -57,6 +60,7 @@ export class TargetService {
         allowed_models: input.allowed_models ?? [],
         request_timeout_ms: input.request_timeout_ms ?? null,
         idle_timeout_ms: input.idle_timeout_ms ?? null,
+        responses_api: input.responses_api ?? false,
         created_by: principal.id,
       });
     } catch (e) {
@@ -68,6 +72,7 @@ export class TargetService {
 
   async update(principal: Principal, id: string, changes: TargetChanges): Promise<TargetRow> {
     const target = await this.get(principal, id);
+    checkResponsesApi(changes.kind ?? target.kind, changes.responses_api ?? (changes.kind === 'anthropic' ? false : target.responses_api));
     if (changes.base_url !== undefined) await this.checkUrl(changes.base_url, target.org_id);
     return this.repo.updateTarget(id, { ...changes, ...(changes.base_url !== undefined ? { base_url: trimSlash(changes.base_url) } : {}) });
   }
@@ -90,6 +95,11 @@ export class TargetService {
       throw Boom.badData(`base_url is refused: ${(e as Error).message}`);
     }
   }
+}
+
+/** The Responses API is OpenAI's: an anthropic target cannot say it serves it (400 naming the field). */
+function checkResponsesApi(kind: ProviderKind, responsesApi: boolean | undefined): void {
+  if (responsesApi && kind !== 'openai') throw new BadRequest('responses_api applies to openai targets only');
 }
 
 const trimSlash = (url: string) => url.replace(/\/+$/, '');

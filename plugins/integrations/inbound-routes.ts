@@ -36,10 +36,10 @@ export function inboundRoutes(inbound: InboundDeliveries): ServerRoute[] {
       tags,
       description,
       notes:
-        'Signed with the system secret CHATAPP_SIGNING_SECRET (X-Slack-Signature, X-Slack-Request-Timestamp; 5-minute replay window). Answers the url_verification handshake; stores message and app_mention events in the project the team and channel are routed to.',
+        'Signed with the system secret CHATAPP_SIGNING_SECRET (X-Slack-Signature, X-Slack-Request-Timestamp; 5-minute replay window). Answers the url_verification handshake; stores message and app_mention events in the project the team and channel are routed to (routes of the org the team is bound to). A message carrying "bind <code>" binds the team to the org that asked for the code (200 {bound: true}, or 202 when the code does not bind) and is not stored.',
       payload: rawBody(CHAT_MAX_BYTES),
       plugins: docs(400, 401, 404, 413),
-      response: { status: { ...eventResponses, 200: Joi.alternatives().try(S.challengeSchema, S.eventSchema) } },
+      response: { status: { ...eventResponses, 200: Joi.alternatives().try(S.challengeSchema, S.boundSchema, S.eventSchema) } },
     },
     handler: async (request, h) => reply(h, await inbound.chat(inboundOf(request), request.info.id)),
   });
@@ -53,7 +53,7 @@ export function inboundRoutes(inbound: InboundDeliveries): ServerRoute[] {
         tags,
         description: 'Code-host webhook: push and pull_request deliveries become vcshost.* events of the project',
         notes:
-          "X-Hub-Signature-256 must be sha256=<hex HMAC-SHA256 of the body> with the project's secret VCSHOST_WEBHOOK_SECRET. 201 stored, 200 a redelivery (same X-GitHub-Delivery), 202 another kind of event (not stored).",
+          "X-Hub-Signature-256 must be sha256=<hex HMAC-SHA256 of the body> with the project's secret VCSHOST_WEBHOOK_SECRET. 201 stored; 200 with the stored event for a push already stored (same repository, ref, before and after: a redelivery or a replay under another delivery id) or a pull_request redelivery (same X-GitHub-Delivery); 202 another kind of event (not stored).",
         payload: rawBody(VCSHOST_MAX_BYTES),
         validate: { params: S.projectParams },
         plugins: docs(400, 401, 413),

@@ -12,11 +12,15 @@ import { ChatAppToken, type ChatApp } from '../../core/ports/chatapp.ts';
 import type { InboundEvent, InboundRequest } from '../../core/ports/integrations.ts';
 import { EventLogToken, type EventLog } from '../../core/ports/events.ts';
 import { IntegrationRepository } from './repository.ts';
+import { TeamBindings, bindCodeIn } from './bindings.ts';
 
-/** Project secret (org and system secrets of the name apply to projects without one) that signs code-host deliveries. */
-export const VCSHOST_WEBHOOK_SECRET = 'VCSHOST_WEBHOOK_SECRET';
-/** System secret: the chat app's signing secret. */
-export const CHATAPP_SIGNING_SECRET = 'CHATAPP_SIGNING_SECRET';
+/**
+ * Project secret (org and system secrets of the name apply to projects without one) that signs
+ * code-host deliveries, and the system secret that signs the chat app's: svc's own integration
+ * secrets (core/secrets/platform.ts), read here server-side and never handed to a job.
+ */
+export { CHATAPP_SIGNING_SECRET, VCSHOST_WEBHOOK_SECRET } from '../../core/secrets/platform.ts';
+import { CHATAPP_SIGNING_SECRET, VCSHOST_WEBHOOK_SECRET } from '../../core/secrets/platform.ts';
 
 export interface Outcome {
   status: 200 | 201 | 202;
@@ -43,6 +47,7 @@ export class InboundDeliveries {
     @inject(ChatAppToken) private readonly app: ChatApp,
     @inject(InboundSecrets) private readonly secrets: () => SecretResolver,
     @inject(EventLogToken) private readonly events: EventLog,
+    @inject(TeamBindings) private readonly bindings: TeamBindings,
   ) {}
 
   async vcshost(projectId: string, request: InboundRequest, requestId: string): Promise<Outcome> {
@@ -72,6 +77,17 @@ export class InboundDeliveries {
       case 'ignored':
         return ignored(delivery.reason);
     }
+    // "bind <code>" from the team: the team agrees to belong to the org that asked for the code. Never stored as an event.
+    const code = bindCodeIn(delivery.event.payload.text);
+    if (code) {
+      const redeemed = await this.bindings.redeem(delivery.team_id, code, delivery.event.actor_id ?? 'chatapp:unknown');
+      this.logger.info({ team: delivery.team_id, bound: redeemed.bound }, 'chat team binding code posted');
+      if (!redeemed.bound) return ignored(redeemed.message);
+      return {
+        status: 200,
+        body: { bound: true, team_id: delivery.team_id, message: `chat team ${delivery.team_id} is now bound to the org that asked for this code` },
+      };
+    }
     const projectId = await this.repo.projectFor(delivery.team_id, delivery.channel);
     if (!projectId) {
       this.logger.info({ team: delivery.team_id, channel: delivery.channel }, 'chat event for a team with no route');
@@ -88,10 +104,10 @@ export class InboundDeliveries {
     return { status: created ? 201 : 200, body: { ...(await this.events.byId(id)) } };
   }
 
-  /** The secret's value, or null when no scope searched holds it. */
+  /** The secret's value, or null when no scope searched holds it. svc verifies with it here; no job sees it (`internal`). */
   private async secret(name: string, projectId: string | null): Promise<string | null> {
     try {
-      return await this.secrets().resolve(name, { projectId });
+      return await this.secrets().resolve(name, { projectId, internal: true });
     } catch (e) {
       if (e instanceof SecretMissing) return null;
       throw e;

@@ -6,10 +6,13 @@ import { SecretResolverToken } from '../../core/ports/secrets.ts';
 import { InboundDeliveries, InboundSecrets } from './inbound.ts';
 import { chatRouteRoutes } from './routes.ts';
 import { inboundRoutes } from './inbound-routes.ts';
+import { BindingRepository } from './binding-repository.ts';
+import { TeamBindings } from './bindings.ts';
+import { bindingRoutes } from './binding-routes.ts';
 
 /**
  * Inbound integrations: code-host and chat-app webhooks stored as events on the spine, and the
- * chat routes that say which project a chat team feeds. The adapters (config `adapters.vcshost`,
+ * chat routes that say which project a chat team feeds, once the team has bound itself to the org. The adapters (config `adapters.vcshost`,
  * `adapters.chatapp`) are the kernel's; secrets come through the SecretResolver port.
  */
 export const plugin: DomainPlugin = {
@@ -17,8 +20,10 @@ export const plugin: DomainPlugin = {
   dependencies: ['projects', 'secrets'],
   register(server, { container }) {
     container.registerSingleton(IntegrationRepository);
+    container.registerSingleton(BindingRepository);
+    container.registerSingleton(TeamBindings);
     container.registerSingleton(ChatRoutes);
     container.registerInstance(InboundSecrets, resolveLater(container, SecretResolverToken));
-    server.route([...chatRouteRoutes(container), ...inboundRoutes(container.resolve(InboundDeliveries))]);
+    server.route([...chatRouteRoutes(container), ...bindingRoutes(container), ...inboundRoutes(container.resolve(InboundDeliveries))]);
   },
 };

@@ -51,13 +51,17 @@ export class IntegrationRepository {
     return trx('chat_routes').where({ team_id: teamId }).select('org_id', 'channel');
   }
 
-  /** The live project a team's message goes to: the channel's own route before the team-wide one. */
+  /**
+   * The live project a team's message goes to: the channel's own route before the team-wide one,
+   * among the routes of the org the team is bound to (a route of any other org is never used).
+   */
   async projectFor(teamId: string, channel: string | null): Promise<string | null> {
     const candidates: string[] = await this.db('chat_routes')
-      .where('team_id', teamId)
+      .join('chat_team_bindings as b', (j) => j.on('b.team_id', 'chat_routes.team_id').andOn('b.org_id', 'chat_routes.org_id'))
+      .where('chat_routes.team_id', teamId)
       .andWhere((w) => (channel ? w.where('channel', channel).orWhereNull('channel') : w.whereNull('channel')))
       .orderByRaw('channel IS NULL')
-      .pluck('project_id');
+      .pluck('chat_routes.project_id');
     const live = new Set((await this.projects.byIds(candidates)).filter((p) => !p.deleted).map((p) => p.id));
     return candidates.find((id) => live.has(id)) ?? null;
   }

@@ -36,3 +36,34 @@ export const ignoredSchema = Joi.object({
 }).label('IgnoredDelivery');
 
 export const challengeSchema = Joi.object({ challenge: Joi.string().required() }).label('ChatChallenge');
+
+export const orgParams = Joi.object({ org_id: orgId.required() });
+export const chatTeamParams = orgParams.keys({ team_id: chatId.required() });
+
+export const bindingsQuery = listQuerySchema.keys({ include_deleted: Joi.forbidden() });
+
+export const requestBindingSchema = Joi.object({
+  team_id: chatId.required().description("the chat team (workspace) id, as in the app's events"),
+}).label('RequestChatTeamBinding');
+
+export const bindingCodeSchema = Joi.object({
+  team_id: Joi.string().required(),
+  org_id: orgId.required(),
+  status: Joi.string().valid('pending').required(),
+  code: Joi.string().required().description('post "bind <code>" in the team (a message or a mention of the app) before expires_at; shown once, single use'),
+  expires_at: timestamp.required(),
+}).label('ChatTeamBindingCode');
+
+export const bindingStatusSchema = Joi.object({
+  team_id: Joi.string().required(),
+  org_id: orgId.required(),
+  status: Joi.string().valid('pending', 'active').required(),
+  bound_at: timestamp.allow(null).required(),
+  expires_at: timestamp.allow(null).required().description("the newest pending code's expiry; null once active"),
+}).label('ChatTeamBinding');
+
+export const boundSchema = Joi.object({
+  bound: Joi.boolean().valid(true).required(),
+  team_id: Joi.string().required(),
+  message: Joi.string().required(),
+}).label('ChatTeamBound');

@@ -43,6 +43,7 @@ import { JobLifecycle } from './lifecycle/lifecycle.ts';
 import { emitJobsCompleted } from './lifecycle/system-events.ts';
 import { logRoutes } from './logs/log-routes.ts';
 import { JobMetrics } from './metrics.ts';
+import { QueuedJobQuota } from './job/quotas.ts';
 
 /** Jobs: the resource, its phases, relations, review, attempts and their receipts. */
 export const plugin: DomainPlugin = {
@@ -64,6 +65,7 @@ export const plugin: DomainPlugin = {
       JobLifecycle,
       JobCreation,
       JobService,
+      QueuedJobQuota,
     ])
       container.registerSingleton(cls as never);
     for (const cls of [AttemptHistory, Claims, ReviewLog, Review, JobMetrics]) container.registerSingleton(cls as never);
@@ -80,6 +82,7 @@ export const plugin: DomainPlugin = {
     const phaseListeners = container.resolve(JobPhaseListeners);
     for (const listener of [promoteResolvedGit, emitJobsCompleted, container.resolve(AttemptLogs).phasesChanged]) phaseListeners.add(listener);
     container.resolve(JobRequestChecks).add(knownHarness(container));
+    container.resolve(JobAdmissions).add(container.resolve(QueuedJobQuota).admit);
     container.registerSingleton(JobStatisticsToken, JobStats);
     container.registerSingleton(JobGraphService);
     container.register(JobGraphsToken, { useToken: JobGraphService });

@@ -7,10 +7,10 @@ import { docs } from '../../core/http/schemas.ts';
 import { pageSchema, type Page } from '../../core/http/lists.ts';
 import type { Permission } from '../../core/auth/permissions.ts';
 import type { Manifest } from '../../domain/manifest/types.ts';
-import { parseYaml } from '../../domain/manifest/parse.ts';
 import { isObject } from '../../core/is-object.ts';
 import * as S from './schemas.ts';
 import { ManifestRepository } from './repository.ts';
+import { OffLoopParser } from './off-loop.ts';
 
 type Named = { name: string } & Record<string, unknown>;
 
@@ -30,9 +30,10 @@ const KINDS: Kind[] = [
  * The section's definitions in the order the YAML lists them: the stored parsed form is JSONB,
  * which keeps keys in its own order, so the order comes from the YAML text stored beside it.
  */
-function definitions(stored: { parsed: Manifest; yaml: string } | null | undefined, section: Kind['section']): Named[] {
+async function definitions(parser: OffLoopParser, stored: { parsed: Manifest; yaml: string } | null | undefined, section: Kind['section']): Promise<Named[]> {
   const byName = stored?.parsed[section] ?? {};
-  const doc = stored ? parseYaml(stored.yaml).doc : null;
+  // A large stored manifest parses off the event loop, like at sync.
+  const doc = stored ? (await parser.parse(stored.yaml, 'the stored manifest')).doc : null;
   const listed = isObject(doc) && isObject(doc[section]) ? Object.keys(doc[section]).filter((name) => Object.hasOwn(byName, name)) : [];
   const names = [...listed, ...Object.keys(byName).filter((name) => !listed.includes(name))];
   return names.map((name) => ({ name, ...(byName[name] as object) }));
@@ -41,6 +42,7 @@ function definitions(stored: { parsed: Manifest; yaml: string } | null | undefin
 /** Read-only listing of the current manifest's workflows and pipelines, in manifest order. */
 export function definitionRoutes(container: DependencyContainer): ServerRoute[] {
   const manifests = container.resolve(ManifestRepository);
+  const parser = container.resolve(OffLoopParser);
   return KINDS.flatMap((kind): ServerRoute[] => {
     const item = S.definitionSchema(kind.label);
     const tags = ['api', kind.section];
@@ -57,7 +59,7 @@ export function definitionRoutes(container: DependencyContainer): ServerRoute[] 
         },
         handler: async (request): Promise<Page<Named>> => {
           const { limit, offset } = queryOf<{ limit: number; offset: number }>(request);
-          const all = definitions(await manifests.current(paramsOf(request).project_id), kind.section);
+          const all = await definitions(parser, await manifests.current(paramsOf(request).project_id), kind.section);
           const data = all.slice(offset, offset + limit);
           return { data, pagination: { limit, offset, count: data.length, total: all.length, has_more: offset + data.length < all.length } };
         },
@@ -74,7 +76,7 @@ export function definitionRoutes(container: DependencyContainer): ServerRoute[] 
         },
         handler: async (request) => {
           const { project_id, name } = paramsOf(request);
-          const found = definitions(await manifests.current(project_id), kind.section).find((d) => d.name === name);
+          const found = (await definitions(parser, await manifests.current(project_id), kind.section)).find((d) => d.name === name);
           if (!found) throw Boom.notFound(`${kind.noun} '${name}' not found in the current manifest of project ${project_id}`);
           return found;
         },

@@ -6,7 +6,8 @@ import Boom from '@hapi/boom';
 import { inject, injectable } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
 import type { Config } from '../../core/config/schema.ts';
-import { GitAccessError, optionalRepoAccess, projectAccessSecrets, redactUrl, type RepoAccess } from '../../core/git-access.ts';
+import { GitAccessError, optionalRepoAccess, projectAccessSecrets, redactUrl, repoUrlPolicy, type RepoAccess } from '../../core/git-access.ts';
+import { outboundGuard } from '../../core/http/address-guard.ts';
 import { maskSecrets } from '../../core/secrets/mask.ts';
 import type { SecretResolver } from '../../core/ports/secrets.ts';
 
@@ -88,6 +89,8 @@ export class GitManifestSource {
         projectId: project.id,
         orgId: project.org_id,
         credentialsDir,
+        repoUrls: repoUrlPolicy(this.config),
+        addresses: outboundGuard(this.config),
       });
       let access: Pick<RepoAccess, 'env' | 'secrets'>;
       try {

@@ -8,6 +8,8 @@ import { GitManifestSource, ManifestSecrets } from './git-source.ts';
 import { ManifestService } from './service.ts';
 import { manifestRoutes } from './routes.ts';
 import { definitionRoutes } from './definition-routes.ts';
+import { OffLoopParser } from './off-loop.ts';
+import { parseLimits } from '../../core/parse-limits.ts';
 
 /**
  * The project manifest (`.svc/manifest.yaml`): sync, validation, stored versions, and the
@@ -19,6 +21,10 @@ export const plugin: DomainPlugin = {
   register(server, { container }) {
     container.registerInstance(ManifestSyncListeners, new ManifestSyncListeners(container.resolve(Tokens.Logger)));
     container.registerInstance(ManifestSecrets, lookupLater(container, SecretResolverToken));
+    // Large manifests parse in worker threads, not on the event loop (off-loop.ts, docs/security.md).
+    const parser = new OffLoopParser(parseLimits());
+    container.registerInstance(OffLoopParser, parser);
+    server.ext('onPostStop', () => parser.close());
     for (const cls of [ManifestRepository, GitManifestSource, ManifestService]) container.registerSingleton(cls as never);
     const repository = container.resolve(ManifestRepository);
     // Keep what an embedder or test registered before the plugins loaded.

@@ -3,12 +3,15 @@ import { inject, injectable } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
 import type { Principal } from '../../core/auth/principal.ts';
-import { loadManifest } from '../../domain/manifest/parse.ts';
 import type { ManifestProblem, StoredManifest } from '../../domain/manifest/types.ts';
 import { ManifestRepository } from './repository.ts';
 import { GitManifestSource } from './git-source.ts';
 import { ManifestSyncListeners, type ManifestSyncer } from '../../core/ports/manifest.ts';
 import { ProjectDirectoryToken, type ProjectDirectory } from '../../core/ports/directory.ts';
+import { OffLoopParser } from './off-loop.ts';
+import type { Config } from '../../core/config/schema.ts';
+import { outboundGuard } from '../../core/http/address-guard.ts';
+import { registryHostRefusal } from '../../core/git-addresses.ts';
 
 /** Where a manifest comes from: posted text, or the project's repository at a ref (default: its branch). */
 export interface ManifestSourceInput {
@@ -37,6 +40,9 @@ function invalid(errors: ManifestProblem[]): Boom.Boom {
   return err;
 }
 
+/** What a refusal names: the request's `yaml` field, or the file read from the repository. */
+const fieldOf = (source: Resolved) => (source.git_sha === null ? 'yaml' : `.svc/manifest.yaml at ${source.git_sha}`);
+
 @injectable()
 export class ManifestService implements ManifestSyncer {
   constructor(
@@ -45,7 +51,17 @@ export class ManifestService implements ManifestSyncer {
     @inject(GitManifestSource) private readonly git: GitManifestSource,
     @inject(ManifestSyncListeners) private readonly listeners: ManifestSyncListeners,
     @inject(ProjectDirectoryToken) private readonly projects: ProjectDirectory,
+    @inject(Tokens.Config) private readonly config: Config,
+    @inject(OffLoopParser) private readonly parser: OffLoopParser,
   ) {}
+
+  /** A registry.host the outbound address policy refuses, as a manifest problem (docs/security.md, "Outbound addresses"). */
+  private async addressProblems(manifest: { registry?: unknown }): Promise<ManifestProblem[]> {
+    const host = (manifest.registry as { host?: unknown } | undefined)?.host;
+    if (typeof host !== 'string') return [];
+    const refusal = await registryHostRefusal(host, outboundGuard(this.config), { acceptUnresolved: true });
+    return refusal === null ? [] : [{ path: 'registry.host', message: `registry.host ${host} is refused: ${refusal}` }];
+  }
 
   async current(projectId: string): Promise<StoredManifest> {
     const current = await this.manifests.current(projectId);
@@ -58,8 +74,10 @@ export class ManifestService implements ManifestSyncer {
     const project = await this.projects.byId(projectId);
     if (project?.deleted) throw Boom.badData(`project ${projectId} is deleted`);
     const source = await this.resolve(projectId, input);
-    const result = loadManifest(source.yaml);
+    const result = await this.parser.load(source.yaml, fieldOf(source));
     if (!result.ok) throw invalid(result.errors);
+    const refused = await this.addressProblems(result.manifest);
+    if (refused.length) throw invalid(refused);
     const stored = await this.manifests.insert({
       project_id: projectId,
       manifest_hash: result.hash,
@@ -76,7 +94,10 @@ export class ManifestService implements ManifestSyncer {
   }
 
   async validate(projectId: string, input: ManifestSourceInput): Promise<ValidationAnswer> {
-    const result = loadManifest((await this.resolve(projectId, input)).yaml);
+    const source = await this.resolve(projectId, input);
+    const result = await this.parser.load(source.yaml, fieldOf(source));
+    const refused = result.ok ? await this.addressProblems(result.manifest) : [];
+    if (result.ok && refused.length) return { valid: false, errors: refused, manifest_hash: null };
     return result.ok ? { valid: true, errors: [], manifest_hash: result.hash } : { valid: false, errors: result.errors, manifest_hash: null };
   }
 

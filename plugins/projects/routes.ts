@@ -22,7 +22,7 @@ export function projectRoutes(container: DependencyContainer): ServerRoute[] {
       options: {
         tags,
         description: 'Create a project in an org (slug: 4 to 8 letters and digits, unique, immutable; derived from the name when omitted)',
-        plugins: { ...requires('projects:create', 'payload.org'), ...docs(400, 401, 403, 404, 409) },
+        plugins: { ...requires('projects:create', 'payload.org'), ...docs(400, 401, 403, 404, 409, 422) },
         validate: { payload: S.createProject },
         response: { status: { 201: S.projectSchema } },
       },
@@ -34,7 +34,7 @@ export function projectRoutes(container: DependencyContainer): ServerRoute[] {
       options: {
         tags,
         description: 'Find or create a project by id, slug, or name in the org: 200 when created or identical, 409 on other parameters',
-        plugins: { ...requires('projects:create', 'payload.org'), ...docs(400, 401, 403, 404, 409) },
+        plugins: { ...requires('projects:create', 'payload.org'), ...docs(400, 401, 403, 404, 409, 422) },
         validate: { payload: S.ensureProject },
         response: { schema: S.projectSchema },
       },

@@ -1,4 +1,4 @@
-import { Conflict } from '../../core/errors.ts';
+import { Conflict, Invalid } from '../../core/errors.ts';
 import Boom from '@hapi/boom';
 import { inject, injectable } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
@@ -10,6 +10,10 @@ import { conflictingFields, isUniqueViolation } from '../../core/http/unique.ts'
 import { projectSlugFrom, varySlug } from '../../core/slugs.ts';
 import { ProjectRepository, toProject, type Project, type ProjectRow } from './repository.ts';
 import { OrgDirectoryToken, type OrgDirectory } from '../../core/ports/directory.ts';
+import type { Config } from '../../core/config/schema.ts';
+import { checkRepoUrl, GitAccessError, redactUrl, repoUrlPolicy } from '../../core/git-access.ts';
+import { outboundGuard } from '../../core/http/address-guard.ts';
+import { repoHostRefusal } from '../../core/git-addresses.ts';
 
 export interface ProjectInput {
   org_id: string;
@@ -37,13 +41,32 @@ export class ProjectService {
     @inject(ProjectRepository) private readonly projects: ProjectRepository,
     @inject(Access) private readonly access: Access,
     @inject(OrgDirectoryToken) private readonly orgs: OrgDirectory,
+    @inject(Tokens.Config) private readonly config: Config,
   ) {}
+
+  /**
+   * A repo_url this server may clone (core/git-access.ts checkRepoUrl: file:// only where allowed)
+   * on a host the outbound address policy lets it reach (a name that does not resolve here passes:
+   * every clone, fetch and push checks it again); else 422 naming repo_url.
+   */
+  private async requireUsableRepoUrl(repoUrl: string | null | undefined): Promise<void> {
+    if (!repoUrl) return;
+    try {
+      checkRepoUrl(repoUrl, repoUrlPolicy(this.config));
+    } catch (e) {
+      if (e instanceof GitAccessError) throw new Invalid(`repo_url: ${e.message}`);
+      throw e;
+    }
+    const refusal = await repoHostRefusal(repoUrl, outboundGuard(this.config), { acceptUnresolved: true });
+    if (refusal !== null) throw new Invalid(`repo_url: ${redactUrl(repoUrl)} is refused: ${refusal}`);
+  }
 
   /**
    * A chosen slug must be free (409); one derived from the name is varied until it is. Inside the
    * caller's transaction `db` each insert runs under a savepoint, so a collision does not abort it.
    */
   async create(input: ProjectInput, db: Db = this.db): Promise<Project> {
+    await this.requireUsableRepoUrl(input.repo_url);
     const org = await this.orgs.byId(input.org_id, db);
     if (org?.deleted) throw Boom.badData(`org ${input.org_id} is deleted; restore it before adding projects`);
     let slug = input.slug ?? projectSlugFrom(input.name);
@@ -101,6 +124,7 @@ export class ProjectService {
     const current = (await this.projects.byId(grant.projectId!))!;
     if (changes.slug !== undefined && changes.slug !== current.slug) throw Boom.badData(`"slug" is immutable (it is '${current.slug}')`);
     if (changes.deleted !== undefined && !grant.permissions.has('projects:delete')) throw Boom.forbidden('missing permission projects:delete');
+    if (changes.repo_url !== current.repo_url) await this.requireUsableRepoUrl(changes.repo_url);
     const { slug: _immutable, ...rest } = changes;
     if (!Object.keys(rest).length) return toProject(current);
     return toProject(await this.projects.update(current.id, rest));

@@ -15,12 +15,21 @@ export interface SecretRow {
   name: string;
   type: SecretType;
   value_enc: string;
+  /** System secrets only (false elsewhere): resolves into jobs of every org. */
+  shared_with_jobs: boolean;
   created_at: Date;
   updated_at: Date;
 }
 
-/** What any endpoint shows of a secret: never the value. */
-export const toSecret = (r: SecretRow) => ({ name: r.name, type: r.type, scope: r.scope, created_at: r.created_at, updated_at: r.updated_at });
+/** What any endpoint shows of a secret: never the value. `shared_with_jobs` is a system secret's only. */
+export const toSecret = (r: SecretRow) => ({
+  name: r.name,
+  type: r.type,
+  scope: r.scope,
+  ...(r.scope === 'system' ? { shared_with_jobs: r.shared_with_jobs } : {}),
+  created_at: r.created_at,
+  updated_at: r.updated_at,
+});
 export type Secret = ReturnType<typeof toSecret>;
 
 export const ownerOf = (r: SecretRow): SecretOwner => ({ scope: r.scope, id: r.project_id ?? r.org_id ?? r.user_id });
@@ -38,7 +47,7 @@ export class SecretRepository {
     return this.owned(owner).where('secrets.name', name).first();
   }
 
-  async insert(owner: SecretOwner, fields: { name: string; type: SecretType; value_enc: string }): Promise<SecretRow> {
+  async insert(owner: SecretOwner, fields: { name: string; type: SecretType; value_enc: string; shared_with_jobs?: boolean }): Promise<SecretRow> {
     const column = ownerColumn(owner.scope);
     const [row] = await this.db('secrets')
       .insert({ scope: owner.scope, ...(column ? { [column]: owner.id } : {}), ...fields })
@@ -46,7 +55,11 @@ export class SecretRepository {
     return row;
   }
 
-  async replace(owner: SecretOwner, name: string, fields: { type?: SecretType; value_enc: string }): Promise<SecretRow | undefined> {
+  async replace(
+    owner: SecretOwner,
+    name: string,
+    fields: { type?: SecretType; value_enc?: string; shared_with_jobs?: boolean },
+  ): Promise<SecretRow | undefined> {
     const [row] = await this.owned(owner)
       .where('secrets.name', name)
       .update({ ...fields, updated_at: this.db.fn.now() })

@@ -2,9 +2,10 @@ import { inject, injectable } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
 import type { Sealer } from '../../core/crypto/sealer.ts';
-import { Invalid, SecretMissing } from '../../core/errors.ts';
+import { Invalid, SecretMissing, SecretNotShared } from '../../core/errors.ts';
+import { isIntegrationSecret } from '../../core/secrets/platform.ts';
 import type { SecretContext, SecretResolver as SecretResolverPort } from '../../core/ports/secrets.ts';
-import { SecretRepository, ownerOf } from './repository.ts';
+import { SecretRepository, ownerOf, type SecretRow } from './repository.ts';
 import { SECRET_NAME } from './schemas.ts';
 import { secretContext, type SecretOwner } from './sealing.ts';
 import { ProjectDirectoryToken, type ProjectDirectory } from '../../core/ports/directory.ts';
@@ -14,7 +15,11 @@ const EXPRESSION = /\$\{secret\.([^}]*)\}/g;
 
 const describe = (owner: SecretOwner) => (owner.scope === 'system' ? 'system' : `${owner.scope} ${owner.id}`);
 
-/** Secret values for a job: the first of project, user, org, system that holds the name. */
+/**
+ * Secret values for a job: the first of project, user, org, system that holds the name. A system
+ * secret counts for a job only when it is marked shared_with_jobs and is not one of svc's own
+ * integration secrets; svc's own server-side uses (`ctx.internal`) see every system secret.
+ */
 @injectable()
 export class SecretResolver implements SecretResolverPort {
   constructor(
@@ -41,14 +46,19 @@ export class SecretResolver implements SecretResolverPort {
     return { text: text.replace(EXPRESSION, (_, name: string) => values.get(name)!), values: [...values.values()] };
   }
 
-  /** Values by name, all found or SecretMissing (422) naming the first missing one and every scope searched. */
+  /**
+   * Values by name, all found or SecretMissing (422) naming the first missing one and every scope
+   * searched; SecretNotShared when, for a job, only a system secret not shared with jobs holds it.
+   */
   async resolveAll(names: string[], ctx: SecretContext): Promise<Map<string, string>> {
     const owners = await this.searchOrder(ctx);
-    const rows = await this.secrets.find(names, owners);
+    const found = await this.secrets.find(names, owners);
+    const rows = ctx.internal ? found : found.filter(reachesJobs);
     const rank = (o: SecretOwner) => owners.findIndex((x) => x.scope === o.scope && x.id === o.id);
     const values = new Map<string, string>();
     for (const name of names) {
       const row = rows.filter((r) => r.name === name).sort((a, b) => rank(ownerOf(a)) - rank(ownerOf(b)))[0];
+      if (!row && found.some((r) => r.name === name)) throw new SecretNotShared(name, owners.map(describe), isIntegrationSecret(name));
       if (!row) throw new SecretMissing(name, owners.map(describe));
       values.set(name, this.sealer.open(row.value_enc, secretContext(ownerOf(row), name)));
     }
@@ -72,3 +82,6 @@ export class SecretResolver implements SecretResolverPort {
     return owners;
   }
 }
+
+/** Whether a job may be handed the row's value: any of its own scopes', a system one only when shared (never svc's own). */
+const reachesJobs = (row: SecretRow): boolean => row.scope !== 'system' || (row.shared_with_jobs && !isIntegrationSecret(row.name));

@@ -69,8 +69,8 @@ function routesFor(spec: ScopeSpec, service: SecretService): ServerRoute[] {
       options: {
         tags,
         description: `Create a ${scope} secret; the answer is its metadata, never the value`,
-        plugins: { ...write, ...docs(400, 401, 403, 404, 409) },
-        validate: { ...(params && { params }), payload: S.createSecret },
+        plugins: { ...write, ...docs(400, 401, 403, 404, 409, ...(scope === 'system' ? [422] : [])) },
+        validate: { ...(params && { params }), payload: scope === 'system' ? S.createSystemSecret : S.createSecret },
         response: { status: { 201: S.secretSchema } },
       },
       handler: async (request, h) => h.response(await service.create(await owner(request), payloadOf<SecretInput>(request))).code(201),
@@ -104,9 +104,12 @@ function routesFor(spec: ScopeSpec, service: SecretService): ServerRoute[] {
       path: item,
       options: {
         tags,
-        description: `Replace a ${scope} secret's value (and type, when given); 404 when it does not exist`,
-        plugins: { ...write, ...docs(400, 401, 403, 404) },
-        validate: { params: named, payload: S.replaceSecret },
+        description:
+          scope === 'system'
+            ? "Replace a system secret's value (and type, when given), or set whether it is shared with jobs, or both; 404 when it does not exist"
+            : `Replace a ${scope} secret's value (and type, when given); 404 when it does not exist`,
+        plugins: { ...write, ...docs(400, 401, 403, 404, ...(scope === 'system' ? [422] : [])) },
+        validate: { params: named, payload: scope === 'system' ? S.replaceSystemSecret : S.replaceSecret },
         response: { schema: S.secretSchema },
       },
       handler: async (request) => service.replace(await owner(request), paramsOf(request).name, payloadOf<SecretReplacement>(request)),

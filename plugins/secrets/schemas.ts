@@ -21,12 +21,29 @@ export const secretSchema = Joi.object({
   scope: Joi.string()
     .valid(...SECRET_SCOPES)
     .required(),
+  shared_with_jobs: Joi.boolean().description(
+    'system secrets only: whether it resolves into jobs of every org (absent for the other scopes, which reach their own jobs)',
+  ),
   created_at: timestamp.required(),
   updated_at: timestamp.required(),
 }).label('Secret');
 
 export const createSecret = Joi.object({ name: name.required(), value: value.required(), type: type.default('env') }).label('CreateSecret');
 export const replaceSecret = Joi.object({ value: value.required(), type: type.description('unchanged when omitted') }).label('ReplaceSecret');
+
+const sharedWithJobs = Joi.boolean().description(
+  "whether jobs of every org may resolve it (`${secret.NAME}`, git, harness and deploy credentials); default false. svc's own integration secrets (CHATAPP_SIGNING_SECRET, VCSHOST_WEBHOOK_SECRET, REGISTRY_USERNAME, REGISTRY_PASSWORD) cannot be shared (422)",
+);
+/** System secrets carry `shared_with_jobs`; a replacement may change only it (the value stays). */
+export const createSystemSecret = createSecret.keys({ shared_with_jobs: sharedWithJobs.default(false) }).label('CreateSystemSecret');
+export const replaceSystemSecret = Joi.object({
+  value: value.description('never returned once written; unchanged when omitted'),
+  type: type.description('unchanged when omitted'),
+  shared_with_jobs: sharedWithJobs.description('unchanged when omitted'),
+})
+  .or('value', 'shared_with_jobs')
+  .with('type', 'value')
+  .label('ReplaceSystemSecret');
 export const listSecretsQuery = listQuerySchema.keys({ include_deleted: Joi.forbidden() });
 
 const secretName = { name: name.required() };

@@ -4,6 +4,8 @@ import { Tokens } from '../../core/tokens.ts';
 import type { Sealer } from '../../core/crypto/sealer.ts';
 import type { ListQuery } from '../../core/http/lists.ts';
 import { isUniqueViolation } from '../../core/http/unique.ts';
+import { Invalid } from '../../core/errors.ts';
+import { INTEGRATION_SECRETS } from '../../core/secrets/platform.ts';
 import { SecretRepository, toSecret, type Secret } from './repository.ts';
 import type { SecretType } from './schemas.ts';
 import { secretContext, type SecretOwner } from './sealing.ts';
@@ -12,11 +14,15 @@ export interface SecretInput {
   name: string;
   value: string;
   type: SecretType;
+  /** System secrets only (their routes' schema): resolves into jobs of every org. */
+  shared_with_jobs?: boolean;
 }
 
 export interface SecretReplacement {
-  value: string;
+  /** Only a system secret's replacement may omit it (to change `shared_with_jobs` alone). */
+  value?: string;
   type?: SecretType;
+  shared_with_jobs?: boolean;
 }
 
 const where = (owner: SecretOwner) => (owner.scope === 'system' ? 'system scope' : `${owner.scope} ${owner.id}`);
@@ -40,11 +46,13 @@ export class SecretService {
   }
 
   async create(owner: SecretOwner, input: SecretInput): Promise<Secret> {
+    const shared = sharing(owner, input.name, input.shared_with_jobs);
     try {
       const row = await this.secrets.insert(owner, {
         name: input.name,
         type: input.type,
         value_enc: this.sealer.seal(input.value, secretContext(owner, input.name)),
+        ...shared,
       });
       return toSecret(row);
     } catch (e) {
@@ -56,8 +64,13 @@ export class SecretService {
   }
 
   async replace(owner: SecretOwner, name: string, input: SecretReplacement): Promise<Secret> {
-    const value_enc = this.sealer.seal(input.value, secretContext(owner, name));
-    const row = await this.secrets.replace(owner, name, input.type ? { type: input.type, value_enc } : { value_enc });
+    const shared = sharing(owner, name, input.shared_with_jobs);
+    const value_enc = input.value === undefined ? undefined : this.sealer.seal(input.value, secretContext(owner, name));
+    const row = await this.secrets.replace(owner, name, {
+      ...(value_enc === undefined ? {} : { value_enc }),
+      ...(input.type ? { type: input.type } : {}),
+      ...shared,
+    });
     if (!row) throw notFound(owner, name, '; create it with POST');
     return toSecret(row);
   }
@@ -65,6 +78,18 @@ export class SecretService {
   async remove(owner: SecretOwner, name: string): Promise<void> {
     if (!(await this.secrets.remove(owner, name))) throw notFound(owner, name);
   }
+}
+
+/**
+ * The `shared_with_jobs` column to write, if the request set it: a system secret's only, and never
+ * true for one of svc's own integration secrets (422 naming the field).
+ */
+function sharing(owner: SecretOwner, name: string, shared: boolean | undefined): { shared_with_jobs?: boolean } {
+  if (shared === undefined) return {};
+  if (owner.scope !== 'system') throw new Invalid(`shared_with_jobs: only system secrets carry it; ${owner.scope} secrets reach their own jobs`);
+  const use = INTEGRATION_SECRETS.get(name);
+  if (shared && use) throw new Invalid(`shared_with_jobs: ${name} is one of svc's own integration secrets (${use}) and can never be shared with jobs`);
+  return { shared_with_jobs: shared };
 }
 
 const notFound = (owner: SecretOwner, name: string, hint = '') => Boom.notFound(`secret ${name} not found in ${where(owner)}${hint}`);

@@ -6,7 +6,7 @@ import { EVENTS_CHANNEL, attachEventWakeups, eventWakeupsOf } from '../../core/e
 import { RoleServices } from '../../core/roles.ts';
 import { SchedulerToken } from '../../core/ports/scheduler.ts';
 import { Tokens } from '../../core/tokens.ts';
-import { AddressGuard } from './address-guard.ts';
+import { AddressGuard, guardOptions } from './address-guard.ts';
 import { DeliveryRepository } from './deliveries.ts';
 import { WebhookDispatcher } from './dispatcher.ts';
 import { installErrorCodes } from './errors.ts';
@@ -31,11 +31,8 @@ export const plugin: DomainPlugin = {
     const config = container.resolve(Tokens.Config);
     const db = container.resolve(Tokens.Db);
     const { webhooks } = config;
-    const guard = new AddressGuard({
-      allowLoopback: webhooks.allow_loopback ?? config.env !== 'production',
-      allowPrivate: webhooks.allow_private,
-      allowedHosts: webhooks.allowed_hosts,
-    });
+    // The outbound policy (outbound.*), with webhooks.allow_* as its older names for deliveries.
+    const guard = new AddressGuard(guardOptions(config, 'webhooks'));
     const transport = new Transport(guard, webhooks.timeout_ms);
     container.registerInstance(AddressGuard, guard);
     container.registerInstance(Transport, transport);

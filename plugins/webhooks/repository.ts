@@ -54,13 +54,24 @@ export class SubscriptionRepository {
     @inject(ProjectDirectoryToken) private readonly projects: ProjectDirectory,
   ) {}
 
-  async insert(
+  /**
+   * Inserts the subscription unless its org already has `limit` live ones (limits.org.webhooks): then
+   * nothing is written and the count comes back. Creations of one org take a transaction-scoped
+   * advisory lock first, so two at once cannot both pass the last free place.
+   */
+  async insertWithin(
     row: Omit<SubscriptionRow, 'consecutive_failures' | 'disabled_at' | 'disabled_reason' | 'created_at' | 'updated_at' | 'deleted_at'>,
-  ): Promise<SubscriptionRow> {
-    const [created] = await this.db('webhook_subscriptions')
-      .insert({ ...row, filter: JSON.stringify(row.filter) })
-      .returning('*');
-    return created;
+    limit: number,
+  ): Promise<{ created: SubscriptionRow } | { count: number }> {
+    return this.db.transaction(async (trx) => {
+      await trx.raw("SELECT pg_advisory_xact_lock(hashtext('webhook_subscriptions'), hashtext(?))", [row.org_id]);
+      const { n } = (await trx('webhook_subscriptions').where({ org_id: row.org_id }).whereNull('deleted_at').count({ n: '*' }).first()) as { n: string };
+      if (Number(n) >= limit) return { count: Number(n) };
+      const [created] = await trx('webhook_subscriptions')
+        .insert({ ...row, filter: JSON.stringify(row.filter) })
+        .returning('*');
+      return { created };
+    });
   }
 
   /** A live (not deleted) subscription of the org. */

@@ -3,6 +3,8 @@ import { inject, injectable } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
 import type { Sealer } from '../../core/crypto/sealer.ts';
 import { newId } from '../../core/ids.ts';
+import type { Config } from '../../core/config/schema.ts';
+import { QuotaExceeded } from '../../core/errors.ts';
 import type { Principal } from '../../core/auth/principal.ts';
 import { AddressGuard, UrlRefused } from './address-guard.ts';
 import { DeliveryRepository, toDelivery, type Delivery } from './deliveries.ts';
@@ -32,6 +34,7 @@ export const TEST_EVENT_TYPE = 'webhook.test';
 export class WebhookService {
   constructor(
     @inject(Tokens.Sealer) private readonly sealer: Sealer,
+    @inject(Tokens.Config) private readonly config: Config,
     @inject(SubscriptionRepository) private readonly subscriptions: SubscriptionRepository,
     @inject(DeliveryRepository) private readonly deliveries: DeliveryRepository,
     @inject(AddressGuard) private readonly guard: AddressGuard,
@@ -48,18 +51,24 @@ export class WebhookService {
       throw err;
     }
     const id = newId('wh');
-    const row = await this.subscriptions.insert({
-      id,
-      org_id: scope.orgId,
-      project_id: scope.projectId,
-      url: input.url,
-      events: input.events,
-      filter: input.filter,
-      secret_enc: this.sealer.seal(input.secret, secretContext(id)),
-      enabled: input.enabled,
-      created_by: principal.id,
-    });
-    return toSubscription(row);
+    const limit = this.config.limits.org.webhooks;
+    const inserted = await this.subscriptions.insertWithin(
+      {
+        id,
+        org_id: scope.orgId,
+        project_id: scope.projectId,
+        url: input.url,
+        events: input.events,
+        filter: input.filter,
+        secret_enc: this.sealer.seal(input.secret, secretContext(id)),
+        enabled: input.enabled,
+        created_by: principal.id,
+      },
+      limit,
+    );
+    if ('count' in inserted)
+      throw new QuotaExceeded('invalid', `quota exceeded: org ${scope.orgId} has ${inserted.count} webhooks (limits.org.webhooks ${limit})`);
+    return toSubscription(inserted.created);
   }
 
   async get(orgId: string, id: string): Promise<SubscriptionRow> {

@@ -8,6 +8,7 @@ import { DomainError, SecretMissing } from '../../core/errors.ts';
 import { HostApiError } from '../../core/ports/integrations.ts';
 import { isObject } from '../../core/is-object.ts';
 import { WorkerFailure } from './failure.ts';
+import { fillInputs, inputsOf, withInputVariables } from './inputs.ts';
 
 /** The built-in actions the worker carries out itself, through the domains' ports (`run` becomes a script step). */
 export const WORKER_ACTIONS = ['build', 'release', 'deploy', 'job', 'env-ensure', 'env-delete', 'create-pr', 'notify'] as const;
@@ -22,26 +23,6 @@ export interface ActionDeps {
   /** The project's code-host token secret (worker.git.token_secret). */
   tokenSecret: string;
   signal: AbortSignal;
-}
-
-/** The run's inputs (the pipeline's `request_json`). */
-export function inputsOf(work: AttemptWork): Record<string, unknown> {
-  try {
-    const parsed = JSON.parse(String(work.job.hints.request_json ?? '{}'));
-    return isObject(parsed) ? parsed : {};
-  } catch {
-    return {};
-  }
-}
-
-/** `${inputs.a.b}` in an action input is that input (a PR's `pr-${inputs.number}`); an unknown path is empty. */
-export function fillInputs(value: unknown, inputs: Record<string, unknown>): unknown {
-  if (typeof value !== 'string') return value;
-  return value.replace(/\$\{\s*inputs\.([\w.-]+)\s*\}/g, (_m, path: string) => {
-    let v: unknown = inputs;
-    for (const key of path.split('.')) v = isObject(v) && Object.hasOwn(v, key) ? v[key] : undefined;
-    return v === undefined || v === null ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v);
-  });
 }
 
 const text = (v: unknown): string | null => (typeof v === 'string' && v.trim() ? v.trim() : null);
@@ -72,7 +53,9 @@ export async function runAction(
   log: (line: string) => Promise<void>,
 ): Promise<AttemptCompletion> {
   const inputs = inputsOf(work);
-  const w = Object.fromEntries(Object.entries(rawWith).map(([k, v]) => [k, fillInputs(v, inputs)]));
+  // A job's command line is run by a shell in the service's image: its inputs are variables there (inputs.ts).
+  const fill = (k: string, v: unknown) => (type === 'job' && k === 'command' && typeof v === 'string' ? withInputVariables(v, inputs) : fillInputs(v, inputs));
+  const w = Object.fromEntries(Object.entries(rawWith).map(([k, v]) => [k, fill(k, v)]));
   if (type === 'build' || type === 'release') return buildAction(type, w, work, deps, log);
   const namesRelease = inputs.release_id ?? inputs.release_tag ?? inputs.image_digests;
   const withRelease = namesRelease ? inputs : { ...inputs, ...releaseOfRun(work) };

@@ -1,4 +1,5 @@
-import { readdir, rm, stat } from 'node:fs/promises';
+import { chown, mkdir, readdir, rm, stat } from 'node:fs/promises';
+import type { AddressGuard } from '../../core/http/address-guard.ts';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import type { MachineTokens } from '../../core/auth/machine-tokens.ts';
@@ -26,8 +27,12 @@ import { RunLine } from './run-line.ts';
 import { openWorkspace, sessionKey, workspaceMode, type Workspace } from './workspaces.ts';
 import { STEPS_PATH, writeStepOutputs } from './step-outputs.ts';
 import { repoAccess, type AccessSecrets } from './git-access.ts';
+import type { RepoUrlPolicy } from '../../core/git-access.ts';
 import { HarnessOutput } from './harness-output.ts';
 import { handOver, isRoot, type RunAs } from './run-as.ts';
+import { attemptUser, type AttemptSandbox } from './sandbox-policy.ts';
+import { checkoutGit } from './git-exec.ts';
+import { commandPaths } from '../../core/sandbox.ts';
 import { INBOX_PATH, writeCoordinationInbox } from './coordination.ts';
 import { hydrateResources } from './resources.ts';
 import { runAction } from './actions.ts';
@@ -36,6 +41,7 @@ import type { EnvironmentActions } from '../../core/ports/environments.ts';
 import type { VcsHost } from '../../core/ports/vcshost.ts';
 import type { ChatApp } from '../../core/ports/chatapp.ts';
 import { isObject } from '../../core/is-object.ts';
+import { UnsafePath } from '../../core/contained-fs.ts';
 
 export interface WorkerSettings {
   workspaceRoot: string;
@@ -46,8 +52,14 @@ export interface WorkerSettings {
   leaseSeconds: number;
   logFlushMs: number;
   git: { token_secret: string; ssh_key_secret: string; author_name: string; author_email: string };
-  /** The user attempts run as (the workspace is handed to it); null: the server's own. */
+  /** worker.run_as_uid: the user attempts run as (the workspace is handed to it); null: see attemptUser. */
   runAs: RunAs | null;
+  /** What worker.sandbox came to on this machine. */
+  sandbox: AttemptSandbox;
+  /** Which file:// repositories may be cloned here (worker.git.allow_file_urls, file_roots). */
+  repoUrls: RepoUrlPolicy;
+  /** The outbound address policy every clone, fetch and push is checked and pinned by (outbound.*); absent: none. */
+  addresses?: AddressGuard;
 }
 
 /** What running an attempt needs; optional ports are looked up per attempt (their plugins may load after this one). */
@@ -79,6 +91,8 @@ type Phase = { name: string; started_at: Date; ended_at: Date };
  */
 interface Provisioned {
   spec: ProcessSpec;
+  /** Host paths the harness said its CLI reads (HarnessInvocation.readPaths). */
+  readPaths?: string[];
   plan: ProcessPlan;
   usage: { model: string; proxied: boolean };
 }
@@ -141,8 +155,14 @@ export class AttemptRun {
       } catch (err) {
         if (this.abort.signal.aborted || err instanceof Aborted || err instanceof LeaseLost) return await this.stopped(log, err);
         if (isDatabaseUnavailable(err)) return await this.givenBack(log, err as Error);
-        const reason = err instanceof WorkerFailure ? err.message : `worker error: ${(err as Error).message}`;
-        if (!(err instanceof WorkerFailure)) logger.error({ err, jobId: work.job.id }, 'attempt failed in the worker');
+        const expected = err instanceof WorkerFailure || err instanceof UnsafePath;
+        const reason =
+          err instanceof UnsafePath
+            ? `refused: ${err.message} (svc never writes through a link the checkout put where it writes)`
+            : expected
+              ? err.message
+              : `worker error: ${(err as Error).message}`;
+        if (!expected) logger.error({ err, jobId: work.job.id }, 'attempt failed in the worker');
         await log.system(`failed: ${reason}`);
         completion = {
           result: { status: 'failed', reason },
@@ -166,7 +186,10 @@ export class AttemptRun {
       const workspace = this.workspace;
       if (workspace) {
         await workspace.release().catch((err) => logger.warn({ err, jobId: work.job.id }, 'could not release the workspace'));
-        if (!workspace.kept && !settings.keepWorkspaces) await rm(workspace.dir, { recursive: true, force: true }).catch(() => undefined);
+        if (!workspace.kept && !settings.keepWorkspaces) {
+          await rm(workspace.dir, { recursive: true, force: true }).catch(() => undefined);
+          await rm(workspace.store, { recursive: true, force: true }).catch(() => undefined);
+        }
       }
     }
   }
@@ -200,11 +223,13 @@ export class AttemptRun {
     }
     const { spec, plan, usage } = await timed('provision', async () => {
       const provisioned = await this.provision(work, log, credentialsDir, timed);
-      const user = this.deps.settings.runAs;
+      const { sandbox } = this.deps.settings;
+      const user = this.user;
       if (user) {
-        if (isRoot()) await handOver(provisioned.spec.cwd!, user);
+        if (isRoot()) await handOver(provisioned.spec.cwd, user, { sandboxed: sandbox.on });
         provisioned.spec.user = user;
       }
+      if (sandbox.on) provisioned.spec.sandbox = await this.sandboxView(provisioned.spec, provisioned.readPaths ?? []);
       return provisioned;
     });
     const timeout = timeoutOf(work);
@@ -255,9 +280,26 @@ export class AttemptRun {
     return { ...completion, git: this.git?.resolved ?? null };
   }
 
+  /** The user the attempt runs as (attemptUser). */
+  private get user(): RunAs | null {
+    return attemptUser(this.deps.settings.runAs, this.deps.settings.sandbox);
+  }
+
+  /** What the process sees in the sandbox: its workspace; read-only, the store its checkout borrows from and the command's own files. */
+  private async sandboxView(spec: ProcessSpec, readPaths: string[]): Promise<NonNullable<ProcessSpec['sandbox']>> {
+    const { sandbox } = this.deps.settings;
+    const searchPath = spec.env.PATH ?? process.env.PATH ?? '';
+    const commands = await Promise.all([commandPaths(spec.command, searchPath), commandPaths(process.execPath, '')]);
+    const readOnly = [this.workspace!.store, ...commands.flat(), ...readPaths.filter((p) => path.isAbsolute(p)), ...sandbox.readOnly];
+    return { writable: [spec.cwd], readOnly, network: sandbox.network };
+  }
+
   /** Workspace, checkout, environment and the process spec; every missing piece fails here, before anything runs. */
   private async provision(work: AttemptWork, log: LogSink, credentialsDir: string, timed: Timed): Promise<Provisioned> {
     const { deps } = this;
+    const { sandbox } = deps.settings;
+    if (sandbox.refusal) throw new WorkerFailure(sandbox.refusal);
+    if (sandbox.warning) await log.system(sandbox.warning);
     const ctx: SecretContext = { projectId: work.project.id, userId: work.job.created_by };
     const manifest: Manifest | null =
       (
@@ -282,18 +324,23 @@ export class AttemptRun {
     const { dir } = workspace;
     await log.system(`workspace ${dir}${describeWorkspace(work, workspace)}`);
 
+    const exchange = await this.prepareStore(workspace);
     const controls = (work.job.git ?? {}) as GitControls;
     const url = work.project.repo_url;
     if (url) {
       const secrets = this.accessSecrets(ctx, credentialsDir, work.project.id);
       const access = await repoAccess(url, secrets, 'cloning');
-      const pushUrl = remoteUrl(controls);
+      const pushUrl = remoteUrl(controls, url);
       const pushAccess = pushUrl && pushUrl !== url ? await repoAccess(pushUrl, secrets, 'pushing to') : null;
       masks.push(...access.secrets, ...(pushAccess?.secrets ?? []));
       remask();
       const envReleaseSha = work.job.env_name ? await this.envReleaseSha(work.project.id, work.job.env_name, controls) : null;
       const setup: GitSetup = {
         dir,
+        mirror: path.join(workspace.store, 'mirror.git'),
+        exchange,
+        checkoutGit: checkoutGit({ sandboxed: sandbox.on, user: this.user, writable: [dir, exchange], readOnly: [workspace.store] }),
+        touched: false,
         url,
         access,
         pushAccess,
@@ -336,11 +383,12 @@ export class AttemptRun {
     const outputs = await writeStepOutputs(dir, work);
     if (outputs.steps.length)
       await log.system(`outputs of step${outputs.steps.length === 1 ? '' : 's'} ${outputs.steps.join(', ')} in ${STEPS_PATH.join('/')}/`);
-    const env = {
-      ...overrides.env,
+    // svc's own variables: nothing the job or the harness sets replaces them.
+    const svcEnv = {
       ...outputs.env,
       ...specEnv(work, { agentId: plan.agentId, resourceIndex, jobToken: token, apiUrl: deps.apiUrl(), appApis: appApiUrls(work, manifest) }),
     };
+    const env = { ...overrides.env, ...svcEnv };
     if (plan.kind === 'script') {
       remask();
       return { plan, spec: { command: '/bin/sh', args: ['-c', plan.run], env, cwd: dir, resourceClass: resourceClassOf(work) }, usage: NO_USAGE };
@@ -365,18 +413,34 @@ export class AttemptRun {
       permissionPolicy: plan.permissionPolicy,
       env: { ...credentials, ...env, ...managed?.env },
     });
+    // What the harness writes for its run (a plugin dir, tool server config) is never committed.
+    await this.git?.exclude(Object.keys(invocation.files));
     return {
       plan,
-      usage: { model: managed?.model ?? choice.model ?? 'unknown', proxied: managed?.via === 'proxy' },
+      readPaths: invocation.readPaths ?? [],
+      usage: { model: managed?.model ?? choice.model ?? invocation.model ?? 'unknown', proxied: managed?.via === 'proxy' },
       spec: {
         command: invocation.command,
         args: invocation.args,
-        env: { ...invocation.env, ...env },
+        // The harness saw the job's overrides in its input and may have built on them (harness_f merges
+        // its permission policy into OPENCODE_CONFIG_CONTENT): what it made of them wins over the raw ones.
+        env: { ...overrides.env, ...invocation.env, ...svcEnv },
         files: invocation.files,
         cwd: dir,
         resourceClass: resourceClassOf(work),
       },
     };
+  }
+
+  /** The workspace's store (workspaces.ts), and in it the exchange folder, which the attempt's user may write. */
+  private async prepareStore(workspace: Workspace): Promise<string> {
+    const exchange = path.join(workspace.store, 'exchange');
+    await mkdir(workspace.store, { recursive: true, mode: 0o755 });
+    await rm(exchange, { recursive: true, force: true });
+    await mkdir(exchange, { mode: 0o700 });
+    const user = this.user;
+    if (user && isRoot()) await chown(exchange, user.uid, user.gid);
+    return exchange;
   }
 
   /** The job's environment's current release SHA, asked only when the ref policy can use it. */
@@ -412,14 +476,16 @@ export class AttemptRun {
   }
 
   /**
-   * A `managed/<name>` model resolved by the inference domain: the proxy with the job token for a
-   * CLI that speaks chat completions, the target itself for one that speaks Anthropic messages.
+   * A `managed/<name>` model resolved by the inference domain: svc's model gateway, for the protocol
+   * the CLI speaks (Anthropic messages when its credentials are ANTHROPIC_* / CLAUDE_*, Gemini when
+   * GEMINI_* / GOOGLE_*, else chat completions and Responses under one base URL), with the job token as its key.
    */
   private async managedModel(work: AttemptWork, harness: HarnessDefinition, model: string, jobToken: string): Promise<ManagedModelResolution> {
     const models = this.deps.managedModels();
     if (!models) throw new WorkerFailure(`model ${model} is a managed model, but this server has no inference plugin to resolve it`);
     const names = (harness.credentials?.env ?? []).flat();
-    const speaks = names.length > 0 && names.every((name) => /^(ANTHROPIC|CLAUDE)_/.test(name)) ? 'anthropic' : 'openai';
+    const all = (pattern: RegExp) => names.length > 0 && names.every((name) => pattern.test(name));
+    const speaks = all(/^(ANTHROPIC|CLAUDE)_/) ? 'anthropic' : all(/^(GEMINI|GOOGLE)_/) ? 'gemini' : 'openai';
     try {
       return await models.resolve({ model, projectId: work.project.id, orgId: work.project.org_id, speaks, jobToken });
     } catch (err) {
@@ -434,6 +500,8 @@ export class AttemptRun {
       tokenSecret: settings.git.token_secret,
       sshKeySecret: settings.git.ssh_key_secret,
       credentialsDir,
+      repoUrls: settings.repoUrls,
+      ...(settings.addresses ? { addresses: settings.addresses } : {}),
       scopeHint: `--project ${projectId}`,
       lookup: async (name) => {
         const resolver = this.deps.secrets();
@@ -526,8 +594,15 @@ function describeWorkspace(work: AttemptWork, workspace: Workspace): string {
  * else per the job's git controls; a reused workspace's checkout is continued, not cloned again.
  */
 async function checkoutFor(work: AttemptWork, workspace: Workspace, setup: GitSetup): Promise<Checkout> {
-  const hasCheckout = workspace.reused && (await stat(path.join(workspace.dir, '.git')).catch(() => null)) !== null;
-  // A reused directory without a checkout (its attempt stopped before cloning) is cloned into afresh.
+  const present = (p: string) =>
+    stat(p).then(
+      () => true,
+      () => false,
+    );
+  const hasCheckout = workspace.reused && (await present(path.join(workspace.dir, '.git'))) && (await present(setup.mirror));
+  // The earlier job's checkout: git runs there only as the job, in the sandbox.
+  setup.touched = hasCheckout;
+  // A reused directory without a checkout and its mirror (its attempt stopped before cloning) is cloned into afresh.
   if (workspace.reused && !hasCheckout) {
     for (const entry of await readdir(workspace.dir)) await rm(path.join(workspace.dir, entry), { recursive: true, force: true });
   }

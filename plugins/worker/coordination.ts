@@ -1,6 +1,6 @@
-import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { AttemptWork } from '../../core/ports/attempts.ts';
+import { writeContained } from '../../core/contained-fs.ts';
 import type { CoordinationInbox, CoordinationThreads, InboxMessage } from '../../core/ports/threads.ts';
 
 /** Where the inbox goes in the workspace (git-ignored by the worker, see git.ts). */
@@ -63,14 +63,13 @@ export function renderInbox(inbox: CoordinationInbox, work: AttemptWork): string
 
 /**
  * Writes `<workspace>/.svc/coordination-inbox.md` for a job that coordinates through a thread;
- * returns the number of messages shown, or null when the job has no thread (no file is written).
+ * returns the number of messages shown, or null when the job has no thread (no file is written). A
+ * link the checkout put on the way is refused (UnsafePath), never followed.
  */
 export async function writeCoordinationInbox(threads: CoordinationThreads | null, work: AttemptWork, workspace: string): Promise<number | null> {
   if (!threads) return null;
   const inbox = await threads.inbox({ id: work.job.id, project_id: work.project.id, parent_id: work.job.parent_id, hints: work.job.hints });
   if (!inbox) return null;
-  const file = path.join(workspace, INBOX_PATH);
-  await mkdir(path.dirname(file), { recursive: true });
-  await writeFile(file, renderInbox(inbox, work));
+  await writeContained(workspace, INBOX_PATH, renderInbox(inbox, work));
   return inbox.messages.length;
 }

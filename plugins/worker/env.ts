@@ -2,6 +2,7 @@ import type { AttemptWork } from '../../core/ports/attempts.ts';
 import type { SecretContext, SecretResolver } from '../../core/ports/secrets.ts';
 import type { Manifest } from '../../domain/manifest/types.ts';
 import { WorkerFailure } from './failure.ts';
+import { inputEnv, inputsOf, shellTextOf } from './inputs.ts';
 
 /**
  * What a job's token may do: read and work on jobs of its project (its own through /jobs routes), read the manifest, emit events,
@@ -53,9 +54,14 @@ export interface SpecEnv {
   appApis: Record<string, string>;
 }
 
-/** Exactly the spec's variables (plus SVC_API_URL); a root job's SVC_PARENT_JOB_ID is empty. */
+/**
+ * Exactly the spec's variables (plus SVC_API_URL); a root job's SVC_PARENT_JOB_ID is empty. A step
+ * of a run also gets its inputs, `SVC_INPUT_<NAME>` (inputEnv): what its shell command's
+ * `${inputs.…}` refer to.
+ */
 export function specEnv(work: AttemptWork, e: SpecEnv): Record<string, string> {
   return {
+    ...inputEnv(inputsOf(work), [shellTextOf(work.job.hints.step)]).env,
     SVC_PROJECT_ID: work.project.id,
     SVC_JOB_ID: work.job.id,
     SVC_ATTEMPT_ID: work.attempt.id,

@@ -19,3 +19,11 @@ export function repoKind(url: string): access.RepoAccess['kind'] {
 export function repoAccess(url: string, secrets: access.AccessSecrets, purpose: string): Promise<access.RepoAccess> {
   return access.repoAccess(url, secrets, purpose).catch(asWorkerFailure);
 }
+
+export function checkPushRemote(remote: string, repoUrl: string | null): void {
+  try {
+    access.checkPushRemote(remote, repoUrl);
+  } catch (err) {
+    asWorkerFailure(err);
+  }
+}

@@ -1,9 +1,21 @@
-import { execFile } from 'node:child_process';
-import { appendFile, mkdir, readFile } from 'node:fs/promises';
-import path from 'node:path';
 import type { ResolvedGit } from '../../core/ports/attempts.ts';
 import { Aborted, WorkerFailure } from './failure.ts';
-import { redactUrl, repoKind, type RepoAccess } from './git-access.ts';
+import { checkPushRemote, redactUrl, type RepoAccess } from './git-access.ts';
+import type { GitRunner } from './git-exec.ts';
+import {
+  cloneCheckout,
+  cloneMirror,
+  commitAt,
+  excludeWorkerFiles,
+  fetchMirror,
+  git,
+  importHead,
+  mirrorGit,
+  remoteTip,
+  resolveRef,
+  run,
+  syncRemoteRefs,
+} from './mirror.ts';
 
 /** The job's git controls (CreateJobRequest `git`), as stored. */
 export interface GitControls {
@@ -19,6 +31,14 @@ export interface GitControls {
 
 export interface GitSetup {
   dir: string;
+  /** The worker's bare repository for this checkout: clone, fetch and push happen there, never in the checkout (git-exec.ts). */
+  mirror: string;
+  /** A folder the sandboxed git writes what the mirror takes from the checkout (a bundle of its HEAD). */
+  exchange: string;
+  /** Git on the checkout once a job may have touched it: as the attempt's user, in the sandbox. */
+  checkoutGit: GitRunner;
+  /** Whether anything of a job may have touched the checkout (a reused workspace; after the process): then only `checkoutGit` runs there. */
+  touched: boolean;
   url: string;
   access: RepoAccess;
   /** Access for `controls.remote` when it is a URL other than the clone's. */
@@ -36,9 +56,6 @@ export interface GitSetup {
   log(line: string): Promise<void>;
 }
 
-const GIT_TIMEOUT_MS = 10 * 60_000;
-/** Files the worker writes into the workspace; never committed. */
-const WORKER_FILES = ['.svc/resources/', '.svc/coordination-inbox.md', '.svc/home/', '.svc/prompt.md', '.svc/steps/'];
 export const DEFAULT_COMMIT_MESSAGE = 'svc: ${summary} (job ${job_id})';
 
 const fill = (template: string, values: Record<string, string>) => template.replace(/\$\{(\w+)\}/g, (m, k: string) => values[k] ?? m);
@@ -51,31 +68,9 @@ export type Timed = <T>(name: string, fn: () => Promise<T>) => Promise<T>;
 /** A checkout after the process: commits and pushes per its controls; the reason the attempt must fail, if one. */
 export interface Checkout {
   readonly resolved: ResolvedGit;
+  /** Keeps these workspace files (a harness's own, written for its run) out of every commit. */
+  exclude(files: string[]): Promise<void>;
   finish(succeeded: boolean, summary: string, timed: Timed): Promise<string | null>;
-}
-
-/** Clones the remote into `s.dir` without checking anything out, for an attempt (no template, no fsync; the author in its config). */
-export async function cloneBare(s: GitSetup): Promise<void> {
-  const config = ['core.fsync=none', `user.name=${s.author.name}`, `user.email=${s.author.email}`].flatMap((c) => ['--config', c]);
-  await run(s, ['clone', '--quiet', '--no-checkout', '--template=', ...config, s.url, s.dir], path.dirname(s.dir), `cloning ${redactUrl(s.url)} failed`);
-}
-
-/** The commit a branch, tag or (abbreviated) SHA names in the clone, or null. */
-export async function resolveRef(s: GitSetup, ref: string): Promise<{ sha: string; remoteBranch: string | null } | null> {
-  const remoteBranch = await commitAt(s, `refs/remotes/origin/${ref}`);
-  const sha = remoteBranch ?? (await commitAt(s, `refs/tags/${ref}`)) ?? (/^[0-9a-f]{4,40}$/i.test(ref) ? await commitAt(s, ref) : null);
-  return sha ? { sha, remoteBranch } : null;
-}
-
-export const commitAt = (s: GitSetup, rev: string) => git(s, ['rev-parse', '--verify', '--quiet', `${rev}^{commit}`]).catch(() => null);
-
-/** Keeps the worker's own files out of every commit. */
-export async function excludeWorkerFiles(s: GitSetup): Promise<void> {
-  const exclude = path.join(s.dir, '.git', 'info', 'exclude');
-  const current = await readFile(exclude, 'utf8').catch(() => '');
-  const missing = WORKER_FILES.filter((f) => !current.split('\n').includes(f));
-  await mkdir(path.dirname(exclude), { recursive: true });
-  if (missing.length) await appendFile(exclude, `${missing.join('\n')}\n`);
 }
 
 /** A checkout prepared for an attempt, and what happens to it after (commit, push), per the spec's git controls. */
@@ -94,8 +89,7 @@ export class GitWorkspace implements Checkout {
     await s.log(`$ git clone ${redactUrl(s.url)} (ref ${ref}, ${source})`);
     // The workspace lives as long as the attempt: no template (copying the sample hooks cost more
     // than the clone itself) and no fsync.
-    await cloneBare(s);
-    const at = (rev: string) => commitAt(s, rev);
+    await cloneMirror(s);
     const found = await resolveRef(s, ref);
     if (!found) throw new WorkerFailure(`git ref '${ref}' (${source}) is not a branch, tag or commit of ${redactUrl(s.url)}`);
     const { sha, remoteBranch } = found;
@@ -103,16 +97,17 @@ export class GitWorkspace implements Checkout {
     const branch = c.branch ? branchName(c.branch, s) : remoteBranch ? ref : null;
     let replacedTip: string | null = null;
     let head = sha;
+    await cloneCheckout(s);
     if (branch) {
-      const existing = branch === ref ? remoteBranch : await at(`refs/remotes/origin/${branch}`);
+      const existing = branch === ref ? remoteBranch : await remoteTip(s, branch);
       const mode = c.create_branch ?? 'if_missing';
       if (mode === 'never' && !existing) throw new WorkerFailure(`git.branch '${branch}' does not exist on the remote and git.create_branch is never`);
       const start = mode === 'always' || !existing ? sha : existing;
       if (mode === 'always' && existing && existing !== sha) replacedTip = existing;
       head = start;
-      await run(s, ['checkout', '--quiet', '-B', branch, start], s.dir, `checking out branch ${branch} failed`);
+      await run(`checking out branch ${branch} failed`, git(s, ['checkout', '--quiet', '-B', branch, start]));
     } else {
-      await run(s, ['checkout', '--quiet', '--detach', sha], s.dir, `checking out ${ref} failed`);
+      await run(`checking out ${ref} failed`, git(s, ['checkout', '--quiet', '--detach', sha]));
     }
     if ((c.push ?? 'never') !== 'never' && !branch) {
       throw new WorkerFailure(`git.push is ${c.push} but there is no branch to push: '${ref}' is not a branch, so set git.branch`);
@@ -123,11 +118,13 @@ export class GitWorkspace implements Checkout {
   }
 
   /**
-   * A checkout an earlier attempt (or job) left: fetched, and kept as it is (branch, commits and
-   * uncommitted work), so the attempt continues where the last one stopped.
+   * A checkout an earlier attempt (or job) left: its mirror fetched, its `origin/*` branches moved
+   * to match, and kept as it is (branch, commits and uncommitted work), so the attempt continues
+   * where the last one stopped. The checkout is the earlier job's: git runs there only sandboxed.
    */
   static async reopen(s: GitSetup): Promise<GitWorkspace> {
-    await run(s, ['fetch', '--quiet', '--prune', 'origin'], s.dir, 'git fetch failed');
+    await fetchMirror(s);
+    await syncRemoteRefs(s);
     const head = await commitAt(s, 'HEAD');
     const branch = await git(s, ['symbolic-ref', '--quiet', '--short', 'HEAD']).catch(() => null);
     if ((s.controls.push ?? 'never') !== 'never' && !branch)
@@ -141,9 +138,18 @@ export class GitWorkspace implements Checkout {
     );
   }
 
+  exclude(files: string[]): Promise<void> {
+    return excludeWorkerFiles(this.s, files);
+  }
+
   /** Commit, then push, per the controls (the phases commit and push). */
   async finish(succeeded: boolean, summary: string, timed: Timed): Promise<string | null> {
-    let failure = this.wantsCommit(succeeded) ? await timed('commit', () => this.commit(succeeded, summary)) : null;
+    this.s.touched = true;
+    if (!this.wantsCommit(succeeded)) {
+      await this.reportUncommitted();
+      return null;
+    }
+    let failure = await timed('commit', () => this.commit(succeeded, summary));
     if (!failure && this.wantsPush(succeeded)) failure = await timed('push', () => this.push());
     return failure;
   }
@@ -157,18 +163,30 @@ export class GitWorkspace implements Checkout {
     const c = this.s.controls;
     const mode = c.commit ?? 'manual';
     if (!this.wantsCommit(succeeded)) return null;
-    await git(this.s, ['add', '-A']);
+    await run('git add failed', git(this.s, ['add', '-A']));
     const changed = await git(this.s, ['diff', '--cached', '--quiet']).then(
       () => false,
       () => true,
     );
     if (!changed) return mode === 'required' ? 'git.commit is required but the attempt left no changes to commit' : null;
     const message = fill(c.commit_message ?? DEFAULT_COMMIT_MESSAGE, { job_id: this.s.jobId, summary });
-    await run(this.s, ['commit', '--quiet', '--no-verify', '-m', message], this.s.dir, 'git commit failed');
-    const sha = await git(this.s, ['rev-parse', 'HEAD']);
+    const { name, email } = this.s.author;
+    await run('git commit failed', git(this.s, ['-c', `user.name=${name}`, '-c', `user.email=${email}`, 'commit', '--quiet', '--no-verify', '-m', message]));
+    const sha = await run('git commit failed', git(this.s, ['rev-parse', 'HEAD']));
     this.resolved.commits.push(sha);
     await this.s.log(`committed ${sha}`);
     return null;
+  }
+
+  /** Changes the worker leaves uncommitted go with the workspace: the log's last word on them says so, and why. */
+  private async reportUncommitted(): Promise<void> {
+    const status = await git(this.s, ['status', '--porcelain', '--no-renames', '--untracked-files=all', '-z']).catch(() => '');
+    const files = status.split('\0').filter(Boolean).length;
+    if (files === 0) return;
+    const mode = this.s.controls.commit ?? 'manual';
+    const why = mode === 'required' ? 'the attempt did not succeed and git.commit is required' : `git.commit is ${mode}`;
+    const keep = mode === 'manual' ? ' (git.commit auto commits the work; git.push on_success with git.branch pushes it)' : '';
+    await this.s.log(`${files} file${files === 1 ? '' : 's'} changed, not committed: ${why}${keep}`);
   }
 
   /** Whether the worker commits at all (auto: always; required: on success; manual and never: not). */
@@ -184,17 +202,25 @@ export class GitWorkspace implements Checkout {
   }
 
   /**
-   * Pushes the worker's commits to the branch. on_success: a failed push is logged and the attempt
-   * keeps its result; required: a failed push fails the attempt (the returned reason).
+   * Pushes the worker's commits to the branch, from the mirror (the checkout's HEAD copied there
+   * first): the credentials never meet the checkout's configuration. on_success: a failed push is
+   * logged and the attempt keeps its result; required: a failed push fails the attempt (the
+   * returned reason).
    */
   async push(): Promise<string | null> {
     const remote = this.s.controls.remote ?? 'origin';
     const ref = `refs/heads/${this.resolved.resolved_branch}`;
-    const target = `HEAD:${ref}`;
     const lease = this.replacedTip ? [`--force-with-lease=${ref}:${this.replacedTip}`] : [];
+    const access = this.s.pushAccess ?? this.s.access;
     try {
-      await this.s.log(`$ git push ${lease.join(' ')}${lease.length ? ' ' : ''}${redactUrl(remote)} ${target}`);
-      await run(this.s, ['push', '--quiet', ...lease, remote, target], this.s.dir, 'git push failed', this.s.pushAccess ?? this.s.access);
+      const head = await importHead(
+        this.s,
+        [this.resolved.resolved_sha].filter((k): k is string => !!k),
+      );
+      if (!head) throw new WorkerFailure('git push failed: the checkout has no commit');
+      const target = `${head}:${ref}`;
+      await this.s.log(`$ git push ${lease.join(' ')}${lease.length ? ' ' : ''}${redactUrl(remote)} HEAD:${ref}`);
+      await run('git push failed', mirrorGit(this.s, ['push', '--quiet', ...lease, remote, target], access), access);
       this.resolved.pushed = true;
       this.resolved.workspace?.pushed_to.push({ branch: this.resolved.resolved_branch!, sha: this.resolved.commits.at(-1)! });
       return null;
@@ -226,44 +252,11 @@ export function chooseRef(c: GitControls, projectBranch: string, envName: string
   return { ref: projectBranch, source: 'project_default' };
 }
 
-/** Whether the remote named by git.remote is a URL (needs its own credentials) rather than a remote name. */
-export function remoteUrl(controls: GitControls): string | null {
+/** The URL git.remote names, or null for origin; anything else (a path, file://, another kind than repo_url) fails the attempt. */
+export function remoteUrl(controls: GitControls, repoUrl: string): string | null {
   const remote = controls.remote;
-  if (!remote || !/[/:]/.test(remote)) return null;
-  repoKind(remote);
-  return remote;
-}
-
-/** `git <args>` in the checkout; stdout trimmed. */
-export function git(s: GitSetup, args: string[]): Promise<string> {
-  return exec(s, args, s.dir, s.access);
-}
-
-/** Like `git` but a failure is the attempt's, with git's own message (credentials masked by the log sink, never put in args). */
-export async function run(s: GitSetup, args: string[], cwd: string, what: string, access: RepoAccess = s.access): Promise<string> {
-  try {
-    return await exec(s, args, cwd, access);
-  } catch (err) {
-    if (err instanceof Aborted) throw err;
-    let detail = ((err as { stderr?: string }).stderr || (err as Error).message).trim().split('\n').slice(-5).join(' | ');
-    for (const secret of access.secrets) detail = detail.split(secret).join('***');
-    throw new WorkerFailure(`${what}: ${detail}`);
-  }
-}
-
-function exec(s: GitSetup, args: string[], cwd: string, access: RepoAccess): Promise<string> {
-  const env = { ...process.env, ...access.env, GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: '/bin/false' };
-  return new Promise((resolve, reject) => {
-    // The checkout may belong to the user the attempt runs as: git must not refuse it as "dubious ownership".
-    execFile(
-      'git',
-      ['-c', 'safe.directory=*', ...args],
-      { cwd, env, signal: s.signal, timeout: GIT_TIMEOUT_MS, maxBuffer: 16 * 1024 * 1024 },
-      (err, stdout, stderr) => {
-        if (s.signal.aborted) return reject(new Aborted(String(s.signal.reason ?? 'aborted')));
-        if (err) return reject(Object.assign(err, { stderr }));
-        resolve(stdout.trim());
-      },
-    );
-  });
+  if (!remote) return null;
+  // Checked at creation too; again here, for jobs made before the rule and for manifest defaults.
+  checkPushRemote(remote, repoUrl);
+  return remote === 'origin' ? null : remote;
 }

@@ -8,7 +8,7 @@ import type { JsonResultScanner } from './result.ts';
  * A harness CLI's output into the attempt: each line through the harness's parser; message text
  * (streamed fragments joined) into the log line by line and into the json-result scanner; tools and
  * errors as log lines; usage and progress to the attempt's hooks. stderr lines the parser has nothing
- * for are logged raw.
+ * for are logged raw (and never scanned for the result block).
  */
 export class HarnessOutput {
   /** The unfinished last line of the message being streamed. */
@@ -63,7 +63,9 @@ export class HarnessOutput {
           ...(event.durationMs !== undefined ? { duration_ms: event.durationMs } : {}),
         });
       case 'raw':
-        this.scanner.pushText(this.log.mask(event.text));
+        // The result block is the agent's output on stdout. stderr is another pipe, read in its own
+        // order: a line from it could land inside a block and break it.
+        if (stream === 'stdout') this.scanner.pushText(this.log.mask(event.text));
         return this.log.add(stream, event.text);
     }
   }

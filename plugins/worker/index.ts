@@ -1,4 +1,3 @@
-import path from 'node:path';
 import type { DomainPlugin } from '../../core/http/plugins.ts';
 import { Tokens } from '../../core/tokens.ts';
 import { RoleServices } from '../../core/roles.ts';
@@ -21,6 +20,10 @@ import { VcsHostToken } from '../../core/ports/vcshost.ts';
 import { ChatAppToken } from '../../core/ports/chatapp.ts';
 import type { DependencyContainer, InjectionToken } from '../../core/di.ts';
 import { runAsOf } from './run-as.ts';
+import { attemptUser, decideSandbox } from './sandbox-policy.ts';
+import { workspaceRoot } from './workspace-root.ts';
+import { repoUrlPolicy } from '../../core/git-access.ts';
+import { outboundGuard } from '../../core/http/address-guard.ts';
 import { InProcessWorker } from './worker.ts';
 import { DispatchTokens } from './dispatch-token.ts';
 import { dispatchRoutes } from './dispatch-routes.ts';
@@ -55,6 +58,16 @@ export const plugin: DomainPlugin = {
       const host = ['0.0.0.0', '::', ''].includes(config.server.host) ? '127.0.0.1' : config.server.host;
       return `http://${host.includes(':') ? `[${host}]` : host}:${server.info.port || config.server.port}`;
     };
+    const sandbox = runsHere ? await decideSandbox(w.sandbox, config.env) : null;
+    if (sandbox?.refusal) logger.error(`attempts will fail: ${sandbox.refusal}`);
+    else if (sandbox?.warning) logger.warn(sandbox.warning);
+    else if (sandbox) logger.info(`attempt sandbox: bubblewrap (network ${sandbox.network})`);
+    const runAs = runAsOf(w.run_as_uid, w.run_as_gid);
+    const workspaces = sandbox
+      ? await workspaceRoot({ configured: w.workspace_root || null, dataDir: config.data_dir, user: attemptUser(runAs, sandbox), sandboxed: sandbox.on })
+      : null;
+    if (workspaces?.note) logger.info(workspaces.note);
+
     const worker = runsHere ? inProcessWorker() : null;
     container.registerInstance(
       WorkerDispatcherToken,
@@ -78,14 +91,17 @@ export const plugin: DomainPlugin = {
           tokens: container.resolve(MachineTokens),
           logger,
           settings: {
-            workspaceRoot: path.resolve(w.workspace_root || path.join(config.data_dir, 'workspaces')),
+            workspaceRoot: workspaces!.root,
             keepWorkspaces: w.keep_workspaces,
             workspaceIdleMs: w.workspace_idle_seconds * 1000,
             heartbeatMs: w.heartbeat_seconds * 1000,
             leaseSeconds: w.lease_seconds,
             logFlushMs: w.log_flush_ms,
             git: w.git,
-            runAs: runAsOf(w.run_as_uid, w.run_as_gid),
+            runAs,
+            sandbox: sandbox!,
+            repoUrls: repoUrlPolicy(config),
+            addresses: outboundGuard(config),
           },
           secrets: optional(container, SecretResolverToken),
           harnesses: optional(container, HarnessRegistryToken),

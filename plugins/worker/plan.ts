@@ -6,7 +6,8 @@ import type { AgentChoice, AgentRequest } from '../../domain/manifest/profiles.t
 import type { Manifest } from '../../domain/manifest/types.ts';
 import { WorkerFailure } from './failure.ts';
 import { isObject } from '../../core/is-object.ts';
-import { fillInputs, inputsOf, WORKER_ACTIONS, type WorkerAction } from './actions.ts';
+import { WORKER_ACTIONS, type WorkerAction } from './actions.ts';
+import { shellInputs } from './inputs.ts';
 
 /** What an attempt runs: a shell command, or a harness CLI with a prompt. */
 export type Plan =
@@ -38,7 +39,8 @@ function promptOf(work: AttemptWork, agent: Record<string, unknown>): string {
 
 /**
  * Decides what the attempt runs from `hints.step` (workflow and pipeline steps, or any job that
- * carries one): `script` runs its command with /bin/sh; `agent` runs a harness; `action` is a
+ * carries one): `script` runs its command with /bin/sh, each `${inputs.<path>}` in it a quoted
+ * reference to the variable SVC_INPUT_<PATH> (inputs.ts); `agent` runs a harness; `action` is a
  * built-in action the worker carries out through a domain's port (actions.ts; `run` is a script).
  * A job without `hints.step` is an agent job: its description is the prompt, and the
  * harness comes from its harness fields, the manifest's profiles, else the server's default harness.
@@ -49,15 +51,15 @@ export async function planAttempt(work: AttemptWork, harnesses: HarnessRegistry 
   if (step && kind === 'script') {
     const run = isObject(step.script) ? text(step.script.run) : undefined;
     if (!run) throw new WorkerFailure('hints.step.script.run is missing: a script step needs a command');
-    return { kind: 'script', run, agentId: 'script' };
+    return { kind: 'script', run: shellInputs(run), agentId: 'script' };
   }
   if (step && kind === 'action') {
     const type = isObject(step.action) ? String(step.action.type) : 'unknown';
     const inputs = isObject(step.action) && isObject(step.action.with) ? step.action.with : {};
     if (type === 'run') {
-      const run = text(fillInputs(inputs.command, inputsOf(work)));
+      const run = text(inputs.command);
       if (!run) throw new WorkerFailure('action run needs "command" (with.command)');
-      return { kind: 'script', run, agentId: 'action:run' };
+      return { kind: 'script', run: shellInputs(run), agentId: 'action:run' };
     }
     if ((WORKER_ACTIONS as readonly string[]).includes(type)) return { kind: 'action', type: type as WorkerAction, with: inputs, agentId: `action:${type}` };
     throw new WorkerFailure(`action ${type} is not available yet`);

@@ -1,8 +1,9 @@
-import { lstat, mkdir, rm, writeFile } from 'node:fs/promises';
+import { lstat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { AttemptControl, AttemptLease, AttemptWork } from '../../core/ports/attempts.ts';
 import { normalizeMountPath, parseResourceUri, type FetchedResource, type ResourceStore, type ResourceUri } from '../../core/ports/resources.ts';
 import { WorkerFailure } from './failure.ts';
+import { directoryIn, writeFresh } from '../../core/contained-fs.ts';
 
 /** Where resources land, relative to the workspace; `index.json` there lists them (SVC_RESOURCE_INDEX). */
 export const RESOURCES_DIR = ['.svc', 'resources'] as const;
@@ -175,30 +176,5 @@ const defaultMount = (uri: ResourceUri): string => (uri.kind === 'org_docs' ? `o
 
 /** Two files at the same place, or one where the other needs a folder. */
 const overlaps = (a: string, b: string) => a === b || a.startsWith(`${b}/`) || b.startsWith(`${a}/`);
-
-/**
- * `base/segments…` as real folders, made where missing; a symbolic link or a file on the way is
- * refused, so nothing a checked-out repository contains can send writes outside the workspace.
- */
-export async function directoryIn(base: string, segments: string[]): Promise<string> {
-  let current = base;
-  for (const segment of segments) {
-    current = path.join(current, segment);
-    const info = await lstat(current).catch((e: NodeJS.ErrnoException) => {
-      if (e.code === 'ENOENT') return null;
-      throw e;
-    });
-    if (!info) await mkdir(current);
-    else if (info.isSymbolicLink()) throw new Error(`${path.relative(base, current)} is a symbolic link`);
-    else if (!info.isDirectory()) throw new Error(`${path.relative(base, current)} is not a folder`);
-  }
-  return current;
-}
-
-/** Written afresh (a link a checked-out repository put there is replaced, never followed). */
-export async function writeFresh(file: string, content: string): Promise<void> {
-  await rm(file, { force: true });
-  await writeFile(file, content, { flag: 'wx' });
-}
 
 const writeIndex = (file: string, resources: IndexEntry[]) => writeFresh(file, `${JSON.stringify({ resources }, null, 2)}\n`);

@@ -26,30 +26,40 @@ function searchable(user: RunAs, s: { uid: number; gid: number; mode: number }):
   return (s.mode & 0o001) !== 0;
 }
 
-/**
- * Hands the workspace to the user the process runs as: every directory above it must let that user
- * through (else the attempt fails saying which one and what to change), and everything in it
- * becomes theirs (symlinks themselves, never their targets).
- */
-export async function handOver(dir: string, user: RunAs): Promise<void> {
+/** The first folder above `dir` that `user` may not pass (folders that do not exist yet are skipped), or null. */
+export async function closedAncestor(dir: string, user: RunAs): Promise<{ path: string; mode: number; uid: number } | null> {
   for (let up = path.dirname(dir); ; up = path.dirname(up)) {
-    const s = await stat(up);
-    if (!searchable(user, s)) {
-      throw new WorkerFailure(
-        `processes run as uid ${user.uid}, which cannot reach the workspace: ${up} is mode ${(s.mode & 0o777).toString(8).padStart(4, '0')} owned by uid ${s.uid}. ` +
-          "Set worker.workspace_root (SVC_WORKSPACE_ROOT) to a directory that user can reach, or worker.run_as_uid (SVC_RUN_AS_UID) to null to run as the server's own user",
-      );
-    }
-    if (up === path.dirname(up)) break;
+    const s = await stat(up).catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') return null;
+      throw err;
+    });
+    if (s && !searchable(user, s)) return { path: up, mode: s.mode & 0o777, uid: s.uid };
+    if (up === path.dirname(up)) return null;
+  }
+}
+
+/**
+ * Hands the workspace to the user the process runs as: everything in it becomes theirs (symlinks
+ * themselves, never their targets). Unsandboxed, every directory above it must let that user through
+ * (else the attempt fails saying which one and what to change); the sandbox binds it where it is.
+ */
+export async function handOver(dir: string, user: RunAs, opts: { sandboxed: boolean }): Promise<void> {
+  const closed = opts.sandboxed ? null : await closedAncestor(dir, user);
+  if (closed) {
+    throw new WorkerFailure(
+      `processes run as uid ${user.uid}, which cannot reach the workspace: ${closed.path} is mode ${closed.mode.toString(8).padStart(4, '0')} owned by uid ${closed.uid}. ` +
+        "Set worker.workspace_root (SVC_WORKSPACE_ROOT) to a directory that user can reach, or worker.run_as_uid (SVC_RUN_AS_UID) to null to run as the server's own user",
+    );
   }
   await chownTree(dir, user);
 }
 
+/** Everything under `dir` to `user`: links themselves (lchown), never their targets, and no link followed down. */
 async function chownTree(dir: string, user: RunAs): Promise<void> {
-  await lchown(dir, user.uid, user.gid);
-  for (const entry of await readdir(dir, { withFileTypes: true })) {
-    const full = path.join(dir, entry.name);
-    if (entry.isDirectory()) await chownTree(full, user);
-    else await lchown(full, user.uid, user.gid);
-  }
+  const entries = await readdir(dir, { withFileTypes: true });
+  // All at once: each is one call on libuv's pool, and a walk awaiting them in turn pays an event-loop turn per file.
+  await Promise.all([
+    lchown(dir, user.uid, user.gid),
+    ...entries.map((entry) => (entry.isDirectory() ? chownTree(path.join(dir, entry.name), user) : lchown(path.join(dir, entry.name), user.uid, user.gid))),
+  ]);
 }

@@ -1,20 +1,21 @@
 import type { ResolvedGit, WorkspaceReport } from '../../core/ports/attempts.ts';
 import { Aborted, WorkerFailure } from './failure.ts';
 import { redactUrl } from './git-access.ts';
+import { GitWorkspace, branchName, chooseRef, type Checkout, type GitSetup, type Timed } from './git.ts';
 import {
-  GitWorkspace,
-  branchName,
-  chooseRef,
-  cloneBare,
+  cloneCheckout,
+  cloneMirror,
   commitAt,
   excludeWorkerFiles,
+  fetchMirror,
   git,
+  importHead,
+  mirrorGit,
+  remoteTip,
   resolveRef,
   run,
-  type Checkout,
-  type GitSetup,
-  type Timed,
-} from './git.ts';
+  syncRemoteRefs,
+} from './mirror.ts';
 import { stepSegment } from './step-outputs.ts';
 
 /** The run branch when the workflow's (or pipeline's) `git.branch` names none. */
@@ -50,20 +51,25 @@ export class RunLine implements Checkout {
     private readonly tips: { step: string | null },
   ) {}
 
+  /** The checkout's HEAD once copied into the mirror at the end (finish). */
+  private head: string | null = null;
+
   static async prepare(s: GitSetup, place: RunStepPlace, fresh: boolean): Promise<RunLine> {
     const { ref, source } = chooseRef(s.controls, s.projectBranch, s.envName, s.envReleaseSha);
     if (fresh) {
       await s.log(`$ git clone ${redactUrl(s.url)} (ref ${ref}, ${source})`);
-      await cloneBare(s);
+      await cloneMirror(s);
+      await cloneCheckout(s);
     } else {
       await s.log(`$ git fetch ${redactUrl(s.url)}`);
-      await run(s, ['fetch', '--quiet', '--prune', 'origin'], s.dir, 'git fetch failed');
+      await fetchMirror(s);
+      await syncRemoteRefs(s);
     }
     const base = await resolveRef(s, ref);
     if (!base) throw new WorkerFailure(`git ref '${ref}' (${source}) is not a branch, tag or commit of ${redactUrl(s.url)}`);
     const runBranch = branchName(s.controls.branch ?? DEFAULT_RUN_BRANCH, s);
     const stepBranch = stepBranchOf(runBranch, place.step);
-    const tipOf = (branch: string) => commitAt(s, `refs/remotes/origin/${branch}`);
+    const tipOf = (branch: string) => remoteTip(s, branch);
     const stepTip = await tipOf(stepBranch);
     const deps = await dependencyTips(place, (step) => tipOf(stepBranchOf(runBranch, step)));
     const depOf = (step: string, sha: string) => ({ step, branch: stepBranchOf(runBranch, step), sha });
@@ -73,7 +79,7 @@ export class RunLine implements Checkout {
       await s.log(`continuing the checkout on ${stepBranch} at ${await commitAt(s, 'HEAD')} (uncommitted work kept)`);
     } else {
       const start = stepTip ?? deps[0]?.sha ?? (await tipOf(runBranch)) ?? base.sha;
-      await run(s, ['checkout', '--quiet', '--force', '-B', stepBranch, start], s.dir, `checking out ${stepBranch} failed`);
+      await run(`checking out ${stepBranch} failed`, git(s, ['checkout', '--quiet', '--force', '-B', stepBranch, start]));
     }
     const merged: WorkspaceReport['merged'] = [];
     for (const { step, sha } of deps) {
@@ -116,13 +122,26 @@ export class RunLine implements Checkout {
     );
   }
 
+  exclude(files: string[]): Promise<void> {
+    return excludeWorkerFiles(this.s, files);
+  }
+
   /** Commits everything (git.commit, default auto), then pushes the step branch and moves the run branch (git.push, default required). */
   async finish(succeeded: boolean, summary: string, timed: Timed): Promise<string | null> {
+    this.s.touched = true;
     const controls = { ...this.s.controls, commit: this.s.controls.commit ?? 'auto', push: this.s.controls.push ?? 'required' };
     const checkout = new GitWorkspace({ ...this.s, controls }, this.resolved, null);
     const failure = checkout.wantsCommit(succeeded) ? await timed('commit', () => checkout.commit(succeeded, summary)) : null;
     const report = this.resolved.workspace;
-    report.changed_files = (await git(this.s, ['diff', '--name-only', report.started_from ?? 'HEAD', 'HEAD'])).split('\n').filter(Boolean);
+    // What the step left is read in the mirror, once the checkout's HEAD is copied there.
+    this.head = await importHead(
+      this.s,
+      [report.started_from, ...report.merged.map((m) => m.sha)].filter((k): k is string => !!k),
+    );
+    report.changed_files =
+      this.head && report.started_from
+        ? (await run('git diff failed', mirrorGit(this.s, ['diff', '--name-only', report.started_from, this.head]))).split('\n').filter(Boolean)
+        : [];
     if (failure || controls.push === 'never' || (controls.push === 'on_success' && !succeeded)) return failure;
     try {
       await timed('push', () => this.push());
@@ -139,12 +158,13 @@ export class RunLine implements Checkout {
   private async push(): Promise<void> {
     const s = this.s;
     const report = this.resolved.workspace;
-    const head = (await commitAt(s, 'HEAD'))!;
+    const head = this.head;
+    if (!head) throw new WorkerFailure('git push failed: the checkout has no commit');
     const remote = s.controls.remote ?? 'origin';
     const access = s.pushAccess ?? s.access;
     const pushTo = async (branch: string) => {
       await s.log(`$ git push ${redactUrl(remote)} HEAD:refs/heads/${branch}`);
-      await run(s, ['push', '--quiet', remote, `HEAD:refs/heads/${branch}`], s.dir, `git push to ${branch} failed`, access);
+      await run(`git push to ${branch} failed`, mirrorGit(s, ['push', '--quiet', remote, `${head}:refs/heads/${branch}`], access), access);
       report.pushed_to.push({ branch, sha: head });
     };
     if (head === report.started_from && report.merged.length === 0) {
@@ -178,14 +198,15 @@ export class RunLine implements Checkout {
     );
   }
 
-  /** The run branch's tip on the remote now (fetched), or null when it does not exist yet. */
+  /** The run branch's tip on the remote now (fetched into the mirror), or null when it does not exist yet. */
   private async remoteTip(branch: string): Promise<string | null> {
-    await git(this.s, ['fetch', '--quiet', 'origin', `+refs/heads/${branch}:refs/remotes/origin/${branch}`]).catch(() => null);
-    return commitAt(this.s, `refs/remotes/origin/${branch}`);
+    await mirrorGit(this.s, ['fetch', '--quiet', 'origin', `+refs/heads/${branch}:refs/heads/${branch}`], this.s.access).catch(() => null);
+    return remoteTip(this.s, branch);
   }
 
+  /** Whether the step's HEAD (in the mirror) contains `sha`. */
   private contains(sha: string): Promise<boolean> {
-    return git(this.s, ['merge-base', '--is-ancestor', sha, 'HEAD']).then(
+    return mirrorGit(this.s, ['merge-base', '--is-ancestor', sha, this.head!]).then(
       () => true,
       () => false,
     );

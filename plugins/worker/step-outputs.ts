@@ -1,7 +1,7 @@
 import path from 'node:path';
 import type { AttemptWork, RunStep } from '../../core/ports/attempts.ts';
 import { WorkerFailure } from './failure.ts';
-import { directoryIn, writeFresh } from './resources.ts';
+import { directoryIn, writeFresh } from '../../core/contained-fs.ts';
 
 /** Where earlier steps' outputs land in the workspace (never committed, see git.ts). */
 export const STEPS_PATH = ['.svc', 'steps'] as const;

@@ -16,6 +16,12 @@ export type WorkspaceMode = 'job' | 'session' | 'isolated';
 
 export interface Workspace {
   dir: string;
+  /**
+   * The worker's own folder beside the workspace (`<dir>.store`): the git mirror the checkout
+   * borrows its objects from, and the exchange folder the sandboxed git writes to. It lives and
+   * goes with the workspace; a job sees it read-only.
+   */
+  store: string;
   mode: WorkspaceMode;
   /** The directory held what an earlier attempt (job) or job (session) left. */
   reused: boolean;
@@ -26,6 +32,8 @@ export interface Workspace {
 }
 
 const REUSE = 'reuse';
+const STORE = '.store';
+export const storeOf = (dir: string) => `${dir}${STORE}`;
 const LOCK_POLL_MS = 100;
 /** Session keys become directory names: readable characters kept, a hash keeps distinct keys apart. */
 const safeName = (key: string) => `${key.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 60)}-${createHash('sha256').update(key).digest('hex').slice(0, 12)}`;
@@ -96,7 +104,7 @@ export async function openWorkspace(root: string, work: AttemptWork, signal: Abo
   if (mode === 'isolated') {
     const dir = path.join(root, `${work.job.id}-a${work.attempt.attempt_number}-${work.attempt.id.slice(0, 8)}`);
     await mkdir(dir, { recursive: true });
-    return { dir, mode, reused: false, kept: false, release: async () => undefined };
+    return { dir, store: storeOf(dir), mode, reused: false, kept: false, release: async () => undefined };
   }
   const dir = reusedDir(root, work, mode);
   const me: LockOwner = { pid: process.pid, job_id: work.job.id, attempt_id: work.attempt.id };
@@ -117,6 +125,7 @@ export async function openWorkspace(root: string, work: AttemptWork, signal: Abo
     await touch(dir);
     return {
       dir,
+      store: storeOf(dir),
       mode,
       reused,
       kept: true,
@@ -144,13 +153,14 @@ export async function sweepWorkspaces(root: string, idleMs: number, now = Date.n
       for (const mode of ['job', 'session']) {
         const parent = path.join(base, org.name, project.name, mode);
         for (const entry of await list(parent)) {
-          if (!entry.isDirectory() || entry.name.endsWith('.lock')) continue;
+          if (!entry.isDirectory() || entry.name.endsWith('.lock') || entry.name.endsWith(STORE)) continue;
           const dir = path.join(parent, entry.name);
           const used = await stat(`${dir}.used`).catch(() => null);
           if (used && now - used.mtimeMs < idleMs) continue;
           if (await tryLock(dir, { pid: process.pid, job_id: 'sweep', attempt_id: 'sweep' })) continue;
           try {
             await rm(dir, { recursive: true, force: true });
+            await rm(storeOf(dir), { recursive: true, force: true });
             await rm(`${dir}.used`, { force: true });
             removed.push(dir);
           } finally {

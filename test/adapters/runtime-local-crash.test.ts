@@ -27,10 +27,18 @@ function keepersOf(ppid: number): number[] {
     });
 }
 
-for (const keeperKilledFirst of [false, true]) {
-  test(`SIGKILL of the worker and its process group ends the attempt's process group within seconds${keeperKilledFirst ? ' (also after its keeper was killed and replaced)' : ''}`, async (t) => {
+/** The compiled runtime, as `npm start` runs it (npm test builds dist/ first): its keeper must be there too. */
+const COMPILED = new URL('../../dist/adapters/runtime/local/index.js', import.meta.url).href;
+
+for (const [keeperKilledFirst, compiled] of [
+  [false, false],
+  [true, false],
+  [false, true],
+]) {
+  test(`SIGKILL of the worker and its process group ends the attempt's process group within seconds${keeperKilledFirst ? ' (also after its keeper was killed and replaced)' : ''}${compiled ? ' (the compiled runtime in dist/)' : ''}`, async (t) => {
     const owner = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/runtime-owner.ts'], {
       cwd: ROOT,
+      env: { ...process.env, ...(compiled ? { RUNTIME_MODULE: COMPILED } : {}) },
       detached: true,
       stdio: ['ignore', 'pipe', 'inherit'],
     });

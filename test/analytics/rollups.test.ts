@@ -6,6 +6,7 @@ import test, { type ExecutionContext } from 'ava';
 import { claimWorld, claimed, complete, newJob, type World } from '../jobs/claim-helpers.ts';
 import { JobStatisticsToken, PipelineStatisticsToken, type JobStatistics, type PipelineStatistics } from '../../core/ports/stats.ts';
 import { newId } from '../../core/ids.ts';
+import pg from 'pg';
 
 const DAY = 86_400_000;
 const WINDOWS = [1, 7, 30, 90];
@@ -194,4 +195,50 @@ test.serial('concurrent writers, a rolled-back transaction and pipeline runs cha
   await w.db('pipeline_runs').where({ id: runs[5].id }).update({ status: 'failed' });
   await w.db('pipeline_runs').where({ id: runs[0].id }).delete();
   await sameAsRaw(t, 'runs finished and deleted');
+});
+
+test.serial('two transactions of one shard committing the same project days in opposite orders both commit', async (t) => {
+  // Deferred row triggers add to the rollup rows in each transaction's row order; two backends of one
+  // shard (pg_backend_pid() % 8) must not lock those rows in a cycle at commit.
+  const connection = (w.db.client as any).config.connection;
+  const clients: pg.Client[] = [];
+  const byShard = new Map<number, pg.Client>();
+  let pair: [pg.Client, pg.Client] | undefined;
+  try {
+    while (!pair && clients.length < 40) {
+      const c = new pg.Client(typeof connection === 'string' ? { connectionString: connection } : connection);
+      await c.connect();
+      clients.push(c);
+      const { rows } = await c.query('SELECT pg_backend_pid() % 8 AS shard');
+      const other = byShard.get(rows[0].shard);
+      if (other) pair = [other, c];
+      else byShard.set(rows[0].shard, c);
+    }
+    if (!pair) return t.fail('no two backends share a shard');
+    const days = Array.from({ length: 40 }, (_, d) => new Date(Date.now() - d * DAY));
+    for (let round = 0; round < 5; round++) {
+      const write = async (c: pg.Client, side: number) => {
+        await c.query('BEGIN');
+        const order = side ? [...days].reverse() : days;
+        for (const [i, created] of order.entries()) {
+          await c.query('INSERT INTO jobs (id, project_id, title, phase, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $5)', [
+            `cycle-${round}-${side}-${i}`,
+            w.projectA,
+            'cycle',
+            'ready',
+            created,
+          ]);
+        }
+      };
+      await Promise.all(pair.map((c, side) => write(c, side)));
+      const commits = await Promise.allSettled(pair.map((c) => c.query('COMMIT')));
+      t.deepEqual(
+        commits.map((c) => (c.status === 'fulfilled' ? 'committed' : (c.reason as Error).message)),
+        ['committed', 'committed'],
+      );
+    }
+  } finally {
+    await Promise.all(clients.map((c) => c.end()));
+  }
+  await sameAsRaw(t, 'opposite orders');
 });

@@ -272,10 +272,9 @@ test('/auth/me under a scoped token shows only what the scope reaches', async (t
   t.is((await admin.post(`/projects/${p3}/members`, { email: address, role: 'member' })).statusCode, 201);
   const full = await as(s.server, unscoped).get('/auth/me');
   t.deepEqual(full.body.orgs.map((o: { id: string }) => o.id).sort(), [orgA, orgB].sort());
-  t.deepEqual(
-    full.body.projects.map((p: { id: string }) => p.id),
-    [p3],
-  );
+  // An org's members reach all its projects: listed with the stronger of the org and project roles.
+  const roles = Object.fromEntries(full.body.projects.map((p: { id: string; role: string }) => [p.id, p.role]));
+  t.deepEqual(roles, { [p1]: 'admin', [p2]: 'admin', [p3]: 'member' });
 
   const orgScoped = await admin.post('/auth/mint', { email: address, org_id: orgA, role: 'member' });
   const meOrg = await as(s.server, orgScoped.body.access_token).get('/auth/me');
@@ -284,7 +283,7 @@ test('/auth/me under a scoped token shows only what the scope reaches', async (t
     meOrg.body.orgs.map((o: { id: string }) => o.id),
     [orgA],
   );
-  t.deepEqual(meOrg.body.projects, []);
+  t.deepEqual(meOrg.body.projects.map((p: { id: string }) => p.id).sort(), [p1, p2].sort(), "the org's projects, none of another org");
 
   const projectScoped = await admin.post('/auth/mint', { email: address, project_id: p3 });
   const meProject = await as(s.server, projectScoped.body.access_token).get('/auth/me');

@@ -44,7 +44,9 @@ test.serial('without GIT_TOKEN the manifest cannot be read; with it, synced, and
     const request = w.builder.requests.at(-1)!;
     t.is(request.repoUrl, git.url);
     t.is(request.access.token, TOKEN, 'the token itself, for builders whose tool takes it its own way');
-    t.like(request.access.env, { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'http.extraHeader', GIT_CONFIG_VALUE_0: `Authorization: Basic ${BASIC}` });
+    t.like(request.access.env, { GIT_CONFIG_KEY_0: 'http.extraHeader', GIT_CONFIG_VALUE_0: `Authorization: Basic ${BASIC}` });
+    // The outbound address policy: no redirects (a redirect would reach a host nobody checked); an address literal needs no pinning.
+    t.like(request.access.env, { GIT_CONFIG_COUNT: '2', GIT_CONFIG_KEY_1: 'http.followRedirects', GIT_CONFIG_VALUE_1: 'false' });
     const lines = (await w.admin.get(`/builds/${created.body.id}/logs?limit=1000`)).body.data.map((l: any) => l.line);
     t.true(lines.includes('remote said: token *** header ***'));
     t.false(JSON.stringify(lines).includes(TOKEN));

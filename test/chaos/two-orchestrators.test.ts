@@ -1,14 +1,14 @@
 import test from 'ava';
 import { startPgCluster, type PgCluster } from '../support/pg-cluster.ts';
 import { startServerProcess, type ServerProcess } from '../support/server-process.ts';
-import { Client, ExecutionLog, bootstrap, scriptJobs, settled, sleep, tail, until } from '../support/chaos.ts';
+import { Client, ExecutionLog, REPORTS_TO_HOST, bootstrap, scriptJobs, settled, sleep, tail, until } from '../support/chaos.ts';
 
 /**
  * Two servers with every role on one database (two orchestrators, two workers) take the same
  * backlog: no job runs twice and no two holders of a gate run at once (each execution's first and
  * last tick bound it), also when one of them is SIGKILLed while holding the gate and started again.
  */
-const ENV = { SVC_ROLES: 'api,orchestrator,worker', SVC_WORKER__CONCURRENCY: '4' };
+const ENV = { SVC_ROLES: 'api,orchestrator,worker', SVC_WORKER__CONCURRENCY: '4', ...REPORTS_TO_HOST };
 const GATE = { gates: ['deploy:prod'], max_attempts: 3 };
 let cluster: PgCluster;
 let servers: ServerProcess[] = [];

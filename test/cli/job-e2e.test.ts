@@ -105,6 +105,7 @@ test('svc job: create, list, get, update, attachments, relations, context, tree,
   t.regex(got, new RegExp(`^id: +${first.id}$`, 'm'));
   t.regex(got, /^title: +Fix the login bug$/m);
   t.deepEqual(await json(['job', 'get', first.id]), first);
+  t.is(await ok(['job', 'show', first.id]), got, 'show is get, as in the other command groups');
 
   const updated = await json(['job', 'update', first.id, '--title', 'Fix login for good', '--priority', '0', '--phase', 'backlog', '--label', 'auth']);
   t.like(updated, { id: first.id, title: 'Fix login for good', priority: 0, phase: 'backlog', labels: ['auth'] });

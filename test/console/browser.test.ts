@@ -48,7 +48,8 @@ if (!existsSync(CHROMIUM)) {
     mkdirSync(SHOTS, { recursive: true });
     w = await workerWorld('webui', { overrides: { harnesses: { harness_b: { command: FAKE_CLAUDE } }, auth: { sso: SSO } } });
     await syncManifest(w, MANIFEST);
-    const key = await w.api.post('/system/secrets', { name: 'ANTHROPIC_API_KEY', value: 'sk-ant-console-test-0123456789' });
+    // The agent's key goes into its process: shared with jobs, as an operator giving every org a model key would.
+    const key = await w.api.post('/system/secrets', { name: 'ANTHROPIC_API_KEY', value: 'sk-ant-console-test-0123456789', shared_with_jobs: true });
     if (key.statusCode !== 201) throw new Error(`secret: ${JSON.stringify(key.body)}`);
     hook = createServer((req, res) => {
       let body = '';

@@ -25,13 +25,15 @@ const signIn = (code: string) =>
     body: JSON.stringify({ code }),
   });
 
-test('svc console prints a link (no display here) that signs the console in once; --json gives the link as JSON', async (t) => {
+test('svc console prints only a link on stdout (no display here; the advice on stderr) that signs the console in once; --json gives the link as JSON', async (t) => {
   const args = ['console'];
   const r = await runCli(home, args, { SVC_API_URL: server.url, SVC_TOKEN: token });
   t.is(r.code, 0, showRun(args, r));
-  const url = /(http:\/\/\S+\/console\/login#code=(\S+))/.exec(r.stdout);
+  const url = /^(http:\/\/\S+\/console\/login#code=(\S+))\n$/.exec(r.stdout);
   t.truthy(url, r.stdout);
-  t.true(r.stdout.startsWith(`Open this link within a minute`));
+  t.true(r.stderr.startsWith(`Open this link within a minute`));
+  const printed = await runCli(home, ['console', '--print'], { SVC_API_URL: server.url, SVC_TOKEN: token });
+  t.regex(printed.stdout, /^http:\/\/\S+\/console\/login#code=\S+\n$/, showRun(['console', '--print'], printed));
   t.false(r.stdout.includes(token));
 
   const first = await signIn(url![2]);

@@ -44,7 +44,18 @@ test('docker-compose up: PostgreSQL, api × 2 and the orchestrator/worker run a 
   execFileSync('git', ['-C', work, 'push', '--quiet', 'origin', 'HEAD:main']);
   execFileSync('chown', ['-R', '1000:1000', bare]);
   const override = path.join(scratch, 'test-override.yml');
-  writeFileSync(override, YAML.stringify({ services: { runner: { volumes: [`${bare}:/repos/demo.git`] } } }));
+  // The image runs with NODE_ENV=production, where file:// repositories need allowing under a root (docs/security.md).
+  const fileUrls = { SVC_WORKER__GIT__ALLOW_FILE_URLS: 'true', SVC_WORKER__GIT__FILE_ROOTS: '/repos' };
+  writeFileSync(
+    override,
+    YAML.stringify({
+      services: {
+        'api-1': { environment: fileUrls },
+        'api-2': { environment: fileUrls },
+        runner: { environment: fileUrls, volumes: [`${bare}:/repos/demo.git`] },
+      },
+    }),
+  );
   const compose = (...args: string[]) =>
     spawnSync('docker-compose', ['-p', project, '-f', COMPOSE_FILE, '-f', override, ...args], { env, encoding: 'utf8', timeout: 300_000 });
   try {

@@ -113,7 +113,12 @@ test.serial(
     t.true(lines.includes('migrating with preview'), lines.join('\n'));
     const [pod] = kube.createdPods().filter((b) => b.metadata.labels?.['svc/one-off'] === 'web');
     t.is(pod.spec.containers[0].image, `example/web@${digest}`);
-    t.deepEqual(pod.spec.containers[0].args, ['/bin/sh', '-c', 'echo "migrating with $GREETING"; exit 0']);
+    // `${inputs.code}` reaches the pod's shell as a variable set at the start of the line, never spliced into it (test/security/pipeline-inputs.test.ts).
+    t.deepEqual(pod.spec.containers[0].args, [
+      '/bin/sh',
+      '-c',
+      `SVC_INPUT_CODE='0'; export SVC_INPUT_CODE\necho "migrating with $GREETING"; exit "$SVC_INPUT_CODE"`,
+    ]);
     await until(async () => jobPods().length === 0, 'the job pod to go');
 
     const failed = await ended((await w.api.post(`/projects/${w.projectId}/pipelines/migrate/run`, { inputs: { number: 21, code: 3 } })).body.id);

@@ -119,7 +119,7 @@ for (const id of Object.keys(FAKE)) {
 test('the flags each CLI received are the ones the policy, model and reasoning ask for', async (t) => {
   const claude = await run('harness_b', { permissionPolicy: 'never', model: 'opus', reasoningEffort: 'medium' });
   const init = JSON.parse(claude.lines.find((l) => l.line.includes('"subtype":"init"'))!.line);
-  t.like(init, { permissionMode: 'dontAsk', model: 'opus', fake_env: { MAX_THINKING_TOKENS: '10000' } });
+  t.like(init, { permissionMode: 'dontAsk', model: 'opus', effort: 'medium' });
 
   const a = await run('harness_a', { permissionPolicy: 'auto_edit' });
   const aInit = JSON.parse(a.lines.find((l) => l.line.includes('"subtype":"init"'))!.line);
@@ -130,7 +130,7 @@ test('the flags each CLI received are the ones the policy, model and reasoning a
   t.like(JSON.parse(bedrock.lines[0].line), { fake_env: { CLAUDE_CODE_USE_BEDROCK: '1' } });
 
   const codex = await run('harness_d', { permissionPolicy: 'auto_edit', model: 'gpt-5', reasoningEffort: 'x-high' });
-  t.true(codex.lines.some((l) => l.stream === 'stderr' && l.line === 'fake-codex: model=gpt-5 sandbox=workspace-write approval=on-request effort=xhigh'));
+  t.true(codex.lines.some((l) => l.stream === 'stderr' && l.line === 'fake-codex: model=gpt-5 sandbox=danger-full-access approval=never effort=xhigh'));
   const codexNever = await run('harness_d', { permissionPolicy: 'never' });
   t.true(codexNever.lines.some((l) => l.line.includes('sandbox=read-only approval=never')));
 

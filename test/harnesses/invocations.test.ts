@@ -29,12 +29,15 @@ for (const [policy, mode] of Object.entries(CLAUDE_MODES) as [PermissionPolicy, 
   });
 }
 
-test('claude family: model is --model, reasoning is MAX_THINKING_TOKENS', (t) => {
+test('claude family: model is --model, reasoning is --effort (x-high is xhigh), before the -- that ends the options', (t) => {
   const inv = b.build(input({ model: 'opus', reasoningEffort: 'high' }));
   t.is(flagValue(inv, '--model'), 'opus');
-  t.is(inv.env.MAX_THINKING_TOKENS, '31999');
-  t.is(b.build(input({ reasoningEffort: 'low' })).env.MAX_THINKING_TOKENS, '4000');
-  t.false('MAX_THINKING_TOKENS' in b.build(input()).env);
+  t.is(flagValue(inv, '--effort'), 'high');
+  t.true(inv.args.indexOf('--effort') < inv.args.indexOf('--'));
+  for (const h of [a, b, c]) t.is(flagValue(h.build(input({ reasoningEffort: 'x-high' })), '--effort'), 'xhigh', h.id);
+  t.is(flagValue(b.build(input({ reasoningEffort: 'low' })), '--effort'), 'low');
+  t.false(b.build(input()).args.includes('--effort'));
+  t.false('MAX_THINKING_TOKENS' in b.build(input({ reasoningEffort: 'high' })).env);
 });
 
 test('harness_a: the svc skill in a plugin dir and the configured MCP servers, strict', (t) => {
@@ -64,7 +67,7 @@ test('harness_c: the provider comes from the variant, else from the credentials 
 
 const CODEX_POLICY: Record<PermissionPolicy, string[]> = {
   default: [],
-  auto_edit: ['--full-auto'],
+  auto_edit: ['--sandbox', 'danger-full-access', '-c', 'approval_policy="never"'],
   never: ['--sandbox', 'read-only', '-c', 'approval_policy="never"'],
   yolo: ['--dangerously-bypass-approvals-and-sandbox'],
 };
@@ -81,6 +84,14 @@ test('harness_d: codex exec --json, --model, reasoning through -c model_reasonin
   t.is(flagValue(inv, '--model'), 'gpt-5-codex');
   t.true(inv.args.includes('model_reasoning_effort="xhigh"'));
   t.deepEqual(inv.args.slice(-2), ['--', 'Fix it']);
+});
+
+test('harness_d: OPENAI_BASE_URL becomes -c openai_base_url, OPENAI_API_KEY also CODEX_API_KEY (which exec reads)', (t) => {
+  const inv = d.build(input({ env: { OPENAI_BASE_URL: 'http://127.0.0.1:9/v1', OPENAI_API_KEY: 'sk-1' } }));
+  t.is(flagValue(inv, '-c'), 'openai_base_url="http://127.0.0.1:9/v1"');
+  t.like(inv.env, { OPENAI_API_KEY: 'sk-1', CODEX_API_KEY: 'sk-1' });
+  t.is(d.build(input({ env: { OPENAI_API_KEY: 'sk-1', CODEX_API_KEY: 'sk-2' } })).env.CODEX_API_KEY, 'sk-2', 'a CODEX_API_KEY of its own wins');
+  t.false(d.build(input()).args.some((a) => a.startsWith('openai_base_url')));
 });
 
 for (const [policy, mode] of [
@@ -105,6 +116,18 @@ test('harness_e: --prompt= keeps a leading dash, --model, no reasoning flag, ver
   t.deepEqual(e.aliases, ['coder']);
 });
 
+test('harness_e: trusts the checkout; with GOOGLE_GEMINI_BASE_URL, API-key auth selected in a CLI home under .svc/home', (t) => {
+  t.is(e.build(input()).env.GEMINI_CLI_TRUST_WORKSPACE, 'true');
+  const plain = e.build(input({ env: { GEMINI_API_KEY: 'k' } }));
+  t.false('GEMINI_CLI_HOME' in plain.env, "without a base URL the CLI keeps the user's own home (a login)");
+  t.deepEqual(plain.files, {});
+  const gateway = e.build(input({ env: { GEMINI_API_KEY: 'k', GOOGLE_GEMINI_BASE_URL: 'http://127.0.0.1:9' } }));
+  t.is(gateway.env.GEMINI_CLI_HOME, '/w/.svc/home');
+  t.deepEqual(JSON.parse(gateway.files['.svc/home/.gemini/settings.json']), { security: { auth: { selectedType: 'gemini-api-key' } } });
+  const vertex = e.build(input({ variant: 'vertex', env: { GOOGLE_API_KEY: 'k', GOOGLE_GEMINI_BASE_URL: 'http://127.0.0.1:9' } }));
+  t.is(JSON.parse(vertex.files['.svc/home/.gemini/settings.json']).security.auth.selectedType, 'vertex-ai');
+});
+
 test('harness_f: opencode run --format json, --model, --variant for reasoning, permissions as inline config', (t) => {
   const inv = f.build(input({ model: 'anthropic/claude-sonnet-4-5', reasoningEffort: 'x-high', permissionPolicy: 'never' }));
   t.is(inv.command, 'opencode');
@@ -115,6 +138,23 @@ test('harness_f: opencode run --format json, --model, --variant for reasoning, p
   t.deepEqual(JSON.parse(f.build(input({ permissionPolicy: 'auto_edit' })).env.OPENCODE_CONFIG_CONTENT).permission, { edit: 'allow' });
   t.is(JSON.parse(f.build(input({ permissionPolicy: 'yolo' })).env.OPENCODE_CONFIG_CONTENT).permission.bash, 'allow');
   t.false('OPENCODE_CONFIG_CONTENT' in f.build(input()).env, "default keeps the user's own config");
+});
+
+test('harness_f: inline config the job carries (a provider) is kept under the policy permissions; its model is the invocation model when none is given', (t) => {
+  const provider = { fake: { npm: '@ai-sdk/openai-compatible', options: { baseURL: 'http://127.0.0.1:9/v1' }, models: { m1: {} } } };
+  const env = { OPENCODE_CONFIG_CONTENT: JSON.stringify({ provider, model: 'fake/m1', permission: { webfetch: 'allow', read: 'allow' } }) };
+  const never = f.build(input({ permissionPolicy: 'never', env }));
+  t.deepEqual(JSON.parse(never.env.OPENCODE_CONFIG_CONTENT), {
+    provider,
+    model: 'fake/m1',
+    permission: { read: 'allow', edit: 'deny', bash: 'deny', webfetch: 'deny' },
+  });
+  t.is(never.model, 'fake/m1', 'no --model: the config names the model the CLI runs');
+  t.false(never.args.includes('--model'));
+  t.is(f.build(input({ model: 'openai/gpt-5', env })).model, 'openai/gpt-5');
+  t.is(f.build(input({ env })).env.OPENCODE_CONFIG_CONTENT, env.OPENCODE_CONFIG_CONTENT, 'default leaves the config as it is');
+  t.is(f.build(input({ permissionPolicy: 'yolo', env: { OPENCODE_CONFIG_CONTENT: 'not json' } })).model, undefined);
+  t.is(f.build(input()).model, undefined);
 });
 
 test('every harness: a prompt over 100 kB goes to .svc/prompt.md and the argument points at it', (t) => {

@@ -38,6 +38,38 @@ test('claude stream: a result without modelUsage counts its usage; API time only
   t.deepEqual(only(parse(b, samples.claudeFailure), 'error'), [{ type: 'error', message: 'run ended with error_max_turns' }]);
 });
 
+test('claude stream: a failed tool result (a refusal under dontAsk) is an error event with its first line; a successful one is nothing', (t) => {
+  const refusal =
+    "Permission to use Write has been denied because Claude Code is running in don't ask mode. IMPORTANT: You *may* attempt to accomplish this action using other tools.";
+  const user = (content: unknown[]) => JSON.stringify({ type: 'user', message: { role: 'user', content } });
+  t.deepEqual(b.parseLine(user([{ type: 'tool_result', content: refusal, is_error: true, tool_use_id: 'toolu_1' }])), [
+    { type: 'error', message: `[tool error] ${refusal}` },
+  ]);
+  t.deepEqual(b.parseLine(user([{ type: 'tool_result', content: [{ type: 'text', text: 'File not found\nmore' }], is_error: true, tool_use_id: 't' }])), [
+    { type: 'error', message: '[tool error] File not found' },
+  ]);
+  t.deepEqual(b.parseLine(user([{ type: 'tool_result', content: 'ok', tool_use_id: 'toolu_2' }])), []);
+  const long = b.parseLine(user([{ type: 'tool_result', content: 'x'.repeat(2000), is_error: true, tool_use_id: 't' }]));
+  t.is((long[0] as { message: string }).message.length, '[tool error] '.length + 501);
+});
+
+test('opencode stream: a tool whose state is error (refused or failed) is the tool and an error event with its reason', (t) => {
+  const line = JSON.stringify({
+    type: 'tool_use',
+    part: {
+      type: 'tool',
+      tool: 'bash',
+      state: { status: 'error', input: { command: 'echo hi > hello.txt' }, error: 'The user rejected permission to use this specific tool call.' },
+    },
+  });
+  t.deepEqual(f.parseLine(line), [
+    { type: 'tool', name: 'bash', input: { command: 'echo hi > hello.txt' } },
+    { type: 'error', message: '[tool error] The user rejected permission to use this specific tool call.' },
+  ]);
+  const failed = JSON.stringify({ type: 'tool_use', part: { type: 'tool', tool: 'write', state: { status: 'error', input: {} } } });
+  t.deepEqual(only(f.parseLine(failed), 'error'), [{ type: 'error', message: '[tool error] write failed' }]);
+});
+
 test('codex stream: items become messages and tools; turn usage has cached input apart', (t) => {
   const events = parse(d, samples.codexStream);
   t.deepEqual(
@@ -50,6 +82,22 @@ test('codex stream: items become messages and tools; turn usage has cached input
   t.deepEqual(d.parseLine(JSON.stringify({ type: 'item.completed', item: { item_type: 'assistant_message', text: 'old format' } })), [
     { type: 'message', text: 'old format' },
   ]);
+});
+
+test("codex stream: retry notices and the WebSocket fallback are raw lines, not errors; the turn's own failure is", (t) => {
+  // As Codex 0.171 prints them while it retries a model server and falls back from WebSockets to HTTP.
+  const lines = [
+    { type: 'error', message: 'Reconnecting... 2/5 (unexpected status 404 Not Found: Unknown error, url: ws://127.0.0.1:9/v1/responses)' },
+    {
+      type: 'item.completed',
+      item: { id: 'item_0', type: 'error', message: 'Falling back from WebSockets to HTTPS transport. unexpected status 426 Upgrade Required' },
+    },
+    { type: 'error', message: 'We’re currently experiencing high demand, which may cause temporary errors.' },
+  ].map((l) => JSON.stringify(l));
+  t.deepEqual(
+    parse(d, lines).map((x) => x.type),
+    ['raw', 'raw', 'error'],
+  );
 });
 
 test('gemini stream: assistant deltas join into the reply; stats give usage with cached input apart', (t) => {

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { HarnessRegistryToken } from '../../core/ports/harness.ts';
-import { as, bootstrapAdmin, startTestServer, type TestServer } from '../support/server.ts';
+import { as, bootstrapAdmin, call, startTestServer, type TestServer } from '../support/server.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const BIN = path.join(ROOT, 'test/fixtures/bin');
@@ -21,6 +21,7 @@ await writeFile(path.join(home, '.local/share/opencode/auth.json'), '{}');
 
 let s: TestServer;
 let api: ReturnType<typeof as>;
+let token: string;
 test.before(async () => {
   s = await startTestServer({
     env: { SVC_HARNESS_E_COMMAND: '/nonexistent/gemini' },
@@ -36,7 +37,8 @@ test.before(async () => {
       },
     },
   });
-  api = as(s.server, (await bootstrapAdmin(s.server)).token);
+  token = (await bootstrapAdmin(s.server)).token;
+  api = as(s.server, token);
 });
 test.after.always(async () => {
   await s?.stop();
@@ -98,12 +100,22 @@ test('auth: a binary that is not there is unavailable, with how to install or co
   t.is(c.reason, "binary 'svc-no-such-claude' not found on PATH");
 });
 
-test('auth: no credentials is unavailable with the variables to set; a system secret then makes it available', async (t) => {
+test('auth: no credentials is unavailable with the variables to set; a system secret shared with jobs then makes it available', async (t) => {
   const before = (await api.get('/harnesses/harness_d')).body.auth;
   t.false(before.available);
   t.is(before.reason, 'no credentials: set OPENAI_API_KEY, or CODEX_API_KEY, or log in (~/.codex/auth.json)');
   t.true(before.instructions[0].includes('OPENAI_API_KEY'));
   t.is((await api.post('/system/secrets', { name: 'OPENAI_API_KEY', value: 'sk-openai-secret-value' })).statusCode, 201);
+  // The key goes into the agent's process: a system secret must be shared with jobs first.
+  const unshared = (await api.get('/harnesses/harness_d')).body.auth;
+  t.false(unshared.available);
+  t.is(
+    unshared.reason,
+    'no credentials: set OPENAI_API_KEY, or CODEX_API_KEY, or log in (~/.codex/auth.json); secret OPENAI_API_KEY exists only at system scope and is not shared with jobs; a system admin can set shared_with_jobs',
+  );
+  const registry0 = s.kernel.container.resolve(HarnessRegistryToken);
+  t.deepEqual(await registry0.credentials('harness_d'), {});
+  t.is((await call(s.server, 'PUT', '/system/secrets/OPENAI_API_KEY', { shared_with_jobs: true }, token)).statusCode, 200);
   const after = await api.get('/harnesses/harness_d');
   t.deepEqual(after.body.auth, {
     available: true,
@@ -113,6 +125,10 @@ test('auth: no credentials is unavailable with the variables to set; a system se
   t.false(JSON.stringify(after.body).includes('sk-openai-secret-value'));
   const registry = s.kernel.container.resolve(HarnessRegistryToken);
   t.deepEqual(await registry.credentials('harness_d'), { OPENAI_API_KEY: 'sk-openai-secret-value' });
+  // The endpoint variable is no credential, but is passed along like one when set.
+  t.is((await api.post('/system/secrets', { name: 'OPENAI_BASE_URL', value: 'http://127.0.0.1:9/v1', shared_with_jobs: true })).statusCode, 201);
+  t.deepEqual(await registry.credentials('harness_d'), { OPENAI_API_KEY: 'sk-openai-secret-value', OPENAI_BASE_URL: 'http://127.0.0.1:9/v1' });
+  t.is((await api.get('/harnesses/harness_d')).body.auth.reason, after.body.auth.reason);
 });
 
 test('the plugin harness from config: listed, its variants sourced to the plugin, configured binary, available', async (t) => {

@@ -24,6 +24,7 @@ const TARGET_FIELDS = [
   'name',
   'org_id',
   'request_timeout_ms',
+  'responses_api',
   'scope',
   'updated_at',
 ];

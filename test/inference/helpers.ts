@@ -97,3 +97,55 @@ export async function chat(w: World, token: string, body: unknown, headers: Reco
 }
 
 export { call };
+
+/** Any gateway route through server.inject: the parsed JSON body, or the raw text of a stream. */
+export async function post(w: World, url: string, body: unknown, headers: Record<string, string> = {}) {
+  const res = await w.ctx.srv.server.inject({ method: 'POST', url, payload: body as object, headers });
+  let parsed: any = res.payload;
+  try {
+    parsed = JSON.parse(res.payload);
+  } catch {
+    /* a stream */
+  }
+  return { statusCode: res.statusCode, body: parsed, headers: res.headers, raw: res.payload };
+}
+
+/** The events of a server-sent stream: `event:` name (or null) and parsed `data:` (or the raw text when it is not JSON). */
+export function sseEvents(raw: string): { event: string | null; data: any }[] {
+  return raw
+    .split('\n\n')
+    .filter((block) => block.trim() !== '')
+    .map((block) => {
+      let event: string | null = null;
+      const data: string[] = [];
+      for (const line of block.split('\n')) {
+        if (line.startsWith('event: ')) event = line.slice(7);
+        else if (line.startsWith('data: ')) data.push(line.slice(6));
+      }
+      const text = data.join('\n');
+      try {
+        return { event, data: JSON.parse(text) };
+      } catch {
+        return { event, data: text };
+      }
+    });
+}
+
+/** A job with hints (a budget), claimed, and a job token for its running attempt. */
+export async function budgetedJob(w: World, hints: Record<string, unknown>) {
+  const job = await w.admin.post(`/projects/${w.project}/jobs`, { description: 'a budgeted job', hints });
+  if (job.statusCode !== 201) throw new Error(`job: ${JSON.stringify(job.body)}`);
+  const claimed = await w.admin.post(`/jobs/${job.body.id}/claim`, {});
+  const { token } = await w.ctx.srv.kernel.container.resolve(MachineTokens).signJobToken({
+    jobId: job.body.id,
+    attemptId: claimed.body.attempt.id,
+    projectId: w.project,
+    orgId: w.org,
+    permissions: ['inference:use'],
+    ttlSeconds: 600,
+  });
+  return { token, jobId: job.body.id as string, attemptId: claimed.body.attempt.id as string };
+}
+
+/** The attempt's usage rows (what its receipt's llm section sums). */
+export const attemptUsage = (w: World, attemptId: string) => w.ctx.srv.kernel.db('attempt_usage').where({ attempt_id: attemptId }).orderBy('id');

@@ -1,5 +1,6 @@
 import test from 'ava';
 import { assertError } from '../orgs/helpers.ts';
+import { call } from '../support/server.ts';
 import { chat, jobToken, managed, target, teardown, world, type World } from './helpers.ts';
 
 /** The chat-completions proxy, not streamed: both wire formats, tool calls, upstream errors, failures, usage, and who may use what. */
@@ -14,6 +15,10 @@ const ORG = () => ({ 'x-svc-org': w.org });
 
 test.before(async () => {
   w = await world({ requestTimeoutMs: 800, idleTimeoutMs: 800 });
+  // The org's own target below uses the system key FAKE_KEY: an org's target is called at a base URL
+  // the org chose, so it reaches a system secret only when that is shared with jobs (the system target needs no such thing).
+  const shared = await call(w.ctx.srv.server, 'PUT', '/system/secrets/FAKE_KEY', { shared_with_jobs: true }, w.ctx.adminToken);
+  if (shared.statusCode !== 200) throw new Error(`share FAKE_KEY: ${JSON.stringify(shared.body)}`);
   sys = await target(w, { name: 'sys-ai', kind: 'openai', base_url: `${w.fake.url}/v1`, credential_secret: 'FAKE_KEY' });
   claude = await target(w, {
     org_id: w.org,

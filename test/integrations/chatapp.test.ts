@@ -1,6 +1,6 @@
 import test from 'ava';
 import { assertError } from '../orgs/helpers.ts';
-import { as, call, chatHeaders, deliver, eventsOf, newProject, setSecret, setup, type Ctx } from './helpers.ts';
+import { as, bindTeam, call, chatHeaders, deliver, eventsOf, newProject, setSecret, setup, type Ctx } from './helpers.ts';
 
 let ctx: Ctx;
 const SIGNING_SECRET = '8f742231b10e8888abcd99yyyzzz85a5';
@@ -48,7 +48,11 @@ function send(body: object | string, opts: { path?: string; secret?: string; at?
   return deliver(ctx.srv.server, opts.path ?? GATEWAY, raw, { ...chatHeaders(opts.secret ?? SIGNING_SECRET, raw, opts.at), ...opts.headers });
 }
 
+const bound = new Set<string>();
+/** Routes the team (bound first to the projects' org through the code flow, as a route needs). */
 async function route(projectId: string, team: string, channel?: string) {
+  if (!bound.has(team)) await bindTeam(ctx.srv.server, as(ctx.srv.server, ctx.adminToken), ctx.orgId, team, SIGNING_SECRET);
+  bound.add(team);
   const res = await as(ctx.srv.server, ctx.adminToken).post(`/projects/${projectId}/routes`, { team_id: team, ...(channel ? { channel } : {}) });
   if (res.statusCode !== 201) throw new Error(`route: ${JSON.stringify(res.body)}`);
 }

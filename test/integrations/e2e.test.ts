@@ -4,7 +4,7 @@ import type { World } from '../jobs/claim-helpers.ts';
 import { jobRow } from '../jobs/claim-helpers.ts';
 import { eventWorld, routed, syncManifest } from '../events/helpers.ts';
 import { AFTER, pullRequest, push } from '../fixtures/vcshost/deliveries.ts';
-import { chatHeaders, deliver, hubSignature } from './helpers.ts';
+import { bindTeam, chatHeaders, deliver, hubSignature } from './helpers.ts';
 
 const MANIFEST = `
 pipelines:
@@ -77,6 +77,8 @@ test.serial('a pull request opened against main invokes the review workflow with
 });
 
 test.serial('a mention in a routed channel invokes the chat workflow', async (t) => {
+  const orgA = (await w.owner.api.get(`/projects/${w.projectA}`)).body.org_id;
+  await bindTeam(w.ctx.srv.server, w.owner.api, orgA, 'T0E2E', 'e2e-signing-secret');
   t.is((await w.owner.api.post(`/projects/${w.projectA}/routes`, { team_id: 'T0E2E', channel: 'C0DEPLOYS' })).statusCode, 201);
   const body = JSON.stringify({
     type: 'event_callback',

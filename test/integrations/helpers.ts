@@ -55,3 +55,20 @@ export function chatHeaders(secret: string, body: string, at = Math.floor(Date.n
 export const eventsOf = (ctx: Ctx, projectId: string) => ctx.srv.kernel.db('events').where({ project_id: projectId }).orderBy('created_at');
 
 export { as, call };
+
+/**
+ * Binds `team` to `orgId` the way a real org does: an org admin (`api`) asks for a code, and the
+ * team posts "bind <code>" in a message signed with the chat signing secret (which must be set).
+ */
+export async function bindTeam(server: Server, api: ReturnType<typeof as>, orgId: string, team: string, signingSecret: string): Promise<void> {
+  const issued = await api.post(`/orgs/${orgId}/chat-teams`, { team_id: team });
+  if (issued.statusCode !== 201) throw new Error(`binding code: ${issued.statusCode} ${JSON.stringify(issued.body)}`);
+  const body = JSON.stringify({
+    type: 'event_callback',
+    team_id: team,
+    event_id: `EvBind${team}${Date.now()}`,
+    event: { type: 'message', channel: 'C0BINDING', user: 'U0TEAMADMIN', text: `bind ${issued.body.code}`, ts: '1718000000.000001' },
+  });
+  const posted = await deliver(server, '/gateway/providers/chatapp/webhook', body, chatHeaders(signingSecret, body));
+  if (posted.statusCode !== 200 || posted.body?.bound !== true) throw new Error(`binding ${team}: ${posted.statusCode} ${JSON.stringify(posted.body)}`);
+}

@@ -1,7 +1,7 @@
 import test from 'ava';
 import { as, call } from '../support/server.ts';
 import { assertError, memberOf, newUser } from '../orgs/helpers.ts';
-import { setup, type Ctx } from './helpers.ts';
+import { bindTeam, setSecret, setup, type Ctx } from './helpers.ts';
 
 let ctx: Ctx;
 let admin: ReturnType<typeof as>;
@@ -14,10 +14,12 @@ let projectB: string;
 const UNKNOWN_PROJECT = 'proj_01h455vb4pex5vsknk084sn02q';
 const UNKNOWN_ROUTE = 'route_01h455vb4pex5vsknk084sn02q';
 const ROUTE_FIELDS = ['channel', 'created_at', 'created_by', 'id', 'org_id', 'project_id', 'team_id'];
+const SIGNING_SECRET = 'routes-test-signing-secret';
 
 test.before(async () => {
   ctx = await setup();
   admin = as(ctx.srv.server, ctx.adminToken);
+  await setSecret(ctx, '/system', 'CHATAPP_SIGNING_SECRET', SIGNING_SECRET);
   orgA = (await admin.post('/orgs', { name: 'Routes A' })).body.id;
   orgB = (await admin.post('/orgs', { name: 'Routes B' })).body.id;
   projectA = (await admin.post('/projects', { org_id: orgA, name: 'A one', slug: 'rtea' })).body.id;
@@ -28,9 +30,15 @@ test.after.always(() => ctx?.srv.stop());
 
 let teams = 0;
 const newTeam = () => `T${process.pid}R${++teams}`;
+/** A new team, bound to `orgId` through the code flow (a route needs the team bound to its org). */
+async function boundTeam(orgId = orgA): Promise<string> {
+  const team = newTeam();
+  await bindTeam(ctx.srv.server, admin, orgId, team, SIGNING_SECRET);
+  return team;
+}
 
 test('create, read, list and delete a route', async (t) => {
-  const team = newTeam();
+  const team = await boundTeam();
   const created = await admin.post(`/projects/${projectA}/routes`, { team_id: team, channel: 'C0DEPLOYS' });
   t.is(created.statusCode, 201, JSON.stringify(created.body));
   t.deepEqual(Object.keys(created.body).sort(), ROUTE_FIELDS);
@@ -80,8 +88,8 @@ test('bad input is 400 with the field, and nothing is written', async (t) => {
   );
 });
 
-test('a team and channel route to one project; a team belongs to one org (409)', async (t) => {
-  const team = newTeam();
+test('a team and channel route to one project; only the org the team is bound to routes it (422)', async (t) => {
+  const team = await boundTeam();
   t.is((await admin.post(`/projects/${projectA}/routes`, { team_id: team })).statusCode, 201);
   assertError(t, await admin.post(`/projects/${projectA2}/routes`, { team_id: team }), 409, `chat team ${team} is already routed`);
   t.is(
@@ -95,18 +103,23 @@ test('a team and channel route to one project; a team belongs to one org (409)',
     409,
     `channel C0OPS of chat team ${team} is already routed`,
   );
-  assertError(t, await admin.post(`/projects/${projectB}/routes`, { team_id: team, channel: 'C0OTHER' }), 409, `chat team ${team} is routed by another org`);
+  assertError(
+    t,
+    await admin.post(`/projects/${projectB}/routes`, { team_id: team, channel: 'C0OTHER' }),
+    422,
+    `chat team ${team} is not bound to this org; bind it first: POST /orgs/${orgB}/chat-teams {"team_id": "${team}"} and post "bind <code>" in the team`,
+  );
+  t.deepEqual(await ctx.srv.kernel.db('chat_routes').where({ team_id: team }).distinct('org_id'), [{ org_id: orgA }], 'nothing written for org B');
 });
 
-test('two orgs claiming one team at once: exactly one wins', async (t) => {
-  const team = newTeam();
+test('two projects of the bound org routing one team-wide at once: exactly one wins', async (t) => {
+  const team = await boundTeam();
   const replies = await Promise.all([
-    admin.post(`/projects/${projectA}/routes`, { team_id: team, channel: 'C0ONE' }),
-    admin.post(`/projects/${projectB}/routes`, { team_id: team, channel: 'C0TWO' }),
+    admin.post(`/projects/${projectA}/routes`, { team_id: team }),
+    admin.post(`/projects/${projectA2}/routes`, { team_id: team }),
   ]);
   t.deepEqual(replies.map((r) => r.statusCode).sort(), [201, 409]);
-  const orgs = await ctx.srv.kernel.db('chat_routes').where({ team_id: team }).distinct('org_id');
-  t.is(orgs.length, 1);
+  t.is((await ctx.srv.kernel.db('chat_routes').where({ team_id: team })).length, 1);
 });
 
 test('unknown and deleted projects', async (t) => {
@@ -115,11 +128,12 @@ test('unknown and deleted projects', async (t) => {
   assertError(t, await admin.get(`/projects/${projectA}/routes/${UNKNOWN_ROUTE}`), 404, `chat route ${UNKNOWN_ROUTE} not found`);
   const gone = (await admin.post('/projects', { org_id: orgA, name: 'Gone', slug: 'rtegone' })).body.id;
   t.is((await admin.delete(`/projects/${gone}`)).statusCode, 204);
-  assertError(t, await admin.post(`/projects/${gone}/routes`, { team_id: newTeam() }), 422, `project ${gone} is deleted`);
+  assertError(t, await admin.post(`/projects/${gone}/routes`, { team_id: await boundTeam() }), 422, `project ${gone} is deleted`);
 });
 
 test("tenant isolation: another org's members see none of the routes; a route is reached only through its own project", async (t) => {
-  const routeA = (await admin.post(`/projects/${projectA}/routes`, { team_id: newTeam() })).body;
+  const routeA = (await admin.post(`/projects/${projectA}/routes`, { team_id: await boundTeam() })).body;
+  t.truthy(routeA.id);
   const outsider = await memberOf(ctx, orgB, 'outsider', 'owner');
   const nobody = await newUser(ctx, 'nobody');
   for (const user of [outsider, nobody]) {
@@ -142,7 +156,7 @@ test("tenant isolation: another org's members see none of the routes; a route is
 test('members read routes; changing them needs routes:write (admins)', async (t) => {
   const member = await memberOf(ctx, orgA, 'reader');
   const orgAdmin = await memberOf(ctx, orgA, 'router', 'admin');
-  const route = (await orgAdmin.api.post(`/projects/${projectA}/routes`, { team_id: newTeam() })).body;
+  const route = (await orgAdmin.api.post(`/projects/${projectA}/routes`, { team_id: await boundTeam() })).body;
   t.truthy(route.id);
   t.is((await member.api.get(`/projects/${projectA}/routes`)).statusCode, 200);
   t.is((await member.api.get(`/projects/${projectA}/routes/${route.id}`)).statusCode, 200);

@@ -114,37 +114,43 @@ test('released attempts do not use up max_attempts', async (t) => {
   t.like((await complete(w, job.id, second.attempt, { status: 'failed' })).body.job, { phase: 'cancelled' });
 });
 
-test('the reaper fails expired attempts, frees their gates, retries or cancels per max_attempts; late writers are fenced', async (t) => {
+test('the reaper ends expired attempts as lost with their worker: freed gates, the job retried without spending max_attempts, up to 3 times; late writers are fenced', async (t) => {
   const gate = unique('g');
   const once = await newJob(w, { hints: { gates: [gate] } });
   const twice = await newJob(w, { hints: { max_attempts: 2 } });
   const live = await newJob(w);
   const runs = [await claimed(t, w, once.id), await claimed(t, w, twice.id), await claimed(t, w, live.id)];
-  await w
-    .db('job_attempts')
-    .whereIn('id', [runs[0].attempt.id, runs[1].attempt.id])
-    .update({ lease_expires_at: w.db.raw("now() - interval '1 second'") });
+  const expire = (ids: string[]) =>
+    w
+      .db('job_attempts')
+      .whereIn('id', ids)
+      .update({ lease_expires_at: w.db.raw("now() - interval '1 second'") });
+  await expire([runs[0].attempt.id, runs[1].attempt.id]);
 
   const reaped = await w.claims.reapExpired();
   t.deepEqual(
     reaped.filter((r) => [once.id, twice.id, live.id].includes(r.job_id)).sort((a, b) => a.job_id.localeCompare(b.job_id)),
     [
-      { job_id: once.id, attempt_id: runs[0].attempt.id, phase: 'cancelled' as const },
+      { job_id: once.id, attempt_id: runs[0].attempt.id, phase: 'ready' as const },
       { job_id: twice.id, attempt_id: runs[1].attempt.id, phase: 'ready' as const },
     ].sort((a, b) => a.job_id.localeCompare(b.job_id)),
+    'a job with one allowed attempt is retried too: losing the worker is not its failure',
   );
-  t.like(await attemptRow(w, runs[0].attempt.id), { status: 'failed', error: 'lease expired' });
-  t.like(await jobRow(w, once.id), { phase: 'cancelled', close_reason: 'attempt 1 failed (1 of 1 allowed attempts failed): lease expired' });
+  t.like(await attemptRow(w, runs[0].attempt.id), {
+    status: 'cancelled',
+    error: 'worker lost: the lease expired; retried without counting against max_attempts (1 of 3 such retries)',
+  });
+  t.like(await jobRow(w, once.id), { phase: 'ready', assignee: null, closed_at: null });
   t.like(await jobRow(w, twice.id), { phase: 'ready', assignee: null });
   t.like(await attemptRow(w, runs[2].attempt.id), { status: 'running' });
   t.deepEqual(await gatesHeldBy(w, once.id), []);
 
   const before = await attemptRow(w, runs[1].attempt.id);
-  assertConflict(t, await complete(w, twice.id, runs[1].attempt, { status: 'success' }), /the attempt is failed/);
+  assertConflict(t, await complete(w, twice.id, runs[1].attempt, { status: 'success' }), /the attempt is cancelled/);
   assertConflict(
     t,
     await w.owner.api.post(`/jobs/${twice.id}/attempts/${runs[1].attempt.id}/heartbeat`, { lease_token: runs[1].attempt.lease_token }),
-    /the attempt is failed/,
+    /the attempt is cancelled/,
   );
   t.deepEqual(await attemptRow(w, runs[1].attempt.id), before);
   t.is((await claimed(t, w, twice.id)).attempt.attempt_number, 2);
@@ -152,6 +158,19 @@ test('the reaper fails expired attempts, frees their gates, retries or cancels p
     (await w.claims.reapExpired()).filter((r) => r.job_id === twice.id),
     [],
   );
+
+  // A job that keeps losing its worker: after three free retries the next loss fails it as any attempt.
+  for (let lost = 2; lost <= 4; lost++) {
+    const run = await claimed(t, w, once.id);
+    t.is(run.attempt.attempt_number, lost);
+    await expire([run.attempt.id]);
+    const [reapedOnce] = (await w.claims.reapExpired()).filter((r) => r.job_id === once.id);
+    t.is(reapedOnce.phase, lost < 4 ? 'ready' : 'cancelled');
+  }
+  t.like(await jobRow(w, once.id), {
+    phase: 'cancelled',
+    close_reason: 'attempt 4 failed (1 of 1 allowed attempts failed): lease expired (its worker was lost 4 times)',
+  });
 });
 
 test('attempts list: newest first, paginated, never the lease token', async (t) => {

@@ -98,3 +98,35 @@ test.serial('usage and API errors', async (t) => {
   t.is(missing.code, 1);
   t.regex(missing.stderr, /^svc: secret NOPE not found in system scope \(404\)/);
 });
+
+test.serial(
+  'system secrets: set --shared-with-jobs, unshare and share again decide whether jobs resolve them; integration secrets cannot be shared',
+  async (t) => {
+    const jobResolves = () =>
+      resolve('SHARED_KEY').then(
+        (v) => v,
+        () => null,
+      );
+    const set = await svc(home, ['secrets', 'set', 'SHARED_KEY', '--value', 'shared-value', '--scope', 'system', '--shared-with-jobs'], env);
+    t.is(set.code, 0, show(['set'], set));
+    t.regex(set.stdout, /shared_with_jobs: +true/);
+    t.is(await jobResolves(), 'shared-value');
+
+    const unshare = await svc(home, ['secrets', 'unshare', 'SHARED_KEY'], env);
+    t.is(unshare.code, 0, show(['unshare'], unshare));
+    t.regex(unshare.stdout, /shared_with_jobs: +false/);
+    t.is(await jobResolves(), null, 'unshared, no job resolves it');
+
+    t.is((await svc(home, ['secrets', 'share', 'SHARED_KEY'], env)).code, 0);
+    t.is(await jobResolves(), 'shared-value');
+
+    await svc(home, ['secrets', 'set', 'CHATAPP_SIGNING_SECRET', '--value', 'platform', '--scope', 'system'], env);
+    const refused = await svc(home, ['secrets', 'share', 'CHATAPP_SIGNING_SECRET'], env);
+    t.not(refused.code, 0);
+    t.regex(refused.stderr, /shared_with_jobs/);
+
+    const misplaced = await svc(home, ['secrets', 'set', 'X_KEY', '--value', 'v', '--scope', 'project', '--project', projectId, '--shared-with-jobs'], env);
+    t.not(misplaced.code, 0);
+    t.regex(misplaced.stderr, /--shared-with-jobs is for system secrets/);
+  },
+);

@@ -37,8 +37,9 @@ for (const scope of ['project', 'org', 'user', 'system']) {
     const first = remember(secretValue(scope));
     const created = record(await admin.post(base, { name: 'API_TOKEN', value: first }));
     t.is(created.statusCode, 201, JSON.stringify(created.body));
-    t.deepEqual(Object.keys(created.body).sort(), SECRET_FIELDS);
-    t.like(created.body, { name: 'API_TOKEN', type: 'env', scope });
+    // A system secret also says whether it is shared with jobs (false unless a system admin sets it).
+    t.deepEqual(Object.keys(created.body).sort(), scope === 'system' ? [...SECRET_FIELDS, 'shared_with_jobs'].sort() : SECRET_FIELDS);
+    t.like(created.body, { name: 'API_TOKEN', type: 'env', scope, ...(scope === 'system' ? { shared_with_jobs: false } : {}) });
     t.regex(created.body.created_at, ISO);
 
     const key = record(await admin.post(base, { name: 'DEPLOY_KEY', value: remember(secretValue('key')), type: 'ssh_key' }));

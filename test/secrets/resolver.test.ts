@@ -4,7 +4,7 @@ import { as } from '../support/server.ts';
 import { newUser, setup, type Ctx } from '../orgs/helpers.ts';
 import { SecretResolverToken, type SecretResolver } from '../../core/ports/secrets.ts';
 import { SecretResolver as SecretResolverClass } from '../../plugins/secrets/resolver.ts';
-import { SecretMissing } from '../../core/errors.ts';
+import { SecretMissing, SecretNotShared } from '../../core/errors.ts';
 
 let ctx: Ctx;
 let resolver: SecretResolver;
@@ -23,22 +23,25 @@ test.before(async () => {
   otherOrgProject = (await admin.post('/projects', { org_id: otherOrg, name: 'Elsewhere', slug: 'elsew' })).body.id;
   const user = await newUser(ctx, 'runner');
   userId = user.id;
-  const put = async (base: string, name: string, value: string, token = ctx.adminToken) => {
-    const res = await as(ctx.srv.server, token).post(base, { name, value });
+  const put = async (base: string, name: string, value: string, token = ctx.adminToken, extra: Record<string, unknown> = {}) => {
+    const res = await as(ctx.srv.server, token).post(base, { name, value, ...extra });
     if (res.statusCode !== 201) throw new Error(`${base} ${name}: ${res.statusCode} ${JSON.stringify(res.body)}`);
   };
   for (const name of ['ALL_FOUR']) {
     await put(`/projects/${projectId}/secrets`, name, 'from-project');
     await put(`/users/${userId}/secrets`, name, 'from-user', user.token);
     await put(`/orgs/${orgId}/secrets`, name, 'from-org');
-    await put('/system/secrets', name, 'from-system');
+    await put('/system/secrets', name, 'from-system', ctx.adminToken, { shared_with_jobs: true });
   }
   await put(`/users/${userId}/secrets`, 'USER_ORG_SYSTEM', 'user-wins', user.token);
   await put(`/orgs/${orgId}/secrets`, 'USER_ORG_SYSTEM', 'org-loses');
   await put('/system/secrets', 'USER_ORG_SYSTEM', 'system-loses');
   await put(`/orgs/${orgId}/secrets`, 'ORG_SYSTEM', 'org-wins');
   await put('/system/secrets', 'ORG_SYSTEM', 'system-loses');
-  await put('/system/secrets', 'SYSTEM_ONLY', 'system-value');
+  // System secrets reach jobs only when shared with them; the ones above that lose are not.
+  await put('/system/secrets', 'SYSTEM_ONLY', 'system-value', ctx.adminToken, { shared_with_jobs: true });
+  await put('/system/secrets', 'SYSTEM_UNSHARED', 'system-unshared-value');
+  await put('/system/secrets', 'CHATAPP_SIGNING_SECRET', 'chat-signing-value');
   await put(`/projects/${otherOrgProject}/secrets`, 'OTHER_PROJECT', 'not-yours');
 });
 test.after.always(async () => {
@@ -90,4 +93,33 @@ test('a missing secret is a SecretMissing carrying the name and the scopes searc
   const err = await t.throwsAsync(resolver.resolve('NOT_THERE', { projectId }), { instanceOf: SecretMissing });
   t.is(err!.secret, 'NOT_THERE');
   t.deepEqual(err!.searched, [`project ${projectId}`, `org ${orgId}`, 'system']);
+});
+
+test('a system secret not shared with jobs is SecretNotShared for a job, and resolves for svc itself (internal)', async (t) => {
+  for (const ctx of [{ projectId, userId }, { orgId }, {}]) {
+    const err = await t.throwsAsync(resolver.resolve('SYSTEM_UNSHARED', ctx), { instanceOf: SecretNotShared });
+    t.true(err instanceof SecretMissing, 'missing as far as the job goes');
+    t.is((err as SecretNotShared).output.statusCode, 422);
+    t.is(err!.message, 'secret SYSTEM_UNSHARED exists only at system scope and is not shared with jobs; a system admin can set shared_with_jobs');
+  }
+  await t.throwsAsync(resolver.expand('k=${secret.SYSTEM_ONLY} u=${secret.SYSTEM_UNSHARED}', { projectId }), { instanceOf: SecretNotShared });
+  t.is(await resolver.resolve('SYSTEM_UNSHARED', { projectId, internal: true }), 'system-unshared-value');
+  t.is(await resolver.resolve('CHATAPP_SIGNING_SECRET', { internal: true }), 'chat-signing-value');
+});
+
+test("svc's own integration secrets never resolve for a job, even with the flag set behind the API", async (t) => {
+  await ctx.srv.kernel.db('secrets').where({ scope: 'system', name: 'CHATAPP_SIGNING_SECRET' }).update({ shared_with_jobs: true });
+  try {
+    const err = await t.throwsAsync(resolver.resolve('CHATAPP_SIGNING_SECRET', { projectId }), { instanceOf: SecretNotShared });
+    t.true((err as SecretNotShared).integration);
+    t.regex(err!.message, /it is one of svc's own integration secrets, which never reach jobs$/);
+  } finally {
+    await ctx.srv.kernel.db('secrets').where({ scope: 'system', name: 'CHATAPP_SIGNING_SECRET' }).update({ shared_with_jobs: false });
+  }
+});
+
+test('the database refuses shared_with_jobs on a secret of another scope', async (t) => {
+  await t.throwsAsync(ctx.srv.kernel.db('secrets').where({ scope: 'org', name: 'ORG_SYSTEM' }).update({ shared_with_jobs: true }), {
+    message: /secrets_shared_with_jobs_check/,
+  });
 });

@@ -97,6 +97,14 @@ export async function settled(client: Client, projectId: string, ids: string[], 
  * `end`, each with the job id, the shell's PID (one per execution) and the time in ms. `run(s)` is a
  * script that runs `s` seconds so.
  */
+/**
+ * The environment of a server whose scripts write an ExecutionLog: the log is a file on the host,
+ * which the attempt sandbox rightly keeps out of reach, so these servers run attempts unsandboxed.
+ * Sandboxed attempts under a cancel or a SIGKILLed server: test/security/worker-containment and
+ * test/core/interrupt.
+ */
+export const REPORTS_TO_HOST = { SVC_SANDBOX: 'off' } as const;
+
 export class ExecutionLog {
   readonly dir = mkdtempSync(path.join(tmpdir(), 'svc-chaos-runs-'));
   readonly file = path.join(this.dir, 'executions');

@@ -110,10 +110,18 @@ export function as(server: Server, token?: string) {
 }
 
 /** Creates the first administrator through the real bootstrap route. */
-export async function bootstrapAdmin(server: Server, email = 'admin@example.com'): Promise<{ token: string; userId: string }> {
-  const res = await call(server, 'POST', '/auth/bootstrap', { email });
+export async function bootstrapAdmin(server: Server, email = 'admin@example.com', bootstrapToken?: string): Promise<{ token: string; userId: string }> {
+  const res = await call(server, 'POST', '/auth/bootstrap', { email, ...(bootstrapToken ? { token: bootstrapToken } : {}) });
   if (res.statusCode !== 201) throw new Error(`bootstrap failed: ${res.statusCode} ${JSON.stringify(res.body)}`);
   return { token: res.body.access_token, userId: res.body.user.id };
+}
+
+/** The first admin (with the server's SVC_BOOTSTRAP_TOKEN, as production needs) and an org of theirs. */
+export async function adminWithOrg(server: Server, bootstrapToken: string): Promise<{ api: ReturnType<typeof as>; orgId: string; token: string }> {
+  const { token } = await bootstrapAdmin(server, 'admin@example.com', bootstrapToken);
+  const api = as(server, token);
+  const orgId = (await api.post('/orgs', { name: 'Tenant' })).body.id as string;
+  return { api, orgId, token };
 }
 
 /** A token for `email` with `role` in the org, minted by the admin (creates user and membership). */

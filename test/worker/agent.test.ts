@@ -19,7 +19,7 @@ const fake: HarnessDefinition = {
   description: 'a fake CLI speaking JSON lines',
   build: (input) => {
     built.push({ prompt: input.prompt, model: input.model, env: input.env });
-    return { command: process.execPath, args: [cli], env: { FAKE_KEY: input.env.FAKE_KEY }, files: { 'prompt.txt': input.prompt } };
+    return { command: process.execPath, args: [cli], env: { FAKE_KEY: input.env.FAKE_KEY }, files: { 'prompt.txt': input.prompt }, readPaths: [cli] };
   },
   parseLine: (line): HarnessEvent[] => {
     try {

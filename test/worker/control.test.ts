@@ -3,10 +3,14 @@ import path from 'node:path';
 import test from 'ava';
 import { alive, attemptsOf, finished, logLines, scriptJob, until, workerWorld, type WorkerWorld } from './helpers.ts';
 
-/** Timeouts, cancellation, heartbeats and a lost lease, each with a real process tree. */
+/**
+ * Timeouts, cancellation, heartbeats and a lost lease, each with a real process tree. The trees
+ * write their pids into the test's scratch folder, which the attempt sandbox hides, so these run
+ * unsandboxed; test/security/sandbox.test.ts kills sandboxed trees.
+ */
 let w: WorkerWorld;
 test.before(async () => {
-  w = await workerWorld('wctl');
+  w = await workerWorld('wctl', { overrides: { worker: { sandbox: { mode: 'off' } } } });
 });
 test.after.always(() => w?.stop());
 

@@ -77,7 +77,7 @@ test.serial('an https repository without the token secret fails fast naming GIT_
   t.is(first.attempt.status, 'failed');
   t.is(
     first.attempt.error,
-    `cloning https://git.invalid/team/app.git over HTTPS needs a token, and no secret GIT_TOKEN was found: set it with \`svc secrets set GIT_TOKEN --project ${id}\` (project, org or system scope)`,
+    `cloning https://git.invalid/team/app.git over HTTPS needs a token, and no secret GIT_TOKEN was found: set it with \`svc secrets set GIT_TOKEN --project ${id}\` (project or org scope, or a system secret shared with jobs)`,
   );
   t.false(stdout(first.lines).includes('never'));
 
@@ -94,7 +94,7 @@ test.serial('an ssh repository without the key secret fails fast naming GIT_SSH_
   const { attempt } = await runScript(id, 'echo never');
   t.is(
     attempt.error,
-    `cloning git@git.invalid:team/app.git over SSH needs an SSH private key, and no secret GIT_SSH_KEY was found: set it with \`svc secrets set GIT_SSH_KEY --project ${id}\` (project, org or system scope)`,
+    `cloning git@git.invalid:team/app.git over SSH needs an SSH private key, and no secret GIT_SSH_KEY was found: set it with \`svc secrets set GIT_SSH_KEY --project ${id}\` (project or org scope, or a system secret shared with jobs)`,
   );
 });
 

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { attemptsOf, finished, git, workerWorld, type WorkerWorld } from './helpers.ts';
+import { attemptsOf, finished, git, logLines, workerWorld, type WorkerWorld } from './helpers.ts';
 
 /** The git controls table: refs, branches, commit and push policies, against a file:// bare repository. */
 let w: WorkerWorld;
@@ -41,7 +41,10 @@ test.serial('commit required fails a successful attempt that changed nothing; ma
 });
 
 test.serial('push required fails the attempt when the push fails; create_branch always resets an existing branch', async (t) => {
-  const failing = await gitJob({ branch: 'pr/${job_id}', commit: 'auto', push: 'required', remote: `file://${w.scratch}/missing.git` });
+  // The remote cannot take the branch: a branch `pr` there leaves no room for `pr/<id>` (git.remote may name no
+  // path or file:// to push elsewhere: test/security/push-remotes.test.ts).
+  git(w.bare, 'branch', 'pr', 'main');
+  const failing = await gitJob({ branch: 'pr/${job_id}', commit: 'auto', push: 'required' }).finally(() => git(w.bare, 'branch', '-D', 'pr'));
   t.regex(failing.attempt.error, /^git push failed: /);
   t.is(failing.attempt.git.pushed, false);
 
@@ -58,4 +61,21 @@ test.serial('push required fails the attempt when the push fails; create_branch 
   const continued = await gitJob({ branch: 'shared', commit: 'auto', push: 'on_success' }, 'test -e two.txt && echo three > three.txt');
   t.is(continued.job.phase, 'done', String(continued.attempt.error));
   t.is(git(w.bare, 'rev-parse', 'shared^'), reset.attempt.git.commits[0], 'if_missing checks out the existing branch tip');
+});
+
+test.serial('changes left uncommitted are named at the end of the log, with why and how to keep them', async (t) => {
+  const manual = await gitJob({}, 'echo a > a.txt && echo b > b.txt && rm README.md 2>/dev/null; true');
+  t.is(manual.job.phase, 'done');
+  const lines = (await logLines(w, manual.job.id, manual.attempt.id)).map((l) => l.line);
+  t.regex(
+    lines.join('\n'),
+    /\n\d+ files changed, not committed: git.commit is manual \(git.commit auto commits the work; git.push on_success with git.branch pushes it\)/,
+  );
+  const never = await gitJob({ commit: 'never' }, 'echo c > c.txt');
+  t.true((await logLines(w, never.job.id, never.attempt.id)).some((l) => l.line === '1 file changed, not committed: git.commit is never'));
+  const clean = await gitJob({}, 'echo nothing');
+  t.false(
+    (await logLines(w, clean.job.id, clean.attempt.id)).some((l) => l.line.includes('not committed')),
+    'nothing changed: nothing said',
+  );
 });

@@ -1,5 +1,9 @@
 import test from 'ava';
 import { JsonResultScanner, outcomeOf } from '../../plugins/worker/result.ts';
+import { HarnessOutput } from '../../plugins/worker/harness-output.ts';
+import type { LogSink } from '../../plugins/worker/log-sink.ts';
+import type { HarnessEvent } from '../../core/ports/harness.ts';
+import type { OutputLine } from '../../core/ports/runtime.ts';
 
 const scan = (text: string) => {
   const s = new JsonResultScanner();
@@ -62,4 +66,29 @@ test('a block holding what the database cannot store (NUL, a lone surrogate, nes
   );
   t.is(scan(block('{"svc":{"status":"success","summary":"\\ud800"}}')), null);
   t.is(scan(block(`{"svc":{"status":"success"},"deep":${deep}}`)), null);
+});
+
+test('a stderr line read between the fragments of a streamed json-result block does not break it', async (t) => {
+  // stdout and stderr are separate pipes: a line the CLI wrote to stderr earlier can be read in the middle of the block.
+  const delta = (text: string) => JSON.stringify({ delta: text });
+  const harness = {
+    id: 'streams',
+    description: 'streams',
+    build: () => ({ command: 'x', args: [], env: {}, files: {} }),
+    parseLine: (line: string): HarnessEvent[] => (line.startsWith('{') ? [{ type: 'message', text: JSON.parse(line).delta, delta: true }] : []),
+  };
+  const logged: string[] = [];
+  const log = { add: async (_stream: string, line: string) => void logged.push(line), mask: (text: string) => text } as unknown as LogSink;
+  const scanner = new JsonResultScanner();
+  const output = new HarnessOutput(harness, log, scanner, 'm', { usage: async () => {}, progress: async () => {} });
+  const lines: OutputLine[] = [
+    { stream: 'stdout', line: delta('Done.\n```json-') },
+    { stream: 'stdout', line: delta('result\n{"svc":{"status":"success","summary":"ok"}}\n``') },
+    { stream: 'stderr', line: 'warning: something the CLI said earlier' },
+    { stream: 'stdout', line: delta('`\n') },
+  ];
+  for (const line of lines) await output.line(line);
+  await output.end();
+  t.deepEqual(scanner.result(), { svc: { status: 'success', summary: 'ok' } });
+  t.true(logged.includes('warning: something the CLI said earlier'), 'the stderr line is still logged');
 });

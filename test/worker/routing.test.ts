@@ -44,6 +44,9 @@ async function startRemote(): Promise<NonNullable<typeof remote>> {
       SVC_WORKER__CONCURRENCY: '2',
       SVC_WORKER__HEARTBEAT_SECONDS: '1',
       SVC_WORKER__LOG_FLUSH_MS: '20',
+      // The jobs here say which worker ran them by $PPID and wait on gate files in the scratch folder:
+      // both need the host's view, which the attempt sandbox hides (test/security/sandbox.test.ts).
+      SVC_SANDBOX: 'off',
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -77,7 +80,7 @@ test.before(async () => {
   remoteScratch = mkdtempSync(path.join(tmpdir(), 'svc-remote-worker-'));
   w = await workerWorld('wroute', {
     database: db,
-    overrides: { worker: { urls: { 'python-worker': `http://127.0.0.1:${remotePort}` }, dispatch_retry_ms: 200 } },
+    overrides: { worker: { urls: { 'python-worker': `http://127.0.0.1:${remotePort}` }, dispatch_retry_ms: 200, sandbox: { mode: 'off' } } },
   });
   remote = await startRemote();
 });

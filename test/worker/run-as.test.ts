@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -50,11 +51,14 @@ test.serial('the process runs as uid 1000 in a workspace handed to it; the worke
   );
 });
 
-test.serial('a workspace root that uid 1000 cannot reach fails the attempt naming the directory and the settings', async (t) => {
+test.serial('unsandboxed, a workspace root that uid 1000 cannot reach fails the attempt naming the directory and the settings', async (t) => {
   if (!asRoot) return t.pass('the server is not root');
   const closed = path.join(open, 'closed');
   mkdirSync(closed, { mode: 0o700 });
-  const other = await workerWorld('wrunas2', { overrides: { worker: { run_as_uid: 1000, workspace_root: path.join(closed, 'workspaces') } } });
+  // The sandbox binds the workspace where it is, so the folders above it need not let the user through: only unsandboxed do they.
+  const other = await workerWorld('wrunas2', {
+    overrides: { worker: { run_as_uid: 1000, workspace_root: path.join(closed, 'workspaces'), sandbox: { mode: 'off' } } },
+  });
   try {
     const job = await finished(other, (await script(other, 'echo never')).body.id);
     const [attempt] = await attemptsOf(other, job.id);
@@ -65,5 +69,29 @@ test.serial('a workspace root that uid 1000 cannot reach fails the attempt namin
     );
   } finally {
     await other.stop();
+  }
+});
+
+test.serial('unsandboxed, with no workspace_root, a data directory uid 1000 cannot reach moves the workspaces to /var/lib/svc, and jobs run', async (t) => {
+  if (!asRoot) return t.pass('the server is not root');
+  // A checkout in /root: the data directory is inside a private folder.
+  const closed = path.join(open, 'private-home');
+  mkdirSync(closed, { mode: 0o700 });
+  const dataDir = path.join(closed, 'data');
+  const other = await workerWorld('wrunas3', {
+    overrides: { data_dir: dataDir, worker: { run_as_uid: 1000, workspace_root: null, sandbox: { mode: 'off' } } },
+  });
+  const moved = path.join('/var/lib/svc/workspaces', createHash('sha256').update(dataDir).digest('hex').slice(0, 16));
+  try {
+    const run = `id -u; pwd; printf '%s\\n' '\`\`\`json-result' '{"svc":{"status":"success","summary":"ran"}}' '\`\`\`'`;
+    const job = await finished(other, (await script(other, run)).body.id);
+    const [attempt] = await attemptsOf(other, job.id);
+    const out = (await logLines(other, job.id, attempt.id)).filter((l) => l.stream === 'stdout').map((l) => l.line);
+    t.is(job.phase, 'done', JSON.stringify(attempt));
+    t.is(out[0], '1000');
+    t.true(out[1].startsWith(`${moved}/`), out[1]);
+  } finally {
+    await other.stop();
+    rmSync(moved, { recursive: true, force: true });
   }
 });

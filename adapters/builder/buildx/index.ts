@@ -7,6 +7,7 @@ import { BuildFailure, type Builder, type BuildRequest, type BuiltImage, type Pu
 import { checkout } from '../git-checkout.ts';
 import { lastMeaningful, runLines } from '../process.ts';
 import { failedStage } from '../failed-stage.ts';
+import { containedBuildPaths, type BuildPaths } from '../build-paths.ts';
 
 type Options = {
   docker_bin: string;
@@ -48,17 +49,19 @@ class BuildxBuilder implements Builder {
       writeClientConfig(config, request.push);
       request.log(`checking out ${request.gitSha}`, 'system');
       await checkout(request.repoUrl, request.access, request.gitSha, repo, request.signal, (l) => request.log(l, 'stderr'));
+      // Every service's paths are resolved through their links and kept inside the checkout before
+      // anything is built: Docker follows links in the context folder and the Dockerfile on the host.
+      const paths: BuildPaths[] = [];
+      for (const service of request.services) paths.push(await containedBuildPaths(repo, service));
       const images: BuiltImage[] = [];
-      for (const service of request.services) images.push(await this.buildOne(service, repo, config, request));
+      for (const [i, service] of request.services.entries()) images.push(await this.buildOne(service, paths[i], config, request));
       return images;
     } finally {
       rmSync(work, { recursive: true, force: true });
     }
   }
 
-  private async buildOne(service: ServiceBuild, repo: string, config: string, request: BuildRequest): Promise<BuiltImage> {
-    const context = inside(repo, service.context, `services.${service.service}.build.context`);
-    const dockerfile = inside(context, service.dockerfile, `services.${service.service}.build.dockerfile`);
+  private async buildOne(service: ServiceBuild, { context, dockerfile }: BuildPaths, config: string, request: BuildRequest): Promise<BuiltImage> {
     const platforms = request.platforms.length ? ['--platform', request.platforms.join(',')] : [];
     request.log(`building ${service.service} → ${service.image_ref}`, 'system');
     const built = await this.docker(
@@ -112,13 +115,6 @@ function writeClientConfig(dir: string, push: PushTarget | null): void {
   const auths = push ? { [push.host]: { auth: Buffer.from(`${push.username}:${push.password}`).toString('base64') } } : {};
   mkdirSync(dir, { mode: 0o700 });
   writeFileSync(path.join(dir, 'config.json'), JSON.stringify({ auths }), { mode: 0o600 });
-}
-
-/** A path the manifest names, inside `root`; one that leaves it is a build_error naming the field. */
-function inside(root: string, relative: string, field: string): string {
-  const resolved = path.resolve(root, relative);
-  if (resolved !== root && !resolved.startsWith(root + path.sep)) throw new BuildFailure('build_error', `${field} '${relative}' leaves the repository`);
-  return resolved;
 }
 
 export default defineAdapter<Builder, Options>({

@@ -1,7 +1,5 @@
 import type { DockerConfigJson, RegistryContext, RegistryMode } from '../../../core/ports/registry.ts';
-
-const DEFAULT_USERNAME_SECRET = 'REGISTRY_USERNAME';
-const DEFAULT_PASSWORD_SECRET = 'REGISTRY_PASSWORD';
+import { REGISTRY_PASSWORD as DEFAULT_PASSWORD_SECRET, REGISTRY_USERNAME as DEFAULT_USERNAME_SECRET } from '../../../core/secrets/platform.ts';
 
 function settingOf(ctx: RegistryContext) {
   if (typeof ctx.setting !== 'object') throw new Error(`registry setting '${String(ctx.setting)}' is not an own registry`);

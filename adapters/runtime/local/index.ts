@@ -4,16 +4,21 @@
  * groups die with this worker even when it crashes (keeper.ts).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chown, mkdir, readdir, readFile } from 'node:fs/promises';
+import { lchown, readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Joi from 'joi';
 import type { Logger } from 'pino';
 import type { OutputLine, ProcessExit, ProcessSpec, RunningProcess, Runtime } from '../../../core/ports/runtime.ts';
 import { defineAdapter } from '../../../core/sdk.ts';
+import { directoryIn } from '../../../core/contained-fs.ts';
+import { sandboxArgs } from '../../../core/sandbox.ts';
 import { writeFiles } from '../files.ts';
 import { LineQueue } from '../lines.ts';
 import { GroupKeeper } from './keeper.ts';
+
+/** The home of a process that runs as another user, in its workspace. */
+const HOME_PATH = ['.svc', 'home'];
 
 type Options = {
   kill_grace_ms: number;
@@ -125,14 +130,19 @@ class LocalProcess implements RunningProcess {
   }
 }
 
-/** A process that runs as another user gets a home of its own in the workspace (the server's is not theirs to write). */
+/**
+ * A process that runs as another user gets a home of its own in the workspace (the server's is not
+ * theirs to write). The checkout may have put a link at `.svc` or `.svc/home`: it is refused, never
+ * followed, and ownership changes touch the folders themselves (lchown).
+ */
 async function homeFor(cwd: string, owner: { uid: number; gid: number }): Promise<string> {
-  const home = path.join(cwd, '.svc', 'home');
-  await mkdir(home, { recursive: true, mode: 0o700 });
-  await chown(path.dirname(home), owner.uid, owner.gid);
-  await chown(home, owner.uid, owner.gid);
+  const home = await directoryIn(cwd, HOME_PATH, 0o700);
+  await lchown(path.dirname(home), owner.uid, owner.gid);
+  await lchown(home, owner.uid, owner.gid);
   return home;
 }
+
+const selfUser = () => ({ uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 });
 
 class LocalRuntime implements Runtime {
   readonly name = 'local';
@@ -157,14 +167,19 @@ class LocalRuntime implements Runtime {
     const owner = this.owner(spec);
     if (spec.files) await writeFiles(spec.cwd, spec.files, owner);
     const env = childEnv(spec.env);
-    if (owner && spec.env.HOME === undefined) env.HOME = await homeFor(spec.cwd, owner);
+    // In the sandbox the server's own home is not there to be used.
+    if ((owner || spec.sandbox) && spec.env.HOME === undefined) env.HOME = await homeFor(spec.cwd, owner ?? selfUser());
+    // Sandboxed, bubblewrap starts as the server's user and drops to the owner inside.
+    const { command, args } = spec.sandbox
+      ? sandboxArgs(spec.command, spec.args, spec.cwd, { ...spec.sandbox, user: owner })
+      : { command: spec.command, args: spec.args };
     this.keeper.prepare();
-    const child = spawn(spec.command, spec.args, {
+    const child = spawn(command, args, {
       cwd: spec.cwd,
       env,
       detached: true, // new process group led by the child
       stdio: ['ignore', 'pipe', 'pipe'],
-      ...(owner ?? {}),
+      ...(owner && !spec.sandbox ? owner : {}),
     });
     await new Promise<void>((resolve, reject) => {
       child.once('spawn', () => {

@@ -3,6 +3,8 @@ import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 
 const KEEPER = fileURLToPath(new URL('./keeper-process.js', import.meta.url));
+/** A keeper that exits on its own this soon after its start did not start at all. */
+const QUICK_EXIT_MS = 2_000;
 
 /**
  * Makes attempt process groups die with the worker that started them. Each attempt leads its own
@@ -47,9 +49,15 @@ export class GroupKeeper {
     try {
       const keeper = spawn(process.execPath, [KEEPER], { detached: true, stdio: ['pipe', 'ignore', 'ignore'] });
       keeper.on('error', (err) => this.logger.error({ err }, 'runtime local: the process keeper failed; attempts would outlive a crash of this worker'));
+      const startedAt = Date.now();
       keeper.on('exit', (code, signal) => {
         if (this.keeper !== keeper) return;
         this.keeper = null;
+        // One that dies as it starts would die again at once: the next attempt's start tries again.
+        if (Date.now() - startedAt < QUICK_EXIT_MS && signal === null) {
+          this.logger.error({ code, keeper: KEEPER }, 'runtime local: the process keeper could not start; attempts would outlive a crash of this worker');
+          return;
+        }
         this.logger.warn({ code, signal, running: this.groups.size }, 'runtime local: the process keeper exited; starting another');
         if (this.groups.size > 0) this.ensure();
       });

@@ -2,6 +2,7 @@
  * Reading push and pull_request deliveries of a GitHub-compatible host (GitHub, GitHub Enterprise,
  * Gitea, Forgejo) into the spine's `vcshost.push` / `vcshost.pull_request` events.
  */
+import { createHash } from 'node:crypto';
 import Joi from 'joi';
 import type { InboundEvent } from '../../../core/ports/integrations.ts';
 
@@ -75,7 +76,22 @@ function validated(schema: Joi.ObjectSchema, body: unknown, kind: string): { val
   return error ? { problem: `${kind} delivery: ${error.message}` } : { value };
 }
 
-export function pushEvent(body: unknown, dedupeKey: string | null): InboundEvent | string {
+/**
+ * The dedupe key of a push: the push itself (repository, ref, before, after, and the host's
+ * `repository.pushed_at` when it sends one), not the delivery id. The body is signed but carries no
+ * nonce, so the same signed body sent again under a new delivery id (a replay) is the same push and
+ * makes no second event; a redelivery is the same body and dedupes the same way. `pushed_at` tells
+ * a real repeat of the same move (a tag deleted and pushed again at the same commit) from a replay.
+ */
+export function pushIdentity(p: Json): string {
+  const repo = p.repository as Json;
+  const pushedAt = repo.pushed_at ?? null;
+  const identity = JSON.stringify([repo.full_name, p.ref, p.before, p.after, typeof pushedAt === 'number' || typeof pushedAt === 'string' ? pushedAt : null]);
+  return `vcshost:push:${createHash('sha256').update(identity).digest('hex')}`;
+}
+
+/** A push delivery as the spine's event; its dedupe key is the push's identity (pushIdentity), whatever the delivery id. */
+export function pushEvent(body: unknown): InboundEvent | string {
   const read = validated(pushSchema, body, 'push');
   if ('problem' in read) return read.problem;
   const p = read.value;
@@ -100,11 +116,47 @@ export function pushEvent(body: unknown, dedupeKey: string | null): InboundEvent
     ref_sha: ZERO_SHA.test(after) ? null : after,
     ref_branch: ref.startsWith('refs/heads/') ? ref.slice('refs/heads/'.length) : null,
     ...actorOf(p.sender),
-    dedupe_key: dedupeKey,
+    dedupe_key: pushIdentity(p),
   };
 }
 
-export function pullRequestEvent(body: unknown, dedupeKey: string | null): InboundEvent | string {
+/** What an action is about beyond the pull request itself: which label, assignee, reviewer or milestone, what an edit changed, a synchronize's before and after. */
+const ACTION_DETAIL = ['label', 'assignee', 'requested_reviewer', 'requested_team', 'milestone', 'changes', 'before', 'after'] as const;
+
+/** A JSON text of `value` with object keys sorted, so the same content reads the same however it was serialized. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value && typeof value === 'object')
+    return `{${Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical((value as Json)[k])}`)
+      .join(',')}}`;
+  return JSON.stringify(value ?? null);
+}
+
+/**
+ * The dedupe key of a pull_request delivery: the event itself, not the delivery id, so a signed body
+ * replayed under a new delivery id makes no second event (the body carries no nonce). The identity is
+ * the repository, the PR number, the action, the head sha, the PR's `updated_at`, and the action's
+ * own detail (ACTION_DETAIL). A genuine new event differs in one of them: another action; a push to
+ * the branch (new head sha); a later change of the same kind (the host moves `updated_at` on every
+ * change of the PR); and changes in the same second (`updated_at` has one-second resolution) differ
+ * in what they are about (two labels added at once name different labels, two edits carry different
+ * `changes`). A host that sends no `updated_at` gets the delivery id in the key instead, as before
+ * (a replay under a new id is then a new event), rather than losing real repeats (closed, reopened,
+ * closed again at one head). Returns null when neither is there (no dedupe).
+ */
+export function pullRequestIdentity(p: Json, deliveryId: string | null): string | null {
+  const pr = p.pull_request as Json & { head: { sha: string } };
+  const updatedAt = typeof pr.updated_at === 'string' || typeof pr.updated_at === 'number' ? pr.updated_at : null;
+  if (updatedAt === null) return deliveryId ? `vcshost:${deliveryId}` : null;
+  const detail = Object.fromEntries(ACTION_DETAIL.filter((k) => p[k] !== undefined && p[k] !== null).map((k) => [k, p[k]]));
+  const identity = canonical([(p.repository as Json).full_name, p.number, p.action, pr.head.sha, updatedAt, detail]);
+  return `vcshost:pull_request:${createHash('sha256').update(identity).digest('hex')}`;
+}
+
+/** A pull_request delivery as the spine's event; its dedupe key is the event's identity (pullRequestIdentity). */
+export function pullRequestEvent(body: unknown, deliveryId: string | null): InboundEvent | string {
   const read = validated(pullRequestSchema, body, 'pull_request');
   if ('problem' in read) return read.problem;
   const p = read.value;
@@ -134,6 +186,6 @@ export function pullRequestEvent(body: unknown, dedupeKey: string | null): Inbou
     ref_sha: pr.head.sha,
     ref_branch: pr.head.ref,
     ...actorOf(p.sender),
-    dedupe_key: dedupeKey,
+    dedupe_key: pullRequestIdentity(p, deliveryId),
   };
 }

@@ -32,7 +32,9 @@ const optionsSchema = Joi.object({
   token: Joi.string().allow(null).default(null).description('Token for API calls whose caller brings none (SVC_ADAPTERS__VCSHOST__OPTIONS__TOKEN).'),
   timeout_ms: Joi.number().integer().min(100).default(30_000).description('How long an API call may take.'),
   event_header: HEADER_NAME.default('X-GitHub-Event').description('Header naming the kind of a webhook delivery (Gitea and Forgejo send it too).'),
-  delivery_header: HEADER_NAME.default('X-GitHub-Delivery').description('Header carrying the unique delivery id, the dedupe key of the event.'),
+  delivery_header: HEADER_NAME.default('X-GitHub-Delivery').description(
+    'Header carrying the unique delivery id: the dedupe key of a redelivery, and of a pull_request event from a host that sends no updated_at (a push dedupes on the push itself: repository, ref, before, after; a pull_request on the event: repository, number, action, head sha, updated_at and the action detail).',
+  ),
 });
 
 /** The host's own message for a refused call: `message` and the `errors` list of a 422. */
@@ -64,11 +66,11 @@ class HubHost implements VcsHost {
     if (!kind) return { kind: 'invalid', message: `${this.options.event_header} header is missing` };
     const delivery = headerOf(request, this.options.delivery_header)?.trim();
     if (delivery !== undefined && !DELIVERY_ID.test(delivery)) return { kind: 'invalid', message: `${this.options.delivery_header} is not a delivery id` };
-    const read = kind === 'push' ? pushEvent : kind === 'pull_request' ? pullRequestEvent : null;
-    if (!read) return { kind: 'ignored', event: kind.slice(0, 100) };
+    if (kind !== 'push' && kind !== 'pull_request') return { kind: 'ignored', event: kind.slice(0, 100) };
     const body = parseBody(request);
     if (typeof body === 'string') return { kind: 'invalid', message: body };
-    const event = read(body, delivery ? `vcshost:${delivery}` : null);
+    // Each dedupes on the event itself (a replay under a new delivery id is the same event): deliveries.ts.
+    const event = kind === 'push' ? pushEvent(body) : pullRequestEvent(body, delivery ?? null);
     return typeof event === 'string' ? { kind: 'invalid', message: event } : { kind: 'event', event };
   }
 

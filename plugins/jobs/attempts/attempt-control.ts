@@ -97,6 +97,10 @@ export class AttemptControl implements AttemptControlPort {
     return { budgetExceeded: recorded.budget_exceeded ?? null };
   }
 
+  gateModelCall(attempt: { jobId: string; attemptId: string }): Promise<string | null> {
+    return this.receipts.gateCall(attempt.jobId, attempt.attemptId);
+  }
+
   async recordPhases(lease: AttemptLease, phases: { name: string; started_at: Date; ended_at: Date }[]): Promise<void> {
     if (phases.length) await this.receipts.recordPhases(lease.jobId, lease.attemptId, lease.leaseToken, phases);
   }

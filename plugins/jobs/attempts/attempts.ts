@@ -37,10 +37,13 @@ export interface AttemptRow {
 /** How an attempt ends: its status and what the worker reported. */
 export type AttemptEnding = Pick<AttemptRow, 'status'> & Partial<Pick<AttemptRow, 'result_status' | 'result_json' | 'result_summary' | 'error'>>;
 
-/** The Attempt as everyone sees it: never the lease token. */
+/** How the error of an attempt lost with its worker starts (only svc writes a cancelled attempt's error). */
+export const WORKER_LOST = 'worker lost';
+
+/** The Attempt as everyone sees it: never the lease token, nor the org it counts against (job_attempts.org_id, bookkeeping). */
 export function toAttempt(row: AttemptRow) {
-  const { lease_token: _t, ...attempt } = row;
-  return attempt;
+  const { lease_token: _t, org_id: _o, ...attempt } = row as AttemptRow & { org_id?: string | null };
+  return attempt as Omit<AttemptRow, 'lease_token'>;
 }
 export type Attempt = ReturnType<typeof toAttempt>;
 /** The attempt as its claimer sees it, once: with the lease token that fences its writes. */
@@ -77,7 +80,7 @@ export const gateKeysOf = (job: Pick<JobRow, 'hints'>): string[] => (Array.isArr
 const scopedGate = (projectId: string, key: string) => `${projectId}:${key}`;
 /** The same scoping as SQL over two expressions (for scans). */
 const scopedGateSql = (projectExpr: string, keyExpr: string) => `${projectExpr} || ':' || ${keyExpr}`;
-/** Every job_attempts column (the compiler insists on all of them), for statements that return attempts beside jobs. */
+/** Every job_attempts column of an AttemptRow (the compiler insists on all of them; not org_id, bookkeeping), for statements that return attempts. */
 const ATTEMPT_COLUMNS = Object.keys({
   id: 1,
   job_id: 1,
@@ -101,19 +104,20 @@ const GATE_LOCK_SPACE = 0x5ca7e;
 export class AttemptRepository {
   constructor(@inject(Tokens.Db) private readonly db: Db) {}
 
-  /** A running attempt numbered after the job's last one; call under the job's row lock. */
-  async open(jobId: string, owner: string, leaseSeconds: number, trx: Db): Promise<ClaimedAttempt> {
+  /** A running attempt numbered after the job's last one, counted against `orgId`'s running attempts; call under the job's row lock. */
+  async open(jobId: string, orgId: string, owner: string, leaseSeconds: number, trx: Db): Promise<ClaimedAttempt> {
     const [row] = await trx('job_attempts')
       .insert({
         id: randomUUID(),
         job_id: jobId,
+        org_id: orgId,
         attempt_number: trx.raw('(SELECT coalesce(max(attempt_number), 0) + 1 FROM job_attempts WHERE job_id = ?)', [jobId]),
         status: 'running',
         lease_owner: owner,
         lease_token: randomUUID(),
         lease_expires_at: trx.raw('now() + make_interval(secs => ?)', [leaseSeconds]),
       })
-      .returning('*');
+      .returning(ATTEMPT_COLUMNS);
     return row;
   }
 
@@ -137,57 +141,78 @@ export class AttemptRepository {
   }
 
   /**
-   * One claim batch in one statement. Picks the next `limit` claimable jobs (ready, not deferred,
-   * nothing unfinished they wait for, no gate held by a running attempt; not in `exclude`, not of a
-   * worker type in `skipWorkerTypes`) in claim order, row-locked, skipping rows other claimers hold. The gate-less ones are claimed on the spot,
-   * as `open` plus the job update of `JobLifecycle.start` would: a running attempt numbered after the job's
-   * last, with a lease for `owner` on the database clock, and the job active for `owner` (no receipt:
-   * receipts are written when attempts end). Gated ones come back locked with no attempt, for the
-   * per-job path (advisory locks and job_gates). Rows are in claim order.
+   * The next `limit` claimable jobs (ready, not deferred, nothing unfinished they wait for, no gate
+   * held by a running attempt; not in `exclude`, not of a project in `skipProjects`, not of a worker
+   * type in `skipWorkerTypes`) in claim order, row-locked for the transaction, skipping rows other
+   * claimers hold. Nothing is claimed yet: `openPicked` does that once the orgs' quotas are known.
    */
-  async claimBatch(
-    owner: string,
-    limit: number,
-    leaseSeconds: number,
-    exclude: string[],
-    trx: Db,
-    skipWorkerTypes: string[] = [],
-  ): Promise<{ job: JobRow; attempt: ClaimedAttempt | null }[]> {
-    const gateless = (a: string) => `(CASE WHEN jsonb_typeof(${a}.hints->'gates') = 'array' THEN jsonb_array_length(${a}.hints->'gates') = 0 ELSE true END)`;
+  async pick(limit: number, exclude: string[], skipProjects: string[], skipWorkerTypes: string[], trx: Db): Promise<JobRow[]> {
     const { rows } = await trx.raw(
-      `WITH picked AS MATERIALIZED (
-         SELECT j.* FROM jobs j
-         WHERE j.phase = 'ready' AND (j.defer_until IS NULL OR j.defer_until <= now()) AND j.id <> ALL(?::text[])
-           AND coalesce(nullif(j.hints->>'worker_type', ''), 'default') <> ALL(?::text[])
-           AND ${noUnfinishedBlockers('j')} AND NOT ${isWorkflowRootSql('j')}
-           AND NOT EXISTS (SELECT 1 FROM job_gates g WHERE g.gate_key IN (
-                 SELECT ${scopedGateSql('j.project_id', 'k')} FROM jsonb_array_elements_text(coalesce(j.hints->'gates', '[]')) AS k))
-         ORDER BY j.priority, j.created_at, j.id
-         LIMIT ? FOR UPDATE OF j SKIP LOCKED),
+      `SELECT j.* FROM jobs j
+       WHERE j.phase = 'ready' AND (j.defer_until IS NULL OR j.defer_until <= now()) AND j.id <> ALL(?::text[]) AND j.project_id <> ALL(?::text[])
+         AND coalesce(nullif(j.hints->>'worker_type', ''), 'default') <> ALL(?::text[])
+         AND ${noUnfinishedBlockers('j')} AND NOT ${isWorkflowRootSql('j')}
+         AND NOT EXISTS (SELECT 1 FROM job_gates g WHERE g.gate_key IN (
+               SELECT ${scopedGateSql('j.project_id', 'k')} FROM jsonb_array_elements_text(coalesce(j.hints->'gates', '[]')) AS k))
+       ORDER BY j.priority, j.created_at, j.id
+       LIMIT ? FOR UPDATE OF j SKIP LOCKED`,
+      [exclude, skipProjects, skipWorkerTypes, limit],
+    );
+    return rows;
+  }
+
+  /**
+   * Claims picked jobs (`pick`, row-locked by this transaction) within their orgs' running-attempt
+   * quota, in one statement: each org's running attempts are counted (call under the orgs' locks,
+   * RunningOrgs, so the count is exact) and its picks, in the order given, take the free places.
+   * The gate-less ones among those are claimed on the spot, as `open` plus the job update of
+   * `JobLifecycle.start` would: a running attempt numbered after the job's last, with a lease for
+   * `owner` on the database clock, and the job active for `owner` (no receipt: receipts are written
+   * when attempts end). Gated ones that got a place come back with no attempt, for the per-job path
+   * (advisory locks and job_gates). Picks without a place are not in the answer. Rows in the order given.
+   */
+  async openPicked(
+    picks: { job: JobRow; orgId: string }[],
+    owner: string,
+    leaseSeconds: number,
+    quota: number,
+    trx: Db,
+  ): Promise<{ job: JobRow; attempt: ClaimedAttempt | null }[]> {
+    const candidates = picks.map(({ job, orgId }, ord) => ({ id: job.id, org_id: orgId, ord, gated: gateKeysOf(job).length > 0 }));
+    const { rows } = await trx.raw(
+      `WITH cand AS (SELECT * FROM jsonb_to_recordset(?::jsonb) AS c(id text, org_id text, ord int, gated boolean)),
+       counted AS (
+         SELECT a.org_id, count(*)::int AS n FROM job_attempts a
+         WHERE a.status = 'running' AND a.org_id IN (SELECT org_id FROM cand) GROUP BY a.org_id),
+       placed AS (
+         SELECT r.* FROM (SELECT c.*, row_number() OVER (PARTITION BY c.org_id ORDER BY c.ord) AS k FROM cand c) r
+         LEFT JOIN counted n ON n.org_id = r.org_id
+         WHERE r.k + coalesce(n.n, 0) <= ?::int),
        opened AS (
-         INSERT INTO job_attempts (id, job_id, attempt_number, status, lease_owner, lease_token, lease_expires_at)
-         SELECT gen_random_uuid(), p.id, coalesce((SELECT max(x.attempt_number) FROM job_attempts x WHERE x.job_id = p.id), 0) + 1,
+         INSERT INTO job_attempts (id, job_id, org_id, attempt_number, status, lease_owner, lease_token, lease_expires_at)
+         SELECT gen_random_uuid(), p.id, p.org_id, coalesce((SELECT max(x.attempt_number) FROM job_attempts x WHERE x.job_id = p.id), 0) + 1,
                 'running', ?::text, gen_random_uuid(), now() + make_interval(secs => ?::float8)
-         FROM picked p WHERE ${gateless('p')}
-         RETURNING *),
+         FROM placed p WHERE NOT p.gated
+         RETURNING ${ATTEMPT_COLUMNS.join(', ')}),
        activated AS (
          UPDATE jobs j SET phase = 'active', assignee = ?::text, updated_at = now()
          FROM opened o WHERE j.id = o.job_id
          RETURNING j.*)
-       SELECT c.*, ${ATTEMPT_COLUMNS.map((col) => `o.${col} AS "attempt.${col}"`).join(', ')}
-       FROM (SELECT * FROM activated UNION ALL SELECT * FROM picked p WHERE NOT ${gateless('p')}) c
-       LEFT JOIN opened o ON o.job_id = c.id
-       ORDER BY c.priority, c.created_at, c.id`,
-      [exclude, skipWorkerTypes, limit, owner, leaseSeconds, owner],
+       SELECT p.id AS "placed.id", c.*, ${ATTEMPT_COLUMNS.map((col) => `o.${col} AS "attempt.${col}"`).join(', ')}
+       FROM placed p LEFT JOIN activated c ON c.id = p.id LEFT JOIN opened o ON o.job_id = p.id
+       ORDER BY p.ord`,
+      [JSON.stringify(candidates), quota, owner, leaseSeconds, owner],
     );
+    const picked = new Map(picks.map(({ job }) => [job.id, job]));
     return rows.map((row: Record<string, unknown>) => {
       const job: Record<string, unknown> = {};
       const attempt: Record<string, unknown> = {};
       for (const [k, v] of Object.entries(row)) {
         if (k.startsWith('attempt.')) attempt[k.slice('attempt.'.length)] = v;
-        else job[k] = v;
+        else if (k !== 'placed.id') job[k] = v;
       }
-      return { job: job as unknown as JobRow, attempt: attempt.id ? (attempt as unknown as ClaimedAttempt) : null };
+      if (!attempt.id) return { job: picked.get(row['placed.id'] as string)!, attempt: null };
+      return { job: job as unknown as JobRow, attempt: attempt as unknown as ClaimedAttempt };
     });
   }
 
@@ -229,6 +254,12 @@ export class AttemptRepository {
           .returning('gate_key')
       : [];
     return keys.filter((_, i) => !taken.some((t) => t.gate_key === scoped[i]));
+  }
+
+  /** Attempts of the job that ended lost with their worker (JobLifecycle.workerLost). */
+  async lostWithWorkers(jobId: string, trx: Db): Promise<number> {
+    const row = await trx('job_attempts').where({ job_id: jobId, status: 'cancelled' }).whereLike('error', `${WORKER_LOST}:%`).count({ n: '*' }).first();
+    return Number((row as { n: unknown }).n);
   }
 
   /** Failed attempts of the job so far: what `hints.max_attempts` limits. */

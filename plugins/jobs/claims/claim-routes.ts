@@ -57,8 +57,8 @@ export function claimRoutes(container: DependencyContainer): ServerRoute[] {
       options: {
         tags,
         description:
-          'Claim a ready job: 409 when it is not ready, deferred, blocked (the message names the blockers) or a gate is held (body adds blocked_on_gates and jobId)',
-        plugins: write([409]),
+          'Claim a ready job: 409 when it is not ready, deferred, blocked (the message names the blockers) or a gate is held (body adds blocked_on_gates and jobId); 429 when its org runs limits.org.running_attempts already',
+        plugins: write([409, 429]),
         validate: { params: jobParams, payload: claimPayload },
         response: { schema: claimedSchema },
       },
@@ -147,8 +147,9 @@ export function claimRoutes(container: DependencyContainer): ServerRoute[] {
       path: '/jobs/{job_id}/reject',
       options: {
         tags,
-        description: 'Reject a job in review with a reason: it is active again with a new attempt claimed for the caller (who gets its lease token)',
-        plugins: write([409]),
+        description:
+          'Reject a job in review with a reason: it is active again with a new attempt claimed for the caller (who gets its lease token); 429 when its org runs limits.org.running_attempts already',
+        plugins: write([409, 429]),
         validate: { params: jobParams, payload: Joi.object({ reason: text(20_000).required() }).label('RejectRequest') },
         response: { schema: claimedSchema },
       },

@@ -8,6 +8,7 @@ import { unfinishedBlockers } from '../relations/blockers.ts';
 import type { Failure } from '../lifecycle/system-events.ts';
 import { GatesHeld, JobLifecycle, type AttemptOutcome, type Claimed } from '../lifecycle/lifecycle.ts';
 import { AttemptRepository, toAttempt, type Attempt, type AttemptRow, type ResultStatus } from '../attempts/attempts.ts';
+import { RunningQuota } from './running-quota.ts';
 
 export { DEFAULT_MAX_ATTEMPTS, WAITING_BACKOFF_SECONDS, type AttemptOutcome, type Claimed } from '../lifecycle/lifecycle.ts';
 
@@ -57,43 +58,74 @@ export class Claims {
     @inject(JobRepository) private readonly jobs: JobRepository,
     @inject(AttemptRepository) private readonly attempts: AttemptRepository,
     @inject(JobLifecycle) private readonly lifecycle: JobLifecycle,
+    @inject(RunningQuota) private readonly quota: RunningQuota,
   ) {}
 
-  /** Claims one ready job: not deferred, nothing unfinished it waits for, every gate free. */
+  /**
+   * Claims one ready job: not deferred, nothing unfinished it waits for, every gate free, and a
+   * place in its org's running-attempt quota (429 naming the quota when there is none).
+   */
   claim(jobId: string, owner: string, { leaseSeconds = DEFAULT_LEASE_SECONDS }: ClaimOptions = {}): Promise<Claimed> {
     return this.db.transaction(async (trx) => {
+      const orgId = await this.quota.lockOrgOf(jobId, trx);
       const job = await this.locked(jobId, trx);
       if (job.phase !== 'ready') throw new Conflict(`job ${jobId} is ${job.phase}: only a ready job can be claimed`);
       if (job.defer_until && job.defer_until > new Date()) throw new Conflict(`job ${jobId} is deferred until ${job.defer_until.toISOString()}`);
       refuseWorkflowRootClaim(job);
       await this.requireUnblocked(job, trx);
-      return this.lifecycle.start(job, owner, leaseSeconds, trx);
+      await this.quota.requirePlace(orgId, trx);
+      return this.lifecycle.start(job, orgId, owner, leaseSeconds, trx);
     });
   }
 
   /**
    * Claims up to `limit` jobs for `owner` in priority then age order, skipping rows other claimers
-   * hold (SKIP LOCKED) and jobs whose gates are taken; safe with any number of concurrent callers.
-   * Each round is one statement (JobLifecycle.claimBatch) that picks the next jobs in claim order
-   * and claims the gate-less ones at once; gated ones among them then go one by one through
-   * `JobLifecycle.start` (advisory locks, job_gates) in a savepoint each. Gated and gate-less jobs
-   * compete for the same picks in the same order, so priority order holds across both; the one
-   * trade-off: a gated job that loses its gate to another claimer leaves its slot to the next round's picks.
+   * hold (SKIP LOCKED), jobs whose gates are taken, and jobs of orgs at their running-attempt quota
+   * (limits.org.running_attempts: they stay ready); safe with any number of concurrent callers.
+   * Each round picks the next jobs in claim order (AttemptRepository.pick, row-locked), takes the
+   * advisory locks of their orgs that are free (an org another claimer holds is left for the next
+   * round: claimers never wait for each other), and then claims the picks that fit their orgs'
+   * quotas in one statement (JobLifecycle.claimPicked), the gate-less ones at once; gated ones then
+   * go one by one through `JobLifecycle.start` (advisory locks, job_gates) in a savepoint each.
+   * Later rounds skip the projects of orgs found full or held. Gated and gate-less jobs compete for
+   * the same picks in the same order, so priority order holds across both; the one trade-off: a
+   * gated job that loses its gate to another claimer leaves its slot to the next round's picks.
    */
   claimNext(owner: string, limit: number, { leaseSeconds = DEFAULT_LEASE_SECONDS, skipWorkerTypes = [] }: ClaimOptions = {}): Promise<Claimed[]> {
     return this.db.transaction(async (trx) => {
       const claimed: Claimed[] = [];
       const passed: string[] = [];
+      const skipProjects = new Set<string>();
+      const locked = new Set<string>();
       while (claimed.length < limit) {
         const wanted = limit - claimed.length;
-        const picks = await this.lifecycle.claimBatch(owner, wanted, leaseSeconds, passed, trx, skipWorkerTypes);
+        const jobs = await this.attempts.pick(wanted, passed, [...skipProjects], skipWorkerTypes, trx);
+        passed.push(...jobs.map((j) => j.id));
+        const orgOf = await this.quota.orgsOf(
+          jobs.map((j) => j.project_id),
+          trx,
+        );
+        const unlocked = [...new Set(orgOf.values())].filter((o) => !locked.has(o));
+        for (const org of await this.quota.tryLock(unlocked, trx)) locked.add(org);
+        const eligible = jobs.flatMap((job) => {
+          const orgId = orgOf.get(job.project_id);
+          return orgId && locked.has(orgId) ? [{ job, orgId }] : [];
+        });
+        const picks = await this.lifecycle.claimPicked(eligible, owner, leaseSeconds, this.quota.limit, trx);
+        const placed = new Set(picks.map((p) => p.job.id));
+        // Held by another claimer, or full: the org's jobs stay ready; later rounds look past its projects.
+        const full = new Set(eligible.filter((e) => !placed.has(e.job.id)).map((e) => e.orgId));
+        for (const job of jobs) {
+          const orgId = orgOf.get(job.project_id);
+          if (!orgId || !locked.has(orgId) || full.has(orgId)) skipProjects.add(job.project_id);
+        }
         for (const { job, attempt } of picks) {
-          passed.push(job.id);
           if (attempt) claimed.push({ job: toJob(job), attempt });
           else {
             // A savepoint: a gate taken meanwhile undoes this job's attempt only.
+            const orgId = orgOf.get(job.project_id)!;
             const result = await trx
-              .transaction((sp) => this.lifecycle.start(job, owner, leaseSeconds, sp))
+              .transaction((sp) => this.lifecycle.start(job, orgId, owner, leaseSeconds, sp))
               .catch((e) => {
                 if (e instanceof GatesHeld) return null;
                 throw e;
@@ -101,7 +133,7 @@ export class Claims {
             if (result) claimed.push(result);
           }
         }
-        if (picks.length < wanted) break;
+        if (jobs.length < wanted) break;
       }
       return claimed;
     });
@@ -155,13 +187,13 @@ export class Claims {
     return dead;
   }
 
-  /** Running attempts whose lease expired fail with 'lease expired'; their jobs are retried or cancelled. */
+  /** Running attempts whose lease expired were lost with their worker: their jobs are retried (JobLifecycle.workerLost). */
   reapExpired(limit = 100): Promise<Reaped[]> {
     return this.db.transaction(async (trx) => {
       const reaped: Reaped[] = [];
       for (const attempt of await this.attempts.expired(limit, trx)) {
         const job = await this.locked(attempt.job_id, trx);
-        const outcome = await this.lifecycle.fail(job, attempt, { error: 'lease expired' }, trx, 'LEASE_EXPIRED');
+        const outcome = await this.lifecycle.workerLost(job, attempt, trx);
         reaped.push({ job_id: job.id, attempt_id: attempt.id, phase: outcome.job.phase });
       }
       return reaped;

@@ -4,6 +4,7 @@ import type { Db } from '../../../core/db/knex.ts';
 import { toJob, type Job, type JobRow } from '../job/repository.ts';
 import { AttemptRepository } from '../attempts/attempts.ts';
 import { Claims, DEFAULT_LEASE_SECONDS } from './claims.ts';
+import { RunningQuota } from './running-quota.ts';
 import { JobLifecycle, type Claimed } from '../lifecycle/lifecycle.ts';
 import type { Phase } from '../job/schemas.ts';
 import { Conflict } from '../../../core/errors.ts';
@@ -28,6 +29,7 @@ export class Review {
     @inject(Claims) private readonly claims: Claims,
     @inject(JobLifecycle) private readonly lifecycle: JobLifecycle,
     @inject(ReviewLog) private readonly log: ReviewLog,
+    @inject(RunningQuota) private readonly quota: RunningQuota,
   ) {}
 
   /** The work is handed in: its running attempt ends as succeeded with the summary, and the job awaits review. */
@@ -49,13 +51,15 @@ export class Review {
     });
   }
 
-  /** Back to work: a new attempt, claimed for the rejecting caller (who gets its lease token), under the same blocker and gate rules as a claim. */
+  /** Back to work: a new attempt, claimed for the rejecting caller (who gets its lease token), under the same blocker, gate and quota rules as a claim. */
   reject(jobId: string, actorId: string, reason: string): Promise<Claimed> {
     return this.db.transaction(async (trx) => {
+      const orgId = await this.quota.lockOrgOf(jobId, trx);
       const job = await this.lockedIn(jobId, 'review', 'reject', trx);
       await this.claims.requireUnblocked(job, trx);
+      await this.quota.requirePlace(orgId, trx);
       await this.log.add(job.id, 'reject', reason, actorId, trx);
-      return this.lifecycle.start(job, actorId, DEFAULT_LEASE_SECONDS, trx, { review_status: 'rejected' });
+      return this.lifecycle.start(job, orgId, actorId, DEFAULT_LEASE_SECONDS, trx, { review_status: 'rejected' });
     });
   }
 

@@ -18,6 +18,7 @@ import { JobLifecycle } from '../lifecycle/lifecycle.ts';
 import { BadRequest, Conflict, Forbidden, Invalid } from '../../../core/errors.ts';
 import { drawUntilFree } from '../../../core/ids.ts';
 import { isObject } from '../../../core/is-object.ts';
+import { checkPushRemote, GitAccessError } from '../../../core/git-access.ts';
 
 /** Jobs nest at most three levels: root (depth 0), child, grandchild. */
 export const MAX_DEPTH = 2;
@@ -86,6 +87,7 @@ export class JobCreation {
     const unstorable = findUnstorable(input);
     if (unstorable) throw new Invalid(`the job cannot be stored: ${describeUnstorable(unstorable)}`);
     await this.requestChecks.check(grant.projectId!, input);
+    await this.requirePushRemotes(grant.projectId!, [input]);
     await this.admissions.admit({ projectId: grant.projectId!, orgId: grant.orgId });
     if (!input.parent_id) return this.createRoot(this.row(principal, grant.projectId!, input, 0));
     // A job token places children under its own job only; another parent reads as outside the project.
@@ -125,6 +127,25 @@ export class JobCreation {
     const project = await this.projects.byId(projectId, trx);
     if (!project || project.deleted) throw new Invalid(`project ${projectId} is deleted`);
     return project.slug;
+  }
+
+  /**
+   * Each request's `git.remote` (its schema allows only 'origin' or an https or SSH URL) against the
+   * project's repo_url: a URL of another kind than the repository's is 422 naming git.remote
+   * (core/git-access.ts checkPushRemote; the worker checks it again before it pushes). `what` names the job in the message.
+   */
+  async requirePushRemotes(projectId: string, requests: Record<string, unknown>[], what?: string): Promise<void> {
+    const remotes = new Set(requests.flatMap((r) => (isObject(r.git) && typeof r.git.remote === 'string' ? [r.git.remote] : [])));
+    if (remotes.size === 0) return;
+    const repoUrl = (await this.projects.byId(projectId))?.repo_url ?? null;
+    for (const remote of remotes) {
+      try {
+        checkPushRemote(remote, repoUrl);
+      } catch (e) {
+        if (e instanceof GitAccessError) throw new Invalid(what ? `${what} cannot be created: ${e.message}` : e.message);
+        throw e;
+      }
+    }
   }
 
   /** Manifest defaults pass the same validation as a request; invalid ones are a server-side error to report. */

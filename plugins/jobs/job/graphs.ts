@@ -26,9 +26,11 @@ export class JobGraphService implements JobGraphs {
     await this.creation.admitInProject(projectId);
     const defaults = await this.creation.validDefaults(projectId);
     const slug = await this.creation.requireLiveProject(projectId, trx);
+    const requests = graph.map(({ key, request }) => checkedRequest(defaults, request, `job '${key}'`));
+    await this.creation.requirePushRemotes(projectId, requests, 'the jobs');
     const ids = new Map<string, string>();
-    for (const { key, request } of graph) {
-      const row = this.creation.row(creator, projectId, checkedRequest(defaults, request, `job '${key}'`), 0);
+    for (const [i, { key }] of graph.entries()) {
+      const row = this.creation.row(creator, projectId, requests[i], 0);
       const created = await this.jobs.insertRoot(slug, row, trx);
       this.lifecycle.created([created], trx);
       ids.set(key, created.id);

@@ -25,7 +25,7 @@ export function jobRoutes(container: DependencyContainer): ServerRoute[] {
       options: {
         tags,
         description: 'Create a job (only description is required); manifest defaults merge under the given fields',
-        plugins: { ...requires('jobs:create', 'project'), ...docs(400, 401, 403, 404, 409, 422) },
+        plugins: { ...requires('jobs:create', 'project'), ...docs(400, 401, 403, 404, 409, 422, 429) },
         validate: { params: projectParams, payload: S.createJobSchema },
         response: { status: { 201: S.jobSchema } },
       },

@@ -4,6 +4,9 @@ import { listQuerySchema } from '../../../core/http/lists.ts';
 import { normalizeMountPath, parseResourceUri } from '../../../core/ports/resources.ts';
 import { HARNESS_NAME, REASONING_EFFORTS } from '../../../core/ports/harness.ts';
 import { closest } from '../../../core/closest.ts';
+import { GitAccessError, pushRemoteKind } from '../../../core/git-access.ts';
+import { refNameProblem } from '../../../core/git-refs.ts';
+import { isReservedEnvName, RESERVED_ENV_NAMES, RESERVED_ENV_PREFIX } from '../../../domain/manifest/validate-env.ts';
 
 export const PHASES = ['idea', 'backlog', 'ready', 'active', 'review', 'done', 'cancelled'] as const;
 export type Phase = (typeof PHASES)[number];
@@ -18,7 +21,16 @@ export const JOB_ID = /^[a-z0-9]{4,8}-[0-9a-f]{8}(\.[1-9][0-9]*){0,2}$/;
 export const jobId = Joi.string().pattern(JOB_ID, '{slug}-{hash8}[.n] job id').example('myapp-1a2b3c4d');
 
 const isoDate = Joi.date().iso().raw();
-const gitRef = Joi.string().trim().min(1).max(255);
+/** A branch, tag or commit SHA as git check-ref-format accepts it (core/git-refs.ts): refused here, not when the attempt runs. */
+const gitRef = Joi.string()
+  .trim()
+  .min(1)
+  .max(255)
+  .custom((ref: string, helpers) => {
+    const problem = refNameProblem(ref);
+    return problem ? helpers.message({ custom: '{{#label}} {#why}' }, { why: `is not a valid git ref name: it ${problem}` }) : ref;
+  })
+  .description('a branch, tag or commit SHA: what git check-ref-format accepts, not beginning with "-"');
 
 export const gitSchema = Joi.object({
   ref: gitRef,
@@ -28,7 +40,18 @@ export const gitSchema = Joi.object({
   commit: Joi.string().valid('never', 'manual', 'auto', 'required'),
   commit_message: Joi.string().max(2000),
   push: Joi.string().valid('never', 'on_success', 'required'),
-  remote: Joi.string().max(2000),
+  remote: Joi.string()
+    .max(2000)
+    .custom((remote: string, helpers) => {
+      try {
+        pushRemoteKind(remote);
+        return remote;
+      } catch (e) {
+        if (e instanceof GitAccessError) return helpers.message({ custom: '{#why}' }, { why: e.message });
+        throw e;
+      }
+    })
+    .description("'origin', or an https:// or ssh URL of the same kind as the project's repo_url (never a path or file://)"),
 })
   .custom((git, helpers) =>
     git.ref_policy === 'explicit' && !git.ref ? helpers.message({ custom: '"git.ref" is required when "git.ref_policy" is explicit' }) : git,
@@ -119,6 +142,18 @@ const resourceRef = Joi.object({
 
 const envName = Joi.string().pattern(/^[A-Z_][A-Z0-9_]*$/, 'upper-case variable name');
 
+/** The names the manifest reserves (domain/manifest/validate-env.ts: PATH, HOME, LD_PRELOAD, SVC_*, …) are refused here too, each named. */
+const envOverrides = Joi.object()
+  .pattern(envName, Joi.string().max(4096))
+  .custom((env: Record<string, string>, helpers) => {
+    const reserved = Object.keys(env).filter(isReservedEnvName);
+    // Worded as the manifest's check words it (checkEnvOverrides), so both read the same.
+    return reserved.length
+      ? helpers.message({ custom: reserved.map((n) => `env_overrides.${n}: Invalid env override '${n}': reserved variable`).join('; ') })
+      : env;
+  })
+  .description(`upper-case names; ${RESERVED_ENV_NAMES.join(', ')} and every ${RESERVED_ENV_PREFIX}* name are reserved (the platform sets them)`);
+
 export const createJobSchema = Joi.object({
   description: Joi.string().trim().min(1).max(200_000).required(),
   title: Joi.string().trim().min(1).max(300),
@@ -141,7 +176,7 @@ export const createJobSchema = Joi.object({
   model: Joi.string().max(200),
   reasoning_effort: Joi.string().valid(...REASONING_EFFORTS),
   harness_profile_override: Joi.object().unknown(true),
-  env_overrides: Joi.object().pattern(envName, Joi.string().max(4096)),
+  env_overrides: envOverrides,
   hints: hintsSchema,
   git: gitSchema,
   workspace: Joi.object({ mode: Joi.string().valid('job', 'session', 'isolated'), key: Joi.string().max(200) }),

@@ -5,7 +5,7 @@ import { AuthCache } from '../../../core/auth/cache.ts';
 import { JobPhaseListeners } from '../../../core/ports/jobs.ts';
 import { AttemptCompletionListeners } from '../../../core/ports/attempts.ts';
 import { JobRepository, toJob, type Job, type JobRow } from '../job/repository.ts';
-import { AttemptRepository, toAttempt, type Attempt, type AttemptEnding, type AttemptRow, type ClaimedAttempt } from '../attempts/attempts.ts';
+import { AttemptRepository, WORKER_LOST, toAttempt, type Attempt, type AttemptEnding, type AttemptRow, type ClaimedAttempt } from '../attempts/attempts.ts';
 import { ReceiptStore } from '../receipts/receipt-store.ts';
 import { isFinished, unfinishedBlockers } from '../relations/blockers.ts';
 import { rollUp } from '../workflows/rollup.ts';
@@ -17,6 +17,8 @@ import { emitAttemptCompleted, emitJobFailed, type Failure } from './system-even
 export const WAITING_BACKOFF_SECONDS = 30;
 /** Without `hints.max_attempts` a job gets one attempt: the first failure cancels it. */
 export const DEFAULT_MAX_ATTEMPTS = 1;
+/** How many times a job's attempt may be lost with its worker and retried without spending `max_attempts`. */
+export const WORKER_LOSS_RETRIES = 3;
 
 export interface Claimed {
   job: Job;
@@ -26,7 +28,7 @@ export interface AttemptOutcome {
   job: Job;
   attempt: Attempt;
 }
-/** One job of a claim batch: claimed (with its attempt), or gated and left to the per-job path (no attempt). */
+/** One job of a claim batch that fits its org's quota: claimed (with its attempt), or gated and left to the per-job path (no attempt). */
 export interface ClaimPick {
   job: JobRow;
   attempt: ClaimedAttempt | null;
@@ -98,11 +100,12 @@ export class JobLifecycle implements PhaseMover {
   }
 
   /**
-   * Opens a running attempt with a lease for `owner`, takes the job's gates and makes the job
-   * active (plus `changes`). The caller holds the job's row lock and has checked phase and blockers.
+   * Opens a running attempt with a lease for `owner` (counted against `orgId`, the org of the job's
+   * project), takes the job's gates and makes the job active (plus `changes`). The caller holds the
+   * job's row lock and has checked phase, blockers and the org's running-attempt quota (RunningQuota).
    */
-  async start(job: JobRow, owner: string, leaseSeconds: number, trx: Db, changes: Partial<JobRow> = {}): Promise<Claimed> {
-    const attempt = await this.attempts.open(job.id, owner, leaseSeconds, trx);
+  async start(job: JobRow, orgId: string, owner: string, leaseSeconds: number, trx: Db, changes: Partial<JobRow> = {}): Promise<Claimed> {
+    const attempt = await this.attempts.open(job.id, orgId, owner, leaseSeconds, trx);
     const held = await this.attempts.acquireGates(job, attempt.id, trx);
     if (held.length) throw new GatesHeld(job.id, held);
     const active = await this.change(job.id, { phase: 'active', assignee: owner, ...changes }, trx);
@@ -110,16 +113,17 @@ export class JobLifecycle implements PhaseMover {
   }
 
   /**
-   * One round of a batch claim (AttemptRepository.claimBatch): the gate-less picks become active in
-   * that one statement, and the phase listeners hear of them together here.
+   * One round of a batch claim (AttemptRepository.openPicked): the gate-less picks that fit their
+   * orgs' quotas become active in that one statement, and the phase listeners hear of them together here.
    */
-  async claimBatch(owner: string, limit: number, leaseSeconds: number, exclude: string[], trx: Db, skipWorkerTypes: string[]): Promise<ClaimPick[]> {
-    const picks = await this.attempts.claimBatch(owner, limit, leaseSeconds, exclude, trx, skipWorkerTypes);
+  async claimPicked(picks: { job: JobRow; orgId: string }[], owner: string, leaseSeconds: number, quota: number, trx: Db): Promise<ClaimPick[]> {
+    if (!picks.length) return [];
+    const placed = await this.attempts.openPicked(picks, owner, leaseSeconds, quota, trx);
     await this.listeners.changed(
-      picks.filter((p) => p.attempt).map((p) => p.job),
+      placed.filter((p) => p.attempt).map((p) => p.job),
       trx,
     );
-    return picks;
+    return placed;
   }
 
   /**
@@ -173,6 +177,23 @@ export class JobLifecycle implements PhaseMover {
       ? { phase: 'ready', assignee: null }
       : { phase: 'cancelled', closed_at: new Date(), close_reason: `attempt ${ended.attempt_number} failed (${why}): ${ending.error}` };
     return { job: toJob(await this.change(job.id, next, trx)), attempt: toAttempt(ended) };
+  }
+
+  /**
+   * An attempt whose lease ran out: the svc process running it died or stalled, which is not the
+   * job's failure (the work may even have finished unrecorded). The attempt ends cancelled, saying
+   * so, and the job is ready again without spending `max_attempts`, up to WORKER_LOSS_RETRIES times
+   * per job (as Kubernetes' pod failure policy ignores disruptions); a job that keeps losing its
+   * worker then fails as any attempt does (LEASE_EXPIRED).
+   */
+  async workerLost(job: JobRow, attempt: AttemptRow, trx: Db): Promise<AttemptOutcome> {
+    const lost = await this.attempts.lostWithWorkers(job.id, trx);
+    if (lost >= WORKER_LOSS_RETRIES) {
+      return this.fail(job, attempt, { error: `lease expired (its worker was lost ${lost + 1} times)` }, trx, 'LEASE_EXPIRED');
+    }
+    const error = `${WORKER_LOST}: the lease expired; retried without counting against max_attempts (${lost + 1} of ${WORKER_LOSS_RETRIES} such retries)`;
+    const ended = await this.endAttempt(attempt.id, { status: 'cancelled', error }, trx);
+    return { job: toJob(await this.change(job.id, { phase: 'ready', assignee: null }, trx)), attempt: toAttempt(ended) };
   }
 
   /** Cancelling an active or review job (the caller holds its row lock): the running attempt ends and frees its gates; returns the cancelling change. */

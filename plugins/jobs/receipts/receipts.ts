@@ -6,7 +6,7 @@ import { Claims } from '../claims/claims.ts';
 import { ReceiptStore, type LlmCall, type PhaseTiming, type StoredReceipt } from './receipt-store.ts';
 import { budgetExceeded } from './budget.ts';
 import { ReceiptPricing } from './receipt-pricing.ts';
-import { NotFound } from '../../../core/errors.ts';
+import { LeaseLost, NotFound } from '../../../core/errors.ts';
 import { isObject } from '../../../core/is-object.ts';
 
 export interface Recorded {
@@ -52,13 +52,32 @@ export class Receipts {
     return { recorded, budget_exceeded: over };
   }
 
-  /** Why the attempt's usage so far is over the job's budget, or null (no budget set: not even read). */
-  private async overBudget(jobId: string, attemptId: string): Promise<string | null> {
+  /**
+   * Before a model call made for a running attempt: null when the call may go ahead. Else why not:
+   * the attempt has ended (its error), or its usage so far has reached the job's budget, so any call
+   * would take it over; then the attempt is ended now as failed (BUDGET_EXCEEDED), as recordUsage does.
+   */
+  async gateCall(jobId: string, attemptId: string): Promise<string | null> {
+    const attempt = await this.db('job_attempts').where({ id: attemptId, job_id: jobId }).first('status', 'lease_token', 'error');
+    if (!attempt) return 'the attempt of this job token does not exist';
+    if (attempt.status !== 'running') return attempt.error ?? `the attempt has ended (${attempt.status})`;
+    const over = await this.overBudget(jobId, attemptId, true);
+    if (!over) return null;
+    try {
+      await this.claims.terminate(jobId, attemptId, attempt.lease_token, over, 'BUDGET_EXCEEDED');
+    } catch (e) {
+      if (!(e instanceof LeaseLost)) throw e; // ended meanwhile: the call is refused all the same
+    }
+    return over;
+  }
+
+  /** Why the attempt's usage so far is over the job's budget (or, `atLimit`, has reached it), or null (no budget set: not even read). */
+  private async overBudget(jobId: string, attemptId: string, atLimit = false): Promise<string | null> {
     const job = await this.db('jobs').where({ id: jobId }).first('hints');
     if (!job || (job.hints.max_tokens === undefined && job.hints.max_cost === undefined)) return null;
     const { llm, cost } = await this.store.liveSections(attemptId);
     const currency = isObject(job.hints.max_cost) && typeof job.hints.max_cost.currency === 'string' ? job.hints.max_cost.currency : null;
-    return budgetExceeded(job.hints, llm, cost, currency ? await this.pricing.rate(currency, new Date()) : null);
+    return budgetExceeded(job.hints, llm, cost, currency ? await this.pricing.rate(currency, new Date()) : null, atLimit);
   }
 
   /** Phase timings for a running attempt under its live lease (a name reported again replaces the earlier times). */

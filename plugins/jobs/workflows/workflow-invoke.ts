@@ -17,7 +17,7 @@ import { ConditionError, parseCondition, evaluateCondition, referencedSteps } fr
 import { checkEnvOverrides, checkMergedSize } from '../../../domain/manifest/validate-env.ts';
 import { Problems } from '../../../domain/manifest/problems.ts';
 import { Tokens } from '../../../core/tokens.ts';
-import { checkedRequest, JobCreation, requireOverridePermissions, type CreateJobInput } from '../job/create.ts';
+import { checkedRequest, JobCreation, requireOverridePermissions, withDefaults, type CreateJobInput } from '../job/create.ts';
 import { isObject } from '../../../core/is-object.ts';
 import { isFinished } from '../relations/blockers.ts';
 import { JobRepository, type JobRow } from '../job/repository.ts';
@@ -150,6 +150,12 @@ export class WorkflowInvocation {
     await this.creation.admitInProject(projectId);
     const decisions = new Map(steps.map((s) => [s.name, decide(s, inputs, body.event?.payload ?? null)]));
     const defaults = await this.creation.validDefaults(projectId);
+    // The root takes the defaults' git, the steps the workflow's over them (runWorkspace).
+    await this.creation.requirePushRemotes(
+      projectId,
+      [defaults, withDefaults(defaults, { description: '', ...(workflow.git ? { git: workflow.git } : {}) })],
+      `workflow ${name}`,
+    );
     const requestJson = JSON.stringify(inputs);
     const label = `workflow:${name}`;
 
