@@ -73,7 +73,7 @@ test('an invalid setting stops the start with its path and reason', async (t) =>
 });
 
 test('replicas starting together on one database migrate once', async (t) => {
-  const database = await createTestDatabase();
+  const database = await createTestDatabase({ empty: true });
   const started = await Promise.allSettled([startTestServer({ database }), startTestServer({ database })]);
   try {
     const [a, b] = started.map((r) => (r.status === 'fulfilled' ? r.value : (t.fail(String(r.reason)) as never)));

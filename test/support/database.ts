@@ -1,9 +1,12 @@
-import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { startEmbeddedPostgres } from '../../core/db/embedded.ts';
+import { createKnex } from '../../core/db/knex.ts';
+import { migrate } from '../../core/db/migrate.ts';
+import { createLogger } from '../../core/logger.ts';
 
 export interface TestDatabase {
   url: string;
@@ -12,12 +15,13 @@ export interface TestDatabase {
 
 /**
  * A fresh database for one test file. Source, in order: DATABASE_URL (CI points it at the
- * machine's PostgreSQL; a database is created beside it), a testcontainers PostgreSQL when a
+ * machine's PostgreSQL; a database is created beside it, already migrated: a copy of a template
+ * migrated once per set of migration files, unless `empty`), a testcontainers PostgreSQL when a
  * Docker engine answers and can start it (an engine that cannot pull the image does not count),
  * else an embedded PostgreSQL in a temporary folder.
  */
-export async function createTestDatabase(): Promise<TestDatabase> {
-  if (process.env.DATABASE_URL) return databaseBeside(process.env.DATABASE_URL);
+export async function createTestDatabase(opts: { empty?: boolean } = {}): Promise<TestDatabase> {
+  if (process.env.DATABASE_URL) return databaseBeside(process.env.DATABASE_URL, opts.empty ? null : await migratedTemplate(process.env.DATABASE_URL));
   const container = await startContainerIfDocker();
   if (container) return container;
   const dir = mkdtempSync(path.join(tmpdir(), 'svc-test-pg-'));
@@ -32,16 +36,20 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   };
 }
 
-async function databaseBeside(serverUrl: string): Promise<TestDatabase> {
+const withDatabase = (serverUrl: string, name: string) => {
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+};
+
+async function databaseBeside(serverUrl: string, template: string | null): Promise<TestDatabase> {
   const name = `svc_test_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: serverUrl });
   await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.query(template ? `CREATE DATABASE ${name} TEMPLATE ${template}` : `CREATE DATABASE ${name}`);
   await admin.end();
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
   return {
-    url: url.toString(),
+    url: withDatabase(serverUrl, name),
     drop: async () => {
       const c = new pg.Client({ connectionString: serverUrl });
       await c.connect();
@@ -49,6 +57,42 @@ async function databaseBeside(serverUrl: string): Promise<TestDatabase> {
       await c.end();
     },
   };
+}
+
+const MIGRATIONS_DIR = new URL('../../migrations/', import.meta.url);
+/** Any fixed number: the test processes that find no template build it one at a time. */
+const TEMPLATE_LOCK_KEY = 4701_0002;
+
+/**
+ * The name of a database migrated with the migration files as they are now (named by their
+ * contents' hash, so a changed or added migration makes a new one), built once by whichever test
+ * process asks first. Copying it (CREATE DATABASE … TEMPLATE) takes a fraction of a migration run.
+ */
+async function migratedTemplate(serverUrl: string): Promise<string> {
+  const hash = createHash('sha256');
+  for (const file of readdirSync(MIGRATIONS_DIR).sort()) hash.update(file).update(readFileSync(new URL(file, MIGRATIONS_DIR)));
+  const name = `svc_template_${hash.digest('hex').slice(0, 16)}`;
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  try {
+    await admin.query('SELECT pg_advisory_lock($1)', [TEMPLATE_LOCK_KEY]);
+    const found = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+    if (found.rowCount) return name;
+    const building = `${name}_building`;
+    await admin.query(`DROP DATABASE IF EXISTS ${building} WITH (FORCE)`);
+    await admin.query(`CREATE DATABASE ${building}`);
+    const db = createKnex(withDatabase(serverUrl, building), 2, createLogger('silent'));
+    try {
+      await migrate(db, withDatabase(serverUrl, building));
+    } finally {
+      await db.destroy();
+    }
+    await admin.query(`ALTER DATABASE ${building} RENAME TO ${name}`);
+    return name;
+  } finally {
+    await admin.query('SELECT pg_advisory_unlock($1)', [TEMPLATE_LOCK_KEY]).catch(() => undefined);
+    await admin.end();
+  }
 }
 
 const POSTGRES_IMAGE = 'postgres:16-alpine';
