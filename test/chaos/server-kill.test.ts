@@ -82,7 +82,10 @@ test.serial('three SIGKILLs of the server mid-run: 0 lost, ≤ 1 duplicate per k
     .map((job) => ({ job, extra: (starts.get(job) ?? 0) - 1 - (lostAttempts.get(job) ?? 0), kills: stranded.get(job) ?? 0, lost: lostAttempts.get(job) ?? 0 }))
     .filter((j) => j.extra > 0 || j.kills > j.lost || (starts.get(j.job) ?? 0) < 1);
   const overlapping = all.filter((job) => {
-    const list = runs.executions().filter((r) => r.job === job).sort((a, b) => a.from - b.from);
+    const list = runs
+      .executions()
+      .filter((r) => r.job === job)
+      .sort((a, b) => a.from - b.from);
     return list.some((r, i) => i > 0 && r.from <= list[i - 1].to);
   });
   const unfinished = all.filter((job) => !runs.executions().some((r) => r.job === job && r.ended));
