@@ -2,7 +2,8 @@ import { useState } from 'preact/hooks';
 import { enc, get, patch, post, type Attempt, type Job, type LogLine, type Page, type Schemas } from './api.ts';
 import { useStream, usePoll } from './live.ts';
 import { navigate } from './router.ts';
-import { Action, Badge, ErrorNote, Json, Section, when } from './ui.tsx';
+import { GitView, workOf } from './git.tsx';
+import { Action, Badge, ErrorNote, Section, when } from './ui.tsx';
 
 const BOARD = ['ready', 'active', 'review', 'done', 'cancelled'] as const;
 const PHASES = ['idea', 'backlog', ...BOARD];
@@ -313,7 +314,9 @@ export function JobPage({ jobId, onProject }: { jobId: string; onProject: (proje
           </dl>
           <p class="description">{job.description}</p>
         </Section>
-        <Section title="Git">{job.resolved_git ? <Json value={job.resolved_git} /> : <p class="muted">Not resolved yet.</p>}</Section>
+        <Section title="Git">
+          <GitView job={job} newest={newest} />
+        </Section>
       </div>
       <Section title="Attempts">
         <table>
@@ -323,6 +326,7 @@ export function JobPage({ jobId, onProject }: { jobId: string; onProject: (proje
               <th>Status</th>
               <th>Result</th>
               <th>Summary</th>
+              <th>Work</th>
               <th>Started</th>
               <th>Ended</th>
             </tr>
@@ -338,6 +342,7 @@ export function JobPage({ jobId, onProject }: { jobId: string; onProject: (proje
                   <Badge value={a.result_status} />
                 </td>
                 <td>{a.result_summary ?? a.error ?? ''}</td>
+                <td>{workOf(a.git as Record<string, unknown> | null)}</td>
                 <td>{when(a.started_at)}</td>
                 <td>{when(a.ended_at)}</td>
               </tr>

@@ -126,14 +126,27 @@ export function formatContext(body: unknown): string {
   lines.push(`latest_attempt:${attempt ? '' : ' none'}`);
   if (attempt) {
     const keys = ['id', 'attempt_number', 'status', 'result_summary', 'started_at', 'ended_at'].filter((k) => k in attempt);
+    const work = workLine(attempt);
     lines.push(
-      ...formatFields(keys.map((k) => [k, attempt[k]]))
+      ...formatFields([...keys.map((k): [string, unknown] => [k, attempt[k]]), ...(work ? [['work', work] as [string, unknown]] : [])])
         .split('\n')
         .map((l) => `  ${l}`),
     );
   }
   if (c.latest_rejection_reason) lines.push(formatFields([['latest_rejection_reason', c.latest_rejection_reason]]));
   return lines.join('\n');
+}
+
+/** What became of an attempt's changes, from its git: committed (and pushed or not), or left uncommitted and why. */
+export function workLine(attempt: unknown): string | null {
+  const git = isObj(attempt) && isObj(attempt.git) ? attempt.git : null;
+  if (!git) return null;
+  const commits = Array.isArray(git.commits) ? (git.commits as string[]) : [];
+  const uncommitted = isObj(git.uncommitted) ? git.uncommitted : null;
+  if (uncommitted) return `${uncommitted.files} file${uncommitted.files === 1 ? '' : 's'} changed, not committed: ${uncommitted.reason}`;
+  if (!commits.length) return 'no changes committed';
+  const committed = `committed ${commits.map((c) => c.slice(0, 12)).join(', ')}`;
+  return git.pushed ? `${committed}, pushed to ${git.resolved_branch ?? 'the remote'}` : `${committed}, not pushed`;
 }
 
 interface TreeNode {

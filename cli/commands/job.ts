@@ -5,7 +5,7 @@ import { apiRequest, seg } from '../http.ts';
 import { printDone, printJson, printList, printObject, write, type Column, type ListBody } from '../output.ts';
 import { runAttachments } from './job-files.ts';
 import { runJobLogs } from './job-logs.ts';
-import { JOB_FIELDS, jobColumnsFor, formatContext, formatNested, formatTree, relationLine, section } from './job-views.ts';
+import { JOB_FIELDS, jobColumnsFor, formatContext, workLine, formatNested, formatTree, relationLine, section } from './job-views.ts';
 
 export const JOB_USAGE = `usage: svc job <command> [flags]
 
@@ -173,9 +173,18 @@ export async function runJob(ctx: Context, args: string[]): Promise<number> {
       return 0;
     }
     case 'get':
-    case 'show':
-      showJob(await apiRequest(ctx, 'GET', jobPath(one().positionals[0])));
+    case 'show': {
+      const id = one().positionals[0];
+      if (ctx.json) {
+        printJson(await apiRequest(ctx, 'GET', jobPath(id)));
+        return 0;
+      }
+      // The context carries the latest attempt, hence what became of its changes.
+      const context = (await apiRequest(ctx, 'GET', jobPath(id, '/context'))) as Body;
+      const work = workLine(context.latest_attempt);
+      printObject(ctx, { ...(context.job as Body), ...(work ? { work } : {}) }, work ? [...JOB_FIELDS, 'work'] : JOB_FIELDS);
       return 0;
+    }
     case 'update': {
       const { values: v, positionals } = one(UPDATE_OPTIONS);
       if (v.unassign && v.assignee !== undefined) throw new UsageError('pass --assignee or --unassign, not both', JOB_USAGE);

@@ -60,6 +60,8 @@ export interface ResolvedGit {
   ref_source: string | null;
   pushed: boolean;
   commits: string[];
+  /** Changes the worker left in the workspace without committing them (git.commit manual or never, or required after a failure), and why. */
+  uncommitted?: { files: number; reason: string };
   /** Set for steps of a run and for reused workspaces (docs/workspaces.md): where the work started, what it merged and pushed. */
   workspace?: WorkspaceReport;
 }

@@ -179,14 +179,16 @@ export class GitWorkspace implements Checkout {
   }
 
   /** Changes the worker leaves uncommitted go with the workspace: the log's last word on them says so, and why. */
+  /** Says in the log, and in the attempt's git, that the work stays uncommitted and why. */
   private async reportUncommitted(): Promise<void> {
     const status = await git(this.s, ['status', '--porcelain', '--no-renames', '--untracked-files=all', '-z']).catch(() => '');
     const files = status.split('\0').filter(Boolean).length;
     if (files === 0) return;
     const mode = this.s.controls.commit ?? 'manual';
-    const why = mode === 'required' ? 'the attempt did not succeed and git.commit is required' : `git.commit is ${mode}`;
+    const reason = mode === 'required' ? 'the attempt did not succeed and git.commit is required' : `git.commit is ${mode}`;
+    this.resolved.uncommitted = { files, reason };
     const keep = mode === 'manual' ? ' (git.commit auto commits the work; git.push on_success with git.branch pushes it)' : '';
-    await this.s.log(`${files} file${files === 1 ? '' : 's'} changed, not committed: ${why}${keep}`);
+    await this.s.log(`${files} file${files === 1 ? '' : 's'} changed, not committed: ${reason}${keep}`);
   }
 
   /** Whether the worker commits at all (auto: always; required: on success; manual and never: not). */

@@ -59,7 +59,7 @@ const routes: Record<string, Reply | ((r: Recorded) => Reply)> = {
       job: JOB,
       parent: null,
       children: [CHILD],
-      latest_attempt: { id: 'u-1', attempt_number: 2, status: 'failed' },
+      latest_attempt: { id: 'u-1', attempt_number: 2, status: 'failed', git: { commits: [], pushed: false, uncommitted: { files: 2, reason: 'git.commit is manual' } } },
       latest_rejection_reason: 'tests fail',
       relations: { dependencies: [DEP], dependents: [], blocking: [DEP] },
       blocked: true,
@@ -88,7 +88,7 @@ const routes: Record<string, Reply | ((r: Recorded) => Reply)> = {
   'GET /jobs/web-0a1b2c3d/receipt': { body: { timing: { billable_ms: 1200 }, cost: { base_cost_usd: 0.5 } } },
   'GET /jobs/web-0a1b2c3d/attempts/u-2/receipt': { body: { timing: { billable_ms: 10 } } },
   'GET /jobs/web-0a1b2c3d/compare': { body: { a: 1, b: 2, differences: [{ field: 'status', a: 'failed', b: 'succeeded' }] } },
-  'GET /jobs/nope-00000000': { status: 404, body: { statusCode: 404, error: 'Not Found', message: 'job nope-00000000 not found' } },
+  'GET /jobs/nope-00000000/context': { status: 404, body: { statusCode: 404, error: 'Not Found', message: 'job nope-00000000 not found' } },
 };
 let fake: Server;
 let url = '';
@@ -260,8 +260,10 @@ test.serial('list sends the filters and prints id, phase, priority, title', asyn
 
 test.serial('get, update and cancel', async (t) => {
   let r = await svc(['job', 'get', 'web-0a1b2c3d']);
-  t.like(r.requests[0], { method: 'GET', path: '/jobs/web-0a1b2c3d', body: undefined });
+  t.like(r.requests[0], { method: 'GET', path: '/jobs/web-0a1b2c3d/context', body: undefined });
   t.regex(r.stdout, /^phase: +ready$/m);
+  t.regex(r.stdout, /^work: +2 files changed, not committed: git.commit is manual$/m, 'what became of the latest attempt\'s changes');
+  t.like((await svc(['job', 'get', 'web-0a1b2c3d', '--json'])).requests[0], { path: '/jobs/web-0a1b2c3d' });
   r = await svc([
     'job',
     'update',
@@ -324,6 +326,7 @@ test.serial('context and tree render readably; --json is the body', async (t) =>
       '  id:              u-1',
       '  attempt_number:  2',
       '  status:          failed',
+      '  work:            2 files changed, not committed: git.commit is manual',
       'latest_rejection_reason:  tests fail',
       '',
     ].join('\n'),

@@ -63,7 +63,7 @@ test.serial('push required fails the attempt when the push fails; create_branch 
   t.is(git(w.bare, 'rev-parse', 'shared^'), reset.attempt.git.commits[0], 'if_missing checks out the existing branch tip');
 });
 
-test.serial('changes left uncommitted are named at the end of the log, with why and how to keep them', async (t) => {
+test.serial('changes left uncommitted are named at the end of the log and in the attempt\'s git, with why and how to keep them', async (t) => {
   const manual = await gitJob({}, 'echo a > a.txt && echo b > b.txt && rm README.md 2>/dev/null; true');
   t.is(manual.job.phase, 'done');
   const lines = (await logLines(w, manual.job.id, manual.attempt.id)).map((l) => l.line);
@@ -71,9 +71,13 @@ test.serial('changes left uncommitted are named at the end of the log, with why 
     lines.join('\n'),
     /\n\d+ files changed, not committed: git.commit is manual \(git.commit auto commits the work; git.push on_success with git.branch pushes it\)/,
   );
+  t.like(manual.attempt.git.uncommitted, { reason: 'git.commit is manual' });
+  t.true(manual.attempt.git.uncommitted.files >= 2);
   const never = await gitJob({ commit: 'never' }, 'echo c > c.txt');
   t.true((await logLines(w, never.job.id, never.attempt.id)).some((l) => l.line === '1 file changed, not committed: git.commit is never'));
+  t.deepEqual(never.attempt.git.uncommitted, { files: 1, reason: 'git.commit is never' });
   const clean = await gitJob({}, 'echo nothing');
+  t.is(clean.attempt.git.uncommitted, undefined);
   t.false(
     (await logLines(w, clean.job.id, clean.attempt.id)).some((l) => l.line.includes('not committed')),
     'nothing changed: nothing said',

@@ -8,7 +8,7 @@ import { NotFound } from '../../../core/errors.ts';
 
 /** Children `{parent}.{n}` in the order of n. */
 const BY_CHILD_NUMBER = `substring(id from '[.]([0-9]+)$')::int`;
-const ATTEMPT_SUMMARY = ['id', 'attempt_number', 'status', 'result_status', 'result_summary', 'result_json', 'error', 'started_at', 'ended_at'];
+const ATTEMPT_SUMMARY = ['id', 'attempt_number', 'status', 'result_status', 'result_summary', 'result_json', 'error', 'git', 'started_at', 'ended_at'];
 
 /** The timestamps of the rows the context reads as JSON: ISO text there, Dates as every other read gives them. */
 const JOB_TIMES = ['defer_until', 'due_at', 'created_at', 'updated_at', 'closed_at'] as const;
@@ -40,6 +40,8 @@ export interface AttemptSummary {
   result_summary: string | null;
   result_json: Record<string, unknown> | null;
   error: string | null;
+  /** The attempt's resolved git metadata: commits, pushed, or the changes left uncommitted and why. */
+  git: Record<string, unknown> | null;
   started_at: Date;
   ended_at: Date | null;
 }
