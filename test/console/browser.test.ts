@@ -228,6 +228,11 @@ if (!existsSync(CHROMIUM)) {
     if ((await page.evaluate(() => document.documentElement.dataset.theme)) === 'dark') {
       await page.evaluate(() => document.querySelector<HTMLButtonElement>('button[aria-label="Switch theme"]')!.click());
     }
+    // The earlier steps' work (the greet workflow's job among it) settles first, so the page and the API read the same figures.
+    for (const deadline = Date.now() + 30_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 200))) {
+      const open = await Promise.all(['ready', 'active'].map((phase) => w.api.get(`/projects/${w.projectId}/jobs?phase=${phase}&limit=1`)));
+      if (open.every((r) => r.body.data.length === 0)) break;
+    }
     await page.goto(`${w.srv.url}/`);
     const link = await page.waitForSelector(`a[href="/console/orgs/${w.orgId}/cost"]`);
     await link!.click();
