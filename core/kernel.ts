@@ -4,7 +4,8 @@ import { container as rootContainer, type DependencyContainer } from './di.ts';
 import type { Logger } from 'pino';
 import type { Config } from './config/schema.ts';
 import { Tokens, systemClock } from './tokens.ts';
-import { createKnex, type Db } from './db/knex.ts';
+import { shareConnectionsByRoute, routeShare } from './db/route-share.ts';
+import { ACQUIRE_TIMEOUT_MS, createKnex, type Db } from './db/knex.ts';
 import { migrate } from './db/migrate.ts';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded.ts';
 import { Sealer, loadMasterKey } from './crypto/sealer.ts';
@@ -119,6 +120,7 @@ export async function startKernel(config: Config, opts: KernelOptions = {}): Pro
     const timeouts = { statementMs: config.database.statement_timeout_ms, lockMs: config.database.lock_timeout_ms };
     const db = createKnex(databaseUrl, config.database.pool_max, logger, timeouts);
     undo.push(() => db.destroy());
+    shareConnectionsByRoute(db, routeShare(config.database.pool_max), ACQUIRE_TIMEOUT_MS);
     const controlDb = createKnex(databaseUrl, config.database.control_pool_max, logger, timeouts);
     undo.push(() => controlDb.destroy());
 

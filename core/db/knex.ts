@@ -8,6 +8,9 @@ pg.types.setTypeParser(pg.types.builtins.NUMERIC, (v) => Number(v));
 
 export type Db = Knex;
 
+/** How long a statement waits for a free connection before it fails (and its request answers 503). */
+export const ACQUIRE_TIMEOUT_MS = 10_000;
+
 export interface Timeouts {
   /** statement_timeout of every session (0: none). */
   statementMs: number;
@@ -28,6 +31,6 @@ export function createKnex(url: string, poolMax: number, logger: Logger, timeout
     // pg passes statement_timeout and lock_timeout as session settings at connect (knex's types lack the latter).
     connection: timeouts ? ({ connectionString: url, statement_timeout: timeouts.statementMs, lock_timeout: timeouts.lockMs } as Knex.PgConnectionConfig) : url,
     pool: { min: 0, max: poolMax },
-    acquireConnectionTimeout: 10_000,
+    acquireConnectionTimeout: ACQUIRE_TIMEOUT_MS,
   });
 }

@@ -11,7 +11,7 @@ export function isDatabaseUnavailable(err: unknown): boolean {
     if (code.startsWith('08') || ['57P01', '57P02', '57P03', '53300'].includes(code)) return true;
     if (['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN'].includes(code)) return true;
   }
-  if (name === 'KnexTimeoutError') return true;
+  if (name === 'KnexTimeoutError' || name === 'RouteShareTimeout') return true;
   // knex puts the SQL in front of the driver's message.
   return /Connection terminated|connection error and is not queryable|Client was closed and is not queryable|Connection lost/i.test(err.message);
 }

@@ -15,6 +15,7 @@ import { installStorableInputCheck } from './storable-input.ts';
 import { addLimitHeaders, installRateLimit } from './rate-limit.ts';
 import { installClientAddress } from './client-address.ts';
 import { isDatabaseBusy } from '../db/unavailable.ts';
+import { requestRoute } from '../db/route-share.ts';
 import { VERSION } from '../version.ts';
 import { Metrics } from '../metrics.ts';
 import { measureRequests } from './request-metrics.ts';
@@ -120,6 +121,11 @@ export async function createServer(container: DependencyContainer): Promise<Serv
   answerLateRequests(server, config.server.body_timeout_ms);
   installClientAddress(server, config.server.trusted_proxies); // first: the rate limiter, the log and local-client checks read it
   server.app.container = container;
+  // From routing on, the request's statements count against its route's share of the pool (core/db/route-share.ts).
+  server.ext('onPreAuth', (request, h) => {
+    requestRoute.enterWith(`${request.method.toUpperCase()} ${request.route.path}`);
+    return h.continue;
+  });
   measureRequests(server, container.resolve(Metrics));
   logRequests(server, logger);
 
