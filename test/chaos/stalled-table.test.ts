@@ -69,6 +69,10 @@ test('a 20 s lock on jobs: 0 × 500, /health and an unrelated route served', asy
     '/health answers 200 throughout',
   );
   t.true(count('org', (s) => s === 200) >= 3, 'the org read is served while jobs is locked');
-  t.is(count('org', (s) => s !== 200), 0, 'every org read is served: the job lists (more than the pool) hold only their route\'s share of it');
+  t.is(
+    count('org', (s) => s !== 200),
+    0,
+    "every org read is served: the job lists (more than the pool) hold only their route's share of it",
+  );
   t.true(server.running());
 });

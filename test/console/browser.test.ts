@@ -149,7 +149,11 @@ if (!existsSync(CHROMIUM)) {
     await page.waitForSelector('.page-head .b-done', { timeout: 30_000 });
     await shot('job-done');
     const main = await textOf('main');
-    t.regex(main, /Work of attempt 1(\d+ files? changed, not committed: git\.commit is \w+|committed [0-9a-f]{12}.*|no changes committed)/, 'the Git section says what became of the work');
+    t.regex(
+      main,
+      /Work of attempt 1(\d+ files? changed, not committed: git\.commit is \w+|committed [0-9a-f]{12}.*|no changes committed)/,
+      'the Git section says what became of the work',
+    );
     t.false(/"resolved_sha"|"commits"/.test(main), 'the git metadata is shown readably, not as JSON');
 
     await page.goto(`${w.srv.url}/console/projects/${w.projectId}/jobs`);

@@ -63,7 +63,7 @@ test.serial('push required fails the attempt when the push fails; create_branch 
   t.is(git(w.bare, 'rev-parse', 'shared^'), reset.attempt.git.commits[0], 'if_missing checks out the existing branch tip');
 });
 
-test.serial('changes left uncommitted are named at the end of the log and in the attempt\'s git, with why and how to keep them', async (t) => {
+test.serial("changes left uncommitted are named at the end of the log and in the attempt's git, with why and how to keep them", async (t) => {
   const manual = await gitJob({}, 'echo a > a.txt && echo b > b.txt && rm README.md 2>/dev/null; true');
   t.is(manual.job.phase, 'done');
   const lines = (await logLines(w, manual.job.id, manual.attempt.id)).map((l) => l.line);

@@ -61,7 +61,11 @@ const attemptSummarySchema = Joi.object({
   result_summary: Joi.string().allow(null).required(),
   result_json: Joi.object().unknown(true).allow(null).required(),
   error: Joi.string().allow(null).required(),
-  git: Joi.object().unknown(true).allow(null).required().description('resolved git metadata: commits, pushed, and `uncommitted` {files, reason} when changes were left uncommitted'),
+  git: Joi.object()
+    .unknown(true)
+    .allow(null)
+    .required()
+    .description('resolved git metadata: commits, pushed, and `uncommitted` {files, reason} when changes were left uncommitted'),
   started_at: timestamp.required(),
   ended_at: timestamp.allow(null).required(),
 }).label('AttemptSummary');
