@@ -101,6 +101,7 @@ test('latest_attempt is the highest attempt_number; waiting follows its result_s
     result_summary: 'waiting for review of the schema',
     result_json: { svc: { status: 'waiting' } },
     error: null,
+    git: null,
     started_at: '2030-01-01T00:00:00.000Z',
     ended_at: '2030-01-01T00:05:00.000Z',
   });

@@ -58,6 +58,10 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
         opts.overrides ?? {},
       ),
     });
+    // Agenda checks a running job's lock every half lifetime on a timer it never cancels, which would
+    // keep the test process alive that long after the server stopped (60 s at the default lifetime).
+    const scheduler = config.adapters.scheduler;
+    if (scheduler.use === 'agenda') scheduler.options = { lock_lifetime_ms: 3_000, ...scheduler.options };
     kernel = await startKernel(config, { logger: opts.logger, configure: opts.configure });
   } catch (e) {
     await cleanup(); // a boot that fails on purpose must not leave its database behind
