@@ -1,11 +1,15 @@
 import { useState } from 'preact/hooks';
 import { enc, get, post, type PipelineRun, type Page, type RunStep, type SvcEvent } from './api.ts';
 import { useStream, usePoll } from './live.ts';
-import { navigate } from './router.ts';
 import { Action, Badge, ErrorNote, Json, Section, when } from './ui.tsx';
+import { RunPipeline } from './run-pipeline.tsx';
 
 interface Manifest {
-  parsed?: { workflows?: Record<string, unknown>; pipelines?: Record<string, unknown>; environments?: Record<string, { pipeline?: string }> };
+  parsed?: {
+    workflows?: Record<string, unknown>;
+    pipelines?: Record<string, { inputs?: Record<string, unknown> }>;
+    environments?: Record<string, { pipeline?: string }>;
+  };
   synced_at?: string;
 }
 
@@ -43,14 +47,7 @@ export function ProjectPage({ projectId }: { projectId: string }) {
         {Object.keys(parsed.pipelines ?? {}).map((name) => (
           <div class="pipeline" key={name}>
             <h3>{name}</h3>
-            <Action
-              label={`Run ${name}`}
-              kind="primary"
-              run={async () => {
-                const run = await post<PipelineRun>(`/projects/${enc(projectId)}/pipelines/${enc(name)}/run`, {});
-                navigate(`/console/projects/${enc(projectId)}/runs/${enc(run.id)}`);
-              }}
-            />
+            <RunPipeline projectId={projectId} name={name} declares={!!parsed.pipelines?.[name]?.inputs} />
             <ul class="runs">
               {(runs[name] ?? []).map((r) => (
                 <li key={r.id}>

@@ -4,6 +4,7 @@ import { UsageError } from '../errors.ts';
 import { apiRequest, seg } from '../http.ts';
 import { cell, printJson, printList, write, type Column, type ListBody } from '../output.ts';
 import { requireProject } from './manifest.ts';
+import type { InputDeclaration } from './pipeline-inputs.ts';
 
 interface Step {
   name: string;
@@ -19,6 +20,12 @@ function describeStep(step: Step): string {
   if (step.script) return `script: ${step.script.run}`;
   if (step.agent) return step.agent.name ? `agent ${step.agent.name}` : `agent: ${step.agent.prompt ?? ''}`;
   return '-';
+}
+
+/** `version (required): the version to tag`, `channel [stable]: where it goes`. */
+function describeInput(name: string, d: InputDeclaration): string {
+  const marks = `${d.required ? ' (required)' : ''}${d.default !== undefined ? ` [${d.default}]` : ''}`;
+  return `${name}${marks}${d.description ? `: ${d.description}` : ''}`;
 }
 
 const COLUMNS: Column[] = [
@@ -41,11 +48,15 @@ export async function runDefinitions(ctx: Context, args: string[], section: 'wor
     }
     case 'show': {
       const { positionals } = parseCommand(rest, {}, usage, { min: 1, max: 1 });
-      const body = await apiRequest<{ name: string; steps: Step[] }>(ctx, 'GET', `${base()}/${seg(positionals[0])}`);
+      const body = await apiRequest<{ name: string; steps: Step[]; inputs?: Record<string, InputDeclaration> }>(ctx, 'GET', `${base()}/${seg(positionals[0])}`);
       if (ctx.json) return (printJson(body), 0);
-      const { name, steps, ...settings } = body;
+      const { name, steps, inputs, ...settings } = body;
       write(`${noun} ${name}`);
       for (const [key, value] of Object.entries(settings)) write(`${key}: ${cell(value)}`);
+      if (inputs) {
+        write('inputs:');
+        for (const [input, d] of Object.entries(inputs)) write(`  ${describeInput(input, d)}`);
+      }
       write('steps:');
       for (const step of steps) {
         const after = step.depends_on?.length ? `  (after ${step.depends_on.join(', ')})` : '';

@@ -1,11 +1,12 @@
 /** `svc pipeline run | runs | logs | approve | cancel`: pipeline runs over the API in docs/pipelines.md. */
-import { intFlag, jsonObjectFlag, parseCommand } from '../args.ts';
+import { intFlag, parseCommand } from '../args.ts';
 import type { Context } from '../config.ts';
 import { UsageError } from '../errors.ts';
 import { apiRequest, seg } from '../http.ts';
 import { formatFields, formatTable, note, printJson, printList, write, type Column, type ListBody } from '../output.ts';
 import { followEventStream, type SseEvent } from '../sse.ts';
 import { requireProject } from './manifest.ts';
+import { inputsFromFlags, startRun } from './pipeline-inputs.ts';
 
 export const RUN_COMMANDS = ['run', 'runs', 'logs', 'approve', 'cancel'];
 
@@ -159,6 +160,7 @@ const RUN_OPTIONS = {
   ref: { type: 'string' },
   env: { type: 'string' },
   inputs: { type: 'string' },
+  input: { type: 'string', multiple: true },
   only: { type: 'string' },
   wait: { type: 'boolean' },
 } as const;
@@ -168,8 +170,9 @@ export async function runPipelineRuns(ctx: Context, command: string, args: strin
   switch (command) {
     case 'run': {
       const { values: v, positionals } = parseCommand(args, RUN_OPTIONS, usage, { min: 1, max: 1 });
-      const body = { ref: v.ref, env: v.env, inputs: jsonObjectFlag(v.inputs, '--inputs', usage), only_steps: onlyFlag(v.only, usage) };
-      const run = await apiRequest<Run>(ctx, 'POST', `/projects/${project()}/pipelines/${seg(positionals[0])}/run`, { body });
+      const inputs = inputsFromFlags(v.inputs, v.input as string[] | undefined, usage);
+      const body = { ref: v.ref, env: v.env, inputs, only_steps: onlyFlag(v.only, usage) };
+      const run = await startRun<Run>(ctx, requireProject(ctx, usage), positionals[0], body, usage);
       if (!v.wait) return (showRun(ctx, run), 0);
       if (ctx.json) {
         await followRun(ctx, run.id, { quiet: true });

@@ -6,12 +6,15 @@ export const PIPELINE_USAGE = `usage: svc pipeline <command> [flags]
 
   list [--limit N] [--offset N]   pipelines in the project's current manifest
   show NAME                       one pipeline: trigger and steps
-  run NAME [--ref REF] [--env ENV] [--inputs JSON] [--only STEP,STEP] [--wait]
+  run NAME [--ref REF] [--env ENV] [--inputs JSON] [--input NAME=VALUE ...] [--only STEP,STEP] [--wait]
                                   start a run (one job per step). --ref: branch, tag or 40-hex SHA;
                                   --env: a manifest environment (its pipeline_inputs are the base);
-                                  --inputs: a JSON object whose keys override them; --only: just
-                                  these steps; --wait: print the events until the run ends
-                                  (with --json: then the final run)
+                                  --inputs: a JSON object whose keys override them; --input: one
+                                  input (a string), over --inputs; --only: just these steps;
+                                  --wait: print the events until the run ends (with --json: then
+                                  the final run). A required input the pipeline declares and the run
+                                  lacks is asked for on a terminal; without one the command fails
+                                  (exit 2) naming it
   runs NAME [--status S] [--limit N] [--offset N]
                                   the pipeline's runs, newest first
   logs RUN_ID [--step NAME] [-f|--follow]
@@ -29,6 +32,7 @@ The project comes from --project, else the profile's project (logs -f, approve a
 
 Examples:
   svc pipeline run ship --ref main --wait
+  svc pipeline run release --input version=1.4.0
   svc pipeline logs RUN_ID -f
   svc pipeline approve RUN_ID --comment "looks good"`;
 

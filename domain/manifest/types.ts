@@ -4,6 +4,7 @@
  * exactly one of `action`, `script` or `agent`. Keys the manifest holds beyond these are kept as
  * they were written (the spec leaves the rest of the schema open).
  */
+import type { PipelineInputDeclarations } from './pipeline-inputs.ts';
 
 export type ResourceRefPolicy = 'inherit' | 'none' | string[];
 export type DbAccess = 'read_only' | 'read_write';
@@ -92,6 +93,8 @@ export interface WorkflowDefinition {
 
 export interface PipelineDefinition {
   trigger?: Record<string, unknown>;
+  /** The inputs a run may be given, by name (domain/manifest/pipeline-inputs.ts); absent: any, none required. */
+  inputs?: PipelineInputDeclarations;
   git?: RunGitSettings;
   workspace?: WorkspaceSettings;
   steps: PipelineStep[];

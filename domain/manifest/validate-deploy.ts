@@ -1,4 +1,5 @@
 import { type Problems, at, expectObject, isObject, isString, unknownKeys } from './problems.ts';
+import { declaredNames, describeUndeclared, undeclaredInputs, type PipelineInputDeclarations } from './pipeline-inputs.ts';
 
 /** `registry`: 'svc' (native), 'none', or {host, namespace?, auth?: {username_secret?, token_secret?}}. */
 export function checkRegistry(problems: Problems, value: unknown): void {
@@ -46,8 +47,18 @@ export function checkEnvironments(problems: Problems, value: unknown, pipelines:
       if (!isString(env.pipeline)) problems.add(at(path, 'pipeline'), 'pipeline must be a pipeline name');
       else if (!Object.hasOwn(known, env.pipeline)) problems.add(at(path, 'pipeline'), `Environment '${name}' names unknown pipeline '${env.pipeline}'`);
     }
-    if (env.pipeline_inputs !== undefined) expectObject(problems, env.pipeline_inputs, at(path, 'pipeline_inputs'));
+    if (env.pipeline_inputs !== undefined && expectObject(problems, env.pipeline_inputs, at(path, 'pipeline_inputs'))) {
+      const declared = isString(env.pipeline) && isObject(known[env.pipeline]) ? (known[env.pipeline] as Record<string, unknown>).inputs : undefined;
+      if (isObject(declared)) checkDeclared(problems, env.pipeline_inputs, declared, env.pipeline as string, at(path, 'pipeline_inputs'));
+    }
   }
+}
+
+/** An environment's pipeline_inputs name only inputs its pipeline declares, when it declares them (a typo would run with the default). */
+function checkDeclared(problems: Problems, given: Record<string, unknown>, declared: Record<string, unknown>, pipeline: string, path: string): void {
+  const names = declared as PipelineInputDeclarations;
+  for (const name of undeclaredInputs(names, given))
+    problems.add(at(path, name), `pipeline '${pipeline}' declares no input ${describeUndeclared(names, name)}: ${declaredNames(names)}`);
 }
 
 const PORT = /^(\d{1,5}:)?\d{1,5}$/;

@@ -4,6 +4,7 @@ import { checkEnvOverrides, checkMergedSize } from './validate-env.ts';
 import { checkTrigger } from './triggers.ts';
 import { checkRunGit, checkWorkspace } from './validate-workspace.ts';
 import { ConditionError, parseCondition, referencedSteps } from './conditions.ts';
+import { checkPipelineInputs } from './pipeline-inputs.ts';
 
 const WORKFLOW_KEYS = ['with_apis', 'db_access', 'resource_refs', 'env_overrides', 'steps', 'hints', 'trigger', 'git', 'workspace'] as const;
 const WORKFLOW_STEP_KEYS = [
@@ -19,7 +20,7 @@ const WORKFLOW_STEP_KEYS = [
   'if',
   'workspace',
 ] as const;
-const PIPELINE_KEYS = ['trigger', 'steps', 'git', 'workspace'] as const;
+const PIPELINE_KEYS = ['trigger', 'inputs', 'steps', 'git', 'workspace'] as const;
 const PIPELINE_STEP_KEYS = ['name', 'agent', 'script', 'run', 'action', 'depends_on', 'approval', 'workspace'] as const;
 
 /** What the workflow checks need from elsewhere in the manifest. */
@@ -160,6 +161,7 @@ export function checkPipelines(problems: Problems, pipelines: unknown): void {
     const owner: StepOwner = { kind: 'pipeline', name };
     unknownKeys(problems, def, PIPELINE_KEYS, path);
     checkFlowCommon(problems, def, path);
+    checkPipelineInputs(problems, def.inputs, at(path, 'inputs'));
     const steps = stepsOf(problems, def, path, owner);
     steps.forEach((step, i) => {
       const where = index(at(path, 'steps'), i);

@@ -36,7 +36,17 @@ async function definitions(parser: OffLoopParser, stored: { parsed: Manifest; ya
   const doc = stored ? (await parser.parse(stored.yaml, 'the stored manifest')).doc : null;
   const listed = isObject(doc) && isObject(doc[section]) ? Object.keys(doc[section]).filter((name) => Object.hasOwn(byName, name)) : [];
   const names = [...listed, ...Object.keys(byName).filter((name) => !listed.includes(name))];
-  return names.map((name) => ({ name, ...(byName[name] as object) }));
+  const written = (name: string): unknown => (isObject(doc) && isObject(doc[section]) ? doc[section][name] : undefined);
+  return names.map((name) => withInputsInOrder({ name, ...(byName[name] as object) }, written(name)));
+}
+
+/** A pipeline's declared inputs in the order its YAML lists them (a form shows them so), like the definitions themselves. */
+function withInputsInOrder(definition: Named, written: unknown): Named {
+  const stored = definition.inputs;
+  if (!isObject(stored) || !isObject(written) || !isObject(written.inputs)) return definition;
+  const listed = Object.keys(written.inputs).filter((key) => Object.hasOwn(stored, key));
+  const order = [...listed, ...Object.keys(stored).filter((key) => !listed.includes(key))];
+  return { ...definition, inputs: Object.fromEntries(order.map((key) => [key, stored[key]])) };
 }
 
 /** Read-only listing of the current manifest's workflows and pipelines, in manifest order. */
@@ -44,7 +54,7 @@ export function definitionRoutes(container: DependencyContainer): ServerRoute[] 
   const manifests = container.resolve(ManifestRepository);
   const parser = container.resolve(OffLoopParser);
   return KINDS.flatMap((kind): ServerRoute[] => {
-    const item = S.definitionSchema(kind.label);
+    const item = S.definitionSchema(kind.label, S.definitionKeys[kind.section]);
     const tags = ['api', kind.section];
     return [
       {

@@ -49,8 +49,27 @@ export const pageQuery = Joi.object({
   offset: Joi.number().integer().min(0).default(0),
 });
 
+/** One declared pipeline input (manifest `pipelines.<name>.inputs.<input>`, docs/pipelines.md "Declared inputs"). */
+const pipelineInputSchema = Joi.object({
+  required: Joi.boolean().description('a run without it (and without a default) is refused with 422'),
+  default: Joi.string().allow('').description('fills the input when a run is not given it'),
+  description: Joi.string().allow(''),
+})
+  .unknown(true)
+  .label('PipelineInputDeclaration');
+
+/** What a kind's definitions carry besides their name and steps, for clients to read (a pipeline's declared inputs). */
+export const definitionKeys = {
+  workflows: {},
+  pipelines: {
+    inputs: Joi.object()
+      .pattern(Joi.string(), pipelineInputSchema)
+      .description('the inputs a run may be given, by name; absent when the pipeline declares none (then any input passes)'),
+  },
+};
+
 /** A workflow or pipeline definition from the manifest, with its name. */
-export const definitionSchema = (label: string) =>
-  Joi.object({ name: Joi.string().required(), steps: Joi.array().items(Joi.object().unknown(true)).required() })
+export const definitionSchema = (label: string, keys: Record<string, Joi.Schema> = {}) =>
+  Joi.object({ name: Joi.string().required(), steps: Joi.array().items(Joi.object().unknown(true)).required(), ...keys })
     .unknown(true)
     .label(label);

@@ -31,7 +31,8 @@ export const plugin: DomainPlugin = {
     container.resolve(AttemptLogListeners).add(service.stepLog);
     container.registerSingleton(PipelineStatisticsToken, PipelineStats);
     container.registerInstance(PipelineLauncherToken, {
-      runPipeline: async (creator, projectId, name, request) => ({ run_id: (await service.start(creator, projectId, name, request)).id }),
+      // Triggers and deploys: an event's payload or a release's fields pass through a pipeline's declared inputs.
+      runPipeline: async (creator, projectId, name, request) => ({ run_id: (await service.start(creator, projectId, name, request, 'platform')).id }),
     });
     const db = container.resolve(Tokens.Db);
     // /pipeline-runs/{run_id} routes act on the run's project; an unknown run and a hidden one are both 404.

@@ -42,7 +42,7 @@ export function pipelineRunRoutes(container: DependencyContainer, service: Pipel
       },
       handler: async (request, h) => {
         const { project_id, name } = paramsOf(request);
-        const run = await service.start(principalOf(request), project_id, name, payloadOf<RunRequest | null>(request) ?? {});
+        const run = await service.start(principalOf(request), project_id, name, payloadOf<RunRequest | null>(request) ?? {}, 'caller');
         return h.response(run).code(201);
       },
     },

@@ -21,6 +21,7 @@ import {
 } from '../../domain/manifest/types.ts';
 import { PipelineRunRepository, type Run, type RunRow, type StepWithJob } from './repository.ts';
 import { isTerminal } from './status.ts';
+import { runInputs, type InputsFrom } from './run-inputs.ts';
 import { emptySettlement, moveRun, moveStep, settleRun, type Settlement } from './settle.ts';
 
 export interface RunRequest {
@@ -63,9 +64,14 @@ export class PipelineRuns {
     return { manifest, pipeline: pipelines[name] };
   }
 
-  async start(creator: Creator, projectId: string, name: string, request: RunRequest): Promise<Run> {
+  /**
+   * Starts a run; nothing is written on a refusal. Its inputs: the pipeline's declared defaults,
+   * the environment's pipeline_inputs, the request's (run-inputs.ts); `from` says who gave them.
+   */
+  async start(creator: Creator, projectId: string, name: string, request: RunRequest, from: InputsFrom): Promise<Run> {
     const { manifest, pipeline } = await this.definition(projectId, name);
-    const inputs = { ...(request.env_inputs ?? (await this.environmentInputs(manifest, name, request.env))), ...(request.inputs ?? {}) };
+    const base = request.env_inputs ?? (await this.environmentInputs(manifest, name, request.env));
+    const inputs = runInputs(name, pipeline, base, request.inputs ?? {}, from);
     const steps = selectSteps(pipeline.steps, request.only_steps);
     const id = newId('prun');
     const graph: GraphJob[] = steps.map((step) => ({

@@ -15,7 +15,11 @@ export const stepParams = runParams.keys({ name: name.required() });
 export const runRequestSchema = Joi.object({
   ref: Joi.string().trim().min(1).max(255).description('branch, tag or 40-hex commit SHA the steps work on'),
   env: Joi.string().min(1).max(200).description('an environment of the manifest; its pipeline_inputs (when it names this pipeline) are the base of inputs'),
-  inputs: Joi.object().unknown(true).description("pipeline inputs; override the environment's pipeline_inputs key by key"),
+  inputs: Joi.object()
+    .unknown(true)
+    .description(
+      "pipeline inputs; override the environment's pipeline_inputs key by key, which override the pipeline's declared defaults. 422 when a required input is missing, or when the pipeline declares its inputs and this names one it does not",
+    ),
   only_steps: Joi.array().items(name).min(1).unique().description('run only these steps; dependencies outside them count as met'),
 }).label('PipelineRunRequest');
 

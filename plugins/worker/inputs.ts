@@ -1,6 +1,7 @@
 import type { AttemptWork } from '../../core/ports/attempts.ts';
 import { isObject } from '../../core/is-object.ts';
 import { WorkerFailure } from './failure.ts';
+import { inputVariable } from '../../domain/manifest/pipeline-inputs.ts';
 
 /**
  * A run's inputs in what a step runs (docs/pipelines.md, "Inputs in steps"). Inputs come from
@@ -58,8 +59,8 @@ function asText(v: unknown): string {
   return v === undefined || v === null ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v);
 }
 
-/** `SVC_INPUT_<PATH>`: the input's path upper-cased, anything but letters and digits (the dots too) as `_`. */
-export const inputVariable = (path: string): string => `SVC_INPUT_${path.toUpperCase().replace(/[^A-Z0-9]/g, '_')}`;
+/** `SVC_INPUT_<PATH>`: one rule with the manifest's check that two declared inputs never share a variable. */
+export { inputVariable };
 
 /**
  * `${inputs.a.b}` in an action input that no shell reads (an environment name `pr-${inputs.number}`,

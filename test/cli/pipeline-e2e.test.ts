@@ -15,6 +15,12 @@ pipelines:
     steps:
       - { name: build, run: make build }
       - { name: test, run: make test, depends_on: [build] }
+  release:
+    inputs:
+      version: { required: true, description: the version to tag }
+      channel: { default: stable }
+    steps:
+      - { name: tag, run: 'git tag v\${inputs.version}' }
   gated:
     steps:
       - { name: hold, run: echo hold, approval: true }
@@ -192,4 +198,19 @@ test.serial('cancel ends the run; logs -f of it exits 1; run --wait exits 1 when
   t.regex(failed.stdout, new RegExp(`^id: +${started.id}$`, 'm'));
   t.regex(lines(failed.stdout).at(-1) ?? '', /^run failed: step build failed: /);
   t.true(failed.stdout.includes('[test] cancelled\n'), failed.stdout);
+});
+
+test.serial('a required input the run lacks: without a terminal the CLI names it and starts nothing; given, the default fills the rest', async (t) => {
+  const refused = await svc(['pipeline', 'run', 'release', '--project', project]);
+  t.is(refused.code, 2, showRun(['run', 'release'], refused));
+  t.is(
+    refused.stderr.split('\n')[0],
+    'svc: pipeline release needs required input not given: version (the version to tag); pass --input version=VALUE (no terminal to ask on)',
+  );
+  t.is((await api('GET', `/projects/${project}/pipelines/release/runs`)).pagination.total, 0);
+  const typo = await svc(['pipeline', 'run', 'release', '--project', project, '--input', 'verison=1.0']);
+  t.is(typo.code, 1);
+  t.regex(typo.stderr, /declares no input verison \(did you mean version\?\).*\(422\)\n$/);
+  const run = await json(['pipeline', 'run', 'release', '--project', project, '--input', 'version=1.4.0']);
+  t.deepEqual(run.inputs, { channel: 'stable', version: '1.4.0' });
 });

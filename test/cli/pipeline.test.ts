@@ -2,7 +2,12 @@
 import test from 'ava';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { page, runCli, tempHome } from './helpers.ts';
+import { execFile } from 'node:child_process';
+import { PassThrough } from 'node:stream';
+import { BIN, page, runCli, tempHome } from './helpers.ts';
+import { askInputs } from '../../cli/commands/pipeline-inputs.ts';
+import { createPrompter } from '../../cli/prompt.ts';
+import { CliError } from '../../cli/errors.ts';
 
 const STEPS = [
   { name: 'build', job_id: 'web-00000001', execution_type: 'script', depends_on: [], approval: false, status: 'succeeded' },
@@ -27,6 +32,11 @@ const RUN = {
   completed_at: null,
   updated_at: 'u',
   steps: STEPS,
+};
+const TAGGED = {
+  name: 'tagged',
+  steps: [{ name: 'tag', script: { run: 'git tag v${inputs.version}' }, depends_on: [] }],
+  inputs: { version: { required: true, description: 'the version to tag' }, channel: { default: 'stable' } },
 };
 const ENDED = { ...RUN, id: 'prun_2', status: 'failed', error_message: 'step deploy failed', steps: [STEPS[0], { ...STEPS[1], status: 'failed' }] };
 
@@ -61,6 +71,12 @@ const json: Record<string, (s: Seen) => [number, unknown]> = {
   'GET /projects/proj_1/runs/prun_2': () => [200, ENDED],
   'POST /pipeline-runs/prun_1/approve': () => [200, { ...RUN, status: 'running' }],
   'POST /pipeline-runs/prun_1/cancel': (s) => [200, { ...RUN, status: 'cancelled', cancel_reason: (s.body as { reason?: string }).reason ?? null }],
+  // A pipeline that declares a required input with no default: the server refuses a run without it.
+  'POST /projects/proj_1/pipelines/tagged/run': (s) =>
+    (s.body as { inputs?: { version?: string } }).inputs?.version
+      ? [201, { ...RUN, status: 'pending', ...(s.body as object) }]
+      : [422, { statusCode: 422, error: 'Unprocessable Entity', message: 'required input version was not given', missing_inputs: ['version'] }],
+  'GET /projects/proj_1/pipelines/tagged': () => [200, TAGGED],
   'GET /pipeline-runs/prun_9/stream': () => [404, { statusCode: 404, error: 'Not Found', message: 'pipeline run prun_9 not found' }],
 };
 
@@ -300,4 +316,100 @@ test.serial('run --wait follows the new run to its end; with --json it prints th
     ['/projects/proj_1/pipelines/fails/run', '/pipeline-runs/prun_2/stream', '/projects/proj_1/runs/prun_2'],
   );
   t.deepEqual(JSON.parse(quiet.stdout), ENDED);
+});
+
+test.serial('--input NAME=VALUE sets one input (a string) over --inputs; a pair without a name is a usage error', async (t) => {
+  const r = await svc(['pipeline', 'run', 'release', '--project', 'proj_1', '--inputs', '{"tag":"v1","n":1}', '--input', 'tag=v2', '--input', 'note=a=b']);
+  t.is(r.code, 0, r.stderr);
+  t.deepEqual(r.requests[0].body, { inputs: { tag: 'v2', n: 1, note: 'a=b' } });
+  for (const pair of ['tag', '=v2']) {
+    const bad = await svc(['pipeline', 'run', 'release', '--project', 'proj_1', '--input', pair]);
+    t.is(bad.code, 2);
+    t.is(bad.stderr.split('\n')[0], `svc: --input takes NAME=VALUE, got "${pair}"`);
+    t.deepEqual(bad.requests, []);
+  }
+});
+
+test.serial('run without a terminal fails naming the required inputs the server says are missing, and how to pass them', async (t) => {
+  const r = await svc(['pipeline', 'run', 'tagged', '--project', 'proj_1', '--input', 'channel=beta']);
+  t.is(r.code, 2, r.stderr);
+  t.is(
+    r.stderr,
+    "svc: pipeline tagged needs required input not given: version (the version to tag); pass --input version=VALUE (no terminal to ask on)\nsvc: see 'svc pipeline --help'\n",
+  );
+  t.deepEqual(
+    r.requests.map((q) => [q.method, q.path]),
+    [
+      ['POST', '/projects/proj_1/pipelines/tagged/run'],
+      ['GET', '/projects/proj_1/pipelines/tagged'],
+    ],
+  );
+  const given = await svc(['pipeline', 'run', 'tagged', '--project', 'proj_1', '--input', 'version=1.4.0']);
+  t.is(given.code, 0, given.stderr);
+  t.is(given.requests.length, 1);
+});
+
+/** `svc` with a terminal (script(1) gives it a pty), typing `typed` into it. */
+function svcOnTerminal(args: string[], typed: string): Promise<{ code: number; out: string; requests: Seen[] }> {
+  const before = seen.length;
+  const line = [process.execPath, BIN, ...args].map((a) => `'${a}'`).join(' ');
+  return new Promise((resolve) => {
+    const child = execFile(
+      'script',
+      ['-qec', line, '/dev/null'],
+      { env: { PATH: process.env.PATH ?? '', HOME: home, SVC_API_URL: url, SVC_TOKEN: 'tok' }, timeout: 30_000 },
+      (error, stdout) => resolve({ code: error ? Number(error.code ?? 1) : 0, out: stdout.replaceAll('\r', ''), requests: seen.slice(before) }),
+    );
+    child.stdin!.end(typed);
+  });
+}
+
+test.serial('run on a terminal asks for each missing required input (with its description), then starts the run with the answers', async (t) => {
+  const r = await svcOnTerminal(['pipeline', 'run', 'tagged', '--project', 'proj_1', '--json'], '\n1.4.0\n');
+  t.is(r.code, 0, r.out);
+  t.regex(r.out, /pipeline tagged needs this input:\n/);
+  t.is(r.out.split('version (the version to tag): ').length, 3, `asked again after an empty answer: ${r.out}`);
+  t.deepEqual(
+    r.requests.map((q) => [q.method, q.path, q.body]),
+    [
+      ['POST', '/projects/proj_1/pipelines/tagged/run', {}],
+      ['GET', '/projects/proj_1/pipelines/tagged', undefined],
+      ['POST', '/projects/proj_1/pipelines/tagged/run', { inputs: { version: '1.4.0' } }],
+    ],
+  );
+});
+
+test('the prompt takes the default on an empty answer, and stops naming the input when the input ends', async (t) => {
+  const input = new PassThrough();
+  const output = new PassThrough();
+  let asked = '';
+  output.on('data', (d) => (asked += String(d)));
+  input.end('\n2.0\n');
+  const answers = await askInputs(createPrompter(input, output), ['channel', 'version'], {
+    channel: { default: 'stable', description: 'where it goes' },
+    version: {},
+  });
+  t.deepEqual(answers, { channel: 'stable', version: '2.0' });
+  t.is(asked, 'channel (where it goes) [stable]: version: ');
+  const ended = new PassThrough();
+  ended.end('');
+  const error = await t.throwsAsync(askInputs(createPrompter(ended, new PassThrough()), ['version'], {}), { instanceOf: CliError });
+  t.is(error?.message, 'no value given for input version: the run was not started');
+});
+
+test.serial('show lists the declared inputs: required, default, description', async (t) => {
+  const r = await svc(['pipeline', 'show', 'tagged', '--project', 'proj_1']);
+  t.is(r.code, 0, r.stderr);
+  t.is(
+    r.stdout,
+    [
+      'pipeline tagged',
+      'inputs:',
+      '  version (required): the version to tag',
+      '  channel [stable]',
+      'steps:',
+      '  tag: script: git tag v${inputs.version}',
+      '',
+    ].join('\n'),
+  );
 });

@@ -29,6 +29,12 @@ pipelines:
       - { name: build, run: echo building }
       - { name: hold, run: echo holding, approval: true, depends_on: [build] }
       - { name: deploy, run: echo deploying, depends_on: [hold] }
+  versioned:
+    inputs:
+      version: { required: true, description: the version to tag }
+      channel: { default: stable }
+    steps:
+      - { name: tag, run: 'echo "tag v\${inputs.version} on \${inputs.channel}"' }
 environments:
   staging: { pipeline: gated }
 `;
@@ -189,6 +195,30 @@ if (!existsSync(CHROMIUM)) {
     await clickButton('Invoke greet');
     await page.waitForSelector('.invoke .error');
     t.regex(await textOf('.invoke .error'), /JSON/);
+  });
+
+  test.serial('a pipeline that declares inputs asks for them before it runs: defaults filled in, required ones needed', async (t) => {
+    t.timeout(120_000);
+    await page.goto(`${w.srv.url}/console/projects/${w.projectId}`);
+    await clickButton('Run versioned');
+    await page.waitForSelector('form.run-inputs');
+    t.deepEqual(await page.$$eval('.run-input', (els) => els.map((el) => el.getAttribute('data-input'))), ['version', 'channel'], "the manifest's order");
+    t.is(await page.$eval('#run-versioned-channel', (el) => (el as HTMLInputElement).value), 'stable');
+    t.is(await page.$eval('#run-versioned-version', (el) => (el as HTMLInputElement).value), '');
+    t.truthy(await page.$('[data-input=version] abbr.required'), 'version is marked required');
+    t.falsy(await page.$('[data-input=channel] abbr.required'));
+    t.regex(await textOf('[data-input=version] label'), /the version to tag/);
+    await shot('pipeline-inputs');
+    await clickButton('Start run');
+    t.true(await page.$eval('#run-versioned-version', (el) => (el as HTMLInputElement).validity.valueMissing), 'the form does not submit without it');
+    t.false(page.url().includes('/runs/'));
+    await page.type('#run-versioned-version', '1.4.0');
+    await clickButton('Start run');
+    await page.waitForFunction(() => location.pathname.includes('/runs/'));
+    await page.waitForSelector('[data-step=tag][data-status=succeeded]', { timeout: 60_000 });
+    const runId = page.url().split('/').pop();
+    const run = await w.api.get(`/projects/${w.projectId}/runs/${runId}`);
+    t.deepEqual(run.body.inputs, { version: '1.4.0', channel: 'stable' });
   });
 
   test.serial('see a webhook delivery and its response', async (t) => {

@@ -262,3 +262,26 @@ x-acme: { anything: [goes, here] }
     { path: 'environments.staging.piepline', message: "Unknown key 'piepline' in environments.staging; did you mean 'pipeline'?" },
   ]);
 });
+
+test('a pipeline declares its inputs: required, a string default, a description; kept as written', (t) => {
+  const result = loadManifest(`
+pipelines:
+  release:
+    inputs:
+      version: { required: true, description: the version to tag }
+      channel: { default: '' }
+      notes: { x-ui: textarea }
+    steps:
+      - { name: tag, run: 'echo v\${inputs.version}' }
+`);
+  t.true(result.ok, JSON.stringify(!result.ok && result.errors));
+  if (!result.ok) return;
+  t.deepEqual(result.manifest.pipelines!.release.inputs, {
+    version: { required: true, description: 'the version to tag' },
+    channel: { default: '' },
+    notes: { 'x-ui': 'textarea' },
+  });
+  t.deepEqual(errorsOf('pipelines:\n  p:\n    inputs: { v: { default: true } }\n    steps: [{ name: a, run: x }]\n'), [
+    { path: 'pipelines.p.inputs.v.default', message: 'default must be a string, got a boolean: quote it, so YAML keeps it as written' },
+  ]);
+});

@@ -1,6 +1,6 @@
 import test from 'ava';
 import { SseParser, type SseEvent } from '../../cli/sse.ts';
-import { attemptsOf, readStream, syncManifest, until, workerWorld, type WorkerWorld } from './helpers.ts';
+import { attemptsOf, logLines, readStream, syncManifest, until, workerWorld, type WorkerWorld } from './helpers.ts';
 
 const MANIFEST = `
 pipelines:
@@ -11,6 +11,12 @@ pipelines:
   slow:
     steps:
       - { name: tick, run: "echo first; sleep 1.5; echo second" }
+  tagged:
+    inputs:
+      version: { default: '1.10', description: the version to tag }
+      channel: { required: true }
+    steps:
+      - { name: tag, action: { type: run, with: { command: 'echo "tag v\${inputs.version} on \${inputs.channel}, $SVC_INPUT_VERSION"' } } }
   deploy:
     steps:
       - { name: push, action: { type: job, with: { service: api, env_name: staging } } }
@@ -91,4 +97,20 @@ test('an action step fails with a plain reason, and the run fails', async (t) =>
     status: 'failed',
     error: 'action job: adapters.deployer none cannot run one-off jobs of a service (configure the docker or kubernetes deployer)',
   });
+});
+
+test("a declared default fills a step's \${inputs.x} and its SVC_INPUT_X; a run missing a required input never starts", async (t) => {
+  const refused = await w.api.post(`/projects/${w.projectId}/pipelines/tagged/run`, {});
+  t.is(refused.statusCode, 422, JSON.stringify(refused.body));
+  t.deepEqual(refused.body.missing_inputs, ['channel']);
+  const started = await w.api.post(`/projects/${w.projectId}/pipelines/tagged/run`, { inputs: { channel: 'beta' } });
+  t.is(started.statusCode, 201, JSON.stringify(started.body));
+  const run = await until(async () => {
+    const r = await runOf(started.body.id);
+    return ['succeeded', 'failed', 'cancelled'].includes(r.status) ? r : null;
+  }, 'the run to end');
+  t.is(run.status, 'succeeded', JSON.stringify(run));
+  const [attempt] = await attemptsOf(w, run.steps[0].job_id);
+  const lines = (await logLines(w, run.steps[0].job_id, attempt.id)).map((l) => l.line);
+  t.true(lines.includes('tag v1.10 on beta, 1.10'), lines.join('\n'));
 });
