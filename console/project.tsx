@@ -1,8 +1,9 @@
 import { useState } from 'preact/hooks';
-import { enc, get, post, type PipelineRun, type Page, type RunStep, type SvcEvent } from './api.ts';
+import { enc, get, post, type PipelineRun, type Page, type SvcEvent } from './api.ts';
 import { useStream, usePoll } from './live.ts';
 import { Action, Badge, ErrorNote, Json, Section, when } from './ui.tsx';
 import { RunPipeline } from './run-pipeline.tsx';
+import { RunGraph } from './run-graph.tsx';
 
 interface Manifest {
   parsed?: {
@@ -114,22 +115,6 @@ function Invoke({ projectId, name }: { projectId: string; name: string }) {
   );
 }
 
-/** Steps in layers by depends_on: a step sits one layer after the deepest step it waits for. */
-function layers(steps: RunStep[]): RunStep[][] {
-  const depth = new Map<string, number>();
-  const of = (s: RunStep, seen: Set<string>): number => {
-    if (depth.has(s.name)) return depth.get(s.name)!;
-    if (seen.has(s.name)) return 0;
-    seen.add(s.name);
-    const d = Math.max(-1, ...(s.depends_on ?? []).map((n) => of(steps.find((x) => x.name === n) ?? s, seen))) + 1;
-    depth.set(s.name, d);
-    return d;
-  };
-  const out: RunStep[][] = [];
-  for (const s of steps) (out[of(s, new Set())] ??= []).push(s);
-  return out.filter(Boolean);
-}
-
 /** A pipeline run: its step graph with live status, step logs, approve and cancel. */
 export function RunPage({ projectId, runId }: { projectId: string; runId: string }) {
   const [run, setRun] = useState<PipelineRun | null>(null);
@@ -168,21 +153,7 @@ export function RunPage({ projectId, runId }: { projectId: string; runId: string
         {open && <Action label="Cancel run" kind="danger" confirm="Cancel this run?" run={() => post(`/pipeline-runs/${enc(run.id)}/cancel`).then(reload)} />}
       </div>
       <Section title="Steps">
-        <div class="graph">
-          {layers(run.steps ?? []).map((layer, i) => (
-            <div class="layer" key={i}>
-              {layer.map((s) => (
-                <div class={`step st-${s.status}`} key={s.name} data-step={s.name} data-status={s.status}>
-                  <strong>{s.name}</strong>
-                  <Badge value={s.status} />
-                  {s.approval && <span class="muted">approval</span>}
-                  {s.depends_on?.length ? <span class="muted">after {s.depends_on.join(', ')}</span> : null}
-                  {s.job_id && <a href={`/console/jobs/${enc(s.job_id)}`}>job</a>}
-                </div>
-              ))}
-            </div>
-          ))}
-        </div>
+        <RunGraph steps={run.steps ?? []} />
       </Section>
       <Section title="Step logs">
         <pre class="log">
