@@ -46,7 +46,11 @@ export function RunGraph({ steps }: { steps: RunStep[] }) {
           const x2 = b.left - base.left + root.scrollLeft;
           const y2 = b.top + b.height / 2 - base.top;
           const mid = (x1 + x2) / 2;
-          out.push({ key: `${from}->${s.name}`, d: `M${x1},${y1} C${mid},${y1} ${mid},${y2} ${x2},${y2}`, status: steps.find((x) => x.name === from)?.status ?? '' });
+          out.push({
+            key: `${from}->${s.name}`,
+            d: `M${x1},${y1} C${mid},${y1} ${mid},${y2} ${x2},${y2}`,
+            status: steps.find((x) => x.name === from)?.status ?? '',
+          });
         }
       setEdges(out);
       setSize({ width: root.scrollWidth, height: root.scrollHeight });

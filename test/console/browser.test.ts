@@ -174,7 +174,14 @@ if (!existsSync(CHROMIUM)) {
     await page.waitForFunction(() => location.pathname.includes('/runs/'));
     await page.waitForSelector('[data-step=hold][data-status=awaiting_approval]', { timeout: 60_000 });
     const edges = await page.$$eval('[data-edge]', (els) => els.map((el) => [el.getAttribute('data-edge'), (el as SVGPathElement).getTotalLength() > 0]));
-    t.deepEqual(edges, [['build->hold', true], ['hold->deploy', true]], 'the graph draws an arrow along each depends_on');
+    t.deepEqual(
+      edges,
+      [
+        ['build->hold', true],
+        ['hold->deploy', true],
+      ],
+      'the graph draws an arrow along each depends_on',
+    );
     await shot('pipeline-awaiting-approval');
     await clickButton('Approve');
     await page.waitForSelector('[data-step=deploy][data-status=succeeded]', { timeout: 60_000 });
