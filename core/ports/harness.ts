@@ -2,6 +2,7 @@ import type { InjectionToken } from 'tsyringe';
 import type { AgentsConfig } from '../../domain/manifest/types.ts';
 import type { AgentChoice, AgentRequest } from '../../domain/manifest/profiles.ts';
 import type { SecretContext } from './secrets.ts';
+import type { GatewayProtocol } from './inference.ts';
 
 /** A harness id or alias: lower-case letters, digits, _ or -. */
 export const HARNESS_NAME = /^[a-z][a-z0-9_-]*$/;
@@ -111,6 +112,12 @@ export interface HarnessDefinition {
   credentials?: HarnessCredentials;
   /** When set, the auth status says when the installed CLI is older or newer than the versions tested. */
   versions?: HarnessVersions;
+  /**
+   * The model protocol the CLI speaks, so a `managed/<name>` model hands it svc's gateway for that
+   * protocol (docs/inference.md). Unset: guessed from the credential names (all ANTHROPIC_* →
+   * anthropic, all GEMINI_* / GOOGLE_* → gemini, else chat completions).
+   */
+  speaks?: GatewayProtocol;
   build(input: HarnessInput): HarnessInvocation;
   /** One line of the CLI's output (stdout or stderr) into zero or more events; never throws. */
   parseLine(line: string): HarnessEvent[];

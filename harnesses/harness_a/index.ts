@@ -57,6 +57,7 @@ export function harnessA(options: HarnessAOptions): HarnessDefinition {
       { name: 'skills', description: 'The svc skill only; no tool servers are started' },
     ],
     versions: CLAUDE_VERSIONS,
+    speaks: 'anthropic',
     capabilities: CLAUDE_CAPABILITIES,
     credentials: CLAUDE_CREDENTIALS,
     build(input) {

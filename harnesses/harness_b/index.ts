@@ -9,6 +9,7 @@ export const harnessB: HarnessDefinition = defineHarness({
   command: CLAUDE_COMMAND,
   variants: [],
   versions: CLAUDE_VERSIONS,
+  speaks: 'anthropic',
   capabilities: CLAUDE_CAPABILITIES,
   credentials: CLAUDE_CREDENTIALS,
   build: (input) => claudeInvocation(input),

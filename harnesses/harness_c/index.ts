@@ -44,6 +44,7 @@ export const harnessC: HarnessDefinition = defineHarness({
     { name: 'vertex', description: 'Google Vertex AI (CLAUDE_CODE_USE_VERTEX=1) with ANTHROPIC_VERTEX_PROJECT_ID, CLOUD_ML_REGION and Google credentials' },
   ],
   versions: CLAUDE_VERSIONS,
+  speaks: 'anthropic',
   capabilities: {
     ...CLAUDE_CAPABILITIES,
     modelExamples: ['glm-4.6', 'deepseek-chat', 'us.anthropic.claude-sonnet-4-5-20250929-v1:0', 'claude-sonnet-4-5@20250929'],

@@ -99,6 +99,7 @@ export const harnessD: HarnessDefinition = defineHarness({
   // The policy flags mean the same from long before 0.171 on (--full-auto, which 0.171 dropped, is
   // no longer used), so no flag depends on the version; the status says when it is outside this range.
   versions: { args: ['--version'], oldest: '0.171.0', newest: '0.171.0' },
+  speaks: 'responses',
   build(input) {
     const files: Record<string, string> = {};
     const prompt = promptArgument(input.prompt, files);

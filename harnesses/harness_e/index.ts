@@ -66,6 +66,7 @@ export const harnessE: HarnessDefinition = defineHarness({
     ],
   },
   versions: { args: ['--version'], oldest: '0.61.0', newest: '0.61.0' },
+  speaks: 'gemini',
   build(input) {
     const files: Record<string, string> = {};
     // `--prompt=` keeps a prompt that starts with '-' from being read as a flag.

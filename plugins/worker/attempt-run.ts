@@ -411,7 +411,9 @@ export class AttemptRun {
       reasoningEffort: choice.reasoningEffort,
       variant: choice.variant,
       permissionPolicy: plan.permissionPolicy,
-      env: { ...credentials, ...env, ...managed?.env },
+      // On a managed model the gateway is the CLI's only provider: no credential of another (a
+      // gateway token, a base URL, cloud keys) may reroute or re-authenticate its calls.
+      env: managed ? { ...withoutCredentials(env, plan.harness), ...managed.env } : { ...credentials, ...env },
     });
     // What the harness writes for its run (a plugin dir, tool server config) is never committed.
     await this.git?.exclude(Object.keys(invocation.files));
@@ -424,7 +426,7 @@ export class AttemptRun {
         args: invocation.args,
         // The harness saw the job's overrides in its input and may have built on them (harness_f merges
         // its permission policy into OPENCODE_CONFIG_CONTENT): what it made of them wins over the raw ones.
-        env: { ...overrides.env, ...invocation.env, ...svcEnv },
+        env: { ...(managed ? withoutCredentials(overrides.env, plan.harness) : overrides.env), ...invocation.env, ...svcEnv },
         files: invocation.files,
         cwd: dir,
         resourceClass: resourceClassOf(work),
@@ -477,15 +479,14 @@ export class AttemptRun {
 
   /**
    * A `managed/<name>` model resolved by the inference domain: svc's model gateway, for the protocol
-   * the CLI speaks (Anthropic messages when its credentials are ANTHROPIC_* / CLAUDE_*, Gemini when
-   * GEMINI_* / GOOGLE_*, else chat completions and Responses under one base URL), with the job token as its key.
+   * the CLI speaks (the harness's `speaks`, else guessed from its credential names), with the job token as its key.
    */
   private async managedModel(work: AttemptWork, harness: HarnessDefinition, model: string, jobToken: string): Promise<ManagedModelResolution> {
     const models = this.deps.managedModels();
     if (!models) throw new WorkerFailure(`model ${model} is a managed model, but this server has no inference plugin to resolve it`);
     const names = (harness.credentials?.env ?? []).flat();
     const all = (pattern: RegExp) => names.length > 0 && names.every((name) => pattern.test(name));
-    const speaks = all(/^(ANTHROPIC|CLAUDE)_/) ? 'anthropic' : all(/^(GEMINI|GOOGLE)_/) ? 'gemini' : 'openai';
+    const speaks = harness.speaks ?? (all(/^(ANTHROPIC|CLAUDE)_/) ? 'anthropic' : all(/^(GEMINI|GOOGLE)_/) ? 'gemini' : 'openai');
     try {
       return await models.resolve({ model, projectId: work.project.id, orgId: work.project.org_id, speaks, jobToken });
     } catch (err) {
@@ -633,4 +634,10 @@ async function checkoutFor(work: AttemptWork, workspace: Workspace, setup: GitSe
     changed_files: [],
   };
   return checkout;
+}
+
+/** `env` without any variable the harness reads as a provider credential. */
+function withoutCredentials(env: Record<string, string>, harness: HarnessDefinition): Record<string, string> {
+  const names = new Set((harness.credentials?.env ?? []).flat());
+  return Object.fromEntries(Object.entries(env).filter(([name]) => !names.has(name)));
 }

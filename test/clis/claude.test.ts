@@ -209,27 +209,37 @@ test.serial('cancel kills the CLI and the command its Bash tool started: no proc
   t.deepEqual(inGroups(groups), [], 'no process is left in the process groups of the CLI and its tool');
 });
 
-test.serial('harness_b on a managed model reaches the upstream through svc with its job token: the gateway holds the key and meters every call', async (t) => {
-  const target = await w.api.post('/inference/targets', {
-    name: 'claude-upstream',
-    kind: 'anthropic',
-    base_url: llm.url,
-    credential_secret: 'ANTHROPIC_API_KEY',
-  });
-  t.is(target.statusCode, 201, JSON.stringify(target.body));
-  const model = await w.api.post('/inference/managed-models', { name: 'claude-conf', target_id: target.body.id, upstream_model: MODEL });
-  t.is(model.statusCode, 201, JSON.stringify(model.body));
-  const r = await writeJob({ harness: 'harness_b', model: 'managed/claude-conf' });
-  t.is(r.job.phase, 'done', `${JSON.stringify(r.attempt)}\n${r.logs}`);
-  t.regex(r.logs, /model managed\/claude-conf: .*through svc's inference/);
-  t.deepEqual(r.committed, ['hello.txt']);
-  const scripted = r.requests.filter((q) => q.scripted);
-  t.is(scripted.length, 2, 'both turns went through the gateway');
-  for (const q of r.requests.filter((q) => q.method === 'POST')) {
-    t.is(q.headers['x-api-key'], API_KEY, "the upstream sees the target's key, which only svc holds");
-    t.is(q.body.model, MODEL, 'the gateway asks for the upstream model');
-    t.notRegex(String(q.headers['user-agent'] ?? ''), /claude-cli/, 'svc made the call, not the CLI');
-  }
-  const metered = r.requests.filter((q) => q.usage);
-  t.like(r.receipt.llm, { calls: metered.length }, `every call the gateway made is on the receipt: ${JSON.stringify(r.receipt.llm)}`);
-});
+let upstreamTarget: string | null = null;
+for (const harness of ['harness_a', 'harness_b', 'harness_c']) {
+  test.serial(
+    `${harness} on a managed model reaches the upstream through svc with its job token: the gateway holds the key and meters every call`,
+    async (t) => {
+      upstreamTarget ??= await (async () => {
+        const target = await w.api.post('/inference/targets', {
+          name: 'claude-upstream',
+          kind: 'anthropic',
+          base_url: llm.url,
+          credential_secret: 'ANTHROPIC_API_KEY',
+        });
+        t.is(target.statusCode, 201, JSON.stringify(target.body));
+        return target.body.id as string;
+      })();
+      const name = `claude-conf-${harness.slice(-1)}`;
+      const model = await w.api.post('/inference/managed-models', { name, target_id: upstreamTarget, upstream_model: MODEL });
+      t.is(model.statusCode, 201, JSON.stringify(model.body));
+      const r = await writeJob({ harness, model: `managed/${name}` });
+      t.is(r.job.phase, 'done', `${JSON.stringify(r.attempt)}\n${r.logs}`);
+      t.regex(r.logs, new RegExp(`model managed/${name}: .*through svc's inference`));
+      t.deepEqual(r.committed, ['hello.txt']);
+      const scripted = r.requests.filter((q) => q.scripted);
+      t.is(scripted.length, 2, 'both turns went through the gateway');
+      for (const q of r.requests.filter((q) => q.method === 'POST')) {
+        t.is(q.headers['x-api-key'], API_KEY, "the upstream sees the target's key, which only svc holds");
+        t.is(q.body.model, MODEL, 'the gateway asks for the upstream model');
+        t.notRegex(String(q.headers['user-agent'] ?? ''), /claude-cli/, 'svc made the call, not the CLI');
+      }
+      const metered = r.requests.filter((q) => q.usage);
+      t.like(r.receipt.llm, { calls: metered.length }, `every call the gateway made is on the receipt: ${JSON.stringify(r.receipt.llm)}`);
+    },
+  );
+}

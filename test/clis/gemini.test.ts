@@ -4,6 +4,7 @@
 import test from 'ava';
 import { cliBin, PINNED, versionOf } from './support/clis.ts';
 import { GEMINI_USAGE, startGeminiServer, type GeminiRequest, type GeminiServer, type GeminiTurn } from './support/gemini-server.ts';
+import { ChatServer, functionNamed } from './support/chat-server.ts';
 import { cliWorld, committedPaths, ended, fileAt, groupsAlive, jobProcesses, PRICE, startJob, until, type CliWorld } from './support/svc-job-world.ts';
 
 const KEY = 'gk-conformance-gemini-0123456789';
@@ -137,4 +138,48 @@ test.serial('the auth status finds the CLI and says when its version is not the 
   t.true(auth.available, JSON.stringify(auth));
   if (versionOf('gemini') === PINNED.gemini.version) t.true(auth.reason.includes(`found (version ${PINNED.gemini.version}, as tested)`), auth.reason);
   else t.regex(auth.reason, new RegExp(`version ${versionOf('gemini').replace(/\./g, '\\.')} is (older|newer)`), auth.reason);
+});
+
+test.serial('on a managed model the CLI reaches the upstream through svc with its job token: the gateway holds the key and meters the calls', async (t) => {
+  // The upstream speaks chat completions: svc's gateway translates the CLI's Gemini requests both ways.
+  const upstream = await new ChatServer([
+    (body) => {
+      const name = functionNamed(body, 'write_file');
+      const props = body.tools.find((x: any) => x.function.name === name).function.parameters?.properties ?? {};
+      const pathKey = ['file_path', 'absolute_path', 'path'].find((k) => k in props) ?? 'file_path';
+      return { toolCalls: [{ name, arguments: { [pathKey]: 'hello.txt', content: 'hello from gemini\n' } }] };
+    },
+    { text: `I created hello.txt.\n\n${RESULT}` },
+  ]).start();
+  try {
+    const target = await w.api.post('/inference/targets', {
+      name: 'gemini-upstream',
+      kind: 'openai',
+      base_url: `${upstream.url}/v1`,
+      credential_secret: 'GEMINI_API_KEY',
+    });
+    t.is(target.statusCode, 201, JSON.stringify(target.body));
+    const model = await w.api.post('/inference/managed-models', { name: 'gemini-managed', target_id: target.body.id, upstream_model: MODEL });
+    t.is(model.statusCode, 201, JSON.stringify(model.body));
+    const id = await startJob(w, {
+      description: 'Create hello.txt saying hello',
+      harness: 'harness_e',
+      model: 'managed/gemini-managed',
+      git: { branch: 'geminim/${job_id}', commit: 'auto', push: 'required' },
+    });
+    const { job, attempt, logs, receipt } = await ended(w, id);
+    t.is(job.phase, 'done', `${JSON.stringify(attempt)}\n${logs}`);
+    t.regex(logs, /model managed\/gemini-managed: .*through svc's inference/);
+    t.deepEqual(committedPaths(w, `geminim/${id}`), ['hello.txt']);
+    t.is(fileAt(w, `geminim/${id}`, 'hello.txt'), 'hello from gemini');
+    const calls = upstream.requests.filter((r) => r.method === 'POST');
+    t.true(upstream.requests.filter((r) => r.scripted).length === 2, 'the tool call and the answer went through the gateway');
+    for (const r of calls) {
+      t.is(r.headers.authorization, `Bearer ${KEY}`, "the upstream sees the target's key, which only svc holds");
+      t.is(r.body.model, MODEL, 'the gateway asks for the upstream model');
+    }
+    t.like(receipt.llm, { calls: calls.length }, `every call the gateway made is on the receipt: ${JSON.stringify(receipt.llm)}`);
+  } finally {
+    await upstream.stop();
+  }
 });
