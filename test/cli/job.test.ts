@@ -59,7 +59,12 @@ const routes: Record<string, Reply | ((r: Recorded) => Reply)> = {
       job: JOB,
       parent: null,
       children: [CHILD],
-      latest_attempt: { id: 'u-1', attempt_number: 2, status: 'failed', git: { commits: [], pushed: false, uncommitted: { files: 2, reason: 'git.commit is manual' } } },
+      latest_attempt: {
+        id: 'u-1',
+        attempt_number: 2,
+        status: 'failed',
+        git: { commits: [], pushed: false, uncommitted: { files: 2, reason: 'git.commit is manual' } },
+      },
       latest_rejection_reason: 'tests fail',
       relations: { dependencies: [DEP], dependents: [], blocking: [DEP] },
       blocked: true,
@@ -274,7 +279,7 @@ test.serial('get, update and cancel', async (t) => {
   let r = await svc(['job', 'get', 'web-0a1b2c3d']);
   t.like(r.requests[0], { method: 'GET', path: '/jobs/web-0a1b2c3d/context', body: undefined });
   t.regex(r.stdout, /^phase: +ready$/m);
-  t.regex(r.stdout, /^work: +2 files changed, not committed: git.commit is manual$/m, 'what became of the latest attempt\'s changes');
+  t.regex(r.stdout, /^work: +2 files changed, not committed: git.commit is manual$/m, "what became of the latest attempt's changes");
   t.like((await svc(['job', 'get', 'web-0a1b2c3d', '--json'])).requests[0], { path: '/jobs/web-0a1b2c3d' });
   r = await svc([
     'job',

@@ -22,7 +22,13 @@ test("an unpriced model with the CLI's own figure: cost_usd stays null, the figu
   const { llm, cost } = usageSections([row('acme-coder-1', { reported_cost_usd: 0.0123 })]);
   t.like(llm.models['acme-coder-1'], { cost_usd: null, reported_cost_usd: 0.0123, priced_as: REPORTED_BY_CLI });
   t.is(REPORTED_BY_CLI, 'reported by the CLI');
-  t.like(cost, { base_cost_usd: 0, billed_cost: { currency: 'USD', amount: 0 }, pricing: 'unpriced', unpriced_models: ['acme-coder-1'], reported_cost_usd: 0.0123 });
+  t.like(cost, {
+    base_cost_usd: 0,
+    billed_cost: { currency: 'USD', amount: 0 },
+    pricing: 'unpriced',
+    unpriced_models: ['acme-coder-1'],
+    reported_cost_usd: 0.0123,
+  });
 });
 
 test("a priced model's cost comes from the price table whatever the CLI reported; the figure is shown beside it", (t) => {
@@ -47,11 +53,7 @@ test('no figure from the CLI: reported_cost_usd is null on the model and in the 
 });
 
 test('figures add up across models, rounded to the micro-dollar once, like base_cost_usd', (t) => {
-  const rows = [
-    row('acme-coder-1', { reported_cost_usd: 0.0000004 }),
-    row('acme-coder-2', { reported_cost_usd: 0.1000004 }),
-    row('gpt-4o'),
-  ];
+  const rows = [row('acme-coder-1', { reported_cost_usd: 0.0000004 }), row('acme-coder-2', { reported_cost_usd: 0.1000004 }), row('gpt-4o')];
   const { llm, cost } = usageSections(rows);
   t.is(llm.models['acme-coder-1'].reported_cost_usd, 0);
   t.is(llm.models['acme-coder-2'].reported_cost_usd, 0.1);
@@ -62,7 +64,13 @@ test('figures add up across models, rounded to the micro-dollar once, like base_
 
 /** The same value with every object's keys in reverse order (as jsonb might hand them back). */
 const reversed = (v: unknown): unknown =>
-  v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).reverse().map(([k, x]) => [k, reversed(x)])) : v;
+  v && typeof v === 'object' && !Array.isArray(v)
+    ? Object.fromEntries(
+        Object.entries(v)
+          .reverse()
+          .map(([k, x]) => [k, reversed(x)]),
+      )
+    : v;
 
 test('display order: reported_cost_usd follows cost_usd on a model and unpriced_models in the cost section', (t) => {
   const { llm, cost } = usageSections([row('acme-coder-1', { reported_cost_usd: 0.5 })]);

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import { attemptsOf, finished, workerWorld, type WorkerWorld } from './helpers.ts';
 
 /**
@@ -19,7 +19,8 @@ test.after.always(async () => {
   await w?.stop();
 });
 
-async function receiptOfJob(t: import('ava').ExecutionContext, model: string): Promise<any> {
+/** Runs a harness_a job on `model` to success; its receipt. */
+async function receiptOfJob(t: ExecutionContext, model: string): Promise<any> {
   const created = await w.api.post(`/projects/${w.projectId}/jobs`, { description: 'Fix the bug', harness: 'harness_a', model });
   t.is(created.statusCode, 201, JSON.stringify(created.body));
   const job = await finished(w, created.body.id);

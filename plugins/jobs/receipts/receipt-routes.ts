@@ -45,7 +45,7 @@ export function receiptRoutes(container: DependencyContainer): ServerRoute[] {
         tags,
         description:
           'Record the usage of 1–100 llm.call events of a running attempt: model, provider, token counts, duration, and reported_cost_usd ' +
-          "(what the coding CLI said the call cost, when it computes one: shown on the receipt, never billed); nothing else is accepted " +
+          '(what the coding CLI said the call cost, when it computes one: shown on the receipt, never billed); nothing else is accepted ' +
           '(no prompt or response content). Fenced by the lease token like heartbeat: 409 `lease lost …` and nothing written when it does not hold. ' +
           'Answers 201 {recorded: n}.',
         plugins: write,

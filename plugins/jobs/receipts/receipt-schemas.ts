@@ -25,7 +25,7 @@ export const llmCallSchema = Joi.object({
   reasoning_tokens: tokens.description('the part of output_tokens spent reasoning (at most output_tokens); default 0'),
   duration_ms: tokens.description('how long the provider call took'),
   reported_cost_usd: usd.description(
-    'what the coding CLI said the call cost, in USD, when it computes a cost itself: shown on the receipt beside svc\'s own pricing, never billed',
+    "what the coding CLI said the call cost, in USD, when it computes a cost itself: shown on the receipt beside svc's own pricing, never billed",
   ),
 })
   // Object-level rules (not Joi.ref) keep the OpenAPI document valid.
