@@ -3,7 +3,7 @@ import { enc, get, patch, post, type Attempt, type Job, type LogLine, type Page,
 import { useStream, usePoll } from './live.ts';
 import { navigate } from './router.ts';
 import { GitView, workOf } from './git.tsx';
-import { Action, Badge, ErrorNote, Section, when } from './ui.tsx';
+import { Action, Badge, ErrorNote, Section, usd, when } from './ui.tsx';
 
 const BOARD = ['ready', 'active', 'review', 'done', 'cancelled'] as const;
 const PHASES = ['idea', 'backlog', ...BOARD];
@@ -125,6 +125,8 @@ function NewJob({ projectId, onCreated }: { projectId: string; onCreated: () => 
 
 type Context = Schemas['JobContext'];
 type Receipt = Schemas['Receipt'];
+/** A model's entry in a receipt's llm.models (the OpenAPI document leaves that map untyped). */
+type ModelUsage = { cost_usd: number | null; reported_cost_usd?: number | null; priced_as: string | null };
 type Relation = { relation_type?: string; related?: { id?: string; title?: string; phase?: string } };
 
 const JobLink = ({ id, title, phase }: { id?: string; title?: string; phase?: string }) => (
@@ -191,11 +193,18 @@ function ContextView({ context }: { context: Context }) {
   );
 }
 
-/** Tokens, cost and phase timings of the newest attempt. */
+/**
+ * Tokens, cost and phase timings of the newest attempt; what the coding CLI reported the calls cost,
+ * when it did, beside svc's own price (shown, never billed).
+ */
 function ReceiptView({ receipt }: { receipt: Receipt }) {
   const llm = receipt.llm;
-  const cost = receipt.cost as { base_cost_usd?: number; billed_cost?: { amount?: number | string; currency?: string } } | undefined;
+  const cost = receipt.cost as
+    { base_cost_usd?: number; billed_cost?: { amount?: number | string; currency?: string }; reported_cost_usd?: number | null } | undefined;
   const phases = Object.entries((receipt.timing?.phases ?? {}) as Record<string, number>);
+  const reported = Object.entries((llm?.models ?? {}) as Record<string, ModelUsage>).flatMap(([model, m]) =>
+    typeof m.reported_cost_usd === 'number' ? [{ model, ours: m.cost_usd, as: m.priced_as, theirs: m.reported_cost_usd }] : [],
+  );
   return (
     <dl>
       <dt>Tokens</dt>
@@ -203,7 +212,23 @@ function ReceiptView({ receipt }: { receipt: Receipt }) {
         {llm?.input_tokens ?? 0} in · {llm?.output_tokens ?? 0} out · {llm?.cache_read_tokens ?? 0} cache read · {llm?.calls ?? 0} calls
       </dd>
       <dt>Cost</dt>
-      <dd>{cost?.billed_cost ? `${cost.billed_cost.amount} ${cost.billed_cost.currency ?? ''}` : `$${(cost?.base_cost_usd ?? 0).toFixed(4)}`}</dd>
+      <dd>
+        {cost?.billed_cost ? `${cost.billed_cost.amount} ${cost.billed_cost.currency ?? ''}` : `$${(cost?.base_cost_usd ?? 0).toFixed(4)}`}
+        {typeof cost?.reported_cost_usd === 'number' && (
+          <>
+            {' '}
+            · reported by the CLI: {usd(cost.reported_cost_usd)} <span class="muted">(not billed)</span>
+          </>
+        )}
+      </dd>
+      {reported.map(({ model, ours, as, theirs }) => (
+        <>
+          <dt class="mono">{model}</dt>
+          <dd>
+            {ours === null ? <span class="muted">no price on the rate card</span> : `${usd(ours)} as ${as}`} · reported by the CLI: {usd(theirs)}
+          </dd>
+        </>
+      ))}
       <dt>Billable</dt>
       <dd>{((receipt.timing?.billable_ms ?? 0) / 1000).toFixed(1)} s</dd>
       {phases.map(([name, ms]) => (

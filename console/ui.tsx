@@ -18,6 +18,9 @@ export function Badge({ value }: { value: string | null | undefined }) {
 
 export const when = (iso: string | null | undefined) => (iso ? new Date(iso).toLocaleString() : '–');
 
+/** USD to the micro-dollar (receipts keep six decimals), trailing zeros dropped down to cents: `$0.0123`, `$1.50`. */
+export const usd = (amount: number) => `$${amount.toFixed(6).replace(/(\.\d{2}\d*?)0+$/, '$1')}`;
+
 export function Section({ title, children, actions }: { title: string; children: ComponentChildren; actions?: ComponentChildren }) {
   return (
     <section>

@@ -82,6 +82,28 @@ export function formatNested(value: unknown, indent = ''): string {
   return lines.join('\n');
 }
 
+/** USD to the micro-dollar (receipts keep six decimals), trailing zeros dropped down to cents: `$0.0123`, `$1.50`. */
+const usd = (v: number): string => `$${v.toFixed(6).replace(/(\.\d{2}\d*?)0+$/, '$1')}`;
+
+/**
+ * A receipt as key: value blocks, then, when the coding CLI reported what the calls cost, its figure
+ * in total and per model, beside svc's own price: the figure is shown, never billed.
+ */
+export function formatReceipt(body: unknown): string {
+  const nested = formatNested(body);
+  const receipt = isObj(body) ? body : {};
+  const cost = isObj(receipt.cost) ? receipt.cost : {};
+  if (typeof cost.reported_cost_usd !== 'number') return nested;
+  const models = isObj(receipt.llm) && isObj(receipt.llm.models) ? receipt.llm.models : {};
+  const lines = [nested, `reported by the CLI: ${usd(cost.reported_cost_usd)} (not billed)`];
+  for (const [model, m] of Object.entries(models)) {
+    if (!isObj(m) || typeof m.reported_cost_usd !== 'number') continue;
+    const ours = typeof m.cost_usd === 'number' ? `priced ${usd(m.cost_usd)} as ${cell(m.priced_as)}` : 'no price on the rate card';
+    lines.push(`  ${model}: ${usd(m.reported_cost_usd)} (${ours})`);
+  }
+  return lines.join('\n');
+}
+
 /**
  * A relation as the API reads it, `{job_id} <relation_type> {related_job_id}`, then the phase and title of
  * `related` (the job at the other end); anything else as a job line.

@@ -5,7 +5,7 @@ import { apiRequest, seg } from '../http.ts';
 import { printDone, printJson, printList, printObject, write, type Column, type ListBody } from '../output.ts';
 import { runAttachments } from './job-files.ts';
 import { runJobLogs } from './job-logs.ts';
-import { JOB_FIELDS, jobColumnsFor, formatContext, workLine, formatNested, formatTree, relationLine, section } from './job-views.ts';
+import { JOB_FIELDS, jobColumnsFor, formatContext, workLine, formatNested, formatReceipt, formatTree, relationLine, section } from './job-views.ts';
 
 export const JOB_USAGE = `usage: svc job <command> [flags]
 
@@ -266,7 +266,9 @@ export async function runJob(ctx: Context, args: string[]): Promise<number> {
     case 'receipt': {
       const { values, positionals } = one({ attempt: { type: 'string' } });
       const tail = values.attempt === undefined ? '/receipt' : `/attempts/${seg(values.attempt)}/receipt`;
-      showNested(await apiRequest(ctx, 'GET', jobPath(positionals[0], tail)));
+      const receipt = await apiRequest(ctx, 'GET', jobPath(positionals[0], tail));
+      if (ctx.json) printJson(receipt);
+      else write(formatReceipt(receipt));
       return 0;
     }
     case 'logs':

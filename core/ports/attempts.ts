@@ -116,6 +116,11 @@ export interface UsageCall {
   cache_write_tokens?: number;
   reasoning_tokens?: number;
   duration_ms?: number;
+  /**
+   * What the coding CLI said the call cost, in USD, when it computes a cost itself. Shown on the
+   * receipt beside svc's own pricing; never billed (billing prices tokens with the rate card).
+   */
+  reported_cost_usd?: number;
 }
 
 /** The lease is gone (the attempt ended, was cancelled or reaped, or the token is stale): stop working. A typed domain error (core/errors.ts). */

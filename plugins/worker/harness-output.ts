@@ -61,6 +61,7 @@ export class HarnessOutput {
           ...(event.cacheWriteTokens !== undefined ? { cache_write_tokens: event.cacheWriteTokens } : {}),
           ...(event.reasoningTokens !== undefined ? { reasoning_tokens: event.reasoningTokens } : {}),
           ...(event.durationMs !== undefined ? { duration_ms: event.durationMs } : {}),
+          ...(event.costUsd !== undefined ? { reported_cost_usd: event.costUsd } : {}),
         });
       case 'raw':
         // The result block is the agent's output on stdout. stderr is another pipe, read in its own

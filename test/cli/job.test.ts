@@ -92,6 +92,18 @@ const routes: Record<string, Reply | ((r: Recorded) => Reply)> = {
   'GET /projects/proj_1/jobs/web-0a1b2c3d/attempts/2': { body: { id: 'u-2', attempt_number: 2, result_json: { svc: { status: 'success' } } } },
   'GET /jobs/web-0a1b2c3d/receipt': { body: { timing: { billable_ms: 1200 }, cost: { base_cost_usd: 0.5 } } },
   'GET /jobs/web-0a1b2c3d/attempts/u-2/receipt': { body: { timing: { billable_ms: 10 } } },
+  'GET /jobs/web-0a1b2c3d/attempts/u-3/receipt': {
+    body: {
+      llm: {
+        models: {
+          'acme-coder-1': { calls: 1, cost_usd: null, reported_cost_usd: 0.0123, priced_as: 'reported by the CLI' },
+          'gpt-4o': { calls: 1, cost_usd: 3.5, reported_cost_usd: 4, priced_as: 'gpt-4o' },
+          'gpt-5': { calls: 1, cost_usd: 0.25, reported_cost_usd: null, priced_as: 'gpt-5' },
+        },
+      },
+      cost: { base_cost_usd: 3.75, pricing: 'partial', reported_cost_usd: 4.0123 },
+    },
+  },
   'GET /jobs/web-0a1b2c3d/compare': { body: { a: 1, b: 2, differences: [{ field: 'status', a: 'failed', b: 'succeeded' }] } },
   'GET /jobs/nope-00000000/context': { status: 404, body: { statusCode: 404, error: 'Not Found', message: 'job nope-00000000 not found' } },
 };
@@ -446,6 +458,14 @@ test.serial('attempts, receipt and compare', async (t) => {
   r = await svc(['job', 'receipt', 'web-0a1b2c3d', '--attempt', 'u-2', '--json']);
   t.is(r.requests[0].path, '/jobs/web-0a1b2c3d/attempts/u-2/receipt');
   t.deepEqual(JSON.parse(r.stdout), { timing: { billable_ms: 10 } });
+  r = await svc(['job', 'receipt', 'web-0a1b2c3d', '--attempt', 'u-3']);
+  t.true(r.stdout.includes('\n      priced_as:          reported by the CLI\n'), r.stdout);
+  t.true(
+    r.stdout.endsWith(
+      '\nreported by the CLI: $4.0123 (not billed)\n  acme-coder-1: $0.0123 (no price on the rate card)\n  gpt-4o: $4.00 (priced $3.50 as gpt-4o)\n',
+    ),
+    r.stdout,
+  );
   r = await svc(['job', 'compare', 'web-0a1b2c3d', '--a', '1', '--b', '2', '--include-receipt']);
   t.like(r.requests[0], { path: '/jobs/web-0a1b2c3d/compare', query: { a: '1', b: '2', include_receipt: 'true' } });
   t.is(r.stdout, 'a:  1\nb:  2\ndifferences:\n  - field:  status\n    a:      failed\n    b:      succeeded\n');

@@ -101,6 +101,7 @@ test('usage and phases, then complete: a receipt with exact sums, the per-model 
         duration_ms: 20_000,
         providers: ['anthropic'],
         cost_usd: 6.525,
+        reported_cost_usd: null,
         priced_as: 'claude-sonnet-4',
       },
       [MINI]: {
@@ -113,6 +114,7 @@ test('usage and phases, then complete: a receipt with exact sums, the per-model 
         duration_ms: 0,
         providers: ['openai'],
         cost_usd: 0.975,
+        reported_cost_usd: null,
         priced_as: 'gpt-4o-mini',
       },
     },
@@ -123,6 +125,7 @@ test('usage and phases, then complete: a receipt with exact sums, the per-model 
     billed_cost: { currency: 'USD', amount: 7.5 },
     pricing: 'priced',
     unpriced_models: [],
+    reported_cost_usd: null,
     price_table: 'builtin-2025-11',
     exchange_rate: 1,
   });
@@ -146,10 +149,11 @@ test("pricing: a model without a price counts 0 and makes it 'partial'; only unp
     billed_cost: { currency: 'USD', amount: 3.5 },
     pricing: 'partial',
     unpriced_models: ['acme-llm-7'],
+    reported_cost_usd: null,
     price_table: 'builtin-2025-11',
     exchange_rate: 1,
   });
-  t.like(partial.llm.models['acme-llm-7'], { cost_usd: null, priced_as: null, input_tokens: 5000, providers: [] });
+  t.like(partial.llm.models['acme-llm-7'], { cost_usd: null, reported_cost_usd: null, priced_as: null, input_tokens: 5000, providers: [] });
   t.like(partial.llm, { calls: 2, input_tokens: 1_005_000, output_tokens: 100_100 });
 
   const unpriced = await run([mystery, { ...mystery, model: 'other/thing' }]);
@@ -160,6 +164,37 @@ test("pricing: a model without a price counts 0 and makes it 'partial'; only unp
   t.like(idle.cost, { base_cost_usd: 0, pricing: 'priced', unpriced_models: [] });
   t.deepEqual(idle.compute, { resource_class: 'default', billable_ms: idle.timing.billable_ms, cost_usd: null });
   t.deepEqual(idle.timing.phases, {});
+});
+
+test("a runner's reported_cost_usd: stored with the usage, summed per model and in total, shown for an unpriced model, never priced", async (t) => {
+  const job = await newJob(w);
+  const { attempt } = await claimed(t, w, job.id);
+  const priced = { model: 'gpt-4o', input_tokens: 1_000_000, output_tokens: 100_000 };
+  const mystery = { model: 'acme-llm-7', input_tokens: 5000, output_tokens: 100 };
+  await recordUsage(t, w, job.id, attempt, [
+    { ...priced, reported_cost_usd: 42 },
+    { ...mystery, reported_cost_usd: 0.25 },
+    { ...mystery, reported_cost_usd: 0.0123 },
+    mystery,
+  ]);
+  t.deepEqual(
+    (await usageRows(w, attempt.id)).map((r: { reported_cost_usd: number | null }) => r.reported_cost_usd),
+    [42, 0.25, 0.0123, null],
+  );
+  await complete(w, job.id, attempt, { status: 'success' });
+  const receipt = await receiptOf(t, w, job.id, attempt.id);
+  t.like(receipt.llm.models['acme-llm-7'], { calls: 3, cost_usd: null, reported_cost_usd: 0.2623, priced_as: 'reported by the CLI' });
+  // gpt-4o is priced from the table (1M in × $2.50 + 0.1M out × $10), not from the figure the runner sent.
+  t.like(receipt.llm.models['gpt-4o'], { cost_usd: 3.5, reported_cost_usd: 42, priced_as: 'gpt-4o' });
+  t.deepEqual(receipt.cost, {
+    base_cost_usd: 3.5,
+    billed_cost: { currency: 'USD', amount: 3.5 },
+    pricing: 'partial',
+    unpriced_models: ['acme-llm-7'],
+    reported_cost_usd: 42.2623,
+    price_table: 'builtin-2025-11',
+    exchange_rate: 1,
+  });
 });
 
 test('every way an attempt ends writes its receipt: release, failed, submit, reaping, cancel', async (t) => {
@@ -283,6 +318,8 @@ test('bad input is 400 naming the field, and nothing is written: content fields,
     '"calls" must contain less than or equal to 100 items',
   );
   await bad([{ ...ok, input_tokens: -1 }], '"calls[0].input_tokens" must be greater than or equal to 0');
+  await bad([ok, { ...ok, reported_cost_usd: -0.01 }], '"calls[1].reported_cost_usd" must be greater than or equal to 0');
+  await bad([{ ...ok, reported_cost_usd: 'cheap' }], '"calls[0].reported_cost_usd" must be a number');
   await bad([{ ...ok, output_tokens: 1.5 }], '"calls[0].output_tokens" must be an integer');
   await bad([{ input_tokens: 1, output_tokens: 1 }], '"calls[0].model" is required');
   await bad([{ ...ok, reasoning_tokens: 2 }], '"calls[0].reasoning_tokens" must not exceed "calls[0].output_tokens" (it is part of them)');

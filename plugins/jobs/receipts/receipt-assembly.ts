@@ -14,6 +14,13 @@ export const BUILTIN_PRICING: PricingContext = { card: { id: PRICE_TABLE_ID, mod
 /** Bumped when the shape changes; receipts are never rewritten, so readers branch on it. */
 export const RECEIPT_VERSION = 1;
 
+/**
+ * `priced_as` of a model the rate card has no price for when the CLI reported what its calls cost:
+ * the figure shown for it is the CLI's own (`reported_cost_usd`). Card entries never contain spaces,
+ * so it cannot be mistaken for one.
+ */
+export const REPORTED_BY_CLI = 'reported by the CLI';
+
 export const TOKEN_FIELDS = ['input_tokens', 'output_tokens', 'cache_read_tokens', 'cache_write_tokens', 'reasoning_tokens'] as const;
 export type TokenCounts = Record<(typeof TOKEN_FIELDS)[number], number>;
 
@@ -23,6 +30,8 @@ export interface ModelUsageRow extends TokenCounts {
   calls: number;
   duration_ms: number;
   providers: string[];
+  /** The sum of the costs the CLI reported for the model's calls; null or absent when it reported none. */
+  reported_cost_usd?: number | null;
 }
 export interface PhaseRow {
   name: string;
@@ -36,7 +45,9 @@ export interface ModelUsage extends TokenCounts {
   providers: string[];
   /** Null when the model has no price (fail-open: it counts 0). */
   cost_usd: number | null;
-  /** The price-table entry that matched, or null. */
+  /** What the coding CLI said the model's calls cost, summed; null when it said nothing. Shown, never billed. */
+  reported_cost_usd: number | null;
+  /** The price-table entry that matched; REPORTED_BY_CLI when none did but the CLI reported a cost; else null. */
   priced_as: string | null;
 }
 export interface LlmSection extends TokenCounts {
@@ -51,6 +62,8 @@ export interface CostSection {
   billed_cost: { currency: string; amount: number };
   pricing: Pricing;
   unpriced_models: string[];
+  /** What the coding CLIs said the calls cost, all models; null when none said. Not part of base_cost_usd or billed_cost. */
+  reported_cost_usd: number | null;
   /** The rate card used; null when none was in force (everything unpriced). */
   price_table: string | null;
   /** USD per unit of the billed currency used to convert; null when none was in force (billed in USD). */
@@ -73,21 +86,28 @@ export interface Receipt {
 
 const zeroTokens = (): TokenCounts => ({ input_tokens: 0, output_tokens: 0, cache_read_tokens: 0, cache_write_tokens: 0, reasoning_tokens: 0 });
 
+/** A figure the CLI reported, in micro-USD; null when it reported none. */
+const reportedMicro = ({ reported_cost_usd: usd = null }: ModelUsageRow): number | null => (usd === null ? null : Number(usd) * 1e6);
+
 /**
  * Token totals, calls and the per-model breakdown, with each model's cost; plus the cost section
  * (`computeMicro`: the compute cost already priced, in micro-USD). Fail-open: a model without a
- * price counts 0; without a rate the bill stays in USD.
+ * price counts 0; without a rate the bill stays in USD. What a CLI reported a call cost is shown
+ * beside (per model and in total) and never enters the base cost: billing does not trust it.
  */
 export function usageSections(rows: ModelUsageRow[], pricing: PricingContext = BUILTIN_PRICING, computeMicro = 0): { llm: LlmSection; cost: CostSection } {
   const llm: LlmSection = { ...zeroTokens(), calls: 0, duration_ms: 0, models: {} };
   const unpriced: string[] = [];
   let micro = 0;
+  let reportedTotal: number | null = null;
   for (const row of rows) {
     const match = pricing.card ? priceOf(row.model, pricing.card.models) : null;
     const tokens = Object.fromEntries(TOKEN_FIELDS.map((f) => [f, Number(row[f])])) as TokenCounts;
     const modelMicro = match ? costMicroUsd(match.price, tokens) : null;
     if (modelMicro === null) unpriced.push(row.model);
     else micro += modelMicro;
+    const reported = reportedMicro(row);
+    if (reported !== null) reportedTotal = (reportedTotal ?? 0) + reported;
     for (const f of TOKEN_FIELDS) llm[f] += tokens[f];
     llm.calls += Number(row.calls);
     llm.duration_ms += Number(row.duration_ms);
@@ -97,7 +117,8 @@ export function usageSections(rows: ModelUsageRow[], pricing: PricingContext = B
       duration_ms: Number(row.duration_ms),
       providers: [...row.providers].sort(),
       cost_usd: modelMicro === null ? null : microToUsd(modelMicro),
-      priced_as: match?.id ?? null,
+      reported_cost_usd: reported === null ? null : microToUsd(reported),
+      priced_as: match?.id ?? (reported === null ? null : REPORTED_BY_CLI),
     };
   }
   const status: Pricing = unpriced.length === 0 ? 'priced' : unpriced.length < rows.length ? 'partial' : 'unpriced';
@@ -109,6 +130,7 @@ export function usageSections(rows: ModelUsageRow[], pricing: PricingContext = B
       billed_cost: billed(base, pricing),
       pricing: status,
       unpriced_models: unpriced.sort(),
+      reported_cost_usd: reportedTotal === null ? null : microToUsd(reportedTotal),
       price_table: pricing.card?.id ?? null,
       exchange_rate: pricing.rate_to_usd,
     },
@@ -185,7 +207,7 @@ const byKey = (obj: unknown, compare: (a: string, b: string) => number, each: (v
       .map(([k, v]) => [k, each(v)]),
   );
 
-const MODEL_KEYS = ['calls', ...TOKEN_FIELDS, 'duration_ms', 'providers', 'cost_usd', 'priced_as'];
+const MODEL_KEYS = ['calls', ...TOKEN_FIELDS, 'duration_ms', 'providers', 'cost_usd', 'reported_cost_usd', 'priced_as'];
 
 /**
  * A stored receipt in its documented key order (jsonb keeps keys in its own order): sections as
@@ -210,7 +232,7 @@ export function inDisplayOrder<R extends Receipt>(receipt: R): R {
             ),
         }),
       cost: (v) =>
-        ordered(v, ['base_cost_usd', 'billed_cost', 'pricing', 'unpriced_models', 'price_table', 'exchange_rate'], {
+        ordered(v, ['base_cost_usd', 'billed_cost', 'pricing', 'unpriced_models', 'reported_cost_usd', 'price_table', 'exchange_rate'], {
           billed_cost: (b) => ordered(b, ['currency', 'amount']),
         }),
       compute: (v) => ordered(v, ['resource_class', 'billable_ms', 'cost_usd']),

@@ -16,9 +16,12 @@ const attemptParams = jobParams.keys({ attempt_id: Joi.string().guid().required(
 const RECEIPT_SHAPE =
   'A receipt: {receipt_version, attempt_id, attempt_number, job_id, status, result_status, ' +
   'timing {started_at, ended_at, billable_ms, phases {name: ms}}, ' +
-  'llm {calls, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, duration_ms, models {model: {calls, token counts, duration_ms, providers, cost_usd, priced_as}}}, ' +
-  'cost {base_cost_usd, billed_cost {currency, amount}, pricing priced|partial|unpriced, unpriced_models, price_table}, compute {resource_class, billable_ms}, created_at}. ' +
-  'Written once when the attempt ends, however it ends; never changed. Models without a price count 0 (fail-open) and pricing says so.';
+  'llm {calls, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, duration_ms, models {model: {calls, token counts, duration_ms, providers, cost_usd, reported_cost_usd, priced_as}}}, ' +
+  'cost {base_cost_usd, billed_cost {currency, amount}, pricing priced|partial|unpriced, unpriced_models, reported_cost_usd, price_table, exchange_rate}, ' +
+  'compute {resource_class, billable_ms, cost_usd}, workspace, created_at}. ' +
+  'Written once when the attempt ends, however it ends; never changed. Models without a price count 0 (fail-open) and pricing says so. ' +
+  "reported_cost_usd is what the coding CLI said the calls cost (null when it said nothing); a model without a price but with such a figure is priced_as 'reported by the CLI'. " +
+  'It is shown, never billed: base_cost_usd and billed_cost come from the rate card alone.';
 
 const COMPARE_SHAPE =
   'Two attempts of the job by attempt_number (a may equal b): {job_id, a, b, differences}. a and b: {id, attempt_number, status, result_status, error, ' +
@@ -41,7 +44,8 @@ export function receiptRoutes(container: DependencyContainer): ServerRoute[] {
       options: {
         tags,
         description:
-          'Record the usage of 1–100 llm.call events of a running attempt: model, provider, token counts, duration; nothing else is accepted ' +
+          'Record the usage of 1–100 llm.call events of a running attempt: model, provider, token counts, duration, and reported_cost_usd ' +
+          '(what the coding CLI said the call cost, when it computes one: shown on the receipt, never billed); nothing else is accepted ' +
           '(no prompt or response content). Fenced by the lease token like heartbeat: 409 `lease lost …` and nothing written when it does not hold. ' +
           'Answers 201 {recorded: n}.',
         plugins: write,

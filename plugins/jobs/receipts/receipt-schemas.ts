@@ -1,7 +1,7 @@
 import Joi from 'joi';
 import { timestamp } from '../../../core/http/schemas.ts';
 import { ATTEMPT_STATUSES, RESULT_STATUSES, attemptSchema } from '../attempts/attempts.ts';
-import { RECEIPT_VERSION } from './receipt-assembly.ts';
+import { RECEIPT_VERSION, REPORTED_BY_CLI } from './receipt-assembly.ts';
 import { jobId } from '../job/schemas.ts';
 
 const INT_MAX = 2_147_483_647;
@@ -24,6 +24,9 @@ export const llmCallSchema = Joi.object({
   cache_write_tokens: tokens.description('default 0'),
   reasoning_tokens: tokens.description('the part of output_tokens spent reasoning (at most output_tokens); default 0'),
   duration_ms: tokens.description('how long the provider call took'),
+  reported_cost_usd: usd.description(
+    "what the coding CLI said the call cost, in USD, when it computes a cost itself: shown on the receipt beside svc's own pricing, never billed",
+  ),
 })
   // Object-level rules (not Joi.ref) keep the OpenAPI document valid.
   .custom((call, helpers) => {
@@ -79,7 +82,15 @@ const modelUsageSchema = Joi.object({
   duration_ms: count.required(),
   providers: Joi.array().items(Joi.string()).required(),
   cost_usd: usd.allow(null).required().description('null: no price for this model (it counts 0)'),
-  priced_as: Joi.string().allow(null).required().description('the price-table entry that matched'),
+  reported_cost_usd: usd
+    .allow(null)
+    .description(
+      'the sum of what the coding CLI said the calls of this model cost; null: it reported none. Never billed. Absent on receipts written before it was recorded',
+    ),
+  priced_as: Joi.string()
+    .allow(null)
+    .required()
+    .description(`the price-table entry that matched; '${REPORTED_BY_CLI}' when none did and the CLI reported a cost (reported_cost_usd; cost_usd stays null)`),
 }).label('ModelUsage');
 
 const PRICING = ['priced', 'partial', 'unpriced'] as const;
@@ -123,6 +134,11 @@ export const receiptSchema = Joi.object({
       .required()
       .description('priced: every model used has a price; partial: some do not (they count 0); unpriced: none does'),
     unpriced_models: Joi.array().items(Joi.string()).required(),
+    reported_cost_usd: usd
+      .allow(null)
+      .description(
+        'the sum of what the coding CLIs said the calls cost, all models; null: none reported one. Informational: not part of base_cost_usd or billed_cost. Absent on receipts written before it was recorded',
+      ),
     price_table: Joi.string().allow(null).required().description('the rate card used; null when none was in force (everything unpriced)'),
     exchange_rate: Joi.number()
       .min(0)

@@ -49,6 +49,7 @@ export class ReceiptStore {
       cache_write_tokens: c.cache_write_tokens ?? 0,
       reasoning_tokens: c.reasoning_tokens ?? 0,
       duration_ms: c.duration_ms ?? null,
+      reported_cost_usd: c.reported_cost_usd ?? null,
     }));
     await trx('attempt_usage').insert(rows);
     return rows.length;
@@ -68,7 +69,8 @@ export class ReceiptStore {
               sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens, sum(cache_read_tokens) AS cache_read_tokens,
               sum(cache_write_tokens) AS cache_write_tokens, sum(reasoning_tokens) AS reasoning_tokens,
               coalesce(sum(duration_ms), 0) AS duration_ms,
-              array_remove(array_agg(DISTINCT provider), NULL) AS providers
+              array_remove(array_agg(DISTINCT provider), NULL) AS providers,
+              sum(reported_cost_usd) AS reported_cost_usd
        FROM attempt_usage WHERE attempt_id = ? GROUP BY model ORDER BY model`,
       [attemptId],
     );
