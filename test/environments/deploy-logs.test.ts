@@ -99,7 +99,7 @@ test.serial('followed as server-sent events: the lines as they are written, then
       live.frames.some((f) => f.startsWith('event: end')),
       'the deploy is still running',
     );
-    t.regex(live.frames[1], /^id: 2\nevent: log\ndata: \{"seq":2,"stream":"system","line":"release v1 serves until the new one is healthy"/);
+    t.regex(live.frames[1], /^id: 2\nevent: log\ndata: \{"seq":2,"stream":"system","line":"release v1 serves now"/);
   } finally {
     release();
     w.deployer.hold = null;
