@@ -148,6 +148,18 @@ test.serial('a rollback has its log too, saying what it rolls back to', async (t
   t.regex(first, /^deploying release v1 \(rel_1, git a{12}\) to environment staging on the recording deployer \(a rollback to the release of dep_\w+\)/);
 });
 
+test.serial('a failed deploy whose deployer could not bring the previous release back says so instead of "keeps serving"', async (t) => {
+  w.deployer.failNext = 'not healthy: web (exited with code 3); the previous container(s) did not come back healthy: web (exited with code 1)';
+  w.deployer.previousServesNext = false;
+  const ended = await settled(w, 'staging', (await deploy({ release_tag: 'v3' })).id);
+  t.like(ended, {
+    status: 'failed',
+    error_message:
+      'not healthy: web (exited with code 3); the previous container(s) did not come back healthy: web (exited with code 1) (release v1 was stopped for the deploy and did not come back healthy)',
+  });
+  t.like((await w.owner.api.get(base())).body, { current_release: { tag: 'v1' } });
+});
+
 test.serial('unknown, foreign and invisible deploys are 404; a bad id is a 400 naming it; the route is in /openapi.json with its schemas', async (t) => {
   const [mine] = (await w.owner.api.get(`${base()}/deploys`)).body.data;
   assertError(t, await w.owner.api.get(`${base()}/deploys/dep_01m000000000000000000000zz/logs`), 404, 'deploy dep_01m000000000000000000000zz not found');
