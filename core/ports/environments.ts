@@ -146,7 +146,7 @@ export class DeployFailed extends Error {
 export interface DeployOptions {
   /**
    * One line for the deploy's log (`GET …/deploys/{id}/logs`): what the deployer does as it does it
-   * (per service: the image, the container or Deployment, the wait for health, healthy or why not;
+   * (per service: the image, the deploy strategy, the container or Deployment, the wait for health, healthy or why not;
    * what it removes or puts back) and why it fails. Never a secret value (the environments domain
    * masks those it knows of anyway). Not awaited: it never slows the deploy down.
    */

@@ -60,10 +60,12 @@ function checkRunSettings(problems: Problems, service: Record<string, unknown>, 
   if (command !== undefined && !isString(command) && !(Array.isArray(command) && command.length > 0 && command.every(isString)))
     problems.add(at(path, 'command'), 'command must be a string or a list of strings');
   if (ports !== undefined) {
-    if (!Array.isArray(ports)) problems.add(at(path, 'ports'), 'ports must be a list of ports (8080, "18080:8080" for host:container, or "127.0.0.1:18080:8080")');
+    if (!Array.isArray(ports))
+      problems.add(at(path, 'ports'), 'ports must be a list of ports (8080, "18080:8080" for host:container, or "127.0.0.1:18080:8080")');
     else
       ports.forEach((p, i) => {
-        if (!(Number.isInteger(p) || (isString(p) && PORT.test(p)))) problems.add(`${at(path, 'ports')}[${i}]`, 'a port is a number, "host:container" or "address:host:container"');
+        if (!(Number.isInteger(p) || (isString(p) && PORT.test(p))))
+          problems.add(`${at(path, 'ports')}[${i}]`, 'a port is a number, "host:container" or "address:host:container"');
       });
   }
   if (environment !== undefined && expectObject(problems, environment, at(path, 'environment'))) {

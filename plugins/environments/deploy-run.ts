@@ -50,10 +50,7 @@ export async function carryOut(
     `deploying release ${describeRelease(deploy.release)} to environment ${env.name} on the ${deployer.name} deployer${deploy.rollback_of ? ` (a rollback to the release of ${deploy.rollback_of})` : ''}: ${images.join(', ')}`,
     'system',
   );
-  log.write(
-    env.current_release ? `release ${releaseName(env.current_release)} serves now` : 'nothing serves the environment yet',
-    'system',
-  );
+  log.write(env.current_release ? `release ${releaseName(env.current_release)} serves now` : 'nothing serves the environment yet', 'system');
   let outcome: DeployOutcome | null = null;
   let error: string | null = null;
   let services: DeployOutcome['services'] = [];

@@ -3,10 +3,11 @@
  * published host port (a user-defined bridge network: the engine runs with `--bridge=none`, and its
  * userland proxy publishes ports of such a network) and one on host networking are replaced in
  * place, deploy after deploy and on rollback; a broken release puts the old container back; a
- * container that exits at once fails the deploy with its exit code and last output (secrets masked).
+ * container that exits at once fails the deploy with its exit code and last output (secrets masked;
+ * its stdout and stderr lines are apart in time, as `docker logs` orders the two streams by time).
  */
 import net from 'node:net';
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import { FakeReleases } from '../fixtures/deployer.ts';
 import { ReleasesToken } from '../../core/ports/releases.ts';
 import { envWorldWith, settled, sha } from '../environments/helpers.ts';
@@ -18,7 +19,7 @@ const TAG = `svc-deploy-strategies-${process.pid}`;
 const NETWORK = `svc-deploy-strategies-${process.pid}`;
 const TOKEN = 'tok-9c1e55ab30f24d7e';
 const HTTPD = ['busybox', 'httpd', '-f', '-p', '8080', '-h', '/www'];
-const CRASH = ['/bin/sh', '-c', 'echo starting; echo "crash: bind: Address already in use (token $API_TOKEN)" >&2; exit 3'];
+const CRASH = ['/bin/sh', '-c', 'echo starting; busybox sleep 0.3; echo "crash: bind: Address already in use (token $API_TOKEN)" >&2; exit 3'];
 const digests: Record<string, string> = {};
 const worlds: World[] = [];
 const releasesOf = new Map<World, FakeReleases>();
@@ -35,7 +36,8 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-const healthcheck = (port: number) => `{ command: 'busybox wget -q -O /dev/null http://127.0.0.1:${port}/', interval_seconds: 1, timeout_seconds: 2, retries: 3 }`;
+const healthcheck = (port: number) =>
+  `{ command: 'busybox wget -q -O /dev/null http://127.0.0.1:${port}/', interval_seconds: 1, timeout_seconds: 2, retries: 3 }`;
 
 /** A world whose deployer runs containers on `network`, with `yaml` in project A, the API_TOKEN secret and releases v1 (one), v2 (two), v3 (broken), v4 (crash). */
 async function world(name: string, yaml: string, network: string): Promise<World> {
@@ -49,7 +51,13 @@ async function world(name: string, yaml: string, network: string): Promise<World
   const secret = await w.owner.api.post(`/projects/${w.projectA}/secrets`, { name: 'API_TOKEN', value: TOKEN });
   if (secret.statusCode !== 201) throw new Error(`secret: ${secret.statusCode} ${JSON.stringify(secret.body)}`);
   for (const [i, image] of ['v1', 'v2', 'broken', 'crash'].entries())
-    releases.add(w.projectA, { id: `rel_${i + 1}`, tag: `v${i + 1}`, git_sha: sha(String(i + 1)), manifest_hash: null, image_digests: { web: digests[image] } });
+    releases.add(w.projectA, {
+      id: `rel_${i + 1}`,
+      tag: `v${i + 1}`,
+      git_sha: sha(String(i + 1)),
+      manifest_hash: null,
+      image_digests: { web: digests[image] },
+    });
   return w;
 }
 
@@ -103,17 +111,24 @@ const page = async (port: number) => (await fetch(`http://127.0.0.1:${port}/`)).
 const containersOf = (w: World) => containersLabelled(`svc.project=${w.projectA}`);
 
 /** Deploys v1, v2, a rollback to v1 and v3 (broken) on a fixed port: each replaces the old container, the broken one puts it back. */
-async function replacedInPlace(t: import('ava').ExecutionContext, w: World, port: number, reason: string) {
+async function replacedInPlace(t: ExecutionContext, w: World, port: number, reason: string) {
   const one = await deploy(w, { release_tag: 'v1' });
   t.like(one, { status: 'succeeded' }, String(one.error_message));
-  t.true((await logOf(w, one.id)).includes(`web: deploy strategy replace (the old container stops before the new one starts, and starts again if the new one fails): ${reason}`));
+  t.true(
+    (await logOf(w, one.id)).includes(
+      `web: deploy strategy replace (the old container stops before the new one starts, and starts again if the new one fails): ${reason}`,
+    ),
+  );
   t.is(await page(port), 'one');
   const [first] = await containersOf(w);
 
   const two = await deploy(w, { release_tag: 'v2' });
   t.like(two, { status: 'succeeded' }, String(two.error_message));
   const log = await logOf(w, two.id);
-  t.true(log.some((l) => /^web: previous container svc-\S+ stopped \(kept until the new one is healthy\)$/.test(l)), log.join('\n'));
+  t.true(
+    log.some((l) => /^web: previous container svc-\S+ stopped \(kept until the new one is healthy\)$/.test(l)),
+    log.join('\n'),
+  );
   t.is(await page(port), 'two');
   const [second, ...more] = await containersOf(w);
   t.deepEqual(more, [], 'the old container is gone');
@@ -128,7 +143,10 @@ async function replacedInPlace(t: import('ava').ExecutionContext, w: World, port
   t.is(broken.status, 'failed');
   t.regex(broken.error_message, /^not healthy: web \(health check failing.*\) \(release v1 keeps serving\)$/);
   const failed = await logOf(w, broken.id);
-  t.true(failed.some((l) => /^web: previous container svc-\S+ started again$/.test(l)), failed.join('\n'));
+  t.true(
+    failed.some((l) => /^web: previous container svc-\S+ started again$/.test(l)),
+    failed.join('\n'),
+  );
   t.true(failed.includes('the previous containers serve again'), failed.join('\n'));
   t.is(await page(port), 'one', 'the old container serves again');
   t.deepEqual(

@@ -48,7 +48,7 @@ export function demultiplex(source: Readable, stdout: PassThrough, stderr: PassT
 export function demultiplexedText(answer: Buffer): string {
   if (answer.length > 0 && answer.length < 8) return answer.toString('utf8');
   const parts: Buffer[] = [];
-  for (let at = 0; at + 8 <= answer.length; ) {
+  for (let at = 0; at + 8 <= answer.length;) {
     // A header is a stream type 0..3 and three zero bytes.
     if (answer[at] > 3 || answer.readUIntBE(at + 1, 3) !== 0) return answer.toString('utf8');
     const end = Math.min(answer.length, at + 8 + answer.readUInt32BE(at + 4));

@@ -24,8 +24,12 @@ export function strategyFor(name: string, service: DeployService, network: strin
   if (service.deploy_strategy) return { strategy: service.deploy_strategy, reason: `services.${name}.deploy_strategy in the manifest` };
   const ports = service.ports.filter((p) => p.host !== null);
   if (ports.length > 0)
-    return { strategy: 'replace', reason: `it publishes host port${ports.length > 1 ? 's' : ''} ${ports.map(published).join(', ')}, which one container holds at a time` };
-  if (network === 'host') return { strategy: 'replace', reason: "the deployer's network is host, so the old and the new container would share the host's ports" };
+    return {
+      strategy: 'replace',
+      reason: `it publishes host port${ports.length > 1 ? 's' : ''} ${ports.map(published).join(', ')}, which one container holds at a time`,
+    };
+  if (network === 'host')
+    return { strategy: 'replace', reason: "the deployer's network is host, so the old and the new container would share the host's ports" };
   return { strategy: 'start-first', reason: "it publishes no host port and the deployer's network is not host, so both can run at once" };
 }
 

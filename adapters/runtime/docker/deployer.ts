@@ -146,7 +146,9 @@ export class DockerDeployer implements Deployer {
         });
         say(`${name}: container started`);
       }
-      const services = await Promise.all(started.map(({ name, container }) => this.waitHealthy(name, container, target.services[name].healthcheck !== null, say)));
+      const services = await Promise.all(
+        started.map(({ name, container }) => this.waitHealthy(name, container, target.services[name].healthcheck !== null, say)),
+      );
       const failed = started.map((s, i) => ({ ...s, ...services[i] })).filter((s) => s.health !== 'healthy');
       if (failed.length > 0) throw await this.notHealthy(failed, services, say);
       for (const { container } of started) await container.update({ RestartPolicy: SERVICE_RESTART_POLICY });
@@ -173,7 +175,8 @@ export class DockerDeployer implements Deployer {
         .getContainer(info.Id)
         .stop({ t: this.options.stop_timeout_seconds })
         .catch((err) => {
-          if (statusOf(err) !== 304) throw new DeployFailed(`service ${service}: stopping previous container ${containerName(info)} failed: ${engineMessage(err)}`);
+          if (statusOf(err) !== 304)
+            throw new DeployFailed(`service ${service}: stopping previous container ${containerName(info)} failed: ${engineMessage(err)}`);
         });
       say(`${service}: previous container ${containerName(info)} stopped (kept until the new one is healthy)`);
     }
@@ -182,13 +185,18 @@ export class DockerDeployer implements Deployer {
 
   /** The deploy's failure for containers that did not become healthy: each one's reason, exit code and last output lines, also in the log. */
   private async notHealthy(failed: FailedContainer[], services: ServiceHealth[], say: (line: string) => void): Promise<DeployFailed> {
+    return new DeployFailed(`not healthy: ${(await this.describeAll(failed, say)).join('; ')}`, services);
+  }
+
+  /** Says what each failed container said before it failed; one phrase each for an error message. */
+  private async describeAll(failed: FailedContainer[], say: (line: string) => void): Promise<string[]> {
     const phrases: string[] = [];
     for (const container of failed) {
       const { lines, phrase } = await describeFailure(container);
       lines.forEach(say);
       phrases.push(phrase);
     }
-    return new DeployFailed(`not healthy: ${phrases.join('; ')}`, services);
+    return phrases;
   }
 
   /** After a failed replace: starts the previous containers it stopped and waits for their health; the failure, saying whether they serve again. */
@@ -198,13 +206,15 @@ export class DockerDeployer implements Deployer {
         const service = info.Labels[LABEL.service] ?? '?';
         const container = this.docker.getContainer(info.Id);
         try {
-          await container.start();
+          await container.start().catch((err) => {
+            if (statusOf(err) !== 304) throw err; // 304: already running
+          });
+          say(`${service}: previous container ${containerName(info)} started again`);
+          const checked = (await container.inspect()).Config.Healthcheck !== undefined;
+          return { ...(await this.waitHealthy(service, container, checked, say)), container };
         } catch (err) {
-          if (statusOf(err) !== 304) return { service, health: 'degraded' as const, detail: `could not start: ${engineMessage(err)}`, container };
+          return { service, health: 'degraded' as const, detail: `could not be started again: ${engineMessage(err)}`, container };
         }
-        say(`${service}: previous container ${containerName(info)} started again`);
-        const checked = (await container.inspect()).Config.Healthcheck !== undefined;
-        return { ...(await this.waitHealthy(service, container, checked, say)), container };
       }),
     );
     const down = back.filter((b) => b.health !== 'healthy');
@@ -212,12 +222,7 @@ export class DockerDeployer implements Deployer {
       say('the previous containers serve again');
       return failure;
     }
-    const phrases: string[] = [];
-    for (const container of down) {
-      const { lines, phrase } = await describeFailure(container);
-      lines.forEach(say);
-      phrases.push(phrase);
-    }
+    const phrases = await this.describeAll(down, say);
     say(`the previous containers did not all come back: ${phrases.join('; ')}`);
     return new DeployFailed(`${failure.message}; the previous container(s) did not come back healthy: ${phrases.join('; ')}`, failure.services, false);
   }
