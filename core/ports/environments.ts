@@ -74,7 +74,17 @@ export interface PullSecret {
 export interface ServicePort {
   container: number;
   host: number | null;
+  /** The host address a published port binds (`"127.0.0.1:18080:8080"`); null: every address. Docker only. */
+  host_ip: string | null;
 }
+
+/**
+ * How a redeploy swaps a service's container (`services.<name>.deploy_strategy`): `replace` stops
+ * the old one before the new one starts (a fixed host port, host networking); `start-first` starts
+ * the new one beside the old one. The Docker deployer's; Kubernetes rolls its Deployments.
+ */
+export const DEPLOY_STRATEGIES = ['replace', 'start-first'] as const;
+export type DeployStrategy = (typeof DEPLOY_STRATEGIES)[number];
 
 /** How the runtime tells a service is healthy: a command run inside it (exit 0), repeated. */
 export interface HealthCheck {
@@ -93,6 +103,8 @@ export interface DeployService {
   /** Values with `${secret.NAME}` expanded: never logged, stored by Kubernetes in a Secret. */
   environment: Record<string, string>;
   healthcheck: HealthCheck | null;
+  /** The manifest's choice; null: the deployer chooses. */
+  deploy_strategy: DeployStrategy | null;
 }
 
 /** Everything a deployer needs to put one environment's release in place. */
@@ -115,11 +127,15 @@ export interface DeployOutcome {
   services: ServiceHealth[];
 }
 
-/** A deploy the runtime refused or that never became healthy: the previous release keeps serving. */
+/**
+ * A deploy the runtime refused or that never became healthy: the previous release keeps serving,
+ * unless `previousServes` is false (it was stopped for the deploy and did not come back healthy).
+ */
 export class DeployFailed extends Error {
   constructor(
     message: string,
     readonly services: ServiceHealth[] = [],
+    readonly previousServes = true,
   ) {
     super(message);
     this.name = 'DeployFailed';
@@ -130,7 +146,7 @@ export class DeployFailed extends Error {
 export interface DeployOptions {
   /**
    * One line for the deploy's log (`GET …/deploys/{id}/logs`): what the deployer does as it does it
-   * (per service: the image, the container or Deployment, the wait for health, healthy or why not;
+   * (per service: the image, the deploy strategy, the container or Deployment, the wait for health, healthy or why not;
    * what it removes or puts back) and why it fails. Never a secret value (the environments domain
    * masks those it knows of anyway). Not awaited: it never slows the deploy down.
    */

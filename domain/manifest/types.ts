@@ -143,6 +143,8 @@ export interface ServiceDefinition {
   ports?: (number | string)[];
   environment?: Record<string, string | number>;
   healthcheck?: { command: string; interval_seconds?: number; timeout_seconds?: number; retries?: number };
+  /** How a redeploy swaps its container (core/ports/environments.ts DeployStrategy); absent: the deployer chooses. */
+  deploy_strategy?: 'replace' | 'start-first';
   [key: string]: unknown;
 }
 

@@ -1,3 +1,4 @@
+import { DEPLOY_STRATEGIES } from '../../core/ports/environments.ts';
 import { type Problems, at, expectObject, isObject, isString, unknownKeys } from './problems.ts';
 import { declaredNames, describeUndeclared, undeclaredInputs, type PipelineInputDeclarations } from './pipeline-inputs.ts';
 
@@ -24,7 +25,7 @@ export function checkServices(problems: Problems, value: unknown): void {
   for (const [name, service] of Object.entries(value)) {
     const path = at('services', name);
     if (!expectObject(problems, service, path)) continue;
-    unknownKeys(problems, service, ['image', 'build', 'command', 'ports', 'environment', 'healthcheck'], path);
+    unknownKeys(problems, service, ['image', 'build', 'command', 'ports', 'environment', 'healthcheck', 'deploy_strategy'], path);
     checkRunSettings(problems, service, path);
     if (service.build !== undefined && expectObject(problems, service.build, at(path, 'build'))) {
       unknownKeys(problems, service.build, ['context', 'dockerfile', 'image'], at(path, 'build'));
@@ -61,24 +62,29 @@ function checkDeclared(problems: Problems, given: Record<string, unknown>, decla
     problems.add(at(path, name), `pipeline '${pipeline}' declares no input ${describeUndeclared(names, name)}: ${declaredNames(names)}`);
 }
 
-const PORT = /^(\d{1,5}:)?\d{1,5}$/;
+/** `8080`, `"18080:8080"` (host:container) or `"127.0.0.1:18080:8080"` (address:host:container). */
+export const PORT = /^(?:(?:(\d{1,3}(?:\.\d{1,3}){3}):)?(\d{1,5}):)?(\d{1,5})$/;
 
-/** What a deployer runs: `command` (string or list), `ports` (8080 or "18080:8080"), `environment` (strings), `healthcheck.command`. */
+/** What a deployer runs: `command` (string or list), `ports`, `environment` (strings), `healthcheck.command`, `deploy_strategy`. */
 function checkRunSettings(problems: Problems, service: Record<string, unknown>, path: string): void {
-  const { command, ports, environment, healthcheck } = service;
+  const { command, ports, environment, healthcheck, deploy_strategy: strategy } = service;
   if (command !== undefined && !isString(command) && !(Array.isArray(command) && command.length > 0 && command.every(isString)))
     problems.add(at(path, 'command'), 'command must be a string or a list of strings');
   if (ports !== undefined) {
-    if (!Array.isArray(ports)) problems.add(at(path, 'ports'), 'ports must be a list of ports (8080, or "18080:8080" for host:container)');
+    if (!Array.isArray(ports))
+      problems.add(at(path, 'ports'), 'ports must be a list of ports (8080, "18080:8080" for host:container, or "127.0.0.1:18080:8080")');
     else
       ports.forEach((p, i) => {
-        if (!(Number.isInteger(p) || (isString(p) && PORT.test(p)))) problems.add(`${at(path, 'ports')}[${i}]`, 'a port is a number, or "host:container"');
+        if (!(Number.isInteger(p) || (isString(p) && PORT.test(p))))
+          problems.add(`${at(path, 'ports')}[${i}]`, 'a port is a number, "host:container" or "address:host:container"');
       });
   }
   if (environment !== undefined && expectObject(problems, environment, at(path, 'environment'))) {
     for (const [key, value] of Object.entries(environment))
       if (!isString(value) && typeof value !== 'number') problems.add(at(at(path, 'environment'), key), 'an environment value must be a string');
   }
+  if (strategy !== undefined && !(DEPLOY_STRATEGIES as readonly unknown[]).includes(strategy))
+    problems.add(at(path, 'deploy_strategy'), `deploy_strategy must be ${DEPLOY_STRATEGIES.map((s) => `'${s}'`).join(' or ')}`);
   if (healthcheck !== undefined && expectObject(problems, healthcheck, at(path, 'healthcheck'))) {
     unknownKeys(problems, healthcheck, ['command', 'interval_seconds', 'timeout_seconds', 'retries'], at(path, 'healthcheck'));
     if (!isString(healthcheck.command))

@@ -50,10 +50,7 @@ export async function carryOut(
     `deploying release ${describeRelease(deploy.release)} to environment ${env.name} on the ${deployer.name} deployer${deploy.rollback_of ? ` (a rollback to the release of ${deploy.rollback_of})` : ''}: ${images.join(', ')}`,
     'system',
   );
-  log.write(
-    env.current_release ? `release ${releaseName(env.current_release)} serves until the new one is healthy` : 'nothing serves the environment yet',
-    'system',
-  );
+  log.write(env.current_release ? `release ${releaseName(env.current_release)} serves now` : 'nothing serves the environment yet', 'system');
   let outcome: DeployOutcome | null = null;
   let error: string | null = null;
   let services: DeployOutcome['services'] = [];
@@ -69,7 +66,12 @@ export async function carryOut(
   } catch (err) {
     if (err instanceof DeployFailed) services = err.services;
     else d.logger.error({ err, deployId: deploy.id }, 'deploy failed in the deployer');
-    const serving = env.current_release ? `release ${releaseName(env.current_release)} keeps serving` : 'nothing was serving before';
+    const previous = env.current_release ? `release ${releaseName(env.current_release)}` : null;
+    const serving = !previous
+      ? 'nothing was serving before'
+      : err instanceof DeployFailed && !err.previousServes
+        ? `${previous} was stopped for the deploy and did not come back healthy`
+        : `${previous} keeps serving`;
     error = log.clean(`${(err as Error).message} (${serving})`);
   }
   services = services.map((s) => ({ ...s, detail: log.clean(s.detail) }));

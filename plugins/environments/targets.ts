@@ -4,14 +4,15 @@ import type { ManifestReader } from '../../core/ports/manifest.ts';
 import type { SecretResolver } from '../../core/ports/secrets.ts';
 import type { DeployService, DeployTarget, PullSecret, ReleaseRef } from '../../core/ports/environments.ts';
 import type { Manifest, ServiceDefinition } from '../../domain/manifest/types.ts';
+import { PORT } from '../../domain/manifest/validate-deploy.ts';
 import type { EnvironmentRow } from './repository.ts';
 import { REGISTRY_PASSWORD as DEFAULT_TOKEN_SECRET, REGISTRY_USERNAME as DEFAULT_USERNAME_SECRET } from '../../core/secrets/platform.ts';
 
-/** `8080` or `"18080:8080"` (host:container). */
+/** `8080`, `"18080:8080"` (host:container) or `"127.0.0.1:18080:8080"`; the manifest's check passed it (PORT). */
 function portOf(p: number | string): DeployService['ports'][number] {
-  if (typeof p === 'number') return { container: p, host: null };
-  const [a, b] = p.split(':').map(Number);
-  return b === undefined ? { container: a, host: null } : { container: b, host: a };
+  if (typeof p === 'number') return { container: p, host: null, host_ip: null };
+  const [, ip, host, container] = PORT.exec(p) ?? [];
+  return { container: Number(container), host: host === undefined ? null : Number(host), host_ip: ip ?? null };
 }
 
 const commandOf = (c: ServiceDefinition['command']): string[] | null => (c === undefined ? null : typeof c === 'string' ? ['/bin/sh', '-c', c] : c);
@@ -57,6 +58,7 @@ export class DeployTargets {
         healthcheck: hc
           ? { command: hc.command, interval_seconds: hc.interval_seconds ?? 2, timeout_seconds: hc.timeout_seconds ?? 5, retries: hc.retries ?? 15 }
           : null,
+        deploy_strategy: def.deploy_strategy ?? null,
       };
     }
     const pullSecret = await this.pullSecret(manifest, env.project_id);

@@ -84,7 +84,7 @@ test.serial(
     t.is(r.code, 0, showRun(args, r));
     t.regex(
       heldWhile,
-      /^svc: deploying release v1\.2\.0 \(rel_2, git b{12}\) to environment staging on the recording deployer: web sha256:b{64}\nsvc: release v1\.1\.0 serves until the new one is healthy\nweb: starting sha256:b{64}\n$/,
+      /^svc: deploying release v1\.2\.0 \(rel_2, git b{12}\) to environment staging on the recording deployer: web sha256:b{64}\nsvc: release v1\.1\.0 serves now\nweb: starting sha256:b{64}\n$/,
     );
     t.false(heldWhile.includes('deploy succeeded'), 'the lines came while the deploy was still running');
     t.regex(

@@ -4,9 +4,6 @@
  * nothing pulled): v1 and v2 serve a page, `broken` serves none, so its health check fails.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, mkdirSync, rmSync, symlinkSync, copyFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import test from 'ava';
 import { FakeReleases } from '../fixtures/deployer.ts';
 import { ReleasesToken } from '../../core/ports/releases.ts';
@@ -15,6 +12,7 @@ import type { World } from '../jobs/claim-helpers.ts';
 import { assertError } from '../orgs/helpers.ts';
 import { containersLabelled, docker } from './helpers.ts';
 import { DOCKER_CLI } from './images.ts';
+import { webImage } from './web-images.ts';
 
 const TAG = `svc-envs-web-${process.pid}`;
 const releases = new FakeReleases();
@@ -22,29 +20,13 @@ const digests: Record<string, string> = {};
 let w: World;
 let projectLabel: string;
 
-/** An image of busybox with /www/index.html saying `page` (none when null), imported from a root filesystem. */
-function webImage(name: string, page: string | null): string {
-  const root = mkdtempSync(path.join(tmpdir(), 'svc-envs-rootfs-'));
-  try {
-    mkdirSync(path.join(root, 'bin'));
-    copyFileSync('/bin/busybox', path.join(root, 'bin/busybox'));
-    symlinkSync('busybox', path.join(root, 'bin/sh'));
-    mkdirSync(path.join(root, 'www'));
-    if (page !== null) writeFileSync(path.join(root, 'www/index.html'), page);
-    execFileSync('sh', ['-c', `tar -C "$0" -c . | "$1" import --change 'ENV PATH=/bin' - "$2"`, root, DOCKER_CLI, `${TAG}:${name}`], { stdio: 'ignore' });
-    return execFileSync(DOCKER_CLI, ['image', 'inspect', '--format', '{{.Id}}', `${TAG}:${name}`], { encoding: 'utf8' }).trim();
-  } finally {
-    rmSync(root, { recursive: true, force: true });
-  }
-}
-
 test.before(async () => {
   for (const [name, page] of [
     ['v1', 'one'],
     ['v2', 'two'],
     ['broken', null],
   ] as const)
-    digests[name] = webImage(name, page);
+    digests[name] = webImage(`${TAG}:${name}`, page);
   w = await envWorldWith('envdock', example('staging.yaml'), {
     overrides: { adapters: { deployer: { use: 'docker', options: { network: 'none', health_timeout_ms: 30_000, stop_timeout_seconds: 1 } } } },
     configure: (c) => c.registerInstance(ReleasesToken, releases),
@@ -93,9 +75,13 @@ test.serial('flow 3 on the engine: a release runs by digest and becomes healthy;
   const one = await deploy({ release_tag: 'v1.1.0' });
   t.like(one, { status: 'succeeded', services: [{ service: 'web', health: 'healthy', detail: 'health check passing' }] });
   const reported = await logOf(one.id, 'deployer');
-  t.deepEqual(reported.slice(0, 2), ['no container of the environment runs yet', `web: image ${digests.v1}`]);
-  t.regex(reported[2], /^web: container svc-\S+-staging-web-\w+ \([0-9a-f]{12}\) created$/);
-  t.deepEqual(reported.slice(3), ['web: container started', 'web: waiting for its health check (at most 30000 ms)', 'web: healthy (health check passing)']);
+  t.deepEqual(reported.slice(0, 3), [
+    'no container of the environment runs yet',
+    `web: image ${digests.v1}`,
+    "web: deploy strategy start-first (the new container starts beside the old one, which is removed once the new one is healthy): it publishes no host port and the deployer's network is not host, so both can run at once",
+  ]);
+  t.regex(reported[3], /^web: container svc-\S+-staging-web-\w+ \([0-9a-f]{12}\) created$/);
+  t.deepEqual(reported.slice(4), ['web: container started', 'web: waiting for its health check (at most 30000 ms)', 'web: healthy (health check passing)']);
   t.false(reported.join('\n').includes('hello'), 'the environment values are never reported');
   t.deepEqual(await page(), [{ image: digests.v1, text: 'one' }]);
   t.like((await w.owner.api.get(base())).body, { health: 'healthy', current_release: { tag: 'v1.1.0' } });
@@ -107,7 +93,7 @@ test.serial('flow 3 on the engine: a release runs by digest and becomes healthy;
   const two = await deploy({ release_tag: 'v1.2.0' });
   t.like(two, { status: 'succeeded' });
   const replaced = await logOf(two.id, 'deployer');
-  t.is(replaced[0], '1 container(s) of the environment keep serving until the new ones are healthy');
+  t.is(replaced[0], '1 container(s) of the environment exist now, 1 running');
   t.regex(replaced.at(-1)!, /^web: previous container svc-\S+-staging-web-\w+ removed$/);
   t.deepEqual(await page(), [{ image: digests.v2, text: 'two' }]);
   t.is((await containersLabelled(projectLabel)).length, 1, 'the old container is gone once the new one is healthy');

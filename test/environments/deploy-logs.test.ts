@@ -99,7 +99,7 @@ test.serial('followed as server-sent events: the lines as they are written, then
       live.frames.some((f) => f.startsWith('event: end')),
       'the deploy is still running',
     );
-    t.regex(live.frames[1], /^id: 2\nevent: log\ndata: \{"seq":2,"stream":"system","line":"release v1 serves until the new one is healthy"/);
+    t.regex(live.frames[1], /^id: 2\nevent: log\ndata: \{"seq":2,"stream":"system","line":"release v1 serves now"/);
   } finally {
     release();
     w.deployer.hold = null;
@@ -146,6 +146,18 @@ test.serial('a rollback has its log too, saying what it rolls back to', async (t
   t.like(await settled(w, 'staging', back.id), { status: 'succeeded', release: { tag: 'v1' } });
   const first = (await logsOf(back.id)).data[0].line;
   t.regex(first, /^deploying release v1 \(rel_1, git a{12}\) to environment staging on the recording deployer \(a rollback to the release of dep_\w+\)/);
+});
+
+test.serial('a failed deploy whose deployer could not bring the previous release back says so instead of "keeps serving"', async (t) => {
+  w.deployer.failNext = 'not healthy: web (exited with code 3); the previous container(s) did not come back healthy: web (exited with code 1)';
+  w.deployer.previousServesNext = false;
+  const ended = await settled(w, 'staging', (await deploy({ release_tag: 'v3' })).id);
+  t.like(ended, {
+    status: 'failed',
+    error_message:
+      'not healthy: web (exited with code 3); the previous container(s) did not come back healthy: web (exited with code 1) (release v1 was stopped for the deploy and did not come back healthy)',
+  });
+  t.like((await w.owner.api.get(base())).body, { current_release: { tag: 'v1' } });
 });
 
 test.serial('unknown, foreign and invisible deploys are 404; a bad id is a 400 naming it; the route is in /openapi.json with its schemas', async (t) => {

@@ -193,6 +193,7 @@ const jobTarget = (command: string[] | null = null): DeployTarget => ({
       ports: [],
       environment: { DATABASE_URL: 'postgres://db/app', MODE: 'job' },
       healthcheck: null,
+      deploy_strategy: null,
     },
   },
   pullSecret: { host: 'registry.example.com', username: 'robot', password: 'pull-token-2' },

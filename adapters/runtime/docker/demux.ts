@@ -39,3 +39,21 @@ export function demultiplex(source: Readable, stdout: PassThrough, stderr: PassT
   source.once('close', end);
   source.once('error', end);
 }
+
+/**
+ * The text of a whole multiplexed answer (`GET /containers/{id}/logs` without follow): the frames'
+ * payloads in order, stdout and stderr as they interleaved. An answer that is not framed (a
+ * container with a TTY) is its own text.
+ */
+export function demultiplexedText(answer: Buffer): string {
+  if (answer.length > 0 && answer.length < 8) return answer.toString('utf8');
+  const parts: Buffer[] = [];
+  for (let at = 0; at + 8 <= answer.length;) {
+    // A header is a stream type 0..3 and three zero bytes.
+    if (answer[at] > 3 || answer.readUIntBE(at + 1, 3) !== 0) return answer.toString('utf8');
+    const end = Math.min(answer.length, at + 8 + answer.readUInt32BE(at + 4));
+    parts.push(answer.subarray(at + 8, end));
+    at = end;
+  }
+  return Buffer.concat(parts).toString('utf8');
+}

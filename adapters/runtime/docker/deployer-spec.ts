@@ -40,12 +40,17 @@ export function oneOffSpec(
   };
 }
 
+/** A service's container once a deploy found it healthy. */
+export const SERVICE_RESTART_POLICY = { Name: 'unless-stopped' } as const;
+
 /** The Engine API create body of one service's container. */
 export function containerSpec(target: DeployTarget, service: string, image: string, generation: string, network: string | null): Docker.ContainerCreateOptions {
   const def = target.services[service];
   const name = `svc-${target.project.slug}-${target.environment.name}-${service}-${generation}`.replace(/[^a-zA-Z0-9_.-]/g, '-');
   const exposed = Object.fromEntries(def.ports.map((p) => [`${p.container}/tcp`, {}]));
-  const bindings = Object.fromEntries(def.ports.filter((p) => p.host !== null).map((p) => [`${p.container}/tcp`, [{ HostPort: String(p.host) }]]));
+  const bindings = Object.fromEntries(
+    def.ports.filter((p) => p.host !== null).map((p) => [`${p.container}/tcp`, [{ HostPort: String(p.host), ...(p.host_ip ? { HostIp: p.host_ip } : {}) }]]),
+  );
   const hc = def.healthcheck;
   return {
     name,
@@ -72,7 +77,9 @@ export function containerSpec(target: DeployTarget, service: string, image: stri
       : {}),
     HostConfig: {
       PortBindings: bindings,
-      RestartPolicy: { Name: 'unless-stopped' },
+      // Not restarted until it is healthy (the deploy then sets SERVICE_RESTART_POLICY): a new container that exits
+      // must stay exited, so the deploy reads its exit code and fails instead of watching it restart.
+      RestartPolicy: { Name: 'no' },
       ...(network ? { NetworkMode: network } : {}),
     },
   };

@@ -1,9 +1,12 @@
 /**
  * Deployer on a Docker engine (Engine API through dockerode): each service of a release runs as a
  * container from its image by digest, with the manifest's command, environment, ports and health
- * check, labelled with the environment. A redeploy starts the new containers beside the old ones
- * and removes the old ones only once every new one is healthy; a release that does not come up is
- * removed again and the old containers keep serving. Images are never pulled.
+ * check, labelled with the environment. A redeploy swaps each service's container by its strategy
+ * (deploy-strategy.ts): start-first starts the new one beside the old one; replace (a published
+ * host port, host networking) stops the old one first. The old ones are removed only once every new
+ * one is healthy; a release that does not come up is removed again, with its containers' exit codes
+ * and last output in the error, and the old containers serve (started again where they were
+ * stopped). Images are never pulled.
  */
 import type { Readable } from 'node:stream';
 import Docker from 'dockerode';
@@ -13,6 +16,7 @@ import type {
   Deployer,
   DeployOptions,
   DeployOutcome,
+  DeployStrategy,
   DeployTarget,
   OneOffExit,
   OneOffRun,
@@ -22,7 +26,9 @@ import type {
 import { DeployFailed } from '../../../core/ports/environments.ts';
 import { defineAdapter } from '../../../core/sdk.ts';
 import { engineAddress, engineMessage, statusOf } from './engine.ts';
-import { containerSpec, imageCandidates, LABEL, oneOffSpec } from './deployer-spec.ts';
+import { containerSpec, imageCandidates, LABEL, oneOffSpec, SERVICE_RESTART_POLICY } from './deployer-spec.ts';
+import { describeStrategy, strategyFor } from './deploy-strategy.ts';
+import { describeFailure, type FailedContainer } from './container-output.ts';
 import { DockerProcess } from './container.ts';
 
 export type Options = {
@@ -51,11 +57,17 @@ const optionsSchema = Joi.object({
 
 type Info = Docker.ContainerInfo;
 const POLL_MS = 250;
+/** A container without a health check counts as healthy once it has stayed up this long: one that exits at once fails the deploy. */
+const UP_WITHOUT_CHECK_MS = 1000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A container's health in the environment's terms: healthy, starting (null: not decided yet), or degraded with why. */
 function healthOf(state: Docker.ContainerInspectInfo['State']): { health: ServiceHealth['health'] | null; detail: string } {
-  if (!state.Running) return { health: 'degraded', detail: `not running (${state.Status}, exit code ${state.ExitCode})` };
+  if (state.Restarting) return { health: 'degraded', detail: `restarting after it exited with code ${state.ExitCode}` };
+  if (!state.Running) {
+    if (state.Status !== 'exited') return { health: 'degraded', detail: `not running (${state.Status})` };
+    return { health: 'degraded', detail: `exited with code ${state.ExitCode}${state.OOMKilled ? ' (out of memory)' : ''}` };
+  }
   const h = state.Health?.Status;
   if (!h || h === 'none') return { health: 'healthy', detail: 'running (no health check)' };
   if (h === 'healthy') return { health: 'healthy', detail: 'health check passing' };
@@ -63,6 +75,8 @@ function healthOf(state: Docker.ContainerInspectInfo['State']): { health: Servic
   const last = state.Health?.Log?.at(-1);
   return { health: 'degraded', detail: `health check failing${last ? `: ${last.Output.trim().slice(0, 200)}` : ''}` };
 }
+
+const containerName = (info: Info) => info.Names[0]?.replace(/^\//, '') ?? info.Id.slice(0, 12);
 
 export class DockerDeployer implements Deployer {
   readonly name = 'docker';
@@ -92,55 +106,141 @@ export class DockerDeployer implements Deployer {
     ]);
   }
 
-  /** Reports each step to `options.progress`: per service the image, the container created and started, the wait for health and its end; what it removes. */
+  /**
+   * Reports each step to `options.progress`: per service the image, its deploy strategy and why,
+   * the previous container stopped (replace), the container created and started, the wait for
+   * health and its end; what it removes. A failed container's exit code and last output lines go to
+   * the log and the error; the new containers are removed and stopped previous ones started again.
+   */
   async deploy(target: DeployTarget, release: ReleaseRef, options: DeployOptions = {}): Promise<DeployOutcome> {
     const say = (line: string) => options.progress?.(line);
     const names = Object.keys(release.image_digests).sort();
     const unknown = names.filter((n) => !target.services[n]);
     if (unknown.length > 0) throw new DeployFailed(`the release names services the manifest does not define: ${unknown.join(', ')}`);
     const old = await this.containers(target);
-    say(old.length ? `${old.length} container(s) of the environment keep serving until the new ones are healthy` : 'no container of the environment runs yet');
+    const running = old.filter((c) => c.State === 'running');
+    say(old.length ? `${old.length} container(s) of the environment exist now, ${running.length} running` : 'no container of the environment runs yet');
     const generation = `${Date.now().toString(36)}`;
-    const started: Docker.Container[] = [];
+    const started: { name: string; container: Docker.Container }[] = [];
+    const stopped: Info[] = [];
     try {
+      // Every image is found before anything stops.
+      const plans: { name: string; image: string; strategy: DeployStrategy }[] = [];
       for (const name of names) {
         const image = await this.image(name, target.services[name].image, release.image_digests[name], release.images?.[name] ?? null);
+        const choice = strategyFor(name, target.services[name], this.options.network);
         say(`${name}: image ${image}`);
+        say(describeStrategy(name, choice));
+        plans.push({ name, image, strategy: choice.strategy });
+      }
+      for (const { name, image, strategy } of plans) {
+        if (strategy === 'replace') stopped.push(...(await this.stopPrevious(name, running, say)));
         const spec = containerSpec(target, name, image, generation, this.options.network);
-        const container = await this.docker.createContainer(spec);
-        started.push(container);
+        const container = await this.docker.createContainer(spec).catch((err) => {
+          throw new DeployFailed(`service ${name}: the engine refused its container: ${engineMessage(err)}`);
+        });
+        started.push({ name, container });
         say(`${name}: container ${spec.name} (${container.id.slice(0, 12)}) created`);
-        await container.start();
+        await container.start().catch((err) => {
+          throw new DeployFailed(`service ${name}: the engine could not start its container: ${engineMessage(err)}`);
+        });
         say(`${name}: container started`);
       }
-      const services = await Promise.all(started.map((c, i) => this.waitHealthy(names[i], c, target.services[names[i]].healthcheck !== null, say)));
-      const failed = services.filter((s) => s.health !== 'healthy');
-      if (failed.length > 0) throw new DeployFailed(`not healthy: ${failed.map((s) => `${s.service} (${s.detail})`).join('; ')}`, services);
+      const services = await Promise.all(
+        started.map(({ name, container }) => this.waitHealthy(name, container, target.services[name].healthcheck !== null, say)),
+      );
+      const failed = started.map((s, i) => ({ ...s, ...services[i] })).filter((s) => s.health !== 'healthy');
+      if (failed.length > 0) throw await this.notHealthy(failed, services, say);
+      for (const { container } of started) await container.update({ RestartPolicy: SERVICE_RESTART_POLICY });
       for (const info of old) {
         await this.docker.getContainer(info.Id).remove({ force: true });
-        say(`${info.Labels[LABEL.service] ?? '?'}: previous container ${info.Names[0]?.replace(/^\//, '') ?? info.Id.slice(0, 12)} removed`);
+        say(`${info.Labels[LABEL.service] ?? '?'}: previous container ${containerName(info)} removed`);
       }
       return { health: 'healthy', services };
     } catch (err) {
       const failure = err instanceof DeployFailed ? err : new DeployFailed(`the engine refused the deploy: ${engineMessage(err)}`);
       say(`failed: ${failure.message}`);
-      for (const c of started) await c.remove({ force: true }).catch(() => undefined);
-      if (started.length) say(`the new containers were removed${old.length ? '; the previous ones keep serving' : ''}`);
-      throw failure;
+      for (const { container } of started) await container.remove({ force: true }).catch(() => undefined);
+      const after = stopped.length ? '; the previous ones it stopped start again' : old.length ? '; the previous ones keep serving' : '';
+      if (started.length) say(`the new containers were removed${after}`);
+      throw stopped.length ? await this.restartPrevious(stopped, failure, say) : failure;
     }
+  }
+
+  /** Replace: stops the service's running previous containers (kept, to start again should the new one fail); the ones it stopped. */
+  private async stopPrevious(service: string, running: Info[], say: (line: string) => void): Promise<Info[]> {
+    const previous = running.filter((c) => c.Labels[LABEL.service] === service);
+    for (const info of previous) {
+      await this.docker
+        .getContainer(info.Id)
+        .stop({ t: this.options.stop_timeout_seconds })
+        .catch((err) => {
+          if (statusOf(err) !== 304)
+            throw new DeployFailed(`service ${service}: stopping previous container ${containerName(info)} failed: ${engineMessage(err)}`);
+        });
+      say(`${service}: previous container ${containerName(info)} stopped (kept until the new one is healthy)`);
+    }
+    return previous;
+  }
+
+  /** The deploy's failure for containers that did not become healthy: each one's reason, exit code and last output lines, also in the log. */
+  private async notHealthy(failed: FailedContainer[], services: ServiceHealth[], say: (line: string) => void): Promise<DeployFailed> {
+    return new DeployFailed(`not healthy: ${(await this.describeAll(failed, say)).join('; ')}`, services);
+  }
+
+  /** Says what each failed container said before it failed; one phrase each for an error message. */
+  private async describeAll(failed: FailedContainer[], say: (line: string) => void): Promise<string[]> {
+    const phrases: string[] = [];
+    for (const container of failed) {
+      const { lines, phrase } = await describeFailure(container);
+      lines.forEach(say);
+      phrases.push(phrase);
+    }
+    return phrases;
+  }
+
+  /** After a failed replace: starts the previous containers it stopped and waits for their health; the failure, saying whether they serve again. */
+  private async restartPrevious(stopped: Info[], failure: DeployFailed, say: (line: string) => void): Promise<DeployFailed> {
+    const back = await Promise.all(
+      stopped.map(async (info) => {
+        const service = info.Labels[LABEL.service] ?? '?';
+        const container = this.docker.getContainer(info.Id);
+        try {
+          await container.start().catch((err) => {
+            if (statusOf(err) !== 304) throw err; // 304: already running
+          });
+          say(`${service}: previous container ${containerName(info)} started again`);
+          const checked = (await container.inspect()).Config.Healthcheck !== undefined;
+          return { ...(await this.waitHealthy(service, container, checked, say)), container };
+        } catch (err) {
+          return { service, health: 'degraded' as const, detail: `could not be started again: ${engineMessage(err)}`, container };
+        }
+      }),
+    );
+    const down = back.filter((b) => b.health !== 'healthy');
+    if (down.length === 0) {
+      say('the previous containers serve again');
+      return failure;
+    }
+    const phrases = await this.describeAll(down, say);
+    say(`the previous containers did not all come back: ${phrases.join('; ')}`);
+    return new DeployFailed(`${failure.message}; the previous container(s) did not come back healthy: ${phrases.join('; ')}`, failure.services, false);
   }
 
   /** Waits for the container's health (with `say`, a deploy's progress: the wait and how it ended). */
   private async waitHealthy(service: string, container: Docker.Container, checked = true, say?: (line: string) => void): Promise<ServiceHealth> {
     if (checked) say?.(`${service}: waiting for its health check (at most ${this.options.health_timeout_ms} ms)`);
-    const deadline = Date.now() + this.options.health_timeout_ms;
+    const began = Date.now();
+    const deadline = began + this.options.health_timeout_ms;
     for (;;) {
       const { health, detail } = healthOf((await container.inspect()).State);
-      const ended = health
-        ? { service, health, detail }
-        : Date.now() > deadline
-          ? { service, health: 'degraded' as const, detail: `not healthy after ${this.options.health_timeout_ms} ms (${detail})` }
-          : null;
+      const settled = health !== 'healthy' || checked || Date.now() - began >= UP_WITHOUT_CHECK_MS;
+      const ended =
+        health && settled
+          ? { service, health, detail }
+          : Date.now() > deadline
+            ? { service, health: 'degraded' as const, detail: `not healthy after ${this.options.health_timeout_ms} ms (${detail})` }
+            : null;
       if (ended) {
         say?.(`${service}: ${ended.health === 'healthy' ? `healthy (${ended.detail})` : `not healthy: ${ended.detail}`}`);
         return ended;
