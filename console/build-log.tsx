@@ -22,11 +22,7 @@ export function BuildLog({ buildId, run, onEnd }: { buildId: string; run: BuildR
   return (
     <Section title={`Log of run ${run.id}`} actions={<span class={`stream s-${state}`}>{live ? state : `${paged.total} lines`}</span>}>
       <ErrorNote error={paged.error} />
-      {!lines.length && (
-        <p class="muted">
-          {run.status === 'pending' ? 'Waiting for a worker to start the build…' : live && state !== 'ended' ? 'No output yet…' : 'No output.'}
-        </p>
-      )}
+      {!lines.length && <p class="muted">{emptyLog(run, live && state !== 'ended')}</p>}
       {!!lines.length && <LogLines lines={lines} follow={live} />}
       {paged.more && (
         <button onClick={paged.next} disabled={paged.busy}>
@@ -35,6 +31,13 @@ export function BuildLog({ buildId, run, onEnd }: { buildId: string; run: BuildR
       )}
     </Section>
   );
+}
+
+/** What a run without lines says. */
+function emptyLog(run: BuildRun, open: boolean): string {
+  if (run.reused_from) return `Nothing was built: this run reused the images of run ${run.reused_from}.`;
+  if (run.status === 'pending') return 'Waiting for a worker to start the build…';
+  return open ? 'No output yet…' : 'No output.';
 }
 
 /** An ended log a page at a time, after the last seq read. */
