@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
-import { enc, get, patch, post, type Attempt, type Job, type LogLine, type Page, type Schemas } from './api.ts';
-import { useStream, usePoll } from './live.ts';
+import { enc, get, patch, post, type Attempt, type Job, type Page, type Schemas } from './api.ts';
+import { usePoll } from './live.ts';
+import { Linked, LogLines, useLogStream } from './log-view.tsx';
 import { navigate } from './router.ts';
 import { GitView, workOf } from './git.tsx';
 import { Action, Badge, ErrorNote, Section, usd, when } from './ui.tsx';
@@ -366,7 +367,9 @@ export function JobPage({ jobId, onProject }: { jobId: string; onProject: (proje
                 <td>
                   <Badge value={a.result_status} />
                 </td>
-                <td>{a.result_summary ?? a.error ?? ''}</td>
+                <td>
+                  <Linked text={a.result_summary ?? a.error ?? ''} />
+                </td>
                 <td>{workOf(a.git as Record<string, unknown> | null)}</td>
                 <td>{when(a.started_at)}</td>
                 <td>{when(a.ended_at)}</td>
@@ -395,13 +398,10 @@ export function JobPage({ jobId, onProject }: { jobId: string; onProject: (proje
 
 /** The attempt's output as it is written; resumes after the last line when the connection comes back. */
 function LiveLog({ jobId, attempt, onEnd }: { jobId: string; attempt: Attempt; onEnd: () => void }) {
-  const [lines, setLines] = useState<LogLine[]>([]);
   const [progress, setProgress] = useState<string | null>(null);
-  const state = useStream(`/jobs/${enc(jobId)}/attempts/${enc(attempt.id)}/logs/stream`, {
-    log: (data) => {
-      const line = data as LogLine;
-      setLines((all) => (all.some((l) => l.seq === line.seq) ? all : [...all, line]));
-      // The worker logs the agent's todo-list progress as `[progress] 50% Make the change`.
+  const { lines, state } = useLogStream(`/jobs/${enc(jobId)}/attempts/${enc(attempt.id)}/logs/stream`, {
+    // The worker logs the agent's todo-list progress as `[progress] 50% Make the change`.
+    line: (line) => {
       const todo = /^\[progress\]\s*(.*)$/.exec(line.line);
       if (todo) setProgress(todo[1]);
     },
@@ -410,13 +410,7 @@ function LiveLog({ jobId, attempt, onEnd }: { jobId: string; attempt: Attempt; o
   return (
     <Section title={`Log of attempt ${attempt.attempt_number}`} actions={<span class={`stream s-${state}`}>{state}</span>}>
       {progress && <p class="progress">{progress}</p>}
-      <pre class="log" aria-live="polite" data-testid="log">
-        {lines.map((l) => (
-          <div key={l.seq} class={`line ${l.stream}`}>
-            {l.line}
-          </div>
-        ))}
-      </pre>
+      <LogLines lines={lines} />
     </Section>
   );
 }

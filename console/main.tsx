@@ -2,6 +2,8 @@ import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import './styles.css';
 import { api, ApiError, enc, get, type Me, type Page, type Schemas } from './api.ts';
+import { BuildPage } from './build.tsx';
+import { BuildsPage } from './builds.tsx';
 import { CostPage } from './cost.tsx';
 import { JobPage, JobsPage } from './jobs.tsx';
 import { WebhooksPage } from './org.tsx';
@@ -22,8 +24,8 @@ function App() {
   // Every org and project the caller may see (an administrator sees more than its memberships).
   const [orgs, setOrgs] = useState<Schemas['Org'][]>([]);
   const [projects, setProjects] = useState<Schemas['Project'][]>([]);
-  // The project of the page shown; a job page learns it from the job.
-  const [jobProject, setJobProject] = useState<string | undefined>(undefined);
+  // The project of the page shown; a job or build page learns it from the job or build.
+  const [learnedProject, setLearnedProject] = useState<string | undefined>(undefined);
   useEffect(() => {
     document.documentElement.dataset.theme = theme;
     localStorage.setItem('svc-theme', theme); // the theme only: never a token
@@ -73,9 +75,13 @@ function App() {
   let pageOrg: string | undefined;
   let p;
   if ((p = params('/console/jobs/:job'))) {
-    projectId = jobProject;
-    page = <JobPage jobId={p.job} onProject={setJobProject} />;
+    projectId = learnedProject;
+    page = <JobPage jobId={p.job} onProject={setLearnedProject} />;
+  } else if ((p = params('/console/builds/:build'))) {
+    projectId = learnedProject;
+    page = <BuildPage buildId={p.build} me={me.user} projects={projects} onProject={setLearnedProject} />;
   } else if ((p = params('/console/projects/:project/jobs'))) page = <JobsPage projectId={(projectId = p.project)} />;
+  else if ((p = params('/console/projects/:project/builds'))) page = <BuildsPage projectId={(projectId = p.project)} projects={projects} />;
   else if ((p = params('/console/projects/:project/events'))) page = <EventsPage projectId={(projectId = p.project)} />;
   else if ((p = params('/console/projects/:project/runs/:run'))) page = <RunPage projectId={(projectId = p.project)} runId={p.run} />;
   else if ((p = params('/console/projects/:project'))) page = <ProjectPage projectId={(projectId = p.project)} />;
@@ -119,6 +125,7 @@ function App() {
         <nav>
           {projectId && <a href={`/console/projects/${enc(projectId)}/jobs`}>Jobs</a>}
           {projectId && <a href={`/console/projects/${enc(projectId)}`}>Pipelines</a>}
+          {projectId && <a href={`/console/projects/${enc(projectId)}/builds`}>Builds</a>}
           {projectId && <a href={`/console/projects/${enc(projectId)}/events`}>Events</a>}
           {orgId && <a href={`/console/orgs/${enc(orgId)}/webhooks`}>Webhooks</a>}
           {orgId && <a href={`/console/orgs/${enc(orgId)}/cost`}>Cost</a>}
@@ -157,7 +164,8 @@ function Home({ orgs, projects }: { orgs: Schemas['Org'][]; projects: Schemas['P
               .filter((x) => x.org_id === o.id)
               .map((x) => (
                 <li key={x.id}>
-                  <a href={`/console/projects/${enc(x.id)}/jobs`}>{x.name}</a> · <a href={`/console/projects/${enc(x.id)}`}>pipelines</a>
+                  <a href={`/console/projects/${enc(x.id)}/jobs`}>{x.name}</a> · <a href={`/console/projects/${enc(x.id)}`}>pipelines</a> ·{' '}
+                  <a href={`/console/projects/${enc(x.id)}/builds`}>builds</a>
                 </li>
               ))}
           </ul>

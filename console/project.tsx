@@ -4,6 +4,7 @@ import { useStream, usePoll } from './live.ts';
 import { Action, Badge, ErrorNote, Json, Section, when } from './ui.tsx';
 import { RunPipeline } from './run-pipeline.tsx';
 import { RunGraph } from './run-graph.tsx';
+import { Linked } from './log-view.tsx';
 
 interface Manifest {
   parsed?: {
@@ -40,6 +41,7 @@ export function ProjectPage({ projectId }: { projectId: string }) {
     <>
       <nav class="tabs">
         <a href={`/console/projects/${enc(projectId)}/jobs`}>Jobs</a>
+        <a href={`/console/projects/${enc(projectId)}/builds`}>Builds</a>
         <a href={`/console/projects/${enc(projectId)}/events`}>Events</a>
       </nav>
       <ErrorNote error={error} />
@@ -159,7 +161,7 @@ export function RunPage({ projectId, runId }: { projectId: string; runId: string
         <pre class="log">
           {logs.map((l, i) => (
             <div key={i}>
-              <span class="muted">[{l.step}]</span> {l.line}
+              <span class="muted">[{l.step}]</span> <Linked text={l.line} />
             </div>
           ))}
         </pre>

@@ -10,7 +10,9 @@ import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { SignJWT } from 'jose';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
-import { syncManifest, workerWorld, type WorkerWorld } from '../worker/helpers.ts';
+import { BuilderRegistry, BuilderRegistryToken } from '../../core/ports/builder.ts';
+import { ScriptedBuilder } from '../builds/helpers.ts';
+import { commitManifest, syncManifest, until, workerWorld, type WorkerWorld } from '../worker/helpers.ts';
 
 const CHROMIUM = process.env.SVC_CHROMIUM ?? '/usr/bin/chromium';
 const FAKE_CLAUDE = fileURLToPath(new URL('../fixtures/bin/fake-claude', import.meta.url));
@@ -39,6 +41,21 @@ environments:
   staging: { pipeline: gated }
 `;
 
+/** The same manifest with services to build and a build → release pipeline, committed to the project's repository for the builds test. */
+const BUILD_MANIFEST = `${MANIFEST.replace(
+  'pipelines:\n',
+  `pipelines:
+  ship:
+    steps:
+      - { name: build, action: { type: build, with: { services: [api] } } }
+      - { name: release, action: { type: release }, depends_on: [build] }
+`,
+)}registry: none
+services:
+  api: { build: { context: api } }
+  web: { build: { context: web } }
+`;
+
 if (!existsSync(CHROMIUM)) {
   const message = `Chromium is not installed at ${CHROMIUM} (apt-get install -y chromium): the console's browser tests cannot run`;
   if (process.env.CI) test('the console in a browser', (t) => t.fail(message));
@@ -49,10 +66,19 @@ if (!existsSync(CHROMIUM)) {
   let page: Page;
   let hook: HttpServer;
   const received: string[] = [];
+  // Builds run by a builder that writes its lines without an engine (test/builds/helpers.ts).
+  const builder = new ScriptedBuilder();
 
   test.before(async () => {
     mkdirSync(SHOTS, { recursive: true });
-    w = await workerWorld('webui', { overrides: { harnesses: { harness_b: { command: FAKE_CLAUDE } }, auth: { sso: SSO } } });
+    w = await workerWorld('webui', {
+      overrides: { harnesses: { harness_b: { command: FAKE_CLAUDE } }, auth: { sso: SSO }, builds: { poll_ms: 100 } },
+      configure: (container) => {
+        const builders = new BuilderRegistry();
+        builders.add(builder);
+        container.registerInstance(BuilderRegistryToken, builders);
+      },
+    });
     await syncManifest(w, MANIFEST);
     // The agent's key goes into its process: shared with jobs, as an operator giving every org a model key would.
     const key = await w.api.post('/system/secrets', { name: 'ANTHROPIC_API_KEY', value: 'sk-ant-console-test-0123456789', shared_with_jobs: true });
@@ -305,5 +331,77 @@ if (!existsSync(CHROMIUM)) {
       .waitForFunction((text) => [...document.querySelectorAll('.error')].some((el) => el.textContent === text), { timeout: 10_000 }, words)
       .catch(() => undefined);
     t.true((await page.$$eval('.error', (els) => els.map((el) => el.textContent))).includes(words));
+  });
+
+  test.serial("the project's builds: a pipeline step links its build; a build's log live, then cancelled; a failed run's stage and log", async (t) => {
+    t.timeout(120_000);
+    await page.goto((await w.api.post('/auth/console/links')).body.url);
+    await page.waitForSelector('.top .who');
+    // A commit whose manifest declares services to build, in the project's repository.
+    const { sha, manifestHash } = await commitManifest(w, BUILD_MANIFEST);
+
+    // A pipeline's build step names its build: the step's job links to it.
+    builder.next = 'images';
+    const started = await w.api.post(`/projects/${w.projectId}/pipelines/ship/run`, { ref: sha });
+    t.is(started.statusCode, 201, JSON.stringify(started.body));
+    const shipped = await until(
+      async () => {
+        const run = (await w.api.get(`/projects/${w.projectId}/runs/${started.body.id}`)).body;
+        return ['succeeded', 'failed', 'cancelled'].includes(run.status) && run;
+      },
+      'the ship run to end',
+      60_000,
+    );
+    t.is(shipped.status, 'succeeded', JSON.stringify(shipped));
+    const shippedBuild = (await w.api.get(`/projects/${w.projectId}/builds`)).body.data[0];
+    await page.goto(`${w.srv.url}/console/jobs/${shipped.steps.find((s: { name: string }) => s.name === 'build').job_id}`);
+    const link = await page.waitForSelector(`main a[href="/console/builds/${shippedBuild.id}"]`, { timeout: 30_000 });
+    await link!.click();
+    await page.waitForSelector('.page-head .b-completed');
+    await page.waitForFunction(() => (document.querySelector('[data-testid=log]')?.textContent ?? '').includes('step line 40'));
+    const built = await textOf('main');
+    t.regex(built, /Requested bypipeline ship run prun_\w+, step build/, 'the pipeline run that asked for it, by name');
+    t.regex(built, /api webui\/api:local/, 'its image');
+    t.regex(built, new RegExp(`sha-${sha.slice(0, 12)}`), 'the release the next step made of it');
+    t.false(/"git_sha"|"image_ref"/.test(built), 'the build is shown readably, not as JSON');
+    await shot('build-completed');
+
+    // A build still running: the Builds page lists it, its page follows the log live; cancelling ends the stream.
+    builder.next = 'hang';
+    const created = await w.api.post(`/projects/${w.projectId}/builds`, { git_sha: sha, manifest_hash: manifestHash, services: ['web'] });
+    t.is(created.statusCode, 201, JSON.stringify(created.body));
+    const buildId = created.body.id;
+    const nav = await page.waitForSelector('::-p-xpath(//header//nav//a[.="Builds"])');
+    await nav!.click();
+    await page.waitForSelector(`tr[data-build="${buildId}"]`, { timeout: 30_000 });
+    t.deepEqual(await page.$$eval('tr[data-build]', (rows) => rows.map((r) => r.getAttribute('data-build'))), [buildId, shippedBuild.id], 'newest first');
+    await page.waitForSelector(`tr[data-build="${buildId}"][data-status=building]`, { timeout: 30_000 });
+    t.regex(await textOf(`tr[data-build="${shippedBuild.id}"]`), /completed.*webui\/api:local/);
+    await shot('builds');
+    await page.click(`tr[data-build="${buildId}"] a`);
+    await page.waitForFunction(() => (document.querySelector('[data-testid=log]')?.textContent ?? '').includes('step line 40'), { timeout: 30_000 });
+    t.is(await textOf('.page-head .badge'), 'building');
+    t.is(await textOf('main section .stream'), 'live');
+    await shot('build-live');
+    page.once('dialog', (dialog) => void dialog.accept());
+    await clickButton('Cancel build');
+    await page.waitForSelector('.page-head .b-cancelled', { timeout: 30_000 });
+    await page.waitForFunction(() => document.querySelector('main section .stream')?.textContent === 'ended');
+    t.regex(await textOf('[data-testid=log]'), /step line 1step line 2/, 'the lines stay once the stream ended');
+
+    // Run again, and the builder fails: the page says where, and the log of the new run is read in full.
+    builder.next = 'fail';
+    await clickButton('Rebuild without reuse');
+    await page.waitForSelector('[data-testid=failure]', { timeout: 30_000 });
+    t.regex(await textOf('[data-testid=failure]'), /Failed: build error.*at stage \[build 2\/3\] RUN false.*did not complete successfully/);
+    t.is(await page.$$eval('tr[data-run]', (rows) => rows.length), 2);
+    await page.waitForFunction(() => (document.querySelector('[data-testid=log]')?.textContent ?? '').includes('step line 40'));
+    await shot('build-failed');
+    // A reload reads the ended run's log a page at a time, not as a stream.
+    await page.reload();
+    await page.waitForFunction(() => (document.querySelector('[data-testid=log]')?.textContent ?? '').includes('step line 40'), { timeout: 30_000 });
+    const lines = (await w.api.get(`/builds/${buildId}/logs?limit=1`)).body.pagination.total;
+    t.true(lines >= 40);
+    t.is(await textOf('main section .stream'), `${lines} lines`);
   });
 }

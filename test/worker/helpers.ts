@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { merge } from '../../core/config/load.ts';
@@ -55,6 +55,21 @@ export async function workerWorld(slug: string, opts: TestServerOptions = {}): P
       rmSync(scratch, { recursive: true, force: true });
     },
   };
+}
+
+/** Commits `.svc/manifest.yaml` to the project's repository (its main branch) and syncs it at that commit; the SHA and the manifest's hash. */
+export async function commitManifest(w: WorkerWorld, yaml: string): Promise<{ sha: string; manifestHash: string }> {
+  const clone = mkdtempSync(path.join(w.scratch, 'clone-'));
+  execFileSync('git', ['clone', '--quiet', w.bare, clone]);
+  mkdirSync(path.join(clone, '.svc'), { recursive: true });
+  writeFileSync(path.join(clone, '.svc', 'manifest.yaml'), yaml);
+  git(clone, 'add', '-A');
+  git(clone, '-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '--quiet', '-m', 'manifest');
+  git(clone, 'push', '--quiet', 'origin', 'HEAD:main');
+  const sha = git(clone, 'rev-parse', 'HEAD');
+  const res = await w.api.post(`/projects/${w.projectId}/manifest`, { ref: sha });
+  if (res.statusCode !== 200) throw new Error(`manifest at ${sha}: ${res.statusCode} ${JSON.stringify(res.body)}`);
+  return { sha, manifestHash: res.body.manifest_hash };
 }
 
 export async function syncManifest(w: WorkerWorld, yaml: string): Promise<void> {
