@@ -100,6 +100,8 @@ export async function call<T = any>(server: Server, method: string, url: string,
   } catch {
     /* not JSON */
   }
+  // A server error in a test that does not expect one is otherwise only an undefined field later on.
+  if (res.statusCode >= 500) console.error(`test client: ${method} ${url} → ${res.statusCode} ${res.payload.slice(0, 500)}`);
   return { statusCode: res.statusCode, body, headers: res.headers };
 }
 
