@@ -40,12 +40,13 @@ export async function runRekey(ctx: Context, args: string[], usage: string): Pro
   // Every sealed column, declared by the domain that owns it.
   const { SIGNING_KEY_SEALS } = await import('../../core/auth/signing-keys.ts');
   const { WEBHOOK_SECRET_SEALS } = await import('../../plugins/webhooks/repository.ts');
+  const { HARNESS_OAUTH_SEALS } = await import('../../plugins/harnesses/oauth-repository.ts');
   const db = knex({ client: 'pg', connection: url, pool: { min: 0, max: 1 } });
   try {
-    const reports = await rekey(db, new Sealer(oldKey), new Sealer(newKey), [SIGNING_KEY_SEALS, SECRET_SEALS, WEBHOOK_SECRET_SEALS]);
+    const reports = await rekey(db, new Sealer(oldKey), new Sealer(newKey), [SIGNING_KEY_SEALS, SECRET_SEALS, WEBHOOK_SECRET_SEALS, ...HARNESS_OAUTH_SEALS]);
     if (ctx.json) printJson({ tables: reports });
     else {
-      write(formatTable(reports as unknown as Record<string, unknown>[], [{ key: 'table' }, { key: 'rekeyed' }, { key: 'unchanged' }]));
+      write(formatTable(reports as unknown as Record<string, unknown>[], [{ key: 'table' }, { key: 'column' }, { key: 'rekeyed' }, { key: 'unchanged' }]));
       write('Done. Start every server with the new key (SVC_SECRETS_MASTER_KEY or <data_dir>/master.key).');
     }
     return 0;

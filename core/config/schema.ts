@@ -99,6 +99,13 @@ export const configSchema = Joi.object({
       }),
     )
     .required(),
+  harness_oauth: Joi.object({
+    refresh_before_seconds: Joi.number().integer().min(0).max(86_400).required(),
+    timeout_ms: Joi.number().integer().min(100).max(120_000).required(),
+    token_urls: Joi.object()
+      .pattern(/^[a-z][a-z0-9_-]*$/, Joi.string().uri({ scheme: ['http', 'https'] }))
+      .required(),
+  }).required(),
   worker: Joi.object({
     concurrency: Joi.number().integer().min(1).max(256).required(),
     workspace_root: Joi.string().allow(null, '').required(),
@@ -276,6 +283,14 @@ export interface Config {
   secrets: { master_key: string | null };
   /** `plugins`: harness packages or paths; `<id>.command`: that harness's binary (null: its default name on PATH). */
   harnesses: HarnessesConfig;
+  /** OAuth logins svc refreshes for harness families (docs/harnesses.md). */
+  harness_oauth: {
+    /** An access token with fewer seconds than this left is renewed before a job gets it. */
+    refresh_before_seconds: number;
+    timeout_ms: number;
+    /** Per family, another token endpoint than the CLI's own (a test's fake, a proxy). */
+    token_urls: Record<string, string>;
+  };
   worker: {
     concurrency: number;
     /** SVC_WORKSPACE_ROOT; null: <data_dir>/workspaces. */

@@ -91,6 +91,22 @@ export interface HarnessCredentials {
   endpoints?: string[];
   /** Shown when no credentials are found. */
   instructions: string[];
+  /** A login whose access token svc refreshes itself from a stored refresh token (docs/harnesses.md). */
+  oauth?: HarnessOAuth;
+}
+
+/**
+ * An OAuth login svc keeps fresh: when `refresh` (a variable, found like the credentials) is set, the
+ * CLI gets `token` set to an access token svc obtained from `tokenUrl` with it, renewed once fewer
+ * than `harness_oauth.refresh_before_seconds` remain. The refresh token never reaches the CLI.
+ */
+export interface HarnessOAuth {
+  /** Harnesses of one family share their tokens (and `harness_oauth.token_urls.<family>` overrides the URL). */
+  family: string;
+  tokenUrl: string;
+  clientId: string;
+  token: string;
+  refresh: string;
 }
 
 /** How a CLI reports its version, and the range svc's invocation and parser were tested with. */

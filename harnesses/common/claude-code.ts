@@ -151,11 +151,20 @@ export const parseClaudeLine = jsonLineParser((event) => {
 
 /** An Anthropic console key, a long-lived OAuth token, or an interactive login's credentials file. */
 export const CLAUDE_CREDENTIALS: HarnessCredentials = {
-  env: [['ANTHROPIC_API_KEY'], ['CLAUDE_CODE_OAUTH_TOKEN']],
+  env: [['ANTHROPIC_API_KEY'], ['CLAUDE_CODE_OAUTH_TOKEN'], ['CLAUDE_CODE_OAUTH_REFRESH_TOKEN']],
   files: ['.claude/.credentials.json'],
   instructions: [
     'Set ANTHROPIC_API_KEY in the server environment, or as a system secret shared with jobs (POST /system/secrets with shared_with_jobs: true).',
     'Or run `claude setup-token` once and set the token it prints as CLAUDE_CODE_OAUTH_TOKEN.',
+    "Or store a subscription login's refresh token as CLAUDE_CODE_OAUTH_REFRESH_TOKEN: svc obtains access tokens with it and renews them before they expire.",
     'Or log in once with `claude` as the user that runs jobs (stores ~/.claude/.credentials.json).',
   ],
+  // Claude Code's own login client and token endpoint (facts of the CLI, as its flags are).
+  oauth: {
+    family: 'anthropic',
+    tokenUrl: 'https://console.anthropic.com/v1/oauth/token',
+    clientId: '9d1c250a-e61b-44d9-88ed-5944d1962f5e',
+    token: 'CLAUDE_CODE_OAUTH_TOKEN',
+    refresh: 'CLAUDE_CODE_OAUTH_REFRESH_TOKEN',
+  },
 };

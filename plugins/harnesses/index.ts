@@ -6,13 +6,25 @@ import { SecretResolverToken } from '../../core/ports/secrets.ts';
 import { Harnesses } from './registry.ts';
 import { harnessRoutes } from './routes.ts';
 import { HarnessAuth } from './service.ts';
+import { OAuthRefresher } from './oauth.ts';
+import { OAuthTokenRepository } from './oauth-repository.ts';
+import { Transport } from '../../core/http/guarded-post.ts';
+import { outboundGuard } from '../../core/http/address-guard.ts';
 
-/** The harness registry (built-ins harness_a … harness_f and configured plugins) and GET /harnesses. */
+/** The harness registry (built-ins harness_a … harness_f and configured plugins), GET /harnesses, and the OAuth logins it keeps fresh. */
 export const plugin: DomainPlugin = {
   name: 'harnesses',
   async register(server, { container }) {
     const config = container.resolve(Tokens.Config);
-    const harnesses = await Harnesses.load(config.harnesses, new HarnessAuth(lookupLater(container, SecretResolverToken)));
+    const tokenEndpoint = new Transport(outboundGuard(config), config.harness_oauth.timeout_ms);
+    const oauth = new OAuthRefresher(
+      new OAuthTokenRepository(container.resolve(Tokens.Db)),
+      container.resolve(Tokens.Sealer),
+      (url, body, headers) => tokenEndpoint.post(url, body, headers),
+      config.harness_oauth,
+    );
+    server.events.on('stop', () => tokenEndpoint.close());
+    const harnesses = await Harnesses.load(config.harnesses, new HarnessAuth(lookupLater(container, SecretResolverToken), oauth));
     if (!container.isRegistered(HarnessRegistryToken)) container.registerInstance(HarnessRegistryToken, harnesses);
     server.route(harnessRoutes(harnesses));
   },

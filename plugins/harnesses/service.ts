@@ -12,6 +12,7 @@ import type { HarnessAuthStatus, HarnessDefinition } from '../../core/ports/harn
 import type { SecretContext, SecretResolver } from '../../core/ports/secrets.ts';
 import { SecretNotShared } from '../../core/errors.ts';
 import { versionNote } from '../../core/harness-versions.ts';
+import type { OAuthRefresher } from './oauth.ts';
 
 const isExecutableFile = (file: string): boolean => {
   try {
@@ -78,14 +79,24 @@ export function versionOutput(binary: string, args: string[]): Promise<string | 
 
 export class HarnessAuth {
   /** `secrets` is looked up per call: the secrets plugin registers after this one, or is not loaded at all. */
-  constructor(private readonly secrets: () => SecretResolver | null) {}
+  constructor(
+    private readonly secrets: () => SecretResolver | null,
+    private readonly oauth: OAuthRefresher | null = null,
+  ) {}
 
   /**
    * Credentials from the environment first, then secrets (the job's scopes in `ctx`, then system
-   * secrets shared with jobs: these go into the agent's process).
+   * secrets shared with jobs: these go into the agent's process). A stored OAuth refresh token is
+   * exchanged for a current access token here; the refresh token itself never reaches the CLI.
    */
   async credentials(def: HarnessDefinition, ctx: SecretContext = {}): Promise<Record<string, string>> {
-    return (await this.lookup(def, ctx)).found;
+    const { found } = await this.lookup(def, ctx);
+    const login = def.credentials?.oauth;
+    const refreshToken = login ? found[login.refresh] : undefined;
+    if (!login || refreshToken === undefined) return found;
+    delete found[login.refresh];
+    if (!this.oauth) return found;
+    return { ...found, [login.token]: await this.oauth.accessToken(login, refreshToken) };
   }
 
   /** The credentials found, and the names only an unshared system secret holds (what `status` explains). */

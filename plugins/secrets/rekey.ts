@@ -14,6 +14,7 @@ export const SECRET_SEALS: SealedColumn = {
 
 export interface RekeyReport {
   table: string;
+  column: string;
   rekeyed: number;
   /** Already sealed with the new key (a value written by a replica that had it): left as is. */
   unchanged: number;
@@ -36,7 +37,7 @@ export async function rekey(db: Knex, from: Sealer, to: Sealer, columns: SealedC
 }
 
 async function rekeyColumn(trx: Knex.Transaction, sealed: SealedColumn, from: Sealer, to: Sealer): Promise<RekeyReport> {
-  const report: RekeyReport = { table: sealed.table, rekeyed: 0, unchanged: 0 };
+  const report: RekeyReport = { table: sealed.table, column: sealed.column, rekeyed: 0, unchanged: 0 };
   const rows: Record<string, unknown>[] = await trx(sealed.table).select('*').orderBy(sealed.key);
   for (const row of rows) {
     const context = sealed.context(row);

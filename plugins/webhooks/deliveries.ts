@@ -3,7 +3,7 @@ import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
 import { paginate, type ListQuery, type Page } from '../../core/http/lists.ts';
 import type { DeliveredEvent } from './envelope.ts';
-import type { Outcome } from './transport.ts';
+import type { Outcome } from '../../core/http/guarded-post.ts';
 import type { DELIVERY_KINDS, DELIVERY_STATUSES } from './schemas.ts';
 
 export type DeliveryKind = (typeof DELIVERY_KINDS)[number];

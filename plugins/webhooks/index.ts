@@ -15,7 +15,7 @@ import { Replays } from './replays.ts';
 import { SubscriptionRepository } from './repository.ts';
 import { REDELIVER_JOB } from './sender.ts';
 import { WebhookService } from './service.ts';
-import { Transport } from './transport.ts';
+import { Transport } from '../../core/http/guarded-post.ts';
 import { WebhookWakeups } from './wakeups.ts';
 import { subscriptionRoutes } from './routes.ts';
 import { deliveryRoutes } from './delivery-routes.ts';

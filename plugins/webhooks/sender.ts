@@ -10,7 +10,7 @@ import { DeliveryRepository, type AttemptResult, type ClaimedDelivery } from './
 import { deliveryHeaders, envelope } from './envelope.ts';
 import { ReplayRepository } from './replay-repository.ts';
 import { SubscriptionRepository, secretContext } from './repository.ts';
-import { Transport } from './transport.ts';
+import { Transport } from '../../core/http/guarded-post.ts';
 import { Metrics } from '../../core/metrics.ts';
 
 /** The Agenda job that makes a failed delivery due again. */

@@ -11,7 +11,7 @@ import { DeliveryRepository, toDelivery, type Delivery } from './deliveries.ts';
 import { deliveryHeaders, envelope } from './envelope.ts';
 import type { WebhookFilter } from './matching.ts';
 import { SubscriptionRepository, secretContext, toSubscription, type Subscription, type SubscriptionRow } from './repository.ts';
-import { Transport } from './transport.ts';
+import { Transport } from '../../core/http/guarded-post.ts';
 
 export interface CreateInput {
   url: string;

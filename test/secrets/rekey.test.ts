@@ -7,6 +7,8 @@ import { as, bootstrapAdmin, startTestServer } from '../support/server.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { SecretResolverToken } from '../../core/ports/secrets.ts';
 import { Sealer } from '../../core/crypto/sealer.ts';
+import { SIGNING_KEY_SEALS } from '../../core/auth/signing-keys.ts';
+import { oauthSealContext } from '../../plugins/harnesses/oauth-repository.ts';
 import { svc, show } from './cli-run.ts';
 
 let database: TestDatabase;
@@ -65,20 +67,37 @@ test.serial('svc secrets rekey moves every sealed value to the new key in one tr
     t.deepEqual(during.slice(0, 2), before.slice(0, 2));
     await direct('secrets').where({ scope: 'system' }).update({ value_enc: before[2] });
 
+    // A harness OAuth login svc refreshed (plugins/harnesses/oauth.ts): both of its tokens sealed.
+    const seed = 'a'.repeat(64);
+    await direct('harness_oauth_tokens').insert({
+      family: 'anthropic',
+      seed_hash: seed,
+      access_token_sealed: new Sealer(Buffer.from(oldKey, 'hex')).seal('at-rotated', oauthSealContext('access', seed)),
+      refresh_token_sealed: new Sealer(Buffer.from(oldKey, 'hex')).seal('rt-rotated', oauthSealContext('refresh', seed)),
+      expires_at: new Date(Date.now() + 3600_000),
+    });
+
     const ok = await svc(home, args, env);
     t.is(ok.code, 0, show(args, ok));
-    t.regex(ok.stdout, /^TABLE +REKEYED +UNCHANGED\nsigning_keys +1 +0\nsecrets +3 +0\nwebhook_subscriptions +1 +0\n/);
+    t.regex(
+      ok.stdout,
+      /^TABLE +COLUMN +REKEYED +UNCHANGED\nsigning_keys +\w+ +1 +0\nsecrets +value_enc +3 +0\nwebhook_subscriptions +secret_enc +1 +0\nharness_oauth_tokens +access_token_sealed +1 +0\nharness_oauth_tokens +refresh_token_sealed +1 +0\n/,
+    );
 
     // Running it again finds everything already under the new key.
     const again = await svc(home, [...args, '--json'], env);
     t.is(again.code, 0, show(args, again));
     t.deepEqual(JSON.parse(again.stdout), {
       tables: [
-        { table: 'signing_keys', rekeyed: 0, unchanged: 1 },
-        { table: 'secrets', rekeyed: 0, unchanged: 3 },
-        { table: 'webhook_subscriptions', rekeyed: 0, unchanged: 1 },
+        { table: 'signing_keys', column: SIGNING_KEY_SEALS.column, rekeyed: 0, unchanged: 1 },
+        { table: 'secrets', column: 'value_enc', rekeyed: 0, unchanged: 3 },
+        { table: 'webhook_subscriptions', column: 'secret_enc', rekeyed: 0, unchanged: 1 },
+        { table: 'harness_oauth_tokens', column: 'access_token_sealed', rekeyed: 0, unchanged: 1 },
+        { table: 'harness_oauth_tokens', column: 'refresh_token_sealed', rekeyed: 0, unchanged: 1 },
       ],
     });
+    const login = await direct('harness_oauth_tokens').where({ seed_hash: seed }).first();
+    t.is(new Sealer(Buffer.from(newKey, 'hex')).open(login.refresh_token_sealed, oauthSealContext('refresh', seed)), 'rt-rotated');
     const sealed = await direct('webhook_subscriptions').where({ id: webhook.body.id }).first('secret_enc');
     t.is(new Sealer(Buffer.from(newKey, 'hex')).open(sealed.secret_enc, `webhook-secret:${webhook.body.id}`), webhookSecret);
 

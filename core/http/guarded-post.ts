@@ -1,7 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { isIP } from 'node:net';
-import { storableText } from '../../core/db/storable.ts';
+import { storableText } from '../db/storable.ts';
 import { type AddressGuard, hostOf } from './address-guard.ts';
 
 /** Stored response bodies are cut to this many characters (spec limit). */
@@ -18,7 +18,7 @@ export interface Outcome {
 }
 
 /**
- * POSTs delivery bodies over keep-alive connections. Redirects are not followed (a 3xx is a
+ * POSTs bodies (webhook deliveries, OAuth token refreshes) over keep-alive connections. Redirects are not followed (a 3xx is a
  * failed attempt); every connection resolves its host through the address guard.
  */
 export class Transport {
