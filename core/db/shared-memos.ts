@@ -10,6 +10,9 @@ import { Memo, type Generation } from '../memo.ts';
 /** The channel on which a process tells the others which remembered values changed. */
 export const MEMO_CHANNEL = 'svc_memo';
 
+/** The key a notice names when every key of a memo changed (no memo's key is a lone `*`). */
+const EVERY_KEY = '*';
+
 /** A memo's values, keyed by something without spaces (an id), and how they are said to have changed. */
 export class SharedMemo<V> implements Generation {
   generation = 0;
@@ -30,8 +33,14 @@ export class SharedMemo<V> implements Generation {
     afterCommit(db, () => this.changes(key));
   }
 
+  /** Call where a write may change any key (a value several keys were derived from): all are forgotten, here and elsewhere. */
+  changedAll(db: Db): void {
+    afterCommit(db, () => this.changes(EVERY_KEY));
+  }
+
   forget(key: string): void {
-    this.memo.forget(key);
+    if (key === EVERY_KEY) this.memo.clear();
+    else this.memo.forget(key);
   }
 
   clear(): void {

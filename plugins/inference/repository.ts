@@ -1,6 +1,7 @@
 import { inject, injectable } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
+import { SharedMemos, type SharedMemo } from '../../core/db/shared-memos.ts';
 import { paginate, type ListQuery, type Page } from '../../core/http/lists.ts';
 import type { ProviderKind } from '../../core/ports/inference.ts';
 
@@ -80,9 +81,27 @@ const inScopes = (query: ReturnType<Db>, table: string, orgId: ScopeId) =>
 /** The org's rows only (or the system's), for the admin lists and writes. */
 const ofScope = (query: ReturnType<Db>, table: string, orgId: ScopeId) => (orgId ? query.where(`${table}.org_id`, orgId) : query.whereNull(`${table}.org_id`));
 
+/** A memo key for a lookup by name in a scope: no spaces (SharedMemo's rule), the name's own characters escaped. */
+const lookupKey = (kind: string, name: string, orgId: ScopeId) => `${kind}|${orgId ?? ''}|${encodeURIComponent(name)}`;
+
 @injectable()
 export class InferenceRepository {
-  constructor(@inject(Tokens.Db) private readonly db: Db) {}
+  /**
+   * The lookups every gateway call makes (a model's target by name), remembered per process: any
+   * write to targets or models forgets them all, here and, by notice, in the other processes.
+   */
+  private readonly lookups: SharedMemo<unknown>;
+
+  constructor(
+    @inject(Tokens.Db) private readonly db: Db,
+    @inject(SharedMemos) memos: SharedMemos,
+  ) {
+    this.lookups = memos.memo('inference-lookups', /^\s*(?:insert\s+into|update|delete\s+from)\s+"?inference_(?:targets|models)"?[\s(]/i);
+  }
+
+  private remembered<V>(key: string, load: () => Promise<V | undefined>): Promise<V | undefined> {
+    return this.lookups.get(key, load) as Promise<V | undefined>;
+  }
 
   listTargets(orgId: ScopeId, query: ListQuery): Promise<Page<TargetRow>> {
     return paginate<TargetRow, TargetRow>(ofScope(this.db('inference_targets'), 'inference_targets', orgId), query, (r) => r, 'inference_targets');
@@ -94,16 +113,22 @@ export class InferenceRepository {
 
   /** A target by name, the org's before the system's. */
   targetNamed(name: string, orgId: ScopeId): Promise<TargetRow | undefined> {
-    return inScopes(this.db('inference_targets').where({ name }), 'inference_targets', orgId).orderByRaw('org_id IS NULL').first();
+    return this.remembered(lookupKey('target', name, orgId), () =>
+      inScopes(this.db('inference_targets').where({ name }), 'inference_targets', orgId).orderByRaw('org_id IS NULL').first(),
+    );
   }
 
   /** Targets the scope sees whose allowed models list `model`, the org's first, then by name. */
-  targetsAllowing(model: string, orgId: ScopeId): Promise<TargetRow[]> {
-    return inScopes(this.db('inference_targets').whereRaw('? = ANY(allowed_models)', [model]), 'inference_targets', orgId).orderByRaw('org_id IS NULL, name');
+  async targetsAllowing(model: string, orgId: ScopeId): Promise<TargetRow[]> {
+    const rows = await this.remembered<TargetRow[]>(lookupKey('allowing', model, orgId), () =>
+      inScopes(this.db('inference_targets').whereRaw('? = ANY(allowed_models)', [model]), 'inference_targets', orgId).orderByRaw('org_id IS NULL, name'),
+    );
+    return rows ?? [];
   }
 
   async insertTarget(row: Omit<TargetRow, 'created_at' | 'updated_at'>): Promise<TargetRow> {
     const [created] = await this.db('inference_targets').insert(row).returning('*');
+    this.lookups.changedAll(this.db);
     return created;
   }
 
@@ -112,11 +137,13 @@ export class InferenceRepository {
       .where({ id })
       .update({ ...changes, updated_at: this.db.fn.now() })
       .returning('*');
+    this.lookups.changedAll(this.db);
     return updated;
   }
 
   async deleteTarget(id: string): Promise<void> {
     await this.db('inference_targets').where({ id }).delete();
+    this.lookups.changedAll(this.db);
   }
 
   modelsUsingTarget(targetId: string): Promise<string[]> {
@@ -139,11 +166,13 @@ export class InferenceRepository {
   }
 
   /** A managed model by name, the org's entry before the system's. */
-  async modelNamed(name: string, orgId: ScopeId): Promise<ModelWithTarget | undefined> {
-    const row: ModelRow | undefined = await inScopes(this.db('inference_models').where({ name }), 'inference_models', orgId)
-      .orderByRaw('org_id IS NULL')
-      .first();
-    return row ? (await this.withTargets([row]))[0] : undefined;
+  modelNamed(name: string, orgId: ScopeId): Promise<ModelWithTarget | undefined> {
+    return this.remembered(lookupKey('model', name, orgId), async () => {
+      const row: ModelRow | undefined = await inScopes(this.db('inference_models').where({ name }), 'inference_models', orgId)
+        .orderByRaw('org_id IS NULL')
+        .first();
+      return row ? (await this.withTargets([row]))[0] : undefined;
+    });
   }
 
   /** The scope's own entry of that name (for writes). */
@@ -154,11 +183,13 @@ export class InferenceRepository {
 
   async insertModel(row: Omit<ModelRow, 'created_at' | 'updated_at'>): Promise<ModelWithTarget> {
     const [created] = await this.db('inference_models').insert(row).returning('*');
+    this.lookups.changedAll(this.db);
     return (await this.withTargets([created]))[0];
   }
 
   async deleteModel(id: string): Promise<void> {
     await this.db('inference_models').where({ id }).delete();
+    this.lookups.changedAll(this.db);
   }
 
   async recordUsage(row: UsageRow): Promise<void> {

@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { inject, injectable } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
+import { SharedMemos, type SharedMemo } from '../../core/db/shared-memos.ts';
 import { paginate, type ListQuery } from '../../core/http/lists.ts';
 import type { SecretScope, SecretType } from './schemas.ts';
 import { ownerColumn, type SecretOwner } from './sealing.ts';
@@ -36,7 +37,19 @@ export const ownerOf = (r: SecretRow): SecretOwner => ({ scope: r.scope, id: r.p
 
 @injectable()
 export class SecretRepository {
-  constructor(@inject(Tokens.Db) private readonly db: Db) {}
+  /**
+   * What `find` read (sealed rows only: values are opened by the caller each time), remembered per
+   * process, since every model call through the gateway and every attempt looks secrets up. Any write
+   * to secrets forgets it all, here and, by notice, in the other processes.
+   */
+  private readonly found: SharedMemo<SecretRow[]>;
+
+  constructor(
+    @inject(Tokens.Db) private readonly db: Db,
+    @inject(SharedMemos) memos: SharedMemos,
+  ) {
+    this.found = memos.memo('secret-lookups', /^\s*(?:insert\s+into|update|delete\s+from)\s+"?secrets"?[\s(]/i);
+  }
 
   /** Newest first; names are unique per owner, so they break ties. */
   list(owner: SecretOwner, query: Pick<ListQuery, 'limit' | 'offset'>) {
@@ -52,6 +65,7 @@ export class SecretRepository {
     const [row] = await this.db('secrets')
       .insert({ scope: owner.scope, ...(column ? { [column]: owner.id } : {}), ...fields })
       .returning('*');
+    this.found.changedAll(this.db);
     return row;
   }
 
@@ -64,21 +78,28 @@ export class SecretRepository {
       .where('secrets.name', name)
       .update({ ...fields, updated_at: this.db.fn.now() })
       .returning('*');
+    this.found.changedAll(this.db);
     return row;
   }
 
-  remove(owner: SecretOwner, name: string): Promise<number> {
-    return this.owned(owner).where('secrets.name', name).delete();
+  async remove(owner: SecretOwner, name: string): Promise<number> {
+    const removed = await this.owned(owner).where('secrets.name', name).delete();
+    this.found.changedAll(this.db);
+    return removed;
   }
 
   /** Every row with one of `names` held by one of `owners`, in one statement. */
   async find(names: string[], owners: SecretOwner[]): Promise<SecretRow[]> {
     if (!names.length || !owners.length) return [];
-    return this.db('secrets')
-      .whereIn('name', names)
-      .andWhere((w) => {
-        for (const owner of owners) w.orWhere((o) => this.whereOwner(o, owner));
-      });
+    const key = encodeURIComponent(`${names.join(',')}|${owners.map((o) => `${o.scope}.${o.id ?? ''}`).join(',')}`);
+    const rows = await this.found.get(key, () =>
+      this.db('secrets')
+        .whereIn('name', names)
+        .andWhere((w) => {
+          for (const owner of owners) w.orWhere((o) => this.whereOwner(o, owner));
+        }),
+    );
+    return rows ?? [];
   }
 
   private owned(owner: SecretOwner) {

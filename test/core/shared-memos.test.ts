@@ -1,6 +1,8 @@
 import test from 'ava';
 import { createTestDatabase } from '../support/database.ts';
-import { as, bootstrapAdmin, startTestServer, type TestServer } from '../support/server.ts';
+import { as, bootstrapAdmin, call, startTestServer, type TestServer } from '../support/server.ts';
+import { ModelResolver } from '../../plugins/inference/resolution.ts';
+import { SecretResolverToken } from '../../core/ports/secrets.ts';
 import { SharedMemos } from '../../core/db/shared-memos.ts';
 
 /**
@@ -14,13 +16,14 @@ let drop: () => Promise<void>;
 let adminA: ReturnType<typeof as>;
 let adminB: ReturnType<typeof as>;
 let orgId: string;
+let token: string;
 
 test.before(async () => {
   const database = await createTestDatabase();
   drop = database.drop;
   a = await startTestServer({ database });
   b = await startTestServer({ database });
-  const { token } = await bootstrapAdmin(a.server);
+  ({ token } = await bootstrapAdmin(a.server));
   adminA = as(a.server, token);
   adminB = as(b.server, token);
   orgId = (await adminA.post('/orgs', { name: 'Memos' })).body.id;
@@ -127,4 +130,58 @@ test.serial('a change committed while a value loads is answered but not remember
     })
     .catch(() => undefined);
   t.is(await memo.get('k', async () => 'unread'), 'fresh', 'a rolled back change forgets nothing');
+});
+
+test.serial("a gateway's model lookups and a secret's rows, remembered on one replica, follow a change made through the other", async (t) => {
+  const resolverB = b.kernel.container.resolve(ModelResolver);
+  const secretsB = b.kernel.container.resolve(SecretResolverToken);
+  const system = { orgId: null, projectId: null };
+
+  t.is((await adminA.post('/system/secrets', { name: 'MEMO_KEY', value: 'first' })).statusCode, 201);
+  t.is(await secretsB.resolve('MEMO_KEY', { internal: true }), 'first');
+  const created = await adminA.post('/inference/targets', { name: 'memo-t', kind: 'openai', base_url: 'http://127.0.0.1:9/v1', credential_secret: 'MEMO_KEY' });
+  t.is(created.statusCode, 201);
+  t.is((await resolverB.resolve('memo-t/m1', system)).target.base_url, 'http://127.0.0.1:9/v1');
+
+  t.is((await adminA.patch(`/inference/targets/${created.body.id}`, { base_url: 'http://127.0.0.1:10/v1' })).statusCode, 200);
+  t.is(
+    (
+      await eventually(
+        () => resolverB.resolve('memo-t/m1', system),
+        (r) => r.target.base_url !== 'http://127.0.0.1:9/v1',
+      )
+    ).target.base_url,
+    'http://127.0.0.1:10/v1',
+  );
+  t.is((await call(a.server, 'PUT', '/system/secrets/MEMO_KEY', { value: 'second' }, token)).statusCode, 200);
+  t.is(
+    await eventually(
+      () => secretsB.resolve('MEMO_KEY', { internal: true }),
+      (v) => v === 'second',
+    ),
+    'second',
+  );
+
+  t.is((await adminA.delete(`/inference/targets/${created.body.id}`)).statusCode, 204);
+  const gone = await eventually(
+    () =>
+      resolverB.resolve('memo-t/m1', system).then(
+        () => 'found',
+        (e: Error) => e.message,
+      ),
+    (v) => v !== 'found',
+  );
+  t.regex(gone, /model memo-t\/m1 not found/);
+  t.is((await adminA.delete('/system/secrets/MEMO_KEY')).statusCode, 204);
+  t.is(
+    await eventually(
+      () =>
+        secretsB.resolve('MEMO_KEY', { internal: true }).then(
+          () => 'found',
+          (e: Error) => e.name,
+        ),
+      (v) => v !== 'found',
+    ),
+    'SecretMissing',
+  );
 });
