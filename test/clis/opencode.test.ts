@@ -214,3 +214,47 @@ test.serial('cancel kills the CLI and the command its bash tool started: no proc
   t.deepEqual(processesWith(marker), [], 'no process with the marker is left');
   t.deepEqual(inGroups(groups), [], 'no process is left in the process groups of the CLI and its tool');
 });
+
+test.serial('harness_f on a managed model reaches the upstream through svc with its job token: the gateway holds the key and meters every call', async (t) => {
+  // The upstream is the scripted chat server as an openai target whose key only svc holds; the job
+  // carries no provider config of its own: harness_f gives opencode a `managed` provider on the gateway.
+  const target = await w.api.post('/inference/targets', { name: 'opencode-upstream', kind: 'openai', base_url: `${llm.url}/v1`, credential_secret: 'OPENAI_API_KEY' });
+  t.is(target.statusCode, 201, JSON.stringify(target.body));
+  const entry = await w.api.post('/inference/managed-models', { name: 'opencode-conf', target_id: target.body.id, upstream_model: 'conf-model-1' });
+  t.is(entry.statusCode, 201, JSON.stringify(entry.body));
+  const r = await writeJob({ harness: 'harness_f', model: 'managed/opencode-conf', reasoning_effort: 'high', hints: { permission_policy: 'auto_edit' } });
+  t.is(r.job.phase, 'done', `${JSON.stringify(r.attempt)}\n${r.logs}`);
+  t.like(r.attempt, { status: 'succeeded', result_summary: 'wrote hello.txt' });
+  t.regex(r.logs, /model managed\/opencode-conf: .*through svc's inference/);
+  t.is(writtenAtTurn2, true);
+  t.deepEqual(r.committed, ['hello.txt'], 'the commit holds the agent change and nothing else');
+  const scripted = r.requests.filter((q) => q.scripted);
+  t.is(scripted.length, 2, 'both turns went through the gateway');
+  for (const q of scripted) t.is(q.body.reasoning_effort, 'high', "--variant high, a variant of the managed provider's model");
+  const posts = r.requests.filter((q) => q.method === 'POST');
+  for (const q of posts) {
+    t.is(q.headers.authorization, `Bearer ${API_KEY}`, "the upstream sees the target's key, which only svc holds");
+    t.is(q.body.model, 'conf-model-1', 'the gateway asks for the upstream model');
+    t.notRegex(String(q.headers['user-agent'] ?? ''), /opencode/i, 'svc made the call, not the CLI');
+  }
+  // Every call went through the gateway, the title call too (small_model is the managed model), so
+  // the receipt holds them all, counted by the gateway from the upstream's own usage.
+  const metered = posts.filter((q) => q.usage);
+  t.true(
+    metered.some((q) => !q.scripted),
+    'the title call went through the gateway as well',
+  );
+  t.like(r.receipt.llm, { calls: metered.length }, `every call the gateway made is on the receipt: ${JSON.stringify(r.receipt.llm)}`);
+  t.deepEqual(Object.keys(r.receipt.llm.models), ['conf-model-1'], JSON.stringify(r.receipt.llm));
+  const reported = usageByModel(
+    metered.map((q) => ({
+      model: 'conf-model-1',
+      input: q.usage!.prompt_tokens - q.usage!.prompt_tokens_details.cached_tokens,
+      output: q.usage!.completion_tokens,
+      cacheRead: q.usage!.prompt_tokens_details.cached_tokens,
+      cacheWrite: 0,
+    })),
+  );
+  t.like(r.receipt.llm.models['conf-model-1'], reported['conf-model-1']);
+  t.is(r.receipt.cost.pricing, 'priced', JSON.stringify(r.receipt.cost));
+});
