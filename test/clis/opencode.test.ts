@@ -218,7 +218,12 @@ test.serial('cancel kills the CLI and the command its bash tool started: no proc
 test.serial('harness_f on a managed model reaches the upstream through svc with its job token: the gateway holds the key and meters every call', async (t) => {
   // The upstream is the scripted chat server as an openai target whose key only svc holds; the job
   // carries no provider config of its own: harness_f gives opencode a `managed` provider on the gateway.
-  const target = await w.api.post('/inference/targets', { name: 'opencode-upstream', kind: 'openai', base_url: `${llm.url}/v1`, credential_secret: 'OPENAI_API_KEY' });
+  const target = await w.api.post('/inference/targets', {
+    name: 'opencode-upstream',
+    kind: 'openai',
+    base_url: `${llm.url}/v1`,
+    credential_secret: 'OPENAI_API_KEY',
+  });
   t.is(target.statusCode, 201, JSON.stringify(target.body));
   const entry = await w.api.post('/inference/managed-models', { name: 'opencode-conf', target_id: target.body.id, upstream_model: 'conf-model-1' });
   t.is(entry.statusCode, 201, JSON.stringify(entry.body));
