@@ -415,6 +415,10 @@ export class AttemptRun {
       // gateway token, a base URL, cloud keys) may reroute or re-authenticate its calls.
       env: managed ? { ...withoutCredentials(env, plan.harness), ...managed.env } : { ...credentials, ...env },
     });
+    if (!choice.model && invocation.model && invocation.model === plan.harness.defaultModel)
+      await log.system(
+        `model ${invocation.model}: the job names none, and it is ${plan.harness.id}'s default model (harnesses.${plan.harness.id}.default_model)`,
+      );
     // What the harness writes for its run (a plugin dir, tool server config) is never committed.
     await this.git?.exclude(Object.keys(invocation.files));
     return {

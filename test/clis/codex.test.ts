@@ -79,18 +79,20 @@ test.serial('a job writes a file with the real tool, reports through json-result
   t.like(receipt.cost, { price_table: w.cardId, pricing: 'priced' });
 });
 
-// Fails: Codex 0.171's JSONL stream names no model (thread.started, turn.completed carry none), and
-// the model it uses without --model is compiled in (gpt-6.2-sol) unless the user's config.toml names
-// another, so harness_d cannot say which model the usage is for; the receipt says `unknown`.
-test.serial.failing('a job naming no model: the request carries Codex default model, and the receipt names it', async (t) => {
+// Codex 0.171's JSONL stream names no model (thread.started, turn.completed carry none). So svc does
+// not leave the choice to the CLI: harness_d's default model (the one 0.171 runs when nothing names
+// one; harnesses.harness_d.default_model replaces it) is passed explicitly, and the receipt names it.
+test.serial('a job naming no model: the request carries Codex default model, and the receipt names it', async (t) => {
   const marker = 'conf-default-model';
   const id = await startJob(w, { description: `Create hello.txt (${marker})`, harness: 'harness_d' });
   const { job, attempt, logs, receipt } = await ended(w, id);
   t.is(job.phase, 'done', JSON.stringify(attempt) + logs);
   const requests = requestsOf(marker);
   t.true(requests.length >= 2);
-  t.is(requests[0].body.model, CODEX_DEFAULT_MODEL);
+  for (const r of requests) t.is(r.body.model, CODEX_DEFAULT_MODEL);
+  t.regex(logs, new RegExp(`model ${CODEX_DEFAULT_MODEL}: the job names none, and it is harness_d's default model`));
   t.deepEqual(Object.keys(receipt.llm.models), [CODEX_DEFAULT_MODEL], JSON.stringify(receipt));
+  t.like(receipt.llm.models[CODEX_DEFAULT_MODEL], { output_tokens: requests.length * RESPONSES_USAGE.output });
 });
 
 test.serial('policy auto_edit: the write goes through (once --full-auto, which Codex 0.171 no longer has)', async (t) => {
