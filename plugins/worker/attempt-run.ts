@@ -107,7 +107,7 @@ const PROGRESS_INTERVAL_MS = 1000;
  * the platform has failed its attempt (a budget reached at the gateway): its job token no longer
  * works, so it can call no model, and its last lines (the refusal) reach the log. Then it is killed.
  */
-const ENDED_GRACE_MS = 5000;
+const ENDED_GRACE_MS = 15_000;
 
 const timeoutOf = (work: AttemptWork): number | null => {
   const t = work.job.hints.timeout_seconds;
