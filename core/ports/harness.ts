@@ -22,6 +22,11 @@ export interface HarnessInput {
   permissionPolicy: PermissionPolicy;
   /** The job's environment (and the harness credentials the registry found): passed through to the CLI. */
   env: Record<string, string>;
+  /**
+   * The model is reached through svc's model gateway (a `managed/<name>` model): `env` already holds
+   * the one endpoint and key the CLI gets, so the registry adds none of the server's own credentials.
+   */
+  gateway?: boolean;
 }
 
 export interface HarnessInvocation {

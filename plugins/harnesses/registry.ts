@@ -44,7 +44,7 @@ async function loadPlugin(spec: string, cwd: string): Promise<HarnessDefinition>
 
 /**
  * The definition as the registry hands it out: configured binary and default model, and the
- * server's credential variables under the job's env. A job that names no model gets the default
+ * server's credential variables under the job's env (not for a model on svc's gateway). A job that names no model gets the default
  * model explicitly, and the invocation names it (the receipt's model).
  */
 function configured(def: HarnessDefinition, settings: HarnessSettings | undefined, cwd: string): HarnessDefinition {
@@ -59,7 +59,9 @@ function configured(def: HarnessDefinition, settings: HarnessSettings | undefine
     command,
     build: (input) => {
       const defaulted = input.model ? undefined : defaultModel;
-      const invocation = def.build({ ...input, ...(defaulted ? { model: defaulted } : {}), env: { ...environmentCredentials(def), ...input.env } });
+      // On svc's gateway the CLI gets no credential of the server's (it could reroute or leak): only what env holds.
+      const env = input.gateway ? input.env : { ...environmentCredentials(def), ...input.env };
+      const invocation = def.build({ ...input, ...(defaulted ? { model: defaulted } : {}), env });
       return { ...invocation, command, ...(defaulted ? { model: defaulted } : {}) };
     },
     parseLine: (line) => def.parseLine(line),

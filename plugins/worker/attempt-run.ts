@@ -445,6 +445,7 @@ export class AttemptRun {
       // On a managed model the gateway is the CLI's only provider: no credential of another (a
       // gateway token, a base URL, cloud keys) may reroute or re-authenticate its calls.
       env: managed ? { ...withoutCredentials(env, plan.harness), ...managed.env } : { ...credentials, ...env },
+      ...(managed ? { gateway: true } : {}),
     });
     if (!choice.model && invocation.model && invocation.model === plan.harness.defaultModel)
       await log.system(

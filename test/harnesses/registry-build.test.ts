@@ -1,6 +1,7 @@
 /**
- * A harness's default model (`HarnessDefinition.defaultModel`, config `harnesses.<id>.default_model`):
- * a job that names no model gets it explicitly, and the invocation names it (the receipt's model).
+ * What the registry adds to a harness's build: the default model (`HarnessDefinition.defaultModel`,
+ * config `harnesses.<id>.default_model`: a job that names no model gets it explicitly, and the
+ * invocation names it, the receipt's model), and the server's own credentials, but not on svc's gateway.
  */
 import test from 'ava';
 import { loadConfig } from '../../core/config/load.ts';
@@ -55,4 +56,22 @@ test('defineHarness refuses an empty defaultModel', (t) => {
   const base = { id: 'x', description: 'x', build: () => ({ command: 'x', args: [], env: {}, files: {} }), parseLine: () => [] };
   t.notThrows(() => defineHarness({ ...base, defaultModel: 'm' }));
   t.throws(() => defineHarness({ ...base, defaultModel: ' ' }), { message: /defaultModel must be a non-empty string/ });
+});
+
+test.serial("the server's own credentials go to a CLI on its provider, never to one on svc's gateway (a managed model)", async (t) => {
+  process.env.ANTHROPIC_API_KEY = 'sk-server-anthropic';
+  process.env.OPENROUTER_API_KEY = 'sk-server-openrouter';
+  try {
+    const f = (await load()).get('harness_f')!;
+    const own = f.build(input({ model: 'anthropic/claude-sonnet-4-5' }));
+    t.is(own.env.ANTHROPIC_API_KEY, 'sk-server-anthropic', 'on its own provider the CLI reads the key the server holds');
+    const managed = f.build(
+      input({ model: 'managed/coder', gateway: true, env: { OPENAI_BASE_URL: 'http://svc/inference/v1', OPENAI_API_KEY: 'job-token', SVC_JOB_ID: 'j' } }),
+    );
+    t.is(managed.env.OPENAI_API_KEY, 'job-token');
+    for (const name of ['ANTHROPIC_API_KEY', 'OPENROUTER_API_KEY']) t.false(name in managed.env, name);
+  } finally {
+    delete process.env.ANTHROPIC_API_KEY;
+    delete process.env.OPENROUTER_API_KEY;
+  }
 });
