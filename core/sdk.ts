@@ -51,5 +51,7 @@ export function defineHarness(definition: HarnessDefinition): HarnessDefinition 
   ) {
     throw new TypeError(`defineHarness(${definition.id}): aliases must be lower-case names`);
   }
+  if (definition.defaultModel !== undefined && !(typeof definition.defaultModel === 'string' && definition.defaultModel.trim()))
+    throw new TypeError(`defineHarness(${definition.id}): defaultModel must be a non-empty string when set`);
   return definition;
 }

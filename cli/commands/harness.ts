@@ -22,7 +22,7 @@ type Harness = {
   description: string;
   variants: { name: string; description: string; source: string }[];
   auth: { available: boolean; reason: string; instructions: string[] };
-  capabilities: { supports_model: boolean; model_examples: string[]; reasoning: { supported: boolean; levels: string[] } };
+  capabilities: { supports_model: boolean; model_examples: string[]; default_model?: string | null; reasoning: { supported: boolean; levels: string[] } };
 };
 
 const COLUMNS: Column[] = [
@@ -45,7 +45,7 @@ export async function runHarness(ctx: Context, args: string[]): Promise<number> 
       const { positionals } = parseCommand(rest, {}, HARNESS_USAGE, { min: 1, max: 1 });
       const h = await apiRequest<Harness>(ctx, 'GET', `/harnesses/${seg(positionals[0])}`);
       if (ctx.json) return (printJson(h), 0);
-      const { reasoning, supports_model: models, model_examples: examples } = h.capabilities;
+      const { reasoning, supports_model: models, model_examples: examples, default_model: defaultModel } = h.capabilities;
       write(
         formatFields([
           ['name', h.name],
@@ -54,6 +54,7 @@ export async function runHarness(ctx: Context, args: string[]): Promise<number> 
           ['available', h.auth.available ? `yes: ${h.auth.reason}` : `no: ${h.auth.reason}`],
           ...(h.auth.instructions.length ? [['to fix', h.auth.instructions.join(' ')] as [string, unknown]] : []),
           ['models', models ? (examples.length ? `e.g. ${examples.join(', ')}` : 'any the CLI accepts') : 'chosen by the CLI'],
+          ...(defaultModel ? [['default model', `${defaultModel} (when the job names none)`] as [string, unknown]] : []),
           ['reasoning', reasoning.supported ? reasoning.levels.join(', ') : 'not supported'],
           ['variants', h.variants.map((x) => `${x.name} (${x.source}): ${x.description}`).join('; ')],
         ]),

@@ -90,6 +90,16 @@ export class MachineTokens {
     return row?.lease_token ? { jobId: job.id, attemptId: job.attemptId, leaseToken: row.lease_token } : null;
   }
 
+  /**
+   * Why a job token stopped working: its attempt has ended, and when the platform failed it (a
+   * budget reached, say) its error, so the agent holding the token reads why its calls are refused.
+   */
+  private async attemptEnded(attemptId: string): Promise<string> {
+    const row = await this.db('job_attempts').whereRaw('id::text = ?', [attemptId]).first('status', 'error');
+    const failed = row?.status === 'failed' && typeof row.error === 'string' && row.error ? ` (failed: ${row.error.slice(0, 500)})` : '';
+    return `the attempt of this job token has ended${failed}`;
+  }
+
   async principalFor(payload: JWTPayload): Promise<Principal> {
     const expiresAt = new Date((payload.exp ?? 0) * 1000).toISOString();
     if (payload.typ === 'service_account' && typeof payload.tid === 'string') {
@@ -117,7 +127,7 @@ export class MachineTokens {
     ) {
       const attemptId = payload.attempt_id;
       if (!(await this.knownRunning.get(attemptId, async () => (await this.runningAttempts.submit(attemptId)) || undefined)))
-        throw new TokenRejected('the attempt of this job token has ended');
+        throw new TokenRejected(await this.attemptEnded(attemptId));
       return {
         kind: 'job',
         id: payload.sub,

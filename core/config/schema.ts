@@ -95,6 +95,7 @@ export const configSchema = Joi.object({
       /^[a-z][a-z0-9_-]*$/,
       Joi.object({
         command: Joi.string().min(1).allow(null).required(),
+        default_model: Joi.alternatives(Joi.string().min(1), Joi.boolean().valid(false)).allow(null),
         mcp_servers: Joi.object().pattern(Joi.string(), Joi.object().unknown(true)),
       }),
     )
@@ -235,6 +236,11 @@ export const configSchema = Joi.object({
 
 export interface HarnessSettings {
   command: string | null;
+  /**
+   * The model a job that names none runs, passed to the CLI explicitly (so the receipt names it).
+   * Unset or null: the definition's `defaultModel`; false: none (the CLI's own config chooses).
+   */
+  default_model?: string | false | null;
   /** harness_a only: MCP servers in the CLI's `mcpServers` format. */
   mcp_servers?: Record<string, Record<string, unknown>>;
 }

@@ -22,6 +22,11 @@ export interface HarnessInput {
   permissionPolicy: PermissionPolicy;
   /** The job's environment (and the harness credentials the registry found): passed through to the CLI. */
   env: Record<string, string>;
+  /**
+   * The model is reached through svc's model gateway (a `managed/<name>` model): `env` already holds
+   * the one endpoint and key the CLI gets, so the registry adds none of the server's own credentials.
+   */
+  gateway?: boolean;
 }
 
 export interface HarnessInvocation {
@@ -134,6 +139,12 @@ export interface HarnessDefinition {
    * anthropic, all GEMINI_* / GOOGLE_* → gemini, else chat completions).
    */
   speaks?: GatewayProtocol;
+  /**
+   * The model the CLI runs when nothing names one, for a CLI whose output never says which model
+   * ran (Codex): when the job names no model the registry passes this one explicitly, so the request
+   * and the receipt name the same model. Config `harnesses.<id>.default_model` replaces it (false: none).
+   */
+  defaultModel?: string;
   build(input: HarnessInput): HarnessInvocation;
   /** One line of the CLI's output (stdout or stderr) into zero or more events; never throws. */
   parseLine(line: string): HarnessEvent[];

@@ -100,6 +100,9 @@ export const harnessD: HarnessDefinition = defineHarness({
   // no longer used), so no flag depends on the version; the status says when it is outside this range.
   versions: { args: ['--version'], oldest: '0.171.0', newest: '0.171.0' },
   speaks: 'responses',
+  // What 0.171 runs when neither --model nor config.toml names a model. Its JSON stream never names
+  // the model, so a job naming none gets this one explicitly (registry) and the receipt names it.
+  defaultModel: 'gpt-6.2-sol',
   build(input) {
     const files: Record<string, string> = {};
     const prompt = promptArgument(input.prompt, files);

@@ -4,6 +4,7 @@ import { defineHarness } from '../../core/sdk.ts';
 import { field, isObject, jsonLineParser, text, usage, type Json } from '../common/lines.ts';
 import { promptArgument } from '../common/prompt.ts';
 import { planProgress, todoItems } from '../../core/harness-progress.ts';
+import { MANAGED_PREFIX, isManagedModel } from '../../core/ports/inference.ts';
 
 /**
  * Permissions are config (`permission` per tool: allow, ask, deny), given inline through
@@ -36,6 +37,33 @@ function stepUsage(part: unknown): HarnessEvent[] {
   ];
 }
 
+/** The variants a provider's model declares so `--variant` reaches the request as chat completions' `reasoning_effort`. */
+const EFFORT_VARIANTS: Json = {
+  low: { reasoningEffort: 'low' },
+  medium: { reasoningEffort: 'medium' },
+  high: { reasoningEffort: 'high' },
+  max: { reasoningEffort: 'xhigh' },
+};
+
+/** The provider id opencode reads from `--model managed/<name>`: svc's model gateway. */
+const MANAGED_PROVIDER = 'managed';
+
+/**
+ * The `managed` provider for `managed/<name>`: svc's model gateway in chat completions (what the
+ * worker hands a CLI that speaks `chat`: OPENAI_BASE_URL, and the job token as OPENAI_API_KEY),
+ * its one model sent upstream as `managed/<name>` (`id`), which the gateway resolves. opencode reads
+ * `--model managed/<name>` as provider `managed`, model `<name>`.
+ */
+function managedProvider(model: string): Json {
+  const name = model.slice(MANAGED_PREFIX.length);
+  return {
+    npm: '@ai-sdk/openai-compatible',
+    name: "svc's model gateway",
+    options: { baseURL: '{env:OPENAI_BASE_URL}', apiKey: '{env:OPENAI_API_KEY}' },
+    models: { [name]: { id: model, name: model, variants: EFFORT_VARIANTS } },
+  };
+}
+
 /** OPENCODE_CONFIG_CONTENT as an object ({} when unset or not a JSON object). */
 function inlineConfig(content: string | undefined): Json {
   if (!content) return {};
@@ -54,6 +82,8 @@ export const harnessF: HarnessDefinition = defineHarness({
   variants: [],
   // Providers and their variants in inline config, and --variant, as 1.18.33 reads them (the version tested).
   versions: { args: ['--version'], oldest: '1.18.33', newest: '1.18.33' },
+  // Its own providers speak what their package speaks; a managed model is given an OpenAI-compatible one.
+  speaks: 'chat',
   capabilities: {
     supportsModel: true,
     modelExamples: ['anthropic/claude-sonnet-4-5', 'openai/gpt-5', 'openrouter/qwen/qwen3-coder'],
@@ -77,9 +107,15 @@ export const harnessF: HarnessDefinition = defineHarness({
     const env = { ...input.env };
     // Inline config the job already carries (a provider, say) is kept; the policy's permissions go over its own.
     const config = inlineConfig(env.OPENCODE_CONFIG_CONTENT);
+    const inline = { ...config };
     const permission = PERMISSION[input.permissionPolicy];
-    if (permission)
-      env.OPENCODE_CONFIG_CONTENT = JSON.stringify({ ...config, permission: { ...(isObject(config.permission) ? config.permission : {}), ...permission } });
+    if (permission) inline.permission = { ...(isObject(config.permission) ? config.permission : {}), ...permission };
+    // A managed model: svc's gateway is its provider, for the title and summary calls too (small_model).
+    if (isManagedModel(input.model)) {
+      inline.provider = { ...(isObject(config.provider) ? config.provider : {}), [MANAGED_PROVIDER]: managedProvider(input.model!) };
+      inline.small_model = input.model!;
+    }
+    if (permission || isManagedModel(input.model)) env.OPENCODE_CONFIG_CONTENT = JSON.stringify(inline);
     // Without --model the CLI runs the model its config names; the receipt names that one too.
     const model = input.model ?? text(config.model);
     return { command: 'opencode', args, env, files, ...(model ? { model } : {}) };

@@ -42,14 +42,28 @@ async function loadPlugin(spec: string, cwd: string): Promise<HarnessDefinition>
   }
 }
 
-/** The definition as the registry hands it out: configured binary, and the server's credential variables under the job's env. */
+/**
+ * The definition as the registry hands it out: configured binary and default model, and the
+ * server's credential variables under the job's env (not for a model on svc's gateway). A job that names no model gets the default
+ * model explicitly, and the invocation names it (the receipt's model).
+ */
 function configured(def: HarnessDefinition, settings: HarnessSettings | undefined, cwd: string): HarnessDefinition {
   const raw = settings?.command ?? def.command ?? def.id;
   const command = raw.includes('/') ? path.resolve(cwd, raw) : raw;
+  const setting = settings?.default_model;
+  const defaultModel = setting === false ? undefined : (setting ?? def.defaultModel);
+  const { defaultModel: _own, ...rest } = def;
   return {
-    ...def,
+    ...rest,
+    ...(defaultModel ? { defaultModel } : {}),
     command,
-    build: (input) => ({ ...def.build({ ...input, env: { ...environmentCredentials(def), ...input.env } }), command }),
+    build: (input) => {
+      const defaulted = input.model ? undefined : defaultModel;
+      // On svc's gateway the CLI gets no credential of the server's (it could reroute or leak): only what env holds.
+      const env = input.gateway ? input.env : { ...environmentCredentials(def), ...input.env };
+      const invocation = def.build({ ...input, ...(defaulted ? { model: defaulted } : {}), env });
+      return { ...invocation, command, ...(defaulted ? { model: defaulted } : {}) };
+    },
     parseLine: (line) => def.parseLine(line),
   };
 }

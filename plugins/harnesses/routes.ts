@@ -21,6 +21,7 @@ async function view(harnesses: Harnesses, def: HarnessDefinition) {
     capabilities: {
       supports_model: caps?.supportsModel ?? false,
       model_examples: caps?.modelExamples ?? [],
+      default_model: def.defaultModel ?? null,
       reasoning: { supported: caps?.reasoning.supported ?? false, levels: caps?.reasoning.levels ?? [], mode: caps?.reasoning.mode ?? null },
     },
   };

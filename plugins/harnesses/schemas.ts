@@ -41,6 +41,10 @@ export const harnessSchema = Joi.object({
   capabilities: Joi.object({
     supports_model: Joi.boolean().required(),
     model_examples: Joi.array().items(Joi.string()).required(),
+    default_model: Joi.string()
+      .allow(null)
+      .required()
+      .description('the model a job that names none runs, passed to the CLI explicitly (harnesses.<id>.default_model); null: the CLI chooses'),
     reasoning: Joi.object({
       supported: Joi.boolean().required(),
       levels: Joi.array().items(Joi.string()).required(),

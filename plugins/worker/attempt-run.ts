@@ -102,6 +102,12 @@ const NO_USAGE: Provisioned['usage'] = { model: 'unknown', proxied: false };
 const TOKEN_MARGIN_SECONDS = 600;
 const DEFAULT_TOKEN_TTL_SECONDS = 86_400;
 const PROGRESS_INTERVAL_MS = 1000;
+/**
+ * How long a CLI whose every model call goes through svc's gateway may take to end by itself once
+ * the platform has failed its attempt (a budget reached at the gateway): its job token no longer
+ * works, so it can call no model, and its last lines (the refusal) reach the log. Then it is killed.
+ */
+const ENDED_GRACE_MS = 15_000;
 
 const timeoutOf = (work: AttemptWork): number | null => {
   const t = work.job.hints.timeout_seconds;
@@ -118,6 +124,8 @@ export class AttemptRun {
   private readonly abort = new AbortController();
   private releaseOnStop = false;
   private process: RunningProcess | null = null;
+  /** Every model call of the running CLI goes through svc's gateway (a managed model). */
+  private proxied = false;
   private beating = false;
   private readonly lease: AttemptLease;
   /** deps.control, its writes retried while the database is unreachable. */
@@ -136,7 +144,29 @@ export class AttemptRun {
     if (this.abort.signal.aborted) return;
     this.releaseOnStop = release;
     this.abort.abort(reason);
-    void this.process?.kill();
+    void this.endProcess().catch((err) => this.deps.logger.warn({ err, jobId: this.claim.jobId }, 'could not end the attempt process'));
+  }
+
+  /**
+   * Kills the process tree, at once unless the platform failed the attempt (not a cancel, not the
+   * worker stopping) while a CLI that reaches its model only through the gateway runs: that CLI can
+   * call no model any more, so it gets ENDED_GRACE_MS to end by itself and say why (the gateway's
+   * refusal) before it is killed.
+   */
+  private async endProcess(): Promise<void> {
+    const proc = this.process;
+    if (!proc) return;
+    if (this.proxied && !this.releaseOnStop) {
+      const work = await this.deps.control.load(this.claim.jobId, this.claim.attemptId).catch(() => null);
+      if (work?.attempt.status === 'failed') {
+        let timer: NodeJS.Timeout | undefined;
+        const grace = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ENDED_GRACE_MS)));
+        const exited = await Promise.race([proc.exited.then(() => true), grace]);
+        clearTimeout(timer);
+        if (exited) return;
+      }
+    }
+    await proc.kill();
   }
 
   async execute(): Promise<void> {
@@ -239,6 +269,7 @@ export class AttemptRun {
         throw new WorkerFailure(`could not start ${spec.command} on the ${this.deps.runtime.name} runtime: ${err.message}`);
       });
       this.process = proc;
+      this.proxied = usage.proxied;
       if (this.abort.signal.aborted) void proc.kill();
       await log.system(`started ${plan.kind === 'script' ? `/bin/sh -c ${JSON.stringify(plan.run)}` : `${plan.harness.id} (${spec.command})`}`);
       await this.control.runnerEvent(this.lease, 'runner.started', {});
@@ -414,7 +445,12 @@ export class AttemptRun {
       // On a managed model the gateway is the CLI's only provider: no credential of another (a
       // gateway token, a base URL, cloud keys) may reroute or re-authenticate its calls.
       env: managed ? { ...withoutCredentials(env, plan.harness), ...managed.env } : { ...credentials, ...env },
+      ...(managed ? { gateway: true } : {}),
     });
+    if (!choice.model && invocation.model && invocation.model === plan.harness.defaultModel)
+      await log.system(
+        `model ${invocation.model}: the job names none, and it is ${plan.harness.id}'s default model (harnesses.${plan.harness.id}.default_model)`,
+      );
     // What the harness writes for its run (a plugin dir, tool server config) is never committed.
     await this.git?.exclude(Object.keys(invocation.files));
     return {

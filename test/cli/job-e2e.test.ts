@@ -311,6 +311,8 @@ test('svc job create takes --harness, --model, --harness-profile, --env and --re
   const coder = await ok(['harness', 'show', 'coder']);
   t.regex(coder, /^name: +harness_e$/m);
   t.regex(coder, /^available: +(yes|no): /m);
+  t.notRegex(coder, /^default model:/m);
+  t.regex(await ok(['harness', 'show', 'harness_d']), /^default model: +gpt-6\.2-sol \(when the job names none\)$/m);
   const unknown = await svc(['harness', 'show', 'zeta']);
   t.is(unknown.code, 1);
   t.regex(unknown.stderr, /^svc: unknown harness 'zeta' \(known: .*harness_a.*\) \(404\)\n$/);

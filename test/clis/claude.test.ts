@@ -8,8 +8,8 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import { PINNED, cliBin, versionOf } from './support/clis.ts';
-import { git } from '../worker/helpers.ts';
-import { AnthropicServer, resultText, toolNamed, type Recorded, type Turn } from './support/anthropic-server.ts';
+import { git, logLines } from '../worker/helpers.ts';
+import { AnthropicServer, resultText, toolNamed, usageTokens, type Recorded, type Turn } from './support/anthropic-server.ts';
 import { createJob, ended, inGroups, jobWorld, priceModel, processesWith, until, usageByModel, type Ended, type JobWorld } from './support/harness-jobs.ts';
 
 const CLAUDE = cliBin('claude');
@@ -210,23 +210,30 @@ test.serial('cancel kills the CLI and the command its Bash tool started: no proc
 });
 
 let upstreamTarget: string | null = null;
+
+/** `managed/<name>` on the scripted server as an anthropic target whose key only svc holds. */
+async function managedModel(t: ExecutionContext, name: string): Promise<string> {
+  upstreamTarget ??= await (async () => {
+    const target = await w.api.post('/inference/targets', {
+      name: 'claude-upstream',
+      kind: 'anthropic',
+      base_url: llm.url,
+      credential_secret: 'ANTHROPIC_API_KEY',
+    });
+    t.is(target.statusCode, 201, JSON.stringify(target.body));
+    return target.body.id as string;
+  })();
+  const model = await w.api.post('/inference/managed-models', { name, target_id: upstreamTarget, upstream_model: MODEL });
+  t.is(model.statusCode, 201, JSON.stringify(model.body));
+  return `managed/${name}`;
+}
+
 for (const harness of ['harness_a', 'harness_b', 'harness_c']) {
   test.serial(
     `${harness} on a managed model reaches the upstream through svc with its job token: the gateway holds the key and meters every call`,
     async (t) => {
-      upstreamTarget ??= await (async () => {
-        const target = await w.api.post('/inference/targets', {
-          name: 'claude-upstream',
-          kind: 'anthropic',
-          base_url: llm.url,
-          credential_secret: 'ANTHROPIC_API_KEY',
-        });
-        t.is(target.statusCode, 201, JSON.stringify(target.body));
-        return target.body.id as string;
-      })();
       const name = `claude-conf-${harness.slice(-1)}`;
-      const model = await w.api.post('/inference/managed-models', { name, target_id: upstreamTarget, upstream_model: MODEL });
-      t.is(model.statusCode, 201, JSON.stringify(model.body));
+      await managedModel(t, name);
       const r = await writeJob({ harness, model: `managed/${name}` });
       t.is(r.job.phase, 'done', `${JSON.stringify(r.attempt)}\n${r.logs}`);
       t.regex(r.logs, new RegExp(`model managed/${name}: .*through svc's inference`));
@@ -243,3 +250,46 @@ for (const harness of ['harness_a', 'harness_b', 'harness_c']) {
     },
   );
 }
+
+test.serial(
+  'harness_b over its budget: the call after the one that reached hints.max_tokens is refused by the gateway in Anthropic shape, the attempt ends BUDGET_EXCEEDED, the CLI says why, nothing after runs',
+  async (t) => {
+    const model = await managedModel(t, 'claude-budget');
+    const BUDGET = 4000;
+    const marker = `budget-${process.pid}-${Date.now()}`;
+    llm.use(WRITE_SCRIPT);
+    // Turn 1 (the Write tool call) takes the usage reported so far to exactly the budget: the CLI runs
+    // the tool and asks again, and that call is the one the gateway refuses.
+    llm.reachTokens(BUDGET);
+    writtenAtTurn2 = null;
+    const from = llm.requests.length;
+    const job = await createJob(w, { description: `Write hello.txt (${marker})`, harness: 'harness_b', model, hints: { max_tokens: BUDGET } });
+    const r = await ended(w, job);
+    t.like(r.attempt, { status: 'failed' }, JSON.stringify(r.attempt));
+    t.is(r.job.phase, 'cancelled', 'the failed attempt ends the job (max_attempts 1)');
+    t.is(r.attempt.result_json?.error_code, 'BUDGET_EXCEEDED', JSON.stringify(r.attempt));
+    t.is(r.attempt.error, `BUDGET_EXCEEDED: ${BUDGET} tokens used, at hints.max_tokens ${BUDGET}`);
+    // The CLI got the refusal and printed it; then its process ended (no process of the job is left).
+    const logs = await until(
+      async () => {
+        const lines = (await logLines(w, job.id, r.attempt.id)).map((l) => l.line).join('\n');
+        return /process ended|stopped:/.test(lines) && processesWith(marker).length === 0 ? lines : null;
+      },
+      'the CLI to end and its last lines to be logged',
+      30_000,
+    );
+    t.regex(logs, /model call refused: BUDGET_EXCEEDED/, `the CLI shows the gateway's refusal:\n${logs}`);
+    const requests = llm.requests.slice(from);
+    t.is(requests.filter((q) => q.scripted).length, 1, 'only turn 1 went upstream: the call after it never left svc');
+    t.is(writtenAtTurn2, null, 'the script never got to turn 2');
+    const metered = requests.filter((q) => q.usage);
+    t.is(
+      metered.reduce((sum, q) => sum + usageTokens(q.usage!), 0),
+      BUDGET,
+    );
+    t.like(r.receipt.llm, { calls: metered.length }, JSON.stringify(r.receipt.llm));
+    t.is(r.receipt.llm.input_tokens + r.receipt.llm.output_tokens + r.receipt.llm.cache_read_tokens + r.receipt.llm.cache_write_tokens, BUDGET);
+    t.is(r.committed, null, 'nothing committed or pushed');
+    await until(async () => processesWith(marker).length === 0, 'no process of the job left', 15_000);
+  },
+);

@@ -1,10 +1,11 @@
 // harness_d against the real Codex CLI (test/clis/support/clis.ts pins the version), through svc end
 // to end: a server with every role runs the job on a real git repository; the CLI talks to a scripted
 // Responses API server on loopback, pointed at by system secrets shared with jobs.
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import { cliBin, PINNED, versionOf } from './support/clis.ts';
-import { RESPONSES_USAGE, startResponsesServer, type ResponsesServer, type Turn } from './support/responses-server.ts';
+import { RESPONSES_USAGE, responsesTokens, startResponsesServer, type ResponsesServer, type Turn } from './support/responses-server.ts';
 import { cliWorld, committedPaths, ended, fileAt, groupsAlive, jobProcesses, PRICE, startJob, until, type CliWorld } from './support/svc-job-world.ts';
+import { git, logLines } from '../worker/helpers.ts';
 
 const KEY = 'sk-conformance-codex-0123456789';
 const MODEL = 'gpt-conf-codex-1';
@@ -79,18 +80,20 @@ test.serial('a job writes a file with the real tool, reports through json-result
   t.like(receipt.cost, { price_table: w.cardId, pricing: 'priced' });
 });
 
-// Fails: Codex 0.171's JSONL stream names no model (thread.started, turn.completed carry none), and
-// the model it uses without --model is compiled in (gpt-6.2-sol) unless the user's config.toml names
-// another, so harness_d cannot say which model the usage is for; the receipt says `unknown`.
-test.serial.failing('a job naming no model: the request carries Codex default model, and the receipt names it', async (t) => {
+// Codex 0.171's JSONL stream names no model (thread.started, turn.completed carry none). So svc does
+// not leave the choice to the CLI: harness_d's default model (the one 0.171 runs when nothing names
+// one; harnesses.harness_d.default_model replaces it) is passed explicitly, and the receipt names it.
+test.serial('a job naming no model: the request carries Codex default model, and the receipt names it', async (t) => {
   const marker = 'conf-default-model';
   const id = await startJob(w, { description: `Create hello.txt (${marker})`, harness: 'harness_d' });
   const { job, attempt, logs, receipt } = await ended(w, id);
   t.is(job.phase, 'done', JSON.stringify(attempt) + logs);
   const requests = requestsOf(marker);
   t.true(requests.length >= 2);
-  t.is(requests[0].body.model, CODEX_DEFAULT_MODEL);
+  for (const r of requests) t.is(r.body.model, CODEX_DEFAULT_MODEL);
+  t.regex(logs, new RegExp(`model ${CODEX_DEFAULT_MODEL}: the job names none, and it is harness_d's default model`));
   t.deepEqual(Object.keys(receipt.llm.models), [CODEX_DEFAULT_MODEL], JSON.stringify(receipt));
+  t.like(receipt.llm.models[CODEX_DEFAULT_MODEL], { output_tokens: requests.length * RESPONSES_USAGE.output });
 });
 
 test.serial('policy auto_edit: the write goes through (once --full-auto, which Codex 0.171 no longer has)', async (t) => {
@@ -152,17 +155,28 @@ test.serial('the auth status finds the CLI and says when its version is not the 
   else t.regex(auth.reason, new RegExp(`version ${versionOf('codex').replace(/\./g, '\\.')} is (older|newer)`), auth.reason);
 });
 
-test.serial('on a managed model the CLI reaches the upstream through svc with its job token: the gateway holds the key and meters the calls', async (t) => {
-  const target = await w.api.post('/inference/targets', {
-    name: 'codex-upstream',
-    kind: 'openai',
-    base_url: fake.base,
-    credential_secret: 'OPENAI_API_KEY',
-    responses_api: true,
-  });
-  t.is(target.statusCode, 201, JSON.stringify(target.body));
-  const model = await w.api.post('/inference/managed-models', { name: 'codex-conf', target_id: target.body.id, upstream_model: MODEL });
+let upstreamTarget: string | null = null;
+
+/** `managed/<name>` on the scripted server as an openai target serving Responses, whose key only svc holds. */
+async function managedModel(t: ExecutionContext, name: string): Promise<string> {
+  upstreamTarget ??= await (async () => {
+    const target = await w.api.post('/inference/targets', {
+      name: 'codex-upstream',
+      kind: 'openai',
+      base_url: fake.base,
+      credential_secret: 'OPENAI_API_KEY',
+      responses_api: true,
+    });
+    t.is(target.statusCode, 201, JSON.stringify(target.body));
+    return target.body.id as string;
+  })();
+  const model = await w.api.post('/inference/managed-models', { name, target_id: upstreamTarget, upstream_model: MODEL });
   t.is(model.statusCode, 201, JSON.stringify(model.body));
+  return `managed/${name}`;
+}
+
+test.serial('on a managed model the CLI reaches the upstream through svc with its job token: the gateway holds the key and meters the calls', async (t) => {
+  await managedModel(t, 'codex-conf');
   const marker = 'conf-managed-1';
   const id = await startJob(w, {
     description: `Create hello.txt saying hello (${marker})`,
@@ -183,3 +197,53 @@ test.serial('on a managed model the CLI reaches the upstream through svc with it
   t.like(receipt.llm, { calls: requests.length }, 'the receipt counts the calls the gateway made');
   t.like(receipt.llm.models[MODEL], { output_tokens: requests.length * RESPONSES_USAGE.output }, JSON.stringify(receipt.llm));
 });
+
+test.serial(
+  'over its budget on a managed model: the call after the one that reached hints.max_tokens is refused by the gateway in OpenAI shape, the attempt ends BUDGET_EXCEEDED, Codex says why, nothing after runs',
+  async (t) => {
+    const model = await managedModel(t, 'codex-budget');
+    const BUDGET = 3000;
+    const marker = 'conf-budget';
+    // Turn 0 (the patch) takes the usage reported so far to exactly the budget: Codex applies it and
+    // asks again, and that call is the one the gateway refuses.
+    fake.reachTokens(BUDGET);
+    const id = await startJob(w, {
+      description: `Create hello.txt (${marker})`,
+      harness: 'harness_d',
+      model,
+      hints: { max_tokens: BUDGET, max_attempts: 1 },
+      git: { branch: 'budget/${job_id}', commit: 'auto', push: 'on_success' },
+    });
+    const { job, attempt, receipt } = await ended(w, id);
+    t.is(job.phase, 'cancelled', 'the failed attempt ends the job (max_attempts 1)');
+    t.like(attempt, { status: 'failed', error: `BUDGET_EXCEEDED: ${BUDGET} tokens used, at hints.max_tokens ${BUDGET}` }, JSON.stringify(attempt));
+    t.is(attempt.result_json?.error_code, 'BUDGET_EXCEEDED');
+    // Codex got the refusal and printed it; then its process ended (no process of the job is left).
+    const logs = await until(
+      async () => {
+        const lines = (await logLines(w, id, attempt.id)).map((l) => l.line).join('\n');
+        return /^(process ended|stopped:)/m.test(lines) && jobProcesses(id).length === 0 ? lines : null;
+      },
+      'the CLI to end and its last lines to be logged',
+      30_000,
+    );
+    t.regex(logs, /model call refused: BUDGET_EXCEEDED/, `Codex shows the gateway's refusal:\n${logs}`);
+    // Codex retries any status (Reconnecting... n/5); the retries fail authentication, since the job
+    // token stopped with its attempt, and its last error, the turn's, still says why.
+    t.regex(logs, /^unexpected status 401 Unauthorized: the attempt of this job token has ended \(failed: BUDGET_EXCEEDED: /m, logs);
+    const requests = fake.requests.filter((r) => JSON.stringify(r.body ?? '').includes(marker));
+    t.deepEqual(
+      requests.filter((r) => r.turn !== null).map((r) => r.turn),
+      [0],
+      'only turn 0 went upstream: the call after it never left svc',
+    );
+    const metered = requests.filter((r) => r.usage);
+    t.is(
+      metered.reduce((sum, r) => sum + responsesTokens(r.usage!), 0),
+      BUDGET,
+    );
+    t.like(receipt.llm, { calls: metered.length }, JSON.stringify(receipt.llm));
+    t.is(receipt.llm.input_tokens + receipt.llm.output_tokens + receipt.llm.cache_read_tokens + receipt.llm.cache_write_tokens, BUDGET);
+    t.is(git(w.bare, 'branch', '--list', `budget/${id}`), '', 'no branch was pushed');
+  },
+);

@@ -4,8 +4,9 @@
 import test from 'ava';
 import { cliBin, PINNED, versionOf } from './support/clis.ts';
 import { GEMINI_USAGE, startGeminiServer, type GeminiRequest, type GeminiServer, type GeminiTurn } from './support/gemini-server.ts';
-import { ChatServer, functionNamed } from './support/chat-server.ts';
+import { ChatServer, chatTokens, functionNamed, type ChatTurn } from './support/chat-server.ts';
 import { cliWorld, committedPaths, ended, fileAt, groupsAlive, jobProcesses, PRICE, startJob, until, type CliWorld } from './support/svc-job-world.ts';
+import { git, logLines } from '../worker/helpers.ts';
 
 const KEY = 'gk-conformance-gemini-0123456789';
 const MODEL = 'gemini-conf-1';
@@ -183,3 +184,64 @@ test.serial('on a managed model the CLI reaches the upstream through svc with it
     await upstream.stop();
   }
 });
+
+test.serial(
+  'over its budget on a managed model: the call after the one that reached hints.max_tokens is refused by the gateway in Gemini shape, the attempt ends BUDGET_EXCEEDED, the CLI says why, nothing after runs',
+  async (t) => {
+    const script: ChatTurn[] = [
+      (body) => {
+        const name = functionNamed(body, 'write_file');
+        const props = body.tools.find((x: any) => x.function.name === name).function.parameters?.properties ?? {};
+        const pathKey = ['file_path', 'absolute_path', 'path'].find((k) => k in props) ?? 'file_path';
+        return { toolCalls: [{ name, arguments: { [pathKey]: 'hello.txt', content: 'hello from gemini\n' } }] };
+      },
+      { text: `I created hello.txt.\n\n${RESULT}` },
+    ];
+    const upstream = await new ChatServer(script).start();
+    try {
+      const target = await w.api.post('/inference/targets', {
+        name: 'gemini-budget',
+        kind: 'openai',
+        base_url: `${upstream.url}/v1`,
+        credential_secret: 'GEMINI_API_KEY',
+      });
+      t.is(target.statusCode, 201, JSON.stringify(target.body));
+      const entry = await w.api.post('/inference/managed-models', { name: 'gemini-budget', target_id: target.body.id, upstream_model: MODEL });
+      t.is(entry.statusCode, 201, JSON.stringify(entry.body));
+      const BUDGET = 3000;
+      // Turn 1 (write_file) takes the usage reported so far to exactly the budget: the CLI writes and
+      // asks again, and that call is the one the gateway refuses.
+      upstream.reachTokens(BUDGET);
+      const id = await startJob(w, {
+        description: 'Create hello.txt saying hello',
+        harness: 'harness_e',
+        model: 'managed/gemini-budget',
+        hints: { max_tokens: BUDGET, max_attempts: 1 },
+        git: { branch: 'geminib/${job_id}', commit: 'auto', push: 'on_success' },
+      });
+      const { job, attempt, receipt } = await ended(w, id);
+      t.is(job.phase, 'cancelled', 'the failed attempt ends the job (max_attempts 1)');
+      t.like(attempt, { status: 'failed', error: `BUDGET_EXCEEDED: ${BUDGET} tokens used, at hints.max_tokens ${BUDGET}` }, JSON.stringify(attempt));
+      t.is(attempt.result_json?.error_code, 'BUDGET_EXCEEDED');
+      const logs = await until(
+        async () => {
+          const lines = (await logLines(w, id, attempt.id)).map((l) => l.line).join('\n');
+          return /^(process ended|stopped:)/m.test(lines) && jobProcesses(id).length === 0 ? lines : null;
+        },
+        'the CLI to end and its last lines to be logged',
+        30_000,
+      );
+      t.regex(logs, /model call refused: BUDGET_EXCEEDED/, `the CLI shows the gateway's refusal:\n${logs}`);
+      t.is(upstream.requests.filter((r) => r.scripted).length, 1, 'only turn 1 went upstream: the call after it never left svc');
+      const metered = upstream.requests.filter((r) => r.usage);
+      t.is(
+        metered.reduce((sum, r) => sum + chatTokens(r.usage!), 0),
+        BUDGET,
+      );
+      t.like(receipt.llm, { calls: metered.length }, JSON.stringify(receipt.llm));
+      t.is(git(w.bare, 'branch', '--list', `geminib/${id}`), '', 'no branch was pushed');
+    } finally {
+      await upstream.stop();
+    }
+  },
+);

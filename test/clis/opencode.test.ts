@@ -10,9 +10,9 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import { PINNED, cliBin, versionOf } from './support/clis.ts';
-import { ChatServer, functionNamed, type ChatRecorded, type ChatTurn } from './support/chat-server.ts';
+import { ChatServer, chatTokens, functionNamed, type ChatRecorded, type ChatTurn } from './support/chat-server.ts';
 import { resultText } from './support/anthropic-server.ts';
-import { git } from '../worker/helpers.ts';
+import { git, logLines } from '../worker/helpers.ts';
 import { createJob, ended, inGroups, jobWorld, priceModel, processesWith, until, usageByModel, type Ended, type JobWorld } from './support/harness-jobs.ts';
 
 const OPENCODE = cliBin('opencode');
@@ -214,3 +214,106 @@ test.serial('cancel kills the CLI and the command its bash tool started: no proc
   t.deepEqual(processesWith(marker), [], 'no process with the marker is left');
   t.deepEqual(inGroups(groups), [], 'no process is left in the process groups of the CLI and its tool');
 });
+
+let upstreamTarget: string | null = null;
+
+/**
+ * `managed/<name>` on the scripted chat server as an openai target whose key only svc holds. The job
+ * carries no provider config of its own: harness_f gives opencode a `managed` provider on the gateway.
+ */
+async function managedModel(t: ExecutionContext, name: string): Promise<string> {
+  upstreamTarget ??= await (async () => {
+    const target = await w.api.post('/inference/targets', {
+      name: 'opencode-upstream',
+      kind: 'openai',
+      base_url: `${llm.url}/v1`,
+      credential_secret: 'OPENAI_API_KEY',
+    });
+    t.is(target.statusCode, 201, JSON.stringify(target.body));
+    return target.body.id as string;
+  })();
+  const entry = await w.api.post('/inference/managed-models', { name, target_id: upstreamTarget, upstream_model: 'conf-model-1' });
+  t.is(entry.statusCode, 201, JSON.stringify(entry.body));
+  return `managed/${name}`;
+}
+
+test.serial('harness_f on a managed model reaches the upstream through svc with its job token: the gateway holds the key and meters every call', async (t) => {
+  const model = await managedModel(t, 'opencode-conf');
+  const r = await writeJob({ harness: 'harness_f', model, reasoning_effort: 'high', hints: { permission_policy: 'auto_edit' } });
+  t.is(r.job.phase, 'done', `${JSON.stringify(r.attempt)}\n${r.logs}`);
+  t.like(r.attempt, { status: 'succeeded', result_summary: 'wrote hello.txt' });
+  t.regex(r.logs, /model managed\/opencode-conf: .*through svc's inference/);
+  t.is(writtenAtTurn2, true);
+  t.deepEqual(r.committed, ['hello.txt'], 'the commit holds the agent change and nothing else');
+  const scripted = r.requests.filter((q) => q.scripted);
+  t.is(scripted.length, 2, 'both turns went through the gateway');
+  for (const q of scripted) t.is(q.body.reasoning_effort, 'high', "--variant high, a variant of the managed provider's model");
+  const posts = r.requests.filter((q) => q.method === 'POST');
+  for (const q of posts) {
+    t.is(q.headers.authorization, `Bearer ${API_KEY}`, "the upstream sees the target's key, which only svc holds");
+    t.is(q.body.model, 'conf-model-1', 'the gateway asks for the upstream model');
+    t.notRegex(String(q.headers['user-agent'] ?? ''), /opencode/i, 'svc made the call, not the CLI');
+  }
+  // Every call went through the gateway, the title call too (small_model is the managed model), so
+  // the receipt holds them all, counted by the gateway from the upstream's own usage.
+  const metered = posts.filter((q) => q.usage);
+  t.true(
+    metered.some((q) => !q.scripted),
+    'the title call went through the gateway as well',
+  );
+  t.like(r.receipt.llm, { calls: metered.length }, `every call the gateway made is on the receipt: ${JSON.stringify(r.receipt.llm)}`);
+  t.deepEqual(Object.keys(r.receipt.llm.models), ['conf-model-1'], JSON.stringify(r.receipt.llm));
+  const reported = usageByModel(
+    metered.map((q) => ({
+      model: 'conf-model-1',
+      input: q.usage!.prompt_tokens - q.usage!.prompt_tokens_details.cached_tokens,
+      output: q.usage!.completion_tokens,
+      cacheRead: q.usage!.prompt_tokens_details.cached_tokens,
+      cacheWrite: 0,
+    })),
+  );
+  t.like(r.receipt.llm.models['conf-model-1'], reported['conf-model-1']);
+  t.is(r.receipt.cost.pricing, 'priced', JSON.stringify(r.receipt.cost));
+});
+
+test.serial(
+  'harness_f over its budget on a managed model: the call after the one that reached hints.max_tokens is refused by the gateway, the attempt ends BUDGET_EXCEEDED, the CLI says why, nothing after runs',
+  async (t) => {
+    const model = await managedModel(t, 'opencode-budget');
+    // Turn 1 (the write) takes the usage reported so far to exactly the budget: opencode writes and
+    // asks again, and that call is the one the gateway refuses.
+    const BUDGET = 6000;
+    const marker = `budget-${process.pid}-${Date.now()}`;
+    llm.use(WRITE_SCRIPT);
+    llm.reachTokens(BUDGET);
+    writtenAtTurn2 = null;
+    const from = llm.requests.length;
+    const job = await createJob(w, {
+      description: `Write hello.txt (${marker})`,
+      harness: 'harness_f',
+      model,
+      hints: { permission_policy: 'auto_edit', max_tokens: BUDGET },
+    });
+    const r = await ended(w, job);
+    t.is(r.job.phase, 'cancelled', 'the failed attempt ends the job (max_attempts 1)');
+    t.like(r.attempt, { status: 'failed', error: `BUDGET_EXCEEDED: ${BUDGET} tokens used, at hints.max_tokens ${BUDGET}` }, JSON.stringify(r.attempt));
+    t.is(r.attempt.result_json?.error_code, 'BUDGET_EXCEEDED');
+    const logs = await until(
+      async () => {
+        const lines = (await logLines(w, job.id, r.attempt.id)).map((l) => l.line).join('\n');
+        return /^(process ended|stopped:)/m.test(lines) && processesWith(marker).length === 0 ? lines : null;
+      },
+      'the CLI to end and its last lines to be logged',
+      30_000,
+    );
+    t.regex(logs, /model call refused: BUDGET_EXCEEDED/, `the CLI shows the gateway's refusal:\n${logs}`);
+    const requests = llm.requests.slice(from);
+    t.is(requests.filter((q) => q.scripted).length, 1, 'only turn 1 went upstream: the call after it never left svc');
+    t.is(writtenAtTurn2, null, 'the script never got to turn 2');
+    t.is(
+      requests.filter((q) => q.usage).reduce((sum, q) => sum + chatTokens(q.usage!), 0),
+      BUDGET,
+    );
+    t.is(r.committed, null, 'nothing committed or pushed');
+  },
+);

@@ -157,6 +157,27 @@ test('harness_f: inline config the job carries (a provider) is kept under the po
   t.is(f.build(input()).model, undefined);
 });
 
+test('harness_f on a managed model: a `managed` provider on the gateway (chat completions, the job token as key), its model sent as managed/<name>, title calls on it too', (t) => {
+  t.is(f.speaks, 'chat');
+  const own = { fake: { npm: '@ai-sdk/openai-compatible', options: { baseURL: 'http://127.0.0.1:9/v1' }, models: { m1: {} } } };
+  const env = { OPENAI_BASE_URL: 'http://svc/inference/v1', OPENAI_API_KEY: 'job-token', OPENCODE_CONFIG_CONTENT: JSON.stringify({ provider: own }) };
+  const inv = f.build(input({ model: 'managed/coder', reasoningEffort: 'high', permissionPolicy: 'auto_edit', env }));
+  t.is(flagValue(inv, '--model'), 'managed/coder', 'opencode reads it as provider managed, model coder');
+  t.is(flagValue(inv, '--variant'), 'high');
+  const config = JSON.parse(inv.env.OPENCODE_CONFIG_CONTENT);
+  t.deepEqual(config.provider.fake, own.fake, "the job's own providers stay");
+  t.like(config.provider.managed, {
+    npm: '@ai-sdk/openai-compatible',
+    options: { baseURL: '{env:OPENAI_BASE_URL}', apiKey: '{env:OPENAI_API_KEY}' },
+    models: { coder: { id: 'managed/coder', variants: { high: { reasoningEffort: 'high' }, max: { reasoningEffort: 'xhigh' } } } },
+  });
+  t.is(config.small_model, 'managed/coder');
+  t.deepEqual(config.permission, { edit: 'allow' });
+  t.false(inv.env.OPENCODE_CONFIG_CONTENT.includes('job-token'), 'the key is read from the environment, not copied into the config');
+  t.truthy(JSON.parse(f.build(input({ model: 'managed/coder', env })).env.OPENCODE_CONFIG_CONTENT).provider.managed, 'under the default policy too');
+  t.falsy(JSON.parse(f.build(input({ model: 'fake/m1', permissionPolicy: 'yolo', env })).env.OPENCODE_CONFIG_CONTENT).provider.managed);
+});
+
 test('every harness: a prompt over 100 kB goes to .svc/prompt.md and the argument points at it', (t) => {
   const prompt = `big ${'y'.repeat(150_000)}`;
   for (const h of [a, b, c, d, e, f]) {

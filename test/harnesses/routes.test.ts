@@ -60,8 +60,10 @@ test('GET /harnesses lists the six built-ins and the plugin harness with the spe
   t.deepEqual(e.capabilities, {
     supports_model: true,
     model_examples: ['gemini-2.5-pro', 'gemini-2.5-flash'],
+    default_model: null,
     reasoning: { supported: false, levels: [], mode: null },
   });
+  t.is(res.body.data[3].capabilities.default_model, 'gpt-6.2-sol', "harness_d: Codex's default model, which a job naming none runs explicitly");
   t.deepEqual(res.body.data[1].capabilities.reasoning.levels, ['low', 'medium', 'high', 'x-high']);
   const page = await api.get('/harnesses?limit=2&offset=2');
   t.deepEqual(

@@ -2,6 +2,7 @@
 // gets the proxy's URL and its job token (never the provider key), and the calls land on the attempt,
 // whose receipt prices them from the rate card in force and bills them in the org's currency.
 import test, { type ExecutionContext } from 'ava';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { managed, target, teardown, world, type World } from './helpers.ts';
 import { until } from '../worker/helpers.ts';
@@ -99,3 +100,84 @@ test.serial(
     t.deepEqual(receipt.cost.billed_cost, { currency: 'EUR', amount: 0.0308 });
   },
 );
+
+/** Live processes started for the job (their environment names it). */
+function processesOf(jobId: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (!readFileSync(`/proc/${entry}/environ`, 'utf8').split('\0').includes(`SVC_JOB_ID=${jobId}`)) continue;
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      if (stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0] !== 'Z') pids.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
+}
+
+async function logsOf(jobId: string, attemptId: string): Promise<string> {
+  const lines: { seq: number; line: string }[] = [];
+  for (let more = true; more;) {
+    const page = await w.admin.get(`/jobs/${jobId}/attempts/${attemptId}/logs?limit=50&after_seq=${lines.at(-1)?.seq ?? 0}`);
+    lines.push(...page.body.data);
+    more = page.body.pagination.has_more;
+  }
+  return lines.map((l) => l.line).join('\n');
+}
+
+test.serial(
+  'a managed job whose usage reaches hints.max_tokens: its next call is refused, the attempt ends BUDGET_EXCEEDED, and the CLI gets time to say so before it is stopped',
+  async (t) => {
+    const before = w.fake.calls.length;
+    // One call: 16 input, 5 cached, 6 output = 27 tokens, exactly the budget; the second is refused.
+    const created = await w.admin.post(`/projects/${w.project}/jobs`, {
+      description: 'Spend [[fake:proxy-budget]]',
+      harness: 'harness_d',
+      model: 'managed/fast',
+      hints: { max_tokens: 27, max_attempts: 1 },
+    });
+    t.is(created.statusCode, 201, JSON.stringify(created.body));
+    const id = created.body.id;
+    const job = await until(
+      async () => {
+        const r = await w.admin.get(`/jobs/${id}`);
+        return ['done', 'cancelled'].includes(r.body.phase) ? r.body : null;
+      },
+      'the job to end',
+      60_000,
+    );
+    t.is(job.phase, 'cancelled');
+    const [attempt] = (await w.admin.get(`/projects/${w.project}/jobs/${id}/attempts`)).body.data;
+    t.like(attempt, { status: 'failed', error: 'BUDGET_EXCEEDED: 27 tokens used, at hints.max_tokens 27' });
+    t.is(attempt.result_json.error_code, 'BUDGET_EXCEEDED');
+    const logs = await until(
+      async () => {
+        const text = await logsOf(id, attempt.id);
+        return /^stopped: /m.test(text) ? text : null;
+      },
+      'the attempt run to stop',
+      20_000,
+    );
+    // The CLI said why a second after the refusal (the attempt had ended by then): it was not killed at once.
+    const refusal = logs.search(/^unexpected status 403: .*model call refused: BUDGET_EXCEEDED: 27 tokens used, at hints\.max_tokens 27/m);
+    t.true(refusal >= 0, logs);
+    t.true(refusal < logs.indexOf('stopped: '), logs);
+    t.is(w.fake.calls.slice(before).length, 1, 'the refused call never went upstream');
+    await until(async () => processesOf(id).length === 0, 'the CLI to be gone', 10_000);
+    t.pass();
+  },
+);
+
+test.serial('a managed job cancelled by a user: its CLI is stopped at once (no grace: that is for a CLI the gateway cut off)', async (t) => {
+  const created = await w.admin.post(`/projects/${w.project}/jobs`, { description: 'Wait [[fake:hang]]', harness: 'harness_d', model: 'managed/fast' });
+  t.is(created.statusCode, 201, JSON.stringify(created.body));
+  const id = created.body.id;
+  await until(async () => processesOf(id).length > 0, 'the CLI to run', 30_000);
+  const cancelled = await w.admin.patch(`/jobs/${id}`, { phase: 'cancelled', close_reason: 'not needed' });
+  t.is(cancelled.statusCode, 200, JSON.stringify(cancelled.body));
+  const started = Date.now();
+  await until(async () => processesOf(id).length === 0, 'the CLI to be gone', 10_000);
+  t.true(Date.now() - started < 4000, `gone after ${Date.now() - started} ms`);
+});

@@ -208,6 +208,16 @@ test.serial('a spent budget: the next call is refused 403 in OpenAI shape and th
   const attempt = await w.ctx.srv.kernel.db('job_attempts').where({ id: job.attemptId }).first('status', 'result_json');
   t.not(attempt.status, 'running');
   t.is(attempt.result_json.error_code, 'BUDGET_EXCEEDED');
+  // A CLI that retries (Codex does, on any status) now fails authentication: the job token stopped
+  // working with its attempt, and the refusal says why.
+  const retried = await responses(job.token, { model: 'managed/gpt', stream: true });
+  t.is(retried.statusCode, 401);
+  t.deepEqual(retried.body.error, {
+    message: 'the attempt of this job token has ended (failed: BUDGET_EXCEEDED: 27 tokens used, at hints.max_tokens 27)',
+    type: 'authentication_error',
+    param: null,
+    code: null,
+  });
 });
 
 test.serial('a WebSocket upgrade on /responses is refused with 426 (Codex then uses HTTP and server-sent events)', async (t) => {

@@ -42,6 +42,9 @@ export const turnUsage = (n: number): Usage => ({
 });
 export const SIDE_USAGE: Usage = { input_tokens: 21, output_tokens: 3, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 };
 
+/** Tokens as a budget counts them (hints.max_tokens): everything read or written. */
+export const usageTokens = (u: Usage): number => u.input_tokens + u.output_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens;
+
 export class AnthropicServer {
   readonly requests: Recorded[] = [];
   url = '';
@@ -51,7 +54,19 @@ export class AnthropicServer {
   private held: Promise<void> | null = null;
   private release: (() => void) | null = null;
 
+  /** Set by `reachTokens`: from which request on, and to how many tokens. */
+  private reach: { from: number; total: number } | null = null;
+
   constructor(private script: Turn[] = []) {}
+
+  /**
+   * The next scripted turn reports usage that brings the tokens this server reports from now on
+   * (side calls included) to exactly `total` (its input padded): a job whose hints.max_tokens is
+   * `total` reaches its budget with that turn. Later turns report their usual usage.
+   */
+  reachTokens(total: number): void {
+    this.reach = { from: this.requests.length, total };
+  }
 
   /** Replaces the script (and starts it from its first turn). */
   use(script: Turn[]): void {
@@ -113,6 +128,17 @@ export class AnthropicServer {
       if (!turn) return json(res, 400, { type: 'error', error: { type: 'invalid_request_error', message: `the script has no turn ${this.next + 1}` } });
       this.next += 1;
       usage = turnUsage(this.next);
+      if (this.reach) {
+        const before = this.requests.slice(this.reach.from).reduce((sum, r) => sum + (r.usage ? usageTokens(r.usage) : 0), 0);
+        const pad = this.reach.total - before - usageTokens(usage);
+        if (usage.input_tokens + pad < 1)
+          return json(res, 400, {
+            type: 'error',
+            error: { type: 'invalid_request_error', message: `reachTokens(${this.reach.total}): ${before} tokens reported already` },
+          });
+        usage = { ...usage, input_tokens: usage.input_tokens + pad };
+        this.reach = null;
+      }
       try {
         blocks = typeof turn === 'function' ? turn(body) : turn;
       } catch (err) {

@@ -41,6 +41,9 @@ const usageOf = (prompt: number, completion: number, cached: number): ChatUsage 
 export const chatTurnUsage = (n: number): ChatUsage => usageOf(1200 * n + 13, 60 * n + 9, 200 * n);
 export const CHAT_SIDE_USAGE: ChatUsage = usageOf(31, 5, 0);
 
+/** Tokens as a budget counts them (hints.max_tokens): the prompt (cached included) and the completion. */
+export const chatTokens = (u: ChatUsage): number => u.prompt_tokens + u.completion_tokens;
+
 export class ChatServer {
   readonly requests: ChatRecorded[] = [];
   url = '';
@@ -48,8 +51,19 @@ export class ChatServer {
   private next = 0;
   private held: Promise<void> | null = null;
   private release: (() => void) | null = null;
+  /** Set by `reachTokens`: from which request on, and to how many tokens. */
+  private reach: { from: number; total: number } | null = null;
 
   constructor(private script: ChatTurn[] = []) {}
+
+  /**
+   * The next scripted turn reports usage that brings the tokens this server reports from now on
+   * (side calls included) to exactly `total` (its prompt padded): a job whose hints.max_tokens is
+   * `total` reaches its budget with that turn.
+   */
+  reachTokens(total: number): void {
+    this.reach = { from: this.requests.length, total };
+  }
 
   use(script: ChatTurn[]): void {
     this.script = script;
@@ -102,6 +116,14 @@ export class ChatServer {
       if (!turn) return json(res, 400, { error: { message: `the script has no turn ${this.next + 1}`, type: 'invalid_request_error' } });
       this.next += 1;
       usage = chatTurnUsage(this.next);
+      if (this.reach) {
+        const before = this.requests.slice(this.reach.from).reduce((sum, r) => sum + (r.usage ? chatTokens(r.usage) : 0), 0);
+        const pad = this.reach.total - before - chatTokens(usage);
+        if (usage.prompt_tokens + pad <= usage.prompt_tokens_details.cached_tokens)
+          return json(res, 400, { error: { message: `reachTokens(${this.reach.total}): ${before} tokens reported already`, type: 'invalid_request_error' } });
+        usage = { ...usage, prompt_tokens: usage.prompt_tokens + pad, total_tokens: usage.total_tokens + pad };
+        this.reach = null;
+      }
       try {
         reply = typeof turn === 'function' ? turn(body) : turn;
       } catch (err) {

@@ -33,7 +33,20 @@ export interface RecordedRequest {
   tool?: string;
   /** Why the server could not answer it. */
   error?: string;
+  /** The usage its answer reported. */
+  usage?: ResponsesUsage;
 }
+
+export interface ResponsesUsage {
+  input_tokens: number;
+  input_tokens_details: { cached_tokens: number };
+  output_tokens: number;
+  output_tokens_details: { reasoning_tokens: number };
+  total_tokens: number;
+}
+
+/** Tokens as a budget counts them (hints.max_tokens): input (cached included) and output (reasoning included). */
+export const responsesTokens = (u: ResponsesUsage): number => u.input_tokens + u.output_tokens;
 
 /** Fixed per-response usage, so receipts can be checked exactly. */
 export const RESPONSES_USAGE = { input: 1000, cached: 200, output: 50, reasoning: 20 };
@@ -46,6 +59,12 @@ export interface ResponsesServer {
   websocketAttempts: number;
   /** Requests answered with a script turn (retries included). */
   turns(): RecordedRequest[];
+  /**
+   * The next scripted turn reports usage that brings the tokens this server reports from now on
+   * (side calls included) to exactly `total` (its input padded): a job whose hints.max_tokens is
+   * `total` reaches its budget with that turn.
+   */
+  reachTokens(total: number): void;
   stop(): Promise<void>;
 }
 
@@ -128,7 +147,7 @@ function writeCall(body: any, path: string, content: string): { kind: 'custom' |
 let ids = 0;
 const id = (prefix: string) => `${prefix}_${Date.now().toString(16)}${(++ids).toString(16).padStart(6, '0')}`;
 
-function usageOf() {
+function usageOf(): ResponsesUsage {
   const u = RESPONSES_USAGE;
   return {
     input_tokens: u.input,
@@ -149,7 +168,7 @@ class Sse {
   }
 }
 
-function respond(res: ServerResponse, body: any, turn: Turn, record: RecordedRequest): void {
+function respond(res: ServerResponse, body: any, turn: Turn, record: RecordedRequest, usage: ResponsesUsage = usageOf()): void {
   // Chosen before the headers go out, so a request without a usable tool is a plain 500.
   const call = 'writeFile' in turn ? writeCall(body, turn.writeFile.path, turn.writeFile.content) : null;
   const sse = new Sse(res);
@@ -199,7 +218,8 @@ function respond(res: ServerResponse, body: any, turn: Turn, record: RecordedReq
     sse.send('response.output_item.done', { output_index: 0, item });
     response.output = [item];
   }
-  sse.send('response.completed', { response: { ...response, status: 'completed', usage: usageOf() } });
+  record.usage = usage;
+  sse.send('response.completed', { response: { ...response, status: 'completed', usage } });
   res.end();
 }
 
@@ -208,6 +228,7 @@ export async function startResponsesServer(script: Turn[] | ((bodyText: string) 
   const requests: RecordedRequest[] = [];
   const sockets = new Set<Socket>();
   let websocketAttempts = 0;
+  let reach: { from: number; total: number } | null = null;
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -235,8 +256,20 @@ export async function startResponsesServer(script: Turn[] | ((bodyText: string) 
       record.turn = index;
       const turns = typeof script === 'function' ? script(raw) : script;
       const turn = turns[Math.min(index, turns.length - 1)];
+      let usage = usageOf();
+      if (reach) {
+        const before = requests.slice(reach.from).reduce((sum, r) => sum + (r.usage ? responsesTokens(r.usage) : 0), 0);
+        const pad = reach.total - before - responsesTokens(usage);
+        if (usage.input_tokens + pad <= usage.input_tokens_details.cached_tokens) {
+          record.error = `reachTokens(${reach.total}): ${before} tokens reported already`;
+          res.writeHead(400, { 'content-type': 'application/json' });
+          return res.end(JSON.stringify({ error: { message: record.error } }));
+        }
+        usage = { ...usage, input_tokens: usage.input_tokens + pad, total_tokens: usage.total_tokens + pad };
+        reach = null;
+      }
       try {
-        respond(res, body, turn, record);
+        respond(res, body, turn, record, usage);
       } catch (err) {
         record.error = (err as Error).message;
         res.writeHead(500, { 'content-type': 'application/json' });
@@ -261,6 +294,9 @@ export async function startResponsesServer(script: Turn[] | ((bodyText: string) 
       return websocketAttempts;
     },
     turns: () => requests.filter((r) => r.turn !== null),
+    reachTokens: (total: number) => {
+      reach = { from: requests.length, total };
+    },
     stop: async () => {
       for (const s of sockets) s.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
