@@ -425,11 +425,12 @@ export class AttemptRun {
       return { plan, spec: { command: '/bin/sh', args: ['-c', plan.run], env, cwd: dir, resourceClass: resourceClassOf(work) }, usage: NO_USAGE };
     }
     if (plan.fallback) await log.system(plan.fallback);
-    const credentials = await deps.harnesses()!.credentials(plan.harness.id, ctx);
-    masks.push(...Object.values(credentials));
-    remask();
     const { choice } = plan;
     const managed = isManagedModel(choice.model) ? await this.managedModel(work, plan.harness, choice.model!, token) : null;
+    // On a managed model the CLI's own credentials are never looked up (nor an OAuth login refreshed).
+    const credentials = managed ? {} : await deps.harnesses()!.credentials(plan.harness.id, ctx);
+    masks.push(...Object.values(credentials));
+    remask();
     if (managed) {
       masks.push(...managed.secrets);
       remask();
