@@ -10,8 +10,12 @@ import { OAuthRefresher } from './oauth.ts';
 import { OAuthTokenRepository } from './oauth-repository.ts';
 import { Transport } from '../../core/http/guarded-post.ts';
 import { outboundGuard } from '../../core/http/address-guard.ts';
+import { ManifestReaderToken } from '../../core/ports/manifest.ts';
+import { ProjectDirectoryToken } from '../../core/ports/directory.ts';
+import { AgentDirectory } from './agents.ts';
+import { agentRoutes } from './agent-routes.ts';
 
-/** The harness registry (built-ins harness_a … harness_f and configured plugins), GET /harnesses, and the OAuth logins it keeps fresh. */
+/** The harness registry (built-ins harness_a … harness_f and configured plugins), GET /harnesses, the agent configuration routes, and the OAuth logins it keeps fresh. */
 export const plugin: DomainPlugin = {
   name: 'harnesses',
   async register(server, { container }) {
@@ -27,5 +31,11 @@ export const plugin: DomainPlugin = {
     const harnesses = await Harnesses.load(config.harnesses, new HarnessAuth(lookupLater(container, SecretResolverToken), oauth));
     if (!container.isRegistered(HarnessRegistryToken)) container.registerInstance(HarnessRegistryToken, harnesses);
     server.route(harnessRoutes(harnesses));
+    const agents = new AgentDirectory(
+      container.resolve(HarnessRegistryToken),
+      lookupLater(container, ManifestReaderToken),
+      lookupLater(container, ProjectDirectoryToken),
+    );
+    server.route(agentRoutes(agents));
   },
 };
