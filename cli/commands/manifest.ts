@@ -12,7 +12,8 @@ export const MANIFEST_USAGE = `usage: svc manifest <command> [flags]
   validate [--file F | --ref REF]  check without storing; exits 1 when invalid
   show [--yaml]                    the current manifest (--yaml: only its text)
 
-The project comes from --project, else the profile's project. Problems print as "path: message".
+The project comes from --project, else the profile's project. Problems print as "path: message";
+keys svc accepts but ignores (another tool's manifest keys) as "warning: path: message".
 
 Examples:
   svc manifest validate --file .svc/manifest.yaml
@@ -31,6 +32,8 @@ export function requireProject(ctx: Context, usage: string): string {
 }
 
 const printProblems = (errors: Problem[]) => errors.forEach((e) => note(`${e.path || '(manifest)'}: ${e.message}`));
+/** Keys svc accepted but ignores, on stderr so stdout stays the result. */
+const printWarnings = (warnings: Problem[]) => warnings.forEach((w) => note(`warning: ${w.path}: ${w.message}`));
 
 async function sourceBody(values: { file?: string; ref?: string }): Promise<Record<string, string>> {
   if (values.file !== undefined && values.ref !== undefined) throw new UsageError('pass --file or --ref, not both', MANIFEST_USAGE);
@@ -51,7 +54,9 @@ export async function runManifest(ctx: Context, args: string[]): Promise<number>
     case 'sync': {
       const { values } = parseCommand(rest, sourceOptions, MANIFEST_USAGE, { min: 0, max: 0 });
       try {
-        printObject(ctx, await apiRequest(ctx, 'POST', base(), { body: await sourceBody(values) }), SHOWN);
+        const stored = await apiRequest<{ warnings?: Problem[] }>(ctx, 'POST', base(), { body: await sourceBody(values) });
+        printObject(ctx, stored, SHOWN);
+        if (!ctx.json) printWarnings(stored.warnings ?? []);
       } catch (error) {
         const errors = error instanceof ApiError ? (error.body as { errors?: Problem[] } | undefined)?.errors : undefined;
         if (!errors) throw error;
@@ -64,12 +69,19 @@ export async function runManifest(ctx: Context, args: string[]): Promise<number>
     }
     case 'validate': {
       const { values } = parseCommand(rest, sourceOptions, MANIFEST_USAGE, { min: 0, max: 0 });
-      const body = await apiRequest<{ valid: boolean; errors: Problem[]; manifest_hash: string | null }>(ctx, 'POST', `${base()}/validate`, {
-        body: await sourceBody(values),
-      });
+      const body = await apiRequest<{ valid: boolean; errors: Problem[]; warnings?: Problem[]; manifest_hash: string | null }>(
+        ctx,
+        'POST',
+        `${base()}/validate`,
+        {
+          body: await sourceBody(values),
+        },
+      );
       if (ctx.json) printJson(body);
-      else if (body.valid) write(`Manifest is valid (${body.manifest_hash}).`);
-      else {
+      else if (body.valid) {
+        printWarnings(body.warnings ?? []);
+        write(`Manifest is valid (${body.manifest_hash}).`);
+      } else {
         printProblems(body.errors);
         write(`Manifest is invalid: ${body.errors.length} problem${body.errors.length === 1 ? '' : 's'}.`);
       }

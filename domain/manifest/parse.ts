@@ -1,7 +1,7 @@
 import { LineCounter, parseDocument } from 'yaml';
 import type { Manifest, ManifestProblem } from './types.ts';
-import { isObject } from './problems.ts';
-import { validateManifest } from './validate.ts';
+import { IGNORED_KEYS, isObject } from './problems.ts';
+import { checkManifest } from './validate.ts';
 import { manifestHash } from './hash.ts';
 import { yamlTooDeep } from '../../core/nesting.ts';
 import { DEFAULT_PARSE_LIMITS } from '../../core/parse-limits.ts';
@@ -9,7 +9,7 @@ import { DEFAULT_PARSE_LIMITS } from '../../core/parse-limits.ts';
 /** Largest manifest accepted, in bytes of YAML. */
 export const MAX_MANIFEST_BYTES = 512 * 1024;
 
-export type ManifestResult = { ok: true; manifest: Manifest; hash: string } | { ok: false; errors: ManifestProblem[] };
+export type ManifestResult = { ok: true; manifest: Manifest; hash: string; warnings: ManifestProblem[] } | { ok: false; errors: ManifestProblem[] };
 
 /** Why a manifest text is refused before it is parsed (too large, nested too deeply), or null. */
 export function manifestTextProblem(text: string, maxDepth: number = DEFAULT_PARSE_LIMITS.max_depth): string | null {
@@ -63,9 +63,15 @@ function normalizeFlows(flows: unknown): unknown {
   );
 }
 
-/** A valid document in the parsed form: `run` → `script.run`, `script.command` → `script.run`, `depends_on` always a list. */
+const withoutKeys = (o: Record<string, unknown>, keys: readonly string[]): Record<string, unknown> =>
+  Object.fromEntries(Object.entries(o).filter(([k]) => !keys.includes(k)));
+
+/** A valid document in the parsed form (keys svc ignores left out): `run` → `script.run`, `script.command` → `script.run`, `depends_on` always a list. */
 export function normalizeManifest(doc: Record<string, unknown>): Manifest {
-  const out: Record<string, unknown> = { ...doc };
+  const out: Record<string, unknown> = withoutKeys(doc, IGNORED_KEYS.root);
+  if (isObject(doc.services)) {
+    out.services = Object.fromEntries(Object.entries(doc.services).map(([name, s]) => [name, isObject(s) ? withoutKeys(s, IGNORED_KEYS.service) : s]));
+  }
   if (doc.workflows !== undefined) out.workflows = normalizeFlows(doc.workflows);
   if (doc.pipelines !== undefined) out.pipelines = normalizeFlows(doc.pipelines);
   return out as Manifest;
@@ -75,8 +81,8 @@ export function normalizeManifest(doc: Record<string, unknown>): Manifest {
 export function loadManifest(text: string, maxDepth: number = DEFAULT_PARSE_LIMITS.max_depth): ManifestResult {
   const { doc, errors } = parseYaml(text, maxDepth);
   if (errors.length) return { ok: false, errors };
-  const problems = validateManifest(doc);
+  const { errors: problems, warnings } = checkManifest(doc);
   if (problems.length) return { ok: false, errors: problems };
   const manifest = normalizeManifest(doc as Record<string, unknown>);
-  return { ok: true, manifest, hash: manifestHash(manifest) };
+  return { ok: true, manifest, hash: manifestHash(manifest), warnings };
 }

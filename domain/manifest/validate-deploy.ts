@@ -1,5 +1,5 @@
 import { DEPLOY_STRATEGIES } from '../../core/ports/environments.ts';
-import { type Problems, at, expectObject, isObject, isString, unknownKeys } from './problems.ts';
+import { IGNORED_KEYS, type Problems, at, expectObject, isObject, isString, unknownKeys } from './problems.ts';
 import { declaredNames, describeUndeclared, undeclaredInputs, type PipelineInputDeclarations } from './pipeline-inputs.ts';
 
 /** `registry`: 'svc' (native), 'none', or {host, namespace?, auth?: {username_secret?, token_secret?}}. */
@@ -25,7 +25,7 @@ export function checkServices(problems: Problems, value: unknown): void {
   for (const [name, service] of Object.entries(value)) {
     const path = at('services', name);
     if (!expectObject(problems, service, path)) continue;
-    unknownKeys(problems, service, ['image', 'build', 'command', 'ports', 'environment', 'healthcheck', 'deploy_strategy'], path);
+    unknownKeys(problems, service, ['image', 'build', 'command', 'ports', 'environment', 'healthcheck', 'deploy_strategy'], path, IGNORED_KEYS.service);
     checkRunSettings(problems, service, path);
     if (service.build !== undefined && expectObject(problems, service.build, at(path, 'build'))) {
       unknownKeys(problems, service.build, ['context', 'dockerfile', 'image'], at(path, 'build'));

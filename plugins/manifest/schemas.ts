@@ -29,11 +29,15 @@ export const manifestSchema = Joi.object({
   parsed: Joi.object().unknown(true).required(),
   synced_at: timestamp.required(),
   synced_by: Joi.string().allow(null).required(),
+  warnings: Joi.array()
+    .items(problem)
+    .description("on a sync: keys svc accepted but ignores (another tool's manifest keys), each with its path; they are not in `parsed`"),
 }).label('Manifest');
 
 export const validationSchema = Joi.object({
   valid: Joi.boolean().required(),
   errors: Joi.array().items(problem).required(),
+  warnings: Joi.array().items(problem).required().description('keys svc accepts but ignores'),
   manifest_hash: Joi.string().allow(null).required().description('the hash the manifest would get when synced'),
 }).label('ManifestValidation');
 

@@ -28,6 +28,7 @@ interface Resolved {
 export interface ValidationAnswer {
   valid: boolean;
   errors: ManifestProblem[];
+  warnings: ManifestProblem[];
   manifest_hash: string | null;
 }
 
@@ -70,7 +71,7 @@ export class ManifestService implements ManifestSyncer {
   }
 
   /** Validates and stores a new version; an invalid manifest stores nothing. */
-  async sync(projectId: string, input: ManifestSourceInput, principal: Principal): Promise<StoredManifest> {
+  async sync(projectId: string, input: ManifestSourceInput, principal: Principal): Promise<StoredManifest & { warnings: ManifestProblem[] }> {
     const project = await this.projects.byId(projectId);
     if (project?.deleted) throw Boom.badData(`project ${projectId} is deleted`);
     const source = await this.resolve(projectId, input);
@@ -86,7 +87,7 @@ export class ManifestService implements ManifestSyncer {
       synced_by: principal.id,
     });
     await this.listeners.synced(stored);
-    return stored;
+    return { ...stored, warnings: result.warnings };
   }
 
   syncAt(projectId: string, gitSha: string, principal: Principal): Promise<StoredManifest> {
@@ -97,8 +98,10 @@ export class ManifestService implements ManifestSyncer {
     const source = await this.resolve(projectId, input);
     const result = await this.parser.load(source.yaml, fieldOf(source));
     const refused = result.ok ? await this.addressProblems(result.manifest) : [];
-    if (result.ok && refused.length) return { valid: false, errors: refused, manifest_hash: null };
-    return result.ok ? { valid: true, errors: [], manifest_hash: result.hash } : { valid: false, errors: result.errors, manifest_hash: null };
+    if (result.ok && refused.length) return { valid: false, errors: refused, warnings: result.warnings, manifest_hash: null };
+    return result.ok
+      ? { valid: true, errors: [], warnings: result.warnings, manifest_hash: result.hash }
+      : { valid: false, errors: result.errors, warnings: [], manifest_hash: null };
   }
 
   private async resolve(projectId: string, input: ManifestSourceInput): Promise<Resolved> {

@@ -38,7 +38,9 @@ test('404 before any sync; sync from YAML stores and answers the manifest; GET r
   t.like(synced.body, { project_id: projectId, git_sha: null, ref: null, yaml: SIMPLE });
   t.regex(synced.body.manifest_hash, /^sha256:[0-9a-f]{64}$/);
   t.deepEqual(synced.body.parsed.workflows.review.steps[0], { name: 'lint', script: { run: 'npm run lint' }, depends_on: [] });
-  t.deepEqual((await admin.get(`/projects/${projectId}/manifest`)).body, synced.body);
+  const { warnings, ...stored } = synced.body;
+  t.deepEqual(warnings, [], 'nothing ignored');
+  t.deepEqual((await admin.get(`/projects/${projectId}/manifest`)).body, stored, 'GET answers what the sync stored');
   const reader = s.kernel.container.resolve(ManifestReaderToken);
   t.is((await reader.current(projectId))?.manifest_hash, synced.body.manifest_hash);
   t.is((await reader.byHash(projectId, synced.body.manifest_hash))?.yaml, SIMPLE);
@@ -217,4 +219,35 @@ test('a soft-deleted project takes no new manifest (422) but its current one sta
   t.is(res.body.message, `project ${projectId} is deleted`);
   t.is((await admin.get(`/projects/${projectId}/manifest`)).statusCode, 200);
   t.is(await versions(projectId), 1);
+});
+
+test("another tool's manifest keys (a top-level name, ingress, services.*.replicas) are accepted with a warning each and left out of parsed; a misspelt key of svc's own is still refused", async (t) => {
+  const project = await newProject();
+  const foreign = `name: my-app
+ingress: { host: app.example.com }
+services:
+  api:
+    image: registry.example.com/api:1
+    replicas: 3
+`;
+  const synced = await admin.post(`/projects/${project}/manifest`, { yaml: foreign });
+  t.is(synced.statusCode, 200, JSON.stringify(synced.body));
+  t.deepEqual(synced.body.warnings, [
+    { path: 'name', message: "'name' in the manifest is not used by svc and is ignored" },
+    { path: 'ingress', message: "'ingress' in the manifest is not used by svc and is ignored" },
+    { path: 'services.api.replicas', message: "'replicas' in services.api is not used by svc and is ignored" },
+  ]);
+  t.deepEqual(synced.body.parsed, { services: { api: { image: 'registry.example.com/api:1' } } });
+  const validated = await admin.post(`/projects/${project}/manifest/validate`, { yaml: foreign });
+  t.like(validated.body, { valid: true, errors: [], manifest_hash: synced.body.manifest_hash });
+  t.is(validated.body.warnings.length, 3);
+  // The same manifest without the ignored keys is the same manifest.
+  const plain = await admin.post(`/projects/${project}/manifest/validate`, { yaml: 'services:\n  api:\n    image: registry.example.com/api:1\n' });
+  t.is(plain.body.manifest_hash, synced.body.manifest_hash);
+  t.deepEqual(plain.body.warnings, []);
+
+  const typo = await admin.post(`/projects/${project}/manifest`, { yaml: 'servces:\n  api: { image: x }\nname: my-app\n' });
+  t.is(typo.statusCode, 422);
+  t.deepEqual(typo.body.errors, [{ path: 'servces', message: "Unknown key 'servces' in the manifest; did you mean 'services'?" }]);
+  t.is(await versions(project), 1, 'the refused sync stored nothing');
 });
