@@ -15,7 +15,8 @@ export const ENV_USAGE = `usage: svc env <command> [flags]
   show ENV                        one environment: health, suspension, current release
   create ENV [--kind K] [--type persistent|temporary] [--namespace NS] [--db-ref REF]
              [--pipeline NAME] [--pipeline-inputs JSON]
-                                  ensure an environment (unchanged when it exists)
+                                  ensure an environment: created, or the existing one when the
+                                  flags given match it (exit 1 naming what differs otherwise)
   delete ENV                      delete it and what runs for it (persistent: environments:admin)
   deploy ENV (--release-tag TAG | --sha SHA --manifest-hash HASH) [--image-digests JSON]
              [--image-tag TAG] [--direct] [--inputs JSON] [-f|--follow]
@@ -152,7 +153,7 @@ export async function runEnv(ctx: Context, args: string[]): Promise<number> {
         pipeline: v.pipeline,
         pipeline_inputs: jsonObjectFlag(v['pipeline-inputs'], '--pipeline-inputs', usage),
       };
-      showEnv(ctx, await apiRequest(ctx, 'POST', envs(), { body }));
+      showEnv(ctx, await apiRequest(ctx, 'POST', `${envs()}/ensure`, { body }));
       return 0;
     }
     case 'delete': {

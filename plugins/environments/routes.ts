@@ -30,15 +30,31 @@ export function environmentRoutes(service: EnvironmentService): ServerRoute[] {
       path: BASE,
       options: {
         tags,
-        description: 'Ensure an environment: created (201) unless it exists (200, unchanged)',
-        plugins: { ...requires('environments:write', 'project'), ...docs(400, 401, 403, 404, 422) },
+        description: 'Create an environment (201); one of that name exists: 409 (POST …/environments/ensure answers it instead)',
+        plugins: { ...requires('environments:write', 'project'), ...docs(400, 401, 403, 404, 409, 422) },
         validate: { params: S.projectParams, payload: S.ensureSchema },
-        response: { status: { 200: S.environmentSchema, 201: S.environmentSchema } },
+        response: { status: { 201: S.environmentSchema } },
       },
       handler: async (request, h) => {
         const { name, ...fields } = payloadOf<EnsureRequest & { name: string }>(request);
-        const { env, created } = await service.ensure(principalOf(request), paramsOf(request).project_id, name, fields);
-        return h.response(env).code(created ? 201 : 200);
+        const { env } = await service.ensure(principalOf(request), paramsOf(request).project_id, name, fields, 'create');
+        return h.response(env).code(201);
+      },
+    },
+    {
+      method: 'POST',
+      path: `${BASE}/ensure`,
+      options: {
+        tags,
+        description:
+          'Find or create an environment: 200 with it, created when missing or as it is when the fields given match; 409 naming the fields an existing one holds otherwise',
+        plugins: { ...requires('environments:write', 'project'), ...docs(400, 401, 403, 404, 409, 422) },
+        validate: { params: S.projectParams, payload: S.ensureSchema },
+        response: { schema: S.environmentSchema },
+      },
+      handler: async (request) => {
+        const { name, ...fields } = payloadOf<EnsureRequest & { name: string }>(request);
+        return (await service.ensure(principalOf(request), paramsOf(request).project_id, name, fields, 'match')).env;
       },
     },
     {

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import type { Db } from '../../core/db/knex.ts';
+import { canonicalJson } from '../../domain/manifest/hash.ts';
 import { Conflict, DomainError, Forbidden, Invalid, NotFound, QuotaExceeded, UpstreamFailed } from '../../core/errors.ts';
 import type { Creator, PipelineLauncher } from '../../core/ports/launchers.ts';
 import type { ManifestReader } from '../../core/ports/manifest.ts';
@@ -86,6 +87,12 @@ const fieldsOf = (def: EnsureRequest, fallbackType: EnvironmentType): Environmen
   pipeline_inputs: def.pipeline_inputs ?? {},
 });
 
+/** The fields `request` gives that the stored environment holds otherwise. */
+function differingFields(env: EnvironmentRow, request: EnsureRequest): (keyof EnsureRequest & keyof EnvironmentRow)[] {
+  const fields = ['type', 'kind', 'namespace', 'db_ref', 'pipeline', 'pipeline_inputs'] as const;
+  return fields.filter((f) => request[f] !== undefined && canonicalJson(request[f]) !== canonicalJson(env[f]));
+}
+
 /**
  * A deploy still `running` after this long was abandoned (its process ended mid-deploy): it no
  * longer blocks the next one, which replaces whatever it left.
@@ -134,9 +141,29 @@ export class EnvironmentService {
    * Creates the environment unless it exists (then returns it unchanged). The manifest's definition
    * of that name comes first; otherwise an ensured environment is temporary.
    */
-  async ensure(creator: Creator, projectId: string, name: string, request: EnsureRequest): Promise<{ env: EnvironmentRow; created: boolean }> {
+  /**
+   * The environment `name`, created when missing. `strict` is the REST convention: `create` refuses
+   * one that exists (409), `match` refuses one whose stored fields differ from those the request
+   * gives (409 naming them); without it an existing environment is answered unchanged (the
+   * env-ensure action, which re-runs on every pipeline run).
+   */
+  async ensure(
+    creator: Creator,
+    projectId: string,
+    name: string,
+    request: EnsureRequest,
+    strict?: 'create' | 'match',
+  ): Promise<{ env: EnvironmentRow; created: boolean }> {
     const existing = await this.d.repo.byName(projectId, name);
-    if (existing) return { env: existing, created: false };
+    if (existing) {
+      if (strict === 'create') throw new Conflict(`environment ${name} already exists in project ${projectId} (POST …/environments/ensure answers it)`);
+      const differing = strict === 'match' ? differingFields(existing, request) : [];
+      if (differing.length)
+        throw new Conflict(
+          `environment ${name} exists with other ${differing.join(', ')}: ${differing.map((f) => `${f} ${JSON.stringify(existing[f])}`).join(', ')}`,
+        );
+      return { env: existing, created: false };
+    }
     const manifest = await this.d.manifests.current(projectId);
     const def = manifest?.parsed.environments?.[name];
     if (request.pipeline && !Object.hasOwn(manifest?.parsed.pipelines ?? {}, request.pipeline))

@@ -128,8 +128,13 @@ test.serial('suspend refuses a deploy with the reason; resume; health; bad input
   t.regex(unknown.stderr, /environment nope not found/);
 });
 
-test.serial('create and delete a temporary environment', async (t) => {
-  t.like(await json(['env', 'create', 'pr-5', '--kind', 'preview', ...p()]), { name: 'pr-5', type: 'temporary', kind: 'preview' });
+test.serial('create (an ensure: again is the same one, other flags exit 1 naming them) and delete a temporary environment', async (t) => {
+  const made = await json(['env', 'create', 'pr-5', '--kind', 'preview', ...p()]);
+  t.like(made, { name: 'pr-5', type: 'temporary', kind: 'preview' });
+  t.is((await json(['env', 'create', 'pr-5', '--kind', 'preview', ...p()])).id, made.id);
+  const other = await svc(['env', 'create', 'pr-5', '--kind', 'canary', ...p()]);
+  t.is(other.code, 1);
+  t.regex(other.stderr, /environment pr-5 exists with other kind/);
   t.is((await ok(['env', 'delete', 'pr-5', ...p()])).trim(), 'environment pr-5 deleted');
   t.is((await svc(['env', 'show', 'pr-5', ...p()])).code, 1);
 });

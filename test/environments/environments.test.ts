@@ -154,40 +154,56 @@ test.serial('health is read from the deployer: a change is recorded and emitted 
   await w.owner.api.get(`${base()}/staging/health`);
 });
 
-test.serial('ensure creates a temporary environment once; delete removes it and what runs; a persistent one needs environments:admin', async (t) => {
-  const created = await w.owner.api.post(base(), { name: 'pr-7', kind: 'preview' });
-  t.is(created.statusCode, 201, JSON.stringify(created.body));
-  t.like(created.body, { name: 'pr-7', type: 'temporary', kind: 'preview', source: 'ensured' });
-  const again = await w.owner.api.post(base(), { name: 'pr-7', kind: 'other' });
-  t.is(again.statusCode, 200);
-  t.is(again.body.kind, 'preview', 'unchanged');
-  t.is((await w.owner.api.post(base(), { name: 'Bad_Name' })).statusCode, 400);
-  const deploy = await w.owner.api.post(`${base()}/pr-7/deploy`, { release_tag: 'v1.2.0' });
-  await settled(w, 'pr-7', deploy.body.id);
-  t.is((await w.owner.api.delete(`${base()}/pr-7`)).statusCode, 204);
-  t.is(w.deployer.calls.at(-1), 'remove pr-7');
-  t.is((await w.owner.api.get(`${base()}/pr-7`)).statusCode, 404);
+test.serial(
+  'create is 201 then 409; ensure is 200 when it matches and 409 naming what differs; delete removes it and what runs; a persistent one needs environments:admin',
+  async (t) => {
+    const created = await w.owner.api.post(base(), { name: 'pr-7', kind: 'preview' });
+    t.is(created.statusCode, 201, JSON.stringify(created.body));
+    t.like(created.body, { name: 'pr-7', type: 'temporary', kind: 'preview', source: 'ensured' });
+    const twice = await w.owner.api.post(base(), { name: 'pr-7', kind: 'preview' });
+    t.is(twice.statusCode, 409);
+    t.regex(twice.body.message, /environment pr-7 already exists .*ensure/);
+    const same = await w.owner.api.post(`${base()}/ensure`, { name: 'pr-7', kind: 'preview' });
+    t.is(same.statusCode, 200);
+    t.is(same.body.id, created.body.id);
+    t.is((await w.owner.api.post(`${base()}/ensure`, { name: 'pr-7' })).statusCode, 200, 'fields not given are not compared');
+    const other = await w.owner.api.post(`${base()}/ensure`, { name: 'pr-7', kind: 'other', type: 'temporary' });
+    t.is(other.statusCode, 409);
+    t.is(other.body.message, 'environment pr-7 exists with other kind: kind "preview"');
+    t.is((await w.owner.api.get(`${base()}/pr-7`)).body.kind, 'preview', 'a refused ensure changes nothing');
+    const fresh = await w.owner.api.post(`${base()}/ensure`, { name: 'pr-8', kind: 'preview', pipeline_inputs: { b: 1, a: 2 } });
+    t.is(fresh.statusCode, 200, 'a missing one is created, 200 as every ensure');
+    t.is((await w.owner.api.post(`${base()}/ensure`, { name: 'pr-8', pipeline_inputs: { a: 2, b: 1 } })).statusCode, 200, 'key order does not matter');
+    t.is((await w.owner.api.delete(`${base()}/pr-8`)).statusCode, 204);
+    t.is((await w.owner.api.post(base(), { name: 'Bad_Name' })).statusCode, 400);
+    t.is((await w.owner.api.post(`${base()}/ensure`, { name: 'Bad_Name' })).statusCode, 400);
+    const deploy = await w.owner.api.post(`${base()}/pr-7/deploy`, { release_tag: 'v1.2.0' });
+    await settled(w, 'pr-7', deploy.body.id);
+    t.is((await w.owner.api.delete(`${base()}/pr-7`)).statusCode, 204);
+    t.is(w.deployer.calls.at(-1), 'remove pr-7');
+    t.is((await w.owner.api.get(`${base()}/pr-7`)).statusCode, 404);
 
-  // A user bound to a role with environments:write (not :admin) deletes temporary environments only.
-  const orgId = (await w.owner.api.get(`/projects/${w.projectA}`)).body.org_id;
-  const role = await w.owner.api.post(`/orgs/${orgId}/access/roles`, {
-    name: 'deployer',
-    scope: 'project',
-    permissions: ['environments:read', 'environments:write'],
-  });
-  const deployer = await newUser(w.ctx, 'envapi-deployer');
-  const bound = await w.owner.api.post(`/orgs/${orgId}/access/bindings`, {
-    role: role.body.id,
-    principal_type: 'user',
-    principal_id: deployer.id,
-    project_id: w.projectA,
-  });
-  t.is(bound.statusCode, 201, JSON.stringify(bound.body));
-  await deployer.api.post(base(), { name: 'pr-8' });
-  t.is((await deployer.api.delete(`${base()}/pr-8`)).statusCode, 204);
-  assertError(t, await deployer.api.delete(`${base()}/staging`), 403, 'environment staging is persistent: deleting it needs environments:admin');
-  t.is((await w.owner.api.get(`${base()}/staging`)).statusCode, 200);
-});
+    // A user bound to a role with environments:write (not :admin) deletes temporary environments only.
+    const orgId = (await w.owner.api.get(`/projects/${w.projectA}`)).body.org_id;
+    const role = await w.owner.api.post(`/orgs/${orgId}/access/roles`, {
+      name: 'deployer',
+      scope: 'project',
+      permissions: ['environments:read', 'environments:write'],
+    });
+    const deployer = await newUser(w.ctx, 'envapi-deployer');
+    const bound = await w.owner.api.post(`/orgs/${orgId}/access/bindings`, {
+      role: role.body.id,
+      principal_type: 'user',
+      principal_id: deployer.id,
+      project_id: w.projectA,
+    });
+    t.is(bound.statusCode, 201, JSON.stringify(bound.body));
+    await deployer.api.post(base(), { name: 'pr-8' });
+    t.is((await deployer.api.delete(`${base()}/pr-8`)).statusCode, 204);
+    assertError(t, await deployer.api.delete(`${base()}/staging`), 403, 'environment staging is persistent: deleting it needs environments:admin');
+    t.is((await w.owner.api.get(`${base()}/staging`)).statusCode, 200);
+  },
+);
 
 test.serial("billing seam and analytics: suspend every environment of an org with a reason, in the caller's transaction; statuses by health", async (t) => {
   const container = w.ctx.srv.server.app.container;

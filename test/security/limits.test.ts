@@ -233,7 +233,7 @@ test.serial('quotas: queued jobs (429), webhooks and environments (422) refuse n
     const noEnv = await q.member.post(`/projects/${q.project}/environments`, { name: 'pr-9' });
     t.is(noEnv.statusCode, 422, JSON.stringify(noEnv.body));
     t.is(noEnv.body.message, `quota exceeded: org ${q.org} has 2 environments (limits.org.environments 2)`);
-    t.is((await q.member.post(`/projects/${q.project}/environments`, { name: 'pr-0' })).statusCode, 200, 'an existing one is still ensured');
+    t.is((await q.member.post(`/projects/${q.project}/environments/ensure`, { name: 'pr-0' })).statusCode, 200, 'an existing one is still ensured');
     t.is((await q.admin.get(`/projects/${q.project}/environments?limit=1`)).body.pagination.total, QUOTAS.environments, 'no environment written');
   } finally {
     await q.s.stop();
