@@ -33,7 +33,7 @@ export type IdPrefix =
   | 'sk'
   | 'att'
   | 'inv'
-  | 'areq'
+  | 'req'
   | 'role'
   | 'grp'
   | 'bnd'
@@ -51,7 +51,7 @@ export type IdPrefix =
   | 'thr'
   | 'msg'
   | 'itgt'
-  | 'mdl'
+  | 'imod'
   | 'rc'
   | 'fx'
   | 'bld'
@@ -61,6 +61,12 @@ export type IdPrefix =
   | 'dep';
 
 export const newId = (prefix: IdPrefix): string => `${prefix}_${encode(uuidv7Bytes())}`;
+
+/**
+ * Prefixes ids were once minted with, before the interface's own: rows made then keep their ids,
+ * so routes still accept them (managed models were `mdl_`, access requests `areq_`).
+ */
+export const FORMER_PREFIXES: Partial<Record<IdPrefix, string>> = { imod: 'mdl', req: 'areq' };
 
 export interface Drawing<T> {
   /** Draws tried at most. */

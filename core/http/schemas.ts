@@ -1,10 +1,12 @@
 import Joi from 'joi';
-import { TYPEID_SUFFIX, type IdPrefix } from '../ids.ts';
+import { FORMER_PREFIXES, TYPEID_SUFFIX, type IdPrefix } from '../ids.ts';
 
-export const idSchema = (prefix: IdPrefix) =>
-  Joi.string()
-    .pattern(new RegExp(`^${prefix}_${TYPEID_SUFFIX}$`), `${prefix}_<base32> id`)
+export const idSchema = (prefix: IdPrefix) => {
+  const former = FORMER_PREFIXES[prefix];
+  return Joi.string()
+    .pattern(new RegExp(`^(?:${prefix}${former ? `|${former}` : ''})_${TYPEID_SUFFIX}$`), `${prefix}_<base32> id`)
     .example(`${prefix}_01h455vb4pex5vsknk084sn02q`);
+};
 
 export const orgId = idSchema('org');
 export const projectId = idSchema('proj');

@@ -108,7 +108,7 @@ export class AccessRequests {
     try {
       const [row] = await this.db('access_requests')
         .insert({
-          id: newId('areq'),
+          id: newId('req'),
           org_id: input.org_id,
           email: input.email,
           ssh_public_key: ssh?.line ?? null,

@@ -1,11 +1,11 @@
 import Joi from 'joi';
 import { emailSchema } from '../../core/http/schemas.ts';
-import { orgId, roleSchema, timestamp, userId } from '../../core/http/schemas.ts';
+import { idSchema, orgId, roleSchema, timestamp, userId } from '../../core/http/schemas.ts';
 import { TYPEID_SUFFIX } from '../../core/ids.ts';
 import { publicKey, ttlDays } from './schemas.ts';
 
 export const inviteId = Joi.string().pattern(new RegExp(`^inv_${TYPEID_SUFFIX}$`), 'inv_<base32> id');
-export const accessRequestId = Joi.string().pattern(new RegExp(`^areq_${TYPEID_SUFFIX}$`), 'areq_<base32> id');
+export const accessRequestId = idSchema('req');
 export const inviteCode = Joi.string()
   .pattern(/^svcinv_[A-Za-z0-9_-]{32}$/, 'svcinv_<code>')
   .description('the code shown once at creation');

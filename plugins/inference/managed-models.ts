@@ -52,7 +52,7 @@ export class ManagedModelService {
     const prices = Object.fromEntries(PRICE_KEYS.map((k) => [`${k}_price`, input.prices?.[k] ?? null]));
     try {
       return await this.repo.insertModel({
-        id: newId('mdl'),
+        id: newId('imod'),
         org_id: orgId,
         name: input.name,
         target_id: target.id,

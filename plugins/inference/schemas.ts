@@ -125,7 +125,7 @@ export const managedDeleteQuery = Joi.object({ org_id: orgId.description("the or
 
 export const managedModelSchema = Joi.object({
   canonical_model_id: Joi.string().required(),
-  id: idSchema('mdl').required(),
+  id: idSchema('imod').required(),
   name: Joi.string().required(),
   org_id: orgId.allow(null).required(),
   scope: scopeSchema,

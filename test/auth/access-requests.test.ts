@@ -67,7 +67,7 @@ test('anyone asks with an SSH key: 201 pending; the status is readable by id wit
   const res = await requestAccess({ org_id: orgA, email: address.toUpperCase(), ssh_public_key: key.publicLine, message: 'hi, I am on the team' });
   t.is(res.statusCode, 201, JSON.stringify(res.body));
   t.like(res.body, { org_id: orgA, email: address, status: 'pending', key_type: 'ssh', ssh_fingerprint: key.fingerprint, nostr_pubkey: null });
-  t.regex(res.body.id, /^areq_/);
+  t.regex(res.body.id, /^req_/, "the interface's prefix");
   const status = await call(s.server, 'GET', `/auth/request-access/${res.body.id}`);
   t.is(status.statusCode, 200);
   t.deepEqual(Object.keys(status.body).sort(), ['created_at', 'decided_at', 'id', 'org_id', 'reason', 'status']);
@@ -172,7 +172,8 @@ test.serial('decisions by a member (403), another org (404) or on a request of a
   t.is((await member.post(`/orgs/${orgA}/access-requests/${req.id}/reject`, { reason: 'no' })).statusCode, 403);
   t.is((await otherAdmin.post(`/orgs/${orgA}/access-requests/${req.id}/approve`)).statusCode, 404);
   t.is((await otherAdmin.post(`/orgs/${orgB}/access-requests/${req.id}/approve`)).statusCode, 404);
-  t.is((await orgAdmin.post(`/orgs/${orgA}/access-requests/areq_${'0'.repeat(26)}/approve`)).statusCode, 404);
+  t.is((await orgAdmin.post(`/orgs/${orgA}/access-requests/req_${'0'.repeat(26)}/approve`)).statusCode, 404);
+  t.is((await orgAdmin.post(`/orgs/${orgA}/access-requests/areq_${'0'.repeat(26)}/approve`)).statusCode, 404, 'ids minted before (areq_) are still ids');
   t.is((await orgAdmin.post(`/orgs/${orgA}/access-requests/${req.id}/approve`, { role: 'owner' })).statusCode, 403);
   t.is((await orgAdmin.post(`/orgs/${orgA}/access-requests/${req.id}/approve`, { role: 'king' })).statusCode, 400);
   t.deepEqual(await counts(), before);
@@ -187,6 +188,7 @@ test.serial('one open request per org and e-mail (409); an unknown or deleted or
   const missing = await requestAccess({ org_id: `org_${'0'.repeat(26)}`, email: email('lost'), nostr_pubkey: hex('33') });
   t.is(missing.statusCode, 404);
   t.deepEqual(await counts(), before);
+  t.is((await call(s.server, 'GET', `/auth/request-access/req_${'0'.repeat(26)}`)).statusCode, 404);
   t.is((await call(s.server, 'GET', `/auth/request-access/areq_${'0'.repeat(26)}`)).statusCode, 404);
   t.is((await call(s.server, 'GET', '/auth/request-access/whatever')).statusCode, 400);
 });

@@ -126,6 +126,7 @@ test.serial('managed models: org and system entries, prices, projects; the catal
     currency: 'USD',
     project_ids: null,
   });
+  t.regex(fast.id, /^imod_/, "the interface's prefix");
   const smart = await managed(
     w,
     { org_id: w.org, name: 'managed/smart', target_id: orgTarget.id, upstream_model: 'claude-fake-1', project_ids: [w.project] },
