@@ -88,7 +88,7 @@ export class BuildActionService implements BuildActions {
       { build_id: buildId, ...(input.tag ? { tag: input.tag } : {}), ...(input.version ? { version: input.version } : {}) },
       jobPrincipal(ctx),
     );
-    ctx.log(`release ${release.tag} (${release.id}) of build ${buildId}`);
+    ctx.log(`release ${release.tag} (${release.id}) of build ${buildId}${release.created ? '' : ': released before with the same commit and images, kept'}`);
     return { release_id: release.id, tag: release.tag, build_id: buildId, git_sha: release.git_sha, image_digests: release.image_digests };
   }
 

@@ -17,13 +17,16 @@ export function releaseRoutes(container: DependencyContainer): ServerRoute[] {
       path: '/projects/{project_id}/releases',
       options: {
         tags,
-        description: "Release a successful build of the project under a tag (unique in the project: 409); records the build's image digests",
+        description:
+          "Release a successful build of the project under a tag (201), recording the build's image digests; the same tag for the same commit and digests again answers that release (200); a tag taken otherwise is 409",
         plugins: { ...requires('releases:write', 'project'), ...docs(400, 401, 403, 404, 409, 422) },
         validate: { params: S.projectParams, payload: S.createReleaseSchema },
-        response: { status: { 201: S.releaseSchema } },
+        response: { status: { 200: S.releaseSchema, 201: S.releaseSchema } },
       },
-      handler: async (request, h) =>
-        h.response(await releases.create(paramsOf(request).project_id, payloadOf<CreateReleaseInput>(request), principalOf(request))).code(201),
+      handler: async (request, h) => {
+        const { created, ...release } = await releases.create(paramsOf(request).project_id, payloadOf<CreateReleaseInput>(request), principalOf(request));
+        return h.response(release).code(created ? 201 : 200);
+      },
     },
     {
       method: 'GET',

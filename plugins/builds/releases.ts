@@ -2,6 +2,7 @@ import { inject, injectable } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
 import type { Principal } from '../../core/auth/principal.ts';
+import { canonicalJson } from '../../domain/manifest/hash.ts';
 import { Conflict, Invalid, NotFound } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import { isUniqueViolation } from '../../core/http/unique.ts';
@@ -37,7 +38,12 @@ export class ReleaseService implements Releases {
     @inject(BuildRepository) private readonly builds: BuildRepository,
   ) {}
 
-  async create(projectId: string, input: CreateReleaseInput, principal: Principal): Promise<Release> {
+  /**
+   * A release of the build under its tag. The same tag again for the same commit and the same
+   * digests (a pipeline re-run, a rebuild that reused its images) answers the existing release
+   * (`created: false`); a tag taken by anything else is 409 saying what differs.
+   */
+  async create(projectId: string, input: CreateReleaseInput, principal: Principal): Promise<Release & { created: boolean }> {
     const spec = await this.builds.spec(input.build_id);
     if (!spec || spec.project_id !== projectId) throw new NotFound(`build ${input.build_id} not found in project ${projectId}`);
     const artifacts = await this.builds.artifacts(spec.id);
@@ -59,11 +65,16 @@ export class ReleaseService implements Releases {
       return await this.db.transaction(async (trx) => {
         const [stored]: Release[] = await trx('releases').insert(row).returning('*');
         await emitReleaseCreated(trx, stored);
-        return stored;
+        return { ...stored, created: true };
       });
     } catch (e) {
-      if (isUniqueViolation(e)) throw new Conflict(`release tag '${tag}' already exists in project ${projectId}`, { tag });
-      throw e;
+      if (!isUniqueViolation(e)) throw e;
+      const existing: Release | undefined = await this.db('releases').where({ project_id: projectId, tag }).first();
+      const digests = JSON.parse(row.image_digests) as Record<string, string>;
+      if (existing && existing.git_sha === spec.git_sha && canonicalJson(existing.image_digests) === canonicalJson(digests))
+        return { ...existing, created: false };
+      const other = existing ? ` for ${existing.git_sha === spec.git_sha ? 'other images of this commit' : `commit ${existing.git_sha.slice(0, 12)}`}` : '';
+      throw new Conflict(`release tag '${tag}' already exists in project ${projectId}${other}`, { tag });
     }
   }
 

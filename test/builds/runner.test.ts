@@ -48,7 +48,9 @@ test.serial('a build runs: the services with build config are built, artifacts r
   t.is(release.statusCode, 201, JSON.stringify(release.body));
   t.deepEqual(release.body.image_digests, { api: artifacts[0].digest, web: artifacts[1].digest });
   t.like(release.body, { project_id: projectId, git_sha: repo.sha, manifest_hash: hash, build_id: created.body.id, tag: 'v1.0.0', version: '1.0.0' });
-  t.is((await w.admin.post(`/projects/${projectId}/releases`, { build_id: created.body.id, tag: 'v1.0.0' })).statusCode, 409);
+  const again = await w.admin.post(`/projects/${projectId}/releases`, { build_id: created.body.id, tag: 'v1.0.0' });
+  t.is(again.statusCode, 200, 'the same build under its tag again: that release, not a conflict');
+  t.deepEqual(again.body, release.body);
   t.deepEqual((await w.member.get(`/releases/v1.0.0?project_id=${projectId}`)).body, release.body);
   t.deepEqual((await w.member.get(`/releases/${release.body.id}?project_id=${projectId}`)).body, release.body);
   t.is((await w.outsider.get(`/releases/v1.0.0?project_id=${projectId}`)).statusCode, 404);
@@ -76,6 +78,17 @@ test.serial('a second build of the same commit, manifest and services reuses the
   const subset = await settled(w.admin, (await create({ services: ['api'] })).body.id);
   t.is(subset.latest_run.reused_from, null, 'other services: no reuse');
   t.is(w.builder.requests.at(-1)!.services.length, 1);
+
+  // Re-releasing: a build that reused the released images is that release; other images under the tag are refused.
+  const rereleased = await w.admin.post(`/projects/${projectId}/releases`, { build_id: reused.id, tag: 'v1.0.0' });
+  t.is(rereleased.statusCode, 200);
+  const original = (await w.admin.get(`/releases/v1.0.0?project_id=${projectId}`)).body;
+  t.is(rereleased.body.id, original.id);
+  const before = Number((await w.s.kernel.db('releases').count({ n: '*' }).first())!.n);
+  const taken = await w.admin.post(`/projects/${projectId}/releases`, { build_id: subset.id, tag: 'v1.0.0' });
+  t.is(taken.statusCode, 409);
+  t.is(taken.body.message, `release tag 'v1.0.0' already exists in project ${projectId} for other images of this commit`);
+  t.is(Number((await w.s.kernel.db('releases').count({ n: '*' }).first())!.n), before, 'nothing written');
 });
 
 test.serial('a failed build keeps its class, the failed stage and the last 30 lines of output', async (t) => {
