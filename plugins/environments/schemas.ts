@@ -35,6 +35,9 @@ export const deployRequestSchema = Joi.object({
   inputs: Joi.object().unknown(true).description('extra pipeline inputs; may carry release_id or release_tag'),
 })
   .and('git_sha', 'manifest_hash')
+  // A release names its own commit: given both, which one was meant cannot be told.
+  .oxor('release_tag', 'git_sha')
+  .messages({ 'object.oxor': '"release_tag" and "git_sha" name what to deploy two ways: give one of them' })
   .label('DeployRequest');
 
 export const rollbackSchema = Joi.object({

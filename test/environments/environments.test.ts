@@ -77,6 +77,9 @@ test.serial(
     const noHash = await w.owner.api.post(`${base()}/staging/deploy`, { git_sha: sha('d') });
     t.is(noHash.statusCode, 400);
     t.regex(noHash.body.message, /manifest_hash/);
+    const both = await w.owner.api.post(`${base()}/staging/deploy`, { release_tag: 'v1.1.0', git_sha: sha('d'), manifest_hash: 'h' });
+    t.is(both.statusCode, 400);
+    t.is(both.body.message, '"release_tag" and "git_sha" name what to deploy two ways: give one of them');
     const badSha = await w.owner.api.post(`${base()}/staging/deploy`, { git_sha: 'xyz', manifest_hash: 'h' });
     t.is(badSha.statusCode, 400);
     t.regex(badSha.body.message, /git_sha/);
