@@ -127,3 +127,16 @@ export class SecretNotShared extends SecretMissing {
     );
   }
 }
+
+/**
+ * No worker that reported recently can run the job's harness (422): the message names the harness
+ * and what it lacks there (its binary, a credential). docs/harnesses.md, "Refused at create".
+ */
+export class HarnessUnavailable extends Invalid {
+  constructor(
+    readonly harnesses: string[],
+    message: string,
+  ) {
+    super(message);
+  }
+}

@@ -124,6 +124,7 @@ export const configSchema = Joi.object({
       .messages({ 'number.greater': '"worker.lease_seconds" must be greater than worker.heartbeat_seconds (a lease must outlive the beat that renews it)' }),
     api_url: Joi.string().uri().allow(null, '').required(),
     log_flush_ms: Joi.number().integer().min(0).max(10_000).required(),
+    harness_report_seconds: Joi.number().positive().max(3600).required(),
     urls: workerUrlsSchema,
     dispatch_timeout_ms: Joi.number().integer().min(100).max(120_000).required(),
     dispatch_retry_ms: Joi.number().integer().min(10).max(600_000).required(),
@@ -312,6 +313,8 @@ export interface Config {
     /** SVC_API_URL given to jobs; null: server.public_url, else this server's own address. */
     api_url: string | null;
     log_flush_ms: number;
+    /** How often the worker reports which harnesses it can run (and at its start); a report counts for three times this. */
+    harness_report_seconds: number;
     /** SVC_WORKER_URLS: worker type (`hints.worker_type`) → base URL of a `svc serve --roles worker` process. */
     urls: Record<string, string>;
     /** How long a dispatch or capacity call to a remote worker may take. */

@@ -93,6 +93,8 @@ export const TABLE_OWNERS = {
   chat_team_binding_codes: 'integrations',
   // 030_rate_limits_quotas
   rate_limit_buckets: 'core',
+  // 035_harness_reports: the worker writes its report through a port (HarnessAvailability)
+  harness_reports: 'harnesses',
   // 037_harness_oauth_tokens
   harness_oauth_tokens: 'harnesses',
 } as const;

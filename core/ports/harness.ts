@@ -157,6 +157,8 @@ export interface HarnessAuthStatus {
   instructions: string[];
   /** What is missing when it is not available: the CLI itself, or only its credentials (which a managed model supplies). */
   missing?: 'binary' | 'credentials';
+  /** When only credentials are missing: the credential variables the server's environment does hold (names, never values). */
+  present?: string[];
 }
 
 /** The harnesses this server knows (built-in and from plugins), by id or alias. Registered by the harnesses plugin. */
@@ -175,3 +177,45 @@ export interface HarnessRegistry {
 export const harnessNames = (registry: HarnessRegistry): string[] => registry.list().flatMap((h) => [h.id, ...(h.aliases ?? [])]);
 
 export const HarnessRegistryToken = Symbol('HarnessRegistry') as InjectionToken<HarnessRegistry>;
+
+/** One harness as a worker found it (its own availability check, system scope): what it can run, and what it lacks when not. */
+export interface HarnessReport {
+  available: boolean;
+  /** When not available: the CLI itself, or only its credentials (which a managed model or the job's secrets may supply). */
+  missing?: 'binary' | 'credentials';
+  /** The binary the worker looked for (the configured path, or the name on its PATH). */
+  command: string;
+  /** The check's own words (`binary 'claude' not found on PATH`, `… found; credentials from the environment (…)`). */
+  reason: string;
+  /** When only credentials are missing: the credential variables the worker's environment holds (names only). */
+  present?: string[];
+}
+
+/** A worker process's report: every harness it knows, by id. */
+export interface WorkerHarnessReport {
+  /** The reporting process (`<host>:<pid>:<random>`), unique per start. */
+  workerId: string;
+  harnesses: Record<string, HarnessReport>;
+  /** How long the report counts without a newer one (a few report intervals): a worker that died stops counting. */
+  freshSeconds: number;
+}
+
+/**
+ * Which harnesses the workers can run. Workers report what they have (at start and every
+ * `worker.harness_report_seconds`); job creation asks before it accepts a job. Registered by the
+ * harnesses plugin, which keeps the reports (harness_reports).
+ */
+export interface HarnessAvailability {
+  report(report: WorkerHarnessReport): Promise<void>;
+  /** The worker is stopping: its report no longer counts. */
+  withdraw(workerId: string): Promise<void>;
+  /**
+   * Throws HarnessUnavailable (core/errors.ts, a 422) when at least one worker reported recently and
+   * none of those can run any harness the request may run (its harness fields over the project's
+   * `x-svc.agents`), naming each harness and what it lacks. Without any recent report nothing is known,
+   * and nothing is refused. Credentials a worker lacks may still come from the job's secrets (`ctx`).
+   */
+  requireRunnable(request: AgentRequest, agents: AgentsConfig | undefined, ctx: SecretContext): Promise<void>;
+}
+
+export const HarnessAvailabilityToken = Symbol('HarnessAvailability') as InjectionToken<HarnessAvailability>;

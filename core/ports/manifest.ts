@@ -1,6 +1,6 @@
 import type { InjectionToken } from 'tsyringe';
 import type { Logger } from 'pino';
-import type { StoredManifest } from '../../domain/manifest/types.ts';
+import type { AgentsConfig, StoredManifest } from '../../domain/manifest/types.ts';
 import { Registry } from '../registry.ts';
 import type { Principal } from '../auth/principal.ts';
 
@@ -11,6 +11,8 @@ import type { Principal } from '../auth/principal.ts';
  */
 export interface ManifestDefaults {
   jobDefaults(projectId: string): Promise<Record<string, unknown>>;
+  /** `x-svc.agents` (the harness profiles a job may run), undefined without one: read with the defaults, so asking costs no more. */
+  jobAgents?(projectId: string): Promise<AgentsConfig | undefined>;
 }
 
 export const ManifestDefaultsToken = Symbol('ManifestDefaults') as InjectionToken<ManifestDefaults>;

@@ -1,5 +1,5 @@
 import type { DomainPlugin } from '../../core/http/plugins.ts';
-import { HarnessRegistryToken } from '../../core/ports/harness.ts';
+import { HarnessAvailabilityToken, HarnessRegistryToken } from '../../core/ports/harness.ts';
 import { Tokens } from '../../core/tokens.ts';
 import { lookupLater } from '../../core/di.ts';
 import { SecretResolverToken } from '../../core/ports/secrets.ts';
@@ -14,8 +14,16 @@ import { ManifestReaderToken } from '../../core/ports/manifest.ts';
 import { ProjectDirectoryToken } from '../../core/ports/directory.ts';
 import { AgentDirectory } from './agents.ts';
 import { agentRoutes } from './agent-routes.ts';
+import { SharedMemos } from '../../core/db/shared-memos.ts';
+import { Housekeeping } from '../../core/roles.ts';
+import { HarnessReportRepository } from './reports-repository.ts';
+import { HarnessAvailabilityService } from './availability.ts';
 
-/** The harness registry (built-ins harness_a … harness_f and configured plugins), GET /harnesses, the agent configuration routes, and the OAuth logins it keeps fresh. */
+/**
+ * The harness registry (built-ins harness_a … harness_f and configured plugins), GET /harnesses, the
+ * agent configuration routes, the OAuth logins it keeps fresh, and what the workers report they can
+ * run (HarnessAvailability).
+ */
 export const plugin: DomainPlugin = {
   name: 'harnesses',
   async register(server, { container }) {
@@ -28,8 +36,20 @@ export const plugin: DomainPlugin = {
       config.harness_oauth,
     );
     server.events.on('stop', () => tokenEndpoint.close());
-    const harnesses = await Harnesses.load(config.harnesses, new HarnessAuth(lookupLater(container, SecretResolverToken), oauth));
+    const auth = new HarnessAuth(lookupLater(container, SecretResolverToken), oauth);
+    const harnesses = await Harnesses.load(config.harnesses, auth);
     if (!container.isRegistered(HarnessRegistryToken)) container.registerInstance(HarnessRegistryToken, harnesses);
+    // What the workers can run, from their reports; job creation asks it (docs/harnesses.md, "Refused at create").
+    const db = container.resolve(Tokens.Db);
+    const availability = new HarnessAvailabilityService(
+      db,
+      new HarnessReportRepository(db),
+      container.resolve(SharedMemos),
+      () => container.resolve(HarnessRegistryToken),
+      auth,
+    );
+    if (!container.isRegistered(HarnessAvailabilityToken)) container.registerInstance(HarnessAvailabilityToken, availability);
+    container.resolve(Housekeeping).add(async () => void (await availability.prune()));
     server.route(harnessRoutes(harnesses));
     const agents = new AgentDirectory(
       container.resolve(HarnessRegistryToken),

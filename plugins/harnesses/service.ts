@@ -10,7 +10,7 @@ import { homedir } from 'node:os';
 import path from 'node:path';
 import type { HarnessAuthStatus, HarnessDefinition } from '../../core/ports/harness.ts';
 import type { SecretContext, SecretResolver } from '../../core/ports/secrets.ts';
-import { SecretNotShared } from '../../core/errors.ts';
+import { SecretMissing, SecretNotShared } from '../../core/errors.ts';
 import { versionNote } from '../../core/harness-versions.ts';
 import type { OAuthRefresher } from './oauth.ts';
 
@@ -117,6 +117,26 @@ export class HarnessAuth {
     return { found, notShared };
   }
 
+  /**
+   * Which of the harness's credential variables the job's secrets hold (its project, user and org,
+   * and system secrets shared with jobs), names only: what a worker that lacks them in its own
+   * environment would still get for the job.
+   */
+  async secretNames(def: HarnessDefinition, ctx: SecretContext): Promise<Set<string>> {
+    const held = new Set<string>();
+    const secrets = this.secrets();
+    if (!secrets) return held;
+    for (const name of new Set((def.credentials?.env ?? []).flat())) {
+      try {
+        await secrets.resolve(name, { ...ctx, internal: false });
+        held.add(name);
+      } catch (err) {
+        if (!(err instanceof SecretMissing)) throw err;
+      }
+    }
+    return held;
+  }
+
   async status(def: HarnessDefinition, ctx: SecretContext = {}): Promise<HarnessAuthStatus> {
     const command = def.command ?? def.id;
     const install = `Install the CLI for the user that runs jobs, or set harnesses.${def.id}.command (${commandVariable(def.id)}) to its path.`;
@@ -155,6 +175,7 @@ export class HarnessAuth {
         (note ? `; ${note}` : ''),
       instructions: spec.instructions,
       missing: 'credentials',
+      present: Object.keys(fromEnv),
     };
   }
 }

@@ -11,6 +11,8 @@ import { JobGraphService } from './job/graphs.ts';
 import { JobRepository } from './job/repository.ts';
 import { JobWakeups } from './lifecycle/wakeups.ts';
 import { JobCreation, knownHarness } from './job/create.ts';
+import { HarnessAvailabilityLookup, HarnessCheck } from './job/harness-check.ts';
+import { HarnessAvailabilityToken } from '../../core/ports/harness.ts';
 import { JobService } from './job/service.ts';
 import { jobRoutes } from './job/routes.ts';
 import { AttemptHistory, AttemptRepository } from './attempts/attempts.ts';
@@ -52,6 +54,7 @@ export const plugin: DomainPlugin = {
   register(server, { container }) {
     if (!container.isRegistered(ManifestDefaultsToken)) container.registerInstance(ManifestDefaultsToken, noManifestDefaults);
     container.registerInstance(PriceBookLookup, lookupLater(container, PriceBookToken));
+    container.registerInstance(HarnessAvailabilityLookup, lookupLater(container, HarnessAvailabilityToken));
     for (const cls of [
       JobPhaseListeners,
       JobRequestChecks,
@@ -63,6 +66,7 @@ export const plugin: DomainPlugin = {
       ReceiptStore,
       AttemptRepository,
       JobLifecycle,
+      HarnessCheck,
       JobCreation,
       JobService,
       QueuedJobQuota,

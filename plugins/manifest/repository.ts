@@ -2,7 +2,7 @@ import { inject, injectable } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
 import { Batcher } from '../../core/batcher.ts';
-import type { Manifest, StoredManifest } from '../../domain/manifest/types.ts';
+import type { AgentsConfig, Manifest, StoredManifest } from '../../domain/manifest/types.ts';
 import type { ManifestReader } from '../../core/ports/manifest.ts';
 import { SharedMemos, type SharedMemo } from '../../core/db/shared-memos.ts';
 
@@ -11,6 +11,12 @@ interface ManifestRow extends StoredManifest {
 }
 
 export type NewManifest = Omit<StoredManifest, 'synced_at'>;
+
+/** What job creation reads from the current manifest: `x-svc.defaults` and `x-svc.agents`. */
+interface JobSettings {
+  defaults: Record<string, unknown>;
+  agents?: AgentsConfig;
+}
 
 const COLUMNS = ['project_id', 'manifest_hash', 'git_sha', 'ref', 'yaml', 'parsed', 'synced_at', 'synced_by'];
 const strip = (row: ManifestRow | undefined): StoredManifest | null => {
@@ -22,8 +28,8 @@ const strip = (row: ManifestRow | undefined): StoredManifest | null => {
 /** Synced manifest versions, newest last; never updated or deleted through the API. */
 @injectable()
 export class ManifestRepository implements ManifestReader {
-  /** Each project's current `x-svc.defaults`, remembered per process until a new version is stored. */
-  private readonly knownDefaults: SharedMemo<Record<string, unknown>>;
+  /** Each project's current `x-svc.defaults` and `x-svc.agents`, remembered per process until a new version is stored. */
+  private readonly knownDefaults: SharedMemo<JobSettings>;
 
   constructor(
     @inject(Tokens.Db) private readonly db: Db,
@@ -71,21 +77,30 @@ export class ManifestRepository implements ManifestReader {
     return rows.map((r) => r.project_id);
   }
 
-  /** `x-svc.defaults` of the current manifest, `{}` without one. */
-  /** A copy per caller: the remembered value is shared. */
+  /** `x-svc.defaults` of the current manifest, `{}` without one. A copy per caller: the remembered value is shared. */
   async jobDefaults(projectId: string): Promise<Record<string, unknown>> {
-    return structuredClone((await this.knownDefaults.get(projectId, () => this.defaults.submit(projectId)))!);
+    return structuredClone((await this.jobSettings(projectId)).defaults);
   }
 
-  /** Job creations at the same moment share one query for their projects' defaults. */
-  private readonly defaults = new Batcher<string, Record<string, unknown>>(async (projectIds) => {
-    const { rows } = await this.db.raw<{ rows: { project_id: string; defaults: Record<string, unknown> | null }[] }>(
-      `SELECT DISTINCT ON (project_id) project_id, parsed -> 'x-svc' -> 'defaults' AS defaults
+  /** `x-svc.agents` of the current manifest (a copy), undefined without one. */
+  async jobAgents(projectId: string): Promise<AgentsConfig | undefined> {
+    const { agents } = await this.jobSettings(projectId);
+    return agents ? structuredClone(agents) : undefined;
+  }
+
+  private async jobSettings(projectId: string): Promise<JobSettings> {
+    return (await this.knownDefaults.get(projectId, () => this.settings.submit(projectId)))!;
+  }
+
+  /** Job creations at the same moment share one query for their projects' defaults and agents. */
+  private readonly settings = new Batcher<string, JobSettings>(async (projectIds) => {
+    const { rows } = await this.db.raw<{ rows: { project_id: string; defaults: Record<string, unknown> | null; agents: AgentsConfig | null }[] }>(
+      `SELECT DISTINCT ON (project_id) project_id, parsed -> 'x-svc' -> 'defaults' AS defaults, parsed -> 'x-svc' -> 'agents' AS agents
        FROM manifests WHERE project_id = ANY(?) ORDER BY project_id, id DESC`,
       [[...new Set(projectIds)]],
     );
-    const byProject = new Map(rows.map((r) => [r.project_id, r.defaults ?? {}]));
-    return projectIds.map((id) => byProject.get(id) ?? {});
+    const byProject = new Map(rows.map((r) => [r.project_id, { defaults: r.defaults ?? {}, ...(r.agents ? { agents: r.agents } : {}) }]));
+    return projectIds.map((id) => byProject.get(id) ?? { defaults: {} });
   });
 
   /** The parsed form of the current manifest, or null. */

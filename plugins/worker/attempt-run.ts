@@ -16,7 +16,7 @@ import { secretMasker } from '../../core/secrets/mask.ts';
 import { Invalid, NotFound, SecretMissing } from '../../core/errors.ts';
 import { isDatabaseUnavailable } from '../../core/db/unavailable.ts';
 import { LeaseLost, type AttemptCompletion, type AttemptControl, type AttemptLease, type AttemptWork, type UsageCall } from '../../core/ports/attempts.ts';
-import { Aborted, WorkerFailure } from './failure.ts';
+import { Aborted, HarnessMissing, WorkerFailure } from './failure.ts';
 import { LogSink } from './log-sink.ts';
 import { patientControl } from './patient-control.ts';
 import { JsonResultScanner, outcomeOf } from './result.ts';
@@ -80,6 +80,8 @@ export interface WorkerDeps {
   vcshost(): VcsHost | null;
   chatapp(): ChatApp | null;
   apiUrl(): string;
+  /** An attempt found its harness missing here: the worker reports what it can run again, now. */
+  harnessesChanged?(): void;
 }
 
 type Phase = { name: string; started_at: Date; ended_at: Date };
@@ -185,6 +187,7 @@ export class AttemptRun {
       } catch (err) {
         if (this.abort.signal.aborted || err instanceof Aborted || err instanceof LeaseLost) return await this.stopped(log, err);
         if (isDatabaseUnavailable(err)) return await this.givenBack(log, err as Error);
+        if (err instanceof HarnessMissing) this.deps.harnessesChanged?.();
         const expected = err instanceof WorkerFailure || err instanceof UnsafePath;
         const reason =
           err instanceof UnsafePath
@@ -265,8 +268,11 @@ export class AttemptRun {
     const timeout = timeoutOf(work);
     const scanner = new JsonResultScanner();
     const exit = await timed('execute', async () => {
-      const proc = await this.deps.runtime.start({ ...spec, ...(timeout ? { timeoutMs: timeout * 1000 } : {}) }).catch((err: Error) => {
-        throw new WorkerFailure(`could not start ${spec.command} on the ${this.deps.runtime.name} runtime: ${err.message}`);
+      const proc = await this.deps.runtime.start({ ...spec, ...(timeout ? { timeoutMs: timeout * 1000 } : {}) }).catch((err: NodeJS.ErrnoException) => {
+        const what = `could not start ${spec.command} on the ${this.deps.runtime.name} runtime: ${err.message}`;
+        // The CLI went away after the plan found it: the harness cannot run here.
+        if (plan.kind === 'agent' && err.code === 'ENOENT') throw new HarnessMissing(`harness ${plan.harness.id} cannot run on this worker: ${what}`);
+        throw new WorkerFailure(what);
       });
       this.process = proc;
       this.proxied = usage.proxied;

@@ -3,6 +3,15 @@ export class WorkerFailure extends Error {
   override name = 'WorkerFailure';
 }
 
+/**
+ * The attempt's harness cannot run on this worker (its binary or its credentials are missing, say
+ * because the CLI vanished since the job was accepted): the attempt fails, naming the harness and
+ * what is missing, and the worker reports its harnesses again at once.
+ */
+export class HarnessMissing extends WorkerFailure {
+  override name = 'HarnessMissing';
+}
+
 /** The attempt was stopped from outside (job cancelled, lease lost, worker stopping): nothing is reported for it. */
 export class Aborted extends Error {
   override name = 'Aborted';

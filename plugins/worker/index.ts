@@ -9,7 +9,7 @@ import { WorkerDispatcherToken } from '../../core/ports/worker.ts';
 import { RuntimeToken } from '../../core/ports/runtime.ts';
 import { AttemptControlToken } from '../../core/ports/attempts.ts';
 import { SecretResolverToken } from '../../core/ports/secrets.ts';
-import { HarnessRegistryToken } from '../../core/ports/harness.ts';
+import { HarnessAvailabilityToken, HarnessRegistryToken } from '../../core/ports/harness.ts';
 import { ManifestReaderToken } from '../../core/ports/manifest.ts';
 import { CoordinationThreadsToken } from '../../core/ports/threads.ts';
 import { ResourceStoreToken } from '../../core/ports/resources.ts';
@@ -29,6 +29,7 @@ import { DispatchTokens } from './dispatch-token.ts';
 import { dispatchRoutes } from './dispatch-routes.ts';
 import { RemoteWorker } from './remote.ts';
 import { RoutingDispatcher } from './routing.ts';
+import { HarnessReporter } from './harness-reporter.ts';
 
 const optional =
   <T>(container: DependencyContainer, token: InjectionToken<T>) =>
@@ -84,6 +85,13 @@ export const plugin: DomainPlugin = {
 
     function inProcessWorker(): InProcessWorker {
       const runtime = container.resolve(RuntimeToken);
+      // Which harnesses this worker can run, reported for job creation to check (docs/harnesses.md, "Refused at create").
+      const reporter = new HarnessReporter({
+        harnesses: optional(container, HarnessRegistryToken),
+        availability: optional(container, HarnessAvailabilityToken),
+        intervalMs: w.harness_report_seconds * 1000,
+        logger,
+      });
       const worker = new InProcessWorker(
         {
           control,
@@ -114,6 +122,7 @@ export const plugin: DomainPlugin = {
           vcshost: optional(container, VcsHostToken),
           chatapp: optional(container, ChatAppToken),
           apiUrl: () => configuredApiUrl ?? ownApiUrl(),
+          harnessesChanged: () => void reporter.refresh(),
         },
         w.concurrency,
         logger,
@@ -124,6 +133,7 @@ export const plugin: DomainPlugin = {
       if (config.roles.includes('api')) server.route(routes);
       else container.resolve(RoleListener).server.route(routes); // the kernel's listener of a process without the api role; it stops after the runs
       container.resolve(RoleServices).add('worker', worker);
+      container.resolve(RoleServices).add('worker', reporter);
       return worker;
     }
   },

@@ -4,7 +4,7 @@ import type { HarnessDefinition, HarnessRegistry, PermissionPolicy } from '../..
 import type { SecretContext } from '../../core/ports/secrets.ts';
 import type { AgentChoice, AgentRequest } from '../../domain/manifest/profiles.ts';
 import type { Manifest } from '../../domain/manifest/types.ts';
-import { WorkerFailure } from './failure.ts';
+import { HarnessMissing, WorkerFailure } from './failure.ts';
 import { isObject } from '../../core/is-object.ts';
 import { WORKER_ACTIONS, type WorkerAction } from './actions.ts';
 import { shellInputs } from './inputs.ts';
@@ -83,8 +83,8 @@ export async function planAttempt(work: AttemptWork, harnesses: HarnessRegistry 
   // A managed model brings its own endpoint and credential; the CLI itself must still be there.
   const credentialsSupplied = isManagedModel(choice.model) && auth.missing === 'credentials';
   if (!auth.available && !credentialsSupplied)
-    throw new WorkerFailure(
-      `harness ${harness.id} is not available here: ${auth.reason}${auth.instructions.length ? ` (${auth.instructions.join(' ')})` : ''}`,
+    throw new HarnessMissing(
+      `harness ${harness.id} cannot run on this worker: ${auth.reason}${auth.instructions.length ? ` (${auth.instructions.join(' ')})` : ''}`,
     );
   const policy = (text(work.job.hints.permission_policy) ?? 'yolo') as PermissionPolicy;
   return { kind: 'agent', harness, choice, prompt: promptOf(work, agent), permissionPolicy: policy, agentId: text(agent.name) ?? harness.id, fallback };

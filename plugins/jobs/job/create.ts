@@ -19,12 +19,14 @@ import { BadRequest, Conflict, Forbidden, Invalid } from '../../../core/errors.t
 import { drawUntilFree } from '../../../core/ids.ts';
 import { isObject } from '../../../core/is-object.ts';
 import { checkPushRemote, GitAccessError } from '../../../core/git-access.ts';
+import { HarnessCheck, harnessFields } from './harness-check.ts';
 
 /** Jobs nest at most three levels: root (depth 0), child, grandchild. */
 export const MAX_DEPTH = 2;
 const TITLE_MAX = 80;
 const SECRET_EXPRESSION = /\$\{secret\.[A-Za-z0-9_]+\}/;
-const HARNESS_FIELDS = ['harness', 'harness_profile', 'harness_variant', 'harness_options', 'model', 'reasoning_effort', 'harness_profile_override'] as const;
+/** Phases of a job not planned to run yet: its harness is checked when it moves to ready (JobService.update). */
+const NOT_PLANNED: ReadonlySet<unknown> = new Set(['idea', 'backlog']);
 
 /** What `x-svc.defaults` may hold: a create request without the description. Built once. */
 const DEFAULTS_SCHEMA = createJobSchema.fork(['description'], (s) => s.optional());
@@ -68,6 +70,7 @@ export class JobCreation {
     @inject(JobAdmissions) private readonly admissions: JobAdmissions,
     @inject(JobLifecycle) private readonly lifecycle: JobLifecycle,
     @inject(ProjectDirectoryToken) private readonly projects: ProjectDirectory,
+    @inject(HarnessCheck) private readonly harnesses: HarnessCheck,
   ) {}
 
   /** One batch: the projects' slugs (remembered; a deleted project's rows get null), then one INSERT. */
@@ -88,6 +91,7 @@ export class JobCreation {
     if (unstorable) throw new Invalid(`the job cannot be stored: ${describeUnstorable(unstorable)}`);
     await this.requestChecks.check(grant.projectId!, input);
     await this.requirePushRemotes(grant.projectId!, [input]);
+    if (!NOT_PLANNED.has(input.phase)) await this.requireRunnable(grant.projectId!, principal, [input]);
     await this.admissions.admit({ projectId: grant.projectId!, orgId: grant.orgId });
     if (!input.parent_id) return this.createRoot(this.row(principal, grant.projectId!, input, 0));
     // A job token places children under its own job only; another parent reads as outside the project.
@@ -148,6 +152,15 @@ export class JobCreation {
     }
   }
 
+  /**
+   * Each request that runs a harness (manifest defaults under it) against what the workers report
+   * they can run: HarnessUnavailable (422) naming the harness and what it lacks when none that
+   * reported recently can (HarnessCheck). `what` names the job in the message.
+   */
+  requireRunnable(projectId: string, creator: Creator, requests: Record<string, unknown>[], what?: (i: number) => string): Promise<void> {
+    return this.harnesses.require(projectId, requests, { projectId, userId: creator.id }, what);
+  }
+
   /** Manifest defaults pass the same validation as a request; invalid ones are a server-side error to report. */
   async validDefaults(projectId: string): Promise<Record<string, unknown>> {
     const defaults = await this.manifest.jobDefaults(projectId);
@@ -168,7 +181,7 @@ export class JobCreation {
 
   /** The row a create request makes (shared with workflow invoke). */
   row(creator: Creator, projectId: string, input: CreateJobInput, depth: number): NewRow {
-    const harness = Object.fromEntries(HARNESS_FIELDS.filter((f) => input[f] !== undefined).map((f) => [f, input[f]]));
+    const harness = harnessFields(input) as Record<string, unknown>;
     return {
       project_id: projectId,
       parent_id: (input.parent_id as string | null) ?? null,

@@ -28,6 +28,7 @@ export class JobGraphService implements JobGraphs {
     const slug = await this.creation.requireLiveProject(projectId, trx);
     const requests = graph.map(({ key, request }) => checkedRequest(defaults, request, `job '${key}'`));
     await this.creation.requirePushRemotes(projectId, requests, 'the jobs');
+    await this.creation.requireRunnable(projectId, creator, requests, (i) => `job '${graph[i].key}'`);
     const ids = new Map<string, string>();
     for (const [i, { key }] of graph.entries()) {
       const row = this.creation.row(creator, projectId, requests[i], 0);

@@ -6,6 +6,7 @@ import type { Phase } from './schemas.ts';
 import { JobLifecycle } from '../lifecycle/lifecycle.ts';
 import { JobRequestChecks } from '../../../core/ports/jobs.ts';
 import { BadRequest, Conflict, NotFound } from '../../../core/errors.ts';
+import { HarnessCheck } from './harness-check.ts';
 
 /** Phases a person may move a job between with PATCH; active, review and done are reached by the work itself. */
 const PLANNING: Phase[] = ['idea', 'backlog', 'ready'];
@@ -26,6 +27,7 @@ export class JobService {
     @inject(JobRepository) private readonly jobs: JobRepository,
     @inject(JobLifecycle) private readonly lifecycle: JobLifecycle,
     @inject(JobRequestChecks) private readonly requestChecks: JobRequestChecks,
+    @inject(HarnessCheck) private readonly harnesses: HarnessCheck,
   ) {}
 
   async get(id: string): Promise<Job> {
@@ -49,6 +51,11 @@ export class JobService {
       if (defer_until !== undefined) patch.defer_until = defer_until ? new Date(defer_until) : null;
       if (due_at !== undefined) patch.due_at = due_at ? new Date(due_at) : null;
       if (changes.close_reason !== undefined && phase !== 'cancelled') throw new BadRequest('"close_reason" goes with phase cancelled');
+      // Planned work becoming runnable: its harness must be one a worker can run, as at create.
+      if (phase === 'ready' && job.phase !== 'ready' && PLANNING.includes(job.phase)) {
+        const ctx = { projectId: job.project_id, userId: job.created_by };
+        await this.harnesses.require(job.project_id, [{ ...job.harness, hints: patch.hints ?? job.hints }], ctx);
+      }
       if (phase === 'cancelled' && (job.phase === 'active' || job.phase === 'review'))
         Object.assign(patch, await this.lifecycle.cancelWork(job, changes.close_reason ?? undefined, trx));
       else if (phase && phase !== job.phase) Object.assign(patch, planningMove(job, phase, changes.close_reason ?? undefined));

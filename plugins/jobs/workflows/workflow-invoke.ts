@@ -156,6 +156,21 @@ export class WorkflowInvocation {
       [defaults, withDefaults(defaults, { description: '', ...(workflow.git ? { git: workflow.git } : {}) })],
       `workflow ${name}`,
     );
+    // Agent steps whose harness no worker can run are refused now, not failed one by one later.
+    const agentSteps = steps.flatMap((s) => ('agent' in s && decisions.get(s.name) !== 'skip' ? [s] : []));
+    await this.creation.requireRunnable(
+      projectId,
+      creator,
+      agentSteps.map((s) =>
+        withDefaults(defaults, {
+          description: '',
+          hints: { step: { kind: 'agent' } },
+          ...(s.agent.harness ? { harness: s.agent.harness } : {}),
+          ...(s.agent.harness_profile ? { harness_profile: s.agent.harness_profile } : {}),
+        }),
+      ),
+      (i) => `step '${agentSteps[i].name}' of workflow ${name}`,
+    );
     const requestJson = JSON.stringify(inputs);
     const label = `workflow:${name}`;
 
