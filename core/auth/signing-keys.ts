@@ -61,6 +61,9 @@ export class SigningKeys {
   /** Makes sure one active key exists (once, across replicas starting together) and loads keys. */
   async ensureActive(): Promise<void> {
     await this.db.transaction(async (trx) => {
+      // At boot, replicas starting together queue here behind one another; on a loaded machine that
+      // can outlast the session's lock_timeout, which is meant for requests, not for a start.
+      await trx.raw(`SET LOCAL lock_timeout = '60s'`);
       await trx.raw('SELECT pg_advisory_xact_lock(?)', [KEY_LOCK]);
       const existing = await trx('signing_keys').where({ active: true }).first();
       if (!existing) await this.insertKey(trx);
