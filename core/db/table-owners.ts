@@ -93,6 +93,8 @@ export const TABLE_OWNERS = {
   chat_team_binding_codes: 'integrations',
   // 030_rate_limits_quotas
   rate_limit_buckets: 'core',
+  // 036_attempt_diffs
+  attempt_diffs: 'jobs',
 } as const;
 
 export type TableName = keyof typeof TABLE_OWNERS;
