@@ -23,7 +23,7 @@ const diffQuery = Joi.object({
 export const diffFileSchema = Joi.object({
   path: Joi.string().required(),
   old_path: Joi.string().description('the path before a rename'),
-  status: Joi.string().valid('added', 'modified', 'deleted', 'renamed').required(),
+  status: Joi.string().valid('added', 'modified', 'deleted', 'renamed').label('AttemptDiffFileStatus').required(),
   additions: count.required().description('lines added (0 for a binary file)'),
   deletions: count.required().description('lines removed (0 for a binary file)'),
   binary: Joi.boolean().required(),
@@ -35,6 +35,7 @@ export const diffSchema = Joi.object({
   attempt_number: Joi.number().integer().min(1).required(),
   format: Joi.string()
     .valid(...DIFF_FORMATS)
+    .label('AttemptDiffFormat')
     .required(),
   base_sha: sha.required().description('the commit the attempt started from'),
   head_sha: sha.allow(null).required().description("the checkout's HEAD when the attempt ended"),
@@ -43,7 +44,7 @@ export const diffSchema = Joi.object({
     .required()
     .label('AttemptDiffStats')
     .description('every file changed, listed or not'),
-  files: Joi.array().items(diffFileSchema).required().description('in the order of the patch; at most limits.max_files'),
+  files: Joi.array().items(diffFileSchema).label('AttemptDiffFiles').required().description('in the order of the patch; at most limits.max_files'),
   patch: Joi.string()
     .allow('')
     .description(
