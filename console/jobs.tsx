@@ -4,6 +4,7 @@ import { usePoll } from './live.ts';
 import { Linked, LogLines, useLogStream } from './log-view.tsx';
 import { navigate } from './router.ts';
 import { GitView, workOf } from './git.tsx';
+import { DiffView } from './diff.tsx';
 import { Action, Badge, ErrorNote, Section, usd, when } from './ui.tsx';
 
 const BOARD = ['ready', 'active', 'review', 'done', 'cancelled'] as const;
@@ -249,6 +250,7 @@ export function JobPage({ jobId, onProject }: { jobId: string; onProject: (proje
   const [context, setContext] = useState<Context | null>(null);
   const [receipt, setReceipt] = useState<Receipt | null>(null);
   const [error, setError] = useState<unknown>(null);
+  const [diffOf, setDiffOf] = useState<number | null>(null);
   const live = job?.phase === 'active' || job?.phase === 'ready';
   const reload = usePoll(
     async () => {
@@ -270,6 +272,8 @@ export function JobPage({ jobId, onProject }: { jobId: string; onProject: (proje
   );
   if (!job) return <ErrorNote error={error} />;
   const newest = attempts.reduce<Attempt | null>((a, b) => (!a || b.attempt_number > a.attempt_number ? b : a), null);
+  // The diff shown: the attempt picked in the table, else the newest that has ended (a running one has none yet).
+  const shownDiff = diffOf ?? attempts.filter((a) => a.status !== 'running').reduce<number | null>((n, a) => Math.max(n ?? 0, a.attempt_number), null);
   const act = (run: () => Promise<unknown>) => async () => {
     await run();
     reload();
@@ -355,11 +359,12 @@ export function JobPage({ jobId, onProject }: { jobId: string; onProject: (proje
               <th>Work</th>
               <th>Started</th>
               <th>Ended</th>
+              <th>Diff</th>
             </tr>
           </thead>
           <tbody>
             {attempts.map((a) => (
-              <tr key={a.id}>
+              <tr key={a.id} class={a.attempt_number === shownDiff ? 'chosen' : undefined}>
                 <td>{a.attempt_number}</td>
                 <td>
                   <Badge value={a.status} />
@@ -373,6 +378,13 @@ export function JobPage({ jobId, onProject }: { jobId: string; onProject: (proje
                 <td>{workOf(a.git as Record<string, unknown> | null)}</td>
                 <td>{when(a.started_at)}</td>
                 <td>{when(a.ended_at)}</td>
+                <td>
+                  {a.status !== 'running' && (
+                    <button class="link" aria-label={`Diff of attempt ${a.attempt_number}`} onClick={() => setDiffOf(a.attempt_number)}>
+                      Show
+                    </button>
+                  )}
+                </td>
               </tr>
             ))}
           </tbody>
@@ -380,6 +392,11 @@ export function JobPage({ jobId, onProject }: { jobId: string; onProject: (proje
         {!attempts.length && <p class="muted">No attempt yet: a worker picks the job up when it is ready.</p>}
       </Section>
       {newest && <LiveLog key={newest.id} jobId={job.id} attempt={newest} onEnd={reload} />}
+      {shownDiff !== null && (
+        <Section title={`Diff of attempt ${shownDiff}`}>
+          <DiffView key={`${job.id}-${shownDiff}`} jobId={job.id} attemptNumber={shownDiff} />
+        </Section>
+      )}
       <div class="grid">
         {context && (
           <Section title="Context">

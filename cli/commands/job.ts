@@ -5,6 +5,7 @@ import { apiRequest, seg } from '../http.ts';
 import { printDone, printJson, printList, printObject, write, type Column, type ListBody } from '../output.ts';
 import { runAttachments } from './job-files.ts';
 import { runJobLogs } from './job-logs.ts';
+import { runJobDiff } from './job-diff.ts';
 import { JOB_FIELDS, jobColumnsFor, formatContext, workLine, formatNested, formatReceipt, formatTree, relationLine, section } from './job-views.ts';
 
 export const JOB_USAGE = `usage: svc job <command> [flags]
@@ -36,6 +37,8 @@ export const JOB_USAGE = `usage: svc job <command> [flags]
   attempts ID [N] [--limit N] [--offset N]   the job's attempts (newest first), or attempt number N
   receipt ID [--attempt ATTEMPT_ID]    execution receipt of the latest (or the given) attempt
   logs ID [--attempt N] [-f|--follow]  output of the latest (or Nth) attempt; -f streams it live until the attempt ends
+  diff ID [--attempt N] [--stat]       what the latest (or Nth) attempt changed against the commit it started from:
+                                       the patch on stdout (coloured on a terminal), --stat the files and their +/- counts
   compare ID --a N --b N [--include-receipt]
 
 create, list and attempts act on --project, else the profile's project (svc config set project ID).
@@ -44,6 +47,7 @@ Examples:
   svc job create --description "Fix the login bug" --harness harness_b --model claude-sonnet-4-5
   svc job list --phase active
   svc job logs JOB_ID -f                     (a workflow root: its steps' logs, labelled by step)
+  svc job diff JOB_ID --attempt 2 > attempt-2.patch
   svc job cancel JOB_ID --reason "superseded"`;
 
 type Body = Record<string, unknown>;
@@ -273,6 +277,8 @@ export async function runJob(ctx: Context, args: string[]): Promise<number> {
     }
     case 'logs':
       return runJobLogs(ctx, rest, JOB_USAGE);
+    case 'diff':
+      return runJobDiff(ctx, rest, JOB_USAGE);
     case 'compare': {
       const { values, positionals } = one({ a: { type: 'string' }, b: { type: 'string' }, 'include-receipt': { type: 'boolean' } });
       const query = {

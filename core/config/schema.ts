@@ -147,6 +147,14 @@ export const configSchema = Joi.object({
       allow_file_urls: Joi.boolean().allow(null).required(),
       file_roots: list(Joi.string().pattern(/^\//, 'an absolute path')).required(),
     }).required(),
+    diff: Joi.object({
+      max_patch_bytes: Joi.number()
+        .integer()
+        .min(0)
+        .max(64 * 1024 * 1024)
+        .required(),
+      max_files: Joi.number().integer().min(1).max(100_000).required(),
+    }).required(),
   }).required(),
   limits: Joi.object({
     requests: Joi.object({
@@ -333,6 +341,8 @@ export interface Config {
       /** Absolute directories file:// repositories must be under (always in production; none elsewhere: anywhere). */
       file_roots: string[];
     };
+    /** What the worker records of an attempt's diff (docs/diffs.md): patch text up to `max_patch_bytes` (0: counts only), `max_files` files listed. */
+    diff: { max_patch_bytes: number; max_files: number };
   };
   /** Request rate limits per caller and per-org quotas (core/http/rate-limit.ts, docs/operations.md "Rate limits and quotas"). */
   limits: {

@@ -95,6 +95,8 @@ export const TABLE_OWNERS = {
   rate_limit_buckets: 'core',
   // 035_harness_reports: the worker writes its report through a port (HarnessAvailability)
   harness_reports: 'harnesses',
+  // 036_attempt_diffs
+  attempt_diffs: 'jobs',
   // 037_harness_oauth_tokens
   harness_oauth_tokens: 'harnesses',
 } as const;

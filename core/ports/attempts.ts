@@ -86,6 +86,46 @@ export interface WorkspaceReport {
   changed_files: string[];
 }
 
+/** One file an attempt changed, as `git diff --numstat --name-status -M` says. */
+export interface DiffFile {
+  path: string;
+  /** The path before a rename. */
+  old_path?: string;
+  status: 'added' | 'modified' | 'deleted' | 'renamed';
+  /** Lines added and removed; 0 and 0 for a binary file. */
+  additions: number;
+  deletions: number;
+  binary: boolean;
+}
+
+/**
+ * What an attempt changed, as its worker recorded it when the attempt ended (docs/diffs.md): the
+ * working tree as `git add -A` would take it (commits and uncommitted work alike, ignored and worker
+ * files left out) against the commit the attempt started from. Bounded: at most `max_files` files
+ * listed (the totals count every file) and `max_patch_bytes` of patch text, cut at a line end.
+ */
+export interface AttemptDiff {
+  /** The commit the attempt started from (its resolved_sha; a step of a run: where it started after merging). */
+  base_sha: string;
+  /** The checkout's HEAD at the end (a commit of the attempt's, or the base when it committed nothing). */
+  head_sha: string | null;
+  /** Whether the diff holds changes that were left uncommitted (not in head_sha). */
+  uncommitted: boolean;
+  files: DiffFile[];
+  /** Every file changed, listed or not. */
+  files_total: number;
+  additions: number;
+  deletions: number;
+  /** The unified patch (git diff -M -U3), at most `max_patch_bytes` bytes of it. */
+  patch: string;
+  /** The whole patch's size in bytes, as git wrote it. */
+  patch_bytes: number;
+  patch_truncated: boolean;
+  /** The limits it was recorded under (worker.diff). */
+  max_patch_bytes: number;
+  max_files: number;
+}
+
 export interface AttemptCompletion {
   /** The `svc` object of the json-result block (or the worker's own verdict). */
   result: { status: 'success' | 'waiting' | 'failed'; summary?: string; reason?: string };
@@ -150,6 +190,8 @@ export interface AttemptControl {
    */
   gateModelCall?(attempt: { jobId: string; attemptId: string }): Promise<string | null>;
   recordPhases(lease: AttemptLease, phases: { name: string; started_at: Date; ended_at: Date }[]): Promise<void>;
+  /** Stores what the attempt changed (once: a second call for the attempt is ignored), under the lease; before `complete`. */
+  recordDiff(lease: AttemptLease, diff: AttemptDiff): Promise<void>;
   /** Appends output lines (a line with a seq already stored is ignored); streams hear after commit. */
   appendLogs(jobId: string, attemptId: string, lines: LogLine[]): Promise<void>;
   /** Emits a `runner.*` event (source runner: only workers emit these) on the job's project. */

@@ -34,6 +34,9 @@ import { JobStats } from './stats/job-stats.ts';
 import { Receipts } from './receipts/receipts.ts';
 import { AttemptComparison } from './receipts/compare.ts';
 import { receiptRoutes } from './receipts/receipt-routes.ts';
+import { DiffStore } from './diffs/diff-store.ts';
+import { AttemptDiffs } from './diffs/diffs.ts';
+import { diffRoutes } from './diffs/diff-routes.ts';
 import { workflowRoutes } from './workflows/workflow-routes.ts';
 import { ManifestReaderLookup, WorkflowInvocation } from './workflows/workflow-invoke.ts';
 import { WorkflowLauncherToken } from '../../core/ports/launchers.ts';
@@ -74,7 +77,7 @@ export const plugin: DomainPlugin = {
       container.registerSingleton(cls as never);
     for (const cls of [AttemptHistory, Claims, ReviewLog, Review, JobMetrics]) container.registerSingleton(cls as never);
     container.resolve(AttemptCompletionListeners).add(container.resolve(JobMetrics).attemptEnded);
-    for (const cls of [Receipts, AttemptComparison]) container.registerSingleton(cls as never);
+    for (const cls of [Receipts, AttemptComparison, DiffStore, AttemptDiffs]) container.registerSingleton(cls as never);
     for (const cls of [RelationRepository, JobRelations, ContextRepository, JobContext]) container.registerSingleton(cls as never);
     for (const cls of [AttachmentRepository, AttachmentService]) container.registerSingleton(cls as never);
     const attachments = container.resolve(AttachmentRepository);
@@ -105,6 +108,7 @@ export const plugin: DomainPlugin = {
     server.route(relationRoutes(container));
     server.route(attachmentRoutes(container));
     server.route(receiptRoutes(container));
+    server.route(diffRoutes(container));
     server.route(logRoutes(container));
     server.ext('onPostStop', () => container.resolve(AttemptLogBus).close());
     container.registerInstance(ManifestReaderLookup, lookupLater(container, ManifestReaderToken));

@@ -23,6 +23,7 @@ import { JsonResultScanner, outcomeOf } from './result.ts';
 import { planAttempt, type Plan, type ProcessPlan } from './plan.ts';
 import { JOB_TOKEN_PERMISSIONS, appApiUrls, resolveOverrides, specEnv } from './env.ts';
 import { GitWorkspace, remoteUrl, type Checkout, type GitControls, type GitSetup, type Timed } from './git.ts';
+import { DEFAULT_DIFF_LIMITS, type DiffLimits } from './diff.ts';
 import { RunLine } from './run-line.ts';
 import { openWorkspace, sessionKey, workspaceMode, type Workspace } from './workspaces.ts';
 import { STEPS_PATH, writeStepOutputs } from './step-outputs.ts';
@@ -60,6 +61,8 @@ export interface WorkerSettings {
   repoUrls: RepoUrlPolicy;
   /** The outbound address policy every clone, fetch and push is checked and pinned by (outbound.*); absent: none. */
   addresses?: AddressGuard;
+  /** worker.diff: what is kept of each attempt's diff (docs/diffs.md); absent: the defaults. */
+  diff?: DiffLimits;
 }
 
 /** What running an attempt needs; optional ports are looked up per attempt (their plugins may load after this one). */
@@ -85,6 +88,18 @@ export interface WorkerDeps {
 }
 
 type Phase = { name: string; started_at: Date; ended_at: Date };
+
+/** Measures steps of the attempt into `phases` (its receipt's phases). */
+const timerFor =
+  (phases: Phase[]): Timed =>
+  async (name, fn) => {
+    const started_at = new Date();
+    try {
+      return await fn();
+    } finally {
+      phases.push({ name, started_at, ended_at: new Date() });
+    }
+  };
 
 /**
  * The process to start, and how its harness's usage reports count: under `model` when they name
@@ -197,6 +212,8 @@ export class AttemptRun {
               : `worker error: ${(err as Error).message}`;
         if (!expected) logger.error({ err, jobId: work.job.id }, 'attempt failed in the worker');
         await log.system(`failed: ${reason}`);
+        // The process ran, so there may be work to show, whatever failed after it.
+        if (this.process) await this.recordDiff(log, timerFor(phases));
         completion = {
           result: { status: 'failed', reason },
           result_json: { svc: { status: 'failed', reason } },
@@ -242,14 +259,7 @@ export class AttemptRun {
   }
 
   private async run(work: AttemptWork, log: LogSink, credentialsDir: string, phases: Phase[]): Promise<AttemptCompletion> {
-    const timed: Timed = async (name, fn) => {
-      const started_at = new Date();
-      try {
-        return await fn();
-      } finally {
-        phases.push({ name, started_at, ended_at: new Date() });
-      }
-    };
+    const timed = timerFor(phases);
     if (isObject(work.job.hints.step) && work.job.hints.step.kind === 'action') {
       const plan = await planAttempt(work, null, null, {});
       if (plan.kind === 'action') return timed('execute', () => this.action(work, plan, log));
@@ -313,8 +323,36 @@ export class AttemptRun {
           error: failure,
         };
       }
+      await this.recordDiff(log, timed);
     }
     return { ...completion, git: this.git?.resolved ?? null };
+  }
+
+  private diffTried = false;
+
+  /**
+   * Reads what the attempt changed from its checkout (the phase diff) and stores it under the lease,
+   * once. A diff that cannot be read or stored is said in the log and the attempt goes on: it is a
+   * record of the work, never a reason to fail it.
+   */
+  private async recordDiff(log: LogSink, timed: Timed): Promise<void> {
+    const git = this.git;
+    if (!git || this.diffTried) return;
+    this.diffTried = true;
+    try {
+      const diff = await timed('diff', () => git.diff(this.deps.settings.diff ?? DEFAULT_DIFF_LIMITS));
+      if (!diff) return;
+      await this.control.recordDiff(this.lease, diff);
+      const cut = diff.patch_truncated && diff.max_patch_bytes > 0 ? ` (patch kept up to ${diff.max_patch_bytes} of ${diff.patch_bytes} bytes)` : '';
+      await log.system(
+        `diff against ${diff.base_sha.slice(0, 12)}: ${diff.files_total} file${diff.files_total === 1 ? '' : 's'} changed, +${diff.additions} -${diff.deletions}${diff.uncommitted ? ', uncommitted work included' : ''}${cut}`,
+      );
+    } catch (err) {
+      if (err instanceof Aborted || err instanceof LeaseLost || this.abort.signal.aborted || isDatabaseUnavailable(err)) throw err;
+      const message = err instanceof WorkerFailure || err instanceof UnsafePath ? err.message : `worker error: ${(err as Error).message}`;
+      if (!(err instanceof WorkerFailure || err instanceof UnsafePath)) this.deps.logger.warn({ err, jobId: this.claim.jobId }, 'the diff was not recorded');
+      await log.system(`the diff was not recorded: ${message}`);
+    }
   }
 
   /** The user the attempt runs as (attemptUser). */

@@ -1,4 +1,5 @@
-import type { ResolvedGit } from '../../core/ports/attempts.ts';
+import type { AttemptDiff, ResolvedGit } from '../../core/ports/attempts.ts';
+import { readDiff, type DiffLimits } from './diff.ts';
 import { Aborted, WorkerFailure } from './failure.ts';
 import { checkPushRemote, redactUrl, type RepoAccess } from './git-access.ts';
 import type { GitRunner } from './git-exec.ts';
@@ -71,6 +72,8 @@ export interface Checkout {
   /** Keeps these workspace files (a harness's own, written for its run) out of every commit. */
   exclude(files: string[]): Promise<void>;
   finish(succeeded: boolean, summary: string, timed: Timed): Promise<string | null>;
+  /** What the attempt changed, against the commit it started from (docs/diffs.md); null without one. */
+  diff(limits: DiffLimits): Promise<AttemptDiff | null>;
 }
 
 /** A checkout prepared for an attempt, and what happens to it after (commit, push), per the spec's git controls. */
@@ -140,6 +143,12 @@ export class GitWorkspace implements Checkout {
 
   exclude(files: string[]): Promise<void> {
     return excludeWorkerFiles(this.s, files);
+  }
+
+  /** Against the commit the checkout started at (resolved_sha; a reused checkout: its HEAD when the attempt began). */
+  async diff(limits: DiffLimits): Promise<AttemptDiff | null> {
+    const base = this.resolved.workspace?.started_from ?? this.resolved.resolved_sha;
+    return base ? readDiff(this.s, base, limits) : null;
   }
 
   /** Commit, then push, per the controls (the phases commit and push). */

@@ -110,6 +110,7 @@ export const plugin: DomainPlugin = {
             sandbox: sandbox!,
             repoUrls: repoUrlPolicy(config),
             addresses: outboundGuard(config),
+            diff: w.diff,
           },
           secrets: optional(container, SecretResolverToken),
           harnesses: optional(container, HarnessRegistryToken),

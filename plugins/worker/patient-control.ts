@@ -37,6 +37,7 @@ export function patientControl(control: AttemptControl, signal: AbortSignal, log
     release: patient('release', control.release.bind(control)),
     recordUsage: patient('usage', control.recordUsage.bind(control)),
     recordPhases: patient('phases', control.recordPhases.bind(control)),
+    recordDiff: patient('diff', control.recordDiff.bind(control)),
     appendLogs: patient('logs', control.appendLogs.bind(control)),
     runnerEvent: patient('runner event', control.runnerEvent.bind(control)),
     systemEvent: patient('system event', control.systemEvent.bind(control)),

@@ -1,4 +1,5 @@
-import type { ResolvedGit, WorkspaceReport } from '../../core/ports/attempts.ts';
+import type { AttemptDiff, ResolvedGit, WorkspaceReport } from '../../core/ports/attempts.ts';
+import { readDiff, type DiffLimits } from './diff.ts';
 import { Aborted, WorkerFailure } from './failure.ts';
 import { redactUrl } from './git-access.ts';
 import { GitWorkspace, branchName, chooseRef, type Checkout, type GitSetup, type Timed } from './git.ts';
@@ -124,6 +125,12 @@ export class RunLine implements Checkout {
 
   exclude(files: string[]): Promise<void> {
     return excludeWorkerFiles(this.s, files);
+  }
+
+  /** Against where the step started, after merging the steps it depends on: the step's own work. */
+  async diff(limits: DiffLimits): Promise<AttemptDiff | null> {
+    const base = this.resolved.workspace.started_from;
+    return base ? readDiff(this.s, base, limits) : null;
   }
 
   /** Commits everything (git.commit, default auto), then pushes the step branch and moves the run branch (git.push, default required). */

@@ -123,7 +123,7 @@ test.serial('a job without hints.step runs as an agent with its description as t
   const receipt = await w.api.get(`/jobs/${job.id}/receipt`);
   t.is(receipt.statusCode, 200);
   t.like(receipt.body.llm, { input_tokens: 200, output_tokens: 40, cache_read_tokens: 10, cache_write_tokens: 4, duration_ms: 80 });
-  t.deepEqual(Object.keys(receipt.body.timing.phases), ['provision', 'workspace', 'clone', 'execute']);
+  t.deepEqual(Object.keys(receipt.body.timing.phases), ['provision', 'workspace', 'clone', 'execute', 'diff']);
 });
 
 test.serial('an agent step whose output has no json-result block fails saying so', async (t) => {

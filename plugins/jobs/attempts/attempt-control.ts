@@ -4,6 +4,7 @@ import type { Db } from '../../../core/db/knex.ts';
 import type { JobPhase } from '../../../core/ports/jobs.ts';
 import {
   type AttemptCompletion,
+  type AttemptDiff,
   type AttemptControl as AttemptControlPort,
   type AttemptLease,
   type AttemptWork,
@@ -17,6 +18,7 @@ import { ProjectDirectoryToken, type ProjectDirectory } from '../../../core/port
 import { Claims } from '../claims/claims.ts';
 import { Receipts } from '../receipts/receipts.ts';
 import { AttemptLogs } from '../logs/attempt-logs.ts';
+import { AttemptDiffs } from '../diffs/diffs.ts';
 import { finishedRunSteps, runIdOf } from '../workflows/run-steps.ts';
 
 /** The jobs domain's side of running an attempt, for the worker in this process (core/ports/attempts.ts). */
@@ -28,6 +30,7 @@ export class AttemptControl implements AttemptControlPort {
     @inject(Receipts) private readonly receipts: Receipts,
     @inject(AttemptLogs) private readonly logs: AttemptLogs,
     @inject(ProjectDirectoryToken) private readonly projects: ProjectDirectory,
+    @inject(AttemptDiffs) private readonly diffs: AttemptDiffs,
   ) {}
 
   async load(jobId: string, attemptId: string): Promise<AttemptWork | null> {
@@ -103,6 +106,10 @@ export class AttemptControl implements AttemptControlPort {
 
   async recordPhases(lease: AttemptLease, phases: { name: string; started_at: Date; ended_at: Date }[]): Promise<void> {
     if (phases.length) await this.receipts.recordPhases(lease.jobId, lease.attemptId, lease.leaseToken, phases);
+  }
+
+  recordDiff(lease: AttemptLease, diff: AttemptDiff): Promise<void> {
+    return this.diffs.record(lease.jobId, lease.attemptId, lease.leaseToken, diff);
   }
 
   appendLogs(jobId: string, attemptId: string, lines: LogLine[]): Promise<void> {

@@ -190,7 +190,7 @@ export function assembleReceipt(
 export const totalTokens = (t: TokenCounts): number => t.input_tokens + t.output_tokens + t.cache_read_tokens + t.cache_write_tokens;
 
 /** The lifecycle order of the usual phases; others follow by name. */
-export const PHASE_ORDER = ['provision', 'workspace', 'clone', 'hydrate', 'execute', 'commit', 'push'];
+export const PHASE_ORDER = ['provision', 'workspace', 'clone', 'hydrate', 'execute', 'commit', 'push', 'diff'];
 const phaseRank = (name: string) => (PHASE_ORDER.includes(name) ? PHASE_ORDER.indexOf(name) : PHASE_ORDER.length);
 
 type Obj = Record<string, unknown>;
