@@ -16,6 +16,7 @@ export function releaseRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/projects/{project_id}/releases',
       options: {
+        id: 'createRelease',
         tags,
         description: "Release a successful build of the project under a tag (unique in the project: 409); records the build's image digests",
         plugins: { ...requires('releases:write', 'project'), ...docs(400, 401, 403, 404, 409, 422) },
@@ -29,6 +30,7 @@ export function releaseRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/projects/{project_id}/releases',
       options: {
+        id: 'listReleases',
         tags,
         description: "The project's releases, newest first",
         plugins: { ...requires('releases:read', 'project'), ...docs(400, 401, 403, 404) },
@@ -41,6 +43,7 @@ export function releaseRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/releases/{tag}',
       options: {
+        id: 'getRelease',
         tags,
         description: 'Resolve a release of a project by its tag (or rel_ id); ?project_id= names the project, as tags are unique per project',
         plugins: { ...requires('releases:read', 'release'), ...docs(400, 401, 403, 404) },

@@ -33,6 +33,7 @@ export function healthRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/health',
       options: {
+        id: 'getHealth',
         auth: false,
         description: 'Health of this instance and its database (503 when the database does not answer); the readiness probe',
         tags: ['api', 'discovery'],
@@ -61,6 +62,7 @@ export function healthRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/health/live',
       options: {
+        id: 'getLiveness',
         auth: false,
         description: 'The process is up and serving (the database is not asked); the liveness probe',
         tags: ['api', 'discovery'],

@@ -17,6 +17,7 @@ export function environmentRoutes(service: EnvironmentService): ServerRoute[] {
       method: 'GET',
       path: BASE,
       options: {
+        id: 'listEnvironments',
         tags,
         description: "The project's environments, newest first",
         plugins: { ...requires('environments:read', 'project'), ...docs(400, 401, 403, 404) },
@@ -29,6 +30,7 @@ export function environmentRoutes(service: EnvironmentService): ServerRoute[] {
       method: 'POST',
       path: BASE,
       options: {
+        id: 'ensureEnvironment',
         tags,
         description: 'Ensure an environment: created (201) unless it exists (200, unchanged)',
         plugins: { ...requires('environments:write', 'project'), ...docs(400, 401, 403, 404, 422) },
@@ -45,6 +47,7 @@ export function environmentRoutes(service: EnvironmentService): ServerRoute[] {
       method: 'GET',
       path: `${BASE}/{env}`,
       options: {
+        id: 'getEnvironment',
         tags,
         description: 'One environment: health, suspension, current release',
         plugins: { ...requires('environments:read', 'project'), ...docs(400, 401, 403, 404) },
@@ -57,6 +60,7 @@ export function environmentRoutes(service: EnvironmentService): ServerRoute[] {
       method: 'DELETE',
       path: `${BASE}/{env}`,
       options: {
+        id: 'deleteEnvironment',
         tags,
         description: 'Delete an environment and what runs for it (a persistent one needs environments:admin)',
         plugins: { ...requires('environments:write', 'project'), ...docs(204, 400, 401, 403, 404, 502) },
@@ -72,6 +76,7 @@ export function environmentRoutes(service: EnvironmentService): ServerRoute[] {
       method: 'POST',
       path: `${BASE}/{env}/suspend`,
       options: {
+        id: 'suspendEnvironment',
         tags,
         description: 'Suspend: its services stop; deploys and jobs naming it are refused until resume',
         plugins: { ...requires('environments:write', 'project'), ...docs(400, 401, 403, 404, 409, 502) },
@@ -90,6 +95,7 @@ export function environmentRoutes(service: EnvironmentService): ServerRoute[] {
       method: 'POST',
       path: `${BASE}/{env}/resume`,
       options: {
+        id: 'resumeEnvironment',
         tags,
         description: 'Resume a suspended environment: its current release runs again',
         plugins: { ...requires('environments:write', 'project'), ...docs(400, 401, 403, 404, 409, 502) },
@@ -102,6 +108,7 @@ export function environmentRoutes(service: EnvironmentService): ServerRoute[] {
       method: 'GET',
       path: `${BASE}/{env}/health`,
       options: {
+        id: 'getEnvironmentHealth',
         tags,
         description: 'Health read from the runtime now (a suspended environment answers its last reading)',
         plugins: { ...requires('environments:read', 'project'), ...docs(400, 401, 403, 404, 502) },
@@ -114,6 +121,7 @@ export function environmentRoutes(service: EnvironmentService): ServerRoute[] {
       method: 'GET',
       path: `${BASE}/{env}/deploys`,
       options: {
+        id: 'listDeploys',
         tags,
         description: "The environment's deploys, newest first",
         plugins: { ...requires('environments:read', 'project'), ...docs(400, 401, 403, 404) },
@@ -126,6 +134,7 @@ export function environmentRoutes(service: EnvironmentService): ServerRoute[] {
       method: 'GET',
       path: `${BASE}/{env}/deploys/{deploy_id}`,
       options: {
+        id: 'getDeploy',
         tags,
         description: 'One deploy',
         plugins: { ...requires('environments:read', 'project'), ...docs(400, 401, 403, 404) },
@@ -138,6 +147,7 @@ export function environmentRoutes(service: EnvironmentService): ServerRoute[] {
       method: 'POST',
       path: `${BASE}/{env}/deploy`,
       options: {
+        id: 'deployRelease',
         tags,
         description: "Deploy a release (spec's Deploy request): through the environment's pipeline unless direct",
         plugins: { ...requires('environments:write', 'project'), ...docs(400, 401, 403, 404, 409, 422) },
@@ -153,6 +163,7 @@ export function environmentRoutes(service: EnvironmentService): ServerRoute[] {
       method: 'POST',
       path: `${BASE}/{env}/rollback`,
       options: {
+        id: 'rollbackEnvironment',
         tags,
         description: 'Deploy an earlier release again: the one named, else the one before the current',
         plugins: { ...requires('environments:write', 'project'), ...docs(400, 401, 403, 404, 409, 422) },
