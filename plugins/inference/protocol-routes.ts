@@ -84,6 +84,7 @@ export function protocolRoutes(container: DependencyContainer, settings: Inferen
         auth: false,
         tags: ['api', 'inference'],
         description: 'The gateway base URL: answers so clients can check it is there',
+        plugins: docs(429),
         response: { status: { 200: S.gatewayInfo } },
       },
       handler: () => ({ gateway: 'svc inference', protocols: ['chat', 'anthropic', 'responses', 'gemini'] }),
