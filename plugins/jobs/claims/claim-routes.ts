@@ -22,9 +22,9 @@ const text = (max: number) => Joi.string().trim().min(1).max(max);
 
 const claimPayload = Joi.object({ owner: text(200).description("who runs the attempt; default the caller's user id"), lease_seconds: leaseSeconds })
   .allow(null)
-  .label('ClaimRequest');
-const releasePayload = Joi.object({ attempt_id: Joi.string().guid().required(), lease_token: leaseToken }).label('ReleaseRequest');
-const heartbeatPayload = Joi.object({ lease_token: leaseToken, lease_seconds: leaseSeconds }).label('HeartbeatRequest');
+  .label('ClaimJobRequest');
+const releasePayload = Joi.object({ attempt_id: Joi.string().guid().required(), lease_token: leaseToken }).label('ReleaseJobRequest');
+const heartbeatPayload = Joi.object({ lease_token: leaseToken, lease_seconds: leaseSeconds }).label('HeartbeatAttemptRequest');
 const completePayload = Joi.object({
   lease_token: leaseToken,
   result: Joi.object({
@@ -125,7 +125,7 @@ export function claimRoutes(container: DependencyContainer): ServerRoute[] {
         tags,
         description: 'Submit an active job for review with a summary; its running attempt ends as succeeded',
         plugins: write([409]),
-        validate: { params: jobParams, payload: Joi.object({ summary: text(20_000).required() }).label('SubmitRequest') },
+        validate: { params: jobParams, payload: Joi.object({ summary: text(20_000).required() }).label('SubmitJobRequest') },
         response: { schema: jobSchema },
       },
       handler: (request) => review.submit(paramsOf(request).job_id, principalOf(request).id, payloadOf<{ summary: string }>(request).summary),
@@ -142,7 +142,7 @@ export function claimRoutes(container: DependencyContainer): ServerRoute[] {
           params: jobParams,
           payload: Joi.object({ comment: text(20_000) })
             .allow(null)
-            .label('ApproveRequest'),
+            .label('ApproveJobRequest'),
         },
         response: { schema: jobSchema },
       },
@@ -157,7 +157,7 @@ export function claimRoutes(container: DependencyContainer): ServerRoute[] {
         description:
           'Reject a job in review with a reason: it is active again with a new attempt claimed for the caller (who gets its lease token); 429 when its org runs limits.org.running_attempts already',
         plugins: write([409, 429]),
-        validate: { params: jobParams, payload: Joi.object({ reason: text(20_000).required() }).label('RejectRequest') },
+        validate: { params: jobParams, payload: Joi.object({ reason: text(20_000).required() }).label('RejectJobRequest') },
         response: { schema: claimedSchema },
       },
       handler: (request) => review.reject(paramsOf(request).job_id, principalOf(request).id, payloadOf<{ reason: string }>(request).reason),
