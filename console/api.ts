@@ -14,10 +14,9 @@ export type Webhook = Schemas['WebhookSubscription'];
 export type Delivery = Schemas['WebhookDelivery'];
 export type SvcEvent = Schemas['Event'];
 export type Build = Schemas['BuildSpec'];
-/** The generated shape is nullable because a build's latest_run may be; a run itself never is. */
-export type BuildRun = NonNullable<Schemas['BuildRun']>;
+export type BuildRun = Schemas['BuildRun'];
 export type BuildArtifact = Schemas['BuildArtifact'];
-export type BuildLogLine = Schemas['AltBuildLogLine'];
+export type BuildLogLine = Schemas['BuildLogLine'];
 export type Release = Schemas['Release'];
 export interface Page<T> {
   data: T[];

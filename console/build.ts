@@ -16,12 +16,7 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 const out = path.join(root, 'dist', 'console-assets');
 const generated = path.join(root, 'console', 'generated');
 
-const served = execFileSync(process.execPath, [path.join(root, 'dist', 'core', 'main.js'), 'openapi'], { encoding: 'utf8', maxBuffer: 64 << 20 });
-// hapi-swagger keeps alternatives' schemas under `x-alt-definitions`, which openapi-typescript cannot
-// reference: they become component schemas of their own.
-const document = JSON.parse(served.replaceAll('"#/x-alt-definitions/', '"#/components/schemas/Alt'));
-for (const [name, schema] of Object.entries(document['x-alt-definitions'] ?? {})) document.components.schemas[`Alt${name}`] = schema;
-delete document['x-alt-definitions'];
+const document = JSON.parse(execFileSync(process.execPath, [path.join(root, 'dist', 'core', 'main.js'), 'openapi'], { encoding: 'utf8', maxBuffer: 64 << 20 }));
 mkdirSync(generated, { recursive: true });
 writeFileSync(
   path.join(generated, 'api.d.ts'),

@@ -30,6 +30,7 @@ const RESPONSE_TEXT: Record<number, string> = {
   401: 'Missing or invalid token',
   403: 'Missing permission',
   404: 'Not found',
+  408: 'The request was not received within server.body_timeout_ms',
   409: 'State conflict',
   413: 'Payload too large',
   422: 'Business rule violated',

@@ -1,10 +1,9 @@
 import http from 'node:http';
 import type { Duplex } from 'node:stream';
-import Hapi, { type Plugin, type Request, type ResponseToolkit, type Server } from '@hapi/hapi';
+import Hapi, { type Request, type ResponseToolkit, type Server } from '@hapi/hapi';
 import Boom from '@hapi/boom';
 import Inert from '@hapi/inert';
 import Vision from '@hapi/vision';
-import HapiSwagger from 'hapi-swagger';
 import type { DependencyContainer } from 'tsyringe';
 import { Tokens } from '../tokens.ts';
 import { Access } from '../auth/access.ts';
@@ -16,10 +15,10 @@ import { addLimitHeaders, installRateLimit } from './rate-limit.ts';
 import { installClientAddress } from './client-address.ts';
 import { isDatabaseBusy } from '../db/unavailable.ts';
 import { requestRoute } from '../db/route-share.ts';
-import { VERSION } from '../version.ts';
 import { Metrics } from '../metrics.ts';
 import { measureRequests } from './request-metrics.ts';
 import { logRequests } from './request-log.ts';
+import { installOpenApi } from './openapi.ts';
 
 /** Retry-After of a 503 for database overload: lock and pool waits are seconds long. */
 const RETRY_AFTER_SECONDS = 2;
@@ -129,24 +128,8 @@ export async function createServer(container: DependencyContainer): Promise<Serv
   measureRequests(server, container.resolve(Metrics));
   logRequests(server, logger);
 
-  await server.register([
-    Inert,
-    Vision,
-    {
-      plugin: HapiSwagger as unknown as Plugin<unknown>,
-      options: {
-        OAS: 'v3.0',
-        info: { title: 'svc API', version: VERSION, description: 'Runs AI coding agents on real repositories as tracked jobs.' },
-        jsonPath: '/openapi.json',
-        jsonRoutePath: '/openapi.json',
-        documentationPath: '/docs',
-        grouping: 'tags',
-        validatorUrl: null,
-        securityDefinitions: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
-        security: [{ bearer: [] }],
-      },
-    },
-  ]);
+  await server.register([Inert, Vision]);
+  await installOpenApi(server);
 
   installAuthScheme(server, container);
   installRateLimit(server, container.resolve(Tokens.Db), config.limits.requests); // per caller, before any other work of the request

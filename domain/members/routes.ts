@@ -25,12 +25,14 @@ export function memberRoutes(container: DependencyContainer, { kind, param, idSc
   const params = Joi.object({ [param]: idSchema.required() });
   const memberParams = params.keys({ user_id: userId.required() });
   const scopeOf = (id: string): MembershipScope => ({ kind, id });
+  const noun = kind === 'org' ? 'Org' : 'Project';
 
   return [
     {
       method: 'GET',
       path: base,
       options: {
+        id: `list${noun}Members`,
         tags,
         description: `List ${kind} members`,
         plugins: { ...requires('members:read', target), ...docs(400, 401, 404) },
@@ -43,6 +45,7 @@ export function memberRoutes(container: DependencyContainer, { kind, param, idSc
       method: 'POST',
       path: base,
       options: {
+        id: `add${noun}Member`,
         tags,
         description: `Add a ${kind} member by e-mail (201; 200 when already a member with that role; 409 with another role)`,
         plugins: { ...requires('members:write', target), ...docs(400, 401, 403, 404, 409) },
@@ -59,6 +62,7 @@ export function memberRoutes(container: DependencyContainer, { kind, param, idSc
       method: 'PATCH',
       path: `${base}/{user_id}`,
       options: {
+        id: `set${noun}MemberRole`,
         tags,
         description: `Change a ${kind} member's role`,
         plugins: { ...requires('members:write', target), ...docs(400, 401, 403, 404, 422) },
@@ -72,6 +76,7 @@ export function memberRoutes(container: DependencyContainer, { kind, param, idSc
       method: 'DELETE',
       path: `${base}/{user_id}`,
       options: {
+        id: `remove${noun}Member`,
         tags,
         description: `Remove a ${kind} member`,
         plugins: { ...requires('members:write', target), ...docs(204, 400, 401, 403, 404, 422) },

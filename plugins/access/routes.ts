@@ -39,6 +39,7 @@ export function accessRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/orgs/{org_id}/access/can',
       options: {
+        id: 'checkAccess',
         tags,
         description: 'Whether a user, service account or group holds a permission (or a resource action) on the org or one of its projects',
         plugins: { ...read, ...docs(400, 401, 403, 404) },
@@ -51,6 +52,7 @@ export function accessRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/orgs/{org_id}/access/explain',
       options: {
+        id: 'explainAccess',
         tags,
         description: 'The resolution behind `can`: each membership, binding and group that grants something, and why the answer is what it is',
         plugins: { ...read, ...docs(400, 401, 403, 404) },
@@ -65,6 +67,7 @@ export function accessRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/orgs/{org_id}/access/roles',
       options: {
+        id: 'listAccessRoles',
         tags,
         description: 'Custom roles, newest first',
         plugins: { ...read, ...docs(400, 401, 403, 404) },
@@ -77,6 +80,7 @@ export function accessRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/orgs/{org_id}/access/roles',
       options: {
+        id: 'createAccessRole',
         tags,
         description: 'Create a custom role from catalog permissions (unknown permission: 400)',
         plugins: { ...admin, ...docs(400, 401, 403, 404, 409) },
@@ -89,6 +93,7 @@ export function accessRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/orgs/{org_id}/access/roles/{role_id}',
       options: {
+        id: 'getAccessRole',
         tags,
         description: 'One custom role',
         plugins: { ...read, ...docs(400, 401, 403, 404) },
@@ -101,6 +106,7 @@ export function accessRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'PATCH',
       path: '/orgs/{org_id}/access/roles/{role_id}',
       options: {
+        id: 'updateAccessRole',
         tags,
         description: "Change a custom role's permissions or description",
         plugins: { ...admin, ...docs(400, 401, 403, 404) },
@@ -113,6 +119,7 @@ export function accessRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'DELETE',
       path: '/orgs/{org_id}/access/roles/{role_id}',
       options: {
+        id: 'deleteAccessRole',
         tags,
         description: 'Delete a custom role no binding uses (409 otherwise)',
         plugins: { ...admin, ...docs(204, 400, 401, 403, 404, 409) },
@@ -129,6 +136,7 @@ export function accessRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/orgs/{org_id}/access/bindings',
       options: {
+        id: 'listAccessBindings',
         tags,
         description: 'Role bindings, newest first; filter by principal or project',
         plugins: { ...read, ...docs(400, 401, 403, 404) },
@@ -141,6 +149,7 @@ export function accessRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/orgs/{org_id}/access/bindings',
       options: {
+        id: 'createAccessBinding',
         tags,
         description:
           'Give a built-in or custom role to a user, service account or group, org-wide or on one project; you cannot give permissions you do not hold',
@@ -155,6 +164,7 @@ export function accessRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/orgs/{org_id}/access/bindings/{binding_id}',
       options: {
+        id: 'getAccessBinding',
         tags,
         description: 'One binding',
         plugins: { ...read, ...docs(400, 401, 403, 404) },
@@ -166,7 +176,13 @@ export function accessRoutes(container: DependencyContainer): ServerRoute[] {
     {
       method: 'DELETE',
       path: '/orgs/{org_id}/access/bindings/{binding_id}',
-      options: { tags, description: 'Remove a binding', plugins: { ...admin, ...docs(204, 400, 401, 403, 404) }, validate: { params: S.bindingParams } },
+      options: {
+        id: 'deleteAccessBinding',
+        tags,
+        description: 'Remove a binding',
+        plugins: { ...admin, ...docs(204, 400, 401, 403, 404) },
+        validate: { params: S.bindingParams },
+      },
       handler: async (request, h) => {
         await bindings.remove(org(request), paramsOf(request).binding_id);
         return h.response().code(204);
@@ -178,6 +194,7 @@ export function accessRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/orgs/{org_id}/access/groups',
       options: {
+        id: 'listAccessGroups',
         tags,
         description: 'Groups, newest first',
         plugins: { ...read, ...docs(400, 401, 403, 404) },
@@ -190,6 +207,7 @@ export function accessRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/orgs/{org_id}/access/groups',
       options: {
+        id: 'createAccessGroup',
         tags,
         description: 'Create a group',
         plugins: { ...admin, ...docs(400, 401, 403, 404, 409) },
@@ -202,6 +220,7 @@ export function accessRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/orgs/{org_id}/access/groups/{group_id}',
       options: {
+        id: 'getAccessGroup',
         tags,
         description: 'One group',
         plugins: { ...read, ...docs(400, 401, 403, 404) },
@@ -214,6 +233,7 @@ export function accessRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'DELETE',
       path: '/orgs/{org_id}/access/groups/{group_id}',
       options: {
+        id: 'deleteAccessGroup',
         tags,
         description: 'Delete a group, its memberships and the bindings made to it',
         plugins: { ...admin, ...docs(204, 400, 401, 403, 404) },
@@ -228,6 +248,7 @@ export function accessRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/orgs/{org_id}/access/groups/{group_id}/members',
       options: {
+        id: 'listAccessGroupMembers',
         tags,
         description: 'Members of a group',
         plugins: { ...read, ...docs(400, 401, 403, 404) },
@@ -240,6 +261,7 @@ export function accessRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/orgs/{org_id}/access/groups/{group_id}/members',
       options: {
+        id: 'addAccessGroupMember',
         tags,
         description: 'Add a user or service account of the org (201; 200 when already a member)',
         plugins: { ...admin, ...docs(400, 401, 403, 404) },
@@ -255,6 +277,7 @@ export function accessRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'DELETE',
       path: '/orgs/{org_id}/access/groups/{group_id}/members/{principal_type}/{principal_id}',
       options: {
+        id: 'removeAccessGroupMember',
         tags,
         description: 'Remove a member from a group',
         plugins: { ...admin, ...docs(204, 400, 401, 403, 404) },

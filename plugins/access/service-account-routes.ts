@@ -17,12 +17,14 @@ export function serviceAccountRoutes(container: DependencyContainer, collection:
   const base = `/orgs/{org_id}/${collection}`;
   const alias = collection !== 'service-accounts';
   const described = (text: string) => (alias ? `${text} (alias of /service-accounts)` : text);
+  const noun = alias ? 'ServicePrincipal' : 'ServiceAccount'; // operation ids: listServiceAccounts, listServicePrincipals, …
 
   return [
     {
       method: 'GET',
       path: base,
       options: {
+        id: `list${noun}s`,
         tags,
         description: described('Service accounts of the org, newest first'),
         plugins: { ...read, ...docs(400, 401, 403, 404) },
@@ -35,6 +37,7 @@ export function serviceAccountRoutes(container: DependencyContainer, collection:
       method: 'POST',
       path: base,
       options: {
+        id: `create${noun}`,
         tags,
         description: described('Create a service account; with `role` it is bound that role at once'),
         plugins: { ...admin, ...docs(400, 401, 403, 404, 409, 422) },
@@ -50,6 +53,7 @@ export function serviceAccountRoutes(container: DependencyContainer, collection:
       method: 'GET',
       path: `${base}/{sa_id}`,
       options: {
+        id: `get${noun}`,
         tags,
         description: described('One service account'),
         plugins: { ...read, ...docs(400, 401, 403, 404) },
@@ -62,6 +66,7 @@ export function serviceAccountRoutes(container: DependencyContainer, collection:
       method: 'PATCH',
       path: `${base}/{sa_id}`,
       options: {
+        id: `update${noun}`,
         tags,
         description: described("Change a service account's description"),
         plugins: { ...admin, ...docs(400, 401, 403, 404) },
@@ -74,6 +79,7 @@ export function serviceAccountRoutes(container: DependencyContainer, collection:
       method: 'DELETE',
       path: `${base}/{sa_id}`,
       options: {
+        id: `delete${noun}`,
         tags,
         description: described('Delete a service account: its tokens stop working at once'),
         plugins: { ...admin, ...docs(204, 400, 401, 403, 404) },
@@ -88,6 +94,7 @@ export function serviceAccountRoutes(container: DependencyContainer, collection:
       method: 'GET',
       path: `${base}/{sa_id}/tokens`,
       options: {
+        id: `list${noun}Tokens`,
         tags,
         description: described('Tokens of a service account (never their values)'),
         plugins: { ...read, ...docs(400, 401, 403, 404) },
@@ -100,6 +107,7 @@ export function serviceAccountRoutes(container: DependencyContainer, collection:
       method: 'POST',
       path: `${base}/{sa_id}/tokens`,
       options: {
+        id: `mint${noun}Token`,
         tags,
         description: described(
           'Mint a token: org or project scope, explicit permissions (held by you and by the account), TTL 1-90 days; the value is shown once',
@@ -119,6 +127,7 @@ export function serviceAccountRoutes(container: DependencyContainer, collection:
       method: 'DELETE',
       path: `${base}/{sa_id}/tokens/{token_id}`,
       options: {
+        id: `revoke${noun}Token`,
         tags,
         description: described('Revoke a token: it stops working at once'),
         plugins: { ...admin, ...docs(204, 400, 401, 403, 404) },

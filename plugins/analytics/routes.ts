@@ -14,10 +14,11 @@ const tags = ['api', 'analytics'];
 export function analyticsRoutes(container: DependencyContainer): ServerRoute[] {
   const analytics = container.resolve(Analytics);
   const args = (request: Request): [string, ReportWindow] => [paramsOf(request).org_id, queryOf<{ window: ReportWindow }>(request).window];
-  const route = (path: string, description: string, schema: unknown, handler: (request: Request) => Promise<unknown>): ServerRoute => ({
+  const route = (id: string, path: string, description: string, schema: unknown, handler: (request: Request) => Promise<unknown>): ServerRoute => ({
     method: 'GET',
     path: `/orgs/{org_id}/analytics/${path}`,
     options: {
+      id,
       tags,
       description,
       plugins: { ...requires('orgs:read', 'org'), ...docs(400, 401, 403, 404) },
@@ -27,13 +28,19 @@ export function analyticsRoutes(container: DependencyContainer): ServerRoute[] {
     handler,
   });
   return [
-    route('summary', "The org's projects, jobs and pipeline runs of the window, and its environments' health", S.summarySchema, (r) =>
+    route('getAnalyticsSummary', 'summary', "The org's projects, jobs and pipeline runs of the window, and its environments' health", S.summarySchema, (r) =>
       analytics.summary(...args(r)),
     ),
-    route('jobs', 'Jobs of the window: totals, by project and by day', S.jobsReportSchema, (r) => analytics.jobsReport(...args(r))),
-    route('pipelines', 'Pipeline runs of the window: totals and by pipeline', S.pipelinesReportSchema, (r) => analytics.pipelinesReport(...args(r))),
-    route('env-health', "A snapshot of the org's environments and their health (window is accepted and ignored)", S.envHealthSchema, (r) =>
-      analytics.envHealth(args(r)[0]),
+    route('getJobAnalytics', 'jobs', 'Jobs of the window: totals, by project and by day', S.jobsReportSchema, (r) => analytics.jobsReport(...args(r))),
+    route('getPipelineAnalytics', 'pipelines', 'Pipeline runs of the window: totals and by pipeline', S.pipelinesReportSchema, (r) =>
+      analytics.pipelinesReport(...args(r)),
+    ),
+    route(
+      'getEnvironmentHealthAnalytics',
+      'env-health',
+      "A snapshot of the org's environments and their health (window is accepted and ignored)",
+      S.envHealthSchema,
+      (r) => analytics.envHealth(args(r)[0]),
     ),
   ];
 }

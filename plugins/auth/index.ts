@@ -11,11 +11,15 @@ import { registerInvites } from './invites-routes.ts';
 import { Users } from './users.ts';
 import { Housekeeping } from '../../core/roles.ts';
 import { UserDirectorySlotToken } from '../../core/ports/directory.ts';
+import { describeTags } from '../../core/http/openapi.ts';
 
 /** Bootstrap of the first admin, key-signature login, public keys, minting. */
 export const plugin: DomainPlugin = {
   name: 'auth',
   register(server, { container }) {
+    describeTags(server, {
+      auth: "Sign-in and tokens: SSH-signature and Nostr logins, the first administrator's bootstrap, identity-provider exchange, minted tokens, the caller's own keys, org invites and access requests.",
+    });
     container.registerSingleton(Users);
     container.resolve(UserDirectorySlotToken).fill(container.resolve(Users));
     for (const cls of [UserKeys, Bootstrap, SshLogin, Identity]) container.registerSingleton(cls as never);

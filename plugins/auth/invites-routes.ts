@@ -46,6 +46,7 @@ function inviteRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/auth/exchange',
       options: {
+        id: 'exchangeIdentityToken',
         auth: false,
         tags,
         payload: SMALL_PAYLOAD,
@@ -64,6 +65,7 @@ function inviteRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/auth/invites',
       options: {
+        id: 'createInvite',
         tags,
         description: 'Invite to an org (members:write): a single-use code, shown once. No e-mail is sent',
         plugins: { ...requires('members:write', 'payload.org'), ...docs(400, 401, 403, 404, 422) },
@@ -76,6 +78,7 @@ function inviteRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/auth/app-invites',
       options: {
+        id: 'createAppInvite',
         tags,
         description: "Invite by e-mail with an app's branding (org admin or owner: members:write). No e-mail is sent",
         plugins: { ...requires('members:write', 'payload.org'), ...docs(400, 401, 403, 404, 422) },
@@ -88,6 +91,7 @@ function inviteRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/auth/invites/{code}/accept',
       options: {
+        id: 'acceptInvite',
         tags,
         description: 'Accept an invite: join its org. 410 when used, revoked or expired; 403 when it names another e-mail',
         plugins: { ...authenticated, ...docs(400, 401, 403, 404, 410) },
@@ -100,6 +104,7 @@ function inviteRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/orgs/{org_id}/invites',
       options: {
+        id: 'listInvites',
         tags,
         description: "The org's invites, newest first (members:write); codes are never shown again",
         plugins: { ...requires('members:write', 'org'), ...docs(400, 401, 403, 404) },
@@ -112,6 +117,7 @@ function inviteRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'DELETE',
       path: '/orgs/{org_id}/invites/{invite_id}',
       options: {
+        id: 'revokeInvite',
         tags,
         description: 'Revoke an invite (members:write); 409 once accepted',
         plugins: { ...requires('members:write', 'org'), ...docs(204, 400, 401, 403, 404, 409) },
@@ -127,6 +133,7 @@ function inviteRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/auth/request-access',
       options: {
+        id: 'requestAccess',
         auth: false,
         tags,
         payload: SMALL_PAYLOAD,
@@ -141,6 +148,7 @@ function inviteRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/auth/request-access/{request_id}',
       options: {
+        id: 'getAccessRequestStatus',
         auth: false,
         tags,
         description: 'Status of an access request (pending, approved, rejected with a reason)',
@@ -154,6 +162,7 @@ function inviteRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/orgs/{org_id}/access-requests',
       options: {
+        id: 'listAccessRequests',
         tags,
         description: "The org's access requests, newest first (members:write); filter by status",
         plugins: { ...requires('members:write', 'org'), ...docs(400, 401, 403, 404) },
@@ -169,6 +178,7 @@ function inviteRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/orgs/{org_id}/access-requests/{request_id}/approve',
       options: {
+        id: 'approveAccessRequest',
         tags,
         description: 'Approve: account, key and membership in one transaction (members:write); approving again is a no-op',
         plugins: { ...requires('members:write', 'org'), ...docs(400, 401, 403, 404, 409) },
@@ -185,6 +195,7 @@ function inviteRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/orgs/{org_id}/access-requests/{request_id}/reject',
       options: {
+        id: 'rejectAccessRequest',
         tags,
         description: 'Reject with a reason (members:write); 409 once approved',
         plugins: { ...requires('members:write', 'org'), ...docs(400, 401, 403, 404, 409) },

@@ -33,6 +33,7 @@ export function nostrRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/auth/nostr/challenge',
       options: {
+        id: 'startNostrLogin',
         auth: false,
         tags,
         description: 'Start Schnorr login for an e-mail or a public key: a nonce to sign as a kind-22242 Nostr event',
@@ -46,6 +47,7 @@ export function nostrRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/auth/nostr/verify',
       options: {
+        id: 'finishNostrLogin',
         auth: false,
         tags,
         description: 'Finish Schnorr login with the signed event; returns a token',
@@ -62,6 +64,7 @@ export function nostrRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/auth/nostr-keys',
       options: {
+        id: 'addNostrKey',
         tags,
         description: 'Register a hex Nostr (secp256k1 x-only) public key on your own account (not with a scoped token)',
         plugins: { ...authenticated, ...docs(400, 401, 403, 409) },
@@ -77,6 +80,7 @@ export function nostrRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/auth/nostr-keys',
       options: {
+        id: 'listNostrKeys',
         tags,
         description: 'Your registered Nostr public keys (not with a scoped token)',
         plugins: { ...authenticated, ...docs(400, 401, 403) },
@@ -89,6 +93,7 @@ export function nostrRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'DELETE',
       path: '/auth/nostr-keys/{key_id}',
       options: {
+        id: 'deleteNostrKey',
         tags,
         description: 'Remove one of your Nostr public keys (not with a scoped token)',
         plugins: { ...authenticated, ...docs(204, 400, 401, 403, 404) },

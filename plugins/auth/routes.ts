@@ -39,13 +39,21 @@ export function authRoutes(container: DependencyContainer): ServerRoute[] {
     {
       method: 'GET',
       path: '/auth/bootstrap/status',
-      options: { auth: false, tags, description: 'Whether the first administrator can be created now, and how', response: { schema: S.bootstrapStatus } },
+      options: {
+        id: 'getBootstrapStatus',
+        auth: false,
+        tags,
+        description: 'Whether the first administrator can be created now, and how',
+        plugins: docs(429),
+        response: { schema: S.bootstrapStatus },
+      },
       handler: () => bootstrap.status(),
     },
     {
       method: 'POST',
       path: '/auth/bootstrap',
       options: {
+        id: 'bootstrapAdministrator',
         auth: false,
         tags,
         description:
@@ -62,6 +70,7 @@ export function authRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/auth/challenge',
       options: {
+        id: 'startSshLogin',
         auth: false,
         tags,
         description: 'Start key-signature login: a nonce to sign with ssh-keygen -Y sign -n svc-auth',
@@ -75,6 +84,7 @@ export function authRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/auth/verify',
       options: {
+        id: 'finishSshLogin',
         auth: false,
         tags,
         description: 'Finish key-signature login with the signed nonce; returns a token',
@@ -91,6 +101,7 @@ export function authRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/auth/me',
       options: {
+        id: 'getMe',
         tags,
         description: 'The caller: account, token scope, and the orgs and projects it belongs to (within the token scope)',
         plugins: { ...authenticated, ...docs(401, 403) },
@@ -102,6 +113,7 @@ export function authRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/auth/keys',
       options: {
+        id: 'addSshKey',
         tags,
         description: 'Register an SSH public key on your own account (not with an org- or project-scoped token)',
         plugins: { ...authenticated, ...docs(400, 401, 403, 409) },
@@ -117,6 +129,7 @@ export function authRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/auth/keys',
       options: {
+        id: 'listSshKeys',
         tags,
         description: 'Your registered SSH public keys (not with a scoped token)',
         plugins: { ...authenticated, ...docs(400, 401, 403) },
@@ -129,6 +142,7 @@ export function authRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'DELETE',
       path: '/auth/keys/{key_id}',
       options: {
+        id: 'deleteSshKey',
         tags,
         description: 'Remove one of your SSH public keys (not with a scoped token)',
         plugins: { ...authenticated, ...docs(204, 400, 401, 403, 404) },
@@ -143,6 +157,7 @@ export function authRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/auth/mint',
       options: {
+        id: 'mintToken',
         tags,
         description: 'Mint a token for a user in an org or project scope (system administrator); creates the user and membership if needed',
         plugins: { ...systemAdmin, ...docs(400, 401, 403, 404) },
@@ -155,6 +170,7 @@ export function authRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/auth/signing-keys/rotate',
       options: {
+        id: 'rotateSigningKey',
         tags,
         description: 'Start signing with a new key; earlier keys keep verifying their tokens (system administrator)',
         plugins: { ...systemAdmin, ...docs(401, 403) },

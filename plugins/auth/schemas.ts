@@ -47,7 +47,7 @@ export const verifyRequest = Joi.object({
   ttl_days: ttlDays,
 }).label('VerifyRequest');
 
-export const keyRequest = Joi.object({ public_key: publicKey.required(), label: Joi.string().trim().max(200) }).label('KeyRequest');
+export const keyRequest = Joi.object({ public_key: publicKey.required(), label: Joi.string().trim().max(200) }).label('SshKeyRequest');
 
 export const keyResponse = Joi.object({
   id: keyId.required(),

@@ -9,12 +9,16 @@ import { Pricing } from './pricing.ts';
 import { EnvironmentSuspensionLookup, OrgAccounts } from './accounts.ts';
 import { SpendReports } from './spend.ts';
 import { billingRoutes } from './routes.ts';
+import { describeTags } from '../../core/http/openapi.ts';
 
 /** Rate cards, exchange rates, org currencies, budgets, balances and spend (docs/billing.md). */
 export const plugin: DomainPlugin = {
   name: 'billing',
   dependencies: ['orgs', 'projects', 'jobs'],
   register(server, { container }) {
+    describeTags(server, {
+      billing: "An org's currency, budget, balance and spend; credits, usage and pricing (rate cards, exchange rates) for the system administrator.",
+    });
     container.registerInstance(EnvironmentSuspensionLookup, lookupLater(container, EnvironmentSuspensionToken));
     for (const cls of [BillingRepository, Pricing, OrgAccounts, SpendReports]) container.registerSingleton(cls as never);
     container.register(PriceBookToken, { useToken: Pricing });

@@ -25,6 +25,7 @@ export function billingRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/admin/pricing/rate-cards',
       options: {
+        id: 'listRateCards',
         tags,
         description: 'Rate cards, newest first',
         plugins: { ...systemAdmin, ...docs(400, 401, 403) },
@@ -37,6 +38,7 @@ export function billingRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/admin/pricing/rate-cards',
       options: {
+        id: 'createRateCard',
         tags,
         description: 'A new rate card; it prices attempts that start at or after effective_at (cards are never edited)',
         plugins: { ...systemAdmin, ...docs(400, 401, 403, 409) },
@@ -49,6 +51,7 @@ export function billingRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/admin/pricing/rate-cards/current',
       options: {
+        id: 'getCurrentRateCard',
         tags,
         description: 'The rate card in force now (or at `at`)',
         plugins: { ...systemAdmin, ...docs(400, 401, 403, 404) },
@@ -61,6 +64,7 @@ export function billingRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/admin/pricing/rate-cards/{card_id}',
       options: {
+        id: 'getRateCard',
         tags,
         description: 'One rate card',
         plugins: { ...systemAdmin, ...docs(400, 401, 403, 404) },
@@ -73,6 +77,7 @@ export function billingRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/admin/pricing/exchange-rates',
       options: {
+        id: 'listExchangeRates',
         tags,
         description: 'Exchange rates to USD, newest first; `currency` filters',
         plugins: { ...systemAdmin, ...docs(400, 401, 403) },
@@ -85,6 +90,7 @@ export function billingRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/admin/pricing/exchange-rates',
       options: {
+        id: 'createExchangeRate',
         tags,
         description: 'A rate for a currency from effective_at on: how many USD one unit is worth',
         plugins: { ...systemAdmin, ...docs(400, 401, 403, 409) },
@@ -97,6 +103,7 @@ export function billingRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/orgs/{org_id}/billing',
       options: {
+        id: 'getOrgBilling',
         tags,
         description: "The org's billing currency, monthly budget and balance",
         plugins: { ...requires('orgs:read', 'org'), ...docs(400, 401, 403, 404) },
@@ -109,6 +116,7 @@ export function billingRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'PATCH',
       path: '/orgs/{org_id}/billing',
       options: {
+        id: 'updateOrgBilling',
         tags,
         description: "Change the org's billing currency, monthly budget or budget mode (org admins)",
         plugins: { ...requires('orgs:write', 'org'), ...docs(400, 401, 403, 404, 422) },
@@ -121,6 +129,7 @@ export function billingRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'PATCH',
       path: '/admin/orgs/{org_id}/billing',
       options: {
+        id: 'adminUpdateOrgBilling',
         tags,
         description: "Change any of an org's billing settings, its balance threshold included (system administrator)",
         plugins: { ...systemAdmin, ...docs(400, 401, 403, 404, 422) },
@@ -133,6 +142,7 @@ export function billingRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/admin/orgs/{org_id}/credits',
       options: {
+        id: 'addOrgCredit',
         tags,
         description: "Add to the org's balance (system administrator); the first credit starts keeping a balance",
         plugins: { ...systemAdmin, ...docs(400, 401, 403, 404) },
@@ -145,6 +155,7 @@ export function billingRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/orgs/{org_id}/spend',
       options: {
+        id: 'getOrgSpend',
         tags,
         description: 'What the org spent in the window: totals and by project, model, harness and day (from receipts)',
         plugins: { ...requires('orgs:read', 'org'), ...docs(400, 401, 403, 404) },
@@ -157,6 +168,7 @@ export function billingRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/admin/orgs/{org_id}/usage',
       options: {
+        id: 'getOrgUsage',
         tags,
         description: "An org's usage records and billing totals in the window (system administrator)",
         plugins: { ...systemAdmin, ...docs(400, 401, 403, 404) },

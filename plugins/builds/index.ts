@@ -21,6 +21,7 @@ import { buildRoutes } from './routes.ts';
 import { logRoutes } from './log-routes.ts';
 import { releaseRoutes } from './release-routes.ts';
 import { tokenRoutes } from './token-routes.ts';
+import { describeTags } from '../../core/http/openapi.ts';
 
 /**
  * Builds, releases and the native registry's token server (docs/builds.md). Builds run on the
@@ -30,6 +31,12 @@ export const plugin: DomainPlugin = {
   name: 'builds',
   dependencies: ['projects', 'manifest'],
   async register(server, { container }) {
+    describeTags(server, {
+      builds: 'Container image builds of a project: the services of a commit built from the manifest, their runs, logs and artifacts.',
+      registry:
+        "The native container registry's token endpoints: registry tokens for docker login (Basic credentials) and for workers and deployers (the internal API key); neither takes a svc token.",
+      releases: "Releases: a successful build's images under a tag of the project, ready to deploy.",
+    });
     const config = container.resolve(Tokens.Config);
     const deps = {
       config,

@@ -34,6 +34,7 @@ export function logRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/builds/{build_id}/logs',
       options: {
+        id: 'getBuildLogs',
         tags,
         description:
           'Builder output of a run, oldest first. With follow=true or Accept: text/event-stream: server-sent `log` events (id = seq) as they are written, then one `end` event with the run status (resume with Last-Event-ID)',

@@ -16,6 +16,7 @@ export function releaseRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/projects/{project_id}/releases',
       options: {
+        id: 'createRelease',
         tags,
         description:
           "Release a successful build of the project under a tag (201), recording the build's image digests; the same tag for the same commit and digests again answers that release (200); a tag taken otherwise is 409",
@@ -32,6 +33,7 @@ export function releaseRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/projects/{project_id}/releases',
       options: {
+        id: 'listReleases',
         tags,
         description: "The project's releases, newest first",
         plugins: { ...requires('releases:read', 'project'), ...docs(400, 401, 403, 404) },
@@ -44,6 +46,7 @@ export function releaseRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/releases/{tag}',
       options: {
+        id: 'getRelease',
         tags,
         description: 'Resolve a release of a project by its tag (or rel_ id); ?project_id= names the project, as tags are unique per project',
         plugins: { ...requires('releases:read', 'release'), ...docs(400, 401, 403, 404) },

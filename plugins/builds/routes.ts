@@ -21,6 +21,7 @@ export function buildRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/projects/{project_id}/builds',
       options: {
+        id: 'createBuild',
         tags,
         description:
           'Build the services of a commit: the spec and its first run (pending; a worker builds it). manifest_hash must match the manifest synced for git_sha (synced from the repository when missing)',
@@ -35,6 +36,7 @@ export function buildRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/projects/{project_id}/builds',
       options: {
+        id: 'listBuilds',
         tags,
         description: "The project's builds, newest first, each with its latest run",
         plugins: { ...requires('builds:read', 'project'), ...docs(400, 401, 403, 404) },
@@ -47,6 +49,7 @@ export function buildRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/builds/{build_id}',
       options: {
+        id: 'getBuild',
         tags,
         description: 'One build spec with its latest run',
         plugins: { ...requires('builds:read', 'build'), ...docs(400, 401, 403, 404) },
@@ -59,6 +62,7 @@ export function buildRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/builds/{build_id}/runs',
       options: {
+        id: 'rerunBuild',
         tags,
         description: 'Run the build again (409 while a run is active); reuses an earlier success unless force_rebuild',
         plugins: { ...requires('builds:write', 'build'), ...docs(400, 401, 403, 404, 409) },
@@ -74,6 +78,7 @@ export function buildRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/builds/{build_id}/runs',
       options: {
+        id: 'listBuildRuns',
         tags,
         description: 'Runs of the build, newest first',
         plugins: { ...requires('builds:read', 'build'), ...docs(400, 401, 403, 404) },
@@ -86,6 +91,7 @@ export function buildRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/builds/{build_id}/artifacts',
       options: {
+        id: 'listBuildArtifacts',
         tags,
         description: "Images of the build's latest completed run (empty until one completes)",
         plugins: { ...requires('builds:read', 'build'), ...docs(400, 401, 403, 404) },
@@ -98,6 +104,7 @@ export function buildRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/builds/{build_id}/cancel',
       options: {
+        id: 'cancelBuild',
         tags,
         description: 'Cancel the active run (pending or building); a finished build is a 409',
         plugins: { ...requires('builds:write', 'build'), ...docs(400, 401, 403, 404, 409) },

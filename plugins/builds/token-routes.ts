@@ -49,6 +49,7 @@ export function tokenRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/registry/token',
       options: {
+        id: 'getRegistryToken',
         auth: false,
         tags,
         description:
@@ -80,6 +81,7 @@ export function tokenRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/internal/registry/token',
       options: {
+        id: 'createRegistryGrant',
         auth: false,
         tags,
         description:

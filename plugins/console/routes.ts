@@ -54,6 +54,7 @@ export function consoleRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/auth/console/session',
       options: {
+        id: 'signInConsole',
         auth: false,
         tags,
         description: `Sign the web console in: a token or a login link's code becomes an HttpOnly, SameSite=Strict session cookie (needs the ${CSRF_HEADER} header)`,
@@ -71,6 +72,7 @@ export function consoleRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'DELETE',
       path: '/auth/console/session',
       options: {
+        id: 'signOutConsole',
         auth: false,
         tags,
         description: `Sign the web console out: clears the session cookie (needs the ${CSRF_HEADER} header)`,
@@ -85,6 +87,7 @@ export function consoleRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/auth/console/links',
       options: {
+        id: 'createConsoleLoginLink',
         tags,
         description: 'A login link to the web console for the caller, signed in as the caller; it works once, within a minute (svc console)',
         plugins: { ...authenticated, ...docs(401, 403) },

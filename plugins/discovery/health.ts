@@ -3,6 +3,7 @@ import Joi from 'joi';
 import type { DependencyContainer } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
 import { VERSION } from '../../core/version.ts';
+import { docs } from '../../core/http/schemas.ts';
 
 /** A load balancer wants an answer, not a hung probe: past this the database counts as down. */
 const HEALTH_DB_TIMEOUT_MS = 2_000;
@@ -33,9 +34,11 @@ export function healthRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/health',
       options: {
+        id: 'getHealth',
         auth: false,
         description: 'Health of this instance and its database (503 when the database does not answer); the readiness probe',
         tags: ['api', 'discovery'],
+        plugins: docs(408),
         response: { status: { 200: healthSchema, 503: healthSchema } },
       },
       handler: async (_request, h) => {
@@ -61,9 +64,11 @@ export function healthRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/health/live',
       options: {
+        id: 'getLiveness',
         auth: false,
         description: 'The process is up and serving (the database is not asked); the liveness probe',
         tags: ['api', 'discovery'],
+        plugins: docs(408),
         response: { schema: livenessSchema },
       },
       handler: () => ({ status: 'ok', roles: config.roles }),

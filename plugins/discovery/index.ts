@@ -5,8 +5,10 @@ import type { DomainPlugin } from '../../core/http/plugins.ts';
 import { Tokens } from '../../core/tokens.ts';
 import { SigningKeys } from '../../core/auth/signing-keys.ts';
 import { RoleListener } from '../../core/http/role-listener.ts';
+import { docs } from '../../core/http/schemas.ts';
 import { healthRoutes } from './health.ts';
 import { metricsRoute } from './metrics.ts';
+import { describeTags } from '../../core/http/openapi.ts';
 
 const jwksSchema = Joi.object({ keys: Joi.array().items(Joi.object().unknown(true)).required() }).label('JWKS');
 
@@ -33,6 +35,10 @@ const authConfigSchema = Joi.object({
 export const plugin: DomainPlugin = {
   name: 'discovery',
   register(server, { container }) {
+    describeTags(server, {
+      discovery:
+        'What this server is and how to talk to it: health probes, Prometheus metrics, the keys that verify its tokens (JWKS), the sign-in settings clients need, and this document. No token needed.',
+    });
     const config = container.resolve(Tokens.Config);
     const keys = container.resolve(SigningKeys);
 
@@ -45,9 +51,11 @@ export const plugin: DomainPlugin = {
         method: 'GET',
         path: '/.well-known/jwks.json',
         options: {
+          id: 'getJwks',
           auth: false,
           description: 'Public keys that verify tokens this service issues',
           tags: ['api', 'discovery'],
+          plugins: docs(429),
           response: { schema: jwksSchema },
         },
         handler: () => keys.jwks(),
@@ -56,9 +64,11 @@ export const plugin: DomainPlugin = {
         method: 'GET',
         path: '/auth/config',
         options: {
+          id: 'getAuthConfig',
           auth: false,
           description: 'Identity-provider address and token settings for clients',
           tags: ['api', 'discovery'],
+          plugins: docs(429),
           response: { schema: authConfigSchema },
         },
         handler: (request) => ({
@@ -82,10 +92,15 @@ export const plugin: DomainPlugin = {
         method: 'GET',
         path: '/openapi.yaml',
         options: {
+          id: 'getOpenApiYaml',
           auth: false,
           description: 'The OpenAPI document as YAML',
           tags: ['api', 'discovery'],
-          plugins: { 'hapi-swagger': { responses: { 200: { description: 'application/yaml', schema: Joi.string().label('OpenApiYaml') } } } },
+          plugins: {
+            'hapi-swagger': {
+              responses: { ...docs(429)['hapi-swagger'].responses, 200: { description: 'application/yaml', schema: Joi.string().label('OpenApiYaml') } },
+            },
+          },
         },
         handler: async (request, h) => {
           const res = await request.server.inject({ method: 'GET', url: '/openapi.json' });

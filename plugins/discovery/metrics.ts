@@ -29,6 +29,7 @@ export function metricsRoute(container: DependencyContainer): ServerRoute {
     method: 'GET',
     path: '/metrics',
     options: {
+      id: 'getMetrics',
       auth: false,
       description: 'Prometheus metrics of this process (text format): to clients on this host, or with metrics.token as a bearer token when it is set',
       tags: ['api', 'discovery'],

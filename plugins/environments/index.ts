@@ -17,6 +17,7 @@ import { DeployLogBus, DeployLogs } from './deploy-logs.ts';
 import { environmentActions } from './actions.ts';
 import { HealthReconciler } from './health.ts';
 import { RoleServices } from '../../core/roles.ts';
+import { describeTags } from '../../core/http/openapi.ts';
 
 /**
  * Environments (docs/environments.md): records synced from the manifest and ensured by pipelines,
@@ -27,6 +28,7 @@ export const plugin: DomainPlugin = {
   name: 'environments',
   dependencies: ['projects', 'manifest', 'jobs'],
   register(server, { container }) {
+    describeTags(server, { environments: 'Deploy environments of a project: deploys of releases, rollbacks, suspend and resume, health and deploy logs.' });
     for (const cls of [EnvironmentRepository, DeployLogBus, DeployLogs]) container.registerSingleton(cls as never);
     const repo = container.resolve(EnvironmentRepository);
     const manifests = container.resolve(ManifestReaderToken);

@@ -20,6 +20,7 @@ export function deployLogRoutes(service: EnvironmentService, logs: DeployLogs, l
       method: 'GET',
       path: '/projects/{project_id}/environments/{env}/deploys/{deploy_id}/logs',
       options: {
+        id: 'getDeployLogs',
         tags: ['api', 'environments'],
         description:
           "A deploy's log, oldest first: svc's lines and the deployer's progress. With follow=true or Accept: text/event-stream: server-sent `log` events (id = seq) as they are written, then one `end` event with the deploy's status once it has ended (resume with Last-Event-ID)",

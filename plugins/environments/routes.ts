@@ -17,6 +17,7 @@ export function environmentRoutes(service: EnvironmentService): ServerRoute[] {
       method: 'GET',
       path: BASE,
       options: {
+        id: 'listEnvironments',
         tags,
         description: "The project's environments, newest first",
         plugins: { ...requires('environments:read', 'project'), ...docs(400, 401, 403, 404) },
@@ -29,6 +30,7 @@ export function environmentRoutes(service: EnvironmentService): ServerRoute[] {
       method: 'POST',
       path: BASE,
       options: {
+        id: 'ensureEnvironment',
         tags,
         description: 'Create an environment (201); one of that name exists: 409 (POST …/environments/ensure answers it instead)',
         plugins: { ...requires('environments:write', 'project'), ...docs(400, 401, 403, 404, 409, 422) },
@@ -61,6 +63,7 @@ export function environmentRoutes(service: EnvironmentService): ServerRoute[] {
       method: 'GET',
       path: `${BASE}/{env}`,
       options: {
+        id: 'getEnvironment',
         tags,
         description: 'One environment: health, suspension, current release',
         plugins: { ...requires('environments:read', 'project'), ...docs(400, 401, 403, 404) },
@@ -73,6 +76,7 @@ export function environmentRoutes(service: EnvironmentService): ServerRoute[] {
       method: 'DELETE',
       path: `${BASE}/{env}`,
       options: {
+        id: 'deleteEnvironment',
         tags,
         description: 'Delete an environment and what runs for it (a persistent one needs environments:admin)',
         plugins: { ...requires('environments:write', 'project'), ...docs(204, 400, 401, 403, 404, 502) },
@@ -88,6 +92,7 @@ export function environmentRoutes(service: EnvironmentService): ServerRoute[] {
       method: 'POST',
       path: `${BASE}/{env}/suspend`,
       options: {
+        id: 'suspendEnvironment',
         tags,
         description: 'Suspend: its services stop; deploys and jobs naming it are refused until resume',
         plugins: { ...requires('environments:write', 'project'), ...docs(400, 401, 403, 404, 409, 502) },
@@ -106,6 +111,7 @@ export function environmentRoutes(service: EnvironmentService): ServerRoute[] {
       method: 'POST',
       path: `${BASE}/{env}/resume`,
       options: {
+        id: 'resumeEnvironment',
         tags,
         description: 'Resume a suspended environment: its current release runs again',
         plugins: { ...requires('environments:write', 'project'), ...docs(400, 401, 403, 404, 409, 502) },
@@ -118,6 +124,7 @@ export function environmentRoutes(service: EnvironmentService): ServerRoute[] {
       method: 'GET',
       path: `${BASE}/{env}/health`,
       options: {
+        id: 'getEnvironmentHealth',
         tags,
         description: 'Health read from the runtime now (a suspended environment answers its last reading)',
         plugins: { ...requires('environments:read', 'project'), ...docs(400, 401, 403, 404, 502) },
@@ -130,6 +137,7 @@ export function environmentRoutes(service: EnvironmentService): ServerRoute[] {
       method: 'GET',
       path: `${BASE}/{env}/deploys`,
       options: {
+        id: 'listDeploys',
         tags,
         description: "The environment's deploys, newest first",
         plugins: { ...requires('environments:read', 'project'), ...docs(400, 401, 403, 404) },
@@ -142,6 +150,7 @@ export function environmentRoutes(service: EnvironmentService): ServerRoute[] {
       method: 'GET',
       path: `${BASE}/{env}/deploys/{deploy_id}`,
       options: {
+        id: 'getDeploy',
         tags,
         description: 'One deploy',
         plugins: { ...requires('environments:read', 'project'), ...docs(400, 401, 403, 404) },
@@ -154,6 +163,7 @@ export function environmentRoutes(service: EnvironmentService): ServerRoute[] {
       method: 'POST',
       path: `${BASE}/{env}/deploy`,
       options: {
+        id: 'deployRelease',
         tags,
         description: "Deploy a release (spec's Deploy request): through the environment's pipeline unless direct",
         plugins: { ...requires('environments:write', 'project'), ...docs(400, 401, 403, 404, 409, 422) },
@@ -169,6 +179,7 @@ export function environmentRoutes(service: EnvironmentService): ServerRoute[] {
       method: 'POST',
       path: `${BASE}/{env}/rollback`,
       options: {
+        id: 'rollbackEnvironment',
         tags,
         description: 'Deploy an earlier release again: the one named, else the one before the current',
         plugins: { ...requires('environments:write', 'project'), ...docs(400, 401, 403, 404, 409, 422) },

@@ -14,6 +14,7 @@ import { CRON_JOB, CronSync, SCHEDULES_CHANNEL } from './cron-sync.ts';
 import { ScheduleRequests, Schedules } from './schedules.ts';
 import { eventRoutes } from './routes.ts';
 import { scheduleRoutes } from './schedule-routes.ts';
+import { describeTags } from '../../core/http/openapi.ts';
 
 /**
  * The event spine's API and its consumers: event routes, the orchestrator's event router (events
@@ -24,6 +25,10 @@ export const plugin: DomainPlugin = {
   name: 'events',
   dependencies: ['projects', 'manifest', 'jobs', 'pipelines'],
   register(server, { container }) {
+    describeTags(server, {
+      events:
+        'The event spine: events emitted in a project (by clients, integrations, schedules and svc itself), what each one triggered, and cron schedules that emit events.',
+    });
     const db = container.resolve(Tokens.Db);
     const logger = container.resolve(Tokens.Logger);
     // Another plugin that reacts to events (webhooks) may have attached the notifier first.

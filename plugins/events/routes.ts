@@ -18,6 +18,7 @@ export function eventRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/projects/{project_id}/events',
       options: {
+        id: 'emitEvent',
         tags,
         description: 'Emit an event (stored pending; the orchestrator routes it to matching triggers). A known dedupe_key answers 200 with the earlier event',
         plugins: { ...requires('events:write', 'project'), ...docs(400, 401, 403, 404) },
@@ -33,6 +34,7 @@ export function eventRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/projects/{project_id}/events',
       options: {
+        id: 'listProjectEvents',
         tags,
         description: "The project's events, newest first (filters type, source, status)",
         plugins: { ...requires('events:read', 'project'), ...docs(400, 401, 403, 404) },
@@ -45,6 +47,7 @@ export function eventRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/projects/{project_id}/events/{event_id}',
       options: {
+        id: 'getEvent',
         tags,
         description: 'One event, with its routing: which triggers matched (and what they started) and why the others did not',
         plugins: { ...requires('events:read', 'project'), ...docs(400, 401, 403, 404) },
@@ -57,6 +60,7 @@ export function eventRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/orgs/{org_id}/events',
       options: {
+        id: 'listOrgEvents',
         tags,
         description: 'The events of every project of the org, newest first (filters type, source, status)',
         plugins: { ...requires('events:read', 'org'), ...docs(400, 401, 403, 404) },

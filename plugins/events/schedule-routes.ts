@@ -17,6 +17,7 @@ export function scheduleRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: base,
       options: {
+        id: 'listSchedules',
         tags,
         description: "The project's schedules, newest first",
         plugins: { ...requires('events:read', 'project'), ...docs(400, 401, 403, 404) },
@@ -29,6 +30,7 @@ export function scheduleRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: base,
       options: {
+        id: 'createSchedule',
         tags,
         description: 'Create a schedule: a cron expression (UTC) that emits an event of the given type and payload',
         plugins: { ...requires('events:write', 'project'), ...docs(400, 401, 403, 404) },
@@ -42,6 +44,7 @@ export function scheduleRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: `${base}/{schedule_id}`,
       options: {
+        id: 'getSchedule',
         tags,
         description: 'One schedule',
         plugins: { ...requires('events:read', 'project'), ...docs(400, 401, 403, 404) },
@@ -54,6 +57,7 @@ export function scheduleRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'PATCH',
       path: `${base}/{schedule_id}`,
       options: {
+        id: 'updateSchedule',
         tags,
         description: 'Change a schedule (cron, event type, payload, enabled, name)',
         plugins: { ...requires('events:write', 'project'), ...docs(400, 401, 403, 404) },
@@ -66,6 +70,7 @@ export function scheduleRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'DELETE',
       path: `${base}/{schedule_id}`,
       options: {
+        id: 'deleteSchedule',
         tags,
         description: 'Delete a schedule',
         plugins: { ...requires('events:write', 'project'), ...docs(204, 400, 401, 403, 404) },

@@ -50,7 +50,7 @@ const routingSchema = Joi.object({
   matched: Joi.array()
     .items(
       decision.keys({
-        matched: Joi.valid(true).required(),
+        matched: Joi.boolean().valid(true).required(),
         trigger: Joi.string().required().description('the clause that fired'),
         run_id: Joi.string().description('the pipeline run started'),
         job_id: Joi.string().description('the workflow job started'),
@@ -59,7 +59,7 @@ const routingSchema = Joi.object({
     )
     .required(),
   not_matched: Joi.array()
-    .items(decision.keys({ matched: Joi.valid(false).required(), reason: Joi.string().required() }))
+    .items(decision.keys({ matched: Joi.boolean().valid(false).required(), reason: Joi.string().required() }))
     .required(),
 }).label('EventRouting');
 

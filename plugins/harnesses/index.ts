@@ -18,6 +18,7 @@ import { SharedMemos } from '../../core/db/shared-memos.ts';
 import { Housekeeping } from '../../core/roles.ts';
 import { HarnessReportRepository } from './reports-repository.ts';
 import { HarnessAvailabilityService } from './availability.ts';
+import { describeTags } from '../../core/http/openapi.ts';
 
 /**
  * The harness registry (built-ins harness_a … harness_f and configured plugins), GET /harnesses, the
@@ -27,6 +28,10 @@ import { HarnessAvailabilityService } from './availability.ts';
 export const plugin: DomainPlugin = {
   name: 'harnesses',
   async register(server, { container }) {
+    describeTags(server, {
+      harnesses:
+        'The coding CLIs (harnesses harness_a to harness_f, and plugins) this server can run jobs with: availability, variants, auth status and capabilities.',
+    });
     const config = container.resolve(Tokens.Config);
     const tokenEndpoint = new Transport(outboundGuard(config), config.harness_oauth.timeout_ms);
     const oauth = new OAuthRefresher(

@@ -33,6 +33,7 @@ export function harnessRoutes(harnesses: Harnesses): ServerRoute[] {
       method: 'GET',
       path: '/harnesses',
       options: {
+        id: 'listHarnesses',
         description: 'The coding CLIs this server can run, built-in and from plugins, with whether each is available here',
         tags,
         plugins: { ...authenticated, ...docs(400, 401) },
@@ -51,6 +52,7 @@ export function harnessRoutes(harnesses: Harnesses): ServerRoute[] {
       method: 'GET',
       path: '/harnesses/{name}',
       options: {
+        id: 'getHarness',
         description: 'One harness by id or alias (harness_e is also coder): variants, auth status and capabilities',
         tags,
         plugins: { ...authenticated, ...docs(400, 401, 404) },

@@ -23,12 +23,17 @@ import { ManagedModelResolver } from './harness-resolution.ts';
 import { inferenceRoutes } from './routes.ts';
 import { CALLER_TARGET, callerPointer, proxyRoutes } from './proxy-routes.ts';
 import { acceptProviderKeyHeaders, protocolRoutes } from './protocol-routes.ts';
+import { describeTags } from '../../core/http/openapi.ts';
 
 /** Providers, inference targets, the managed-model catalog and the model gateway: chat completions, Anthropic messages, OpenAI Responses, Gemini (docs/inference.md). */
 export const plugin: DomainPlugin = {
   name: 'inference',
   dependencies: ['orgs', 'projects'],
   register(server, { container }) {
+    describeTags(server, {
+      inference:
+        'The inference gateway: OpenAI chat completions and Responses, Anthropic Messages and Gemini through the configured targets, metered per caller; targets, managed models and providers.',
+    });
     const config = container.resolve(Tokens.Config);
     const settings = config.inference;
     // The outbound policy (outbound.*), with inference.allow_* as its older names for org targets.

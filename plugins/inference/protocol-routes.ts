@@ -80,9 +80,11 @@ export function protocolRoutes(container: DependencyContainer, settings: Inferen
       method: 'GET',
       path: '/inference',
       options: {
+        id: 'getInferenceGateway',
         auth: false,
         tags: ['api', 'inference'],
         description: 'The gateway base URL: answers so clients can check it is there',
+        plugins: docs(429),
         response: { status: { 200: S.gatewayInfo } },
       },
       handler: () => ({ gateway: 'svc inference', protocols: ['chat', 'anthropic', 'responses', 'gemini'] }),
@@ -91,6 +93,7 @@ export function protocolRoutes(container: DependencyContainer, settings: Inferen
       method: 'POST',
       path: '/inference/v1/messages',
       options: {
+        id: 'createMessage',
         ...options(
           'anthropic',
           'Anthropic Messages through any target (ANTHROPIC_BASE_URL=<server>/inference); stream: true answers its event stream',
@@ -115,6 +118,7 @@ export function protocolRoutes(container: DependencyContainer, settings: Inferen
       method: 'POST',
       path: '/inference/v1/messages/count_tokens',
       options: {
+        id: 'countMessageTokens',
         ...options(
           'anthropic',
           "Anthropic's token counting: an Anthropic target counts; for others the gateway estimates (estimated: true). Not metered",
@@ -137,6 +141,7 @@ export function protocolRoutes(container: DependencyContainer, settings: Inferen
       method: 'POST',
       path: '/inference/v1/responses',
       options: {
+        id: 'createResponse',
         ...options(
           'responses',
           'OpenAI Responses through any target, translated through chat completions; stream: true answers its event stream',
@@ -156,6 +161,7 @@ export function protocolRoutes(container: DependencyContainer, settings: Inferen
       method: 'POST',
       path: '/inference/v1beta/models/{call*}',
       options: {
+        id: 'generateContent',
         ...options(
           'gemini',
           'Gemini generateContent and streamGenerateContent (server-sent events) through any target, translated through chat completions; countTokens estimated',

@@ -36,6 +36,7 @@ export function proxyRoutes(container: DependencyContainer, settings: InferenceC
       method: 'POST',
       path: '/inference/v1/chat/completions',
       options: {
+        id: 'createChatCompletion',
         tags: ['api', 'inference'],
         description:
           'Chat completions through an inference target: managed/<name>, <target>/<model> or a model a target allows; stream: true answers server-sent events as they arrive',

@@ -26,6 +26,7 @@ export function inferenceRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/providers',
       options: {
+        id: 'listProviders',
         tags,
         description: 'The configured model providers: wire kind, base URL and the name of the secret holding the key (never its value)',
         plugins: { ...authenticated, ...docs(400, 401) },
@@ -38,6 +39,7 @@ export function inferenceRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/providers/{name}/models',
       options: {
+        id: 'listProviderModels',
         tags,
         description: "A provider's models: from its own models endpoint when its key is set (cached briefly), else as configured",
         plugins: { ...authenticated, ...docs(400, 401, 404) },
@@ -56,6 +58,7 @@ export function inferenceRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/models',
       options: {
+        id: 'listModels',
         tags,
         description: "Models to send to the proxy: the managed/<name> entries the caller's org (or project) may use, then every provider's models",
         plugins: { ...authenticated, ...docs(400, 401, 403, 404) },
@@ -71,6 +74,7 @@ export function inferenceRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/inference/targets',
       options: {
+        id: 'listInferenceTargets',
         tags,
         description: "An org's inference targets (inference:admin), or without org_id the system's (system administrator), newest first",
         plugins: { ...authenticated, ...docs(400, 401, 403, 404) },
@@ -87,6 +91,7 @@ export function inferenceRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/inference/targets',
       options: {
+        id: 'createInferenceTarget',
         tags,
         description: 'Create an inference target: a named upstream with its wire kind, base URL, credential secret name, allowed models and timeouts',
         plugins: { ...authenticated, ...docs(400, 401, 403, 404, 409, 422) },
@@ -99,6 +104,7 @@ export function inferenceRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/inference/targets/{target_id}',
       options: {
+        id: 'getInferenceTarget',
         tags,
         description: 'One inference target',
         plugins: { ...authenticated, ...docs(400, 401, 404) },
@@ -111,6 +117,7 @@ export function inferenceRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'PATCH',
       path: '/inference/targets/{target_id}',
       options: {
+        id: 'updateInferenceTarget',
         tags,
         description: "Change a target's kind, base URL, credential secret, allowed models or timeouts (the name stays)",
         plugins: { ...authenticated, ...docs(400, 401, 404, 422) },
@@ -123,6 +130,7 @@ export function inferenceRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'DELETE',
       path: '/inference/targets/{target_id}',
       options: {
+        id: 'deleteInferenceTarget',
         tags,
         description: 'Delete a target; 409 while managed models map to it',
         plugins: { ...authenticated, ...docs(204, 400, 401, 404, 409) },
@@ -137,6 +145,7 @@ export function inferenceRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/inference/managed-models',
       options: {
+        id: 'listManagedModels',
         tags,
         description: "The managed models the caller's org (or project) may use, with the system's; without an org, the system's",
         plugins: { ...authenticated, ...docs(400, 401, 403, 404) },
@@ -153,6 +162,7 @@ export function inferenceRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/inference/managed-models',
       options: {
+        id: 'createManagedModel',
         tags,
         description: 'Add managed/<name>: a target and its upstream model id, with prices (USD per million tokens) and optionally the projects that may use it',
         plugins: { ...authenticated, ...docs(400, 401, 403, 404, 409, 422) },
@@ -169,6 +179,7 @@ export function inferenceRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'DELETE',
       path: '/inference/managed-models/{canonical_model_id*}',
       options: {
+        id: 'deleteManagedModel',
         tags,
         description: "Delete managed/<name> from the org's catalog (org_id) or the system's",
         plugins: { ...authenticated, ...docs(204, 400, 401, 403, 404) },

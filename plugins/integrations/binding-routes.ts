@@ -17,6 +17,7 @@ export function bindingRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/orgs/{org_id}/chat-teams',
       options: {
+        id: 'requestChatTeamBinding',
         tags,
         description: 'Ask for a one-time code that binds a chat team to the org once the team posts it',
         notes:
@@ -36,6 +37,7 @@ export function bindingRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/orgs/{org_id}/chat-teams',
       options: {
+        id: 'listChatTeams',
         tags,
         description: 'The chat teams bound to the org, newest binding first',
         plugins: { ...requires('routes:read', 'org'), ...docs(400, 401, 403, 404) },
@@ -48,6 +50,7 @@ export function bindingRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/orgs/{org_id}/chat-teams/{team_id}',
       options: {
+        id: 'getChatTeam',
         tags,
         description: "The team's binding to the org: active, or pending while a code is unused and unexpired",
         plugins: { ...requires('routes:read', 'org'), ...docs(400, 401, 403, 404) },
@@ -63,6 +66,7 @@ export function bindingRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'DELETE',
       path: '/orgs/{org_id}/chat-teams/{team_id}',
       options: {
+        id: 'unbindChatTeam',
         tags,
         description: "Unbind the team: the org's routes of it and its unused codes are removed; another org may then bind it",
         plugins: { ...requires('routes:write', 'org'), ...docs(204, 400, 401, 403, 404) },

@@ -28,10 +28,11 @@ const eventResponses = { 200: S.eventSchema, 201: S.eventSchema, 202: S.ignoredS
 
 /** Called by the providers, not by users: no bearer token; each request is signed instead. */
 export function inboundRoutes(inbound: InboundDeliveries): ServerRoute[] {
-  const chatRoute = (path: string, description: string): ServerRoute => ({
+  const chatRoute = (id: string, path: string, description: string): ServerRoute => ({
     method: 'POST',
     path,
     options: {
+      id,
       auth: false,
       tags,
       description,
@@ -49,6 +50,7 @@ export function inboundRoutes(inbound: InboundDeliveries): ServerRoute[] {
       method: 'POST',
       path: '/integrations/vcshost/events/{project_id}',
       options: {
+        id: 'receiveVcsHostEvent',
         auth: false,
         tags,
         description: 'Code-host webhook: push and pull_request deliveries become vcshost.* events of the project',
@@ -61,7 +63,11 @@ export function inboundRoutes(inbound: InboundDeliveries): ServerRoute[] {
       },
       handler: async (request, h) => reply(h, await inbound.vcshost(paramsOf(request).project_id, inboundOf(request), request.info.id)),
     },
-    chatRoute('/gateway/providers/chatapp/webhook', 'Chat-app events: message and app_mention become chatapp.* events of the routed project'),
-    chatRoute('/integrations/chatapp/events', 'Chat-app events (legacy path of /gateway/providers/chatapp/webhook)'),
+    chatRoute(
+      'receiveChatAppEvent',
+      '/gateway/providers/chatapp/webhook',
+      'Chat-app events: message and app_mention become chatapp.* events of the routed project',
+    ),
+    chatRoute('receiveChatAppEventLegacy', '/integrations/chatapp/events', 'Chat-app events (legacy path of /gateway/providers/chatapp/webhook)'),
   ];
 }

@@ -9,6 +9,7 @@ import { inboundRoutes } from './inbound-routes.ts';
 import { BindingRepository } from './binding-repository.ts';
 import { TeamBindings } from './bindings.ts';
 import { bindingRoutes } from './binding-routes.ts';
+import { describeTags } from '../../core/http/openapi.ts';
 
 /**
  * Inbound integrations: code-host and chat-app webhooks stored as events on the spine, and the
@@ -19,6 +20,10 @@ export const plugin: DomainPlugin = {
   name: 'integrations',
   dependencies: ['projects', 'secrets'],
   register(server, { container }) {
+    describeTags(server, {
+      integrations:
+        "Inbound integrations: the code host's and the chat app's signed webhooks (no bearer token), chat teams bound to an org, and the chat routes of a project.",
+    });
     container.registerSingleton(IntegrationRepository);
     container.registerSingleton(BindingRepository);
     container.registerSingleton(TeamBindings);

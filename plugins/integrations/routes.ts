@@ -22,6 +22,7 @@ export function chatRouteRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/projects/{project_id}/routes',
       options: {
+        id: 'createChatRoute',
         tags,
         description: "Route a chat team's messages (all channels, or one) to the project",
         plugins: { ...requires('routes:write', 'project'), ...docs(400, 401, 403, 404, 409, 422) },
@@ -34,6 +35,7 @@ export function chatRouteRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/projects/{project_id}/routes',
       options: {
+        id: 'listChatRoutes',
         tags,
         description: "The project's chat routes, newest first",
         plugins: { ...requires('routes:read', 'project'), ...docs(400, 401, 403, 404) },
@@ -46,6 +48,7 @@ export function chatRouteRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/projects/{project_id}/routes/{route_id}',
       options: {
+        id: 'getChatRoute',
         tags,
         description: 'One chat route of the project',
         plugins: { ...requires('routes:read', 'project'), ...docs(400, 401, 403, 404) },
@@ -61,6 +64,7 @@ export function chatRouteRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'DELETE',
       path: '/projects/{project_id}/routes/{route_id}',
       options: {
+        id: 'deleteChatRoute',
         tags,
         description: 'Stop routing: later messages of that team or channel are not stored for the project',
         plugins: { ...requires('routes:write', 'project'), ...docs(204, 400, 401, 403, 404) },

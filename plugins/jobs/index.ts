@@ -49,12 +49,16 @@ import { emitJobsCompleted } from './lifecycle/system-events.ts';
 import { logRoutes } from './logs/log-routes.ts';
 import { JobMetrics } from './metrics.ts';
 import { QueuedJobQuota } from './job/quotas.ts';
+import { describeTags } from '../../core/http/openapi.ts';
 
 /** Jobs: the resource, its phases, relations, review, attempts and their receipts. */
 export const plugin: DomainPlugin = {
   name: 'jobs',
   dependencies: ['projects'],
   register(server, { container }) {
+    describeTags(server, {
+      jobs: 'Jobs: a work prompt an AI coding agent runs in a checkout of the project. Create and change them; claim, heartbeat and complete attempts; review (submit, approve, reject); logs, receipts, attachments and dependencies.',
+    });
     if (!container.isRegistered(ManifestDefaultsToken)) container.registerInstance(ManifestDefaultsToken, noManifestDefaults);
     container.registerInstance(PriceBookLookup, lookupLater(container, PriceBookToken));
     container.registerInstance(HarnessAvailabilityLookup, lookupLater(container, HarnessAvailabilityToken));

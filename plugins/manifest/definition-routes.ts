@@ -61,6 +61,7 @@ export function definitionRoutes(container: DependencyContainer): ServerRoute[] 
         method: 'GET',
         path: `/projects/{project_id}/${kind.section}`,
         options: {
+          id: `list${kind.label}s`,
           tags,
           description: `${kind.label}s defined in the current manifest (empty when none was synced)`,
           plugins: { ...requires(kind.permission, 'project'), ...docs(400, 401, 403, 404) },
@@ -78,6 +79,7 @@ export function definitionRoutes(container: DependencyContainer): ServerRoute[] 
         method: 'GET',
         path: `/projects/{project_id}/${kind.section}/{name}`,
         options: {
+          id: `get${kind.label}`,
           tags,
           description: `One ${kind.noun} definition from the current manifest`,
           plugins: { ...requires(kind.permission, 'project'), ...docs(400, 401, 403, 404) },

@@ -10,6 +10,7 @@ import { manifestRoutes } from './routes.ts';
 import { definitionRoutes } from './definition-routes.ts';
 import { OffLoopParser } from './off-loop.ts';
 import { parseLimits } from '../../core/parse-limits.ts';
+import { describeTags } from '../../core/http/openapi.ts';
 
 /**
  * The project manifest (`.svc/manifest.yaml`): sync, validation, stored versions, and the
@@ -19,6 +20,10 @@ export const plugin: DomainPlugin = {
   name: 'manifest',
   dependencies: ['projects'],
   register(server, { container }) {
+    describeTags(server, {
+      manifest: "The project's manifest (.svc/manifest.yaml): the synced copy, syncing it from the repository or a body, and validating a draft.",
+      workflows: 'Workflows defined in the manifest, and invoking one: a root job and a child job per step.',
+    });
     container.registerInstance(ManifestSyncListeners, new ManifestSyncListeners(container.resolve(Tokens.Logger)));
     container.registerInstance(ManifestSecrets, lookupLater(container, SecretResolverToken));
     // Large manifests parse in worker threads, not on the event loop (off-loop.ts, docs/security.md).

@@ -23,6 +23,7 @@ export function manifestRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/projects/{project_id}/manifest',
       options: {
+        id: 'getManifest',
         tags,
         description: 'The current (last synced) manifest; 404 when none was synced',
         plugins: { ...requires('manifest:read', 'project'), ...docs(400, 401, 404) },
@@ -35,6 +36,7 @@ export function manifestRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/projects/{project_id}/manifest',
       options: {
+        id: 'syncManifest',
         tags,
         description:
           "Sync the manifest from {yaml}, or from .svc/manifest.yaml in the project's repository at {ref} (default: the project branch). 422 lists every problem and stores nothing.",
@@ -48,6 +50,7 @@ export function manifestRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/projects/{project_id}/manifest/validate',
       options: {
+        id: 'validateManifest',
         tags,
         description: 'Validate a manifest (same body as sync) without storing it: {valid, errors: [{path, message}]}',
         plugins: { ...requires('manifest:read', 'project'), ...withInvalid(400, 401, 404) },

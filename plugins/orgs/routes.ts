@@ -20,6 +20,7 @@ export function orgRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/orgs',
       options: {
+        id: 'createOrg',
         tags,
         description: 'Create an org; the caller becomes its owner',
         plugins: { ...authenticated, ...docs(400, 401, 403, 409) },
@@ -32,6 +33,7 @@ export function orgRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/orgs/ensure',
       options: {
+        id: 'ensureOrg',
         tags,
         description: 'Find or create an org by id or slug: 200 when created or identical, 409 when it exists with other parameters',
         plugins: { ...authenticated, ...docs(400, 401, 403, 409) },
@@ -44,6 +46,7 @@ export function orgRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/orgs',
       options: {
+        id: 'listOrgs',
         tags,
         description: 'Orgs the caller belongs to (every org for the system administrator), newest first',
         plugins: { ...authenticated, ...docs(400, 401) },
@@ -56,6 +59,7 @@ export function orgRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/orgs/{org_id}',
       options: {
+        id: 'getOrg',
         tags,
         description: 'One org',
         plugins: { ...requires('orgs:read', 'org'), ...docs(400, 401, 404) },
@@ -68,6 +72,7 @@ export function orgRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'PATCH',
       path: '/orgs/{org_id}',
       options: {
+        id: 'updateOrg',
         tags,
         description: 'Rename, change the slug, or soft-delete with {deleted: true} (deleting needs orgs:delete)',
         plugins: { ...requires('orgs:write', 'org'), ...docs(400, 401, 403, 404, 409) },
@@ -80,6 +85,7 @@ export function orgRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'DELETE',
       path: '/orgs/{org_id}',
       options: {
+        id: 'deleteOrg',
         tags,
         description: 'Soft-delete the org (same as PATCH {deleted: true})',
         plugins: { ...requires('orgs:delete', 'org'), ...docs(204, 400, 401, 403, 404) },

@@ -13,6 +13,7 @@ import { PipelineStats } from './stats.ts';
 import { PipelineStatisticsToken } from '../../core/ports/stats.ts';
 import { EnvironmentDirectoryLookup, EnvironmentDirectoryToken } from '../../core/ports/environments.ts';
 import { lookupLater } from '../../core/di.ts';
+import { describeTags } from '../../core/http/openapi.ts';
 
 /**
  * Pipeline runs: a run lays a manifest pipeline out as jobs (through the JobGraphs port) and
@@ -22,6 +23,10 @@ export const plugin: DomainPlugin = {
   name: 'pipelines',
   dependencies: ['projects', 'manifest', 'jobs'],
   register(server, { container }) {
+    describeTags(server, {
+      pipelines:
+        "Pipelines defined in the manifest and their runs: one job per step, wired by depends_on; approvals, cancellation and the runs' live event streams.",
+    });
     for (const cls of [RunEventBus, PipelineRunRepository]) container.registerSingleton(cls as never);
     // The environments plugin registers after this one: the environments a run names are looked up when it starts.
     if (!container.isRegistered(EnvironmentDirectoryLookup))

@@ -34,6 +34,7 @@ export function pipelineRunRoutes(container: DependencyContainer, service: Pipel
       method: 'POST',
       path: '/projects/{project_id}/pipelines/{name}/run',
       options: {
+        id: 'runPipeline',
         tags,
         description: 'Run a pipeline: one job per step, wired by depends_on',
         plugins: { ...requires('pipelines:run', 'project'), ...docs(400, 401, 403, 404, 409, 422) },
@@ -50,6 +51,7 @@ export function pipelineRunRoutes(container: DependencyContainer, service: Pipel
       method: 'GET',
       path: '/projects/{project_id}/pipelines/{name}/runs',
       options: {
+        id: 'listPipelineRuns',
         tags,
         description: "A pipeline's runs, newest first",
         plugins: { ...requires('pipelines:read', 'project'), ...docs(400, 401, 403, 404) },
@@ -62,6 +64,7 @@ export function pipelineRunRoutes(container: DependencyContainer, service: Pipel
       method: 'GET',
       path: '/projects/{project_id}/pipelines/{name}/runs/{run_id}',
       options: {
+        id: 'getRunOfPipeline',
         tags,
         description: 'One run of the pipeline',
         plugins: { ...requires('pipelines:read', 'project'), ...docs(400, 401, 403, 404) },
@@ -77,6 +80,7 @@ export function pipelineRunRoutes(container: DependencyContainer, service: Pipel
       method: 'GET',
       path: '/projects/{project_id}/runs/{run_id}',
       options: {
+        id: 'getPipelineRun',
         tags,
         description: 'One pipeline run of the project',
         plugins: { ...requires('pipelines:read', 'project'), ...docs(400, 401, 403, 404) },
@@ -89,6 +93,7 @@ export function pipelineRunRoutes(container: DependencyContainer, service: Pipel
       method: 'GET',
       path: '/projects/{project_id}/runs/{run_id}/jobs',
       options: {
+        id: 'listPipelineRunJobs',
         tags,
         description: "The jobs of a run's steps, in step order",
         plugins: { ...requires('pipelines:read', 'project'), ...docs(400, 401, 403, 404) },
@@ -105,6 +110,7 @@ export function pipelineRunRoutes(container: DependencyContainer, service: Pipel
       method: 'POST',
       path: '/pipeline-runs/{run_id}/approve',
       options: {
+        id: 'approvePipelineRun',
         tags,
         description: 'Release the steps of a run that await approval',
         plugins: { ...requires('pipelines:approve', 'pipeline_run'), ...docs(400, 401, 403, 404, 409) },
@@ -117,6 +123,7 @@ export function pipelineRunRoutes(container: DependencyContainer, service: Pipel
       method: 'POST',
       path: '/pipeline-runs/{run_id}/cancel',
       options: {
+        id: 'cancelPipelineRun',
         tags,
         description: 'Cancel a run: unfinished steps are cancelled and running attempts end',
         plugins: { ...requires('pipelines:approve', 'pipeline_run'), ...docs(400, 401, 403, 404, 409) },
@@ -129,6 +136,7 @@ export function pipelineRunRoutes(container: DependencyContainer, service: Pipel
       method: 'GET',
       path: '/pipeline-runs/{run_id}/stream',
       options: {
+        id: 'streamPipelineRun',
         tags,
         description: "Server-sent events of the run's steps (resume with Last-Event-ID)",
         plugins: { ...requires('pipelines:read', 'pipeline_run'), ...docs(400, 401, 403, 404) },
@@ -141,6 +149,7 @@ export function pipelineRunRoutes(container: DependencyContainer, service: Pipel
       method: 'GET',
       path: '/pipeline-runs/{run_id}/steps/{name}/stream',
       options: {
+        id: 'streamPipelineRunStep',
         tags,
         description: 'Server-sent events of one step of the run (resume with Last-Event-ID)',
         plugins: { ...requires('pipelines:read', 'pipeline_run'), ...docs(400, 401, 403, 404) },

@@ -20,6 +20,7 @@ export function projectRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/projects',
       options: {
+        id: 'createProject',
         tags,
         description: 'Create a project in an org (slug: 4 to 8 letters and digits, unique, immutable; derived from the name when omitted)',
         plugins: { ...requires('projects:create', 'payload.org'), ...docs(400, 401, 403, 404, 409, 422) },
@@ -32,6 +33,7 @@ export function projectRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/projects/ensure',
       options: {
+        id: 'ensureProject',
         tags,
         description: 'Find or create a project by id, slug, or name in the org: 200 when created or identical, 409 on other parameters',
         plugins: { ...requires('projects:create', 'payload.org'), ...docs(400, 401, 403, 404, 409, 422) },
@@ -44,6 +46,7 @@ export function projectRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/projects',
       options: {
+        id: 'listProjects',
         tags,
         description: 'Projects the caller can see, newest first',
         plugins: { ...authenticated, ...docs(400, 401) },
@@ -56,6 +59,7 @@ export function projectRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/projects/{project_id}',
       options: {
+        id: 'getProject',
         tags,
         description: 'One project',
         plugins: { ...requires('projects:read', 'project'), ...docs(400, 401, 404) },
@@ -68,6 +72,7 @@ export function projectRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'PATCH',
       path: '/projects/{project_id}',
       options: {
+        id: 'updateProject',
         tags,
         description: 'Change name, repository or branch, or soft-delete with {deleted: true} (deleting needs projects:delete)',
         plugins: { ...requires('projects:write', 'project'), ...docs(400, 401, 403, 404, 422) },
@@ -80,6 +85,7 @@ export function projectRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'DELETE',
       path: '/projects/{project_id}',
       options: {
+        id: 'deleteProject',
         tags,
         description: 'Soft-delete the project (same as PATCH {deleted: true})',
         plugins: { ...requires('projects:delete', 'project'), ...docs(204, 400, 401, 403, 404) },

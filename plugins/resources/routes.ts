@@ -42,6 +42,7 @@ export function docRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: base,
       options: {
+        id: 'listDocs',
         tags,
         description: "The org's documents with their current version (no content), newest first; `path` filters by prefix",
         plugins: { ...requires('orgdocs:read', 'org'), ...docs(400, 401, 403, 404) },
@@ -57,6 +58,7 @@ export function docRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: base,
       options: {
+        id: 'createDoc',
         tags,
         description: 'Create a document (version 1); a path is unique among the live documents of the org (409)',
         plugins: { ...requires('orgdocs:write', 'org'), ...docs(400, 401, 403, 404, 409, 413, 422) },
@@ -73,6 +75,7 @@ export function docRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: `${base}/by-path`,
       options: {
+        id: 'getDocByPath',
         tags,
         description: 'The live document at a path, with its content (current version, or `version`)',
         plugins: { ...requires('orgdocs:read', 'org'), ...docs(400, 401, 403, 404) },
@@ -88,6 +91,7 @@ export function docRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: one,
       options: {
+        id: 'getDoc',
         tags,
         description: 'One document with its content (current version, or `version`); a deleted one shows deleted: true',
         plugins: { ...requires('orgdocs:read', 'org'), ...docs(400, 401, 403, 404) },
@@ -103,6 +107,7 @@ export function docRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'PUT',
       path: one,
       options: {
+        id: 'writeDoc',
         tags,
         description: 'Write a new version; with expected_version, refused (409) unless that is the current one',
         plugins: { ...requires('orgdocs:write', 'org'), ...docs(400, 401, 403, 404, 409, 413) },
@@ -120,6 +125,7 @@ export function docRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'DELETE',
       path: one,
       options: {
+        id: 'deleteDoc',
         tags,
         description: 'Delete the document (soft: its versions stay readable by id, its path is free again)',
         plugins: { ...requires('orgdocs:write', 'org'), ...docs(204, 400, 401, 403, 404, 409) },
@@ -136,6 +142,7 @@ export function docRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: `${one}/versions`,
       options: {
+        id: 'listDocVersions',
         tags,
         description: "The document's versions (no content), newest first",
         plugins: { ...requires('orgdocs:read', 'org'), ...docs(400, 401, 403, 404) },

@@ -62,11 +62,13 @@ function routesFor(spec: ScopeSpec, service: SecretService): ServerRoute[] {
   const params = S.params[scope];
   const named = S.namedParams[scope];
   const item = `${base}/{name}`;
+  const noun = `${scope[0].toUpperCase()}${scope.slice(1)}Secret`; // operation ids: createOrgSecret, listOrgSecrets, …
   return [
     {
       method: 'POST',
       path: base,
       options: {
+        id: `create${noun}`,
         tags,
         description: `Create a ${scope} secret; the answer is its metadata, never the value`,
         plugins: { ...write, ...docs(400, 401, 403, 404, 409, ...(scope === 'system' ? [422] : [])) },
@@ -79,6 +81,7 @@ function routesFor(spec: ScopeSpec, service: SecretService): ServerRoute[] {
       method: 'GET',
       path: base,
       options: {
+        id: `list${noun}s`,
         tags,
         description: `List ${scope} secrets (metadata only), newest first`,
         plugins: { ...read, ...docs(400, 401, 403, 404) },
@@ -91,6 +94,7 @@ function routesFor(spec: ScopeSpec, service: SecretService): ServerRoute[] {
       method: 'GET',
       path: item,
       options: {
+        id: `get${noun}`,
         tags,
         description: `One ${scope} secret's metadata`,
         plugins: { ...read, ...docs(400, 401, 403, 404) },
@@ -103,6 +107,7 @@ function routesFor(spec: ScopeSpec, service: SecretService): ServerRoute[] {
       method: 'PUT',
       path: item,
       options: {
+        id: `replace${noun}`,
         tags,
         description:
           scope === 'system'
@@ -118,6 +123,7 @@ function routesFor(spec: ScopeSpec, service: SecretService): ServerRoute[] {
       method: 'DELETE',
       path: item,
       options: {
+        id: `delete${noun}`,
         tags,
         description: `Delete a ${scope} secret`,
         plugins: { ...write, ...docs(204, 400, 401, 403, 404) },

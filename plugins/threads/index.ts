@@ -6,6 +6,7 @@ import { ThreadRepository } from './repository.ts';
 import { ThreadService } from './service.ts';
 import { Coordination } from './coordination.ts';
 import { threadRoutes } from './routes.ts';
+import { describeTags } from '../../core/http/openapi.ts';
 
 /**
  * Threads of a project and their messages (docs/threads.md); coordination threads of team
@@ -16,6 +17,10 @@ export const plugin: DomainPlugin = {
   name: 'threads',
   dependencies: ['projects', 'jobs'],
   register(server, { container }) {
+    describeTags(server, {
+      threads:
+        'Conversations in a project: people, service accounts and running jobs post messages in order; coordination threads carry directives and status between a parent job and its children.',
+    });
     for (const cls of [ThreadRepository, ThreadService, Coordination]) container.registerSingleton(cls as never);
     const coordination = container.resolve(Coordination);
     container.register(CoordinationThreadsToken, { useToken: Coordination });

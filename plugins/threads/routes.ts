@@ -20,6 +20,7 @@ export function threadRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: base,
       options: {
+        id: 'createThread',
         tags,
         description: 'Create a thread; with a key the project already has, that thread comes back (200) unless the title differs (409)',
         plugins: { ...requires('chat:write', 'project'), ...docs(400, 401, 403, 404, 409, 422) },
@@ -35,6 +36,7 @@ export function threadRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: `${base}/ensure`,
       options: {
+        id: 'ensureThread',
         tags,
         description: 'Find or create the thread with this key (200 either way; 409 when it exists with another title)',
         plugins: { ...requires('chat:write', 'project'), ...docs(400, 401, 403, 404, 409, 422) },
@@ -47,6 +49,7 @@ export function threadRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: base,
       options: {
+        id: 'listThreads',
         tags,
         description: "The project's threads, newest first (filters key, job_id)",
         plugins: { ...requires('threads:read', 'project'), ...docs(400, 401, 403, 404) },
@@ -59,6 +62,7 @@ export function threadRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: one,
       options: {
+        id: 'getThread',
         tags,
         description: 'One thread',
         plugins: { ...requires('threads:read', 'project'), ...docs(400, 401, 403, 404) },
@@ -71,6 +75,7 @@ export function threadRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: `${one}/messages`,
       options: {
+        id: 'listThreadMessages',
         tags,
         description: "The thread's messages, oldest first (seq order); page with limit/offset or with after (the last seq read) as a cursor",
         plugins: { ...requires('threads:read', 'project'), ...docs(400, 401, 403, 404) },
@@ -83,6 +88,7 @@ export function threadRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: `${one}/messages`,
       options: {
+        id: 'postThreadMessage',
         tags,
         description: 'Post a message as the caller (a job token posts as its job); coordination threads take status, directive, question and update',
         plugins: { ...requires('chat:write', 'project'), ...docs(400, 401, 403, 404, 422) },

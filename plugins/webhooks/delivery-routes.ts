@@ -36,6 +36,7 @@ export function deliveryRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/orgs/{org_id}/webhooks/{wh_id}/deliveries',
       options: {
+        id: 'listWebhookDeliveries',
         tags,
         description: "The subscription's deliveries, newest first: status, attempts, last response, next attempt",
         plugins: { ...requires('webhooks:read', 'webhook'), ...docs(400, 401, 403, 404) },
@@ -51,6 +52,7 @@ export function deliveryRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/orgs/{org_id}/webhooks/{wh_id}/test',
       options: {
+        id: 'testWebhook',
         tags,
         description: 'Send a webhook.test event now and answer the outcome (recorded as a delivery of kind test; never retried)',
         plugins: { ...requires('webhooks:write', 'webhook'), ...docs(400, 401, 403, 404) },
@@ -63,6 +65,7 @@ export function deliveryRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/orgs/{org_id}/webhooks/{wh_id}/replays',
       options: {
+        id: 'replayWebhookEvents',
         tags,
         description: 'Re-send the events of a window (dedupe per event; at most 3 running per subscription); dry_run only counts',
         plugins: { ...requires('webhooks:write', 'webhook'), ...docs(400, 401, 403, 404, 409, 422) },
@@ -78,6 +81,7 @@ export function deliveryRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/orgs/{org_id}/webhooks/{wh_id}/replays/{replay_id}',
       options: {
+        id: 'getWebhookReplay',
         tags,
         description: "A replay's counts and the progress of its deliveries",
         plugins: { ...requires('webhooks:read', 'webhook'), ...docs(400, 401, 403, 404) },

@@ -19,6 +19,7 @@ import { Transport } from '../../core/http/guarded-post.ts';
 import { WebhookWakeups } from './wakeups.ts';
 import { subscriptionRoutes } from './routes.ts';
 import { deliveryRoutes } from './delivery-routes.ts';
+import { describeTags } from '../../core/http/openapi.ts';
 
 /**
  * Outbound webhooks: subscriptions with sealed secrets, signed CloudEvents deliveries fanned out
@@ -28,6 +29,9 @@ export const plugin: DomainPlugin = {
   name: 'webhooks',
   dependencies: ['orgs', 'projects'],
   register(server, { container }) {
+    describeTags(server, {
+      webhooks: 'Outbound webhooks: subscriptions that receive signed CloudEvents, their deliveries and retries, tests and replays of past events.',
+    });
     const config = container.resolve(Tokens.Config);
     const db = container.resolve(Tokens.Db);
     const { webhooks } = config;

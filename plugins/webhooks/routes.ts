@@ -22,6 +22,7 @@ export function subscriptionRoutes(container: DependencyContainer): ServerRoute[
       method: 'POST',
       path: '/orgs/{org_id}/webhooks',
       options: {
+        id: 'createOrgWebhook',
         tags,
         description: 'Subscribe a URL to events of every project of the org',
         plugins: { ...requires('webhooks:write', 'org'), ...docs(400, 401, 403, 404, 422) },
@@ -37,6 +38,7 @@ export function subscriptionRoutes(container: DependencyContainer): ServerRoute[
       method: 'POST',
       path: '/projects/{project_id}/webhooks',
       options: {
+        id: 'createProjectWebhook',
         tags,
         description: "Subscribe a URL to the project's events (a project-scoped subscription, managed under its org)",
         plugins: { ...requires('webhooks:write', 'project'), ...docs(400, 401, 403, 404, 422) },
@@ -52,6 +54,7 @@ export function subscriptionRoutes(container: DependencyContainer): ServerRoute[
       method: 'GET',
       path: '/orgs/{org_id}/webhooks',
       options: {
+        id: 'listWebhooks',
         tags,
         description: "The org's webhook subscriptions (project-scoped ones included), newest first",
         plugins: { ...requires('webhooks:read', 'org'), ...docs(400, 401, 403, 404) },
@@ -64,6 +67,7 @@ export function subscriptionRoutes(container: DependencyContainer): ServerRoute[
       method: 'GET',
       path: '/orgs/{org_id}/webhooks/{wh_id}',
       options: {
+        id: 'getWebhook',
         tags,
         description: 'One subscription (its secret is never shown)',
         plugins: { ...requires('webhooks:read', 'webhook'), ...docs(400, 401, 403, 404) },
@@ -76,6 +80,7 @@ export function subscriptionRoutes(container: DependencyContainer): ServerRoute[
       method: 'DELETE',
       path: '/orgs/{org_id}/webhooks/{wh_id}',
       options: {
+        id: 'deleteWebhook',
         tags,
         description: 'Delete a subscription: nothing more is sent to it',
         plugins: { ...requires('webhooks:write', 'webhook'), ...docs(204, 400, 401, 403, 404) },
@@ -90,6 +95,7 @@ export function subscriptionRoutes(container: DependencyContainer): ServerRoute[
       method: 'PATCH',
       path: '/orgs/{org_id}/webhooks/{wh_id}/enable',
       options: {
+        id: 'enableWebhook',
         tags,
         description: 'Enable a subscription (also one disabled after repeated failures); resets its failure count',
         plugins: { ...requires('webhooks:write', 'webhook'), ...docs(400, 401, 403, 404) },

@@ -68,6 +68,7 @@ export function attachmentRoutes(container: DependencyContainer): ServerRoute[] 
       method: 'POST',
       path: '/jobs/{job_id}/attachments',
       options: {
+        id: 'createJobAttachment',
         tags,
         description: 'Attach a file to the job (JSON: name, optional mime_type, content as utf8 or base64); a name is unique per job (409)',
         plugins: { svc: { ...requires('jobs:write', 'job').svc, bytes: ['content'] }, ...docs(400, 401, 403, 404, 409, 413) },
@@ -82,6 +83,7 @@ export function attachmentRoutes(container: DependencyContainer): ServerRoute[] 
       method: 'GET',
       path: '/jobs/{job_id}/attachments',
       options: {
+        id: 'listJobAttachments',
         tags,
         description: "The job's attachments, newest first (metadata only)",
         plugins: { ...requires('jobs:read', 'job'), ...docs(400, 401, 404) },
@@ -94,6 +96,7 @@ export function attachmentRoutes(container: DependencyContainer): ServerRoute[] 
       method: 'GET',
       path: '/jobs/{job_id}/attachments/{name}',
       options: {
+        id: 'getJobAttachment',
         tags,
         description: "One attachment's metadata",
         plugins: { ...requires('jobs:read', 'job'), ...docs(400, 401, 404) },
@@ -106,6 +109,7 @@ export function attachmentRoutes(container: DependencyContainer): ServerRoute[] 
       method: 'GET',
       path: '/jobs/{job_id}/attachments/{name}/content',
       options: {
+        id: 'getJobAttachmentContent',
         tags,
         description: "The attachment's bytes, with its stored Content-Type (application/octet-stream when none was given)",
         plugins: {
@@ -133,6 +137,7 @@ export function attachmentRoutes(container: DependencyContainer): ServerRoute[] 
       method: 'DELETE',
       path: '/jobs/{job_id}/attachments/{name}',
       options: {
+        id: 'deleteJobAttachment',
         tags,
         description: 'Remove the attachment',
         plugins: { ...requires('jobs:write', 'job'), ...docs(204, 400, 401, 403, 404) },

@@ -22,9 +22,9 @@ const text = (max: number) => Joi.string().trim().min(1).max(max);
 
 const claimPayload = Joi.object({ owner: text(200).description("who runs the attempt; default the caller's user id"), lease_seconds: leaseSeconds })
   .allow(null)
-  .label('ClaimRequest');
-const releasePayload = Joi.object({ attempt_id: Joi.string().guid().required(), lease_token: leaseToken }).label('ReleaseRequest');
-const heartbeatPayload = Joi.object({ lease_token: leaseToken, lease_seconds: leaseSeconds }).label('HeartbeatRequest');
+  .label('ClaimJobRequest');
+const releasePayload = Joi.object({ attempt_id: Joi.string().guid().required(), lease_token: leaseToken }).label('ReleaseJobRequest');
+const heartbeatPayload = Joi.object({ lease_token: leaseToken, lease_seconds: leaseSeconds }).label('HeartbeatAttemptRequest');
 const completePayload = Joi.object({
   lease_token: leaseToken,
   result: Joi.object({
@@ -55,6 +55,7 @@ export function claimRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/jobs/{job_id}/claim',
       options: {
+        id: 'claimJob',
         tags,
         description:
           'Claim a ready job: 409 when it is not ready, deferred, blocked (the message names the blockers) or a gate is held (body adds blocked_on_gates and jobId); 429 when its org runs limits.org.running_attempts already',
@@ -71,6 +72,7 @@ export function claimRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/jobs/{job_id}/release',
       options: {
+        id: 'releaseJob',
         tags,
         description: 'Give a claimed job back: the attempt ends cancelled, its gates are freed, the job is ready again (409 when the lease is lost)',
         plugins: write([409]),
@@ -86,6 +88,7 @@ export function claimRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/jobs/{job_id}/attempts/{attempt_id}/heartbeat',
       options: {
+        id: 'heartbeatAttempt',
         tags,
         description: 'Extend the lease of a running attempt (409 when the token does not match, the lease expired or the attempt ended)',
         plugins: write([409]),
@@ -102,6 +105,7 @@ export function claimRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/jobs/{job_id}/attempts/{attempt_id}/complete',
       options: {
+        id: 'completeAttempt',
         tags,
         description: 'End an attempt with its result (success, waiting, failed), written only under its live lease (409 otherwise, nothing written)',
         plugins: write([409]),
@@ -117,10 +121,11 @@ export function claimRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/jobs/{job_id}/submit',
       options: {
+        id: 'submitJob',
         tags,
         description: 'Submit an active job for review with a summary; its running attempt ends as succeeded',
         plugins: write([409]),
-        validate: { params: jobParams, payload: Joi.object({ summary: text(20_000).required() }).label('SubmitRequest') },
+        validate: { params: jobParams, payload: Joi.object({ summary: text(20_000).required() }).label('SubmitJobRequest') },
         response: { schema: jobSchema },
       },
       handler: (request) => review.submit(paramsOf(request).job_id, principalOf(request).id, payloadOf<{ summary: string }>(request).summary),
@@ -129,6 +134,7 @@ export function claimRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/jobs/{job_id}/approve',
       options: {
+        id: 'approveJob',
         tags,
         description: 'Approve a job in review: it is done',
         plugins: write([409]),
@@ -136,7 +142,7 @@ export function claimRoutes(container: DependencyContainer): ServerRoute[] {
           params: jobParams,
           payload: Joi.object({ comment: text(20_000) })
             .allow(null)
-            .label('ApproveRequest'),
+            .label('ApproveJobRequest'),
         },
         response: { schema: jobSchema },
       },
@@ -146,11 +152,12 @@ export function claimRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/jobs/{job_id}/reject',
       options: {
+        id: 'rejectJob',
         tags,
         description:
           'Reject a job in review with a reason: it is active again with a new attempt claimed for the caller (who gets its lease token); 429 when its org runs limits.org.running_attempts already',
         plugins: write([409, 429]),
-        validate: { params: jobParams, payload: Joi.object({ reason: text(20_000).required() }).label('RejectRequest') },
+        validate: { params: jobParams, payload: Joi.object({ reason: text(20_000).required() }).label('RejectJobRequest') },
         response: { schema: claimedSchema },
       },
       handler: (request) => review.reject(paramsOf(request).job_id, principalOf(request).id, payloadOf<{ reason: string }>(request).reason),
@@ -159,6 +166,7 @@ export function claimRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/projects/{project_id}/jobs/{job_id}/attempts',
       options: {
+        id: 'listJobAttempts',
         tags,
         description: 'Attempts of a job, highest attempt_number first',
         plugins: { ...requires('jobs:read', 'project'), ...docs(400, 401, 404) },
@@ -174,6 +182,7 @@ export function claimRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/projects/{project_id}/jobs/{job_id}/attempts/{attempt_number}',
       options: {
+        id: 'getJobAttempt',
         tags,
         description: 'One attempt of a job by its number',
         plugins: { ...requires('jobs:read', 'project'), ...docs(400, 401, 404) },

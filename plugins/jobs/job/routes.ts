@@ -23,6 +23,7 @@ export function jobRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/projects/{project_id}/jobs',
       options: {
+        id: 'createJob',
         tags,
         description: 'Create a job (only description is required); manifest defaults merge under the given fields',
         plugins: { ...requires('jobs:create', 'project'), ...docs(400, 401, 403, 404, 409, 422, 429) },
@@ -35,6 +36,7 @@ export function jobRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/projects/{project_id}/jobs',
       options: {
+        id: 'listJobs',
         tags,
         description: 'Jobs of the project, newest first; filters phase, issue_type, label, assignee, priority, parent_id, due_before',
         plugins: { ...requires('jobs:read', 'project'), ...docs(400, 401, 404) },
@@ -48,6 +50,7 @@ export function jobRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/jobs/{job_id}',
       options: {
+        id: 'getJob',
         tags,
         description: 'One job',
         plugins: { ...requires('jobs:read', 'job'), ...docs(400, 401, 404) },
@@ -60,6 +63,7 @@ export function jobRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'PATCH',
       path: '/jobs/{job_id}',
       options: {
+        id: 'updateJob',
         tags,
         description:
           'Change fields; phase moves between idea, backlog and ready, or to cancelled from any unfinished phase (a running attempt ends); other moves: 409',

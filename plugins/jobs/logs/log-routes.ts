@@ -34,6 +34,7 @@ export function logRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/jobs/{job_id}/attempts/{attempt_id}/logs',
       options: {
+        id: 'getAttemptLogs',
         tags,
         description: 'Output lines of an attempt, oldest first (seq order); page with limit/offset or with after_seq as a cursor',
         plugins: { ...requires('jobs:read', 'job'), ...docs(400, 401, 403, 404) },
@@ -51,6 +52,7 @@ export function logRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/jobs/{job_id}/attempts/{attempt_id}/logs/stream',
       options: {
+        id: 'streamAttemptLogs',
         tags,
         description:
           'Server-sent events: each output line (`log`, id = seq) as it is appended; `end` with the attempt status once it has ended (resume with Last-Event-ID)',

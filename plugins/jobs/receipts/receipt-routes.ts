@@ -42,6 +42,7 @@ export function receiptRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/jobs/{job_id}/attempts/{attempt_id}/usage',
       options: {
+        id: 'recordAttemptUsage',
         tags,
         description:
           'Record the usage of 1–100 llm.call events of a running attempt: model, provider, token counts, duration, and reported_cost_usd ' +
@@ -62,6 +63,7 @@ export function receiptRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/jobs/{job_id}/attempts/{attempt_id}/phases',
       options: {
+        id: 'recordAttemptPhases',
         tags,
         description:
           'Record phase timings of a running attempt (provision, clone, hydrate, execute, commit, push: lower-case words; ended_at ≥ started_at); ' +
@@ -80,6 +82,7 @@ export function receiptRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/jobs/{job_id}/receipt',
       options: {
+        id: 'getJobReceipt',
         tags,
         description: `The receipt of the job's latest attempt that has one (404 \`job X has no receipt yet\` otherwise). ${RECEIPT_SHAPE}`,
         plugins: read,
@@ -92,6 +95,7 @@ export function receiptRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/jobs/{job_id}/attempts/{attempt_id}/receipt',
       options: {
+        id: 'getAttemptReceipt',
         tags,
         description: `The receipt of one attempt (404 when it is not the job's, or has none yet because it is still running). ${RECEIPT_SHAPE}`,
         plugins: read,
@@ -107,6 +111,7 @@ export function receiptRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/jobs/{job_id}/compare',
       options: {
+        id: 'compareJobAttempts',
         tags,
         description: COMPARE_SHAPE,
         plugins: read,

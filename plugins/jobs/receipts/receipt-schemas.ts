@@ -64,7 +64,7 @@ export const recordedSchema = Joi.object({
   budget_exceeded: Joi.string().description(
     'this usage took the attempt over hints.max_tokens or hints.max_cost: the attempt has been ended as failed (BUDGET_EXCEEDED); stop the run',
   ),
-}).label('Recorded');
+}).label('RecordedUsage');
 
 // --- receipts -----------------------------------------------------------------------------------------
 

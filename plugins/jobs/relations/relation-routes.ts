@@ -105,6 +105,7 @@ export function relationRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'POST',
       path: '/jobs/{job_id}/dependencies',
       options: {
+        id: 'addJobDependency',
         tags,
         description:
           'Relate two jobs of one project: "{job_id} <relation_type> {related_job_id}" (blocked_by and waits_for: job_id waits for related_job_id; ' +
@@ -130,6 +131,7 @@ export function relationRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/jobs/{job_id}/dependencies',
       options: {
+        id: 'listJobDependencies',
         tags,
         description:
           'Relations of the job in both directions, oldest first: dependencies (jobs it waits for) and dependents (jobs waiting for it). ' +
@@ -144,6 +146,7 @@ export function relationRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'DELETE',
       path: '/jobs/{job_id}/dependencies/{related_job_id}',
       options: {
+        id: 'removeJobDependency',
         tags,
         description: 'Remove the relation between the two jobs, whichever of them it was added on; 404 when they are not related',
         plugins: { ...requires('jobs:write', 'job'), ...docs(204, 400, 401, 403, 404) },
@@ -159,6 +162,7 @@ export function relationRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/jobs/{job_id}/context',
       options: {
+        id: 'getJobContext',
         tags,
         description: 'The job with its parent, children, relations (dependencies, dependents, blocking), latest attempt and rejection, and effective phase',
         plugins: { ...requires('jobs:read', 'job'), ...docs(400, 401, 404) },
@@ -171,6 +175,7 @@ export function relationRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/jobs/{job_id}/tree',
       options: {
+        id: 'getJobTree',
         tags,
         description: 'The job and all its descendants, nested as {job, children: [{job, children}]}, children in child-number order',
         plugins: { ...requires('jobs:read', 'job'), ...docs(400, 401, 404) },

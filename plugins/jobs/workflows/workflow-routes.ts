@@ -61,6 +61,7 @@ export function workflowRoutes(invocation: WorkflowInvocation): ServerRoute[] {
       method: 'POST',
       path: '/projects/{project_id}/workflows/{name}/invoke',
       options: {
+        id: 'invokeWorkflow',
         tags,
         description: 'Invoke a workflow: a root job and one child job per step (blocked_by from depends_on); wait=true blocks up to 60 s for the result',
         plugins: { ...requires('workflows:invoke', 'project'), ...docs(400, 401, 403, 404, 422) },
