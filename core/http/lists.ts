@@ -21,16 +21,18 @@ export interface Page<T> {
   pagination: { limit: number; offset: number; count: number; total: number; has_more: boolean };
 }
 
+export const paginationSchema = Joi.object({
+  limit: Joi.number().integer().required(),
+  offset: Joi.number().integer().required(),
+  count: Joi.number().integer().required().description('items in this page'),
+  total: Joi.number().integer().required().description('items in all pages'),
+  has_more: Joi.boolean().required(),
+}).label('Pagination');
+
 export const pageSchema = (item: Joi.Schema, label: string) =>
   Joi.object({
     data: Joi.array().items(item).required(),
-    pagination: Joi.object({
-      limit: Joi.number().integer().required(),
-      offset: Joi.number().integer().required(),
-      count: Joi.number().integer().required().description('items in this page'),
-      total: Joi.number().integer().required().description('items in all pages'),
-      has_more: Joi.boolean().required(),
-    }).label('Pagination'),
+    pagination: paginationSchema,
   }).label(label);
 
 /**

@@ -30,7 +30,7 @@ export function environmentRoutes(service: EnvironmentService): ServerRoute[] {
       method: 'POST',
       path: BASE,
       options: {
-        id: 'ensureEnvironment',
+        id: 'createEnvironment',
         tags,
         description: 'Create an environment (201); one of that name exists: 409 (POST …/environments/ensure answers it instead)',
         plugins: { ...requires('environments:write', 'project'), ...docs(400, 401, 403, 404, 409, 422) },
@@ -47,6 +47,7 @@ export function environmentRoutes(service: EnvironmentService): ServerRoute[] {
       method: 'POST',
       path: `${BASE}/ensure`,
       options: {
+        id: 'ensureEnvironment',
         tags,
         description:
           'Find or create an environment: 200 with it, created when missing or as it is when the fields given match; 409 naming the fields an existing one holds otherwise',

@@ -1,7 +1,7 @@
 import Joi from 'joi';
 import type { ServerRoute } from '@hapi/hapi';
 import { requires } from '../../core/http/access.ts';
-import { MAX_LIMIT } from '../../core/http/lists.ts';
+import { MAX_LIMIT, paginationSchema } from '../../core/http/lists.ts';
 import { docs, orgId, projectId, timestamp } from '../../core/http/schemas.ts';
 import { paramsOf, queryOf } from '../../core/http/request.ts';
 import type { AgentDirectory } from './agents.ts';
@@ -76,13 +76,7 @@ const orgAgents = Joi.object({
       }).label('OrgProjectAgents'),
     )
     .required(),
-  pagination: Joi.object({
-    limit: Joi.number().integer().required(),
-    offset: Joi.number().integer().required(),
-    count: Joi.number().integer().required(),
-    total: Joi.number().integer().required(),
-    has_more: Joi.boolean().required(),
-  }).label('Pagination'),
+  pagination: paginationSchema.required(),
 }).label('OrgAgents');
 
 const pageQuery = Joi.object({
@@ -97,6 +91,7 @@ export function agentRoutes(agents: AgentDirectory): ServerRoute[] {
       method: 'GET',
       path: '/projects/{project_id}/agents',
       options: {
+        id: 'getProjectAgents',
         tags,
         description: "The project's agent configuration: its manifest's profiles, what each would run now, and which harnesses are ready in its scope",
         plugins: { ...requires('manifest:read', 'project'), ...docs(400, 401, 404) },
@@ -109,6 +104,7 @@ export function agentRoutes(agents: AgentDirectory): ServerRoute[] {
       method: 'GET',
       path: '/orgs/{org_id}/agents',
       options: {
+        id: 'getOrgAgents',
         tags,
         description: "Harnesses ready in the org's scope, and each of its projects' profiles and default choice (paged by project, oldest first)",
         plugins: { ...requires('projects:read', 'org'), ...docs(400, 401, 404) },

@@ -31,6 +31,7 @@ export const plugin: DomainPlugin = {
     describeTags(server, {
       harnesses:
         'The coding CLIs (harnesses harness_a to harness_f, and plugins) this server can run jobs with: availability, variants, auth status and capabilities.',
+      agents: "A project's or org's agent configuration: the manifest's profiles, what each would run now, and which harnesses are ready in that scope.",
     });
     const config = container.resolve(Tokens.Config);
     const tokenEndpoint = new Transport(outboundGuard(config), config.harness_oauth.timeout_ms);

@@ -77,6 +77,7 @@ export function diffRoutes(container: DependencyContainer): ServerRoute[] {
       method: 'GET',
       path: '/jobs/{job_id}/attempts/{attempt_number}/diff',
       options: {
+        id: 'getAttemptDiff',
         tags,
         description: DESCRIPTION,
         plugins: { ...requires('jobs:read', 'job'), ...docs(400, 401, 404) },
