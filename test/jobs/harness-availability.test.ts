@@ -219,11 +219,15 @@ test.serial('a worker that gains the binary makes create succeed after its next 
   t.is(refused.body.message, `harness_b cannot run on any worker: the ${cli} binary was not found (1 worker reported; docs/harnesses.md, "Refused at create")`);
   t.false(existsSync(cli));
   symlinkSync(FAKE_CLAUDE, cli);
-  const accepted = await until(async () => {
-    const res = await w!.api.post(`/projects/${w!.projectId}/jobs`, { description: 'Note the change', harness: 'harness_b' });
-    return res.statusCode === 201 ? res : null;
-  }, 'create to be accepted once the worker reports its CLI');
-  const job = await finished(w, accepted.body.id);
+  const accepted = await until(
+    async () => {
+      const res = await w!.api.post(`/projects/${w!.projectId}/jobs`, { description: 'Note the change', harness: 'harness_b' });
+      return res.statusCode === 201 ? res : null;
+    },
+    'create to be accepted once the worker reports its CLI',
+    30_000,
+  );
+  const job = await finished(w, accepted.body.id, 60_000);
   const [attempt] = await attemptsOf(w, job.id);
   t.is(job.phase, 'done', JSON.stringify((await logLines(w, job.id, attempt.id)).map((l) => l.line)));
 });

@@ -25,7 +25,8 @@ export function jobRoutes(container: DependencyContainer): ServerRoute[] {
       options: {
         id: 'createJob',
         tags,
-        description: 'Create a job (only description is required); manifest defaults merge under the given fields',
+        description:
+          'Create a job (only description is required); manifest defaults merge under the given fields; 422 when workers have reported and none can run its harness',
         plugins: { ...requires('jobs:create', 'project'), ...docs(400, 401, 403, 404, 409, 422, 429) },
         validate: { params: projectParams, payload: S.createJobSchema },
         response: { status: { 201: S.jobSchema } },
@@ -66,8 +67,8 @@ export function jobRoutes(container: DependencyContainer): ServerRoute[] {
         id: 'updateJob',
         tags,
         description:
-          'Change fields; phase moves between idea, backlog and ready, or to cancelled from any unfinished phase (a running attempt ends); other moves: 409',
-        plugins: { ...requires('jobs:write', 'job'), ...docs(400, 401, 403, 404, 409) },
+          'Change fields; phase moves between idea, backlog and ready, or to cancelled from any unfinished phase (a running attempt ends); other moves: 409; to ready when no worker can run its harness: 422',
+        plugins: { ...requires('jobs:write', 'job'), ...docs(400, 401, 403, 404, 409, 422) },
         validate: { params: jobParams, payload: S.updateJobSchema },
         response: { schema: S.jobSchema },
       },
