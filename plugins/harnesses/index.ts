@@ -1,5 +1,6 @@
 import type { DomainPlugin } from '../../core/http/plugins.ts';
-import { HarnessRegistryToken } from '../../core/ports/harness.ts';
+import { HarnessRegistryToken, type AuthWhere } from '../../core/ports/harness.ts';
+import { RuntimeToken } from '../../core/ports/runtime.ts';
 import { Tokens } from '../../core/tokens.ts';
 import { lookupLater } from '../../core/di.ts';
 import { SecretResolverToken } from '../../core/ports/secrets.ts';
@@ -26,6 +27,10 @@ export const plugin: DomainPlugin = {
     server.events.on('stop', () => tokenEndpoint.close());
     const harnesses = await Harnesses.load(config.harnesses, new HarnessAuth(lookupLater(container, SecretResolverToken), oauth));
     if (!container.isRegistered(HarnessRegistryToken)) container.registerInstance(HarnessRegistryToken, harnesses);
-    server.route(harnessRoutes(harnesses));
+    // With the worker role here, availability is what this process's attempts see: a runtime that
+    // runs them in an image finds the CLI there. An api process without it checks its own PATH.
+    const commandsIn = container.isRegistered(RuntimeToken, true) ? container.resolve(RuntimeToken).commandsIn : undefined;
+    const where: AuthWhere = commandsIn ? { commandsIn } : {};
+    server.route(harnessRoutes(harnesses, where));
   },
 };
