@@ -150,6 +150,11 @@ export interface HarnessDefinition {
   parseLine(line: string): HarnessEvent[];
 }
 
+/** Where a harness's binary is looked for: on this machine (the default), or nowhere here because the runtime runs it elsewhere (`Runtime.commandsIn`). */
+export interface AuthWhere {
+  commandsIn?: string;
+}
+
 /** Whether a harness can run here: its binary is found and its credentials are present. */
 export interface HarnessAuthStatus {
   available: boolean;
@@ -166,11 +171,11 @@ export interface HarnessRegistry {
   /** The definition with the configured binary applied (`harnesses.<id>.command`). */
   get(idOrAlias: string): HarnessDefinition | undefined;
   list(): HarnessDefinition[];
-  auth(idOrAlias: string, ctx?: SecretContext): Promise<HarnessAuthStatus>;
+  auth(idOrAlias: string, ctx?: SecretContext, where?: AuthWhere): Promise<HarnessAuthStatus>;
   /** Credential variables this server holds for the harness (its own environment, then secrets): merge them into `HarnessInput.env`. */
   credentials(idOrAlias: string, ctx?: SecretContext): Promise<Record<string, string>>;
   /** Profiles and job fields → what runs (see domain/manifest/profiles.ts); availability is checked only when a profile drops unavailable entries. */
-  resolve(request: AgentRequest, agents: AgentsConfig | undefined, ctx?: SecretContext): Promise<AgentChoice>;
+  resolve(request: AgentRequest, agents: AgentsConfig | undefined, ctx?: SecretContext, where?: AuthWhere): Promise<AgentChoice>;
 }
 
 /** Every id and alias a registry answers to, for error messages. */

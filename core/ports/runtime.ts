@@ -46,6 +46,12 @@ export interface RunningProcess {
 
 export interface Runtime {
   readonly name: string;
+  /**
+   * Set by a runtime whose processes find their commands somewhere other than this machine (an
+   * image: docker, kubernetes), naming where for messages ("the image svc-worker-clis:local"). The
+   * worker then does not look for a harness's binary here: the container says when it is missing.
+   */
+  readonly commandsIn?: string;
   start(spec: ProcessSpec): Promise<RunningProcess>;
 }
 

@@ -1,5 +1,6 @@
 import type { DomainPlugin } from '../../core/http/plugins.ts';
-import { HarnessAvailabilityToken, HarnessRegistryToken } from '../../core/ports/harness.ts';
+import { HarnessAvailabilityToken, HarnessRegistryToken, type AuthWhere } from '../../core/ports/harness.ts';
+import { RuntimeToken } from '../../core/ports/runtime.ts';
 import { Tokens } from '../../core/tokens.ts';
 import { lookupLater } from '../../core/di.ts';
 import { SecretResolverToken } from '../../core/ports/secrets.ts';
@@ -56,7 +57,11 @@ export const plugin: DomainPlugin = {
     );
     if (!container.isRegistered(HarnessAvailabilityToken)) container.registerInstance(HarnessAvailabilityToken, availability);
     container.resolve(Housekeeping).add(async () => void (await availability.prune()));
-    server.route(harnessRoutes(harnesses));
+    // With the worker role here, availability is what this process's attempts see: a runtime that
+    // runs them in an image finds the CLI there. An api process without it checks its own PATH.
+    const commandsIn = container.isRegistered(RuntimeToken, true) ? container.resolve(RuntimeToken).commandsIn : undefined;
+    const where: AuthWhere = commandsIn ? { commandsIn } : {};
+    server.route(harnessRoutes(harnesses, where));
     const agents = new AgentDirectory(
       container.resolve(HarnessRegistryToken),
       lookupLater(container, ManifestReaderToken),

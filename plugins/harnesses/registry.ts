@@ -8,7 +8,7 @@ import path from 'node:path';
 import type { HarnessesConfig, HarnessSettings } from '../../core/config/schema.ts';
 import type { AgentsConfig } from '../../domain/manifest/types.ts';
 import { chooseAgent, planAgent, type AgentChoice, type AgentRequest } from '../../domain/manifest/profiles.ts';
-import type { HarnessAuthStatus, HarnessDefinition, HarnessRegistry } from '../../core/ports/harness.ts';
+import type { AuthWhere, HarnessAuthStatus, HarnessDefinition, HarnessRegistry } from '../../core/ports/harness.ts';
 import type { SecretContext } from '../../core/ports/secrets.ts';
 import { defineHarness } from '../../core/sdk.ts';
 import { loadModule } from '../../core/load-module.ts';
@@ -117,10 +117,10 @@ export class Harnesses implements HarnessRegistry {
     return this.byName.get(id)?.source ?? 'builtin';
   }
 
-  async auth(idOrAlias: string, ctx?: SecretContext): Promise<HarnessAuthStatus> {
+  async auth(idOrAlias: string, ctx?: SecretContext, where?: AuthWhere): Promise<HarnessAuthStatus> {
     const def = this.get(idOrAlias);
     if (!def) return { available: false, reason: `unknown harness '${idOrAlias}'`, instructions: [] };
-    return this.authService.status(def, ctx);
+    return this.authService.status(def, ctx, where);
   }
 
   async credentials(idOrAlias: string, ctx?: SecretContext): Promise<Record<string, string>> {
@@ -128,7 +128,7 @@ export class Harnesses implements HarnessRegistry {
     return def ? this.authService.credentials(def, ctx) : {};
   }
 
-  async resolve(request: AgentRequest, agents: AgentsConfig | undefined, ctx?: SecretContext): Promise<AgentChoice> {
+  async resolve(request: AgentRequest, agents: AgentsConfig | undefined, ctx?: SecretContext, where?: AuthWhere): Promise<AgentChoice> {
     const plan = planAgent(request ?? {}, agents, {
       canonical: (name) => this.get(name)?.id,
       variants: (id) => {
@@ -139,7 +139,7 @@ export class Harnesses implements HarnessRegistry {
     });
     const statuses = new Map<string, HarnessAuthStatus>();
     if (plan.dropUnavailable) {
-      for (const id of new Set(plan.candidates.map((c) => c.harness))) statuses.set(id, await this.auth(id, ctx));
+      for (const id of new Set(plan.candidates.map((c) => c.harness))) statuses.set(id, await this.auth(id, ctx, where));
     }
     return chooseAgent(plan, (id) => statuses.get(id));
   }

@@ -3,13 +3,13 @@ import type { ServerRoute } from '@hapi/hapi';
 import { authenticated } from '../../core/http/access.ts';
 import { docs } from '../../core/http/schemas.ts';
 import { paramsOf, queryOf } from '../../core/http/request.ts';
-import { harnessNames, type HarnessDefinition } from '../../core/ports/harness.ts';
+import { harnessNames, type AuthWhere, type HarnessDefinition } from '../../core/ports/harness.ts';
 import type { Harnesses } from './registry.ts';
 import * as S from './schemas.ts';
 
 const tags = ['api', 'harnesses'];
 
-async function view(harnesses: Harnesses, def: HarnessDefinition) {
+async function view(harnesses: Harnesses, def: HarnessDefinition, where: AuthWhere) {
   const source = harnesses.sourceOf(def.id);
   const caps = def.capabilities;
   return {
@@ -17,7 +17,7 @@ async function view(harnesses: Harnesses, def: HarnessDefinition) {
     aliases: def.aliases ?? [],
     description: def.description,
     variants: (def.variants ?? []).map((v) => ({ name: v.name, description: v.description, source })),
-    auth: await harnesses.auth(def.id).then(({ available, reason, instructions }) => ({ available, reason, instructions })),
+    auth: await harnesses.auth(def.id, undefined, where).then(({ available, reason, instructions }) => ({ available, reason, instructions })),
     capabilities: {
       supports_model: caps?.supportsModel ?? false,
       model_examples: caps?.modelExamples ?? [],
@@ -27,7 +27,7 @@ async function view(harnesses: Harnesses, def: HarnessDefinition) {
   };
 }
 
-export function harnessRoutes(harnesses: Harnesses): ServerRoute[] {
+export function harnessRoutes(harnesses: Harnesses, where: AuthWhere = {}): ServerRoute[] {
   return [
     {
       method: 'GET',
@@ -44,7 +44,7 @@ export function harnessRoutes(harnesses: Harnesses): ServerRoute[] {
         const { limit, offset } = queryOf<{ limit: number; offset: number }>(request);
         const all = harnesses.list();
         const page = all.slice(offset, offset + limit);
-        const data = await Promise.all(page.map((def) => view(harnesses, def)));
+        const data = await Promise.all(page.map((def) => view(harnesses, def, where)));
         return { data, pagination: { limit, offset, count: data.length, total: all.length, has_more: offset + data.length < all.length } };
       },
     },
@@ -63,7 +63,7 @@ export function harnessRoutes(harnesses: Harnesses): ServerRoute[] {
         const { name } = paramsOf(request);
         const def = harnesses.get(name);
         if (!def) throw Boom.notFound(`unknown harness '${name}' (known: ${harnessNames(harnesses).join(', ')})`);
-        return view(harnesses, def);
+        return view(harnesses, def, where);
       },
     },
   ];

@@ -8,7 +8,7 @@ import { execFile } from 'node:child_process';
 import { accessSync, constants, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
-import type { HarnessAuthStatus, HarnessDefinition } from '../../core/ports/harness.ts';
+import type { AuthWhere, HarnessAuthStatus, HarnessDefinition } from '../../core/ports/harness.ts';
 import type { SecretContext, SecretResolver } from '../../core/ports/secrets.ts';
 import { SecretMissing, SecretNotShared } from '../../core/errors.ts';
 import { versionNote } from '../../core/harness-versions.ts';
@@ -137,21 +137,31 @@ export class HarnessAuth {
     return held;
   }
 
-  async status(def: HarnessDefinition, ctx: SecretContext = {}): Promise<HarnessAuthStatus> {
+  /**
+   * `where.commandsIn` (a runtime that runs the CLI in an image) skips looking for the binary on
+   * this machine, and with it the version note: only the credentials are checked.
+   */
+  async status(def: HarnessDefinition, ctx: SecretContext = {}, where: AuthWhere = {}): Promise<HarnessAuthStatus> {
     const command = def.command ?? def.id;
-    const install = `Install the CLI for the user that runs jobs, or set harnesses.${def.id}.command (${commandVariable(def.id)}) to its path.`;
-    const binary = findBinary(command);
-    if (!binary) {
-      return {
-        available: false,
-        reason: `binary '${command}' not found${command.includes('/') ? '' : ' on PATH'}`,
-        instructions: [install, ...(def.credentials?.instructions ?? [])],
-        missing: 'binary',
-      };
+    let found: string;
+    let note: string | null = null;
+    if (where.commandsIn) {
+      found = `'${command}' runs in ${where.commandsIn} (not looked for here)`;
+    } else {
+      const binary = findBinary(command);
+      if (!binary) {
+        const install = `Install the CLI for the user that runs jobs, or set harnesses.${def.id}.command (${commandVariable(def.id)}) to its path.`;
+        return {
+          available: false,
+          reason: `binary '${command}' not found${command.includes('/') ? '' : ' on PATH'}`,
+          instructions: [install, ...(def.credentials?.instructions ?? [])],
+          missing: 'binary',
+        };
+      }
+      // A CLI older or newer than the versions tested is said, never refused: it may well work.
+      note = def.versions ? versionNote(await versionOutput(binary, def.versions.args), def.versions) : null;
+      found = note ? `${binary} found (${note})` : `${binary} found`;
     }
-    // A CLI older or newer than the versions tested is said, never refused: it may well work.
-    const note = def.versions ? versionNote(await versionOutput(binary, def.versions.args), def.versions) : null;
-    const found = note ? `${binary} found (${note})` : `${binary} found`;
     const spec = def.credentials;
     if (!spec || (spec.env.length === 0 && !spec.files?.length)) return { available: true, reason: `${found}; it needs no credentials`, instructions: [] };
 

@@ -383,7 +383,8 @@ export class AttemptRun {
           ?.current(work.project.id)
           .catch(() => null)
       )?.parsed ?? null;
-    const plan = await planAttempt(work, deps.harnesses(), manifest, ctx);
+    // A runtime that runs processes in an image finds the harness's binary there, not on this machine.
+    const plan = await planAttempt(work, deps.harnesses(), manifest, ctx, { commandsIn: deps.runtime.commandsIn });
     if (plan.kind === 'action') throw new WorkerFailure(`action ${plan.type} runs without a workspace`);
     const masks: string[] = [];
     const remask = () => (log.mask = secretMasker(masks));

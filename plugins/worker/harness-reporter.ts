@@ -12,6 +12,8 @@ export interface ReporterDeps {
   availability(): HarnessAvailability | null;
   intervalMs: number;
   logger: Logger;
+  /** The image this worker's runtime runs attempts in, when it does (the CLI is looked for there, not here). */
+  commandsIn?: string;
 }
 
 /**
@@ -59,7 +61,7 @@ export class HarnessReporter implements RoleService {
     if (!registry || !availability || this.stopped) return;
     const harnesses: Record<string, HarnessReport> = {};
     for (const def of registry.list()) {
-      const status = await registry.auth(def.id);
+      const status = await registry.auth(def.id, {}, this.deps.commandsIn ? { commandsIn: this.deps.commandsIn } : {});
       harnesses[def.id] = {
         available: status.available,
         command: def.command ?? def.id,

@@ -91,6 +91,7 @@ export const plugin: DomainPlugin = {
         availability: optional(container, HarnessAvailabilityToken),
         intervalMs: w.harness_report_seconds * 1000,
         logger,
+        commandsIn: runtime.commandsIn,
       });
       const worker = new InProcessWorker(
         {

@@ -1,6 +1,6 @@
 import { isManagedModel } from '../../core/ports/inference.ts';
 import type { AttemptWork } from '../../core/ports/attempts.ts';
-import type { HarnessDefinition, HarnessRegistry, PermissionPolicy } from '../../core/ports/harness.ts';
+import type { AuthWhere, HarnessDefinition, HarnessRegistry, PermissionPolicy } from '../../core/ports/harness.ts';
 import type { SecretContext } from '../../core/ports/secrets.ts';
 import type { AgentChoice, AgentRequest } from '../../domain/manifest/profiles.ts';
 import type { Manifest } from '../../domain/manifest/types.ts';
@@ -45,7 +45,13 @@ function promptOf(work: AttemptWork, agent: Record<string, unknown>): string {
  * A job without `hints.step` is an agent job: its description is the prompt, and the
  * harness comes from its harness fields, the manifest's profiles, else the server's default harness.
  */
-export async function planAttempt(work: AttemptWork, harnesses: HarnessRegistry | null, manifest: Manifest | null, ctx: SecretContext): Promise<Plan> {
+export async function planAttempt(
+  work: AttemptWork,
+  harnesses: HarnessRegistry | null,
+  manifest: Manifest | null,
+  ctx: SecretContext,
+  where: AuthWhere = {},
+): Promise<Plan> {
   const step = isObject(work.job.hints.step) ? work.job.hints.step : null;
   const kind = step?.kind;
   if (step && kind === 'script') {
@@ -72,14 +78,14 @@ export async function planAttempt(work: AttemptWork, harnesses: HarnessRegistry 
   }
   let resolved: AgentChoice;
   try {
-    resolved = await harnesses.resolve(work.job.harness as AgentRequest, manifest?.['x-svc']?.agents, ctx);
+    resolved = await harnesses.resolve(work.job.harness as AgentRequest, manifest?.['x-svc']?.agents, ctx, where);
   } catch (err) {
     throw new WorkerFailure(`no harness for this job: ${(err as Error).message}`);
   }
   const { choice, fallback } = afterFailures(resolved, work.attempt.failed_before);
   const harness = harnesses.get(choice.harness);
   if (!harness) throw new WorkerFailure(`harness ${choice.harness} is not known to this server`);
-  const auth = await harnesses.auth(harness.id, ctx);
+  const auth = await harnesses.auth(harness.id, ctx, where);
   // A managed model brings its own endpoint and credential; the CLI itself must still be there.
   const credentialsSupplied = isManagedModel(choice.model) && auth.missing === 'credentials';
   if (!auth.available && !credentialsSupplied)

@@ -268,7 +268,12 @@ test.serial(
     t.like(r.attempt, { status: 'failed' }, JSON.stringify(r.attempt));
     t.is(r.job.phase, 'cancelled', 'the failed attempt ends the job (max_attempts 1)');
     t.is(r.attempt.result_json?.error_code, 'BUDGET_EXCEEDED', JSON.stringify(r.attempt));
-    t.is(r.attempt.error, `BUDGET_EXCEEDED: ${BUDGET} tokens used, at hints.max_tokens ${BUDGET}`);
+    // Claude Code's side call (no tools) may be in flight beside turn 1: both began under the budget, so
+    // both are served and the total can pass it; what may not happen is a call begun after it was reached.
+    const used = /^BUDGET_EXCEEDED: (\d+) tokens used, (?:at|over) hints\.max_tokens (\d+)$/.exec(r.attempt.error ?? '');
+    t.truthy(used, r.attempt.error);
+    t.is(Number(used?.[2]), BUDGET);
+    t.true(Number(used?.[1]) >= BUDGET);
     // The CLI got the refusal and printed it; then its process ended (no process of the job is left).
     const logs = await until(
       async () => {
@@ -285,10 +290,11 @@ test.serial(
     const metered = requests.filter((q) => q.usage);
     t.is(
       metered.reduce((sum, q) => sum + usageTokens(q.usage!), 0),
-      BUDGET,
+      Number(used?.[1]),
+      'the receipt counts every metered call, and the refusal named that total',
     );
     t.like(r.receipt.llm, { calls: metered.length }, JSON.stringify(r.receipt.llm));
-    t.is(r.receipt.llm.input_tokens + r.receipt.llm.output_tokens + r.receipt.llm.cache_read_tokens + r.receipt.llm.cache_write_tokens, BUDGET);
+    t.is(r.receipt.llm.input_tokens + r.receipt.llm.output_tokens + r.receipt.llm.cache_read_tokens + r.receipt.llm.cache_write_tokens, Number(used?.[1]));
     t.is(r.committed, null, 'nothing committed or pushed');
     await until(async () => processesWith(marker).length === 0, 'no process of the job left', 15_000);
   },

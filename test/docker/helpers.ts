@@ -2,8 +2,9 @@ import { fileURLToPath } from 'node:url';
 import Docker from 'dockerode';
 import { engineAddress } from '../../adapters/runtime/docker/engine.ts';
 
-/** The image test/docker/run.ts made sure of. */
+/** The images test/docker/run.ts made sure of: the worker image, and the one with the real CLIs. */
 export const IMAGE = process.env.SVC_DOCKER_TEST_IMAGE ?? 'svc-worker:local';
+export const CLIS_IMAGE = process.env.SVC_DOCKER_TEST_CLIS_IMAGE ?? 'svc-worker-clis:local';
 /** The fake harness CLIs, bind-mounted read-only at the same path. */
 export const BIN = fileURLToPath(new URL('../fixtures/bin', import.meta.url));
 

@@ -1,9 +1,11 @@
 /**
  * The images the engine-backed tests run, made here without pulling anything: the worker image
- * (adapters/runtime/docker/image/build.sh), and for the packaging examples the Node base, the
+ * (adapters/runtime/docker/image/build.sh) and the worker image with the real CLIs
+ * (examples/docker/worker-clis-image.sh), and for the packaging examples the Node base, the
  * dependencies and the server image (examples/docker/) and PostgreSQL (examples/compose/).
- * Bases are built when missing (the dependencies also when package-lock.json changed); the server
- * image is built every time, from BuildKit's cache when the sources did not change.
+ * Bases are built when missing (the dependencies also when package-lock.json changed, the CLI image
+ * when the pinned versions or its base changed); the server image is built every time, from
+ * BuildKit's cache when the sources did not change.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -12,8 +14,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type Docker from 'dockerode';
 import { statusOf } from '../../adapters/runtime/docker/engine.ts';
+import { CLI_NAMES, cacheRoot, cliBin } from '../clis/support/clis.ts';
 
 export const WORKER_IMAGE = process.env.SVC_DOCKER_TEST_IMAGE ?? 'svc-worker:local';
+export const CLIS_IMAGE = process.env.SVC_DOCKER_TEST_CLIS_IMAGE ?? 'svc-worker-clis:local';
 export const NODE_IMAGE = 'svc-node:local';
 export const DEPS_IMAGE = 'svc-deps:local';
 export const SERVER_IMAGE = process.env.SVC_DOCKER_TEST_SERVER_IMAGE ?? 'svc:local';
@@ -39,12 +43,26 @@ function run(root: string, what: string, command: string, args: string[], env: R
   console.log(`docker: ${what} built in ${Math.round((Date.now() - started) / 1000)} s`);
 }
 
+const sha256 = (file: string) => createHash('sha256').update(readFileSync(file)).digest('hex');
+
+/**
+ * The worker image with the CLIs, (re)built when its labels do not match the pinned versions
+ * (test/clis/versions.json) and the worker image's id. The script copies the CLIs from test:clis's
+ * cache, which CI has filled by then; they are installed there first when missing.
+ */
+async function ensureClisImage(docker: Docker, root: string): Promise<void> {
+  const labels = await labelsOf(docker, CLIS_IMAGE);
+  const base = (await docker.getImage(WORKER_IMAGE).inspect()).Id;
+  if (labels?.['svc.clis.pins'] === sha256(path.join(root, 'test/clis/versions.json')) && labels['svc.clis.base'] === base) return;
+  for (const name of CLI_NAMES) cliBin(name);
+  run(root, CLIS_IMAGE, path.join(root, 'examples/docker/worker-clis-image.sh'), [CLIS_IMAGE], { SVC_WORKER_IMAGE: WORKER_IMAGE, SVC_CLI_CACHE: cacheRoot() });
+}
+
 export async function ensureImages(docker: Docker, root: string): Promise<void> {
   if (!(await labelsOf(docker, WORKER_IMAGE))) run(root, WORKER_IMAGE, path.join(root, 'adapters/runtime/docker/image/build.sh'), [WORKER_IMAGE]);
+  await ensureClisImage(docker, root);
   if (!(await labelsOf(docker, NODE_IMAGE))) run(root, NODE_IMAGE, path.join(root, 'examples/docker/node-image.sh'), [NODE_IMAGE]);
-  const lock = createHash('sha256')
-    .update(readFileSync(path.join(root, 'package-lock.json')))
-    .digest('hex');
+  const lock = sha256(path.join(root, 'package-lock.json'));
   if ((await labelsOf(docker, DEPS_IMAGE))?.['svc.package-lock'] !== lock)
     run(root, DEPS_IMAGE, path.join(root, 'examples/docker/deps-image.sh'), [DEPS_IMAGE]);
   if (!(await labelsOf(docker, POSTGRES_IMAGE))) run(root, POSTGRES_IMAGE, path.join(root, 'examples/compose/postgres-image.sh'), [POSTGRES_IMAGE]);

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Docker from 'dockerode';
 import { engineAddress, engineMessage } from '../../adapters/runtime/docker/engine.ts';
-import { ensureImages, WORKER_IMAGE } from './images.ts';
+import { CLIS_IMAGE, ensureImages, WORKER_IMAGE } from './images.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -43,6 +43,6 @@ try {
 const ava = spawnSync(path.join(ROOT, 'node_modules/.bin/ava'), ['--config', 'test/docker/ava.config.mjs', ...process.argv.slice(2)], {
   cwd: ROOT,
   stdio: 'inherit',
-  env: { ...process.env, SVC_DOCKER_TEST_IMAGE: WORKER_IMAGE },
+  env: { ...process.env, SVC_DOCKER_TEST_IMAGE: WORKER_IMAGE, SVC_DOCKER_TEST_CLIS_IMAGE: CLIS_IMAGE },
 });
 process.exit(ava.status ?? 1);

@@ -63,6 +63,8 @@ const IMAGE_HELP = 'images are never pulled: build it with adapters/runtime/dock
 
 export class DockerRuntime implements Runtime {
   readonly name = 'docker';
+  /** Commands (a harness's CLI) are the image's: the worker does not look for them on this machine. */
+  readonly commandsIn: string;
   private readonly classes: Record<string, ResourceClass>;
   private warnedOwner = false;
 
@@ -72,6 +74,7 @@ export class DockerRuntime implements Runtime {
     private readonly options: Options,
     private readonly logger: Logger,
   ) {
+    this.commandsIn = `the image ${options.image}`;
     this.classes = { ...DEFAULT_RESOURCE_CLASSES, ...options.resource_classes };
     if (!this.classes[options.default_resource_class]) {
       throw new Error(

@@ -17,6 +17,10 @@ import { filesOwner, podUser, serverUser, workspaceNotHandedOver } from './user.
 
 class KubernetesRuntime implements Runtime {
   readonly name = 'kubernetes';
+  /** Commands (a harness's CLI) are the pod image's: the worker does not look for them on this machine. */
+  get commandsIn(): string {
+    return `the image ${this.options.image}`;
+  }
 
   constructor(
     private readonly options: KubernetesOptions,

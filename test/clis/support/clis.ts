@@ -6,19 +6,17 @@
  * test processes) resolves each package's newest published version instead.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
 export type CliName = 'claude' | 'codex' | 'gemini' | 'opencode';
 
-/** The versions docs/harnesses.md names as tested. */
-export const PINNED: Record<CliName, { pkg: string; version: string }> = {
-  claude: { pkg: '@anthropic-ai/claude-code', version: '2.1.332' },
-  codex: { pkg: '@openai/codex', version: '0.171.0' },
-  gemini: { pkg: '@google/gemini-cli', version: '0.61.0' },
-  opencode: { pkg: 'opencode-ai', version: '1.18.33' },
-};
+/**
+ * The versions docs/harnesses.md names as tested, kept in test/clis/versions.json so that
+ * examples/docker/worker-clis-image.sh installs the same ones into the worker image.
+ */
+export const PINNED: Record<CliName, { pkg: string; version: string }> = JSON.parse(readFileSync(new URL('../versions.json', import.meta.url), 'utf8'));
 
 export const CLI_NAMES = Object.keys(PINNED) as CliName[];
 

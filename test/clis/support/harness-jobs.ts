@@ -16,11 +16,17 @@ export interface JobWorld extends WorkerWorld {
   workspaceRoot: string;
 }
 
-export async function jobWorld(slug: string, harnesses: Record<string, unknown>, secrets: Record<string, string>): Promise<JobWorld> {
+/** `more`: other config keys over the defaults (e.g. `adapters` for another runtime). */
+export async function jobWorld(
+  slug: string,
+  harnesses: Record<string, unknown>,
+  secrets: Record<string, string>,
+  more: Record<string, unknown> = {},
+): Promise<JobWorld> {
   // The workspaces must be reachable by uid 1000: the default scratch directory is private.
   const open = mkdtempSync(path.join(tmpdir(), 'svc-clis-'));
   chmodSync(open, 0o755);
-  const w = await workerWorld(slug, { overrides: { worker: { run_as_uid: 1000, workspace_root: path.join(open, 'workspaces') }, harnesses } });
+  const w = await workerWorld(slug, { overrides: { ...more, worker: { run_as_uid: 1000, workspace_root: path.join(open, 'workspaces') }, harnesses } });
   for (const [name, value] of Object.entries(secrets)) {
     const res = await w.api.post('/system/secrets', { name, value, shared_with_jobs: true });
     if (res.statusCode !== 201) throw new Error(`secret ${name}: ${res.statusCode} ${JSON.stringify(res.body)}`);
