@@ -16,6 +16,7 @@ import { createServer, type Server as HttpServer } from 'node:http';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import test from 'ava';
 import { as, bootstrapAdmin, startTestServer, type TestServer } from '../support/server.ts';
 import { tempRepo } from '../manifest/helpers.ts';
@@ -78,6 +79,7 @@ test.before(async () => {
   await startReceiver();
   const port = await freePort();
   registry = await startTokenRegistry(work, `http://127.0.0.1:${port}`);
+  process.env.ANTHROPIC_API_KEY ??= 'sk-ant-dummy';
   s = await startTestServer({
     overrides: {
       roles: ['api', 'orchestrator', 'worker'],
@@ -90,6 +92,9 @@ test.before(async () => {
       environments: { health_interval_seconds: 1 },
       webhooks: { poll_ms: 100 },
       worker: { heartbeat_seconds: 1, log_flush_ms: 20, workspace_root: path.join(work, 'workspaces') },
+      // Flow 4 creates an agent job: its worker must be able to run the default harness, or create is
+      // 422 (docs/harnesses.md, "Refused at create"). The stand-in and a dummy key, as the docs say.
+      harnesses: { harness_b: { command: path.join(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/bin/fake-claude') } },
     },
   });
   adminToken = (await bootstrapAdmin(s.server)).token;
