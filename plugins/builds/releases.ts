@@ -50,13 +50,14 @@ export class ReleaseService implements Releases {
     if (artifacts.length === 0)
       throw new Invalid(`build ${spec.id} has no successful run with artifacts: a release needs a completed build`, { build_id: spec.id });
     const tag = input.tag ?? input.version ?? `sha-${spec.git_sha.slice(0, 12)}`;
+    const digests: Record<string, string> = Object.fromEntries(artifacts.map((a) => [a.service_name, a.digest]));
     const row = {
       id: newId('rel'),
       project_id: projectId,
       build_id: spec.id,
       git_sha: spec.git_sha,
       manifest_hash: spec.manifest_hash,
-      image_digests: JSON.stringify(Object.fromEntries(artifacts.map((a) => [a.service_name, a.digest]))),
+      image_digests: JSON.stringify(digests),
       version: input.version ?? null,
       tag,
       created_by: principal.id,
@@ -70,7 +71,6 @@ export class ReleaseService implements Releases {
     } catch (e) {
       if (!isUniqueViolation(e)) throw e;
       const existing: Release | undefined = await this.db('releases').where({ project_id: projectId, tag }).first();
-      const digests = JSON.parse(row.image_digests) as Record<string, string>;
       if (existing && existing.git_sha === spec.git_sha && canonicalJson(existing.image_digests) === canonicalJson(digests))
         return { ...existing, created: false };
       const other = existing ? ` for ${existing.git_sha === spec.git_sha ? 'other images of this commit' : `commit ${existing.git_sha.slice(0, 12)}`}` : '';
