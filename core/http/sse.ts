@@ -1,6 +1,7 @@
 import { PassThrough } from 'node:stream';
 import type { Request, ResponseToolkit, ResponseObject } from '@hapi/hapi';
 import type { Logger } from 'pino';
+import { SharedReads } from '../shared-reads.ts';
 
 /** A comment line now and then keeps proxies from closing a quiet stream. */
 export const KEEP_ALIVE_MS = 15_000;
@@ -24,6 +25,11 @@ export function resumeAfter(request: Request): number {
 
 /** What an append-only log streamed as server-sent events needs: news, the end, and reads after an id. */
 export interface EventLog {
+  /**
+   * Names the log (`attempt-log:<id>`): the streams of one log then share each read (one query
+   * per new entry, however many follow it). Every read must depend on nothing but the key.
+   */
+  key?: string;
   /** Calls `wake` whenever new entries may have been committed; returns the way to stop. */
   subscribe(wake: () => void): () => void;
   /** Whether nothing more will be appended (decided before reading, so the read holds everything). */
@@ -40,7 +46,8 @@ export interface EventLog {
  * no database connection and sends no query); ends once the log has ended and everything up to
  * then is sent, and stops when the client goes away. `what` names the log in warnings.
  */
-export function openEventStream(request: Request, h: ResponseToolkit, log: EventLog, logger: Logger, what: string): ResponseObject {
+export function openEventStream(request: Request, h: ResponseToolkit, given: EventLog, logger: Logger, what: string): ResponseObject {
+  const log = given.key === undefined ? given : sharedLog(given, given.key);
   const out = new PassThrough();
   let closed = false;
   let wake: () => void = () => undefined;
@@ -63,7 +70,7 @@ export function openEventStream(request: Request, h: ResponseToolkit, log: Event
       });
       const ended = await log.ended();
       for (let batch = await log.after(last); batch.length > 0 && !closed; batch = await log.after(last)) {
-        for (const event of batch) out.write(sseFrame(event));
+        for (const event of batch) out.write(renderedFrame(event));
         last = Number(batch[batch.length - 1].id);
       }
       if (ended) {
@@ -82,4 +89,25 @@ export function openEventStream(request: Request, h: ResponseToolkit, log: Event
     .finally(close);
 
   return h.response(out).type('text/event-stream').header('cache-control', 'no-cache').header('content-encoding', 'identity').header('x-accel-buffering', 'no');
+}
+
+const reads = new SharedReads();
+/** An event's frame, rendered once for all the streams that share its read. */
+const frames = new WeakMap<SseEvent, string>();
+
+function renderedFrame(event: SseEvent): string {
+  let frame = frames.get(event);
+  if (frame === undefined) frames.set(event, (frame = sseFrame(event)));
+  return frame;
+}
+
+/** The log with its reads shared among the streams that follow the same key. */
+function sharedLog(log: EventLog, key: string): EventLog {
+  const { closing } = log;
+  return {
+    subscribe: (wake) => log.subscribe(wake),
+    ended: () => reads.read(`${key} ended`, () => log.ended()),
+    after: (afterId) => reads.read(`${key} after ${afterId}`, () => log.after(afterId)),
+    ...(closing ? { closing: () => reads.read(`${key} closing`, () => closing.call(log)) } : {}),
+  };
 }

@@ -51,6 +51,7 @@ export function logRoutes(container: DependencyContainer): ServerRoute[] {
           request,
           h,
           {
+            key: `build-log:${run.id}`,
             subscribe: (wake) => logs.bus.subscribe(run.id, wake),
             ended: async () => !ACTIVE_STATUSES.includes((await builds.run(run.id))!.status),
             after: lineEvents((afterSeq) => logs.after(run.id, afterSeq)),

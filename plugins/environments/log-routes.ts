@@ -38,6 +38,7 @@ export function deployLogRoutes(service: EnvironmentService, logs: DeployLogs, l
           request,
           h,
           {
+            key: `deploy-log:${deploy_id}`,
             subscribe: (wake) => logs.bus.subscribe(deploy_id, wake),
             ended: async () => service.deployEnded(await deploy()),
             after: lineEvents((afterSeq) => logs.after(deploy_id, afterSeq)),

@@ -22,6 +22,7 @@ export class RunStream {
       request,
       h,
       {
+        key: `pipeline-run:${runId}:${stepName ?? ''}`,
         subscribe: (wake) => this.bus.subscribe(runId, wake),
         ended: () => this.ended(runId, stepName),
         after: async (afterId) => (await this.runs.eventsAfter(runId, afterId, stepName)).map((e) => ({ id: e.id, type: e.type, data: e.data })),

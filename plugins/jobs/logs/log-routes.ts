@@ -70,6 +70,7 @@ export function logRoutes(container: DependencyContainer): ServerRoute[] {
           request,
           h,
           {
+            key: `attempt-log:${attempt_id}`,
             subscribe: (wake) => logs.bus.subscribe(job_id, wake),
             ended: async () => (await attemptOf(job_id, attempt_id)).status !== 'running',
             after: lineEvents((afterSeq) => logs.after(attempt_id, afterSeq)),
