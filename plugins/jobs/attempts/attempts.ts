@@ -312,6 +312,15 @@ export class AttemptRepository {
   byNumber(jobId: string, attemptNumber: number): Promise<AttemptRow | undefined> {
     return this.db('job_attempts').where({ job_id: jobId, attempt_number: attemptNumber }).first();
   }
+
+  /** The id of the attempt a composite reference names, when its job is in that project. */
+  async byReference(projectId: string, jobId: string, attemptNumber: number): Promise<string | undefined> {
+    const row = await this.db('job_attempts')
+      .join('jobs', 'jobs.id', 'job_attempts.job_id')
+      .where({ 'jobs.project_id': projectId, 'job_attempts.job_id': jobId, 'job_attempts.attempt_number': attemptNumber })
+      .first('job_attempts.id');
+    return row?.id;
+  }
 }
 
 /** The attempts read API: a job's attempts, reachable only through the job's own project. */

@@ -7,13 +7,13 @@ import { listQuerySchema, pageSchema, type ListQuery } from '../../../core/http/
 import { paramsOf, payloadOf, queryOf } from '../../../core/http/request.ts';
 import { Claims, MAX_LEASE_SECONDS, type Completion } from './claims.ts';
 import { Review } from './review.ts';
-import { AttemptHistory, RESULT_STATUSES, attemptSchema, claimedAttemptSchema } from '../attempts/attempts.ts';
+import { AttemptHistory, AttemptRepository, RESULT_STATUSES, attemptSchema, claimedAttemptSchema } from '../attempts/attempts.ts';
 import { jobSchema, jobId } from '../job/schemas.ts';
 import { jobParams } from '../job/routes.ts';
+import { attemptParams, resolveAttemptRef } from '../attempts/attempt-ref.ts';
 
 const tags = ['api', 'jobs'];
 
-const attemptParams = jobParams.keys({ attempt_id: Joi.string().guid().required() });
 const projectJobParams = Joi.object({ project_id: projectId.required(), job_id: jobId.required().description('the job id (the spec calls it job_number)') });
 
 const leaseSeconds = Joi.number().integer().min(1).max(MAX_LEASE_SECONDS).description('lease length; default 300');
@@ -45,6 +45,7 @@ const outcomeSchema = Joi.object({ job: jobSchema.required(), attempt: attemptSc
 
 /** Claiming and running work (claim, release, heartbeat, complete), review, and reading attempts. */
 export function claimRoutes(container: DependencyContainer): ServerRoute[] {
+  const attemptRef = resolveAttemptRef(container.resolve(AttemptRepository));
   const claims = container.resolve(Claims);
   const review = container.resolve(Review);
   const history = container.resolve(AttemptHistory);
@@ -92,6 +93,7 @@ export function claimRoutes(container: DependencyContainer): ServerRoute[] {
         tags,
         description: 'Extend the lease of a running attempt (409 when the token does not match, the lease expired or the attempt ended)',
         plugins: write([409]),
+        pre: [attemptRef],
         validate: { params: attemptParams, payload: heartbeatPayload },
         response: { schema: attemptSchema },
       },
@@ -109,6 +111,7 @@ export function claimRoutes(container: DependencyContainer): ServerRoute[] {
         tags,
         description: 'End an attempt with its result (success, waiting, failed), written only under its live lease (409 otherwise, nothing written)',
         plugins: write([409]),
+        pre: [attemptRef],
         validate: { params: attemptParams, payload: completePayload },
         response: { schema: outcomeSchema },
       },

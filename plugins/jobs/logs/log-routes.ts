@@ -1,4 +1,3 @@
-import Joi from 'joi';
 import type { ServerRoute } from '@hapi/hapi';
 import type { DependencyContainer } from '../../../core/di.ts';
 import { Tokens } from '../../../core/tokens.ts';
@@ -9,16 +8,17 @@ import { lineEvents, logLineSchema, logPageQuery, type LogPageQuery } from '../.
 import { paramsOf, queryOf } from '../../../core/http/request.ts';
 import { openEventStream, sseFrame } from '../../../core/http/sse.ts';
 import { AttemptLogs } from './attempt-logs.ts';
-import { jobParams } from '../job/routes.ts';
+import { attemptParams, resolveAttemptRef } from '../attempts/attempt-ref.ts';
+import { AttemptRepository } from '../attempts/attempts.ts';
 import { NotFound } from '../../../core/errors.ts';
 
 const tags = ['api', 'jobs'];
 
-const attemptParams = jobParams.keys({ attempt_id: Joi.string().guid().required() });
 const lineSchema = logLineSchema('AttemptLogLine', ['stdout', 'stderr', 'system']);
 
 /** The attempt's output: a page of lines in seq order, and a live stream of them. */
 export function logRoutes(container: DependencyContainer): ServerRoute[] {
+  const attemptRef = resolveAttemptRef(container.resolve(AttemptRepository));
   const logs = container.resolve(AttemptLogs);
   const db = container.resolve(Tokens.Db);
   const logger = container.resolve(Tokens.Logger);
@@ -38,6 +38,7 @@ export function logRoutes(container: DependencyContainer): ServerRoute[] {
         tags,
         description: 'Output lines of an attempt, oldest first (seq order); page with limit/offset or with after_seq as a cursor',
         plugins: { ...requires('jobs:read', 'job'), ...docs(400, 401, 403, 404) },
+        pre: [attemptRef],
         validate: { params: attemptParams, query: logPageQuery },
         response: { schema: pageSchema(lineSchema, 'AttemptLogPage') },
       },
@@ -57,6 +58,7 @@ export function logRoutes(container: DependencyContainer): ServerRoute[] {
         description:
           'Server-sent events: each output line (`log`, id = seq) as it is appended; `end` with the attempt status once it has ended (resume with Last-Event-ID)',
         plugins: { ...requires('jobs:read', 'job'), ...docs(400, 401, 403, 404) },
+        pre: [attemptRef],
         validate: { params: attemptParams, query: eventStreamQuery('seq') },
         response: eventStreamResponse(
           'AttemptLogStream',

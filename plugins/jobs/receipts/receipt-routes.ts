@@ -1,4 +1,3 @@
-import Joi from 'joi';
 import type { ServerRoute } from '@hapi/hapi';
 import type { DependencyContainer } from '../../../core/di.ts';
 import { requires } from '../../../core/http/access.ts';
@@ -8,10 +7,11 @@ import { Receipts } from './receipts.ts';
 import { AttemptComparison } from './compare.ts';
 import type { LlmCall, PhaseTiming } from './receipt-store.ts';
 import { jobParams } from '../job/routes.ts';
+import { attemptParams, resolveAttemptRef } from '../attempts/attempt-ref.ts';
+import { AttemptRepository } from '../attempts/attempts.ts';
 import { comparisonSchema, compareQuery, phasesPayload, receiptSchema, recordedSchema, usagePayload } from './receipt-schemas.ts';
 
 const tags = ['api', 'jobs'];
-const attemptParams = jobParams.keys({ attempt_id: Joi.string().guid().required() });
 
 const RECEIPT_SHAPE =
   'A receipt: {receipt_version, attempt_id, attempt_number, job_id, status, result_status, ' +
@@ -32,6 +32,7 @@ const COMPARE_SHAPE =
 
 /** Usage and phase recording for the runner of an attempt, receipts, and attempt comparison. */
 export function receiptRoutes(container: DependencyContainer): ServerRoute[] {
+  const attemptRef = resolveAttemptRef(container.resolve(AttemptRepository));
   const receipts = container.resolve(Receipts);
   const comparison = container.resolve(AttemptComparison);
   const read = { ...requires('jobs:read', 'job'), ...docs(400, 401, 404) };
@@ -50,6 +51,7 @@ export function receiptRoutes(container: DependencyContainer): ServerRoute[] {
           '(no prompt or response content). Fenced by the lease token like heartbeat: 409 `lease lost …` and nothing written when it does not hold. ' +
           'Answers 201 {recorded: n}.',
         plugins: write,
+        pre: [attemptRef],
         validate: { params: attemptParams, payload: usagePayload },
         response: { status: { 201: recordedSchema } },
       },
@@ -69,6 +71,7 @@ export function receiptRoutes(container: DependencyContainer): ServerRoute[] {
           'Record phase timings of a running attempt (provision, clone, hydrate, execute, commit, push: lower-case words; ended_at ≥ started_at); ' +
           'a name reported again replaces its times. Fenced by the lease token (409 `lease lost …`, nothing written). Answers 201 {recorded: n}.',
         plugins: write,
+        pre: [attemptRef],
         validate: { params: attemptParams, payload: phasesPayload },
         response: { status: { 201: recordedSchema } },
       },
@@ -99,6 +102,7 @@ export function receiptRoutes(container: DependencyContainer): ServerRoute[] {
         tags,
         description: `The receipt of one attempt (404 when it is not the job's, or has none yet because it is still running). ${RECEIPT_SHAPE}`,
         plugins: read,
+        pre: [attemptRef],
         validate: { params: attemptParams },
         response: { schema: receiptSchema },
       },
