@@ -30,6 +30,7 @@ test('the composite reference reads the same log and drives the same lease as th
   const byRef = await api.get(`/jobs/${jobId}/attempts/${encodeURIComponent(ref)}/logs`);
   t.is(byRef.statusCode, 200, JSON.stringify(byRef.body));
   t.deepEqual(byRef.body, byId.body);
+  t.deepEqual((await api.get(`/jobs/${jobId}/attempts/${ref}/logs`)).body, byId.body, 'the colons need no encoding');
   const beat = await api.post(`/jobs/${jobId}/attempts/${encodeURIComponent(ref)}/heartbeat`, { lease_token: attempt.lease_token });
   t.is(beat.statusCode, 200, JSON.stringify(beat.body));
   t.is(beat.body.id, attempt.id);
