@@ -215,6 +215,10 @@ export const configSchema = Joi.object({
     allow_private: Joi.boolean().allow(null).required(),
     allowed_hosts: list(Joi.string().min(1)).required(),
   }).required(),
+  retention: Joi.object({
+    events_days: Joi.number().integer().min(0).max(36_500).required(),
+    webhook_deliveries_days: Joi.number().integer().min(0).max(36_500).required(),
+  }).required(),
   environments: Joi.object({
     health_interval_seconds: Joi.number().integer().min(1).max(86_400).required(),
   }).required(),
@@ -371,6 +375,8 @@ export interface Config {
     allowed_hosts: string[];
   };
   inference: InferenceConfig;
+  /** Days a routed event and a finished webhook delivery are kept; 0 keeps them for ever (docs/operations.md). */
+  retention: { events_days: number; webhook_deliveries_days: number };
   environments: {
     /** How often the orchestrator reads deployed environments' health from the deployer. */
     health_interval_seconds: number;

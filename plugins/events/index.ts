@@ -2,7 +2,8 @@ import type { DomainPlugin } from '../../core/http/plugins.ts';
 import { Tokens } from '../../core/tokens.ts';
 import { Notifier } from '../../core/db/notify.ts';
 import { EVENTS_CHANNEL, attachEventWakeups, eventWakeupsOf } from '../../core/events/wakeups.ts';
-import { RoleServices } from '../../core/roles.ts';
+import { Housekeeping, RoleServices } from '../../core/roles.ts';
+import { prune } from '../../core/db/prune.ts';
 import { SchedulerToken } from '../../core/ports/scheduler.ts';
 import { ManifestSyncListeners } from '../../core/ports/manifest.ts';
 import { EventLogSlotToken } from '../../core/ports/events.ts';
@@ -39,6 +40,11 @@ export const plugin: DomainPlugin = {
     for (const cls of [EventRepository, EventService, Schedules]) container.registerSingleton(cls as never);
     container.resolve(EventLogSlotToken).fill(container.resolve(EventLogReader));
     container.resolve(ManifestSyncListeners).add((manifest) => resync.notify(manifest.project_id));
+
+    const { retention } = container.resolve(Tokens.Config);
+    container
+      .resolve(Housekeeping)
+      .add(async () => void (await prune(db, { table: 'events', at: 'created_at', statuses: ['completed', 'failed'], days: retention.events_days })));
 
     const roles = container.resolve(RoleServices);
     roles.add('orchestrator', container.resolve(EventRouter));

@@ -3,7 +3,8 @@ import type { DomainPlugin } from '../../core/http/plugins.ts';
 import { AccessTargets } from '../../core/http/access.ts';
 import { Notifier } from '../../core/db/notify.ts';
 import { EVENTS_CHANNEL, attachEventWakeups, eventWakeupsOf } from '../../core/events/wakeups.ts';
-import { RoleServices } from '../../core/roles.ts';
+import { Housekeeping, RoleServices } from '../../core/roles.ts';
+import { prune } from '../../core/db/prune.ts';
 import { SchedulerToken } from '../../core/ports/scheduler.ts';
 import { Tokens } from '../../core/tokens.ts';
 import { AddressGuard, guardOptions } from './address-guard.ts';
@@ -44,6 +45,11 @@ export const plugin: DomainPlugin = {
       container.registerSingleton(cls as never);
     // Without the events plugin nothing else announces new events; the poll would still find them.
     if (!eventWakeupsOf(db)) attachEventWakeups(db, new Notifier(db, EVENTS_CHANNEL, container.resolve(Tokens.Logger)));
+
+    const days = container.resolve(Tokens.Config).retention.webhook_deliveries_days;
+    container
+      .resolve(Housekeeping)
+      .add(async () => void (await prune(db, { table: 'webhook_deliveries', at: 'completed_at', statuses: ['succeeded', 'failed'], days })));
 
     if (container.isRegistered(SchedulerToken)) {
       const scheduler = container.resolve(SchedulerToken);
