@@ -106,8 +106,8 @@ test.serial('a job without hints.step runs as an agent with its description as t
   t.deepEqual(
     progress.map((e: any) => e.payload_json),
     [
-      { attempt_id: attempt.id, job_id: job.id, message: 'Editing', percentage: 0 },
-      { attempt_id: attempt.id, job_id: job.id, message: 'Testing', percentage: 50 },
+      { attempt_id: attempt.id, job_id: job.id, attemptId: attempt.id, jobId: job.id, message: 'Editing', percentage: 0 },
+      { attempt_id: attempt.id, job_id: job.id, attemptId: attempt.id, jobId: job.id, message: 'Testing', percentage: 50 },
     ],
     'a new message at the same percentage within a second is not another event',
   );
@@ -170,7 +170,7 @@ test.serial('usage over hints.max_tokens kills the running agent: the attempt fa
     const runner = await w.srv.kernel.db('events').where({ source: 'runner', type: 'runner.failed' }).whereRaw("payload_json->>'job_id' = ?", [job.id]);
     t.deepEqual(
       runner.map((e: any) => e.payload_json),
-      [{ attempt_id: attempt.id, job_id: job.id, error: reason, exit_code: null }],
+      [{ attempt_id: attempt.id, job_id: job.id, attemptId: attempt.id, jobId: job.id, error: reason, exit_code: null, exitCode: null }],
     );
     // The worker logs `stopped: …` once the killed process has ended (a minute later if it were not killed).
     const lines = await until(

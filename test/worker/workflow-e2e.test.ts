@@ -114,8 +114,8 @@ test.serial('a script step runs to done: result, logs, resolved git with the pus
   );
 
   t.deepEqual(await runnerEvents(jobId), [
-    { type: 'runner.started', payload_json: { attempt_id: attempt.id, job_id: jobId } },
-    { type: 'runner.completed', payload_json: { attempt_id: attempt.id, job_id: jobId, result: invoked.body.result_json } },
+    { type: 'runner.started', payload_json: { attempt_id: attempt.id, job_id: jobId, attemptId: attempt.id, jobId } },
+    { type: 'runner.completed', payload_json: { attempt_id: attempt.id, job_id: jobId, attemptId: attempt.id, jobId, result: invoked.body.result_json } },
   ]);
 });
 
@@ -138,8 +138,11 @@ test.serial('a nonzero exit fails the attempt with the exit code; the auto commi
   t.deepEqual(
     (await runnerEvents(job.id)).map((e: any) => [e.type, e.payload_json]),
     [
-      ['runner.started', { attempt_id: attempt.id, job_id: job.id }],
-      ['runner.failed', { attempt_id: attempt.id, job_id: job.id, error: 'exited with code 3', exit_code: 3 }],
+      ['runner.started', { attempt_id: attempt.id, job_id: job.id, attemptId: attempt.id, jobId: job.id }],
+      [
+        'runner.failed',
+        { attempt_id: attempt.id, job_id: job.id, attemptId: attempt.id, jobId: job.id, error: 'exited with code 3', exit_code: 3, exitCode: 3 },
+      ],
     ],
   );
 });

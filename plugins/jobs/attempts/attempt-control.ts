@@ -124,7 +124,7 @@ export class AttemptControl implements AttemptControlPort {
       type,
       source: 'runner',
       actor_type: 'system',
-      payload: { attempt_id: lease.attemptId, job_id: lease.jobId, ...payload },
+      payload: withCamelCase({ attempt_id: lease.attemptId, job_id: lease.jobId, ...payload }),
     });
   }
 
@@ -143,4 +143,14 @@ export class AttemptControl implements AttemptControlPort {
       });
     });
   }
+}
+
+/**
+ * The interface lists runner payloads in snake_case and in a camelCase form: each snake_case key
+ * also appears camelCased (attemptId, jobId, exitCode), so a trigger condition written either way matches.
+ */
+function withCamelCase(payload: Record<string, unknown>): Record<string, unknown> {
+  const out = { ...payload };
+  for (const [key, value] of Object.entries(payload)) if (key.includes('_')) out[key.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase())] = value;
+  return out;
 }
