@@ -26,9 +26,10 @@
  *   BENCH_ANALYTICS_JOBS=100000, BENCH_ANALYTICS_RUNS=10000  analytics (bench/analytics.ts): seeded jobs and pipeline runs of one org
  *   BENCH_BUILD_RUNS=5                              builds (bench/builds.ts): builds per scenario (needs a Docker engine)
  *   BENCH_INFERENCE_CALLS=300, BENCH_INFERENCE_TOKENS=5000  inference (bench/inference.ts): streamed calls per side, tokens of the long stream
+ *   BENCH_SEARCH_JOBS=100000, BENCH_SEARCH_REQUESTS=300  search (bench/search.ts): jobs in the searched project, requests per query
  * `npm run bench` builds first: the server and the CLI run compiled, as users run them.
  */
-const GROUPS = ['kernel', 'hot', 'jobs', 'pipelines', 'events', 'webhooks', 'worker', 'cli', 'streams', 'analytics', 'builds', 'inference'] as const;
+const GROUPS = ['kernel', 'hot', 'jobs', 'pipelines', 'events', 'webhooks', 'worker', 'cli', 'streams', 'analytics', 'builds', 'inference', 'search'] as const;
 const JOB_SCENARIOS = ['claim', 'dispatch', 'ingest'] as const;
 
 const args = process.argv.slice(2);
@@ -54,6 +55,7 @@ for (const group of groups) {
   else if (group === 'analytics') failures.push(...(await (await import('./analytics.ts')).runAnalyticsBench()));
   else if (group === 'builds') failures.push(...(await (await import('./builds.ts')).runBuildsBench()));
   else if (group === 'inference') failures.push(...(await (await import('./inference.ts')).runInferenceBench()));
+  else if (group === 'search') failures.push(...(await (await import('./search.ts')).runSearchBench()));
   else failures.push(...(await (await import('./webhooks.ts')).runWebhooksBench()));
 }
 console.log(`\nbenchmark finished in ${((Date.now() - started) / 1000).toFixed(0)} s`);

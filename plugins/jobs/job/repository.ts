@@ -61,6 +61,13 @@ export interface JobFilters extends ListQuery {
   priority?: number;
   parent_id?: string;
   due_before?: string;
+  q?: string;
+  harness?: string;
+  model?: string;
+  created_after?: string;
+  created_before?: string;
+  closed_after?: string;
+  closed_before?: string;
   /** Only this job (a job token sees its own job and no other). */
   only_id?: string;
 }
@@ -105,6 +112,14 @@ export class JobRepository {
     if (f.priority !== undefined) q.where('jobs.priority', f.priority);
     if (f.parent_id) q.where('jobs.parent_id', f.parent_id);
     if (f.due_before) q.where('jobs.due_at', '<', f.due_before);
+    const words = f.q ? searchQuery(f.q) : null;
+    if (words) q.whereRaw(`to_tsvector('simple', jobs.title || ' ' || coalesce(jobs.description, '')) @@ to_tsquery('simple', ?)`, [words]);
+    if (f.harness) q.whereRaw(`jobs.harness->>'harness' = ?`, [f.harness]);
+    if (f.model) q.whereRaw(`jobs.harness->>'model' = ?`, [f.model]);
+    if (f.created_after) q.where('jobs.created_at', '>=', f.created_after);
+    if (f.created_before) q.where('jobs.created_at', '<', f.created_before);
+    if (f.closed_after) q.where('jobs.closed_at', '>=', f.closed_after);
+    if (f.closed_before) q.where('jobs.closed_at', '<', f.closed_before);
     if (f.only_id) q.where('jobs.id', f.only_id);
     return paginate<JobRow, Job>(q, f, toJob, 'jobs');
   }
@@ -227,4 +242,20 @@ function serialize(row: Partial<JobRow>): Record<string, unknown> {
   const out: Record<string, unknown> = { ...row };
   for (const c of JSON_COLUMNS) if (out[c] !== undefined && out[c] !== null) out[c] = JSON.stringify(out[c]);
   return out;
+}
+
+/**
+ * A tsquery of the words of `text`, each matched as a word or the start of one (`fix:* & login:*`);
+ * null when it holds no word. Only letters, digits, `_`, `.`, `-` and `/` survive, none of which
+ * tsquery reads as an operator.
+ */
+export function searchQuery(text: string): string | null {
+  // Dots, hyphens and slashes stay inside a word, so `app.ts` or `fix-login` is looked up as the index holds it.
+  const words = text.toLowerCase().match(/[\p{L}\p{N}_][\p{L}\p{N}_.\-/]*/gu) ?? [];
+  return words.length
+    ? words
+        .slice(0, 20)
+        .map((w) => `${w}:*`)
+        .join(' & ')
+    : null;
 }

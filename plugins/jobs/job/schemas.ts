@@ -251,4 +251,11 @@ export const listJobsQuery = listQuerySchema.keys({
   priority: Joi.number().integer().min(0).max(4),
   parent_id: jobId,
   due_before: isoDate,
+  q: Joi.string().trim().min(1).max(200).description('words of the title or description, each matched as a word or the start of one (all must match)'),
+  harness: Joi.string().max(100).description('the harness the job names (harness_a … harness_f)'),
+  model: Joi.string().max(300).description('the model the job names'),
+  created_after: isoDate,
+  created_before: isoDate,
+  closed_after: isoDate,
+  closed_before: isoDate,
 });
