@@ -10,6 +10,7 @@ const SOURCES = [
   'plugins',
   'adapters',
   'harnesses',
+  'client',
   'cli',
   'migrations',
   'console',
