@@ -33,10 +33,11 @@ type PathParamsOf<Op> = Op extends { parameters: { path: infer X } } ? X : never
 type QueryOf<Op> = Op extends { parameters: { query?: infer Q } } ? Exclude<Q, undefined> : never;
 
 /**
- * Query values may also be given as text (a flag as typed), since a query string is text on the
- * wire and the server validates it; the names are checked, and `undefined` values are left out.
+ * A query: its names are checked; each value may also be given as text (a flag as typed), since a
+ * query string is text on the wire, and may be left `undefined` (left out of the URL), since the
+ * server fills its defaults and answers 400 naming a missing one.
  */
-export type QueryInput<Q> = { [K in keyof Q]: Q[K] | string };
+export type QueryInput<Q> = { [K in keyof Q]?: Q[K] | string };
 
 type IsNever<T> = [T] extends [never] ? true : false;
 type RequiredWhen<Required extends boolean, T> = Required extends true ? T : Partial<T>;

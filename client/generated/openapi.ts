@@ -3691,7 +3691,7 @@ export interface components {
                 type: string;
                 id: string;
             };
-            target: Record<string, never>;
+            target: Record<string, unknown>;
             required: string[];
             sources: {
                 kind: string;
@@ -3763,7 +3763,7 @@ export interface components {
              * @default member
              * @enum {string}
              */
-            role: "owner" | "admin" | "member";
+            role?: "owner" | "admin" | "member";
         };
         AccessRequestCreate: {
             /** @example org_01h455vb4pex5vsknk084sn02q */
@@ -3830,7 +3830,7 @@ export interface components {
              * @default member
              * @enum {string}
              */
-            role: "owner" | "admin" | "member";
+            role?: "owner" | "admin" | "member";
         };
         AdminOrgBillingChanges: {
             /**
@@ -3856,7 +3856,7 @@ export interface components {
         AgentProfile: {
             name: string;
             /** @description as the manifest writes them */
-            entries: Record<string, never>[];
+            entries: Record<string, unknown>[];
             runs: components["schemas"]["AgentRun"] | components["schemas"]["AgentRunError"];
         };
         AgentRun: {
@@ -3983,7 +3983,7 @@ export interface components {
              * @default member
              * @enum {string}
              */
-            role: "owner" | "admin" | "member";
+            role?: "owner" | "admin" | "member";
             app: components["schemas"]["AppBranding"];
             /** @description where the web client sends the invitee after accepting */
             redirect_url?: string;
@@ -4022,13 +4022,13 @@ export interface components {
             /** @enum {string|null} */
             result_status: "success" | "waiting" | "failed" | null;
             /** @description the last json-result block; {svc: result} when none was sent */
-            result_json: Record<string, never> | null;
+            result_json: Record<string, unknown> | null;
             result_summary: string | null;
             error: string | null;
             lease_owner: string | null;
             /** Format: date-time */
             lease_expires_at: string | null;
-            git: Record<string, never>;
+            git: Record<string, unknown>;
             /** Format: date-time */
             started_at: string;
             /** Format: date-time */
@@ -4144,10 +4144,10 @@ export interface components {
             status: string;
             result_status: string | null;
             result_summary: string | null;
-            result_json: Record<string, never>;
+            result_json: Record<string, unknown>;
             error: string | null;
             /** @description resolved git metadata: commits, pushed, and `uncommitted` {files, reason} when changes were left uncommitted */
-            git: Record<string, never> | null;
+            git: Record<string, unknown> | null;
             /** Format: date-time */
             started_at: string;
             /** Format: date-time */
@@ -4213,9 +4213,9 @@ export interface components {
              * @description null: every service with build config
              * @default null
              */
-            services: string[] | null;
+            services?: string[] | null;
             /** @default {} */
-            inputs: {
+            inputs?: {
                 platforms?: string[];
                 /** @description tag the images with this version instead of sha-<sha> */
                 version?: string;
@@ -4224,7 +4224,7 @@ export interface components {
              * @description where the images go: 'svc' (native), 'none' (stay in the engine) or {host, namespace, auth}; default: the manifest's registry
              * @default null
              */
-            registry: ("svc" | "none" | null) | ({
+            registry?: ("svc" | "none" | null) | ({
                 host: string;
                 namespace?: string;
                 auth?: {
@@ -4232,12 +4232,12 @@ export interface components {
                     token_secret?: string;
                 };
             } | null);
-            cache?: Record<string, never>;
+            cache?: Record<string, unknown>;
             /**
              * @description build even when a successful build of the same commit, manifest and services exists
              * @default false
              */
-            force_rebuild: boolean;
+            force_rebuild?: boolean;
         };
         BuildLogLine: {
             seq: number;
@@ -4284,7 +4284,7 @@ export interface components {
         /** @default {} */
         BuildRunCreate: {
             /** @default false */
-            force_rebuild: boolean;
+            force_rebuild?: boolean;
         };
         BuildRunList: {
             data: components["schemas"]["BuildRun"][];
@@ -4298,9 +4298,9 @@ export interface components {
             git_sha: string;
             manifest_hash: string;
             services: string[] | null;
-            inputs: Record<string, never>;
-            registry: (string | null) | (Record<string, never> | null);
-            cache: Record<string, never>;
+            inputs: Record<string, unknown>;
+            registry: (string | null) | (Record<string, unknown> | null);
+            cache: Record<string, unknown>;
             created_by: string | null;
             /** Format: date-time */
             created_at: string;
@@ -4335,8 +4335,8 @@ export interface components {
             /** @enum {string} */
             object?: "chat.completion";
             model?: string;
-            choices?: Record<string, never>[];
-            usage?: Record<string, never>;
+            choices?: Record<string, unknown>[];
+            usage?: Record<string, unknown>;
         };
         ChatCompletionRequest: {
             model: string;
@@ -4344,7 +4344,7 @@ export interface components {
                 role: string;
             }[];
             stream?: boolean;
-            stream_options?: Record<string, never>;
+            stream_options?: Record<string, unknown>;
             max_tokens?: number | null;
             max_completion_tokens?: number | null;
             tools?: {
@@ -4423,13 +4423,13 @@ export interface components {
             /** @enum {string|null} */
             result_status: "success" | "waiting" | "failed" | null;
             /** @description the last json-result block; {svc: result} when none was sent */
-            result_json: Record<string, never> | null;
+            result_json: Record<string, unknown> | null;
             result_summary: string | null;
             error: string | null;
             lease_owner: string | null;
             /** Format: date-time */
             lease_expires_at: string | null;
-            git: Record<string, never>;
+            git: Record<string, unknown>;
             /** Format: date-time */
             started_at: string;
             /** Format: date-time */
@@ -4491,7 +4491,7 @@ export interface components {
                 reason?: string;
             };
             /** @description the whole json-result block */
-            result_json?: Record<string, never>;
+            result_json?: Record<string, unknown>;
             error?: string;
         };
         ConsoleLoginLink: {
@@ -4561,7 +4561,7 @@ export interface components {
              * @default org
              * @enum {string}
              */
-            scope: "org" | "project";
+            scope?: "org" | "project";
             permissions: ("orgs:read" | "orgs:write" | "orgs:delete" | "members:read" | "members:write" | "projects:read" | "projects:create" | "projects:write" | "projects:delete" | "manifest:read" | "manifest:write" | "jobs:read" | "jobs:create" | "jobs:write" | "jobs:admin" | "jobs:harness_override" | "workflows:read" | "workflows:invoke" | "pipelines:read" | "pipelines:run" | "pipelines:approve" | "builds:read" | "builds:write" | "builds:admin" | "releases:read" | "releases:write" | "environments:read" | "environments:write" | "environments:admin" | "events:read" | "events:write" | "webhooks:read" | "webhooks:write" | "secrets:read" | "secrets:write" | "secrets:admin" | "access:read" | "access:admin" | "chat:write" | "routes:read" | "routes:write" | "threads:read" | "orgfs:read" | "orgfs:write" | "orgdocs:read" | "orgdocs:write" | "envdb:read" | "envdb:write" | "inference:use" | "inference:admin")[];
             description?: string | null;
         };
@@ -4583,7 +4583,7 @@ export interface components {
              * @default utf8
              * @enum {string}
              */
-            encoding: "utf8" | "base64";
+            encoding?: "utf8" | "base64";
         };
         CreateChatRoute: {
             /** @description the chat team (workspace) id, as in the app's events */
@@ -4592,7 +4592,7 @@ export interface components {
              * @description a channel id; null or absent routes every channel of the team not routed on its own
              * @default null
              */
-            channel: string | null;
+            channel?: string | null;
         };
         CreateDoc: {
             /**
@@ -4603,7 +4603,7 @@ export interface components {
             /** @description UTF-8 text, at most 1048576 bytes (1 MiB) */
             content: string;
             /** @description free-form JSON stored with the version */
-            metadata?: Record<string, never>;
+            metadata?: Record<string, unknown>;
             /**
              * @description the project the document belongs to (its events are recorded there); none: org-wide
              * @example proj_01h455vb4pex5vsknk084sn02q
@@ -4650,7 +4650,7 @@ export interface components {
              * @description openai only: the upstream also serves the Responses API ({base_url}/responses), so Responses calls pass through instead of being translated to chat completions
              * @default false
              */
-            responses_api: boolean;
+            responses_api?: boolean;
         };
         CreateJobRequest: {
             description: string;
@@ -4683,9 +4683,9 @@ export interface components {
             model?: string;
             /** @enum {string} */
             reasoning_effort?: "low" | "medium" | "high" | "x-high";
-            harness_profile_override?: Record<string, never>;
+            harness_profile_override?: Record<string, unknown>;
             /** @description upper-case names; PATH, HOME, USER, SHELL, PWD, HOSTNAME, TMPDIR, LD_PRELOAD, LD_LIBRARY_PATH and every SVC_* name are reserved (the platform sets them) */
-            env_overrides?: Record<string, never>;
+            env_overrides?: Record<string, unknown>;
             hints?: components["schemas"]["Hints"];
             git?: components["schemas"]["GitControls"];
             workspace?: {
@@ -4747,12 +4747,12 @@ export interface components {
             /** @description where the prices come from (a price page and the date read, a contract) */
             provenance: string;
             /** @description model id (lower-cased; longer ids match up to -, @ or :) → USD per million tokens of input, output, cache_read, cache_write, reasoning */
-            models: Record<string, never>;
+            models: Record<string, unknown>;
             /**
              * @description resource class → USD per minute of billable time
              * @default {}
              */
-            compute: Record<string, never>;
+            compute?: Record<string, unknown>;
         };
         CreateSecret: {
             name: string;
@@ -4762,7 +4762,7 @@ export interface components {
              * @default env
              * @enum {string}
              */
-            type: "env" | "file" | "code_host_token" | "ssh_key";
+            type?: "env" | "file" | "code_host_token" | "ssh_key";
         };
         CreateServiceAccount: {
             name: string;
@@ -4780,12 +4780,12 @@ export interface components {
              * @default env
              * @enum {string}
              */
-            type: "env" | "file" | "code_host_token" | "ssh_key";
+            type?: "env" | "file" | "code_host_token" | "ssh_key";
             /**
              * @description whether jobs of every org may resolve it (`${secret.NAME}`, git, harness and deploy credentials); default false. svc's own integration secrets (CHATAPP_SIGNING_SECRET, VCSHOST_WEBHOOK_SECRET, REGISTRY_USERNAME, REGISTRY_PASSWORD) cannot be shared (422)
              * @default false
              */
-            shared_with_jobs: boolean;
+            shared_with_jobs?: boolean;
         };
         CreateThread: {
             /** @description unique in the project; coord:job:<parent_job_id> is the coordination thread of a team dispatch */
@@ -4804,7 +4804,7 @@ export interface components {
             provider_hint: string | null;
             identity_hint: string | null;
             redirect_url: string | null;
-            app: Record<string, never>;
+            app: Record<string, unknown>;
             /** @example usr_01h455vb4pex5vsknk084sn02q */
             created_by: string | null;
             /** Format: date-time */
@@ -4889,16 +4889,16 @@ export interface components {
             /** @description alternative to git_sha plus manifest_hash */
             release_tag?: string;
             /** @description service → digest; skips the build */
-            image_digests?: Record<string, never>;
+            image_digests?: Record<string, unknown>;
             /** @description tag of pre-built images */
             image_tag?: string;
             /**
              * @description bypass the environment's pipeline
              * @default false
              */
-            direct: boolean;
+            direct?: boolean;
             /** @description extra pipeline inputs; may carry release_id or release_tag */
-            inputs?: Record<string, never>;
+            inputs?: Record<string, unknown>;
         };
         Doc: {
             /** @example doc_01h455vb4pex5vsknk084sn02q */
@@ -4915,7 +4915,7 @@ export interface components {
             version_id: string;
             content_hash: string;
             size_bytes: number;
-            metadata: Record<string, never>;
+            metadata: Record<string, unknown>;
             deleted: boolean;
             /** Format: date-time */
             deleted_at: string | null;
@@ -4948,7 +4948,7 @@ export interface components {
             version_id: string;
             content_hash: string;
             size_bytes: number;
-            metadata: Record<string, never>;
+            metadata: Record<string, unknown>;
             deleted: boolean;
             /** Format: date-time */
             deleted_at: string | null;
@@ -4969,7 +4969,7 @@ export interface components {
             version: number;
             size_bytes: number;
             content_hash: string;
-            metadata: Record<string, never>;
+            metadata: Record<string, unknown>;
             created_by: string | null;
             /** Format: date-time */
             created_at: string;
@@ -4982,7 +4982,7 @@ export interface components {
             harness: string;
             reason: string;
         };
-        Empty: Record<string, never>;
+        Empty: Record<string, unknown>;
         EnsureOrg: {
             name: string;
             slug?: string;
@@ -5016,7 +5016,7 @@ export interface components {
             db_ref: string | null;
             kind: string | null;
             pipeline: string | null;
-            pipeline_inputs: Record<string, never>;
+            pipeline_inputs: Record<string, unknown>;
             /** @enum {string} */
             source: "manifest" | "ensured";
             /** @enum {string} */
@@ -5049,7 +5049,7 @@ export interface components {
             db_ref?: string;
             /** @description a pipeline of the manifest that deploys this environment */
             pipeline?: string;
-            pipeline_inputs?: Record<string, never>;
+            pipeline_inputs?: Record<string, unknown>;
         };
         EnvironmentHealth: {
             name: string;
@@ -5071,7 +5071,7 @@ export interface components {
                 string?: string;
             };
             /** @description service → the image reference the release's build pushed (`host/ns/service@sha256:…`): what the deployer runs */
-            images?: Record<string, never>;
+            images?: Record<string, unknown>;
         };
         EnvironmentSuspend: {
             reason?: string;
@@ -5091,7 +5091,7 @@ export interface components {
             source: "vcshost" | "chatapp" | "cron" | "manual" | "app" | "system" | "runner" | "chat";
             /** @enum {string} */
             status: "pending" | "processing" | "completed" | "failed";
-            payload_json: Record<string, never>;
+            payload_json: Record<string, unknown>;
             env_name: string | null;
             ref_sha: string | null;
             ref_branch: string | null;
@@ -5120,7 +5120,7 @@ export interface components {
              * @default manual
              * @enum {string}
              */
-            source: "vcshost" | "chatapp" | "cron" | "manual" | "app" | "system" | "runner" | "chat";
+            source?: "vcshost" | "chatapp" | "cron" | "manual" | "app" | "system" | "runner" | "chat";
             env_name?: string | null;
             ref_branch?: string | null;
             ref_sha?: string | null;
@@ -5128,7 +5128,7 @@ export interface components {
              * @default user
              * @enum {string}
              */
-            actor_type: "user" | "system" | "app";
+            actor_type?: "user" | "system" | "app";
             /** @description default: the caller */
             actor_id?: string | null;
             /** @description an event with a key the project has already seen is not created again: 200 with that event */
@@ -5139,7 +5139,7 @@ export interface components {
              * @description any JSON object; forwarded as input to what the event triggers
              * @default {}
              */
-            payload: Record<string, never>;
+            payload?: Record<string, unknown>;
         };
         /** @description which triggers matched (and what they started) and why the others did not; null until routed */
         EventRouting: {
@@ -5198,10 +5198,10 @@ export interface components {
         GenerateContentRequest: {
             contents: {
                 role?: string;
-                parts: Record<string, never>[];
+                parts: Record<string, unknown>[];
             }[];
-            systemInstruction?: string | Record<string, never>;
-            tools?: Record<string, never>[];
+            systemInstruction?: string | Record<string, unknown>;
+            tools?: Record<string, unknown>[];
             generationConfig?: {
                 maxOutputTokens?: number;
             };
@@ -5209,7 +5209,7 @@ export interface components {
         /** @description application/json: a GenerateContentResponse; for :streamGenerateContent, text/event-stream of them */
         GenerateContentResponse: {
             candidates?: string[];
-            usageMetadata?: Record<string, never>;
+            usageMetadata?: Record<string, unknown>;
             totalTokens?: number;
         };
         GitControls: {
@@ -5348,7 +5348,7 @@ export interface components {
             type: string;
             /** @enum {string} */
             status: "pending" | "processing" | "completed" | "failed";
-            payload_json: Record<string, never>;
+            payload_json: Record<string, unknown>;
             env_name: string | null;
             ref_sha: string | null;
             ref_branch: string | null;
@@ -5410,7 +5410,7 @@ export interface components {
              *       "push"
              *     ]
              */
-            actions: ("pull" | "push")[];
+            actions?: ("pull" | "push")[];
         };
         InvalidManifest: {
             /** @enum {number} */
@@ -5431,7 +5431,7 @@ export interface components {
             provider_hint: string | null;
             identity_hint: string | null;
             redirect_url: string | null;
-            app: Record<string, never>;
+            app: Record<string, unknown>;
             /** @example usr_01h455vb4pex5vsknk084sn02q */
             created_by: string | null;
             /** Format: date-time */
@@ -5462,7 +5462,7 @@ export interface components {
              * @default member
              * @enum {string}
              */
-            role: "owner" | "admin" | "member";
+            role?: "owner" | "admin" | "member";
             /** @description the invite applies by itself when this account signs in */
             email?: string;
             /** @description the identity provider or code host the invitee uses (recorded only) */
@@ -5480,7 +5480,7 @@ export interface components {
             expires_at?: string;
         };
         JWKS: {
-            keys: Record<string, never>[];
+            keys: Record<string, unknown>[];
         };
         Job: {
             /** @example myapp-1a2b3c4d */
@@ -5500,15 +5500,15 @@ export interface components {
             assignee: string | null;
             review_required: string;
             review_status: string | null;
-            hints: Record<string, never>;
-            git: Record<string, never>;
-            resolved_git: Record<string, never>;
-            workspace: Record<string, never>;
+            hints: Record<string, unknown>;
+            git: Record<string, unknown>;
+            resolved_git: Record<string, unknown>;
+            workspace: Record<string, unknown>;
             env_name: string | null;
             execution_mode: string;
             /** @description harness, harness_profile, harness_variant, harness_options, model, reasoning_effort as requested */
-            harness: Record<string, never>;
-            resource_refs: Record<string, never>[];
+            harness: Record<string, unknown>;
+            resource_refs: Record<string, unknown>[];
             /** Format: date-time */
             defer_until: string | null;
             /** Format: date-time */
@@ -5593,8 +5593,8 @@ export interface components {
             children: string[];
         };
         JsonDifference: {
-            a: Record<string, never>;
-            b: Record<string, never>;
+            a: Record<string, unknown>;
+            b: Record<string, unknown>;
             changed: boolean;
         };
         Liveness: {
@@ -5668,7 +5668,7 @@ export interface components {
             git_sha: string | null;
             ref: string | null;
             yaml: string;
-            parsed: Record<string, never>;
+            parsed: Record<string, unknown>;
             /** Format: date-time */
             synced_at: string;
             synced_by: string | null;
@@ -5727,7 +5727,7 @@ export interface components {
             /** @enum {string} */
             type?: "message";
             content?: string[];
-            usage?: Record<string, never>;
+            usage?: Record<string, unknown>;
         };
         MessagesRequest: {
             model: string;
@@ -5763,7 +5763,7 @@ export interface components {
              * @default member
              * @enum {string}
              */
-            role: "owner" | "admin" | "member";
+            role?: "owner" | "admin" | "member";
             /** @description token lifetime in days, 1 to 90 (default 1) */
             ttl_days?: number;
             display_name?: string;
@@ -5791,7 +5791,7 @@ export interface components {
             };
             permissions: ("orgs:read" | "orgs:write" | "orgs:delete" | "members:read" | "members:write" | "projects:read" | "projects:create" | "projects:write" | "projects:delete" | "manifest:read" | "manifest:write" | "jobs:read" | "jobs:create" | "jobs:write" | "jobs:admin" | "jobs:harness_override" | "workflows:read" | "workflows:invoke" | "pipelines:read" | "pipelines:run" | "pipelines:approve" | "builds:read" | "builds:write" | "builds:admin" | "releases:read" | "releases:write" | "environments:read" | "environments:write" | "environments:admin" | "events:read" | "events:write" | "webhooks:read" | "webhooks:write" | "secrets:read" | "secrets:write" | "secrets:admin" | "access:read" | "access:admin" | "chat:write" | "routes:read" | "routes:write" | "threads:read" | "orgfs:read" | "orgfs:write" | "orgdocs:read" | "orgdocs:write" | "envdb:read" | "envdb:write" | "inference:use" | "inference:admin")[];
             /** @default 1 */
-            ttl_days: number;
+            ttl_days?: number;
         };
         MintedServiceAccountToken: {
             /** @example sat_01h455vb4pex5vsknk084sn02q */
@@ -6034,9 +6034,9 @@ export interface components {
         };
         Pipeline: {
             name: string;
-            steps: Record<string, never>[];
+            steps: Record<string, unknown>[];
             /** @description the inputs a run may be given, by name; absent when the pipeline declares none (then any input passes) */
-            inputs?: Record<string, never>;
+            inputs?: Record<string, unknown>;
         };
         PipelineList: {
             data: components["schemas"]["Pipeline"][];
@@ -6053,7 +6053,7 @@ export interface components {
             ref: string | null;
             git_sha: string | null;
             env_name: string | null;
-            inputs: Record<string, never>;
+            inputs: Record<string, unknown>;
             only_steps: string[] | null;
             manifest_hash: string;
             error_message: string | null;
@@ -6094,7 +6094,7 @@ export interface components {
             /** @description an environment of the manifest; its pipeline_inputs (when it names this pipeline) are the base of inputs */
             env?: string;
             /** @description pipeline inputs; override the environment's pipeline_inputs key by key, which override the pipeline's declared defaults. 422 when a required input is missing, or when the pipeline declares its inputs and this names one it does not */
-            inputs?: Record<string, never>;
+            inputs?: Record<string, unknown>;
             /** @description run only these steps; dependencies outside them count as met */
             only_steps?: string[];
         };
@@ -6130,7 +6130,7 @@ export interface components {
              * @example msg_01h455vb4pex5vsknk084sn02q
              */
             reply_to?: string;
-            metadata?: Record<string, never>;
+            metadata?: Record<string, unknown>;
         };
         Project: {
             /** @example proj_01h455vb4pex5vsknk084sn02q */
@@ -6294,7 +6294,7 @@ export interface components {
             /** @description sum of the calls that reported one */
             duration_ms: number;
             /** @description model id → its usage */
-            models: Record<string, never>;
+            models: Record<string, unknown>;
         };
         ReceiptMergedStep: {
             step: string;
@@ -6313,7 +6313,7 @@ export interface components {
             /** @description ended_at − started_at */
             billable_ms: number;
             /** @description phase name → milliseconds */
-            phases: Record<string, never>;
+            phases: Record<string, unknown>;
         };
         /** @description what the workspace reused and handed on; null for a fresh isolated workspace (absent on receipts written before it was recorded) */
         ReceiptWorkspace: {
@@ -6424,7 +6424,7 @@ export interface components {
             uri: string;
             label?: string;
             /** @default true */
-            required: boolean;
+            required?: boolean;
             /** @description relative path under .svc/resources/, no ".." segments */
             mount_path?: string;
         };
@@ -6434,11 +6434,11 @@ export interface components {
             /** @enum {string} */
             object?: "response";
             output?: string[];
-            usage?: Record<string, never>;
+            usage?: Record<string, unknown>;
         };
         ResponsesRequest: {
             model: string;
-            input: string | Record<string, never>[];
+            input: string | Record<string, unknown>[];
             instructions?: string | null;
             stream?: boolean;
             max_output_tokens?: number | null;
@@ -6462,7 +6462,7 @@ export interface components {
             name: string | null;
             cron: string;
             event_type: string;
-            payload: Record<string, never>;
+            payload: Record<string, unknown>;
             enabled: boolean;
             created_by: string | null;
             /** Format: date-time */
@@ -6481,17 +6481,17 @@ export interface components {
             /** @description standard 5-field cron expression, UTC */
             cron: string;
             /** @default cron.tick */
-            event_type: string;
-            payload?: Record<string, never>;
+            event_type?: string;
+            payload?: Record<string, unknown>;
             /** @default true */
-            enabled: boolean;
+            enabled?: boolean;
         };
         ScheduleUpdate: {
             name?: string | null;
             /** @description standard 5-field cron expression, UTC */
             cron?: string;
             event_type?: string;
-            payload?: Record<string, never>;
+            payload?: Record<string, unknown>;
             enabled?: boolean;
         };
         Secret: {
@@ -6638,7 +6638,7 @@ export interface components {
             job_id: string | null;
             /** @description the message this one answers (a question, usually) */
             reply_to: string | null;
-            metadata: Record<string, never>;
+            metadata: Record<string, unknown>;
             /** Format: date-time */
             created_at: string;
         };
@@ -6696,7 +6696,7 @@ export interface components {
             /** @description UTF-8 text, at most 1048576 bytes (1 MiB) */
             content: string;
             /** @description stored with the new version; left out, the previous version's carries over */
-            metadata?: Record<string, never>;
+            metadata?: Record<string, unknown>;
             /** @description refuse (409) unless this is the current version */
             expected_version?: number;
             /** @description the caller's id for this change, carried into the system.doc.* event */
@@ -6792,11 +6792,11 @@ export interface components {
             /** @description event types: exact, `prefix*` (`system.job.*`), `*suffix` or `*`; `job.failed` also matches `system.job.failed` */
             events: string[];
             /** @default {} */
-            filter: components["schemas"]["WebhookFilter"];
+            filter?: components["schemas"]["WebhookFilter"];
             /** @description HMAC signing secret; stored sealed, never returned */
             secret: string;
             /** @default true */
-            enabled: boolean;
+            enabled?: boolean;
         };
         WebhookDelivery: {
             /** @example whd_01h455vb4pex5vsknk084sn02q */
@@ -6885,9 +6885,9 @@ export interface components {
              */
             to?: string;
             /** @default 5000 */
-            max_events: number;
+            max_events?: number;
             /** @default false */
-            dry_run: boolean;
+            dry_run?: boolean;
         };
         WebhookSubscription: {
             /** @example wh_01h455vb4pex5vsknk084sn02q */
@@ -6921,7 +6921,7 @@ export interface components {
         };
         Workflow: {
             name: string;
-            steps: Record<string, never>[];
+            steps: Record<string, unknown>[];
         };
         WorkflowInvocation: {
             /** @example myapp-1a2b3c4d */
@@ -6936,9 +6936,9 @@ export interface components {
         };
         WorkflowInvokeRequest: {
             /** @description any JSON object; stored JSON-encoded in hints.request_json, not validated */
-            input?: Record<string, never>;
+            input?: Record<string, unknown>;
             /** @description upper-case names; PATH, HOME, USER, SHELL, PWD, HOSTNAME, TMPDIR, LD_PRELOAD, LD_LIBRARY_PATH and every SVC_* name are reserved (the platform sets them) */
-            env_overrides?: Record<string, never>;
+            env_overrides?: Record<string, unknown>;
             hints?: components["schemas"]["Hints"];
             /** @description the run's resources: the root job holds them, and each step takes them per its resource_refs policy (inherit: all, none, or a list of labels, uris or names) */
             resource_refs?: components["schemas"]["ResourceRef"][];
