@@ -1,11 +1,13 @@
 import { useState } from 'preact/hooks';
-import { enc, get, patch, post, type Attempt, type Job, type Page, type Schemas } from './api.ts';
+import { svc, enc, type Attempt, type Job, type Schemas } from './api.ts';
 import { usePoll } from './live.ts';
 import { Linked, LogLines, useLogStream } from './log-view.tsx';
 import { navigate } from './router.ts';
 import { GitView, workOf } from './git.tsx';
 import { DiffView } from './diff.tsx';
 import { Action, Badge, ErrorNote, Section, usd, when } from './ui.tsx';
+
+type CreateJob = Schemas['CreateJobRequest'];
 
 const BOARD = ['ready', 'active', 'review', 'done', 'cancelled'] as const;
 const PHASES = ['idea', 'backlog', ...BOARD];
@@ -17,7 +19,13 @@ export function JobsPage({ projectId }: { projectId: string }) {
   const [phase, setPhase] = useState('');
   const [text, setText] = useState('');
   const reload = usePoll(
-    () => get<Page<Job>>(`/projects/${enc(projectId)}/jobs?limit=100${phase ? `&phase=${phase}` : ''}`).then((page) => setJobs(page.data), setError),
+    () =>
+      svc
+        .GET('/projects/{project_id}/jobs', {
+          params: { project_id: projectId },
+          query: { limit: 100, phase: (phase || undefined) as Job['phase'] | undefined },
+        })
+        .then((page) => setJobs(page.data), setError),
     [projectId, phase],
     3000,
   );
@@ -103,7 +111,10 @@ function NewJob({ projectId, onCreated }: { projectId: string; onCreated: () => 
         e.preventDefault();
         setError(null);
         try {
-          const job = await post<Job>(`/projects/${enc(projectId)}/jobs`, { description, ...(review ? { review_required: 'human' } : {}) });
+          const job = await svc.POST('/projects/{project_id}/jobs', {
+            params: { project_id: projectId },
+            body: { description, ...(review ? { review_required: 'human' } : {}) },
+          });
           setDescription('');
           onCreated();
           navigate(`/console/jobs/${enc(job.id)}`);
@@ -255,12 +266,14 @@ export function JobPage({ jobId, onProject }: { jobId: string; onProject: (proje
   const reload = usePoll(
     async () => {
       try {
-        const j = await get<Job>(`/jobs/${enc(jobId)}`);
+        const j = await svc.GET('/jobs/{job_id}', { params: { job_id: jobId } });
         setJob(j);
         onProject(j.project_id);
-        setAttempts((await get<Page<Attempt>>(`/projects/${enc(j.project_id)}/jobs/${enc(jobId)}/attempts?limit=100`)).data);
-        setContext(await get<Context>(`/jobs/${enc(jobId)}/context`).catch(() => null));
-        setReceipt(await get<Receipt>(`/jobs/${enc(jobId)}/receipt`).catch(() => null));
+        setAttempts(
+          (await svc.GET('/projects/{project_id}/jobs/{job_id}/attempts', { params: { project_id: j.project_id, job_id: jobId }, query: { limit: 100 } })).data,
+        );
+        setContext(await svc.GET('/jobs/{job_id}/context', { params: { job_id: jobId } }).catch(() => null));
+        setReceipt(await svc.GET('/jobs/{job_id}/receipt', { params: { job_id: jobId } }).catch(() => null));
         setError(null);
       } catch (e) {
         setError(e);
@@ -293,17 +306,19 @@ export function JobPage({ jobId, onProject }: { jobId: string; onProject: (proje
             label="Submit for review"
             run={act(async () => {
               const summary = window.prompt('Summary of the work for the reviewer');
-              if (summary) await post(`/jobs/${enc(job.id)}/submit`, { summary });
+              if (summary) await svc.POST('/jobs/{job_id}/submit', { params: { job_id: job.id }, body: { summary } });
             })}
           />
         )}
-        {job.phase === 'review' && <Action label="Approve" kind="primary" run={act(() => post(`/jobs/${enc(job.id)}/approve`))} />}
+        {job.phase === 'review' && (
+          <Action label="Approve" kind="primary" run={act(() => svc.POST('/jobs/{job_id}/approve', { params: { job_id: job.id }, body: {} }))} />
+        )}
         {job.phase === 'review' && (
           <Action
             label="Reject"
             run={act(async () => {
               const reason = window.prompt('Why is it rejected?');
-              if (reason) await post(`/jobs/${enc(job.id)}/reject`, { reason });
+              if (reason) await svc.POST('/jobs/{job_id}/reject', { params: { job_id: job.id }, body: { reason } });
             })}
           />
         )}
@@ -313,13 +328,28 @@ export function JobPage({ jobId, onProject }: { jobId: string; onProject: (proje
             label="Run again as a new job"
             run={async () => {
               const { title, description, review_required, labels, issue_type, priority } = job;
-              const again = await post<Job>(`/projects/${enc(job.project_id)}/jobs`, { title, description, review_required, labels, issue_type, priority });
+              const again = await svc.POST('/projects/{project_id}/jobs', {
+                params: { project_id: job.project_id },
+                body: {
+                  title,
+                  description: description ?? '',
+                  review_required: review_required as CreateJob['review_required'],
+                  labels,
+                  issue_type: issue_type as CreateJob['issue_type'],
+                  priority,
+                },
+              });
               navigate(`/console/jobs/${enc(again.id)}`);
             }}
           />
         )}
         {job.phase !== 'done' && job.phase !== 'cancelled' && (
-          <Action label="Cancel" kind="danger" confirm="Cancel this job?" run={act(() => patch(`/jobs/${enc(job.id)}`, { phase: 'cancelled' }))} />
+          <Action
+            label="Cancel"
+            kind="danger"
+            confirm="Cancel this job?"
+            run={act(() => svc.PATCH('/jobs/{job_id}', { params: { job_id: job.id }, body: { phase: 'cancelled' } }))}
+          />
         )}
       </div>
       <div class="grid">
