@@ -4,7 +4,7 @@
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'console/generated/**', 'examples/**', '**/*.js', '**/*.mjs', 'test/fixtures/bin/**'] },
+  { ignores: ['dist/**', 'node_modules/**', 'client/generated/**', 'examples/**', '**/*.js', '**/*.mjs', 'test/fixtures/bin/**'] },
   {
     files: ['**/*.ts', '**/*.tsx'],
     languageOptions: {

@@ -1,18 +1,14 @@
+import { createClient, errorMessage, SvcApiError, SvcTransportError, type SvcClient } from '../client/index.ts';
 import { isExpired, type Context } from './config.ts';
 import { ApiError, CliError } from './errors.ts';
 
-export type Query = Record<string, string | number | boolean | undefined>;
+export { errorMessage };
 
-export interface RequestOptions {
-  body?: unknown;
-  query?: Query;
-  /** Send the bearer token (default true). Bootstrap and login endpoints are anonymous. */
-  auth?: boolean;
-}
+export type Query = Record<string, string | number | boolean | undefined>;
 
 const TIMEOUT_MS = 60_000;
 
-/** One path segment, escaped: `/orgs/${seg(id)}`. */
+/** One path segment, escaped: `/orgs/${seg(id)}` (for the event streams and downloads, which are not JSON calls). */
 export const seg = (value: string): string => encodeURIComponent(value);
 
 /** Build the request URL under the API base (which may itself carry a path prefix). */
@@ -24,62 +20,49 @@ export function apiUrlFor(base: string, path: string, query?: Query): URL {
   return url;
 }
 
-/** Call the API and return its parsed JSON body (undefined for 204); throws ApiError or CliError. */
-export async function apiRequest<T = unknown>(ctx: Context, method: string, path: string, options: RequestOptions = {}): Promise<T> {
-  const url = apiUrlFor(ctx.apiUrl, path, options.query);
-  const headers: Record<string, string> = { accept: 'application/json' };
-  if (options.body !== undefined) headers['content-type'] = 'application/json';
-  if (options.auth !== false && ctx.token) headers.authorization = `Bearer ${ctx.token}`;
+/**
+ * The API as `svc/client` types it, with the profile's bearer token and the CLI's errors: an error
+ * answer throws ApiError (with a hint on a 401), no answer or a non-JSON one throws CliError.
+ */
+export const api = (ctx: Context): SvcClient => cliClient(ctx, true);
 
-  let response: Response;
-  try {
-    response = await fetch(url, {
-      method,
-      headers,
-      body: options.body === undefined ? undefined : JSON.stringify(options.body),
-      signal: AbortSignal.timeout(TIMEOUT_MS),
-    });
-  } catch (error) {
-    throw new CliError(networkMessage(ctx.apiUrl, method, url, error), 'check --api-url / SVC_API_URL and that the server is running');
-  }
+/** The same, sending no token (bootstrap, sign-in, access requests). */
+export const publicApi = (ctx: Context): SvcClient => cliClient(ctx, false);
 
-  const text = await response.text();
-  let body: unknown;
-  if (text !== '') {
-    try {
-      body = JSON.parse(text);
-    } catch {
-      body = undefined;
-    }
-  }
-  if (!response.ok) {
-    const hint = response.status === 401 && options.auth !== false ? unauthorizedHint(ctx) : undefined;
-    throw new ApiError(response.status, errorMessage(body, text, response.statusText), body, hint);
-  }
-  if (text !== '' && body === undefined) {
-    throw new CliError(`${method} ${url.href} returned a non-JSON body (HTTP ${response.status})`);
-  }
-  return body as T;
+function cliClient(ctx: Context, auth: boolean): SvcClient {
+  const client = createClient({ baseUrl: ctx.apiUrl, token: auth ? ctx.token : undefined, timeoutMs: TIMEOUT_MS });
+  const guard =
+    <A extends unknown[], R>(call: (...args: A) => Promise<R>) =>
+    (...args: A): Promise<R> =>
+      call(...args).catch((error: unknown) => {
+        throw cliError(ctx, auth, error);
+      });
+  return {
+    GET: guard(client.GET) as SvcClient['GET'],
+    POST: guard(client.POST) as SvcClient['POST'],
+    PUT: guard(client.PUT) as SvcClient['PUT'],
+    PATCH: guard(client.PATCH) as SvcClient['PATCH'],
+    DELETE: guard(client.DELETE) as SvcClient['DELETE'],
+    request: guard(client.request) as SvcClient['request'],
+    url: client.url,
+  };
 }
 
-function networkMessage(base: string, method: string, url: URL, error: unknown): string {
-  const err = error as { name?: string; message?: string; cause?: { code?: string; message?: string } };
-  if (err.name === 'TimeoutError') return `request to ${base} timed out after ${TIMEOUT_MS / 1000}s (${method} ${url.pathname})`;
-  const detail = err.cause?.message || err.cause?.code || err.message || String(error);
-  return `cannot reach the svc API at ${base} (${method} ${url.pathname}): ${detail}`;
+function cliError(ctx: Context, auth: boolean, error: unknown): unknown {
+  if (error instanceof SvcApiError) {
+    return new ApiError(error.status, error.message, error.body, error.status === 401 && auth ? unauthorizedHint(ctx) : undefined);
+  }
+  if (!(error instanceof SvcTransportError)) return error;
+  const { method, url } = error;
+  if (error.reason === 'not-json') return new CliError(error.message);
+  if (error.reason === 'timeout')
+    return new CliError(`request to ${ctx.apiUrl} timed out after ${TIMEOUT_MS / 1000}s (${method} ${url.pathname})`, NETWORK_HINT);
+  const cause = error.cause as { message?: string; cause?: { code?: string; message?: string } } | undefined;
+  const detail = cause?.cause?.message || cause?.cause?.code || cause?.message || String(cause);
+  return new CliError(`cannot reach the svc API at ${ctx.apiUrl} (${method} ${url.pathname}): ${detail}`, NETWORK_HINT);
 }
 
-/** The server's `message`, else its `error`, else the raw text or status line. */
-export function errorMessage(body: unknown, text: string, statusText: string): string {
-  if (body && typeof body === 'object') {
-    const { message, error } = body as { message?: unknown; error?: unknown };
-    if (typeof message === 'string' && message !== '') return message;
-    if (typeof error === 'string' && error !== '') return error;
-  }
-  const trimmed = text.trim();
-  if (trimmed !== '' && trimmed.length <= 300) return trimmed;
-  return statusText || 'request failed';
-}
+const NETWORK_HINT = 'check --api-url / SVC_API_URL and that the server is running';
 
 /** An extra line for a 401, saying why the request was probably unauthenticated. */
 export function unauthorizedHint(ctx: Context): string {

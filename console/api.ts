@@ -1,7 +1,8 @@
-import type { components } from './generated/api';
+import { createClient, SvcApiError, type Schemas, type SvcClient } from '../client/index.ts';
 
-/** The API's own resource shapes, generated from /openapi.json at build time. */
-export type Schemas = components['schemas'];
+export type { Schemas };
+
+/** The API's own resource shapes, from svc/client's types (generated from the OpenAPI document). */
 export type Me = Schemas['Me'];
 export type Job = Schemas['Job'];
 export type Attempt = Schemas['Attempt'];
@@ -18,10 +19,6 @@ export type BuildRun = Schemas['BuildRun'];
 export type BuildArtifact = Schemas['BuildArtifact'];
 export type BuildLogLine = Schemas['BuildLogLine'];
 export type Release = Schemas['Release'];
-export interface Page<T> {
-  data: T[];
-  pagination: { total: number; has_more: boolean };
-}
 
 /** An API error, worded as the API worded it. */
 export class ApiError extends Error {
@@ -33,22 +30,32 @@ export class ApiError extends Error {
   }
 }
 
-/** Same-origin calls carry the session cookie; the CSRF header makes the server accept cookie-signed writes. */
-export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
-  const headers: Record<string, string> = { accept: 'application/json', 'x-svc-csrf': '1' };
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(path, { method, headers, credentials: 'same-origin', body: body === undefined ? undefined : JSON.stringify(body) });
-  if (res.status === 204) return undefined as T;
-  const data = (await res.json().catch(() => null)) as { message?: string } | null;
-  if (!res.ok) {
-    const error = new ApiError(res.status, data?.message ?? `${res.status} ${res.statusText}`);
-    if (res.status === 401) window.dispatchEvent(new CustomEvent('svc:signed-out'));
-    throw error;
-  }
-  return data as T;
+/**
+ * svc's API for the console: same-origin calls carry the session cookie; the CSRF header makes the
+ * server accept cookie-signed writes. An error answer throws ApiError; a 401 also tells the app
+ * the session is gone.
+ */
+function consoleClient(): SvcClient {
+  const client = createClient({ baseUrl: location.origin, headers: { 'x-svc-csrf': '1' }, credentials: 'same-origin' });
+  const guard =
+    <A extends unknown[], R>(call: (...args: A) => Promise<R>) =>
+    (...args: A): Promise<R> =>
+      call(...args).catch((error: unknown) => {
+        if (!(error instanceof SvcApiError)) throw error;
+        if (error.status === 401) window.dispatchEvent(new CustomEvent('svc:signed-out'));
+        throw new ApiError(error.status, error.message);
+      });
+  return {
+    GET: guard(client.GET) as SvcClient['GET'],
+    POST: guard(client.POST) as SvcClient['POST'],
+    PUT: guard(client.PUT) as SvcClient['PUT'],
+    PATCH: guard(client.PATCH) as SvcClient['PATCH'],
+    DELETE: guard(client.DELETE) as SvcClient['DELETE'],
+    request: guard(client.request) as SvcClient['request'],
+    url: client.url,
+  };
 }
 
-export const get = <T>(path: string) => api<T>('GET', path);
-export const post = <T>(path: string, body: unknown = {}) => api<T>('POST', path, body);
-export const patch = <T>(path: string, body: unknown) => api<T>('PATCH', path, body);
+export const svc = consoleClient();
+
 export const enc = (part: string | number | null | undefined) => encodeURIComponent(part ?? '');

@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import { enc, get, type BuildLogLine, type BuildRun, type Page } from './api.ts';
+import { svc, enc, type BuildRun } from './api.ts';
 import { ACTIVE } from './builds.tsx';
 import { LogLines, useLogStream, type LogLine } from './log-view.tsx';
 import { ErrorNote, Section } from './ui.tsx';
@@ -16,7 +16,7 @@ export function BuildLog({ buildId, run, onEnd }: { buildId: string; run: BuildR
   const [live] = useState(ACTIVE.includes(run.status));
   const base = `/builds/${enc(buildId)}/logs?run_id=${enc(run.id)}`;
   const streamed = useLogStream(live ? `${base}&follow=true` : null, { end: () => onEnd() });
-  const paged = usePagedLog(live ? null : base);
+  const paged = usePagedLog(live ? null : { build_id: buildId, run_id: run.id });
   const lines = live ? streamed.lines : paged.lines;
   const state = live ? streamed.state : 'ended';
   return (
@@ -41,21 +41,25 @@ function emptyLog(run: BuildRun, open: boolean): string {
 }
 
 /** An ended log a page at a time, after the last seq read. */
-function usePagedLog(base: string | null) {
+function usePagedLog(log: { build_id: string; run_id: string } | null) {
   const [lines, setLines] = useState<LogLine[]>([]);
   const [total, setTotal] = useState(0);
   const [more, setMore] = useState(false);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(null);
   const load = async (after: LogLine[]) => {
-    if (!base) return;
+    if (!log) return;
     setBusy(true);
     try {
-      const page = await get<Page<BuildLogLine>>(`${base}&limit=${PAGE}&after_seq=${after.at(-1)?.seq ?? 0}`);
+      const page = await svc.GET('/builds/{build_id}/logs', {
+        params: { build_id: log.build_id },
+        query: { run_id: log.run_id, limit: PAGE, after_seq: after.at(-1)?.seq ?? 0 },
+      });
+      if (typeof page === 'string') throw new Error('the server answered a page of log lines with text');
       const all = [...after, ...page.data];
       setLines(all);
-      setTotal(after.length + page.pagination.total);
-      setMore(page.pagination.has_more);
+      setTotal(after.length + (page.pagination?.total ?? 0));
+      setMore(page.pagination?.has_more ?? false);
       setError(null);
     } catch (e) {
       setError(e);
@@ -63,6 +67,6 @@ function usePagedLog(base: string | null) {
       setBusy(false);
     }
   };
-  useEffect(() => void load([]), [base]);
+  useEffect(() => void load([]), [log?.build_id, log?.run_id]);
   return { lines, total, more, busy, error, next: () => void load(lines) };
 }

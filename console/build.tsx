@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { enc, get, post, type Build, type BuildArtifact, type BuildRun, type Page, type PipelineRun, type Release, type Schemas } from './api.ts';
+import { svc, enc, type Build, type BuildArtifact, type BuildRun, type PipelineRun, type Release, type Schemas } from './api.ts';
 import { BuildLog } from './build-log.tsx';
 import { ACTIVE, buildInputs, duration, ServicesOf, shortSha } from './builds.tsx';
 import { usePoll } from './live.ts';
@@ -58,15 +58,18 @@ export function BuildPage({
   const reload = usePoll(
     async () => {
       try {
-        const b = await get<Build>(`/builds/${enc(buildId)}`);
+        const b = await svc.GET('/builds/{build_id}', { params: { build_id: buildId } });
         setBuild(b);
         onProject(b.project_id);
-        setRuns((await get<Page<BuildRun>>(`/builds/${enc(buildId)}/runs?limit=100`)).data);
-        setImages((await get<{ data: BuildArtifact[] }>(`/builds/${enc(buildId)}/artifacts`)).data);
-        const all = await get<Page<Release>>(`/projects/${enc(b.project_id)}/releases?limit=100`).catch(() => ({ data: [] as Release[] }));
+        setRuns((await svc.GET('/builds/{build_id}/runs', { params: { build_id: buildId }, query: { limit: 100 } })).data);
+        setImages((await svc.GET('/builds/{build_id}/artifacts', { params: { build_id: buildId } })).data);
+        const all = await svc
+          .GET('/projects/{project_id}/releases', { params: { project_id: b.project_id }, query: { limit: 100 } })
+          .catch(() => ({ data: [] as Release[] }));
         setReleases(all.data.filter((r) => r.build_id === buildId));
         const from = buildInputs(b).pipeline_run_id;
-        if (from) setPipelineRun(await get<PipelineRun>(`/projects/${enc(b.project_id)}/runs/${enc(from)}`).catch(() => null));
+        if (from)
+          setPipelineRun(await svc.GET('/projects/{project_id}/runs/{run_id}', { params: { project_id: b.project_id, run_id: from } }).catch(() => null));
         setError(null);
       } catch (e) {
         setError(e);
@@ -81,7 +84,7 @@ export function BuildPage({
   const inputs = buildInputs(build);
   const project = projects.find((p) => p.id === build.project_id);
   const again = (force: boolean) => async () => {
-    await post(`/builds/${enc(build.id)}/runs`, { force_rebuild: force });
+    await svc.POST('/builds/{build_id}/runs', { params: { build_id: build.id }, body: { force_rebuild: force } });
     setChosen(null);
     reload();
   };
@@ -98,7 +101,14 @@ export function BuildPage({
       </header>
       <ErrorNote error={error} />
       <div class="actions" role="toolbar" aria-label="Build actions">
-        {active && <Action label="Cancel build" kind="danger" confirm="Cancel this build?" run={() => post(`/builds/${enc(build.id)}/cancel`).then(reload)} />}
+        {active && (
+          <Action
+            label="Cancel build"
+            kind="danger"
+            confirm="Cancel this build?"
+            run={() => svc.POST('/builds/{build_id}/cancel', { params: { build_id: build.id }, body: {} }).then(reload)}
+          />
+        )}
         {!active && <Action label="Run again" run={again(false)} />}
         {!active && <Action label="Rebuild without reuse" run={again(true)} />}
       </div>

@@ -1,5 +1,5 @@
 import { useRef, useState } from 'preact/hooks';
-import { enc, get, type Build, type BuildArtifact, type BuildRun, type Page, type Schemas } from './api.ts';
+import { svc, enc, type Build, type BuildArtifact, type BuildRun, type Schemas } from './api.ts';
 import { usePoll } from './live.ts';
 import { Badge, ErrorNote, Section, when } from './ui.tsx';
 
@@ -43,7 +43,7 @@ export function ServicesOf({ build, images }: { build: Build; images?: BuildArti
 
 /** The project's builds, newest first, a page at a time, each with its latest run's status. */
 export function BuildsPage({ projectId, projects }: { projectId: string; projects: Schemas['Project'][] }) {
-  const [page, setPage] = useState<Page<Build> | null>(null);
+  const [page, setPage] = useState<Schemas['BuildSpecList'] | null>(null);
   const [offset, setOffset] = useState(0);
   // Images of completed runs, fetched once per run (a completed run's images do not change).
   const known = useRef<Record<string, BuildArtifact[]>>({});
@@ -52,12 +52,14 @@ export function BuildsPage({ projectId, projects }: { projectId: string; project
   usePoll(
     async () => {
       try {
-        const p = await get<Page<Build>>(`/projects/${enc(projectId)}/builds?limit=${PAGE}&offset=${offset}`);
+        const p = await svc.GET('/projects/{project_id}/builds', { params: { project_id: projectId }, query: { limit: PAGE, offset } });
         setPage(p);
         setError(null);
         const missing = p.data.filter((b) => b.status === 'completed' && b.latest_run && !known.current[b.latest_run.id]);
         if (!missing.length) return;
-        const found = await Promise.all(missing.map((b) => get<{ data: BuildArtifact[] }>(`/builds/${enc(b.id)}/artifacts`).catch(() => ({ data: [] }))));
+        const found = await Promise.all(
+          missing.map((b) => svc.GET('/builds/{build_id}/artifacts', { params: { build_id: b.id } }).catch(() => ({ data: [] }))),
+        );
         missing.forEach((b, i) => (known.current[b.latest_run!.id] = found[i].data));
         setImages({ ...known.current });
       } catch (e) {
@@ -68,7 +70,7 @@ export function BuildsPage({ projectId, projects }: { projectId: string; project
     5000,
   );
   const project = projects.find((p) => p.id === projectId);
-  const total = page?.pagination.total ?? 0;
+  const total = page?.pagination?.total ?? 0;
   return (
     <>
       <nav class="tabs">
@@ -130,7 +132,7 @@ export function BuildsPage({ projectId, projects }: { projectId: string; project
             <span class="muted">
               {offset + 1}–{offset + (page?.data.length ?? 0)} of {total}
             </span>
-            <button disabled={!page?.pagination.has_more} onClick={() => setOffset(offset + PAGE)}>
+            <button disabled={!page?.pagination?.has_more} onClick={() => setOffset(offset + PAGE)}>
               Older
             </button>
           </div>

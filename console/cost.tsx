@@ -1,6 +1,6 @@
 import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
-import { enc, get, type Schemas } from './api.ts';
+import { svc, enc, type Schemas } from './api.ts';
 import { usePoll } from './live.ts';
 import { navigate } from './router.ts';
 import { ErrorNote, Section, when } from './ui.tsx';
@@ -21,9 +21,10 @@ export function CostPage({ orgId, projects }: { orgId: string; projects: Schemas
   const [spendError, setSpendError] = useState<unknown>(null);
   usePoll(
     () => {
-      const base = `/orgs/${enc(orgId)}`;
-      const load = <T,>(path: string, set: (value: T | null) => void, fail: (e: unknown) => void) =>
-        get<T>(`${base}${path}?window=${span}`).then(
+      const params = { org_id: orgId };
+      const query = { window: span };
+      const load = <T,>(answer: Promise<T>, set: (value: T | null) => void, fail: (e: unknown) => void) =>
+        answer.then(
           (value) => {
             set(value);
             fail(null);
@@ -33,7 +34,10 @@ export function CostPage({ orgId, projects }: { orgId: string; projects: Schemas
             fail(e);
           },
         );
-      return Promise.all([load('/analytics/summary', setSummary, setSummaryError), load('/spend', setSpend, setSpendError)]);
+      return Promise.all([
+        load(svc.GET('/orgs/{org_id}/analytics/summary', { params, query }), setSummary, setSummaryError),
+        load(svc.GET('/orgs/{org_id}/spend', { params, query }), setSpend, setSpendError),
+      ]);
     },
     [orgId, span],
     30_000,

@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import { enc, get, type AttemptDiff, type AttemptDiffFile } from './api.ts';
+import { svc, type AttemptDiff, type AttemptDiffFile } from './api.ts';
 import { ErrorNote } from './ui.tsx';
 
 /**
@@ -134,7 +134,7 @@ export function DiffView({ jobId, attemptNumber }: { jobId: string; attemptNumbe
     let live = true;
     setDiff(null);
     setError(null);
-    get<AttemptDiff>(`/jobs/${enc(jobId)}/attempts/${attemptNumber}/diff`).then(
+    svc.GET('/jobs/{job_id}/attempts/{attempt_number}/diff', { params: { job_id: jobId, attempt_number: attemptNumber } }).then(
       (d) => live && setDiff(d),
       (e) => live && setError(e),
     );

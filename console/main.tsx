@@ -1,11 +1,12 @@
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import './styles.css';
-import { api, ApiError, enc, get, type Me, type Page, type Schemas } from './api.ts';
+import { svc, ApiError, enc, type Me, type Schemas } from './api.ts';
 import { BuildPage } from './build.tsx';
 import { BuildsPage } from './builds.tsx';
 import { CostPage } from './cost.tsx';
-import { JobPage, JobsPage } from './jobs.tsx';
+import { JobPage } from './job.tsx';
+import { JobsPage } from './jobs.tsx';
 import { WebhooksPage } from './org.tsx';
 import { EventsPage, ProjectPage, RunPage } from './project.tsx';
 import { match, navigate, onLink, usePath } from './router.ts';
@@ -31,10 +32,10 @@ function App() {
     localStorage.setItem('svc-theme', theme); // the theme only: never a token
   }, [theme]);
   const loadMe = () =>
-    get<Me>('/auth/me').then(
+    svc.GET('/auth/me').then(
       async (who) => {
         setMe(who);
-        const [o, p] = await Promise.all([get<Page<Schemas['Org']>>('/orgs?limit=100'), get<Page<Schemas['Project']>>('/projects?limit=100')]).catch(() => [
+        const [o, p] = await Promise.all([svc.GET('/orgs', { query: { limit: 100 } }), svc.GET('/projects', { query: { limit: 100 } })]).catch(() => [
           { data: [] },
           { data: [] },
         ]);
@@ -136,7 +137,7 @@ function App() {
         </button>
         <button
           onClick={async () => {
-            await api('DELETE', '/auth/console/session');
+            await svc.DELETE('/auth/console/session');
             setMe(null);
             navigate('/', true);
           }}

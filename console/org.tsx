@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { enc, get, post, type Delivery, type Page, type Schemas, type Webhook } from './api.ts';
+import { svc, type Delivery, type Schemas, type Webhook } from './api.ts';
 import { usePoll } from './live.ts';
 import { Action, Badge, ErrorNote, Section, when } from './ui.tsx';
 
@@ -7,7 +7,11 @@ import { Action, Badge, ErrorNote, Section, when } from './ui.tsx';
 export function WebhooksPage({ orgId }: { orgId: string }) {
   const [hooks, setHooks] = useState<Webhook[]>([]);
   const [error, setError] = useState<unknown>(null);
-  usePoll(() => get<Page<Webhook>>(`/orgs/${enc(orgId)}/webhooks?limit=100`).then((p) => setHooks(p.data), setError), [orgId], 5000);
+  usePoll(
+    () => svc.GET('/orgs/{org_id}/webhooks', { params: { org_id: orgId }, query: { limit: 100 } }).then((p) => setHooks(p.data), setError),
+    [orgId],
+    5000,
+  );
   return (
     <Section title="Webhooks">
       <ErrorNote error={error} />
@@ -23,13 +27,16 @@ function Hook({ orgId, hook }: { orgId: string; hook: Webhook }) {
   const [deliveries, setDeliveries] = useState<Delivery[]>([]);
   const [error, setError] = useState<unknown>(null);
   const reload = usePoll(
-    () => get<Page<Delivery>>(`/orgs/${enc(orgId)}/webhooks/${enc(hook.id)}/deliveries?limit=20`).then((p) => setDeliveries(p.data), setError),
+    () =>
+      svc
+        .GET('/orgs/{org_id}/webhooks/{wh_id}/deliveries', { params: { org_id: orgId, wh_id: hook.id }, query: { limit: 20 } })
+        .then((p) => setDeliveries(p.data), setError),
     [hook.id],
     3000,
   );
   const [replay, setReplay] = useState<Schemas['WebhookReplay'] | null>(null);
   const replayFrom = async (eventId: string) => {
-    setReplay(await post<Schemas['WebhookReplay']>(`/orgs/${enc(orgId)}/webhooks/${enc(hook.id)}/replays`, { from_event: eventId }));
+    setReplay(await svc.POST('/orgs/{org_id}/webhooks/{wh_id}/replays', { params: { org_id: orgId, wh_id: hook.id }, body: { from_event: eventId } }));
     reload();
   };
   return (
@@ -38,7 +45,10 @@ function Hook({ orgId, hook }: { orgId: string; hook: Webhook }) {
         <span class="mono">{hook.url}</span> <Badge value={hook.enabled ? 'enabled' : 'disabled'} />
       </h3>
       <div class="actions">
-        <Action label="Send a test" run={() => post(`/orgs/${enc(orgId)}/webhooks/${enc(hook.id)}/test`).then(reload)} />
+        <Action
+          label="Send a test"
+          run={() => svc.POST('/orgs/{org_id}/webhooks/{wh_id}/test', { params: { org_id: orgId, wh_id: hook.id }, body: {} }).then(reload)}
+        />
       </div>
       <ErrorNote error={error} />
       {replay && (

@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { enc, get, post, type PipelineRun, type Page, type SvcEvent } from './api.ts';
+import { svc, enc, type PipelineRun, type SvcEvent } from './api.ts';
 import { useStream, usePoll } from './live.ts';
 import { Action, Badge, ErrorNote, Json, Section, when } from './ui.tsx';
 import { RunPipeline } from './run-pipeline.tsx';
@@ -23,10 +23,12 @@ export function ProjectPage({ projectId }: { projectId: string }) {
   usePoll(
     async () => {
       try {
-        const m = await get<Manifest>(`/projects/${enc(projectId)}/manifest`);
+        const m = await svc.GET('/projects/{project_id}/manifest', { params: { project_id: projectId } });
         setManifest(m);
         const names = Object.keys(m.parsed?.pipelines ?? {});
-        const pages = await Promise.all(names.map((n) => get<Page<PipelineRun>>(`/projects/${enc(projectId)}/pipelines/${enc(n)}/runs?limit=10`)));
+        const pages = await Promise.all(
+          names.map((n) => svc.GET('/projects/{project_id}/pipelines/{name}/runs', { params: { project_id: projectId, name: n }, query: { limit: 10 } })),
+        );
         setRuns(Object.fromEntries(names.map((n, i) => [n, pages[i].data])));
         setError(null);
       } catch (e) {
@@ -93,7 +95,9 @@ function Invoke({ projectId, name }: { projectId: string; name: string }) {
         e.preventDefault();
         setError(null);
         try {
-          setResult(await post(`/projects/${enc(projectId)}/workflows/${enc(name)}/invoke`, { input: JSON.parse(input) }));
+          setResult(
+            await svc.POST('/projects/{project_id}/workflows/{name}/invoke', { params: { project_id: projectId, name }, body: { input: JSON.parse(input) } }),
+          );
         } catch (err) {
           setError(err);
         }
@@ -123,7 +127,7 @@ export function RunPage({ projectId, runId }: { projectId: string; runId: string
   const [error, setError] = useState<unknown>(null);
   const [logs, setLogs] = useState<{ step: string; line: string }[]>([]);
   const load = () =>
-    get<PipelineRun>(`/projects/${enc(projectId)}/runs/${enc(runId)}`).then((r) => {
+    svc.GET('/projects/{project_id}/runs/{run_id}', { params: { project_id: projectId, run_id: runId } }).then((r) => {
       setRun(r);
       setError(null);
     }, setError);
@@ -151,8 +155,21 @@ export function RunPage({ projectId, runId }: { projectId: string; runId: string
       </header>
       <ErrorNote error={error} />
       <div class="actions">
-        {run.status === 'awaiting_approval' && <Action label="Approve" kind="primary" run={() => post(`/pipeline-runs/${enc(run.id)}/approve`).then(reload)} />}
-        {open && <Action label="Cancel run" kind="danger" confirm="Cancel this run?" run={() => post(`/pipeline-runs/${enc(run.id)}/cancel`).then(reload)} />}
+        {run.status === 'awaiting_approval' && (
+          <Action
+            label="Approve"
+            kind="primary"
+            run={() => svc.POST('/pipeline-runs/{run_id}/approve', { params: { run_id: run.id }, body: {} }).then(reload)}
+          />
+        )}
+        {open && (
+          <Action
+            label="Cancel run"
+            kind="danger"
+            confirm="Cancel this run?"
+            run={() => svc.POST('/pipeline-runs/{run_id}/cancel', { params: { run_id: run.id }, body: {} }).then(reload)}
+          />
+        )}
       </div>
       <Section title="Steps">
         <RunGraph steps={run.steps ?? []} />
@@ -174,7 +191,11 @@ export function RunPage({ projectId, runId }: { projectId: string; runId: string
 export function EventsPage({ projectId }: { projectId: string }) {
   const [events, setEvents] = useState<SvcEvent[]>([]);
   const [error, setError] = useState<unknown>(null);
-  usePoll(() => get<Page<SvcEvent>>(`/projects/${enc(projectId)}/events?limit=50`).then((p) => setEvents(p.data), setError), [projectId], 5000);
+  usePoll(
+    () => svc.GET('/projects/{project_id}/events', { params: { project_id: projectId }, query: { limit: 50 } }).then((p) => setEvents(p.data), setError),
+    [projectId],
+    5000,
+  );
   return (
     <Section title="Events">
       <ErrorNote error={error} />

@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { enc, get, post, type PipelineRun } from './api.ts';
+import { svc, enc } from './api.ts';
 import { navigate } from './router.ts';
 import { Action, ErrorNote } from './ui.tsx';
 
@@ -19,7 +19,7 @@ type Declarations = Record<string, InputDeclaration>;
 export function RunPipeline({ projectId, name, declares }: { projectId: string; name: string; declares: boolean }) {
   const [declared, setDeclared] = useState<Declarations | null>(null);
   const start = async (inputs?: Record<string, string>) => {
-    const run = await post<PipelineRun>(`/projects/${enc(projectId)}/pipelines/${enc(name)}/run`, inputs ? { inputs } : {});
+    const run = await svc.POST('/projects/{project_id}/pipelines/{name}/run', { params: { project_id: projectId, name }, body: inputs ? { inputs } : {} });
     navigate(`/console/projects/${enc(projectId)}/runs/${enc(run.id)}`);
   };
   if (declared) return <InputsForm name={name} declared={declared} start={start} close={() => setDeclared(null)} />;
@@ -29,9 +29,9 @@ export function RunPipeline({ projectId, name, declares }: { projectId: string; 
       kind="primary"
       run={async () => {
         if (!declares) return start();
-        const def = await get<{ inputs?: Declarations }>(`/projects/${enc(projectId)}/pipelines/${enc(name)}`);
+        const def = await svc.GET('/projects/{project_id}/pipelines/{name}', { params: { project_id: projectId, name } });
         if (!def.inputs || Object.keys(def.inputs).length === 0) return start();
-        setDeclared(def.inputs);
+        setDeclared(def.inputs as Declarations); // the manifest's own model: free-form in the API
       }}
     />
   );

@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import { api, get } from './api.ts';
+import { svc, type Schemas } from './api.ts';
 import { navigate } from './router.ts';
 import { ErrorNote } from './ui.tsx';
 
@@ -20,11 +20,11 @@ export function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
   const [config, setConfig] = useState<AuthConfig | null>(null);
   const [busy, setBusy] = useState(false);
 
-  const open = async (body: unknown) => {
+  const open = async (body: Schemas['ConsoleSessionRequest']) => {
     setBusy(true);
     setError(null);
     try {
-      await api('POST', '/auth/console/session', body);
+      await svc.POST('/auth/console/session', { body });
       onSignedIn();
       navigate(location.pathname.startsWith('/console/login') ? '/' : location.pathname, true);
     } catch (e) {
@@ -35,7 +35,7 @@ export function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
   };
 
   useEffect(() => {
-    void get<AuthConfig>('/auth/config').then(setConfig, () => undefined);
+    void svc.GET('/auth/config').then(setConfig, () => undefined);
     const code = new URLSearchParams(location.hash.slice(1)).get('code');
     if (code) {
       history.replaceState(null, '', location.pathname); // the code works once; keep it out of history
@@ -46,7 +46,7 @@ export function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
   const exchange = async () => {
     setError(null);
     try {
-      const issued = await api<{ access_token: string }>('POST', '/auth/exchange', { token: idToken.trim() });
+      const issued = await svc.POST('/auth/exchange', { body: { token: idToken.trim() } });
       await open({ token: issued.access_token });
     } catch (e) {
       setError(e);

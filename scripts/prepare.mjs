@@ -10,6 +10,7 @@ const SOURCES = [
   'plugins',
   'adapters',
   'harnesses',
+  'client',
   'cli',
   'migrations',
   'console',
@@ -20,7 +21,7 @@ const SOURCES = [
   'tsconfig.json',
   'tsconfig.build.json',
 ];
-const SKIP = new Set(['node_modules', 'generated']);
+const SKIP = new Set(['node_modules']);
 const STAMP = path.join('dist', '.built');
 
 function newest(p) {
@@ -32,8 +33,7 @@ function newest(p) {
   return latest;
 }
 
-// The console's generated API client (console/generated/, not committed) comes from the build too.
-const built = existsSync(STAMP) && existsSync(path.join('console', 'generated')) ? statSync(STAMP).mtimeMs : 0;
+const built = existsSync(STAMP) ? statSync(STAMP).mtimeMs : 0;
 if (process.env.SVC_FORCE_BUILD !== '1' && built > Math.max(...SOURCES.map(newest))) {
   console.log('svc: dist/ is up to date (SVC_FORCE_BUILD=1 npm run prepare rebuilds it)');
   process.exit(0);

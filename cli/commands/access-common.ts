@@ -1,7 +1,7 @@
 import { intFlag } from '../args.ts';
 import type { Context } from '../config.ts';
 import { UsageError } from '../errors.ts';
-import { seg } from '../http.ts';
+import {} from '../http.ts';
 import { cell, printObject } from '../output.ts';
 
 export const ACCESS_USAGE = `usage: svc access <command> [flags]
@@ -41,10 +41,10 @@ Examples:
 
 export type PrincipalType = 'user' | 'service_account' | 'group';
 
-/** `/orgs/<org>` from --org or the profile; a clear usage error when neither names one. */
-export function orgPath(ctx: Context, usage: string): string {
+/** The org from --org or the profile; a clear usage error when neither names one. */
+export function orgIdOf(ctx: Context, usage: string): string {
   if (!ctx.org) throw new UsageError('missing org: pass --org ID or set a default with `svc config set org ID`', usage);
-  return `/orgs/${seg(ctx.org)}`;
+  return ctx.org;
 }
 
 /** The --project flag itself (not the profile's default project). */

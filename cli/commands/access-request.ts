@@ -1,8 +1,9 @@
 import { intFlag, parseCommand, requireFlag } from '../args.ts';
+import type { Schemas } from '../../client/index.ts';
 import type { Context } from '../config.ts';
 import { UsageError } from '../errors.ts';
-import { apiRequest, seg } from '../http.ts';
-import { printList, printObject, type ListBody } from '../output.ts';
+import { api, publicApi } from '../http.ts';
+import { printList, printObject } from '../output.ts';
 import { readPublicKey } from '../ssh.ts';
 
 export const ACCESS_REQUEST_USAGE = `usage: svc access-request <command> [flags]
@@ -55,12 +56,12 @@ export async function runAccessRequest(ctx: Context, args: string[]): Promise<nu
         nostr_pubkey: values['nostr-pubkey'],
         message: values.message,
       };
-      show(await apiRequest(ctx, 'POST', '/auth/request-access', { body, auth: false }));
+      show(await publicApi(ctx).POST('/auth/request-access', { body }));
       return 0;
     }
     case 'status': {
       const { positionals } = parseCommand(rest, {}, ACCESS_REQUEST_USAGE, { min: 1, max: 1 });
-      printObject(ctx, await apiRequest(ctx, 'GET', `/auth/request-access/${seg(positionals[0])}`, { auth: false }));
+      printObject(ctx, await publicApi(ctx).GET('/auth/request-access/{request_id}', { params: { request_id: positionals[0] } }));
       return 0;
     }
     case 'list': {
@@ -71,7 +72,7 @@ export async function runAccessRequest(ctx: Context, args: string[]): Promise<nu
         limit: intFlag(values.limit, 'limit', ACCESS_REQUEST_USAGE),
         offset: intFlag(values.offset, 'offset', ACCESS_REQUEST_USAGE),
       };
-      const body = await apiRequest<ListBody>(ctx, 'GET', `/orgs/${seg(orgOf(ctx))}/access-requests`, { query });
+      const body = await api(ctx).GET('/orgs/{org_id}/access-requests', { params: { org_id: orgOf(ctx) }, query });
       printList(
         ctx,
         body,
@@ -82,14 +83,22 @@ export async function runAccessRequest(ctx: Context, args: string[]): Promise<nu
     }
     case 'approve': {
       const { values, positionals } = parseCommand(rest, { role: { type: 'string' } }, ACCESS_REQUEST_USAGE, { min: 1, max: 1 });
-      const path = `/orgs/${seg(orgOf(ctx))}/access-requests/${seg(positionals[0])}/approve`;
-      show(await apiRequest(ctx, 'POST', path, { body: { role: values.role } }));
+      show(
+        await api(ctx).POST('/orgs/{org_id}/access-requests/{request_id}/approve', {
+          params: { org_id: orgOf(ctx), request_id: positionals[0] },
+          body: { role: values.role as NonNullable<Schemas['AccessRequestApprove']>['role'] },
+        }),
+      );
       return 0;
     }
     case 'reject': {
       const { values, positionals } = parseCommand(rest, { reason: { type: 'string' } }, ACCESS_REQUEST_USAGE, { min: 1, max: 1 });
-      const path = `/orgs/${seg(orgOf(ctx))}/access-requests/${seg(positionals[0])}/reject`;
-      show(await apiRequest(ctx, 'POST', path, { body: { reason: requireFlag(values.reason, 'reason', ACCESS_REQUEST_USAGE) } }));
+      show(
+        await api(ctx).POST('/orgs/{org_id}/access-requests/{request_id}/reject', {
+          params: { org_id: orgOf(ctx), request_id: positionals[0] },
+          body: { reason: requireFlag(values.reason, 'reason', ACCESS_REQUEST_USAGE) },
+        }),
+      );
       return 0;
     }
     case undefined:

@@ -1,20 +1,23 @@
 import { parseCommand, requireFlag } from '../args.ts';
+import type { Schemas } from '../../client/index.ts';
 import type { Context } from '../config.ts';
 import { UsageError } from '../errors.ts';
-import { apiRequest, seg } from '../http.ts';
-import { printDone, printList, type Column, type ListBody } from '../output.ts';
+import { api } from '../http.ts';
+import { printDone, printList, type Column } from '../output.ts';
 import {
   ACCESS_USAGE as USAGE,
   csvFlag,
   joined,
   listOptions,
   listQuery,
-  orgPath,
+  orgIdOf,
   principalOf,
   principalOptions,
   printRecord,
   projectFlag,
 } from './access-common.ts';
+
+type Permission = Schemas['CreateAccessRole']['permissions'][number];
 
 const ROLE_FIELDS = ['id', 'name', 'scope', 'permissions', 'description', 'created_at', 'updated_at'];
 const ROLE_COLUMNS: Column[] = [{ key: 'id' }, { key: 'name' }, { key: 'scope' }, { key: 'permissions', format: joined }, { key: 'description' }];
@@ -32,11 +35,10 @@ const PRINCIPAL_TYPES = ['user', 'service_account', 'group'];
 /** `svc access roles …` */
 export async function runRoles(ctx: Context, args: string[]): Promise<number> {
   const [command, ...rest] = args;
-  const rolePath = (id: string) => `${orgPath(ctx, USAGE)}/access/roles/${seg(id)}`;
   switch (command) {
     case 'list': {
       const { values } = parseCommand(rest, listOptions, USAGE, { min: 0, max: 0 });
-      const body = await apiRequest<ListBody>(ctx, 'GET', `${orgPath(ctx, USAGE)}/access/roles`, { query: listQuery(values, USAGE) });
+      const body = await api(ctx).GET('/orgs/{org_id}/access/roles', { params: { org_id: orgIdOf(ctx, USAGE) }, query: listQuery(values, USAGE) });
       printList(ctx, body, ROLE_COLUMNS, 'roles');
       return 0;
     }
@@ -45,34 +47,42 @@ export async function runRoles(ctx: Context, args: string[]): Promise<number> {
       const { values } = parseCommand(rest, options, USAGE, { min: 0, max: 0 });
       const body = {
         name: requireFlag(values.name, 'name', USAGE),
-        permissions: csvFlag(requireFlag(values.permissions, 'permissions', USAGE), 'permissions', USAGE),
-        scope: values.scope,
+        permissions: csvFlag(requireFlag(values.permissions, 'permissions', USAGE), 'permissions', USAGE) as Permission[],
+        scope: values.scope as Schemas['CreateAccessRole']['scope'],
         description: values.description,
       };
       if (body.scope !== undefined && body.scope !== 'org' && body.scope !== 'project') {
         throw new UsageError(`--scope must be org or project, got "${body.scope}"`, USAGE);
       }
-      printRecord(ctx, await apiRequest(ctx, 'POST', `${orgPath(ctx, USAGE)}/access/roles`, { body }), ROLE_FIELDS);
+      printRecord(ctx, await api(ctx).POST('/orgs/{org_id}/access/roles', { params: { org_id: orgIdOf(ctx, USAGE) }, body }), ROLE_FIELDS);
       return 0;
     }
     case 'get': {
       const { positionals } = parseCommand(rest, {}, USAGE, { min: 1, max: 1 });
-      printRecord(ctx, await apiRequest(ctx, 'GET', rolePath(positionals[0])), ROLE_FIELDS);
+      printRecord(
+        ctx,
+        await api(ctx).GET('/orgs/{org_id}/access/roles/{role_id}', { params: { org_id: orgIdOf(ctx, USAGE), role_id: positionals[0] } }),
+        ROLE_FIELDS,
+      );
       return 0;
     }
     case 'update': {
       const options = { permissions: { type: 'string' }, description: { type: 'string' } } as const;
       const { values, positionals } = parseCommand(rest, options, USAGE, { min: 1, max: 1 });
-      const body = { permissions: csvFlag(values.permissions, 'permissions', USAGE), description: values.description };
+      const body = { permissions: csvFlag(values.permissions, 'permissions', USAGE) as Permission[] | undefined, description: values.description };
       if (body.permissions === undefined && body.description === undefined) {
         throw new UsageError('nothing to update: pass --permissions or --description', USAGE);
       }
-      printRecord(ctx, await apiRequest(ctx, 'PATCH', rolePath(positionals[0]), { body }), ROLE_FIELDS);
+      printRecord(
+        ctx,
+        await api(ctx).PATCH('/orgs/{org_id}/access/roles/{role_id}', { params: { org_id: orgIdOf(ctx, USAGE), role_id: positionals[0] }, body }),
+        ROLE_FIELDS,
+      );
       return 0;
     }
     case 'delete': {
       const { positionals } = parseCommand(rest, {}, USAGE, { min: 1, max: 1 });
-      await apiRequest(ctx, 'DELETE', rolePath(positionals[0]));
+      await api(ctx).DELETE('/orgs/{org_id}/access/roles/{role_id}', { params: { org_id: orgIdOf(ctx, USAGE), role_id: positionals[0] } });
       printDone(ctx, `Deleted role ${positionals[0]}.`);
       return 0;
     }
@@ -95,19 +105,19 @@ export async function runBindings(ctx: Context, args: string[]): Promise<number>
         throw new UsageError(`--principal-type must be one of ${PRINCIPAL_TYPES.join(', ')}, got "${type}"`, USAGE);
       }
       const query = { ...listQuery(values, USAGE), principal_type: type, principal_id: values['principal-id'], project_id: projectFlag(ctx) };
-      printList(ctx, await apiRequest<ListBody>(ctx, 'GET', `${orgPath(ctx, USAGE)}/access/bindings`, { query }), BINDING_COLUMNS, 'bindings');
+      printList(ctx, await api(ctx).GET('/orgs/{org_id}/access/bindings', { params: { org_id: orgIdOf(ctx, USAGE) }, query }), BINDING_COLUMNS, 'bindings');
       return 0;
     }
     case 'create': {
       const { values } = parseCommand(rest, { role: { type: 'string' }, ...principalOptions }, USAGE, { min: 0, max: 0 });
       const role = requireFlag(values.role, 'role', USAGE);
       const body = { role, ...principalOf(values, USAGE), project_id: projectFlag(ctx) };
-      printRecord(ctx, await apiRequest(ctx, 'POST', `${orgPath(ctx, USAGE)}/access/bindings`, { body }), BINDING_FIELDS);
+      printRecord(ctx, await api(ctx).POST('/orgs/{org_id}/access/bindings', { params: { org_id: orgIdOf(ctx, USAGE) }, body }), BINDING_FIELDS);
       return 0;
     }
     case 'delete': {
       const { positionals } = parseCommand(rest, {}, USAGE, { min: 1, max: 1 });
-      await apiRequest(ctx, 'DELETE', `${orgPath(ctx, USAGE)}/access/bindings/${seg(positionals[0])}`);
+      await api(ctx).DELETE('/orgs/{org_id}/access/bindings/{binding_id}', { params: { org_id: orgIdOf(ctx, USAGE), binding_id: positionals[0] } });
       printDone(ctx, `Deleted binding ${positionals[0]}.`);
       return 0;
     }

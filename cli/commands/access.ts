@@ -1,9 +1,9 @@
 import { parseCommand } from '../args.ts';
 import type { Context } from '../config.ts';
 import { UsageError } from '../errors.ts';
-import { apiRequest } from '../http.ts';
+import { api } from '../http.ts';
 import { formatFields, formatTable, printJson, write, type Column } from '../output.ts';
-import { ACCESS_USAGE, joined, orgPath, principalOf, principalOptions, projectFlag } from './access-common.ts';
+import { ACCESS_USAGE, joined, orgIdOf, principalOf, principalOptions, projectFlag } from './access-common.ts';
 import { runGroups } from './access-groups.ts';
 import { runBindings, runRoles } from './access-roles.ts';
 
@@ -12,15 +12,6 @@ export { ACCESS_USAGE } from './access-common.ts';
 const USAGE = ACCESS_USAGE;
 const RESOURCE_TYPES = ['orgfs', 'orgdocs', 'envdb'];
 const ACTIONS = ['read', 'write', 'admin'];
-
-interface Explanation {
-  allowed: boolean;
-  principal: { type: string; id: string };
-  target: { org_id: string; project_id: string | null; resource_type?: string; resource?: string; action?: string };
-  required: string[];
-  sources: Record<string, unknown>[];
-  reason: string;
-}
 
 const SOURCE_COLUMNS: Column[] = [
   { key: 'kind' },
@@ -87,7 +78,7 @@ function checkQuery(ctx: Context, args: string[]) {
 /** Prints allowed / denied; exit 0 when allowed, 1 when denied. */
 async function can(ctx: Context, args: string[]): Promise<number> {
   const query = checkQuery(ctx, args);
-  const body = await apiRequest<{ allowed: boolean }>(ctx, 'GET', `${orgPath(ctx, USAGE)}/access/can`, { query });
+  const body = await api(ctx).GET('/orgs/{org_id}/access/can', { params: { org_id: orgIdOf(ctx, USAGE) }, query });
   if (ctx.json) printJson(body);
   else write(body.allowed ? 'allowed' : 'denied');
   return body.allowed ? 0 : 1;
@@ -96,7 +87,7 @@ async function can(ctx: Context, args: string[]): Promise<number> {
 /** The answer, why, and each source with what it grants of the required permissions. */
 async function explain(ctx: Context, args: string[]): Promise<number> {
   const query = checkQuery(ctx, args);
-  const body = await apiRequest<Explanation>(ctx, 'GET', `${orgPath(ctx, USAGE)}/access/explain`, { query });
+  const body = await api(ctx).GET('/orgs/{org_id}/access/explain', { params: { org_id: orgIdOf(ctx, USAGE) }, query });
   if (ctx.json) {
     printJson(body);
     return 0;

@@ -1,10 +1,11 @@
 import { intFlag, parseCommand, requireFlag } from '../args.ts';
 import { credentialsPath, removeCredential, saveCredential, type Context } from '../config.ts';
 import { ApiError, CliError, UsageError } from '../errors.ts';
-import { apiRequest, seg } from '../http.ts';
+import type { Schemas } from '../../client/index.ts';
+import { api, publicApi } from '../http.ts';
 import { formatFields, formatTable, note, printDone, printJson, printList, printObject, write } from '../output.ts';
 import { defaultPrivateKey, defaultPublicKey, DEFAULT_PRIVATE_KEYS, readPublicKey, signMessage } from '../ssh.ts';
-import { answerChallenge, nostrPublicKey, readSecretKey, type NostrChallenge } from '../nostr.ts';
+import { answerChallenge, nostrPublicKey, readSecretKey } from '../nostr.ts';
 
 export const AUTH_USAGE = `usage: svc auth <command> [flags]
 
@@ -51,7 +52,7 @@ export async function runAuth(ctx: Context, args: string[]): Promise<number> {
   switch (command) {
     case 'status':
       parseCommand(rest, {}, AUTH_USAGE, { min: 0, max: 0 });
-      printObject(ctx, await apiRequest(ctx, 'GET', '/auth/bootstrap/status', { auth: false }));
+      printObject(ctx, await publicApi(ctx).GET('/auth/bootstrap/status'));
       return 0;
     case 'bootstrap':
       return bootstrap(ctx, rest);
@@ -110,7 +111,7 @@ async function bootstrap(ctx: Context, args: string[]): Promise<number> {
     display_name: values.name,
     ttl_days: ttlDays(values['ttl-days']),
   };
-  const response = await apiRequest<TokenResponse>(ctx, 'POST', '/auth/bootstrap', { body, auth: false });
+  const response = await publicApi(ctx).POST('/auth/bootstrap', { body });
   if (keyPath && !ctx.json) note(`Registered SSH key ${keyPath}.`);
   storeToken(ctx, response, 'Bootstrapped admin; logged in');
   return 0;
@@ -125,8 +126,8 @@ async function nostrLogin(ctx: Context, args: string[]): Promise<number> {
   const secret = await readSecretKey(requireFlag(values['key-file'], 'key-file', AUTH_USAGE));
   const ttl_days = ttlDays(values['ttl-days']);
   const subject = values.email ? { email: values.email } : { pubkey: nostrPublicKey(secret) };
-  const challenge = await apiRequest<NostrChallenge>(ctx, 'POST', '/auth/nostr/challenge', { body: subject, auth: false });
-  const response = await apiRequest<TokenResponse>(ctx, 'POST', '/auth/nostr/verify', { body: answerChallenge(secret, challenge, ttl_days), auth: false });
+  const challenge = await publicApi(ctx).POST('/auth/nostr/challenge', { body: subject });
+  const response = await publicApi(ctx).POST('/auth/nostr/verify', { body: answerChallenge(secret, challenge, ttl_days) });
   storeToken(ctx, response, 'Logged in');
   return 0;
 }
@@ -142,25 +143,21 @@ async function login(ctx: Context, args: string[]): Promise<number> {
     const tried = DEFAULT_PRIVATE_KEYS.map((name) => `~/.ssh/${name}`).join(', ');
     throw new CliError(`no SSH private key found (looked for ${tried}); pass --key PATH`);
   }
-  const challenge = await apiRequest<{ challenge_id: string; nonce: string; namespace: string }>(ctx, 'POST', '/auth/challenge', {
-    body: { email },
-    auth: false,
-  });
+  const challenge = await publicApi(ctx).POST('/auth/challenge', { body: { email } });
   const signature = await signMessage(keyPath, challenge.namespace, challenge.nonce, ctx.env);
-  const response = await apiRequest<TokenResponse>(ctx, 'POST', '/auth/verify', {
-    body: { challenge_id: challenge.challenge_id, signature, ttl_days },
-    auth: false,
-  }).catch((error: unknown) => {
-    if (!(error instanceof ApiError) || error.statusCode !== 401) throw error;
-    const pub = `${keyPath}.pub`;
-    throw new ApiError(
-      error.statusCode,
-      error.message,
-      error.body,
-      `to register this key: logged in elsewhere, run \`svc auth keys add ${pub}\`; else an admin runs ` +
-        `\`svc auth mint --email ${email} --org ORG_ID --key ${pub}\`, or ask for access with \`svc access-request --help\``,
-    );
-  });
+  const response = await publicApi(ctx)
+    .POST('/auth/verify', { body: { challenge_id: challenge.challenge_id, signature, ttl_days } })
+    .catch((error: unknown) => {
+      if (!(error instanceof ApiError) || error.statusCode !== 401) throw error;
+      const pub = `${keyPath}.pub`;
+      throw new ApiError(
+        error.statusCode,
+        error.message,
+        error.body,
+        `to register this key: logged in elsewhere, run \`svc auth keys add ${pub}\`; else an admin runs ` +
+          `\`svc auth mint --email ${email} --org ORG_ID --key ${pub}\`, or ask for access with \`svc access-request --help\``,
+      );
+    });
   storeToken(ctx, response, 'Logged in');
   return 0;
 }
@@ -173,16 +170,9 @@ function logout(ctx: Context, args: string[]): number {
   return 0;
 }
 
-interface Me {
-  user: Record<string, unknown>;
-  token?: Record<string, unknown>;
-  orgs?: Record<string, unknown>[];
-  projects?: Record<string, unknown>[];
-}
-
 async function whoami(ctx: Context, args: string[]): Promise<number> {
   parseCommand(args, {}, AUTH_USAGE, { min: 0, max: 0 });
-  const me = await apiRequest<Me>(ctx, 'GET', '/auth/me');
+  const me = await api(ctx).GET('/auth/me');
   if (ctx.json) {
     printJson(me);
     return 0;
@@ -222,13 +212,13 @@ async function nostrKeys(ctx: Context, command: string, args: string[]): Promise
   if (command === 'add') {
     const { values } = parseCommand(args, { nostr: { type: 'string' }, label: { type: 'string' } }, AUTH_USAGE, { min: 0, max: 0 });
     const body = { public_key: requireFlag(values.nostr, 'nostr', AUTH_USAGE), label: values.label };
-    printObject(ctx, await apiRequest(ctx, 'POST', '/auth/nostr-keys', { body }));
+    printObject(ctx, await api(ctx).POST('/auth/nostr-keys', { body }));
     return 0;
   }
   const options = { nostr: { type: 'boolean' }, limit: { type: 'string' }, offset: { type: 'string' } } as const;
   const { values } = parseCommand(args, options, AUTH_USAGE, { min: 0, max: 0 });
   const query = { limit: intFlag(values.limit, 'limit', AUTH_USAGE), offset: intFlag(values.offset, 'offset', AUTH_USAGE) };
-  printList(ctx, await apiRequest(ctx, 'GET', '/auth/nostr-keys', { query }), NOSTR_KEY_COLUMNS, 'keys');
+  printList(ctx, await api(ctx).GET('/auth/nostr-keys', { query }), NOSTR_KEY_COLUMNS, 'keys');
   return 0;
 }
 
@@ -238,18 +228,18 @@ async function keys(ctx: Context, args: string[]): Promise<number> {
   if (command === 'list') {
     const { values } = parseCommand(rest, { limit: { type: 'string' }, offset: { type: 'string' } }, AUTH_USAGE, { min: 0, max: 0 });
     const query = { limit: intFlag(values.limit, 'limit', AUTH_USAGE), offset: intFlag(values.offset, 'offset', AUTH_USAGE) };
-    printList(ctx, await apiRequest(ctx, 'GET', '/auth/keys', { query }), KEY_COLUMNS, 'keys');
+    printList(ctx, await api(ctx).GET('/auth/keys', { query }), KEY_COLUMNS, 'keys');
     return 0;
   }
   if (command === 'add') {
     const { values, positionals } = parseCommand(rest, { label: { type: 'string' } }, AUTH_USAGE, { min: 1, max: 1 });
     const body = { public_key: await readPublicKey(positionals[0]), label: values.label };
-    printObject(ctx, await apiRequest(ctx, 'POST', '/auth/keys', { body }));
+    printObject(ctx, await api(ctx).POST('/auth/keys', { body }));
     return 0;
   }
   if (command === 'remove') {
     const { positionals } = parseCommand(rest, {}, AUTH_USAGE, { min: 1, max: 1 });
-    await apiRequest(ctx, 'DELETE', `/auth/keys/${seg(positionals[0])}`);
+    await api(ctx).DELETE('/auth/keys/{key_id}', { params: { key_id: positionals[0] } });
     printDone(ctx, `Removed key ${positionals[0]}.`);
     return 0;
   }
@@ -264,8 +254,15 @@ async function mint(ctx: Context, args: string[]): Promise<number> {
   const { org, project } = ctx.flags;
   if (Boolean(org) === Boolean(project)) throw new UsageError('give exactly one of --org ID or --project ID', AUTH_USAGE);
   const public_key = values.key === undefined ? undefined : await readPublicKey(values.key);
-  const body = { email, org_id: org, project_id: project, role: values.role, ttl_days: ttlDays(values['ttl-days']), public_key };
-  const response = await apiRequest<TokenResponse>(ctx, 'POST', '/auth/mint', { body });
+  const body = {
+    email,
+    org_id: org,
+    project_id: project,
+    role: values.role as Schemas['MintRequest']['role'],
+    ttl_days: ttlDays(values['ttl-days']),
+    public_key,
+  };
+  const response = await api(ctx).POST('/auth/mint', { body });
   if (ctx.json) {
     printJson(response);
     return 0;

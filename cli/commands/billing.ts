@@ -2,8 +2,8 @@
 import { intFlag, jsonObjectFlag, parseCommand, requireFlag } from '../args.ts';
 import type { Context } from '../config.ts';
 import { UsageError } from '../errors.ts';
-import { apiRequest, seg } from '../http.ts';
-import { formatFields, formatTable, printJson, printList, printObject, write, type Column, type ListBody } from '../output.ts';
+import { api } from '../http.ts';
+import { formatFields, formatTable, printJson, printList, printObject, write, type Column } from '../output.ts';
 
 export const PRICING_USAGE = `usage: svc pricing <cards|rates> <command> [flags]   (system administrator)
 
@@ -90,12 +90,12 @@ async function runCards(ctx: Context, command: string | undefined, rest: string[
     case 'list': {
       const { values } = parseCommand(rest, pageFlags, PRICING_USAGE, { min: 0, max: 0 });
       const query = { limit: intFlag(values.limit, 'limit', PRICING_USAGE), offset: intFlag(values.offset, 'offset', PRICING_USAGE) };
-      printList(ctx, await apiRequest<ListBody>(ctx, 'GET', '/admin/pricing/rate-cards', { query }), CARD_COLUMNS, 'rate cards');
+      printList(ctx, await api(ctx).GET('/admin/pricing/rate-cards', { query }), CARD_COLUMNS, 'rate cards');
       return 0;
     }
     case 'show': {
       const { positionals } = parseCommand(rest, {}, PRICING_USAGE, { min: 0, max: 1 });
-      printObject(ctx, await apiRequest(ctx, 'GET', `/admin/pricing/rate-cards/${seg(positionals[0] ?? 'current')}`), CARD_FIELDS);
+      printObject(ctx, await api(ctx).GET('/admin/pricing/rate-cards/{card_id}', { params: { card_id: positionals[0] ?? 'current' } }), CARD_FIELDS);
       return 0;
     }
     case 'create': {
@@ -110,11 +110,11 @@ async function runCards(ctx: Context, command: string | undefined, rest: string[
       const body = {
         name: requireFlag(values.name, 'name', PRICING_USAGE),
         provenance: requireFlag(values.provenance, 'provenance', PRICING_USAGE),
-        models: jsonObjectFlag(requireFlag(values.models, 'models', PRICING_USAGE), '--models', PRICING_USAGE),
+        models: jsonObjectFlag(requireFlag(values.models, 'models', PRICING_USAGE), '--models', PRICING_USAGE)!,
         compute: jsonObjectFlag(values.compute, '--compute', PRICING_USAGE),
         effective_at: values['effective-at'],
       };
-      printObject(ctx, await apiRequest(ctx, 'POST', '/admin/pricing/rate-cards', { body }), CARD_FIELDS);
+      printObject(ctx, await api(ctx).POST('/admin/pricing/rate-cards', { body }), CARD_FIELDS);
       return 0;
     }
     default:
@@ -131,7 +131,7 @@ async function runRates(ctx: Context, command: string | undefined, rest: string[
         limit: intFlag(values.limit, 'limit', PRICING_USAGE),
         offset: intFlag(values.offset, 'offset', PRICING_USAGE),
       };
-      printList(ctx, await apiRequest<ListBody>(ctx, 'GET', '/admin/pricing/exchange-rates', { query }), RATE_COLUMNS, 'exchange rates');
+      printList(ctx, await api(ctx).GET('/admin/pricing/exchange-rates', { query }), RATE_COLUMNS, 'exchange rates');
       return 0;
     }
     case 'add': {
@@ -141,13 +141,7 @@ async function runRates(ctx: Context, command: string | undefined, rest: string[
         rate_to_usd: positiveNumber(positionals[1], 'RATE_TO_USD', PRICING_USAGE),
         effective_at: values['effective-at'],
       };
-      printObject(ctx, await apiRequest(ctx, 'POST', '/admin/pricing/exchange-rates', { body }), [
-        'id',
-        'currency',
-        'rate_to_usd',
-        'effective_at',
-        'created_at',
-      ]);
+      printObject(ctx, await api(ctx).POST('/admin/pricing/exchange-rates', { body }), ['id', 'currency', 'rate_to_usd', 'effective_at', 'created_at']);
       return 0;
     }
     default:
@@ -175,7 +169,7 @@ const spendColumns = (key: string, header: string): Column[] => [
 export async function runSpend(ctx: Context, args: string[]): Promise<number> {
   const window = windowOf(args, SPEND_USAGE);
   const org = requireOrg(ctx, SPEND_USAGE);
-  const body = await apiRequest<Record<string, any>>(ctx, 'GET', `/orgs/${seg(org)}/spend`, { query: { window } });
+  const body = await api(ctx).GET('/orgs/{org_id}/spend', { params: { org_id: org }, query: { window } });
   const t = body.totals;
   printSections(
     ctx,
@@ -221,7 +215,17 @@ export async function runAnalytics(ctx: Context, args: string[]): Promise<number
   }
   const window = windowOf(rest, ANALYTICS_USAGE);
   const org = requireOrg(ctx, ANALYTICS_USAGE);
-  const body = await apiRequest<Record<string, any>>(ctx, 'GET', `/orgs/${seg(org)}/analytics/${command}`, { query: { window } });
+  const svc = api(ctx);
+  const params = { org_id: org };
+  const query = { window };
+  const body: Record<string, any> =
+    command === 'summary'
+      ? await svc.GET('/orgs/{org_id}/analytics/summary', { params, query })
+      : command === 'jobs'
+        ? await svc.GET('/orgs/{org_id}/analytics/jobs', { params, query })
+        : command === 'pipelines'
+          ? await svc.GET('/orgs/{org_id}/analytics/pipelines', { params, query })
+          : await svc.GET('/orgs/{org_id}/analytics/env-health', { params, query });
   const head: [string, unknown][] = [
     ['as of', body.as_of],
     ['window', body.window ?? '-'],

@@ -2,7 +2,7 @@
 import { jsonObjectFlag, parseCommand } from '../args.ts';
 import type { Context } from '../config.ts';
 import { UsageError } from '../errors.ts';
-import { apiRequest, seg } from '../http.ts';
+import { api, seg } from '../http.ts';
 import { note, printList, write, type Column, type ListBody } from '../output.ts';
 import { followLog, printLogPages } from './log-lines.ts';
 import { csvFlag, joined, listOptions, listQuery, printRecord } from './access-common.ts';
@@ -94,7 +94,7 @@ function showBuild(ctx: Context, build: { latest_run: Record<string, unknown> | 
 async function logs(ctx: Context, buildId: string, runId: string | undefined, follow: boolean): Promise<number> {
   const path = `/builds/${seg(buildId)}/logs`;
   if (!follow) {
-    await printLogPages(ctx, path, { run_id: runId });
+    await printLogPages(ctx, (page) => api(ctx).GET('/builds/{build_id}/logs', { params: { build_id: buildId }, query: { ...page, run_id: runId } }));
     return 0;
   }
   const final = await followLog<{ status: string; error_class: string | null; error_message: string | null }>(
@@ -107,8 +107,6 @@ async function logs(ctx: Context, buildId: string, runId: string | undefined, fo
 
 export async function runBuild(ctx: Context, args: string[]): Promise<number> {
   const [command, ...rest] = args;
-  const project = () => `/projects/${seg(requireProject(ctx, BUILD_USAGE))}`;
-  const one = (id: string) => `/builds/${seg(id)}`;
   switch (command) {
     case 'create': {
       const options = {
@@ -127,14 +125,17 @@ export async function runBuild(ctx: Context, args: string[]): Promise<number> {
         inputs: jsonObjectFlag(values.inputs, '--inputs', BUILD_USAGE),
         force_rebuild: values['force-rebuild'],
       };
-      showBuild(ctx, await apiRequest(ctx, 'POST', `${project()}/builds`, { body }));
+      showBuild(ctx, await api(ctx).POST('/projects/{project_id}/builds', { params: { project_id: requireProject(ctx, BUILD_USAGE) }, body }));
       return 0;
     }
     case 'list': {
       const { values } = parseCommand(rest, { ...listOptions, sha: { type: 'string' } }, BUILD_USAGE, { min: 0, max: 0 });
       printList(
         ctx,
-        await apiRequest<ListBody>(ctx, 'GET', `${project()}/builds`, { query: { ...listQuery(values, BUILD_USAGE), git_sha: values.sha } }),
+        await api(ctx).GET('/projects/{project_id}/builds', {
+          params: { project_id: requireProject(ctx, BUILD_USAGE) },
+          query: { ...listQuery(values, BUILD_USAGE), git_sha: values.sha },
+        }),
         BUILD_COLUMNS,
         'builds',
       );
@@ -145,7 +146,9 @@ export async function runBuild(ctx: Context, args: string[]): Promise<number> {
       const { positionals } = parseCommand(rest, {}, BUILD_USAGE, { min: 1, max: 1 });
       showBuild(
         ctx,
-        command === 'show' ? await apiRequest(ctx, 'GET', one(positionals[0])) : await apiRequest(ctx, 'POST', `${one(positionals[0])}/cancel`, { body: {} }),
+        command === 'show'
+          ? await api(ctx).GET('/builds/{build_id}', { params: { build_id: positionals[0] } })
+          : await api(ctx).POST('/builds/{build_id}/cancel', { params: { build_id: positionals[0] }, body: {} }),
       );
       return 0;
     }
@@ -153,7 +156,10 @@ export async function runBuild(ctx: Context, args: string[]): Promise<number> {
       const { values, positionals } = parseCommand(rest, { ...listOptions, status: { type: 'string' } }, BUILD_USAGE, { min: 1, max: 1 });
       printList(
         ctx,
-        await apiRequest<ListBody>(ctx, 'GET', `${one(positionals[0])}/runs`, { query: { ...listQuery(values, BUILD_USAGE), status: values.status } }),
+        await api(ctx).GET('/builds/{build_id}/runs', {
+          params: { build_id: positionals[0] },
+          query: { ...listQuery(values, BUILD_USAGE), status: values.status },
+        }),
         RUN_COLUMNS,
         'runs',
       );
@@ -161,7 +167,11 @@ export async function runBuild(ctx: Context, args: string[]): Promise<number> {
     }
     case 'rerun': {
       const { values, positionals } = parseCommand(rest, { 'force-rebuild': { type: 'boolean' } }, BUILD_USAGE, { min: 1, max: 1 });
-      printRecord(ctx, await apiRequest(ctx, 'POST', `${one(positionals[0])}/runs`, { body: { force_rebuild: values['force-rebuild'] } }), RUN_FIELDS);
+      printRecord(
+        ctx,
+        await api(ctx).POST('/builds/{build_id}/runs', { params: { build_id: positionals[0] }, body: { force_rebuild: values['force-rebuild'] } }),
+        RUN_FIELDS,
+      );
       return 0;
     }
     case 'logs': {
@@ -170,7 +180,7 @@ export async function runBuild(ctx: Context, args: string[]): Promise<number> {
     }
     case 'artifacts': {
       const { positionals } = parseCommand(rest, {}, BUILD_USAGE, { min: 1, max: 1 });
-      const body = await apiRequest<{ data: unknown[] }>(ctx, 'GET', `${one(positionals[0])}/artifacts`);
+      const body = await api(ctx).GET('/builds/{build_id}/artifacts', { params: { build_id: positionals[0] } });
       printList(ctx, { data: body.data } as ListBody, ARTIFACT_COLUMNS, 'artifacts');
       return 0;
     }
@@ -192,14 +202,14 @@ export async function runRelease(ctx: Context, args: string[]): Promise<number> 
       });
       if (!values.build) throw new UsageError('--build is required', RELEASE_USAGE);
       const body = { build_id: values.build, tag: values.tag, version: values.version };
-      printRecord(ctx, await apiRequest(ctx, 'POST', `/projects/${seg(projectId())}/releases`, { body }), RELEASE_FIELDS);
+      printRecord(ctx, await api(ctx).POST('/projects/{project_id}/releases', { params: { project_id: projectId() }, body }), RELEASE_FIELDS);
       return 0;
     }
     case 'list': {
       const { values } = parseCommand(rest, listOptions, RELEASE_USAGE, { min: 0, max: 0 });
       printList(
         ctx,
-        await apiRequest<ListBody>(ctx, 'GET', `/projects/${seg(projectId())}/releases`, { query: listQuery(values, RELEASE_USAGE) }),
+        await api(ctx).GET('/projects/{project_id}/releases', { params: { project_id: projectId() }, query: listQuery(values, RELEASE_USAGE) }),
         RELEASE_COLUMNS,
         'releases',
       );
@@ -207,7 +217,7 @@ export async function runRelease(ctx: Context, args: string[]): Promise<number> 
     }
     case 'show': {
       const { positionals } = parseCommand(rest, {}, RELEASE_USAGE, { min: 1, max: 1 });
-      printRecord(ctx, await apiRequest(ctx, 'GET', `/releases/${seg(positionals[0])}`, { query: { project_id: projectId() } }), RELEASE_FIELDS);
+      printRecord(ctx, await api(ctx).GET('/releases/{tag}', { params: { tag: positionals[0] }, query: { project_id: projectId() } }), RELEASE_FIELDS);
       return 0;
     }
     case undefined:

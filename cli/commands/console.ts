@@ -2,7 +2,7 @@
 import { spawn } from 'node:child_process';
 import { parseCommand } from '../args.ts';
 import type { Context } from '../config.ts';
-import { apiRequest } from '../http.ts';
+import { api } from '../http.ts';
 import { printJson } from '../output.ts';
 
 export const CONSOLE_USAGE = `usage: svc console [--print]
@@ -14,11 +14,6 @@ minute, and carries no token: the console turns it into a session cookie of its 
 Examples:
   svc console --print
   svc console --profile work     (signed in as that profile's user, at its API URL)`;
-
-interface LoginLink {
-  url: string;
-  expires_at: string;
-}
 
 /** The platform's "open this URL" command; false when there is none or it fails to start. */
 function openBrowser(url: string): Promise<boolean> {
@@ -36,7 +31,7 @@ function openBrowser(url: string): Promise<boolean> {
 
 export async function runConsole(ctx: Context, args: string[]): Promise<number> {
   const { values } = parseCommand(args, { print: { type: 'boolean' } }, CONSOLE_USAGE, { min: 0, max: 0 });
-  const link = await apiRequest<LoginLink>(ctx, 'POST', '/auth/console/links', { body: {} });
+  const link = await api(ctx).POST('/auth/console/links', { body: {} });
   if (ctx.json) {
     printJson(link);
     return 0;

@@ -3,9 +3,10 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { intFlag, jsonObjectFlag, parseCommand } from '../args.ts';
 import type { Context } from '../config.ts';
 import { ApiError, CliError, UsageError } from '../errors.ts';
-import { apiRequest, seg } from '../http.ts';
-import { note, printDone, printJson, printList, printObject, write, type Column, type ListBody } from '../output.ts';
-import { listOptions, listQuery, orgPath, projectFlag } from './access-common.ts';
+import type { Schemas } from '../../client/index.ts';
+import { api } from '../http.ts';
+import { note, printDone, printJson, printList, printObject, write, type Column } from '../output.ts';
+import { listOptions, listQuery, orgIdOf, projectFlag } from './access-common.ts';
 
 export const DOC_USAGE = `usage: svc doc <command> [flags]
 
@@ -44,15 +45,14 @@ const VERSION_COLUMNS: Column[] = [
   { key: 'created_at', header: 'CREATED' },
 ];
 
-type Doc = Record<string, unknown> & { id: string; path: string; content: string; current_version: number };
+type Doc = Schemas['Doc'];
 
 const isDocId = (ref: string) => /^doc_[0-9a-z]{26}$/.test(ref);
 
 /** The document a DOC argument names: by id, or the live one at a path. */
 async function find(ctx: Context, ref: string, version?: number): Promise<Doc> {
-  const base = `${orgPath(ctx, DOC_USAGE)}/docs`;
-  if (isDocId(ref)) return apiRequest<Doc>(ctx, 'GET', `${base}/${seg(ref)}`, { query: { version } });
-  return apiRequest<Doc>(ctx, 'GET', `${base}/by-path`, { query: { path: ref, version } });
+  if (isDocId(ref)) return api(ctx).GET('/orgs/{org_id}/docs/{doc_id}', { params: { org_id: orgIdOf(ctx, DOC_USAGE), doc_id: ref }, query: { version } });
+  return api(ctx).GET('/orgs/{org_id}/docs/by-path', { params: { org_id: orgIdOf(ctx, DOC_USAGE) }, query: { path: ref, version } });
 }
 
 async function contentOf(values: { file?: string; content?: string }): Promise<string> {
@@ -65,7 +65,7 @@ async function contentOf(values: { file?: string; content?: string }): Promise<s
 
 export async function runDoc(ctx: Context, args: string[]): Promise<number> {
   const [command, ...rest] = args;
-  const base = () => `${orgPath(ctx, DOC_USAGE)}/docs`;
+  const org_id = () => orgIdOf(ctx, DOC_USAGE);
   switch (command) {
     case 'list': {
       const options = { ...listOptions, path: { type: 'string' }, 'include-deleted': { type: 'boolean' } } as const;
@@ -76,7 +76,7 @@ export async function runDoc(ctx: Context, args: string[]): Promise<number> {
         project_id: projectFlag(ctx),
         include_deleted: values['include-deleted'] || undefined,
       };
-      printList(ctx, await apiRequest<ListBody>(ctx, 'GET', base(), { query }), DOC_COLUMNS, 'documents');
+      printList(ctx, await api(ctx).GET('/orgs/{org_id}/docs', { params: { org_id: org_id() }, query }), DOC_COLUMNS, 'documents');
       return 0;
     }
     case 'get': {
@@ -109,8 +109,11 @@ export async function runDoc(ctx: Context, args: string[]): Promise<number> {
         if (!(e instanceof ApiError && e.statusCode === 404) || isDocId(path)) throw e;
       }
       const body = existing
-        ? await apiRequest(ctx, 'PUT', `${base()}/${seg(existing.id)}`, { body: { content, metadata, expected_version: expected } })
-        : await apiRequest(ctx, 'POST', base(), { body: { path, content, metadata, project_id: projectFlag(ctx) } });
+        ? await api(ctx).PUT('/orgs/{org_id}/docs/{doc_id}', {
+            params: { org_id: org_id(), doc_id: existing.id },
+            body: { content, metadata, expected_version: expected },
+          })
+        : await api(ctx).POST('/orgs/{org_id}/docs', { params: { org_id: org_id() }, body: { path, content, metadata, project_id: projectFlag(ctx) } });
       printObject(ctx, body, DOC_FIELDS);
       return 0;
     }
@@ -118,14 +121,17 @@ export async function runDoc(ctx: Context, args: string[]): Promise<number> {
       const { values, positionals } = parseCommand(rest, { 'expected-version': { type: 'string' } }, DOC_USAGE, { min: 1, max: 1 });
       const doc = await find(ctx, positionals[0]);
       const expected = intFlag(values['expected-version'], 'expected-version', DOC_USAGE);
-      await apiRequest(ctx, 'DELETE', `${base()}/${seg(doc.id)}`, { query: { expected_version: expected } });
+      await api(ctx).DELETE('/orgs/{org_id}/docs/{doc_id}', { params: { org_id: org_id(), doc_id: doc.id }, query: { expected_version: expected } });
       printDone(ctx, `Deleted ${doc.path} (${doc.id}).`);
       return 0;
     }
     case 'versions': {
       const { values, positionals } = parseCommand(rest, listOptions, DOC_USAGE, { min: 1, max: 1 });
       const doc = await find(ctx, positionals[0]);
-      const body = await apiRequest<ListBody>(ctx, 'GET', `${base()}/${seg(doc.id)}/versions`, { query: listQuery(values, DOC_USAGE) });
+      const body = await api(ctx).GET('/orgs/{org_id}/docs/{doc_id}/versions', {
+        params: { org_id: org_id(), doc_id: doc.id },
+        query: listQuery(values, DOC_USAGE),
+      });
       if (!ctx.json) write(`${doc.path} (${doc.id})`);
       printList(ctx, body, VERSION_COLUMNS, 'versions');
       return 0;

@@ -2,8 +2,9 @@
 import { intFlag, jsonObjectFlag, parseCommand } from '../args.ts';
 import type { Context } from '../config.ts';
 import { UsageError } from '../errors.ts';
-import { apiRequest, seg } from '../http.ts';
-import { formatFields, formatTable, note, printDone, printJson, printList, write, type Column, type ListBody } from '../output.ts';
+import type { Schemas } from '../../client/index.ts';
+import { api, seg } from '../http.ts';
+import { formatFields, formatTable, note, printDone, printJson, printList, write, type Column } from '../output.ts';
 import { requireProject } from './manifest.ts';
 import { followRun } from './pipeline-runs.ts';
 import { followLog, printLogPages } from './log-lines.ts';
@@ -46,14 +47,7 @@ Examples:
   svc env logs staging dep_01h… -f
   svc env suspend staging --reason "maintenance window"`;
 
-interface Deploy {
-  id: string;
-  status: string;
-  pipeline_run_id: string | null;
-  error_message: string | null;
-  release: { id: string | null; tag: string | null; git_sha: string | null };
-  [key: string]: unknown;
-}
+type Deploy = Schemas['Deploy'];
 
 const ENV_COLUMNS: Column[] = [
   { key: 'name' },
@@ -92,7 +86,8 @@ function showEnv(ctx: Context, env: Record<string, unknown>): void {
 
 function showDeploy(ctx: Context, deploy: Deploy): void {
   if (ctx.json) return printJson(deploy);
-  write(formatFields([...DEPLOY_FIELDS.map((k) => [k, deploy[k]] as [string, unknown]), ['release', releaseName(deploy.release)]]));
+  const fields: Record<string, unknown> = deploy;
+  write(formatFields([...DEPLOY_FIELDS.map((k) => [k, fields[k]] as [string, unknown]), ['release', releaseName(deploy.release)]]));
 }
 
 type DeployEnd = { status: string; error_message: string | null };
@@ -101,15 +96,15 @@ type DeployEnd = { status: string; error_message: string | null };
  * Follows the deploy to its end: the pipeline run that carries it, else the deploy's log as it is
  * written (not with --json, which prints the deploy as it ended); exit 1 when it failed.
  */
-async function follow(ctx: Context, base: string, deploy: Deploy): Promise<number> {
+async function follow(ctx: Context, project_id: string, env: string, deploy: Deploy): Promise<number> {
   if (deploy.pipeline_run_id) {
     const status = await followRun(ctx, deploy.pipeline_run_id);
     return status === 'succeeded' ? 0 : 1;
   }
   if (!ctx.json) note(`svc: deploy ${deploy.id} of ${releaseName(deploy.release)} ${deploy.status}`);
-  const path = `${base}/deploys/${seg(deploy.id)}`;
+  const path = `/projects/${seg(project_id)}/environments/${seg(env)}/deploys/${seg(deploy.id)}`;
   await followLog<DeployEnd>(ctx, `${path}/logs?follow=true`, ctx.json ? () => undefined : undefined);
-  const ended = await apiRequest<Deploy>(ctx, 'GET', path);
+  const ended = await api(ctx).GET('/projects/{project_id}/environments/{env}/deploys/{deploy_id}', { params: { project_id, env, deploy_id: deploy.id } });
   showDeploy(ctx, ended);
   return ended.status === 'succeeded' ? 0 : 1;
 }
@@ -125,13 +120,24 @@ export async function runEnv(ctx: Context, args: string[]): Promise<number> {
       const options = { kind: { type: 'string' }, type: { type: 'string' }, limit: { type: 'string' }, offset: { type: 'string' } } as const;
       const { values: v } = parseCommand(rest, options, usage, { min: 0, max: 0 });
       const query = { kind: v.kind, type: v.type, limit: intFlag(v.limit, 'limit', usage), offset: intFlag(v.offset, 'offset', usage) };
-      printList(ctx, await apiRequest<ListBody>(ctx, 'GET', envs(), { query }), ENV_COLUMNS, 'environments');
+      printList(
+        ctx,
+        await api(ctx).GET('/projects/{project_id}/environments', { params: { project_id: requireProject(ctx, usage) }, query }),
+        ENV_COLUMNS,
+        'environments',
+      );
       return 0;
     }
     case 'show':
     case 'health': {
       const { positionals } = parseCommand(rest, {}, usage, single);
-      showEnv(ctx, await apiRequest(ctx, 'GET', `${one(positionals)}${command === 'health' ? '/health' : ''}`));
+      const params = { project_id: requireProject(ctx, usage), env: positionals[0] };
+      showEnv(
+        ctx,
+        command === 'health'
+          ? await api(ctx).GET('/projects/{project_id}/environments/{env}/health', { params })
+          : await api(ctx).GET('/projects/{project_id}/environments/{env}', { params }),
+      );
       return 0;
     }
     case 'create': {
@@ -147,36 +153,46 @@ export async function runEnv(ctx: Context, args: string[]): Promise<number> {
       const body = {
         name: positionals[0],
         kind: v.kind,
-        type: v.type,
+        type: v.type as Schemas['EnvironmentEnsure']['type'],
         namespace: v.namespace,
         db_ref: v['db-ref'],
         pipeline: v.pipeline,
         pipeline_inputs: jsonObjectFlag(v['pipeline-inputs'], '--pipeline-inputs', usage),
       };
-      showEnv(ctx, await apiRequest(ctx, 'POST', `${envs()}/ensure`, { body }));
+      showEnv(ctx, await api(ctx).POST('/projects/{project_id}/environments/ensure', { params: { project_id: requireProject(ctx, usage) }, body }));
       return 0;
     }
     case 'delete': {
       const { positionals } = parseCommand(rest, {}, usage, single);
-      await apiRequest(ctx, 'DELETE', one(positionals));
+      await api(ctx).DELETE('/projects/{project_id}/environments/{env}', { params: { project_id: requireProject(ctx, usage), env: positionals[0] } });
       printDone(ctx, `environment ${positionals[0]} deleted`);
       return 0;
     }
     case 'suspend': {
       const { values: v, positionals } = parseCommand(rest, { reason: { type: 'string' } }, usage, single);
-      showEnv(ctx, await apiRequest(ctx, 'POST', `${one(positionals)}/suspend`, { body: { reason: v.reason } }));
+      showEnv(
+        ctx,
+        await api(ctx).POST('/projects/{project_id}/environments/{env}/suspend', {
+          params: { project_id: requireProject(ctx, usage), env: positionals[0] },
+          body: { reason: v.reason },
+        }),
+      );
       return 0;
     }
     case 'resume': {
       const { positionals } = parseCommand(rest, {}, usage, single);
-      showEnv(ctx, await apiRequest(ctx, 'POST', `${one(positionals)}/resume`));
+      showEnv(
+        ctx,
+        await api(ctx).POST('/projects/{project_id}/environments/{env}/resume', { params: { project_id: requireProject(ctx, usage), env: positionals[0] } }),
+      );
       return 0;
     }
     case 'logs': {
       const { values: v, positionals } = parseCommand(rest, { follow: { type: 'boolean', short: 'f' } }, usage, { min: 2, max: 2 });
       const path = `${one(positionals)}/deploys/${seg(positionals[1])}/logs`;
       if (!v.follow) {
-        await printLogPages(ctx, path);
+        const params = { project_id: requireProject(ctx, usage), env: positionals[0], deploy_id: positionals[1] };
+        await printLogPages(ctx, (query) => api(ctx).GET('/projects/{project_id}/environments/{env}/deploys/{deploy_id}/logs', { params, query }));
         return 0;
       }
       const end = await followLog<DeployEnd>(ctx, `${path}?follow=true`);
@@ -187,7 +203,15 @@ export async function runEnv(ctx: Context, args: string[]): Promise<number> {
       const options = { status: { type: 'string' }, limit: { type: 'string' }, offset: { type: 'string' } } as const;
       const { values: v, positionals } = parseCommand(rest, options, usage, single);
       const query = { status: v.status, limit: intFlag(v.limit, 'limit', usage), offset: intFlag(v.offset, 'offset', usage) };
-      printList(ctx, await apiRequest<ListBody>(ctx, 'GET', `${one(positionals)}/deploys`, { query }), DEPLOY_COLUMNS, 'deploys');
+      printList(
+        ctx,
+        await api(ctx).GET('/projects/{project_id}/environments/{env}/deploys', {
+          params: { project_id: requireProject(ctx, usage), env: positionals[0] },
+          query,
+        }),
+        DEPLOY_COLUMNS,
+        'deploys',
+      );
       return 0;
     }
     case 'deploy': {
@@ -211,15 +235,21 @@ export async function runEnv(ctx: Context, args: string[]): Promise<number> {
         direct: v.direct,
         inputs: jsonObjectFlag(v.inputs, '--inputs', usage),
       };
-      const deploy = await apiRequest<Deploy>(ctx, 'POST', `${one(positionals)}/deploy`, { body });
-      return v.follow ? follow(ctx, one(positionals), deploy) : (showDeploy(ctx, deploy), 0);
+      const deploy = await api(ctx).POST('/projects/{project_id}/environments/{env}/deploy', {
+        params: { project_id: requireProject(ctx, usage), env: positionals[0] },
+        body,
+      });
+      return v.follow ? follow(ctx, requireProject(ctx, usage), positionals[0], deploy) : (showDeploy(ctx, deploy), 0);
     }
     case 'rollback': {
       const options = { 'release-tag': { type: 'string' }, 'release-id': { type: 'string' }, follow: { type: 'boolean', short: 'f' } } as const;
       const { values: v, positionals } = parseCommand(rest, options, usage, single);
       const body = { release_tag: v['release-tag'], release_id: v['release-id'] };
-      const deploy = await apiRequest<Deploy>(ctx, 'POST', `${one(positionals)}/rollback`, { body });
-      return v.follow ? follow(ctx, one(positionals), deploy) : (showDeploy(ctx, deploy), 0);
+      const deploy = await api(ctx).POST('/projects/{project_id}/environments/{env}/rollback', {
+        params: { project_id: requireProject(ctx, usage), env: positionals[0] },
+        body,
+      });
+      return v.follow ? follow(ctx, requireProject(ctx, usage), positionals[0], deploy) : (showDeploy(ctx, deploy), 0);
     }
     default:
       throw new UsageError(command ? `unknown env command "${command}"` : 'missing env command', usage);

@@ -2,8 +2,11 @@
 import { intFlag, jsonObjectFlag, parseCommand } from '../args.ts';
 import type { Context } from '../config.ts';
 import { UsageError } from '../errors.ts';
-import { apiRequest, seg } from '../http.ts';
-import { formatFields, printJson, printList, write, type Column, type ListBody } from '../output.ts';
+import type { Schemas } from '../../client/index.ts';
+import { api } from '../http.ts';
+
+type EventRequest = Schemas['EventRequest'];
+import { formatFields, printJson, printList, write, type Column } from '../output.ts';
 import { requireProject } from './manifest.ts';
 
 export const EVENT_USAGE = `usage: svc event <command> [flags]
@@ -92,24 +95,24 @@ const CREATE_OPTIONS = {
 
 export async function runEvent(ctx: Context, args: string[]): Promise<number> {
   const [command, ...rest] = args;
-  const project = () => seg(requireProject(ctx, EVENT_USAGE));
+  const project = () => requireProject(ctx, EVENT_USAGE);
   switch (command) {
     case 'create': {
       const { values: v, positionals } = parseCommand(rest, CREATE_OPTIONS, EVENT_USAGE, { min: 1, max: 1 });
       const body = {
         type: positionals[0],
         payload: jsonObjectFlag(v.payload, '--payload', EVENT_USAGE),
-        source: v.source,
+        source: v.source as EventRequest['source'],
         env_name: v.env,
         ref_branch: v.branch,
         ref_sha: v.sha,
         dedupe_key: v['dedupe-key'],
-        actor_type: v['actor-type'],
+        actor_type: v['actor-type'] as EventRequest['actor_type'],
         actor_id: v['actor-id'],
         mutation_id: v['mutation-id'],
         request_id: v['request-id'],
       };
-      show(ctx, await apiRequest<Event>(ctx, 'POST', `/projects/${project()}/events`, { body }));
+      show(ctx, await api(ctx).POST('/projects/{project_id}/events', { params: { project_id: project() }, body }));
       return 0;
     }
     case 'list': {
@@ -123,21 +126,27 @@ export async function runEvent(ctx: Context, args: string[]): Promise<number> {
       } as const;
       const { values: v } = parseCommand(rest, options, EVENT_USAGE, { min: 0, max: 0 });
       if (v.all && !ctx.org) throw new UsageError('--all needs an org (--org ID or `svc config set org ID`)', EVENT_USAGE);
-      const path = v.all ? `/orgs/${seg(ctx.org!)}/events` : `/projects/${project()}/events`;
       const query = {
         type: v.type,
-        source: v.source,
-        status: v.status,
+        source: v.source as EventRequest['source'],
+        status: v.status as Schemas['Event']['status'],
         limit: intFlag(v.limit, 'limit', EVENT_USAGE),
         offset: intFlag(v.offset, 'offset', EVENT_USAGE),
       };
       const columns = v.all ? [...COLUMNS.slice(0, 1), { key: 'project_id', header: 'PROJECT' }, ...COLUMNS.slice(1)] : COLUMNS;
-      printList(ctx, await apiRequest<ListBody>(ctx, 'GET', path, { query }), columns, 'events');
+      printList(
+        ctx,
+        v.all
+          ? await api(ctx).GET('/orgs/{org_id}/events', { params: { org_id: ctx.org! }, query })
+          : await api(ctx).GET('/projects/{project_id}/events', { params: { project_id: project() }, query }),
+        columns,
+        'events',
+      );
       return 0;
     }
     case 'show': {
       const { positionals } = parseCommand(rest, {}, EVENT_USAGE, { min: 1, max: 1 });
-      show(ctx, await apiRequest<Event>(ctx, 'GET', `/projects/${project()}/events/${seg(positionals[0])}`));
+      show(ctx, await api(ctx).GET('/projects/{project_id}/events/{event_id}', { params: { project_id: project(), event_id: positionals[0] } }));
       return 0;
     }
     default:

@@ -2,8 +2,8 @@
 import { intFlag, parseCommand } from '../args.ts';
 import type { Context } from '../config.ts';
 import { UsageError } from '../errors.ts';
-import { apiRequest, seg } from '../http.ts';
-import { formatFields, printJson, printList, write, type Column, type ListBody } from '../output.ts';
+import { api } from '../http.ts';
+import { formatFields, printJson, printList, write, type Column } from '../output.ts';
 
 export const HARNESS_USAGE = `usage: svc harness <command> [flags]
 
@@ -38,12 +38,12 @@ export async function runHarness(ctx: Context, args: string[]): Promise<number> 
     case 'list': {
       const { values: v } = parseCommand(rest, { limit: { type: 'string' }, offset: { type: 'string' } }, HARNESS_USAGE, { min: 0, max: 0 });
       const query = { limit: intFlag(v.limit, 'limit', HARNESS_USAGE), offset: intFlag(v.offset, 'offset', HARNESS_USAGE) };
-      printList(ctx, await apiRequest<ListBody>(ctx, 'GET', '/harnesses', { query }), COLUMNS, 'harnesses');
+      printList(ctx, await api(ctx).GET('/harnesses', { query }), COLUMNS, 'harnesses');
       return 0;
     }
     case 'show': {
       const { positionals } = parseCommand(rest, {}, HARNESS_USAGE, { min: 1, max: 1 });
-      const h = await apiRequest<Harness>(ctx, 'GET', `/harnesses/${seg(positionals[0])}`);
+      const h = await api(ctx).GET('/harnesses/{name}', { params: { name: positionals[0] } });
       if (ctx.json) return (printJson(h), 0);
       const { reasoning, supports_model: models, model_examples: examples, default_model: defaultModel } = h.capabilities;
       write(

@@ -1,9 +1,10 @@
 /** `svc inference …` and `svc models …`: inference targets, the managed-model catalog and the models to send to the proxy (docs/inference.md). */
 import { intFlag, parseCommand, requireFlag } from '../args.ts';
+import type { Schemas } from '../../client/index.ts';
 import type { Context } from '../config.ts';
 import { UsageError } from '../errors.ts';
-import { apiRequest, seg, type Query } from '../http.ts';
-import { printDone, printList, printObject, type Column, type ListBody } from '../output.ts';
+import { api, type Query } from '../http.ts';
+import { printDone, printList, printObject, type Column } from '../output.ts';
 
 export const INFERENCE_USAGE = `usage: svc inference <targets|managed> <command> [flags]
 
@@ -131,7 +132,7 @@ async function runTargets(ctx: Context, command: string | undefined, rest: strin
       const org = scopeOf(ctx, values.system);
       printList(
         ctx,
-        await apiRequest<ListBody>(ctx, 'GET', '/inference/targets', { query: { ...pageQuery(values, INFERENCE_USAGE), org_id: org ?? undefined } }),
+        await api(ctx).GET('/inference/targets', { query: { ...pageQuery(values, INFERENCE_USAGE), org_id: org ?? undefined } }),
         TARGET_COLUMNS,
         'inference targets',
       );
@@ -142,7 +143,7 @@ async function runTargets(ctx: Context, command: string | undefined, rest: strin
       const body = {
         org_id: scopeOf(ctx, values.system),
         name: positionals[0],
-        kind: requireFlag(values.kind, 'kind', INFERENCE_USAGE),
+        kind: requireFlag(values.kind, 'kind', INFERENCE_USAGE) as Schemas['CreateInferenceTarget']['kind'],
         base_url: requireFlag(values['base-url'], 'base-url', INFERENCE_USAGE),
         credential_secret: values['credential-secret'],
         allowed_models: list(values['allowed-models']),
@@ -150,12 +151,12 @@ async function runTargets(ctx: Context, command: string | undefined, rest: strin
         idle_timeout_ms: intFlag(values['idle-timeout-ms'], 'idle-timeout-ms', INFERENCE_USAGE),
         responses_api: boolFlag(values['responses-api']),
       };
-      printObject(ctx, await apiRequest(ctx, 'POST', '/inference/targets', { body }), TARGET_FIELDS);
+      printObject(ctx, await api(ctx).POST('/inference/targets', { body }), TARGET_FIELDS);
       return 0;
     }
     case 'get': {
       const { positionals } = parseCommand(rest, {}, INFERENCE_USAGE, { min: 1, max: 1 });
-      printObject(ctx, await apiRequest(ctx, 'GET', `/inference/targets/${seg(positionals[0])}`), TARGET_FIELDS);
+      printObject(ctx, await api(ctx).GET('/inference/targets/{target_id}', { params: { target_id: positionals[0] } }), TARGET_FIELDS);
       return 0;
     }
     case 'update': {
@@ -172,12 +173,12 @@ async function runTargets(ctx: Context, command: string | undefined, rest: strin
         }).filter(([, v]) => v !== undefined),
       );
       if (Object.keys(body).length === 0) throw new UsageError('nothing to change', INFERENCE_USAGE);
-      printObject(ctx, await apiRequest(ctx, 'PATCH', `/inference/targets/${seg(positionals[0])}`, { body }), TARGET_FIELDS);
+      printObject(ctx, await api(ctx).PATCH('/inference/targets/{target_id}', { params: { target_id: positionals[0] }, body }), TARGET_FIELDS);
       return 0;
     }
     case 'delete': {
       const { positionals } = parseCommand(rest, {}, INFERENCE_USAGE, { min: 1, max: 1 });
-      await apiRequest(ctx, 'DELETE', `/inference/targets/${seg(positionals[0])}`);
+      await api(ctx).DELETE('/inference/targets/{target_id}', { params: { target_id: positionals[0] } });
       printDone(ctx, `Deleted inference target ${positionals[0]}.`);
       return 0;
     }
@@ -191,7 +192,7 @@ async function runManaged(ctx: Context, command: string | undefined, rest: strin
     case 'list': {
       const { values } = parseCommand(rest, pageFlags, INFERENCE_USAGE, { min: 0, max: 0 });
       const query = { ...pageQuery(values, INFERENCE_USAGE), org_id: ctx.org ?? undefined, project_id: ctx.project ?? undefined };
-      printList(ctx, await apiRequest<ListBody>(ctx, 'GET', '/inference/managed-models', { query }), MANAGED_COLUMNS, 'managed models');
+      printList(ctx, await api(ctx).GET('/inference/managed-models', { query }), MANAGED_COLUMNS, 'managed models');
       return 0;
     }
     case 'add': {
@@ -226,7 +227,7 @@ async function runManaged(ctx: Context, command: string | undefined, rest: strin
         prices: Object.keys(prices).length ? prices : undefined,
         project_ids: list(values.projects),
       };
-      const created = await apiRequest<Record<string, unknown>>(ctx, 'POST', '/inference/managed-models', { body });
+      const created = await api(ctx).POST('/inference/managed-models', { body });
       printObject(ctx, created, ['canonical_model_id', 'id', 'scope', 'org_id', 'target', 'upstream_model', 'prices', 'currency', 'project_ids', 'created_at']);
       return 0;
     }
@@ -234,7 +235,7 @@ async function runManaged(ctx: Context, command: string | undefined, rest: strin
       const { values, positionals } = parseCommand(rest, { system: { type: 'boolean' } }, INFERENCE_USAGE, { min: 1, max: 1 });
       const org = scopeOf(ctx, values.system);
       const name = positionals[0].replace(/^managed\//, '');
-      await apiRequest(ctx, 'DELETE', `/inference/managed-models/${seg(name)}`, { query: { org_id: org ?? undefined } });
+      await api(ctx).DELETE('/inference/managed-models/{canonical_model_id}', { params: { canonical_model_id: name }, query: { org_id: org ?? undefined } });
       printDone(ctx, `Deleted managed/${name}.`);
       return 0;
     }
@@ -255,6 +256,6 @@ export async function runModels(ctx: Context, args: string[]): Promise<number> {
   if (command !== 'list') throw new UsageError(command === undefined ? 'missing models command' : `unknown models command "${command}"`, MODELS_USAGE);
   const { values } = parseCommand(rest, { source: { type: 'string' }, ...pageFlags }, MODELS_USAGE, { min: 0, max: 0 });
   const query = { ...pageQuery(values, MODELS_USAGE), source: values.source, org_id: ctx.org ?? undefined, project_id: ctx.project ?? undefined };
-  printList(ctx, await apiRequest<ListBody>(ctx, 'GET', '/models', { query }), MODEL_COLUMNS, 'models');
+  printList(ctx, await api(ctx).GET('/models', { query }), MODEL_COLUMNS, 'models');
   return 0;
 }

@@ -1,8 +1,9 @@
 import { intFlag, parseCommand } from '../args.ts';
+import type { Schemas } from '../../client/index.ts';
 import type { Context } from '../config.ts';
 import { UsageError } from '../errors.ts';
-import { apiRequest, seg } from '../http.ts';
-import { printDone, printList, printObject, type ListBody } from '../output.ts';
+import { api } from '../http.ts';
+import { printDone, printList, printObject } from '../output.ts';
 
 export const INVITE_USAGE = `usage: svc invite <command> [flags]
 
@@ -43,33 +44,33 @@ export async function runInvite(ctx: Context, args: string[]): Promise<number> {
       const { values } = parseCommand(rest, options, INVITE_USAGE, { min: 0, max: 0 });
       const body = {
         org_id: orgOf(ctx),
-        role: values.role,
+        role: values.role as Schemas['InviteRequest']['role'],
         email: values.email,
         identity_hint: values['identity-hint'],
         provider_hint: values['provider-hint'],
         expires_in_days: intFlag(values['expires-in-days'], 'expires-in-days', INVITE_USAGE),
         redirect_url: values['redirect-url'],
       };
-      printObject(ctx, await apiRequest(ctx, 'POST', '/auth/invites', { body }), ['code', ...INVITE_FIELDS]);
+      printObject(ctx, await api(ctx).POST('/auth/invites', { body }), ['code', ...INVITE_FIELDS]);
       return 0;
     }
     case 'list': {
       const options = { limit: { type: 'string' }, offset: { type: 'string' } } as const;
       const { values } = parseCommand(rest, options, INVITE_USAGE, { min: 0, max: 0 });
       const query = { limit: intFlag(values.limit, 'limit', INVITE_USAGE), offset: intFlag(values.offset, 'offset', INVITE_USAGE) };
-      const body = await apiRequest<ListBody>(ctx, 'GET', `/orgs/${seg(orgOf(ctx))}/invites`, { query });
+      const body = await api(ctx).GET('/orgs/{org_id}/invites', { params: { org_id: orgOf(ctx) }, query });
       printList(ctx, body, [{ key: 'id' }, { key: 'role' }, { key: 'status' }, { key: 'email' }, { key: 'expires_at', header: 'EXPIRES' }], 'invites');
       return 0;
     }
     case 'revoke': {
       const { positionals } = parseCommand(rest, {}, INVITE_USAGE, { min: 1, max: 1 });
-      await apiRequest(ctx, 'DELETE', `/orgs/${seg(orgOf(ctx))}/invites/${seg(positionals[0])}`);
+      await api(ctx).DELETE('/orgs/{org_id}/invites/{invite_id}', { params: { org_id: orgOf(ctx), invite_id: positionals[0] } });
       printDone(ctx, `Revoked invite ${positionals[0]}.`);
       return 0;
     }
     case 'accept': {
       const { positionals } = parseCommand(rest, {}, INVITE_USAGE, { min: 1, max: 1 });
-      const body = await apiRequest<{ membership: { org_id: string; role: string } }>(ctx, 'POST', `/auth/invites/${seg(positionals[0])}/accept`);
+      const body = await api(ctx).POST('/auth/invites/{code}/accept', { params: { code: positionals[0] } });
       if (ctx.json) printObject(ctx, body);
       else printDone(ctx, `Joined org ${body.membership.org_id} as ${body.membership.role}.`);
       return 0;

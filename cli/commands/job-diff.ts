@@ -5,32 +5,15 @@
  * terminal (and without NO_COLOR) additions are green, deletions red, hunk headers cyan, and
  * control characters from the changed files are shown escaped instead of reaching the terminal.
  */
+import type { Schemas } from '../../client/index.ts';
 import { intFlag, parseCommand } from '../args.ts';
 import type { Context } from '../config.ts';
 import { CliError } from '../errors.ts';
-import { apiRequest, seg } from '../http.ts';
+import { api } from '../http.ts';
 import { note, printJson, write } from '../output.ts';
 
-interface DiffFile {
-  path: string;
-  old_path?: string;
-  status: 'added' | 'modified' | 'deleted' | 'renamed';
-  additions: number;
-  deletions: number;
-  binary: boolean;
-}
-export interface Diff {
-  job_id: string;
-  attempt_number: number;
-  base_sha: string;
-  head_sha: string | null;
-  uncommitted: boolean;
-  stats: { files: number; additions: number; deletions: number };
-  files: DiffFile[];
-  patch?: string;
-  truncated: boolean;
-  note: string | null;
-}
+export type Diff = Schemas['AttemptDiff'];
+type DiffFile = Diff['files'][number];
 
 const ESC = '\u001b[';
 const paint = (code: string) => (text: string) => `${ESC}${code}m${text}${ESC}0m`;
@@ -102,8 +85,9 @@ export function summaryLine(diff: Diff): string {
 
 /** The number of the job's latest attempt. */
 async function latestAttempt(ctx: Context, jobId: string): Promise<number> {
-  const job = await apiRequest<{ project_id: string }>(ctx, 'GET', `/jobs/${seg(jobId)}`);
-  const page = await apiRequest<{ data: { attempt_number: number }[] }>(ctx, 'GET', `/projects/${seg(job.project_id)}/jobs/${seg(jobId)}/attempts`, {
+  const job = await api(ctx).GET('/jobs/{job_id}', { params: { job_id: jobId } });
+  const page = await api(ctx).GET('/projects/{project_id}/jobs/{job_id}/attempts', {
+    params: { project_id: job.project_id, job_id: jobId },
     query: { limit: 1 },
   });
   if (!page.data[0]) throw new CliError(`job ${jobId} has no attempts yet`, 'its diff is recorded when an attempt ends');
@@ -115,7 +99,7 @@ export async function runJobDiff(ctx: Context, args: string[], usage: string): P
   const jobId = positionals[0];
   const n = intFlag(values.attempt, 'attempt', usage) ?? (await latestAttempt(ctx, jobId));
   const format = values.stat ? 'stat' : 'patch';
-  const diff = await apiRequest<Diff>(ctx, 'GET', `/jobs/${seg(jobId)}/attempts/${n}/diff`, { query: { format } });
+  const diff = await api(ctx).GET('/jobs/{job_id}/attempts/{attempt_number}/diff', { params: { job_id: jobId, attempt_number: n }, query: { format } });
   if (ctx.json) {
     printJson(diff);
     return 0;

@@ -4,8 +4,8 @@ import { basename, extname } from 'node:path';
 import { intFlag, parseCommand } from '../args.ts';
 import type { Context } from '../config.ts';
 import { ApiError, CliError, UsageError } from '../errors.ts';
-import { apiRequest, apiUrlFor, seg, unauthorizedHint } from '../http.ts';
-import { note, printDone, printList, printObject, type ListBody } from '../output.ts';
+import { api, unauthorizedHint } from '../http.ts';
+import { note, printDone, printList, printObject } from '../output.ts';
 
 export const MAX_ATTACHMENT_BYTES = 5 * 1024 * 1024;
 const ATTACHMENT_FIELDS = ['id', 'job_id', 'name', 'mime_type', 'size_bytes', 'created_at'];
@@ -42,11 +42,9 @@ const MIME_BY_EXTENSION: Record<string, string> = {
 /** A MIME type from the file extension, or undefined (the server then serves application/octet-stream). */
 export const guessMime = (file: string): string | undefined => MIME_BY_EXTENSION[extname(file).toLowerCase()];
 
-const filesPath = (job: string, name?: string) => `/jobs/${seg(job)}/attachments${name === undefined ? '' : `/${seg(name)}`}`;
-
 /** GET raw bytes (the JSON client would parse them); errors read like every other command's. */
-async function download(ctx: Context, path: string): Promise<Buffer> {
-  const url = apiUrlFor(ctx.apiUrl, path);
+async function download(ctx: Context, job_id: string, name: string): Promise<Buffer> {
+  const url = api(ctx).url('/jobs/{job_id}/attachments/{name}/content', { job_id, name });
   const headers: Record<string, string> = { accept: '*/*' };
   if (ctx.token) headers.authorization = `Bearer ${ctx.token}`;
   let response: Response;
@@ -75,7 +73,7 @@ export async function runAttachments(ctx: Context, args: string[], usage: string
       const options = { limit: { type: 'string' }, offset: { type: 'string' } } as const;
       const { values, positionals } = parseCommand(rest, options, usage, { min: 1, max: 1 });
       const query = { limit: intFlag(values.limit, 'limit', usage), offset: intFlag(values.offset, 'offset', usage) };
-      const body = await apiRequest<ListBody>(ctx, 'GET', filesPath(positionals[0]), { query });
+      const body = await api(ctx).GET('/jobs/{job_id}/attachments', { params: { job_id: positionals[0] }, query });
       const columns = [{ key: 'name' }, { key: 'size_bytes', header: 'SIZE' }, { key: 'mime_type', header: 'TYPE' }, { key: 'created_at', header: 'CREATED' }];
       printList(ctx, body, columns, 'attachments');
       return 0;
@@ -92,17 +90,22 @@ export async function runAttachments(ctx: Context, args: string[], usage: string
         throw new CliError(`${file} is ${info.size} bytes; attachments are limited to ${MAX_ATTACHMENT_BYTES} bytes (5 MiB)`);
       }
       const content = await readFile(file);
-      const body = { name: values.name ?? basename(file), mime_type: values.mime ?? guessMime(file), content: content.toString('base64'), encoding: 'base64' };
-      printObject(ctx, await apiRequest(ctx, 'POST', filesPath(job), { body }), ATTACHMENT_FIELDS);
+      const body = {
+        name: values.name ?? basename(file),
+        mime_type: values.mime ?? guessMime(file),
+        content: content.toString('base64'),
+        encoding: 'base64' as const,
+      };
+      printObject(ctx, await api(ctx).POST('/jobs/{job_id}/attachments', { params: { job_id: job }, body }), ATTACHMENT_FIELDS);
       return 0;
     }
     case 'get': {
       const { values, positionals } = parseCommand(rest, { output: { type: 'string', short: 'o' } }, usage, { min: 2, max: 2 });
       const [job, name] = positionals;
       // --json: the metadata body; the bytes go to --output only.
-      if (ctx.json) printObject(ctx, await apiRequest(ctx, 'GET', filesPath(job, name)));
+      if (ctx.json) printObject(ctx, await api(ctx).GET('/jobs/{job_id}/attachments/{name}', { params: { job_id: job, name } }));
       if (ctx.json && values.output === undefined) return 0;
-      const bytes = await download(ctx, `${filesPath(job, name)}/content`);
+      const bytes = await download(ctx, job, name);
       if (values.output === undefined || values.output === '-') {
         process.stdout.write(bytes);
         return 0;
@@ -117,7 +120,7 @@ export async function runAttachments(ctx: Context, args: string[], usage: string
     case 'remove': {
       const { positionals } = parseCommand(rest, {}, usage, { min: 2, max: 2 });
       const [job, name] = positionals;
-      await apiRequest(ctx, 'DELETE', filesPath(job, name));
+      await api(ctx).DELETE('/jobs/{job_id}/attachments/{name}', { params: { job_id: job, name } });
       printDone(ctx, `Removed attachment ${name} from job ${job}.`);
       return 0;
     }

@@ -5,7 +5,7 @@
 import { intFlag, parseCommand } from '../args.ts';
 import type { Context } from '../config.ts';
 import { CliError } from '../errors.ts';
-import { apiRequest, seg } from '../http.ts';
+import { api, seg } from '../http.ts';
 import { note, write } from '../output.ts';
 import { followEventStream } from '../sse.ts';
 
@@ -28,17 +28,13 @@ interface Job {
   hints: Record<string, unknown>;
   created_at: string;
 }
-interface Tree {
-  job: Job;
-  children: Tree[];
-}
 
 const WAIT_FOR_ATTEMPT_MS = 1000;
 const PAGE = 1000;
 /** Phases after which a job starts no attempt of its own accord. */
 const SETTLED = new Set(['done', 'cancelled']);
 
-const getJob = (ctx: Context, jobId: string) => apiRequest<Job>(ctx, 'GET', `/jobs/${seg(jobId)}`);
+const getJob = (ctx: Context, jobId: string) => api(ctx).GET('/jobs/{job_id}', { params: { job_id: jobId } });
 const isWorkflowRoot = (job: Job) => job.depth === 0 && typeof job.hints.workflow_name === 'string';
 
 /** A line for people: the process's own lines as they were, the worker's prefixed `svc:`; a step's lines carry its name. */
@@ -53,10 +49,15 @@ function show(ctx: Context, l: Line, step: string | null): void {
  * settled without running (a skipped or cancelled step) and `wait` was asked.
  */
 async function attemptOf(ctx: Context, job: Job, n: number | undefined, wait: boolean): Promise<Attempt | null> {
-  const base = `/projects/${seg(job.project_id)}/jobs/${seg(job.id)}/attempts`;
-  if (n !== undefined) return apiRequest<Attempt>(ctx, 'GET', `${base}/${n}`);
+  if (n !== undefined)
+    return api(ctx).GET('/projects/{project_id}/jobs/{job_id}/attempts/{attempt_number}', {
+      params: { project_id: job.project_id, job_id: job.id, attempt_number: n },
+    });
   for (let waited = false; ; waited = true) {
-    const page = await apiRequest<{ data: Attempt[] }>(ctx, 'GET', base, { query: { limit: 1 } });
+    const page = await api(ctx).GET('/projects/{project_id}/jobs/{job_id}/attempts', {
+      params: { project_id: job.project_id, job_id: job.id },
+      query: { limit: 1 },
+    });
     if (page.data[0]) return page.data[0];
     if (!wait) throw new CliError(`job ${job.id} has no attempts yet`, 'follow it with -f to wait for its first attempt');
     if (waited && SETTLED.has((await getJob(ctx, job.id)).phase)) return null;
@@ -70,9 +71,12 @@ async function printAttempt(ctx: Context, jobId: string, attempt: Attempt, follo
   const path = `/jobs/${seg(jobId)}/attempts/${seg(attempt.id)}/logs`;
   if (!follow) {
     for (let after = 0; ;) {
-      const page = await apiRequest<{ data: Line[]; pagination: { has_more: boolean } }>(ctx, 'GET', path, { query: { limit: PAGE, after_seq: after } });
+      const page = await api(ctx).GET('/jobs/{job_id}/attempts/{attempt_id}/logs', {
+        params: { job_id: jobId, attempt_id: attempt.id },
+        query: { limit: PAGE, after_seq: after },
+      });
       for (const l of page.data) show(ctx, l, step);
-      if (!page.pagination.has_more || page.data.length === 0) return null;
+      if (!page.pagination?.has_more || page.data.length === 0) return null;
       after = page.data[page.data.length - 1].seq;
     }
   }
@@ -92,7 +96,7 @@ async function printAttempt(ctx: Context, jobId: string, attempt: Attempt, follo
 
 /** A workflow root's steps in the order they were laid out, each step's latest attempt; exit 1 when a followed step did not succeed. */
 async function workflowLogs(ctx: Context, root: Job, follow: boolean): Promise<number> {
-  const tree = await apiRequest<Tree>(ctx, 'GET', `/jobs/${seg(root.id)}/tree`);
+  const tree = await api(ctx).GET('/jobs/{job_id}/tree', { params: { job_id: root.id } });
   const steps = tree.children.map((c) => c.job).sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id));
   let failed = false;
   for (const step of steps) {

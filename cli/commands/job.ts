@@ -1,8 +1,9 @@
 import { intFlag, jsonObjectFlag, parseCommand, requireFlag } from '../args.ts';
 import type { Context } from '../config.ts';
 import { UsageError } from '../errors.ts';
-import { apiRequest, seg } from '../http.ts';
-import { printDone, printJson, printList, printObject, write, type Column, type ListBody } from '../output.ts';
+import type { Schemas } from '../../client/index.ts';
+import { api } from '../http.ts';
+import { printDone, printJson, printList, printObject, write, type Column } from '../output.ts';
 import { runAttachments } from './job-files.ts';
 import { runJobLogs } from './job-logs.ts';
 import { runJobDiff } from './job-diff.ts';
@@ -62,6 +63,9 @@ function requireProject(ctx: Context): string {
 const many = (value: unknown): string[] | undefined => (value === undefined ? undefined : ([] as string[]).concat(value as string | string[]));
 /** `none` clears a nullable field. */
 const orNull = (value: string | undefined): string | null | undefined => (value === 'none' ? null : value);
+type CreateJob = Schemas['CreateJobRequest'];
+type UpdateJob = Schemas['UpdateJob'];
+
 const int = (value: string | undefined, name: string) => intFlag(value, name, JOB_USAGE);
 
 const CREATE_OPTIONS = {
@@ -120,7 +124,6 @@ const ATTEMPT_COLUMNS: Column[] = [
 
 export async function runJob(ctx: Context, args: string[]): Promise<number> {
   const [command, ...rest] = args;
-  const jobPath = (id: string, tail = '') => `/jobs/${seg(id)}${tail}`;
   /** A job body (or the job inside `{job, ...}`) as key: value; --json prints the body as it came. */
   const showJob = (body: unknown) => {
     if (ctx.json) return printJson(body);
@@ -132,7 +135,6 @@ export async function runJob(ctx: Context, args: string[]): Promise<number> {
   };
   const showNested = (body: unknown) => (ctx.json ? printJson(body) : write(formatNested(body)));
   const one = <O extends Options>(options: O = {} as O, max = 1) => parseCommand(rest, options, JOB_USAGE, { min: 1, max });
-  const post = async (id: string, action: string, body: Body) => showJob(await apiRequest(ctx, 'POST', jobPath(id, `/${action}`), { body }));
 
   switch (command) {
     case 'create': {
@@ -141,10 +143,10 @@ export async function runJob(ctx: Context, args: string[]): Promise<number> {
         description: requireFlag(v.description, 'description', JOB_USAGE),
         title: v.title,
         priority: int(v.priority, 'priority'),
-        issue_type: v['issue-type'],
+        issue_type: v['issue-type'] as CreateJob['issue_type'],
         labels: many(v.label),
         parent_id: v.parent,
-        review_required: v['review-required'],
+        review_required: v['review-required'] as CreateJob['review_required'],
         harness: v.harness,
         model: v.model,
         harness_profile: v['harness-profile'],
@@ -152,11 +154,11 @@ export async function runJob(ctx: Context, args: string[]): Promise<number> {
         resource_refs: many(v['resource-ref'])?.map((uri) => ({ uri })),
         defer_until: v['defer-until'],
         due_at: v['due-at'],
-        phase: v.phase,
+        phase: v.phase as CreateJob['phase'],
         hints: jsonObjectFlag(v.hints, '--hints', JOB_USAGE),
         git: jsonObjectFlag(v.git, '--git', JOB_USAGE),
       };
-      showJob(await apiRequest(ctx, 'POST', `/projects/${seg(requireProject(ctx))}/jobs`, { body }));
+      showJob(await api(ctx).POST('/projects/{project_id}/jobs', { params: { project_id: requireProject(ctx) }, body }));
       return 0;
     }
     case 'list': {
@@ -172,7 +174,7 @@ export async function runJob(ctx: Context, args: string[]): Promise<number> {
         limit: int(v.limit, 'limit'),
         offset: int(v.offset, 'offset'),
       };
-      const jobs = await apiRequest<ListBody>(ctx, 'GET', `/projects/${seg(requireProject(ctx))}/jobs`, { query });
+      const jobs = await api(ctx).GET('/projects/{project_id}/jobs', { params: { project_id: requireProject(ctx) }, query });
       printList(ctx, jobs, jobColumnsFor(jobs.data ?? []), 'jobs');
       return 0;
     }
@@ -180,11 +182,11 @@ export async function runJob(ctx: Context, args: string[]): Promise<number> {
     case 'show': {
       const id = one().positionals[0];
       if (ctx.json) {
-        printJson(await apiRequest(ctx, 'GET', jobPath(id)));
+        printJson(await api(ctx).GET('/jobs/{job_id}', { params: { job_id: id } }));
         return 0;
       }
       // The context carries the latest attempt, hence what became of its changes.
-      const context = (await apiRequest(ctx, 'GET', jobPath(id, '/context'))) as Body;
+      const context = (await api(ctx).GET('/jobs/{job_id}/context', { params: { job_id: id } })) as Body;
       const work = workLine(context.latest_attempt);
       printObject(ctx, { ...(context.job as Body), ...(work ? { work } : {}) }, work ? [...JOB_FIELDS, 'work'] : JOB_FIELDS);
       return 0;
@@ -196,81 +198,100 @@ export async function runJob(ctx: Context, args: string[]): Promise<number> {
         title: v.title,
         description: v.description,
         priority: int(v.priority, 'priority'),
-        phase: v.phase,
-        issue_type: v['issue-type'],
+        phase: v.phase as UpdateJob['phase'],
+        issue_type: v['issue-type'] as UpdateJob['issue_type'],
         labels: many(v.label),
         assignee: v.unassign ? null : v.assignee,
-        review_required: v['review-required'],
+        review_required: v['review-required'] as UpdateJob['review_required'],
         defer_until: orNull(v['defer-until']),
         due_at: orNull(v['due-at']),
         hints: jsonObjectFlag(v.hints, '--hints', JOB_USAGE),
       };
       if (Object.values(body).every((x) => x === undefined)) throw new UsageError('nothing to update: pass at least one field flag', JOB_USAGE);
-      showJob(await apiRequest(ctx, 'PATCH', jobPath(positionals[0]), { body }));
+      showJob(await api(ctx).PATCH('/jobs/{job_id}', { params: { job_id: positionals[0] }, body }));
       return 0;
     }
     case 'cancel': {
       const { values, positionals } = one({ reason: { type: 'string' } });
-      showJob(await apiRequest(ctx, 'PATCH', jobPath(positionals[0]), { body: { phase: 'cancelled', close_reason: values.reason } }));
+      showJob(await api(ctx).PATCH('/jobs/{job_id}', { params: { job_id: positionals[0] }, body: { phase: 'cancelled', close_reason: values.reason } }));
       return 0;
     }
     case 'context': {
-      const body = await apiRequest(ctx, 'GET', jobPath(one().positionals[0], '/context'));
+      const body = await api(ctx).GET('/jobs/{job_id}/context', { params: { job_id: one().positionals[0] } });
       if (ctx.json) printJson(body);
       else write(formatContext(body));
       return 0;
     }
     case 'tree': {
-      const body = await apiRequest(ctx, 'GET', jobPath(one().positionals[0], '/tree'));
+      const body = await api(ctx).GET('/jobs/{job_id}/tree', { params: { job_id: one().positionals[0] } });
       if (ctx.json) printJson(body);
       else write(formatTree(body));
       return 0;
     }
     case 'claim':
-      await post(one().positionals[0], 'claim', {});
+      showJob(await api(ctx).POST('/jobs/{job_id}/claim', { params: { job_id: one().positionals[0] }, body: {} }));
       return 0;
     case 'release': {
       const { values, positionals } = one({ attempt: { type: 'string' }, token: { type: 'string' } });
       const body = { attempt_id: requireFlag(values.attempt, 'attempt', JOB_USAGE), lease_token: requireFlag(values.token, 'token', JOB_USAGE) };
-      await post(positionals[0], 'release', body);
+      showJob(await api(ctx).POST('/jobs/{job_id}/release', { params: { job_id: positionals[0] }, body: body }));
       return 0;
     }
     case 'submit': {
       const { values, positionals } = one({ summary: { type: 'string' } });
-      await post(positionals[0], 'submit', { summary: requireFlag(values.summary, 'summary', JOB_USAGE) });
+      showJob(
+        await api(ctx).POST('/jobs/{job_id}/submit', {
+          params: { job_id: positionals[0] },
+          body: { summary: requireFlag(values.summary, 'summary', JOB_USAGE) },
+        }),
+      );
       return 0;
     }
     case 'approve': {
       const { values, positionals } = one({ comment: { type: 'string' } });
-      await post(positionals[0], 'approve', { comment: values.comment });
+      showJob(await api(ctx).POST('/jobs/{job_id}/approve', { params: { job_id: positionals[0] }, body: { comment: values.comment } }));
       return 0;
     }
     case 'reject': {
       const { values, positionals } = one({ reason: { type: 'string' } });
-      await post(positionals[0], 'reject', { reason: requireFlag(values.reason, 'reason', JOB_USAGE) });
+      showJob(
+        await api(ctx).POST('/jobs/{job_id}/reject', { params: { job_id: positionals[0] }, body: { reason: requireFlag(values.reason, 'reason', JOB_USAGE) } }),
+      );
       return 0;
     }
     case 'deps':
-      return runDeps(ctx, rest, jobPath);
+      return runDeps(ctx, rest);
     case 'attachments':
       return runAttachments(ctx, rest, JOB_USAGE);
     case 'attempts': {
       const { values, positionals } = one({ limit: { type: 'string' }, offset: { type: 'string' } }, 2);
       const [id, n] = positionals;
       if (n !== undefined) int(n, 'attempt number');
-      const path = `/projects/${seg(requireProject(ctx))}/jobs/${seg(id)}/attempts${n === undefined ? '' : `/${seg(n)}`}`;
+      const project_id = requireProject(ctx);
       if (n !== undefined) {
-        showNested(await apiRequest(ctx, 'GET', path));
+        showNested(
+          await api(ctx).GET('/projects/{project_id}/jobs/{job_id}/attempts/{attempt_number}', {
+            params: { project_id, job_id: id, attempt_number: int(n, 'attempt number')! },
+          }),
+        );
         return 0;
       }
       const query = { limit: int(values.limit, 'limit'), offset: int(values.offset, 'offset') };
-      printList(ctx, await apiRequest<ListBody>(ctx, 'GET', path, { query }), ATTEMPT_COLUMNS, 'attempts');
+      printList(
+        ctx,
+        await api(ctx).GET('/projects/{project_id}/jobs/{job_id}/attempts', { params: { project_id, job_id: id }, query }),
+        ATTEMPT_COLUMNS,
+        'attempts',
+      );
       return 0;
     }
     case 'receipt': {
       const { values, positionals } = one({ attempt: { type: 'string' } });
-      const tail = values.attempt === undefined ? '/receipt' : `/attempts/${seg(values.attempt)}/receipt`;
-      const receipt = await apiRequest(ctx, 'GET', jobPath(positionals[0], tail));
+      const job_id = positionals[0];
+      const receipt =
+        values.attempt === undefined
+          ? await api(ctx).GET('/jobs/{job_id}/receipt', { params: { job_id } })
+          : await api(ctx).GET('/jobs/{job_id}/attempts/{attempt_id}/receipt', { params: { job_id, attempt_id: values.attempt } });
       if (ctx.json) printJson(receipt);
       else write(formatReceipt(receipt));
       return 0;
@@ -282,11 +303,11 @@ export async function runJob(ctx: Context, args: string[]): Promise<number> {
     case 'compare': {
       const { values, positionals } = one({ a: { type: 'string' }, b: { type: 'string' }, 'include-receipt': { type: 'boolean' } });
       const query = {
-        a: int(requireFlag(values.a, 'a', JOB_USAGE), 'a'),
-        b: int(requireFlag(values.b, 'b', JOB_USAGE), 'b'),
+        a: int(requireFlag(values.a, 'a', JOB_USAGE), 'a')!,
+        b: int(requireFlag(values.b, 'b', JOB_USAGE), 'b')!,
         include_receipt: values['include-receipt'] ? true : undefined,
       };
-      showNested(await apiRequest(ctx, 'GET', jobPath(positionals[0], '/compare'), { query }));
+      showNested(await api(ctx).GET('/jobs/{job_id}/compare', { params: { job_id: positionals[0] }, query }));
       return 0;
     }
     case undefined:
@@ -296,27 +317,30 @@ export async function runJob(ctx: Context, args: string[]): Promise<number> {
   }
 }
 
-async function runDeps(ctx: Context, args: string[], jobPath: (id: string, tail?: string) => string): Promise<number> {
+async function runDeps(ctx: Context, args: string[]): Promise<number> {
   const [command, ...rest] = args;
   switch (command) {
     case 'list': {
       const { positionals } = parseCommand(rest, {}, JOB_USAGE, { min: 1, max: 1 });
-      const body = await apiRequest<Body>(ctx, 'GET', jobPath(positionals[0], '/dependencies'));
+      const body = await api(ctx).GET('/jobs/{job_id}/dependencies', { params: { job_id: positionals[0] } });
       if (ctx.json) printJson(body);
       else write([...section('dependencies', body.dependencies, relationLine), ...section('dependents', body.dependents, relationLine)].join('\n'));
       return 0;
     }
     case 'add': {
       const { values, positionals } = parseCommand(rest, { on: { type: 'string' }, type: { type: 'string' } }, JOB_USAGE, { min: 1, max: 1 });
-      const body = { related_job_id: requireFlag(values.on, 'on', JOB_USAGE), relation_type: values.type ?? 'blocked_by' };
-      const created = await apiRequest(ctx, 'POST', jobPath(positionals[0], '/dependencies'), { body });
+      const body = {
+        related_job_id: requireFlag(values.on, 'on', JOB_USAGE),
+        relation_type: (values.type ?? 'blocked_by') as Schemas['AddJobRelation']['relation_type'],
+      };
+      const created = await api(ctx).POST('/jobs/{job_id}/dependencies', { params: { job_id: positionals[0] }, body });
       if (ctx.json) printJson(created);
       else write(`Job ${positionals[0]} ${body.relation_type} ${body.related_job_id}.`);
       return 0;
     }
     case 'remove': {
       const { positionals } = parseCommand(rest, {}, JOB_USAGE, { min: 2, max: 2 });
-      await apiRequest(ctx, 'DELETE', jobPath(positionals[0], `/dependencies/${seg(positionals[1])}`));
+      await api(ctx).DELETE('/jobs/{job_id}/dependencies/{related_job_id}', { params: { job_id: positionals[0], related_job_id: positionals[1] } });
       printDone(ctx, `Removed the relation between ${positionals[0]} and ${positionals[1]}.`);
       return 0;
     }

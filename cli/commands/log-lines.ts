@@ -1,6 +1,6 @@
 /** Printing a log of numbered lines that the API pages and streams alike (a build run's, a deploy's). */
 import type { Context } from '../config.ts';
-import { apiRequest } from '../http.ts';
+import { CliError } from '../errors.ts';
 import { note, write } from '../output.ts';
 import { followEventStream } from '../sse.ts';
 
@@ -13,14 +13,16 @@ export interface LogLine {
 /** One line: JSON with --json, else the text (svc's own lines prefixed `svc: `). */
 export const showLogLine = (ctx: Context, l: LogLine): void => write(ctx.json ? JSON.stringify(l) : l.stream === 'system' ? `svc: ${l.line}` : l.line);
 
-/** Every line of the log at `path`, page after page (`query` narrows it). */
-export async function printLogPages(ctx: Context, path: string, query: Record<string, string | undefined> = {}): Promise<void> {
+/** The page of a log's lines after `after_seq`, up to `limit` (the same route streams text when asked to follow). */
+export type LogPage = (query: { after_seq: number; limit: number }) => Promise<{ data: LogLine[]; pagination?: { has_more: boolean } } | string>;
+
+/** Every line of a log, page after page. */
+export async function printLogPages(ctx: Context, pageAfter: LogPage): Promise<void> {
   for (let after = 0; ;) {
-    const page = await apiRequest<{ data: LogLine[]; pagination: { has_more: boolean } }>(ctx, 'GET', path, {
-      query: { ...query, limit: 1000, after_seq: after },
-    });
+    const page = await pageAfter({ limit: 1000, after_seq: after });
+    if (typeof page === 'string') throw new CliError('the server answered a page of log lines with text');
     for (const l of page.data) showLogLine(ctx, l);
-    if (!page.pagination.has_more || page.data.length === 0) return;
+    if (!page.pagination?.has_more || page.data.length === 0) return;
     after = page.data[page.data.length - 1].seq;
   }
 }

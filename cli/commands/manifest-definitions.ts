@@ -1,8 +1,8 @@
 import { intFlag, parseCommand } from '../args.ts';
 import type { Context } from '../config.ts';
 import { UsageError } from '../errors.ts';
-import { apiRequest, seg } from '../http.ts';
-import { cell, printJson, printList, write, type Column, type ListBody } from '../output.ts';
+import { api } from '../http.ts';
+import { cell, printJson, printList, write, type Column } from '../output.ts';
 import { requireProject } from './manifest.ts';
 import type { InputDeclaration } from './pipeline-inputs.ts';
 
@@ -38,17 +38,32 @@ const COLUMNS: Column[] = [
 export async function runDefinitions(ctx: Context, args: string[], section: 'workflows' | 'pipelines', usage: string): Promise<number> {
   const [command, ...rest] = args;
   const noun = section.slice(0, -1);
-  const base = () => `/projects/${seg(requireProject(ctx, usage))}/${section}`;
+  const project_id = () => requireProject(ctx, usage);
   switch (command) {
     case 'list': {
       const { values } = parseCommand(rest, { limit: { type: 'string' }, offset: { type: 'string' } }, usage, { min: 0, max: 0 });
       const query = { limit: intFlag(values.limit, 'limit', usage), offset: intFlag(values.offset, 'offset', usage) };
-      printList(ctx, await apiRequest<ListBody>(ctx, 'GET', base(), { query }), COLUMNS, section);
+      printList(
+        ctx,
+        section === 'workflows'
+          ? await api(ctx).GET('/projects/{project_id}/workflows', { params: { project_id: project_id() }, query })
+          : await api(ctx).GET('/projects/{project_id}/pipelines', { params: { project_id: project_id() }, query }),
+        COLUMNS,
+        section,
+      );
       return 0;
     }
     case 'show': {
       const { positionals } = parseCommand(rest, {}, usage, { min: 1, max: 1 });
-      const body = await apiRequest<{ name: string; steps: Step[]; inputs?: Record<string, InputDeclaration> }>(ctx, 'GET', `${base()}/${seg(positionals[0])}`);
+      const params = { project_id: project_id(), name: positionals[0] };
+      // the manifest's own model, free-form in the API
+      const body = (section === 'workflows'
+        ? await api(ctx).GET('/projects/{project_id}/workflows/{name}', { params })
+        : await api(ctx).GET('/projects/{project_id}/pipelines/{name}', { params })) as unknown as {
+        name: string;
+        steps: Step[];
+        inputs?: Record<string, InputDeclaration>;
+      };
       if (ctx.json) return (printJson(body), 0);
       const { name, steps, inputs, ...settings } = body;
       write(`${noun} ${name}`);

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { parseCommand } from '../args.ts';
 import type { Context } from '../config.ts';
 import { ApiError, CliError, UsageError } from '../errors.ts';
-import { apiRequest, seg } from '../http.ts';
+import { api } from '../http.ts';
 import { note, printJson, printObject, write } from '../output.ts';
 
 export const MANIFEST_USAGE = `usage: svc manifest <command> [flags]
@@ -48,13 +48,15 @@ async function sourceBody(values: { file?: string; ref?: string }): Promise<Reco
 
 export async function runManifest(ctx: Context, args: string[]): Promise<number> {
   const [command, ...rest] = args;
-  const base = () => `/projects/${seg(requireProject(ctx, MANIFEST_USAGE))}/manifest`;
   const sourceOptions = { file: { type: 'string' }, ref: { type: 'string' } } as const;
   switch (command) {
     case 'sync': {
       const { values } = parseCommand(rest, sourceOptions, MANIFEST_USAGE, { min: 0, max: 0 });
       try {
-        const stored = await apiRequest<{ warnings?: Problem[] }>(ctx, 'POST', base(), { body: await sourceBody(values) });
+        const stored = await api(ctx).POST('/projects/{project_id}/manifest', {
+          params: { project_id: requireProject(ctx, MANIFEST_USAGE) },
+          body: await sourceBody(values),
+        });
         printObject(ctx, stored, SHOWN);
         if (!ctx.json) printWarnings(stored.warnings ?? []);
       } catch (error) {
@@ -69,14 +71,10 @@ export async function runManifest(ctx: Context, args: string[]): Promise<number>
     }
     case 'validate': {
       const { values } = parseCommand(rest, sourceOptions, MANIFEST_USAGE, { min: 0, max: 0 });
-      const body = await apiRequest<{ valid: boolean; errors: Problem[]; warnings?: Problem[]; manifest_hash: string | null }>(
-        ctx,
-        'POST',
-        `${base()}/validate`,
-        {
-          body: await sourceBody(values),
-        },
-      );
+      const body = await api(ctx).POST('/projects/{project_id}/manifest/validate', {
+        params: { project_id: requireProject(ctx, MANIFEST_USAGE) },
+        body: await sourceBody(values),
+      });
       if (ctx.json) printJson(body);
       else if (body.valid) {
         printWarnings(body.warnings ?? []);
@@ -89,7 +87,7 @@ export async function runManifest(ctx: Context, args: string[]): Promise<number>
     }
     case 'show': {
       const { values } = parseCommand(rest, { yaml: { type: 'boolean' } }, MANIFEST_USAGE, { min: 0, max: 0 });
-      const body = await apiRequest<{ yaml: string }>(ctx, 'GET', base());
+      const body = await api(ctx).GET('/projects/{project_id}/manifest', { params: { project_id: requireProject(ctx, MANIFEST_USAGE) } });
       if (values.yaml && !ctx.json) process.stdout.write(body.yaml);
       else printObject(ctx, body, SHOWN);
       return 0;

@@ -1,21 +1,44 @@
 import { intFlag, parseCommand, requireFlag } from '../args.ts';
 import type { Context } from '../config.ts';
 import { UsageError } from '../errors.ts';
-import { apiRequest, seg } from '../http.ts';
-import { printDone, printList, printObject, type ListBody } from '../output.ts';
+import type { Schemas } from '../../client/index.ts';
+import { api } from '../http.ts';
+import { printDone, printList, printObject } from '../output.ts';
 
 /** What differs between org and project membership commands. */
 export interface MembersTarget {
   /** "org" or "project": used in messages and flag names (--org / --project). */
   kind: 'org' | 'project';
-  /** Collection path, e.g. "/orgs". */
-  basePath: string;
   /** --org / --project, else the profile's default. */
   defaultId?: string;
   usage: string;
 }
 
 export const DEFAULT_MEMBER_ROLE = 'member';
+
+type Role = NonNullable<Schemas['AddMember']['role']>;
+
+/** The membership calls of one org or project. */
+function membersOf(ctx: Context, kind: MembersTarget['kind'], id: string) {
+  const svc = api(ctx);
+  if (kind === 'org') {
+    const org_id = id;
+    return {
+      list: (query: { limit?: number; offset?: number }) => svc.GET('/orgs/{org_id}/members', { params: { org_id }, query }),
+      add: (body: Schemas['AddMember']) => svc.POST('/orgs/{org_id}/members', { params: { org_id }, body }),
+      setRole: (user_id: string, body: Schemas['SetMemberRole']) => svc.PATCH('/orgs/{org_id}/members/{user_id}', { params: { org_id, user_id }, body }),
+      remove: (user_id: string) => svc.DELETE('/orgs/{org_id}/members/{user_id}', { params: { org_id, user_id } }),
+    };
+  }
+  const project_id = id;
+  return {
+    list: (query: { limit?: number; offset?: number }) => svc.GET('/projects/{project_id}/members', { params: { project_id }, query }),
+    add: (body: Schemas['AddMember']) => svc.POST('/projects/{project_id}/members', { params: { project_id }, body }),
+    setRole: (user_id: string, body: Schemas['SetMemberRole']) =>
+      svc.PATCH('/projects/{project_id}/members/{user_id}', { params: { project_id, user_id }, body }),
+    remove: (user_id: string) => svc.DELETE('/projects/{project_id}/members/{user_id}', { params: { project_id, user_id } }),
+  };
+}
 
 const MEMBER_COLUMNS = [{ key: 'user_id' }, { key: 'email' }, { key: 'display_name', header: 'NAME' }, { key: 'role' }, { key: 'created_at', header: 'ADDED' }];
 
@@ -34,7 +57,7 @@ export async function runMembers(ctx: Context, target: MembersTarget, args: stri
     }
     return [target.defaultId, positionals];
   };
-  const membersPath = (id: string) => `${target.basePath}/${seg(id)}/members`;
+  const members = (id: string) => membersOf(ctx, target.kind, id);
 
   switch (command) {
     case 'list': {
@@ -42,28 +65,28 @@ export async function runMembers(ctx: Context, target: MembersTarget, args: stri
       const { values, positionals } = parseCommand(rest, options, usage, { min: 0, max: 1 });
       const [id] = split(positionals, 0);
       const query = { limit: intFlag(values.limit, 'limit', usage), offset: intFlag(values.offset, 'offset', usage) };
-      printList(ctx, await apiRequest<ListBody>(ctx, 'GET', membersPath(id), { query }), MEMBER_COLUMNS, 'members');
+      printList(ctx, await members(id).list(query), MEMBER_COLUMNS, 'members');
       return 0;
     }
     case 'add': {
       const options = { email: { type: 'string' }, role: { type: 'string' } } as const;
       const { values, positionals } = parseCommand(rest, options, usage, { min: 0, max: 1 });
       const [id] = split(positionals, 0);
-      const body = { email: requireFlag(values.email, 'email', usage), role: values.role ?? DEFAULT_MEMBER_ROLE };
-      printObject(ctx, await apiRequest(ctx, 'POST', membersPath(id), { body }));
+      const body = { email: requireFlag(values.email, 'email', usage), role: (values.role ?? DEFAULT_MEMBER_ROLE) as Role };
+      printObject(ctx, await members(id).add(body));
       return 0;
     }
     case 'set-role': {
       const { values, positionals } = parseCommand(rest, { role: { type: 'string' } }, usage, { min: 1, max: 2 });
       const [id, [userId]] = split(positionals, 1);
-      const body = { role: requireFlag(values.role, 'role', usage) };
-      printObject(ctx, await apiRequest(ctx, 'PATCH', `${membersPath(id)}/${seg(userId)}`, { body }));
+      const body = { role: requireFlag(values.role, 'role', usage) as Role };
+      printObject(ctx, await members(id).setRole(userId, body));
       return 0;
     }
     case 'remove': {
       const { positionals } = parseCommand(rest, {}, usage, { min: 1, max: 2 });
       const [id, [userId]] = split(positionals, 1);
-      await apiRequest(ctx, 'DELETE', `${membersPath(id)}/${seg(userId)}`);
+      await members(id).remove(userId);
       printDone(ctx, `Removed member ${userId} from ${target.kind} ${id}.`);
       return 0;
     }

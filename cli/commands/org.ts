@@ -1,8 +1,8 @@
 import { intFlag, parseCommand } from '../args.ts';
 import type { Context } from '../config.ts';
 import { UsageError } from '../errors.ts';
-import { apiRequest, seg } from '../http.ts';
-import { printDone, printList, printObject, type Column, type ListBody } from '../output.ts';
+import { api } from '../http.ts';
+import { printDone, printList, printObject, type Column } from '../output.ts';
 import { runMembers } from './members.ts';
 
 export const ORG_USAGE = `usage: svc org <command> [flags]
@@ -48,24 +48,24 @@ export async function runOrg(ctx: Context, args: string[]): Promise<number> {
       const columns: Column[] = [{ key: 'id' }, { key: 'name' }, { key: 'slug' }];
       if (values['include-deleted']) columns.push({ key: 'deleted' });
       columns.push({ key: 'created_at', header: 'CREATED' });
-      printList(ctx, await apiRequest<ListBody>(ctx, 'GET', '/orgs', { query }), columns, 'orgs');
+      printList(ctx, await api(ctx).GET('/orgs', { query }), columns, 'orgs');
       return 0;
     }
     case 'get': {
       const { positionals } = parseCommand(rest, {}, ORG_USAGE, { min: 0, max: 1 });
-      show(await apiRequest(ctx, 'GET', `/orgs/${seg(orgId(ctx, positionals[0]))}`));
+      show(await api(ctx).GET('/orgs/{org_id}', { params: { org_id: orgId(ctx, positionals[0]) } }));
       return 0;
     }
     case 'create': {
       const { values, positionals } = parseCommand(rest, { slug: { type: 'string' } }, ORG_USAGE, { min: 1, max: 1 });
-      show(await apiRequest(ctx, 'POST', '/orgs', { body: { name: positionals[0], slug: values.slug } }));
+      show(await api(ctx).POST('/orgs', { body: { name: positionals[0], slug: values.slug } }));
       return 0;
     }
     case 'ensure': {
       const options = { slug: { type: 'string' }, id: { type: 'string' } } as const;
       const { values, positionals } = parseCommand(rest, options, ORG_USAGE, { min: 1, max: 1 });
       const body = { name: positionals[0], slug: values.slug, id: values.id };
-      show(await apiRequest(ctx, 'POST', '/orgs/ensure', { body }));
+      show(await api(ctx).POST('/orgs/ensure', { body }));
       return 0;
     }
     case 'update': {
@@ -75,18 +75,18 @@ export async function runOrg(ctx: Context, args: string[]): Promise<number> {
       if (Object.values(body).every((v) => v === undefined)) {
         throw new UsageError('nothing to update: pass --name, --slug or --restore', ORG_USAGE);
       }
-      show(await apiRequest(ctx, 'PATCH', `/orgs/${seg(orgId(ctx, positionals[0]))}`, { body }));
+      show(await api(ctx).PATCH('/orgs/{org_id}', { params: { org_id: orgId(ctx, positionals[0]) }, body }));
       return 0;
     }
     case 'delete': {
       const { positionals } = parseCommand(rest, {}, ORG_USAGE, { min: 0, max: 1 });
       const id = orgId(ctx, positionals[0]);
-      await apiRequest(ctx, 'DELETE', `/orgs/${seg(id)}`);
+      await api(ctx).DELETE('/orgs/{org_id}', { params: { org_id: id } });
       printDone(ctx, `Deleted org ${id}.`);
       return 0;
     }
     case 'members':
-      return runMembers(ctx, { kind: 'org', basePath: '/orgs', defaultId: ctx.org, usage: ORG_USAGE }, rest);
+      return runMembers(ctx, { kind: 'org', defaultId: ctx.org, usage: ORG_USAGE }, rest);
     case undefined:
       throw new UsageError('missing org command', ORG_USAGE);
     default:

@@ -2,9 +2,10 @@
  * A pipeline run's inputs on the command line (`--inputs JSON`, `--input NAME=VALUE`), and asking
  * for the required ones the server says are missing (docs/pipelines.md, "Declared inputs").
  */
+import type { Schemas } from '../../client/index.ts';
 import type { Context } from '../config.ts';
 import { ApiError, CliError, UsageError } from '../errors.ts';
-import { apiRequest, seg } from '../http.ts';
+import { api } from '../http.ts';
 import { jsonObjectFlag } from '../args.ts';
 import { canPrompt, createPrompter, type Prompter } from '../prompt.ts';
 
@@ -40,8 +41,8 @@ function missingOf(error: unknown): string[] | null {
 /** The pipeline's declared inputs, for their descriptions and defaults; none when it cannot be read. */
 async function declarationsOf(ctx: Context, project: string, pipeline: string): Promise<Declarations> {
   try {
-    const def = await apiRequest<{ inputs?: Declarations }>(ctx, 'GET', `/projects/${seg(project)}/pipelines/${seg(pipeline)}`);
-    return def.inputs ?? {};
+    const def = await api(ctx).GET('/projects/{project_id}/pipelines/{name}', { params: { project_id: project, name: pipeline } });
+    return (def.inputs ?? {}) as Declarations; // the manifest's own model: free-form in the API
   } catch {
     return {};
   }
@@ -76,10 +77,15 @@ export async function askInputs(prompter: Prompter, missing: string[], declared:
  * terminal and post again with the answers; without one, fail listing them and how to pass them.
  * The refused request wrote nothing, so posting again is safe.
  */
-export async function startRun<T>(ctx: Context, project: string, pipeline: string, body: { inputs?: Record<string, unknown> }, usage: string): Promise<T> {
-  const path = `/projects/${seg(project)}/pipelines/${seg(pipeline)}/run`;
+export async function startRun(
+  ctx: Context,
+  project: string,
+  pipeline: string,
+  body: { inputs?: Record<string, unknown> },
+  usage: string,
+): Promise<Schemas['PipelineRun']> {
   try {
-    return await apiRequest<T>(ctx, 'POST', path, { body });
+    return await api(ctx).POST('/projects/{project_id}/pipelines/{name}/run', { params: { project_id: project, name: pipeline }, body });
   } catch (error) {
     const missing = missingOf(error);
     if (!missing) throw error;
@@ -96,7 +102,10 @@ export async function startRun<T>(ctx: Context, project: string, pipeline: strin
     try {
       process.stderr.write(`pipeline ${pipeline} needs ${missing.length > 1 ? 'these inputs' : 'this input'}:\n`);
       const answers = await askInputs(prompter, missing, declared);
-      return await apiRequest<T>(ctx, 'POST', path, { body: { ...body, inputs: { ...body.inputs, ...answers } } });
+      return await api(ctx).POST('/projects/{project_id}/pipelines/{name}/run', {
+        params: { project_id: project, name: pipeline },
+        body: { ...body, inputs: { ...body.inputs, ...answers } },
+      });
     } finally {
       prompter.close();
     }

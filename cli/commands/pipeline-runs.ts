@@ -2,8 +2,9 @@
 import { intFlag, parseCommand } from '../args.ts';
 import type { Context } from '../config.ts';
 import { UsageError } from '../errors.ts';
-import { apiRequest, seg } from '../http.ts';
-import { formatFields, formatTable, note, printJson, printList, write, type Column, type ListBody } from '../output.ts';
+import type { Schemas } from '../../client/index.ts';
+import { api, seg } from '../http.ts';
+import { formatFields, formatTable, note, printJson, printList, write, type Column } from '../output.ts';
 import { followEventStream, type SseEvent } from '../sse.ts';
 import { requireProject } from './manifest.ts';
 import { inputsFromFlags, startRun } from './pipeline-inputs.ts';
@@ -166,17 +167,17 @@ const RUN_OPTIONS = {
 } as const;
 
 export async function runPipelineRuns(ctx: Context, command: string, args: string[], usage: string): Promise<number> {
-  const project = () => seg(requireProject(ctx, usage));
+  const project = () => requireProject(ctx, usage);
   switch (command) {
     case 'run': {
       const { values: v, positionals } = parseCommand(args, RUN_OPTIONS, usage, { min: 1, max: 1 });
       const inputs = inputsFromFlags(v.inputs, v.input as string[] | undefined, usage);
       const body = { ref: v.ref, env: v.env, inputs, only_steps: onlyFlag(v.only, usage) };
-      const run = await startRun<Run>(ctx, requireProject(ctx, usage), positionals[0], body, usage);
+      const run = await startRun(ctx, requireProject(ctx, usage), positionals[0], body, usage);
       if (!v.wait) return (showRun(ctx, run), 0);
       if (ctx.json) {
         await followRun(ctx, run.id, { quiet: true });
-        const ended = await apiRequest<Run>(ctx, 'GET', `/projects/${seg(run.project_id)}/runs/${seg(run.id)}`);
+        const ended = await api(ctx).GET('/projects/{project_id}/runs/{run_id}', { params: { project_id: run.project_id, run_id: run.id } });
         printJson(ended);
         return failedExit(ended.status);
       }
@@ -186,8 +187,12 @@ export async function runPipelineRuns(ctx: Context, command: string, args: strin
     case 'runs': {
       const options = { status: { type: 'string' }, limit: { type: 'string' }, offset: { type: 'string' } } as const;
       const { values: v, positionals } = parseCommand(args, options, usage, { min: 1, max: 1 });
-      const query = { status: v.status, limit: intFlag(v.limit, 'limit', usage), offset: intFlag(v.offset, 'offset', usage) };
-      const body = await apiRequest<ListBody>(ctx, 'GET', `/projects/${project()}/pipelines/${seg(positionals[0])}/runs`, { query });
+      const query = {
+        status: v.status as Schemas['PipelineRun']['status'],
+        limit: intFlag(v.limit, 'limit', usage),
+        offset: intFlag(v.offset, 'offset', usage),
+      };
+      const body = await api(ctx).GET('/projects/{project_id}/pipelines/{name}/runs', { params: { project_id: project(), name: positionals[0] }, query });
       printList(ctx, body, RUN_COLUMNS, 'runs');
       return 0;
     }
@@ -196,7 +201,7 @@ export async function runPipelineRuns(ctx: Context, command: string, args: strin
       const { values: v, positionals } = parseCommand(args, options, usage, { min: 1, max: 1 });
       const runId = positionals[0];
       if (v.follow) return failedExit(await followRun(ctx, runId, { step: v.step }));
-      const run = await apiRequest<Run>(ctx, 'GET', `/projects/${project()}/runs/${seg(runId)}`);
+      const run = await api(ctx).GET('/projects/{project_id}/runs/{run_id}', { params: { project_id: project(), run_id: runId } });
       const steps = v.step === undefined ? run.steps : run.steps.filter((s) => s.name === v.step);
       if (v.step !== undefined && steps.length === 0)
         throw new UsageError(`run ${runId} has no step "${v.step}" (steps: ${run.steps.map((s) => s.name).join(', ')})`, usage);
@@ -213,7 +218,13 @@ export async function runPipelineRuns(ctx: Context, command: string, args: strin
     case 'cancel': {
       const flag = command === 'approve' ? 'comment' : 'reason';
       const { values, positionals } = parseCommand(args, { [flag]: { type: 'string' } }, usage, { min: 1, max: 1 });
-      showRun(ctx, await apiRequest<Run>(ctx, 'POST', `/pipeline-runs/${seg(positionals[0])}/${command}`, { body: { [flag]: values[flag] } }));
+      const params = { run_id: positionals[0] };
+      showRun(
+        ctx,
+        command === 'approve'
+          ? await api(ctx).POST('/pipeline-runs/{run_id}/approve', { params, body: { comment: values.comment } })
+          : await api(ctx).POST('/pipeline-runs/{run_id}/cancel', { params, body: { reason: values.reason } }),
+      );
       return 0;
     }
     default:

@@ -1,8 +1,8 @@
 import { intFlag, parseCommand } from '../args.ts';
 import type { Context } from '../config.ts';
 import { UsageError } from '../errors.ts';
-import { apiRequest, seg } from '../http.ts';
-import { printDone, printList, printObject, type Column, type ListBody } from '../output.ts';
+import { api } from '../http.ts';
+import { printDone, printList, printObject, type Column } from '../output.ts';
 import { runMembers } from './members.ts';
 
 export const PROJECT_USAGE = `usage: svc project <command> [flags]
@@ -57,12 +57,12 @@ export async function runProject(ctx: Context, args: string[]): Promise<number> 
       const columns: Column[] = [{ key: 'id' }, { key: 'name' }, { key: 'slug' }, { key: 'org_id', header: 'ORG' }];
       columns.push({ key: 'repo_url', header: 'REPO' }, { key: 'branch' });
       if (values['include-deleted']) columns.push({ key: 'deleted' });
-      printList(ctx, await apiRequest<ListBody>(ctx, 'GET', '/projects', { query }), columns, 'projects');
+      printList(ctx, await api(ctx).GET('/projects', { query }), columns, 'projects');
       return 0;
     }
     case 'get': {
       const { positionals } = parseCommand(rest, {}, PROJECT_USAGE, { min: 0, max: 1 });
-      show(await apiRequest(ctx, 'GET', `/projects/${seg(projectId(ctx, positionals[0]))}`));
+      show(await api(ctx).GET('/projects/{project_id}', { params: { project_id: projectId(ctx, positionals[0]) } }));
       return 0;
     }
     case 'create':
@@ -77,7 +77,7 @@ export async function runProject(ctx: Context, args: string[]): Promise<number> 
         branch: values.branch,
         id: 'id' in values ? values.id : undefined,
       };
-      show(await apiRequest(ctx, 'POST', command === 'ensure' ? '/projects/ensure' : '/projects', { body }));
+      show(command === 'ensure' ? await api(ctx).POST('/projects/ensure', { body }) : await api(ctx).POST('/projects', { body }));
       return 0;
     }
     case 'update': {
@@ -97,18 +97,18 @@ export async function runProject(ctx: Context, args: string[]): Promise<number> 
       if (Object.values(body).every((v) => v === undefined)) {
         throw new UsageError('nothing to update: pass --name, --repo-url, --branch or --restore', PROJECT_USAGE);
       }
-      show(await apiRequest(ctx, 'PATCH', `/projects/${seg(projectId(ctx, positionals[0]))}`, { body }));
+      show(await api(ctx).PATCH('/projects/{project_id}', { params: { project_id: projectId(ctx, positionals[0]) }, body }));
       return 0;
     }
     case 'delete': {
       const { positionals } = parseCommand(rest, {}, PROJECT_USAGE, { min: 0, max: 1 });
       const id = projectId(ctx, positionals[0]);
-      await apiRequest(ctx, 'DELETE', `/projects/${seg(id)}`);
+      await api(ctx).DELETE('/projects/{project_id}', { params: { project_id: id } });
       printDone(ctx, `Deleted project ${id}.`);
       return 0;
     }
     case 'members':
-      return runMembers(ctx, { kind: 'project', basePath: '/projects', defaultId: ctx.project, usage: PROJECT_USAGE }, rest);
+      return runMembers(ctx, { kind: 'project', defaultId: ctx.project, usage: PROJECT_USAGE }, rest);
     case undefined:
       throw new UsageError('missing project command', PROJECT_USAGE);
     default:

@@ -1,9 +1,10 @@
 import { intFlag, parseCommand, requireFlag } from '../args.ts';
 import type { Context } from '../config.ts';
 import { UsageError } from '../errors.ts';
-import { apiRequest, seg } from '../http.ts';
-import { note, printDone, printJson, printList, printObject, write, type Column, type ListBody } from '../output.ts';
-import { csvFlag, joined, listOptions, listQuery, orgPath, projectFlag } from './access-common.ts';
+import type { Schemas } from '../../client/index.ts';
+import { api } from '../http.ts';
+import { note, printDone, printJson, printList, printObject, write, type Column } from '../output.ts';
+import { csvFlag, joined, listOptions, listQuery, orgIdOf, projectFlag } from './access-common.ts';
 
 export const SA_USAGE = `usage: svc sa <command> [flags]
 
@@ -43,16 +44,8 @@ const TOKEN_COLUMNS: Column[] = [
   { key: 'revoked_at', header: 'REVOKED' },
 ];
 
-interface Minted {
-  id: string;
-  token: string;
-  scope: { type: string; id: string };
-  expires_at: string;
-}
-
 export async function runSa(ctx: Context, args: string[]): Promise<number> {
   const [command, ...rest] = args;
-  const base = () => `${orgPath(ctx, SA_USAGE)}/service-accounts`;
   switch (command) {
     case 'create': {
       const options = { description: { type: 'string' }, role: { type: 'string' } } as const;
@@ -60,28 +53,37 @@ export async function runSa(ctx: Context, args: string[]): Promise<number> {
       const project = projectFlag(ctx);
       if (project && !values.role) throw new UsageError('--project only applies with --role', SA_USAGE);
       const body = { name: positionals[0], description: values.description, role: values.role, project_id: project };
-      printObject(ctx, await apiRequest(ctx, 'POST', base(), { body }), SA_FIELDS);
+      printObject(ctx, await api(ctx).POST('/orgs/{org_id}/service-accounts', { params: { org_id: orgIdOf(ctx, SA_USAGE) }, body }), SA_FIELDS);
       return 0;
     }
     case 'list': {
       const { values } = parseCommand(rest, listOptions, SA_USAGE, { min: 0, max: 0 });
-      printList(ctx, await apiRequest<ListBody>(ctx, 'GET', base(), { query: listQuery(values, SA_USAGE) }), SA_COLUMNS, 'service accounts');
+      printList(
+        ctx,
+        await api(ctx).GET('/orgs/{org_id}/service-accounts', { params: { org_id: orgIdOf(ctx, SA_USAGE) }, query: listQuery(values, SA_USAGE) }),
+        SA_COLUMNS,
+        'service accounts',
+      );
       return 0;
     }
     case 'get': {
       const { positionals } = parseCommand(rest, {}, SA_USAGE, { min: 1, max: 1 });
-      printObject(ctx, await apiRequest(ctx, 'GET', `${base()}/${seg(positionals[0])}`), SA_FIELDS);
+      printObject(
+        ctx,
+        await api(ctx).GET('/orgs/{org_id}/service-accounts/{sa_id}', { params: { org_id: orgIdOf(ctx, SA_USAGE), sa_id: positionals[0] } }),
+        SA_FIELDS,
+      );
       return 0;
     }
     case 'delete': {
       const { positionals } = parseCommand(rest, {}, SA_USAGE, { min: 1, max: 1 });
-      await apiRequest(ctx, 'DELETE', `${base()}/${seg(positionals[0])}`);
+      await api(ctx).DELETE('/orgs/{org_id}/service-accounts/{sa_id}', { params: { org_id: orgIdOf(ctx, SA_USAGE), sa_id: positionals[0] } });
       printDone(ctx, `Deleted service account ${positionals[0]}.`);
       return 0;
     }
     case 'token':
     case 'tokens':
-      return runToken(ctx, base, rest);
+      return runToken(ctx, rest);
     case undefined:
       throw new UsageError('missing sa command', SA_USAGE);
     default:
@@ -89,19 +91,22 @@ export async function runSa(ctx: Context, args: string[]): Promise<number> {
   }
 }
 
-async function runToken(ctx: Context, base: () => string, args: string[]): Promise<number> {
+async function runToken(ctx: Context, args: string[]): Promise<number> {
   const [command, ...rest] = args;
-  const tokensPath = (saId: string) => `${base()}/${seg(saId)}/tokens`;
   switch (command) {
     case 'mint': {
       const options = { permissions: { type: 'string' }, scope: { type: 'string' }, 'ttl-days': { type: 'string' }, name: { type: 'string' } } as const;
       const { values, positionals } = parseCommand(rest, options, SA_USAGE, { min: 1, max: 1 });
-      const path = tokensPath(positionals[0]); // checks the org first
-      const permissions = csvFlag(requireFlag(values.permissions, 'permissions', SA_USAGE), 'permissions', SA_USAGE);
+      const org_id = orgIdOf(ctx, SA_USAGE); // checks the org first
+      const permissions = csvFlag(
+        requireFlag(values.permissions, 'permissions', SA_USAGE),
+        'permissions',
+        SA_USAGE,
+      ) as Schemas['MintServiceAccountToken']['permissions'];
       const ttl = intFlag(values['ttl-days'], 'ttl-days', SA_USAGE);
       if (ttl !== undefined && (ttl < 1 || ttl > 90)) throw new UsageError('--ttl-days must be between 1 and 90', SA_USAGE);
       const body = { permissions, scope: mintScope(ctx, values.scope), ttl_days: ttl, name: values.name };
-      const minted = await apiRequest<Minted>(ctx, 'POST', path, { body });
+      const minted = await api(ctx).POST('/orgs/{org_id}/service-accounts/{sa_id}/tokens', { params: { org_id, sa_id: positionals[0] }, body });
       if (ctx.json) {
         printJson(minted);
       } else {
@@ -112,13 +117,18 @@ async function runToken(ctx: Context, base: () => string, args: string[]): Promi
     }
     case 'list': {
       const { values, positionals } = parseCommand(rest, listOptions, SA_USAGE, { min: 1, max: 1 });
-      const body = await apiRequest<ListBody>(ctx, 'GET', tokensPath(positionals[0]), { query: listQuery(values, SA_USAGE) });
+      const body = await api(ctx).GET('/orgs/{org_id}/service-accounts/{sa_id}/tokens', {
+        params: { org_id: orgIdOf(ctx, SA_USAGE), sa_id: positionals[0] },
+        query: listQuery(values, SA_USAGE),
+      });
       printList(ctx, body, TOKEN_COLUMNS, 'tokens');
       return 0;
     }
     case 'revoke': {
       const { positionals } = parseCommand(rest, {}, SA_USAGE, { min: 2, max: 2 });
-      await apiRequest(ctx, 'DELETE', `${tokensPath(positionals[0])}/${seg(positionals[1])}`);
+      await api(ctx).DELETE('/orgs/{org_id}/service-accounts/{sa_id}/tokens/{token_id}', {
+        params: { org_id: orgIdOf(ctx, SA_USAGE), sa_id: positionals[0], token_id: positionals[1] },
+      });
       printDone(ctx, `Revoked token ${positionals[1]} of service account ${positionals[0]}.`);
       return 0;
     }

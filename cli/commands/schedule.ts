@@ -2,8 +2,8 @@
 import { intFlag, jsonObjectFlag, parseCommand } from '../args.ts';
 import type { Context } from '../config.ts';
 import { UsageError } from '../errors.ts';
-import { apiRequest, seg } from '../http.ts';
-import { printDone, printList, printObject, type Column, type ListBody } from '../output.ts';
+import { api } from '../http.ts';
+import { printDone, printList, printObject, type Column } from '../output.ts';
 import { requireProject } from './manifest.ts';
 
 export const SCHEDULE_USAGE = `usage: svc schedule <command> [flags]
@@ -48,7 +48,6 @@ const editBody = (v: { cron?: string; type?: string; payload?: string; name?: st
 
 export async function runSchedule(ctx: Context, args: string[]): Promise<number> {
   const [command, ...rest] = args;
-  const base = () => `/projects/${seg(requireProject(ctx, SCHEDULE_USAGE))}/schedules`;
   switch (command) {
     case 'list': {
       const options = { enabled: { type: 'boolean' }, disabled: { type: 'boolean' }, limit: { type: 'string' }, offset: { type: 'string' } } as const;
@@ -58,14 +57,19 @@ export async function runSchedule(ctx: Context, args: string[]): Promise<number>
         limit: intFlag(v.limit, 'limit', SCHEDULE_USAGE),
         offset: intFlag(v.offset, 'offset', SCHEDULE_USAGE),
       };
-      printList(ctx, await apiRequest<ListBody>(ctx, 'GET', base(), { query }), COLUMNS, 'schedules');
+      printList(
+        ctx,
+        await api(ctx).GET('/projects/{project_id}/schedules', { params: { project_id: requireProject(ctx, SCHEDULE_USAGE) }, query }),
+        COLUMNS,
+        'schedules',
+      );
       return 0;
     }
     case 'create': {
       const { values: v } = parseCommand(rest, { ...EDIT_OPTIONS, disabled: { type: 'boolean' } }, SCHEDULE_USAGE, { min: 0, max: 0 });
       if (v.cron === undefined) throw new UsageError('--cron is required', SCHEDULE_USAGE);
-      const body = { ...editBody(v), ...(v.disabled ? { enabled: false } : {}) };
-      printObject(ctx, await apiRequest(ctx, 'POST', base(), { body }), FIELDS);
+      const body = { ...editBody(v), cron: v.cron, ...(v.disabled ? { enabled: false } : {}) };
+      printObject(ctx, await api(ctx).POST('/projects/{project_id}/schedules', { params: { project_id: requireProject(ctx, SCHEDULE_USAGE) }, body }), FIELDS);
       return 0;
     }
     case 'update': {
@@ -76,12 +80,21 @@ export async function runSchedule(ctx: Context, args: string[]): Promise<number>
       const body = { ...editBody(v), enabled: onOff(v.enable, v.disable, ['enable', 'disable']) };
       if (Object.values(body).every((value) => value === undefined))
         throw new UsageError('nothing to change: pass --cron, --type, --payload, --name, --enable or --disable', SCHEDULE_USAGE);
-      printObject(ctx, await apiRequest(ctx, 'PATCH', `${base()}/${seg(positionals[0])}`, { body }), FIELDS);
+      printObject(
+        ctx,
+        await api(ctx).PATCH('/projects/{project_id}/schedules/{schedule_id}', {
+          params: { project_id: requireProject(ctx, SCHEDULE_USAGE), schedule_id: positionals[0] },
+          body,
+        }),
+        FIELDS,
+      );
       return 0;
     }
     case 'delete': {
       const { positionals } = parseCommand(rest, {}, SCHEDULE_USAGE, { min: 1, max: 1 });
-      await apiRequest(ctx, 'DELETE', `${base()}/${seg(positionals[0])}`);
+      await api(ctx).DELETE('/projects/{project_id}/schedules/{schedule_id}', {
+        params: { project_id: requireProject(ctx, SCHEDULE_USAGE), schedule_id: positionals[0] },
+      });
       printDone(ctx, `schedule ${positionals[0]} deleted`);
       return 0;
     }

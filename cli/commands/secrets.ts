@@ -2,8 +2,9 @@ import { readFileSync } from 'node:fs';
 import { intFlag, parseCommand, requireFlag } from '../args.ts';
 import type { Context } from '../config.ts';
 import { ApiError, CliError, UsageError } from '../errors.ts';
-import { apiRequest, seg } from '../http.ts';
-import { printDone, printList, printObject, type Column, type ListBody } from '../output.ts';
+import type { Schemas } from '../../client/index.ts';
+import { api } from '../http.ts';
+import { printDone, printList, printObject, type Column } from '../output.ts';
 import { runRekey } from './secrets-rekey.ts';
 
 export const SECRETS_USAGE = `usage: svc secrets <command> [flags]
@@ -35,22 +36,60 @@ const SCOPES = ['project', 'org', 'user', 'system'];
 const SECRET_FIELDS = ['name', 'type', 'scope', 'shared_with_jobs', 'created_at', 'updated_at'];
 const scopeOption = { scope: { type: 'string' } } as const;
 
-/** The collection path of the scope the flags name. */
-async function basePath(ctx: Context, scope: string | undefined): Promise<string> {
+type CreateSecret = Schemas['CreateSecret'];
+type ReplaceSecret = Schemas['ReplaceSecret'];
+type SecretList = Schemas['SecretList'];
+type Secret = Schemas['Secret'];
+
+/** The calls on one scope's secrets. */
+interface SecretCalls {
+  list(query: { limit?: number; offset?: number }): Promise<SecretList>;
+  create(body: CreateSecret): Promise<Secret>;
+  replace(name: string, body: ReplaceSecret): Promise<Secret>;
+  remove(name: string): Promise<unknown>;
+}
+
+/** The secrets of the scope the flags name. */
+async function secretsOf(ctx: Context, scope: string | undefined): Promise<SecretCalls> {
   const chosen = requireFlag(scope, 'scope', SECRETS_USAGE);
+  const svc = api(ctx);
   switch (chosen) {
-    case 'project':
+    case 'project': {
       if (!ctx.project) throw new UsageError('--scope project needs a project (--project ID or `svc config set project ID`)', SECRETS_USAGE);
-      return `/projects/${seg(ctx.project)}/secrets`;
-    case 'org':
+      const project_id = ctx.project;
+      return {
+        list: (query) => svc.GET('/projects/{project_id}/secrets', { params: { project_id }, query }),
+        create: (body) => svc.POST('/projects/{project_id}/secrets', { params: { project_id }, body }),
+        replace: (name, body) => svc.PUT('/projects/{project_id}/secrets/{name}', { params: { project_id, name }, body }),
+        remove: (name) => svc.DELETE('/projects/{project_id}/secrets/{name}', { params: { project_id, name } }),
+      };
+    }
+    case 'org': {
       if (!ctx.org) throw new UsageError('--scope org needs an org (--org ID or `svc config set org ID`)', SECRETS_USAGE);
-      return `/orgs/${seg(ctx.org)}/secrets`;
+      const org_id = ctx.org;
+      return {
+        list: (query) => svc.GET('/orgs/{org_id}/secrets', { params: { org_id }, query }),
+        create: (body) => svc.POST('/orgs/{org_id}/secrets', { params: { org_id }, body }),
+        replace: (name, body) => svc.PUT('/orgs/{org_id}/secrets/{name}', { params: { org_id, name }, body }),
+        remove: (name) => svc.DELETE('/orgs/{org_id}/secrets/{name}', { params: { org_id, name } }),
+      };
+    }
     case 'user': {
-      const me = await apiRequest<{ user: { id: string } }>(ctx, 'GET', '/auth/me');
-      return `/users/${seg(me.user.id)}/secrets`;
+      const user_id = (await svc.GET('/auth/me')).user.id;
+      return {
+        list: (query) => svc.GET('/users/{user_id}/secrets', { params: { user_id }, query }),
+        create: (body) => svc.POST('/users/{user_id}/secrets', { params: { user_id }, body }),
+        replace: (name, body) => svc.PUT('/users/{user_id}/secrets/{name}', { params: { user_id, name }, body }),
+        remove: (name) => svc.DELETE('/users/{user_id}/secrets/{name}', { params: { user_id, name } }),
+      };
     }
     case 'system':
-      return '/system/secrets';
+      return {
+        list: (query) => svc.GET('/system/secrets', { query }),
+        create: (body) => svc.POST('/system/secrets', { body }),
+        replace: (name, body) => svc.PUT('/system/secrets/{name}', { params: { name }, body }),
+        remove: (name) => svc.DELETE('/system/secrets/{name}', { params: { name } }),
+      };
     default:
       throw new UsageError(`--scope must be one of ${SCOPES.join(', ')}, got "${chosen}"`, SECRETS_USAGE);
   }
@@ -86,7 +125,7 @@ export async function runSecrets(ctx: Context, args: string[]): Promise<number> 
         'shared-with-jobs': { type: 'boolean' },
       } as const;
       const { values, positionals } = parseCommand(rest, options, SECRETS_USAGE, { min: 1, max: 1 });
-      const base = await basePath(ctx, values.scope);
+      const secrets = await secretsOf(ctx, values.scope);
       if (values['shared-with-jobs'] && values.scope !== 'system')
         throw new UsageError('--shared-with-jobs is for system secrets (--scope system)', SECRETS_USAGE);
       const value = await readValue(values);
@@ -95,10 +134,10 @@ export async function runSecrets(ctx: Context, args: string[]): Promise<number> 
       const shared = values['shared-with-jobs'] ? { shared_with_jobs: true } : {};
       let body: unknown;
       try {
-        body = await apiRequest(ctx, 'POST', base, { body: { name, value, type: values.type, ...shared } });
+        body = await secrets.create({ name, value, type: values.type as CreateSecret['type'], ...shared });
       } catch (error) {
         if (!(error instanceof ApiError) || error.statusCode !== 409) throw error;
-        body = await apiRequest(ctx, 'PUT', `${base}/${seg(name)}`, { body: { value, type: values.type, ...shared } });
+        body = await secrets.replace(name, { value, type: values.type as ReplaceSecret['type'], ...shared });
       }
       printObject(ctx, body, SECRET_FIELDS);
       return 0;
@@ -108,12 +147,12 @@ export async function runSecrets(ctx: Context, args: string[]): Promise<number> 
       const { values } = parseCommand(rest, options, SECRETS_USAGE, { min: 0, max: 0 });
       const query = { limit: intFlag(values.limit, 'limit', SECRETS_USAGE), offset: intFlag(values.offset, 'offset', SECRETS_USAGE) };
       const columns: Column[] = [{ key: 'name' }, { key: 'type' }, { key: 'scope' }, { key: 'updated_at', header: 'UPDATED' }];
-      printList(ctx, await apiRequest<ListBody>(ctx, 'GET', await basePath(ctx, values.scope), { query }), columns, 'secrets');
+      printList(ctx, await (await secretsOf(ctx, values.scope)).list(query), columns, 'secrets');
       return 0;
     }
     case 'delete': {
       const { values, positionals } = parseCommand(rest, scopeOption, SECRETS_USAGE, { min: 1, max: 1 });
-      await apiRequest(ctx, 'DELETE', `${await basePath(ctx, values.scope)}/${seg(positionals[0])}`);
+      await (await secretsOf(ctx, values.scope)).remove(positionals[0]);
       printDone(ctx, `Deleted ${values.scope} secret ${positionals[0]}.`);
       return 0;
     }
@@ -121,7 +160,7 @@ export async function runSecrets(ctx: Context, args: string[]): Promise<number> 
     case 'unshare': {
       const { positionals } = parseCommand(rest, {}, SECRETS_USAGE, { min: 1, max: 1 });
       const body = { shared_with_jobs: command === 'share' };
-      printObject(ctx, await apiRequest(ctx, 'PUT', `/system/secrets/${seg(positionals[0])}`, { body }), SECRET_FIELDS);
+      printObject(ctx, await api(ctx).PUT('/system/secrets/{name}', { params: { name: positionals[0] }, body }), SECRET_FIELDS);
       return 0;
     }
     case 'rekey':

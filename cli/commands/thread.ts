@@ -1,10 +1,11 @@
 /** `svc thread list | create | show | post`: project threads and coordination threads (docs/threads.md). */
 import { readFileSync } from 'node:fs';
 import { intFlag, jsonObjectFlag, parseCommand } from '../args.ts';
+import type { Schemas } from '../../client/index.ts';
 import type { Context } from '../config.ts';
 import { CliError, UsageError } from '../errors.ts';
-import { apiRequest, seg } from '../http.ts';
-import { cell, formatFields, printJson, printList, write, type Column, type ListBody } from '../output.ts';
+import { api } from '../http.ts';
+import { cell, formatFields, printJson, printList, write, type Column } from '../output.ts';
 import { requireProject } from './manifest.ts';
 
 export const THREAD_USAGE = `usage: svc thread <command> [flags]
@@ -83,13 +84,17 @@ function bodyOf(text: string | undefined, file: string | undefined): string {
 
 export async function runThread(ctx: Context, args: string[]): Promise<number> {
   const [command, ...rest] = args;
-  const base = () => `/projects/${seg(requireProject(ctx, THREAD_USAGE))}/threads`;
   switch (command) {
     case 'list': {
       const options = { key: { type: 'string' }, job: { type: 'string' }, limit: { type: 'string' }, offset: { type: 'string' } } as const;
       const { values: v } = parseCommand(rest, options, THREAD_USAGE, { min: 0, max: 0 });
       const query = { key: v.key, job_id: v.job, limit: intFlag(v.limit, 'limit', THREAD_USAGE), offset: intFlag(v.offset, 'offset', THREAD_USAGE) };
-      printList(ctx, await apiRequest<ListBody>(ctx, 'GET', base(), { query }), COLUMNS, 'threads');
+      printList(
+        ctx,
+        await api(ctx).GET('/projects/{project_id}/threads', { params: { project_id: requireProject(ctx, THREAD_USAGE) }, query }),
+        COLUMNS,
+        'threads',
+      );
       return 0;
     }
     case 'create': {
@@ -97,23 +102,30 @@ export async function runThread(ctx: Context, args: string[]): Promise<number> {
       const { values: v } = parseCommand(rest, options, THREAD_USAGE, { min: 0, max: 0 });
       if (v.key !== undefined && v.coord !== undefined) throw new UsageError('pass --key or --coord, not both', THREAD_USAGE);
       const key = v.coord !== undefined ? `coord:job:${v.coord}` : v.key;
-      const thread = await apiRequest<Record<string, unknown>>(ctx, 'POST', base(), { body: { key, title: v.title } });
+      const thread = await api(ctx).POST('/projects/{project_id}/threads', {
+        params: { project_id: requireProject(ctx, THREAD_USAGE) },
+        body: { key, title: v.title },
+      });
       if (ctx.json) printJson(thread);
-      else write(formatFields(THREAD_FIELDS.map((k) => [k, thread[k]])));
+      else write(formatFields(THREAD_FIELDS.map((k) => [k, (thread as Record<string, unknown>)[k]])));
       return 0;
     }
     case 'show': {
       const options = { after: { type: 'string' }, limit: { type: 'string' } } as const;
       const { values: v, positionals } = parseCommand(rest, options, THREAD_USAGE, { min: 1, max: 1 });
-      const one = `${base()}/${seg(positionals[0])}`;
-      const thread = await apiRequest<Record<string, unknown>>(ctx, 'GET', one);
+      const thread = await api(ctx).GET('/projects/{project_id}/threads/{thread_id}', {
+        params: { project_id: requireProject(ctx, THREAD_USAGE), thread_id: positionals[0] },
+      });
       const query = { after: intFlag(v.after, 'after', THREAD_USAGE), limit: intFlag(v.limit, 'limit', THREAD_USAGE) ?? 200 };
-      const messages = await apiRequest<ListBody & { data: Message[] }>(ctx, 'GET', `${one}/messages`, { query });
+      const messages = await api(ctx).GET('/projects/{project_id}/threads/{thread_id}/messages', {
+        params: { project_id: requireProject(ctx, THREAD_USAGE), thread_id: positionals[0] },
+        query,
+      });
       if (ctx.json) {
         printJson({ thread, messages });
         return 0;
       }
-      const lines = [formatFields(THREAD_FIELDS.map((k) => [k, thread[k]])), ''];
+      const lines = [formatFields(THREAD_FIELDS.map((k) => [k, (thread as Record<string, unknown>)[k]])), ''];
       if (messages.data.length === 0) lines.push('No messages.');
       for (const m of messages.data) lines.push(formatMessage(m), '');
       const last = messages.data.at(-1);
@@ -132,12 +144,15 @@ export async function runThread(ctx: Context, args: string[]): Promise<number> {
       const { values: v, positionals } = parseCommand(rest, options, THREAD_USAGE, { min: 1, max: 2 });
       const body = {
         body: bodyOf(positionals[1], v.file),
-        kind: v.kind,
+        kind: v.kind as Schemas['PostThreadMessage']['kind'],
         reply_to: v['reply-to'],
         job_id: v.job,
         metadata: jsonObjectFlag(v.metadata, '--metadata', THREAD_USAGE),
       };
-      const message = await apiRequest<Message>(ctx, 'POST', `${base()}/${seg(positionals[0])}/messages`, { body });
+      const message = await api(ctx).POST('/projects/{project_id}/threads/{thread_id}/messages', {
+        params: { project_id: requireProject(ctx, THREAD_USAGE), thread_id: positionals[0] },
+        body,
+      });
       if (ctx.json) printJson(message);
       else write(formatMessage(message));
       return 0;

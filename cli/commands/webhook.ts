@@ -3,9 +3,9 @@ import { readFileSync } from 'node:fs';
 import { intFlag, jsonObjectFlag, parseCommand } from '../args.ts';
 import type { Context } from '../config.ts';
 import { CliError, UsageError } from '../errors.ts';
-import { apiRequest, seg } from '../http.ts';
-import { printDone, printList, type Column, type ListBody } from '../output.ts';
-import { csvFlag, joined, listOptions, listQuery, orgPath, printRecord, projectFlag } from './access-common.ts';
+import { api } from '../http.ts';
+import { printDone, printList, type Column } from '../output.ts';
+import { csvFlag, joined, listOptions, listQuery, orgIdOf, printRecord, projectFlag } from './access-common.ts';
 
 export const WEBHOOK_USAGE = `usage: svc webhook <command> [flags]
 
@@ -97,8 +97,6 @@ function booleanFlag(value: string | undefined, name: string): boolean | undefin
 
 export async function runWebhook(ctx: Context, args: string[]): Promise<number> {
   const [command, ...rest] = args;
-  const base = () => `${orgPath(ctx, WEBHOOK_USAGE)}/webhooks`;
-  const one = (id: string) => `${base()}/${seg(id)}`;
   switch (command) {
     case 'create': {
       const options = {
@@ -119,39 +117,54 @@ export async function runWebhook(ctx: Context, args: string[]): Promise<number> 
         enabled: values.disabled ? false : undefined,
       };
       const project = projectFlag(ctx);
-      const path = project ? `/projects/${seg(project)}/webhooks` : base();
-      printRecord(ctx, await apiRequest(ctx, 'POST', path, { body }), WEBHOOK_FIELDS);
+      const created = project
+        ? await api(ctx).POST('/projects/{project_id}/webhooks', { params: { project_id: project }, body })
+        : await api(ctx).POST('/orgs/{org_id}/webhooks', { params: { org_id: orgIdOf(ctx, WEBHOOK_USAGE) }, body });
+      printRecord(ctx, created, WEBHOOK_FIELDS);
       return 0;
     }
     case 'list': {
       const { values } = parseCommand(rest, { ...listOptions, enabled: { type: 'string' } }, WEBHOOK_USAGE, { min: 0, max: 0 });
       const query = { ...listQuery(values, WEBHOOK_USAGE), project_id: projectFlag(ctx), enabled: booleanFlag(values.enabled, 'enabled') };
-      printList(ctx, await apiRequest<ListBody>(ctx, 'GET', base(), { query }), WEBHOOK_COLUMNS, 'webhooks');
+      printList(ctx, await api(ctx).GET('/orgs/{org_id}/webhooks', { params: { org_id: orgIdOf(ctx, WEBHOOK_USAGE) }, query }), WEBHOOK_COLUMNS, 'webhooks');
       return 0;
     }
     case 'show':
     case 'enable': {
       const { positionals } = parseCommand(rest, {}, WEBHOOK_USAGE, { min: 1, max: 1 });
       const body =
-        command === 'show' ? await apiRequest(ctx, 'GET', one(positionals[0])) : await apiRequest(ctx, 'PATCH', `${one(positionals[0])}/enable`, { body: {} });
+        command === 'show'
+          ? await api(ctx).GET('/orgs/{org_id}/webhooks/{wh_id}', { params: { org_id: orgIdOf(ctx, WEBHOOK_USAGE), wh_id: positionals[0] } })
+          : await api(ctx).PATCH('/orgs/{org_id}/webhooks/{wh_id}/enable', {
+              params: { org_id: orgIdOf(ctx, WEBHOOK_USAGE), wh_id: positionals[0] },
+              body: {},
+            });
       printRecord(ctx, body, WEBHOOK_FIELDS);
       return 0;
     }
     case 'delete': {
       const { positionals } = parseCommand(rest, {}, WEBHOOK_USAGE, { min: 1, max: 1 });
-      await apiRequest(ctx, 'DELETE', one(positionals[0]));
+      await api(ctx).DELETE('/orgs/{org_id}/webhooks/{wh_id}', { params: { org_id: orgIdOf(ctx, WEBHOOK_USAGE), wh_id: positionals[0] } });
       printDone(ctx, `Deleted webhook ${positionals[0]}.`);
       return 0;
     }
     case 'deliveries': {
       const { values, positionals } = parseCommand(rest, { ...listOptions, status: { type: 'string' } }, WEBHOOK_USAGE, { min: 1, max: 1 });
       const query = { ...listQuery(values, WEBHOOK_USAGE), status: values.status };
-      printList(ctx, await apiRequest<ListBody>(ctx, 'GET', `${one(positionals[0])}/deliveries`, { query }), DELIVERY_COLUMNS, 'deliveries');
+      printList(
+        ctx,
+        await api(ctx).GET('/orgs/{org_id}/webhooks/{wh_id}/deliveries', { params: { org_id: orgIdOf(ctx, WEBHOOK_USAGE), wh_id: positionals[0] }, query }),
+        DELIVERY_COLUMNS,
+        'deliveries',
+      );
       return 0;
     }
     case 'test': {
       const { positionals } = parseCommand(rest, {}, WEBHOOK_USAGE, { min: 1, max: 1 });
-      const delivery = await apiRequest<{ status: string }>(ctx, 'POST', `${one(positionals[0])}/test`, { body: {} });
+      const delivery = await api(ctx).POST('/orgs/{org_id}/webhooks/{wh_id}/test', {
+        params: { org_id: orgIdOf(ctx, WEBHOOK_USAGE), wh_id: positionals[0] },
+        body: {},
+      });
       printRecord(ctx, delivery, DELIVERY_FIELDS);
       return delivery.status === 'succeeded' ? 0 : 1;
     }
@@ -159,7 +172,13 @@ export async function runWebhook(ctx: Context, args: string[]): Promise<number> 
       const options = { 'from-event': { type: 'string' }, to: { type: 'string' }, 'max-events': { type: 'string' }, 'dry-run': { type: 'boolean' } } as const;
       const { values, positionals } = parseCommand(rest, options, WEBHOOK_USAGE, { min: 1, max: 2 });
       if (positionals.length === 2) {
-        printRecord(ctx, await apiRequest(ctx, 'GET', `${one(positionals[0])}/replays/${seg(positionals[1])}`), REPLAY_FIELDS);
+        printRecord(
+          ctx,
+          await api(ctx).GET('/orgs/{org_id}/webhooks/{wh_id}/replays/{replay_id}', {
+            params: { org_id: orgIdOf(ctx, WEBHOOK_USAGE), wh_id: positionals[0], replay_id: positionals[1] },
+          }),
+          REPLAY_FIELDS,
+        );
         return 0;
       }
       if (!values['from-event']) throw new UsageError('--from-event is required', WEBHOOK_USAGE);
@@ -169,7 +188,11 @@ export async function runWebhook(ctx: Context, args: string[]): Promise<number> 
         max_events: intFlag(values['max-events'], 'max-events', WEBHOOK_USAGE),
         dry_run: values['dry-run'],
       };
-      printRecord(ctx, await apiRequest(ctx, 'POST', `${one(positionals[0])}/replays`, { body }), REPLAY_FIELDS);
+      printRecord(
+        ctx,
+        await api(ctx).POST('/orgs/{org_id}/webhooks/{wh_id}/replays', { params: { org_id: orgIdOf(ctx, WEBHOOK_USAGE), wh_id: positionals[0] }, body }),
+        REPLAY_FIELDS,
+      );
       return 0;
     }
     case undefined:

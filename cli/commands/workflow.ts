@@ -2,8 +2,8 @@ import { readFile } from 'node:fs/promises';
 import type { Context } from '../config.ts';
 import { jsonObjectFlag, parseCommand } from '../args.ts';
 import { CliError, UsageError } from '../errors.ts';
-import { apiRequest, seg } from '../http.ts';
-import { note, printJson, printObject, write, type ListBody } from '../output.ts';
+import { api } from '../http.ts';
+import { note, printJson, printObject, write } from '../output.ts';
 import { runDefinitions } from './manifest-definitions.ts';
 import { requireProject } from './manifest.ts';
 
@@ -52,8 +52,10 @@ async function invoke(ctx: Context, args: string[]): Promise<number> {
   const { values, positionals } = parseCommand(args, options, WORKFLOW_USAGE, { min: 1, max: 1 });
   const input = await inputOf(values);
   const project = requireProject(ctx, WORKFLOW_USAGE);
-  const path = `/projects/${seg(project)}/workflows/${seg(positionals[0])}/invoke`;
-  let body = await apiRequest<Invocation>(ctx, 'POST', path, { body: input === undefined ? {} : { input } });
+  let body: Invocation = await api(ctx).POST('/projects/{project_id}/workflows/{name}/invoke', {
+    params: { project_id: project, name: positionals[0] },
+    body: input === undefined ? {} : { input },
+  });
   if (!ctx.json) {
     printObject(ctx, body, ['job_id', 'status']);
     for (const step of body.step_jobs ?? []) {
@@ -67,10 +69,10 @@ async function invoke(ctx: Context, args: string[]): Promise<number> {
   return body.status === 'cancelled' ? 1 : 0;
 }
 
-const phaseOf = async (ctx: Context, jobId: string) => (await apiRequest<{ phase: string }>(ctx, 'GET', `/jobs/${seg(jobId)}`)).phase;
+const phaseOf = async (ctx: Context, jobId: string) => (await api(ctx).GET('/jobs/{job_id}', { params: { job_id: jobId } })).phase;
 
 async function latestResult(ctx: Context, project: string, jobId: string): Promise<unknown> {
-  const attempts = await apiRequest<ListBody>(ctx, 'GET', `/projects/${seg(project)}/jobs/${seg(jobId)}/attempts`, { query: { limit: 1 } });
+  const attempts = await api(ctx).GET('/projects/{project_id}/jobs/{job_id}/attempts', { params: { project_id: project, job_id: jobId }, query: { limit: 1 } });
   return attempts.data[0]?.result_json ?? null;
 }
 

@@ -12,7 +12,8 @@ const MAY_IMPORT: Record<string, string[]> = {
   plugins: ['core', 'domain'],
   adapters: ['core', 'domain'],
   harnesses: ['core', 'domain'],
-  cli: ['domain'],
+  client: [],
+  cli: ['domain', 'client'],
 };
 
 /** The few places that load built-ins by name, or run a domain's code offline. */

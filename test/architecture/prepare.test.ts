@@ -12,7 +12,8 @@ test('prepare builds a fresh checkout, skips an up-to-date dist/, and builds aga
   try {
     mkdirSync(path.join(dir, 'scripts'));
     mkdirSync(path.join(dir, 'core'));
-    mkdirSync(path.join(dir, 'console', 'generated'), { recursive: true });
+    mkdirSync(path.join(dir, 'client', 'generated'), { recursive: true });
+    writeFileSync(path.join(dir, 'client', 'generated', 'openapi.ts'), 'export {};\n');
     copyFileSync('scripts/prepare.mjs', path.join(dir, 'scripts', 'prepare.mjs'));
     writeFileSync(path.join(dir, 'core', 'main.ts'), 'export {};\n');
     writeFileSync(
@@ -25,8 +26,12 @@ test('prepare builds a fresh checkout, skips an up-to-date dist/, and builds aga
     const later = new Date(Date.now() + 5000);
     utimesSync(path.join(dir, 'core', 'main.ts'), later, later);
     t.regex(prepare(), /compiled/, 'a source newer than the build: built again');
-    rmSync(path.join(dir, 'console', 'generated'), { recursive: true });
-    t.regex(prepare(), /compiled/, "without the console's generated client: built again");
+    const earlier = new Date(Date.now() - 60_000);
+    utimesSync(path.join(dir, 'core', 'main.ts'), earlier, earlier);
+    t.regex(prepare(), /dist\/ is up to date/);
+    const evenLater = new Date(Date.now() + 10_000);
+    utimesSync(path.join(dir, 'client', 'generated', 'openapi.ts'), evenLater, evenLater);
+    t.regex(prepare(), /compiled/, "svc/client's regenerated types: built again");
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

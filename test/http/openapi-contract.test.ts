@@ -1,5 +1,5 @@
 import test from 'ava';
-import { compileClient, findRedocly, lint, publishedDocument } from '../support/openapi-contract.ts';
+import { compileClient, findRedocly, generatedClientIsCurrent, lint, publishedDocument } from '../support/openapi-contract.ts';
 
 // The published document (`svc openapi`) as its consumers meet it; `npm run openapi:check` prints the same counts.
 const document = await publishedDocument();
@@ -21,8 +21,15 @@ if ('unavailable' in redocly) {
   });
 }
 
-test('the client openapi-typescript generates from the document compiles under tsc --strict, unrewritten', async (t) => {
+test('svc/client with the types openapi-typescript generates from the document compiles under tsc --strict, unrewritten', async (t) => {
   const { lines, errors } = await compileClient(document);
   t.true(lines > 1000, `${lines} lines generated`);
   t.deepEqual(errors.slice(0, 20), []);
+});
+
+test('client/generated/openapi.ts is what the document generates (else: npm run client:generate)', async (t) => {
+  t.true(
+    await generatedClientIsCurrent(document),
+    "the committed client types differ from the server's document: run `npm run client:generate` and commit the result",
+  );
 });

@@ -1,18 +1,19 @@
 /**
- * The OpenAPI document as its consumers meet it (docs/openapi.md): Redocly's recommended rules, and
- * the client openapi-typescript generates, compiled under `tsc --strict`. Used by
+ * The OpenAPI document as its consumers meet it (docs/openapi.md): Redocly's recommended rules,
+ * `svc/client` with the types openapi-typescript generates, compiled under `tsc --strict`, and the
+ * committed types (client/generated/openapi.ts) still what the document generates. Used by
  * test/http/openapi-contract.test.ts and by `npm run openapi:check`, which prints the counts.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import openapiTS, { astToString } from 'openapi-typescript';
 import ts from 'typescript';
 import { loadConfig } from '../../core/config/load.ts';
 import { openApiDocument } from '../../core/openapi-document.ts';
+import { clientTypes, GENERATED_CLIENT } from '../../scripts/generate-client.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const require = createRequire(import.meta.url);
@@ -85,45 +86,66 @@ export function lint(redocly: Redocly, document: object): { errors: number; warn
   }
 }
 
-/** A client of a few operations, written against the generated types as a consumer would. */
-const CLIENT = `import type { components, operations, paths } from './api';
+/** A program using `svc/client` as a consumer would: the wrapper's calls and the generated types. */
+const CONSUMER = `import { createClient, SvcApiError, type components, type operations, type paths } from './client/index.ts';
 type Json<T> = T extends { content: { 'application/json': infer B } } ? B : never;
 export type Job = components['schemas']['Job'];
-export type CreateJobRequest = components['schemas']['CreateJobRequest'];
 export type CreateJobBody = Json<paths['/projects/{project_id}/jobs']['post']['requestBody']>;
 export type JobList = Json<operations['listJobs']['responses'][200]>;
-export const body: CreateJobBody = { description: 'fix the flaky test' };
-export function firstJob(list: JobList): Job | undefined {
+export async function firstReadyJob(baseUrl: string, token: string, project_id: string): Promise<Job | undefined> {
+  const svc = createClient({ baseUrl, token });
+  const body: CreateJobBody = { description: 'fix the flaky test' };
+  const created: Job = await svc.POST('/projects/{project_id}/jobs', { params: { project_id }, body });
+  const list: JobList = await svc.GET('/projects/{project_id}/jobs', { params: { project_id }, query: { phase: 'ready', limit: 10 } });
+  try {
+    await svc.PATCH('/jobs/{job_id}', { params: { job_id: created.id }, body: { phase: 'cancelled' } });
+  } catch (e) {
+    if (!(e instanceof SvcApiError) || e.status !== 409) throw e;
+  }
   return list.data[0];
 }
-export const created = (job: Json<operations['createJob']['responses'][201]>): string => job.id;
 `;
 
-/** openapi-typescript's client types of the document, with a small client using them, compiled under `tsc --strict`: the diagnostics. */
+/** The files of `svc/client` copied as they are, with the generated types given (fresh, or the committed ones). */
+const CLIENT_FILES = ['client/index.ts', 'client/types.ts'];
+
+/**
+ * `svc/client` with openapi-typescript's types of the document, and a small program using it,
+ * compiled under `tsc --strict` (no skipLibCheck, nothing rewritten): the diagnostics.
+ */
 export async function compileClient(document: object): Promise<{ lines: number; errors: string[] }> {
   const dir = mkdtempSync(path.join(tmpdir(), 'svc-openapi-client-'));
   try {
-    const types = astToString(await openapiTS(document as Parameters<typeof openapiTS>[0]));
-    writeFileSync(path.join(dir, 'api.d.ts'), types);
-    writeFileSync(path.join(dir, 'client.ts'), CLIENT);
-    const program = ts.createProgram([path.join(dir, 'api.d.ts'), path.join(dir, 'client.ts')], {
+    const types = await clientTypes(document);
+    mkdirSync(path.join(dir, 'client', 'generated'), { recursive: true });
+    writeFileSync(path.join(dir, 'client', 'generated', 'openapi.ts'), types);
+    for (const file of CLIENT_FILES) copyFileSync(path.join(ROOT, file), path.join(dir, file));
+    writeFileSync(path.join(dir, 'consumer.ts'), CONSUMER);
+    const program = ts.createProgram([path.join(dir, 'consumer.ts')], {
       strict: true,
       noEmit: true,
       target: ts.ScriptTarget.ES2022,
+      lib: ['lib.es2022.d.ts', 'lib.dom.d.ts'],
       module: ts.ModuleKind.ESNext,
       moduleResolution: ts.ModuleResolutionKind.Bundler,
+      allowImportingTsExtensions: true,
       types: [],
     });
     const errors = ts
       .getPreEmitDiagnostics(program)
       .map(
         (d) =>
-          `${d.file ? `${path.basename(d.file.fileName)}:${d.file.getLineAndCharacterOfPosition(d.start ?? 0).line + 1} ` : ''}${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`,
+          `${d.file ? `${path.relative(dir, d.file.fileName)}:${d.file.getLineAndCharacterOfPosition(d.start ?? 0).line + 1} ` : ''}${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`,
       );
     return { lines: types.split('\n').length, errors };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** Whether client/generated/openapi.ts is what `npm run client:generate` would write now. */
+export async function generatedClientIsCurrent(document: object): Promise<boolean> {
+  return existsSync(GENERATED_CLIENT) && readFileSync(GENERATED_CLIENT, 'utf8') === (await clientTypes(document));
 }
 
 /** `npm run openapi:check`: the counts, and exit 1 on any problem. */
@@ -145,9 +167,12 @@ async function main(): Promise<void> {
     failed ||= result.errors + result.warnings > 0;
   }
   const client = await compileClient(document);
-  console.log(`openapi-typescript client (${client.lines} lines) under tsc --strict: ${client.errors.length} errors`);
+  console.log(`svc/client with openapi-typescript's types (${client.lines} lines) under tsc --strict: ${client.errors.length} errors`);
   for (const e of client.errors.slice(0, 20)) console.log(`  ${e}`);
   failed ||= client.errors.length > 0;
+  const current = await generatedClientIsCurrent(document);
+  console.log(`client/generated/openapi.ts: ${current ? 'current' : 'stale: run npm run client:generate'}`);
+  failed ||= !current;
   process.exit(failed ? 1 : 0);
 }
 
