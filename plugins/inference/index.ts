@@ -7,6 +7,7 @@ import { Tokens } from '../../core/tokens.ts';
 import { AccessTargets } from '../../core/http/access.ts';
 import { AddressGuard, guardOptions } from '../../core/http/address-guard.ts';
 import { ManagedModelsToken } from '../../core/ports/inference.ts';
+import { GatewayUsageToken } from '../../core/ports/gateway-usage.ts';
 import { InferenceRepository } from './repository.ts';
 import { Scopes } from './scopes.ts';
 import { TargetService } from './targets.ts';
@@ -17,6 +18,7 @@ import { UpstreamClient } from './upstream.ts';
 import { ProviderCatalog } from './catalog.ts';
 import { ModelList } from './model-list.ts';
 import { UsageRecorder } from './usage.ts';
+import { GatewayUsageReports } from './usage-reports.ts';
 import { InferenceGateway } from './proxy.ts';
 import { BudgetGate } from './budget-gate.ts';
 import { ManagedModelResolver } from './harness-resolution.ts';
@@ -56,6 +58,8 @@ export const plugin: DomainPlugin = {
     container.registerInstance(InferenceGateway, new InferenceGateway(settings, resolver, credentials, client, usage, new BudgetGate(attempts)));
 
     const gatewayUrl = () => `${(settings.proxy_url || config.server.public_url || config.worker.api_url || server.info.uri).replace(/\/+$/, '')}/inference`;
+    // Billing reads the calls made outside jobs through this port (spend and usage).
+    if (!container.isRegistered(GatewayUsageToken)) container.registerInstance(GatewayUsageToken, container.resolve(GatewayUsageReports));
     if (!container.isRegistered(ManagedModelsToken)) container.registerInstance(ManagedModelsToken, new ManagedModelResolver(resolver, gatewayUrl));
 
     container.resolve(AccessTargets).register(CALLER_TARGET, callerPointer(scopes));
