@@ -7,6 +7,7 @@ import type { Scheduler } from './ports/scheduler.ts';
 import type { VcsHost } from './ports/vcshost.ts';
 import type { ChatApp } from './ports/chatapp.ts';
 import type { Deployer } from './ports/environments.ts';
+import type { Mailer } from './ports/mail.ts';
 import { loadModule } from './load-module.ts';
 import { BuilderRegistry, type Builder } from './ports/builder.ts';
 import type { RegistryMode } from './ports/registry.ts';
@@ -34,6 +35,7 @@ export interface PortTypes {
   vcshost: VcsHost;
   chatapp: ChatApp;
   deployer: Deployer;
+  mailer: Mailer;
 }
 export type PortKind = keyof PortTypes;
 
@@ -50,6 +52,10 @@ const BUILT_IN: Record<PortKind, Record<string, () => Promise<{ default: Adapter
     none: () => import('../adapters/deployer/none/index.ts'),
     docker: () => import('../adapters/runtime/docker/deployer.ts'),
     kubernetes: () => import('../adapters/runtime/kubernetes/deployer.ts'),
+  },
+  mailer: {
+    none: () => import('../adapters/mailer/none/index.ts'),
+    smtp: () => import('../adapters/mailer/smtp/index.ts'),
   },
 };
 

@@ -31,6 +31,7 @@ import { ChatAppToken } from './ports/chatapp.ts';
 import { declareDirectories } from './ports/directory.ts';
 import { RuntimeToken } from './ports/runtime.ts';
 import { DeployerToken } from './ports/environments.ts';
+import { MailerToken } from './ports/mail.ts';
 import { declareEventLog } from './ports/events.ts';
 import { Metrics } from './metrics.ts';
 import { measurePools } from './db/pool-metrics.ts';
@@ -138,6 +139,9 @@ export async function startKernel(config: Config, opts: KernelOptions = {}): Pro
     // Where environments run; `configure` may register one (tests).
     if (!container.isRegistered(DeployerToken, true))
       container.registerInstance(DeployerToken, await createAdapter('deployer', config.adapters.deployer, adapterDeps));
+    // Where mail goes out (invites); a config without adapters.mailer sends none.
+    if (!container.isRegistered(MailerToken, true))
+      container.registerInstance(MailerToken, await createAdapter('mailer', config.adapters.mailer ?? { use: 'none' }, adapterDeps));
 
     const roleServices = new RoleServices();
     container.registerInstance(RoleServices, roleServices);

@@ -1,4 +1,5 @@
 import type { InjectionToken } from 'tsyringe';
+import type { Principal } from '../auth/principal.ts';
 
 /** The wire formats svc speaks to model providers: OpenAI-compatible chat completions, Anthropic messages. */
 export const PROVIDER_KINDS = ['openai', 'anthropic'] as const;
@@ -61,3 +62,29 @@ export interface ManagedModels {
 }
 
 export const ManagedModelsToken = Symbol('ManagedModels') as InjectionToken<ManagedModels>;
+
+/** One chat turn sent to a model for another domain (distillation, summaries): plain text only. */
+export interface CompletionRequest {
+  model: string;
+  messages: { role: 'system' | 'user' | 'assistant'; content: string }[];
+  max_tokens?: number;
+}
+
+export interface CompletionAnswer {
+  /** The model that answered (the provider's id). */
+  model: string;
+  text: string;
+  usage: { input_tokens: number; output_tokens: number };
+}
+
+/**
+ * A non-streamed completion through svc's model gateway for another domain, as the caller: it needs
+ * `inference:use` where the call is made (a project of the org, or the org), is metered like any
+ * call of that caller, and fails with the gateway's own errors (404 unknown model, 502/504 upstream).
+ * Registered by the inference domain.
+ */
+export interface ModelCompletions {
+  complete(principal: Principal, where: { orgId: string; projectId: string | null }, request: CompletionRequest): Promise<CompletionAnswer>;
+}
+
+export const ModelCompletionsToken = Symbol('ModelCompletions') as InjectionToken<ModelCompletions>;

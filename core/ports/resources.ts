@@ -1,4 +1,5 @@
 import type { InjectionToken } from 'tsyringe';
+import type { Principal } from '../auth/principal.ts';
 
 /**
  * What a job can reference in `resource_refs` (docs/resources.md): an org document, at its current
@@ -28,6 +29,26 @@ export interface ResourceStore {
 }
 
 export const ResourceStoreToken = Symbol('ResourceStore') as InjectionToken<ResourceStore>;
+
+/** Who writes a document from another domain: the caller (it needs `orgdocs:write` in the org) and the request. */
+export interface DocWriteContext {
+  principal: Principal;
+  requestId: string;
+}
+
+/**
+ * Writes an org document for another domain (a thread's distillation): the document at `path` gets
+ * a new version, or is created at version 1. Registered by the resources domain.
+ */
+export interface OrgDocuments {
+  write(
+    orgId: string,
+    doc: { path: string; content: string; metadata: Record<string, unknown>; project_id: string | null },
+    ctx: DocWriteContext,
+  ): Promise<{ id: string; path: string; version: number; created: boolean }>;
+}
+
+export const OrgDocumentsToken = Symbol('OrgDocuments') as InjectionToken<OrgDocuments>;
 
 export const MAX_DOC_PATH = 1024;
 const MAX_SEGMENT = 255;

@@ -50,6 +50,22 @@ export function serviceAccountRoutes(container: DependencyContainer, collection:
           .code(201),
     },
     {
+      method: 'POST',
+      path: `${base}/ensure`,
+      options: {
+        id: `ensure${noun}`,
+        tags,
+        description: described(
+          'Find or create a service account by name: 200 with it, created when missing or as it is when description and role (bound there) match; 409 naming the fields that differ',
+        ),
+        plugins: { ...admin, ...docs(400, 401, 403, 404, 409, 422) },
+        validate: { params: S.orgParams, payload: S.createServiceAccount },
+        response: { schema: S.serviceAccountSchema },
+      },
+      handler: async (request) =>
+        (await accounts.ensure(grantOf(request), paramsOf(request).org_id, payloadOf<ServiceAccountInput>(request), principalOf(request).id)).account,
+    },
+    {
       method: 'GET',
       path: `${base}/{sa_id}`,
       options: {

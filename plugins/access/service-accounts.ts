@@ -4,7 +4,8 @@ import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
 import { newId } from '../../core/ids.ts';
 import { paginate, type ListQuery } from '../../core/http/lists.ts';
-import { isUniqueViolation } from '../../core/http/unique.ts';
+import { conflictingFields, isUniqueViolation } from '../../core/http/unique.ts';
+import { Conflict } from '../../core/errors.ts';
 import type { Permission } from '../../core/auth/permissions.ts';
 import type { Grant } from '../../core/auth/principal.ts';
 import { MachineTokens } from '../../core/auth/machine-tokens.ts';
@@ -113,6 +114,32 @@ export class ServiceAccounts {
       }
     }
     return account;
+  }
+
+  /**
+   * Find or create by name: the account as it is when `description` (if given) matches and the
+   * `role` (if given) is bound to it there (org-wide, or on `project_id`); else 409 naming the fields.
+   */
+  async ensure(grant: Grant, orgId: string, input: ServiceAccountInput, createdBy: string): Promise<{ account: ServiceAccountRow; created: boolean }> {
+    let found: ServiceAccountRow | undefined = await this.db('service_accounts').where({ org_id: orgId, name: input.name }).first();
+    if (!found) {
+      try {
+        return { account: await this.create(grant, orgId, input, createdBy), created: true };
+      } catch (e) {
+        // Another ensure created it meanwhile: compare with that one.
+        found = await this.db('service_accounts').where({ org_id: orgId, name: input.name }).first();
+        if (!found) throw e;
+      }
+    }
+    const differing = conflictingFields({ description: input.description }, found as unknown as Record<string, unknown>);
+    if (input.role) {
+      const bound = await this.db('access_bindings')
+        .where({ org_id: orgId, role: input.role, principal_type: 'service_account', principal_id: found.id, project_id: input.project_id ?? null })
+        .first('id');
+      if (!bound) differing.push(...(input.project_id ? ['role', 'project_id'] : ['role']));
+    }
+    if (differing.length) throw new Conflict(`service account ${input.name} exists in org ${orgId} with other ${differing.join(', ')}`, { fields: differing });
+    return { account: toAccount(found), created: false };
   }
 
   async update(orgId: string, id: string, changes: { description?: string | null }): Promise<ServiceAccountRow> {

@@ -1,3 +1,4 @@
+import { MailerToken } from '../../core/ports/mail.ts';
 import type { Logger } from 'pino';
 import { Tokens } from '../../core/tokens.ts';
 import type { DomainPlugin } from '../../core/http/plugins.ts';
@@ -20,6 +21,8 @@ export const plugin: DomainPlugin = {
     describeTags(server, {
       auth: "Sign-in and tokens: SSH-signature and Nostr logins, the first administrator's bootstrap, identity-provider exchange, minted tokens, the caller's own keys, org invites and access requests.",
     });
+    // A server built without the kernel's adapters (the OpenAPI document alone) mails nothing.
+    if (!container.isRegistered(MailerToken, true)) container.registerInstance(MailerToken, { name: 'none', send: async () => ({ sent: false }) });
     container.registerSingleton(Users);
     container.resolve(UserDirectorySlotToken).fill(container.resolve(Users));
     for (const cls of [UserKeys, Bootstrap, SshLogin, Identity]) container.registerSingleton(cls as never);

@@ -82,7 +82,7 @@ export const inviteResponse = Joi.object({
 export const createdInviteResponse = inviteResponse
   .keys({
     code: inviteCode.required(),
-    email_sent: Joi.boolean().valid(false).required().description('no mail adapter exists: pass the code on yourself'),
+    email_sent: Joi.boolean().required().description('whether mail with the code went out (adapters.mailer); false: pass the code on yourself'),
   })
   .label('CreatedInvite');
 

@@ -9,6 +9,10 @@ import type { RoleName } from '../../core/auth/permissions.ts';
 import { Memberships } from '../../core/auth/memberships.ts';
 import { OrgDirectoryToken, type OrgDirectory } from '../../core/ports/directory.ts';
 import type { Principal } from '../../core/auth/principal.ts';
+import { MailerToken, type Mailer } from '../../core/ports/mail.ts';
+import type { Config } from '../../core/config/schema.ts';
+import type { Logger } from 'pino';
+import { inviteMail } from './invite-mail.ts';
 import type { UserRow } from './users.ts';
 import { SshKeyError, parsePublicKey } from '../../domain/signatures/ssh.ts';
 
@@ -102,7 +106,8 @@ export function normalizeIdentityHint(hint: string): string {
  * Org invites: a single-use code (shown once, stored hashed) that grants a role in one org. An
  * invite with an e-mail also applies by itself when that account signs in (web exchange or SSH
  * login); one with an identity hint when that key first authenticates (see invites-identity.ts).
- * No mail is sent: there is no mail adapter, so the inviter passes the code on.
+ * An invite with an e-mail is mailed through the mailer adapter (`adapters.mailer`); with none,
+ * or when sending fails, `email_sent` is false and the inviter passes the code on.
  */
 @injectable()
 export class Invites {
@@ -111,6 +116,9 @@ export class Invites {
     @inject(Tokens.Clock) private readonly clock: Clock,
     @inject(Memberships) private readonly memberships: Memberships,
     @inject(OrgDirectoryToken) private readonly orgs: OrgDirectory,
+    @inject(MailerToken) private readonly mailer: Mailer,
+    @inject(Tokens.Config) private readonly config: Config,
+    @inject(Tokens.Logger) private readonly logger: Logger,
   ) {}
 
   async create(input: InviteInput, actor: Actor) {
@@ -135,7 +143,33 @@ export class Invites {
         expires_at: expiresAt,
       })
       .returning('*');
-    return { ...toInvite(row, now), code, email_sent: false };
+    const emailSent = row.email ? await this.mail(row, code, org?.name ?? input.org_id) : false;
+    return { ...toInvite(row, now), code, email_sent: emailSent };
+  }
+
+  /** Whether the invite's mail went out; a failure is logged (without the code), never the invite's. */
+  private async mail(
+    row: { id: string; email: string; role: string; expires_at: Date; redirect_url: string | null; app: unknown },
+    code: string,
+    orgName: string,
+  ) {
+    const app = (typeof row.app === 'string' ? JSON.parse(row.app) : row.app) as { app_name: string; support_email?: string } | null;
+    const message = inviteMail({
+      email: row.email,
+      code,
+      orgName,
+      role: row.role,
+      expiresAt: new Date(row.expires_at),
+      publicUrl: this.config.server.public_url,
+      redirectUrl: row.redirect_url,
+      app,
+    });
+    try {
+      return (await this.mailer.send(message)).sent;
+    } catch (err) {
+      this.logger.warn({ err: (err as Error).message, invite: row.id, mailer: this.mailer.name }, 'invite mail not sent');
+      return false;
+    }
   }
 
   list(orgId: string, page: Pick<ListQuery, 'limit' | 'offset'>) {

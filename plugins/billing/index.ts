@@ -7,7 +7,8 @@ import { JobAdmissions } from '../../core/ports/jobs.ts';
 import { BillingRepository } from './repository.ts';
 import { Pricing } from './pricing.ts';
 import { EnvironmentSuspensionLookup, OrgAccounts } from './accounts.ts';
-import { SpendReports } from './spend.ts';
+import { GatewayUsageLookup, SpendReports } from './spend.ts';
+import { GatewayUsageToken } from '../../core/ports/gateway-usage.ts';
 import { billingRoutes } from './routes.ts';
 import { describeTags } from '../../core/http/openapi.ts';
 
@@ -20,6 +21,7 @@ export const plugin: DomainPlugin = {
       billing: "An org's currency, budget, balance and spend; credits, usage and pricing (rate cards, exchange rates) for the system administrator.",
     });
     container.registerInstance(EnvironmentSuspensionLookup, lookupLater(container, EnvironmentSuspensionToken));
+    container.registerInstance(GatewayUsageLookup, lookupLater(container, GatewayUsageToken));
     for (const cls of [BillingRepository, Pricing, OrgAccounts, SpendReports]) container.registerSingleton(cls as never);
     container.register(PriceBookToken, { useToken: Pricing });
     const accounts = container.resolve(OrgAccounts);

@@ -124,6 +124,38 @@ const report = {
   currency: Joi.string().required(),
 };
 
+const gatewayFigures = {
+  calls: count.required(),
+  base_cost_usd: usd.required(),
+  billed_cost: money.required().description('calls billed in the org currency'),
+  unconverted_usd: usd.required().description('USD of calls for which no exchange rate was in force'),
+  unpriced_calls: count.required().description('calls of a model the rate card has no price for (counted at 0)'),
+  input_tokens: count.required(),
+  output_tokens: count.required(),
+  cache_read_tokens: count.required(),
+  cache_write_tokens: count.required(),
+  reasoning_tokens: count.required(),
+};
+const gatewayFiguresSchema = Joi.object(gatewayFigures).label('GatewaySpendFigures');
+const principalKind = Joi.string().valid('user', 'service_account');
+
+const outsideJobsSpend = Joi.object({
+  totals: gatewayFiguresSchema.required(),
+  by_caller: Joi.array()
+    .items(Joi.object({ principal_kind: principalKind.required(), principal_id: Joi.string().required(), ...gatewayFigures }).label('CallerGatewaySpend'))
+    .required(),
+  by_model: Joi.array()
+    .items(Joi.object({ model: Joi.string().required().description('the model the provider served'), ...gatewayFigures }).label('ModelGatewaySpend'))
+    .required(),
+  by_day: Joi.array()
+    .items(Joi.object({ day: Joi.string().required(), ...gatewayFigures }).label('DayGatewaySpend'))
+    .required(),
+})
+  .label('OutsideJobsSpend')
+  .description(
+    "model gateway calls made with a user's or a service account's token, outside any job (a job's calls are on its receipts above); priced with the rate card and exchange rate in force at each group's latest call",
+  );
+
 export const spendSchema = Joi.object({
   ...report,
   totals: figuresSchema.required(),
@@ -139,6 +171,7 @@ export const spendSchema = Joi.object({
   by_day: Joi.array()
     .items(Joi.object({ day: Joi.string().required(), ...figures }).label('DaySpend'))
     .required(),
+  outside_jobs: outsideJobsSpend.required(),
 }).label('OrgSpend');
 
 export const usageQuery = windowQuery.keys({ limit: Joi.number().integer().min(1).max(1000).default(100).description('usage records, newest first') });
@@ -165,4 +198,31 @@ export const usageSchema = Joi.object({
       }).label('UsageRecord'),
     )
     .required(),
+  outside_jobs: Joi.object({
+    totals: gatewayFiguresSchema.required(),
+    records: Joi.array()
+      .items(
+        Joi.object({
+          principal_kind: principalKind.required(),
+          principal_id: Joi.string().required(),
+          project_id: projectId.allow(null).required(),
+          model: Joi.string().required().description('as the caller named it'),
+          upstream_model: Joi.string().required(),
+          provider: Joi.string().required(),
+          status: Joi.number().integer().required(),
+          input_tokens: count.required(),
+          output_tokens: count.required(),
+          cache_read_tokens: count.required(),
+          cache_write_tokens: count.required(),
+          reasoning_tokens: count.required(),
+          latency_ms: count.required(),
+          created_at: timestamp.required(),
+        }).label('GatewayCallRecord'),
+      )
+      .required()
+      .description('newest first, at most `limit`'),
+  })
+    .required()
+    .label('OutsideJobsUsage')
+    .description("model gateway calls made with a user's or a service account's token, outside any job"),
 }).label('OrgUsage');

@@ -74,9 +74,14 @@ export const plugin: DomainPlugin = {
       if (!spec) throw new NotFound(`build ${buildId} not found`);
       return { project: spec.project_id, notFound: `build ${buildId} not found` };
     });
-    targets.register('release', (request) => {
-      const projectId = (request.query as Record<string, string>).project_id;
-      return { project: projectId, notFound: `release ${(request.params as Record<string, string>).tag} not found` };
+    const releases = container.resolve(ReleaseService);
+    targets.register('release', async (request) => {
+      const tag = (request.params as Record<string, string>).tag;
+      const notFound = `release ${tag} not found`;
+      // A rel_ id alone names its project; validation asked for project_id otherwise.
+      const projectId = (request.query as Record<string, string | undefined>).project_id ?? (await releases.projectOf(tag));
+      if (!projectId) throw new NotFound(notFound);
+      return { project: projectId, notFound };
     });
     server.route([...buildRoutes(container), ...logRoutes(container), ...releaseRoutes(container), ...tokenRoutes(container)]);
     server.ext('onPostStop', () => container.resolve(BuildLogBus).close());

@@ -48,12 +48,13 @@ export function releaseRoutes(container: DependencyContainer): ServerRoute[] {
       options: {
         id: 'getRelease',
         tags,
-        description: 'Resolve a release of a project by its tag (or rel_ id); ?project_id= names the project, as tags are unique per project',
+        description:
+          "Resolve a release by its tag with ?project_id= (tags are unique per project), or by its rel_ id alone (project_id optional; given, it must be the release's project)",
         plugins: { ...requires('releases:read', 'release'), ...docs(400, 401, 403, 404) },
         validate: { params: S.releaseParams, query: S.releaseQuery },
         response: { schema: S.releaseSchema },
       },
-      handler: (request) => releases.resolve(queryOf<{ project_id: string }>(request).project_id, paramsOf(request).tag),
+      handler: (request) => releases.resolve(queryOf<{ project_id?: string }>(request).project_id, paramsOf(request).tag),
     },
   ];
 }

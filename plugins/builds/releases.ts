@@ -82,14 +82,20 @@ export class ReleaseService implements Releases {
     return paginate(this.db('releases').where({ project_id: projectId }), query, (r: Release) => r, 'releases');
   }
 
-  /** By tag, or by `rel_` id; 404 when the project has none. */
-  async resolve(projectId: string, tagOrId: string): Promise<Release> {
+  /** By tag, or by `rel_` id; 404 when the project has none. A `rel_` id alone (no project) is looked up by id. */
+  async resolve(projectId: string | undefined, tagOrId: string): Promise<Release> {
     const column = /^rel_/.test(tagOrId) ? 'id' : 'tag';
     const found: Release | undefined = await this.db('releases')
-      .where({ project_id: projectId, [column]: tagOrId })
+      .where({ [column]: tagOrId, ...(projectId ? { project_id: projectId } : {}) })
       .first();
-    if (!found) throw new NotFound(`release ${tagOrId} not found in project ${projectId}`);
+    if (!found) throw new NotFound(projectId ? `release ${tagOrId} not found in project ${projectId}` : `release ${tagOrId} not found`);
     return found;
+  }
+
+  /** The project of a release id, for the access check of a lookup by id alone. */
+  async projectOf(releaseId: string): Promise<string | null> {
+    const row: { project_id: string } | undefined = await this.db('releases').where({ id: releaseId }).first('project_id');
+    return row?.project_id ?? null;
   }
 
   byTag(projectId: string, tag: string): Promise<ReleaseRecord | null> {

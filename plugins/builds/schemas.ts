@@ -122,7 +122,11 @@ export const createReleaseSchema = Joi.object({
   version: Joi.string().max(128),
 }).label('ReleaseCreate');
 
-export const releaseQuery = Joi.object({ project_id: projectId.required().description('the project the tag belongs to') });
+export const releaseQuery = Joi.object({
+  project_id: projectId
+    .when('$params.tag', { is: Joi.string().pattern(/^rel_/), then: Joi.optional(), otherwise: Joi.required() })
+    .description('the project the tag belongs to; optional when a rel_ id is given'),
+}).label('ReleaseQuery');
 export const listReleasesQuery = listQuerySchema;
 
 export const releaseSchema = Joi.object({

@@ -1,13 +1,14 @@
 import { BadRequest, Invalid, NotFound } from '../../core/errors.ts';
 import type { ManifestReader } from '../../core/ports/manifest.ts';
-import type { ReleaseRef } from '../../core/ports/environments.ts';
+import { releaseName, type ReleaseRef } from '../../core/ports/environments.ts';
 import type { Releases } from '../../core/ports/releases.ts';
 import type { DeployRequest } from './service.ts';
+import type { Manifest } from '../../domain/manifest/types.ts';
 
 /**
  * The release a Deploy request names: a release of the builds domain by tag or id (its digests, the
  * request's `image_digests` over them), or `git_sha` with its `manifest_hash` (the request's digests,
- * or `image_tag` on each service's image). 400 without either, 404 for an unknown release, 422 for
+ * or `image_tag` on each built service's image). 400 without either, 404 for an unknown release, 422 for
  * a hash that is not the SHA's.
  */
 export async function releaseOf(
@@ -39,9 +40,35 @@ export async function releaseOf(
       `manifest_hash ${request.manifest_hash} does not match git_sha ${request.git_sha}: ${manifest ? `that manifest was synced from ${manifest.git_sha}` : 'no manifest with that hash was synced'}`,
       { fields: ['git_sha', 'manifest_hash'] },
     );
-  const services = manifest.parsed.services ?? {};
-  const digests = request.image_digests ?? {};
-  if (!request.image_digests && request.image_tag)
-    for (const [service, def] of Object.entries(services)) if (def.image) digests[service] = `${def.image}:${request.image_tag}`;
+  const digests = request.image_digests ?? (request.image_tag ? taggedImages(manifest.parsed.services ?? {}, request.image_tag) : {});
   return { id: null, tag: null, git_sha: request.git_sha, manifest_hash: request.manifest_hash, image_digests: digests };
+}
+
+/**
+ * `image_tag` names pre-built images of the services a build of the commit makes (those with build
+ * config: what a release of it would hold), never a service that runs a third-party image as it is
+ * (`postgres:16` stays as the manifest says). A built service without an `image` name cannot be
+ * found by tag: 422 naming it.
+ */
+function taggedImages(services: NonNullable<Manifest['services']>, tag: string): Record<string, string> {
+  const built = Object.entries(services).filter(([, def]) => def.build);
+  const unnamed = built.filter(([, def]) => !def.image).map(([name]) => name);
+  if (unnamed.length > 0)
+    throw new Invalid(`"image_tag" needs each built service's "image" in the manifest, and ${unnamed.join(', ')} has none: give "image_digests" instead`, {
+      fields: ['image_tag'],
+    });
+  return Object.fromEntries(built.map(([name, def]) => [name, `${def.image}:${tag}`]));
+}
+
+/**
+ * Why a direct deploy without images is refused, and how to go on. A direct deploy builds nothing
+ * (it bypasses the pipeline); the build the spec implies when no `image_digests` are given is the
+ * environment pipeline's build step.
+ */
+export function nothingToDeploy(env: { name: string; pipeline: string | null }, release: ReleaseRef): string {
+  const what = release.id ? `release ${releaseName(release)} has no image digests` : `git_sha ${release.git_sha} comes without images`;
+  const viaPipeline = env.pipeline
+    ? `deploy without "direct" so environment ${env.name}'s pipeline ${env.pipeline} builds it`
+    : `give environment ${env.name} a pipeline with a build step (its "pipeline" in the manifest) and deploy through it`;
+  return `nothing to deploy: ${what}, and a direct deploy does not build; give "image_digests" (skips the build) or "image_tag", deploy a release of a build ("release_tag"), or ${viaPipeline}`;
 }

@@ -24,7 +24,7 @@ import type { DeployTargets } from './targets.ts';
 import { emitDeployEvent, emitHealthChanged, emitSuspension } from './events.ts';
 import type { DeployLogs } from './deploy-logs.ts';
 import { carryOut, viaPipeline } from './deploy-run.ts';
-import { releaseOf } from './release-of.ts';
+import { nothingToDeploy, releaseOf } from './release-of.ts';
 
 /** The spec's Deploy request. */
 export interface DeployRequest {
@@ -399,13 +399,7 @@ export class EnvironmentService {
     opts: DirectOptions & { rollbackOf: string | null },
   ): Promise<DeployRow> {
     const { project_id: projectId, name } = env;
-    if (Object.keys(release.image_digests).length === 0)
-      throw new Invalid(
-        `nothing to deploy: the release has no image digests (give "image_digests" or "image_tag", or deploy through the environment's pipeline)`,
-        {
-          fields: ['image_digests'],
-        },
-      );
+    if (Object.keys(release.image_digests).length === 0) throw new Invalid(nothingToDeploy(env, release), { fields: ['image_digests'] });
     const deploy = await this.d.db.transaction(async (trx) => {
       const locked = await this.locked(projectId, name, trx);
       if (locked.suspended) throw new Conflict(suspendedMessage(locked));

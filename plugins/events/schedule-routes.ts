@@ -41,6 +41,21 @@ export function scheduleRoutes(container: DependencyContainer): ServerRoute[] {
         h.response(await schedules.create(paramsOf(request).project_id, principalOf(request).id, payloadOf<ScheduleInput>(request))).code(201),
     },
     {
+      method: 'POST',
+      path: `${base}/ensure`,
+      options: {
+        id: 'ensureSchedule',
+        tags,
+        description:
+          'Find or create a schedule by name: 200 with it, created when missing or as it is when cron, event_type, payload and enabled match; 409 naming the fields that differ',
+        plugins: { ...requires('events:write', 'project'), ...docs(400, 401, 403, 404, 409) },
+        validate: { params: S.projectParams, payload: S.ensureScheduleSchema },
+        response: { schema: S.scheduleSchema },
+      },
+      handler: async (request) =>
+        (await schedules.ensure(paramsOf(request).project_id, principalOf(request).id, payloadOf<ScheduleInput & { name: string }>(request))).schedule,
+    },
+    {
       method: 'GET',
       path: `${base}/{schedule_id}`,
       options: {

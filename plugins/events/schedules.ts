@@ -6,6 +6,8 @@ import { newId } from '../../core/ids.ts';
 import { paginate, type ListQuery, type Page } from '../../core/http/lists.ts';
 import type { Notifier } from '../../core/db/notify.ts';
 import { refusePlatformEvent } from './service.ts';
+import { Conflict } from '../../core/errors.ts';
+import { isDeepStrictEqual } from 'node:util';
 
 export interface Schedule {
   id: string;
@@ -61,6 +63,36 @@ export class Schedules {
         .returning('*');
       this.resync.afterCommit(trx, projectId);
       return row;
+    });
+  }
+
+  /**
+   * Find or create by name in the project: the newest schedule of that name when its cron, event
+   * type, payload and enabled state match; none creates it; otherwise 409 naming what differs.
+   * Ensures of one project take turns (names are not unique in the table).
+   */
+  ensure(projectId: string, creatorId: string, input: ScheduleInput & { name: string }): Promise<{ schedule: Schedule; created: boolean }> {
+    refusePlatformEvent(input.event_type);
+    return this.db.transaction(async (trx) => {
+      await trx.raw('SELECT pg_advisory_xact_lock(hashtext(?), hashtext(?))', ['schedules.ensure', projectId]);
+      const found: Schedule | undefined = await trx('schedules')
+        .where({ project_id: projectId, name: input.name })
+        .orderBy([
+          { column: 'created_at', order: 'desc' },
+          { column: 'id', order: 'desc' },
+        ])
+        .first();
+      if (!found) {
+        const [row] = await trx('schedules')
+          .insert({ id: newId('sch'), project_id: projectId, created_by: creatorId, ...stored(input) })
+          .returning('*');
+        this.resync.afterCommit(trx, projectId);
+        return { schedule: row, created: true };
+      }
+      const differing = (['cron', 'event_type', 'payload', 'enabled'] as const).filter((f) => !isDeepStrictEqual(found[f], input[f]));
+      if (differing.length)
+        throw new Conflict(`schedule ${input.name} (${found.id}) exists with other ${differing.join(', ')}`, { fields: differing, id: found.id });
+      return { schedule: found, created: false };
     });
   }
 

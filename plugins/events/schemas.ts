@@ -90,6 +90,10 @@ export const createScheduleSchema = Joi.object({
   enabled: Joi.boolean().default(true),
 }).label('ScheduleRequest');
 
+export const ensureScheduleSchema = createScheduleSchema
+  .keys({ name: text(200).required().description('what the schedule is known by in the project') })
+  .label('ScheduleEnsure');
+
 export const updateScheduleSchema = Joi.object({
   name: text(200).allow(null),
   cron,

@@ -165,6 +165,18 @@ export class InferenceRepository {
     return { ...page, data: await this.withTargets(page.data) };
   }
 
+  /**
+   * The system's managed models and those of the orgs `narrow` keeps (a visibility filter on the
+   * `org_id` column), at most `limit`, by name.
+   */
+  async modelsOfOrgsAndSystem(narrow: (q: ReturnType<Db>) => ReturnType<Db>, limit: number): Promise<ModelWithTarget[]> {
+    const rows: ModelRow[] = await this.db('inference_models')
+      .where((w) => w.whereNull('inference_models.org_id').orWhere((v) => narrow(v)))
+      .orderBy(['name', 'org_id'])
+      .limit(limit);
+    return this.withTargets(rows);
+  }
+
   /** A managed model by name, the org's entry before the system's. */
   modelNamed(name: string, orgId: ScopeId): Promise<ModelWithTarget | undefined> {
     return this.remembered(lookupKey('model', name, orgId), async () => {

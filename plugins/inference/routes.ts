@@ -49,7 +49,16 @@ export function inferenceRoutes(container: DependencyContainer): ServerRoute[] {
       handler: async (request) => {
         const list = await catalog.models(paramsOf(request).name);
         return inMemoryPage(
-          list.map((m) => ({ id: m.id, object: 'model', source: m.source, kind: m.kind, provider: m.provider, target: null, upstream_model: m.id })),
+          list.map((m) => ({
+            id: m.id,
+            object: 'model',
+            source: m.source,
+            kind: m.kind,
+            provider: m.provider,
+            target: null,
+            upstream_model: m.id,
+            org_id: null,
+          })),
           queryOf<ListQuery>(request),
         );
       },
@@ -60,7 +69,8 @@ export function inferenceRoutes(container: DependencyContainer): ServerRoute[] {
       options: {
         id: 'listModels',
         tags,
-        description: "Models to send to the proxy: the managed/<name> entries the caller's org (or project) may use, then every provider's models",
+        description:
+          "Models to send to the proxy: the managed/<name> entries the named org (or project) may use, or without one those of every org the caller's token can see and use models in (each with its org_id), then every provider's models",
         plugins: { ...authenticated, ...docs(400, 401, 403, 404) },
         validate: { query: S.modelsQuery },
         response: { schema: pageSchema(S.modelSchema, 'ModelList') },

@@ -192,6 +192,12 @@ export const modelSchema = Joi.object({
   provider: Joi.string().allow(null).required().description('the configured provider (provider models)'),
   target: Joi.string().allow(null).required().description('the inference target (managed models)'),
   upstream_model: Joi.string().required(),
+  org_id: Joi.string()
+    .allow(null)
+    .required()
+    .description(
+      "the org whose catalog holds a managed entry (null: the system's, and for provider models); without org_id or project_id the list covers every org the caller can see",
+    ),
 }).label('Model');
 
 export const modelsQuery = listQuerySchema.keys({

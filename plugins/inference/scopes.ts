@@ -46,6 +46,17 @@ export class Scopes {
     return { orgId: grant.orgId, projectId: grant.projectId };
   }
 
+  /** Keeps, of a query with an `org_id` column, the rows of orgs the caller can see (inference:use is checked by `mayUse`). */
+  visibleOrgs(principal: Principal, query: Parameters<Access['visibleOrgs']>[1], orgIdColumn: string) {
+    return this.access.visibleOrgs(principal, query, orgIdColumn);
+  }
+
+  /** Whether the caller may send calls to the gateway in that org. */
+  async mayUse(principal: Principal, orgId: string): Promise<boolean> {
+    const grant = await this.access.grantOn(principal, { org: orgId });
+    return grant?.permissions.has('inference:use') ?? false;
+  }
+
   /** Administering an org's entries needs `inference:admin` there; the system's need the system administrator. */
   async admin(principal: Principal, orgId: string | null): Promise<void> {
     if (orgId === null) {

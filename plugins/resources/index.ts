@@ -1,5 +1,6 @@
 import type { DomainPlugin } from '../../core/http/plugins.ts';
-import { ResourceStoreToken } from '../../core/ports/resources.ts';
+import { OrgDocumentsToken, ResourceStoreToken } from '../../core/ports/resources.ts';
+import { DocWriter } from './doc-writer.ts';
 import { DocRepository } from './repository.ts';
 import { DocService } from './service.ts';
 import { DbResourceStore } from './store.ts';
@@ -14,6 +15,7 @@ export const plugin: DomainPlugin = {
     describeTags(server, { docs: 'Org documents: versioned text files under a path, which jobs can mount as resources.' });
     for (const cls of [DocRepository, DocService, DbResourceStore]) container.registerSingleton(cls as never);
     if (!container.isRegistered(ResourceStoreToken)) container.register(ResourceStoreToken, { useToken: DbResourceStore });
+    if (!container.isRegistered(OrgDocumentsToken)) container.register(OrgDocumentsToken, { useClass: DocWriter });
     server.route(docRoutes(container));
   },
 };

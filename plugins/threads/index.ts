@@ -6,6 +6,11 @@ import { ThreadRepository } from './repository.ts';
 import { ThreadService } from './service.ts';
 import { Coordination } from './coordination.ts';
 import { threadRoutes } from './routes.ts';
+import { distillRoutes } from './distill-routes.ts';
+import { DistillPorts, ThreadDistiller } from './distill.ts';
+import { lookupLater } from '../../core/di.ts';
+import { ModelCompletionsToken } from '../../core/ports/inference.ts';
+import { OrgDocumentsToken } from '../../core/ports/resources.ts';
 import { describeTags } from '../../core/http/openapi.ts';
 
 /**
@@ -21,11 +26,12 @@ export const plugin: DomainPlugin = {
       threads:
         'Conversations in a project: people, service accounts and running jobs post messages in order; coordination threads carry directives and status between a parent job and its children.',
     });
-    for (const cls of [ThreadRepository, ThreadService, Coordination]) container.registerSingleton(cls as never);
+    container.registerInstance(DistillPorts, { models: lookupLater(container, ModelCompletionsToken), docs: lookupLater(container, OrgDocumentsToken) });
+    for (const cls of [ThreadRepository, ThreadService, Coordination, ThreadDistiller]) container.registerSingleton(cls as never);
     const coordination = container.resolve(Coordination);
     container.register(CoordinationThreadsToken, { useToken: Coordination });
     container.resolve(AttemptCompletionListeners).add(coordination.attemptCompleted);
     container.resolve(JobRequestChecks).add(coordination.checkRequest);
-    server.route(threadRoutes(container));
+    server.route([...threadRoutes(container), ...distillRoutes(container)]);
   },
 };

@@ -65,6 +65,11 @@ export class ThreadRepository {
     return trx('threads').where({ id, project_id: projectId }).first();
   }
 
+  /** By id alone: the org-level routes find the thread's project from it. */
+  anyProject(id: string): Promise<ThreadRow | undefined> {
+    return this.db('threads').where({ id }).first();
+  }
+
   byKey(projectId: string, key: string, trx: Db = this.db): Promise<ThreadRow | undefined> {
     return trx('threads').where({ project_id: projectId, key }).first();
   }

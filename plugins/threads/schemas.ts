@@ -1,5 +1,5 @@
 import Joi from 'joi';
-import { idSchema, projectId, timestamp } from '../../core/http/schemas.ts';
+import { idSchema, orgId, projectId, timestamp } from '../../core/http/schemas.ts';
 import { listQuerySchema } from '../../core/http/lists.ts';
 import { COORDINATION_KEY_PREFIX, MESSAGE_KINDS } from '../../core/ports/threads.ts';
 
@@ -95,3 +95,30 @@ export const listMessagesQuery = listQuerySchema.keys({
   after: Joi.number().integer().min(0).default(0).description('only messages with a greater seq (a cursor: the last seq read)'),
   kind: Joi.string().valid(...MESSAGE_KINDS),
 });
+
+export const distillParams = Joi.object({ org_id: orgId.required(), thread_id: threadId.required() });
+
+export const distillRequest = Joi.object({
+  model: Joi.string().min(1).max(200).required().description('the model to distill with, as the gateway names it (`managed/<name>`, `<target>/<model>`, …)'),
+  path: Joi.string().min(1).max(1024).description('the org document to write (default `/threads/<thread_id>.md`); an existing one gets a new version'),
+  instructions: Joi.string().max(4000).description("added to svc's distillation instructions (focus, audience, format)"),
+}).label('DistillRequest');
+
+const count = Joi.number().integer().min(0);
+export const distillationSchema = Joi.object({
+  thread_id: threadId.required(),
+  project_id: projectId.required(),
+  model: Joi.string().required().description('the model that answered'),
+  messages: count.required().description('how many messages were read (the newest, at most 500)'),
+  through_seq: count.required().description('the seq of the newest message read'),
+  doc: Joi.object({
+    id: Joi.string().required(),
+    path: Joi.string().required(),
+    version: count.required(),
+    created: Joi.boolean().required(),
+  })
+    .required()
+    .label('DistilledDoc'),
+  summary: Joi.string().required().description("the document's content"),
+  usage: Joi.object({ input_tokens: count.required(), output_tokens: count.required() }).required().label('DistillUsage'),
+}).label('Distillation');

@@ -79,6 +79,17 @@ export class SubscriptionRepository {
     return db('webhook_subscriptions').where({ id, org_id: orgId }).whereNull('deleted_at').first();
   }
 
+  /** The live subscriptions of exactly that scope (org-wide: no project) to `url`, newest first. */
+  liveAt(orgId: string, projectId: string | null, url: string): Promise<SubscriptionRow[]> {
+    return this.db('webhook_subscriptions')
+      .where({ org_id: orgId, project_id: projectId, url })
+      .whereNull('deleted_at')
+      .orderBy([
+        { column: 'created_at', order: 'desc' },
+        { column: 'id', order: 'desc' },
+      ]);
+  }
+
   lock(id: string, trx: Db): Promise<SubscriptionRow | undefined> {
     return trx('webhook_subscriptions').where({ id }).whereNull('deleted_at').forUpdate().first();
   }

@@ -7,6 +7,7 @@ import { pageSchema } from '../../core/http/lists.ts';
 import { paramsOf, payloadOf, queryOf } from '../../core/http/request.ts';
 import { SubscriptionRepository, toSubscription, type SubscriptionFilters } from './repository.ts';
 import { WebhookService, type CreateInput } from './service.ts';
+import { WebhookEnsure } from './ensure.ts';
 import * as S from './schemas.ts';
 
 export const tags = ['api', 'webhooks'];
@@ -16,6 +17,9 @@ const emptyBody = Joi.object({}).allow(null).label('Empty');
 export function subscriptionRoutes(container: DependencyContainer): ServerRoute[] {
   const service = container.resolve(WebhookService);
   const subscriptions = container.resolve(SubscriptionRepository);
+  const ensurer = container.resolve(WebhookEnsure);
+  const ensured =
+    'Find or create a subscription by its URL: 200 with it, created when missing or as it is when events, filter, enabled and secret match; 409 naming the fields that differ';
 
   return [
     {
@@ -48,6 +52,36 @@ export function subscriptionRoutes(container: DependencyContainer): ServerRoute[
       handler: async (request, h) => {
         const scope = { orgId: grantOf(request).orgId, projectId: paramsOf(request).project_id };
         return h.response(await service.create(principalOf(request), scope, payloadOf<CreateInput>(request))).code(201);
+      },
+    },
+    {
+      method: 'POST',
+      path: '/orgs/{org_id}/webhooks/ensure',
+      options: {
+        id: 'ensureOrgWebhook',
+        tags,
+        description: `${ensured} (an org-wide subscription)`,
+        plugins: { ...requires('webhooks:write', 'org'), ...docs(400, 401, 403, 404, 409, 422) },
+        validate: { params: S.orgParams, payload: S.createSchema },
+        response: { schema: S.subscriptionSchema },
+      },
+      handler: async (request) =>
+        (await ensurer.ensure(principalOf(request), { orgId: paramsOf(request).org_id, projectId: null }, payloadOf<CreateInput>(request))).subscription,
+    },
+    {
+      method: 'POST',
+      path: '/projects/{project_id}/webhooks/ensure',
+      options: {
+        id: 'ensureProjectWebhook',
+        tags,
+        description: `${ensured} (a project-scoped subscription)`,
+        plugins: { ...requires('webhooks:write', 'project'), ...docs(400, 401, 403, 404, 409, 422) },
+        validate: { params: S.projectParams, payload: S.createSchema },
+        response: { schema: S.subscriptionSchema },
+      },
+      handler: async (request) => {
+        const scope = { orgId: grantOf(request).orgId, projectId: paramsOf(request).project_id };
+        return (await ensurer.ensure(principalOf(request), scope, payloadOf<CreateInput>(request))).subscription;
       },
     },
     {

@@ -1,0 +1,32 @@
+import type { MailMessage } from '../../core/ports/mail.ts';
+
+export interface InviteMailFacts {
+  email: string;
+  code: string;
+  orgName: string;
+  role: string;
+  expiresAt: Date;
+  /** The server's public address; null: the mail names the route alone. */
+  publicUrl: string | null;
+  redirectUrl: string | null;
+  /** App branding of an app invite: its name and support address speak for the app. */
+  app: { app_name: string; support_email?: string } | null;
+}
+
+/** The invite mail: who invites to what, the code, how to accept it, until when. */
+export function inviteMail(f: InviteMailFacts): MailMessage {
+  const product = f.app?.app_name ?? 'svc';
+  const accept = `${f.publicUrl ? f.publicUrl.replace(/\/+$/, '') : ''}/auth/invites/${f.code}/accept`;
+  const lines = [
+    `You are invited to join ${f.orgName} on ${product} as ${f.role}.`,
+    '',
+    `Your invite code: ${f.code}`,
+    '',
+    `Sign in with this address (${f.email}) and the invite applies by itself, or accept it once signed in: POST ${accept}`,
+    ...(f.redirectUrl ? ['', `Then continue at ${f.redirectUrl}`] : []),
+    '',
+    `The code works once, until ${f.expiresAt.toISOString()}.`,
+    ...(f.app?.support_email ? ['', `Questions: ${f.app.support_email}`] : []),
+  ];
+  return { to: f.email, subject: `${product}: invitation to ${f.orgName}`, text: lines.join('\n') };
+}
