@@ -22,6 +22,7 @@ import { patientControl } from './patient-control.ts';
 import { JsonResultScanner, outcomeOf } from './result.ts';
 import { planAttempt, type Plan, type ProcessPlan } from './plan.ts';
 import { JOB_TOKEN_PERMISSIONS, appApiUrls, resolveOverrides, specEnv } from './env.ts';
+import type { RepoCache } from '../../core/repo-cache.ts';
 import { GitWorkspace, remoteUrl, type Checkout, type GitControls, type GitSetup, type Timed } from './git.ts';
 import { DEFAULT_DIFF_LIMITS, type DiffLimits } from './diff.ts';
 import { RunLine } from './run-line.ts';
@@ -49,6 +50,8 @@ export interface WorkerSettings {
   keepWorkspaces: boolean;
   /** Reused workspaces unused this long are removed (sweepWorkspaces). */
   workspaceIdleMs: number;
+  /** The repository cache checkouts clone from (worker.repo_cache); null: from the remote. */
+  repoCache?: RepoCache | null;
   heartbeatMs: number;
   leaseSeconds: number;
   logFlushMs: number;
@@ -418,6 +421,7 @@ export class AttemptRun {
         checkoutGit: checkoutGit({ sandboxed: sandbox.on, user: this.user, writable: [dir, exchange], readOnly: [workspace.store] }),
         touched: false,
         url,
+        cache: deps.settings.repoCache ?? null,
         access,
         pushAccess,
         controls,
