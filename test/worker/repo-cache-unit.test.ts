@@ -158,14 +158,14 @@ test("a build's checkout from the cache: a local clone of the mirror at the buil
   const url = `file://${o.bare}`;
   const lines: string[] = [];
   const dir = path.join(scratch, 'build-1');
-  await checkout(url, { env: {}, secrets: [], token: null }, sha, dir, signal, (l) => lines.push(l), cache);
+  await checkout(url, { env: {}, secrets: [] }, sha, dir, signal, (l) => lines.push(l), cache);
   t.is(readFileSync(path.join(dir, 'Dockerfile'), 'utf8'), 'FROM scratch\n');
   t.is(git(dir, 'rev-parse', 'HEAD'), sha);
   t.is(git(dir, 'config', 'remote.origin.url'), cache.mirrorPath(url), 'cloned from the cache, not the remote');
   // The commit stays readable (so the cache believes it holds it), the file's content does not.
   corrupt(cache.mirrorPath(url), git(o.bare, 'rev-parse', `${sha}:Dockerfile`));
   const again = path.join(scratch, 'build-2');
-  await checkout(url, { env: {}, secrets: [], token: null }, sha, again, signal, (l) => lines.push(l), cache);
+  await checkout(url, { env: {}, secrets: [] }, sha, again, signal, (l) => lines.push(l), cache);
   t.is(readFileSync(path.join(again, 'Dockerfile'), 'utf8'), 'FROM scratch\n');
   t.true(lines.some((l) => /mirror .* is broken \(git fsck\): removed, cloning again/.test(l)));
 });
