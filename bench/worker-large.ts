@@ -92,7 +92,9 @@ async function runJobs(repo: string, cache: boolean): Promise<{ started: number[
       started.push(spawned.get(attempt.id)! - created);
       if (process.env.BENCH_LARGE_PHASES) {
         const phases = await db('attempt_phases').where({ attempt_id: attempt.id }).orderBy('started_at').select('name', 'started_at', 'ended_at');
-        console.log(`cache ${cache} job ${i}: ${phases.map((p) => `${p.name} ${new Date(p.ended_at).getTime() - new Date(p.started_at).getTime()}ms`).join(', ')}`);
+        console.log(
+          `cache ${cache} job ${i}: ${phases.map((p) => `${p.name} ${new Date(p.ended_at).getTime() - new Date(p.started_at).getTime()}ms`).join(', ')}`,
+        );
       }
       done.push(Date.now() - created);
     }

@@ -15,7 +15,10 @@ const GIT_TIMEOUT_MS = 30 * 60_000;
  */
 export const cacheGit: CacheGit = (args, call) =>
   new Promise((resolve, reject) => {
-    const hardening = ['core.hooksPath=/dev/null', 'core.fsmonitor=false', 'credential.helper=', 'gc.auto=0', 'protocol.ext.allow=never'].flatMap((c) => ['-c', c]);
+    const hardening = ['core.hooksPath=/dev/null', 'core.fsmonitor=false', 'credential.helper=', 'gc.auto=0', 'protocol.ext.allow=never'].flatMap((c) => [
+      '-c',
+      c,
+    ]);
     execFile(
       'git',
       ['-c', 'protocol.allow=user', ...hardening, ...args],

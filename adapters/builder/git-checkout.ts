@@ -49,9 +49,14 @@ async function checkoutFrom(
   const url = redactUrl(repoUrl);
   let source = repoUrl;
   if (cache) {
-    source = await cache.prepare(repoUrl, sha, () => Promise.resolve({ ...GIT_ENV, ...access.env }), signal).catch((err: { stderr?: string; message: string }) => {
-      throw new BuildFailure('clone_error', mask(`could not clone ${url} into the repository cache: ${lastMeaningful((err.stderr || err.message).split('\n'))}`));
-    });
+    source = await cache
+      .prepare(repoUrl, sha, () => Promise.resolve({ ...GIT_ENV, ...access.env }), signal)
+      .catch((err: { stderr?: string; message: string }) => {
+        throw new BuildFailure(
+          'clone_error',
+          mask(`could not clone ${url} into the repository cache: ${lastMeaningful((err.stderr || err.message).split('\n'))}`),
+        );
+      });
   }
   const cloned = await runLines('git', ['clone', '--quiet', '--no-checkout', '--', source, dir], { env, signal, onLine });
   if (cloned.code !== 0) throw new BuildFailure('clone_error', mask(`could not clone ${url}: ${lastMeaningful(cloned.lines)}`));

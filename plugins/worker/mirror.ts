@@ -58,7 +58,11 @@ export const remoteTip = (s: GitSetup, branch: string) => mirrorCommit(s, `refs/
 export async function cloneMirror(s: GitSetup, want: string | null = null): Promise<void> {
   await rm(s.mirror, { recursive: true, force: true });
   const source = s.cache
-    ? await run(`cloning ${redactUrl(s.url)} into the repository cache failed`, s.cache.prepare(s.url, want, () => connectEnv(s.access), s.signal), s.access)
+    ? await run(
+        `cloning ${redactUrl(s.url)} into the repository cache failed`,
+        s.cache.prepare(s.url, want, () => connectEnv(s.access), s.signal),
+        s.access,
+      )
     : s.url;
   await run(
     s.cache ? 'cloning from the repository cache failed' : `cloning ${redactUrl(s.url)} failed`,

@@ -66,7 +66,10 @@ test('a mirror per URL holding what the remote has, with neither the URL nor cre
   t.is(grep.status, 1, `no file of the mirror names the remote: ${grep.stdout}`);
   const second = o.commit('b.txt', 'b');
   t.is(git(await cache.prepare(`file://${o.bare}`, 'main', noEnv, signal), 'rev-parse', 'refs/heads/main'), second, 'a moved branch is fetched');
-  t.regex(await metrics.registry.metrics(), /svc_repo_cache_misses_total 1\n[\s\S]*svc_repo_cache_hits_total 1\n|svc_repo_cache_hits_total 1\n[\s\S]*svc_repo_cache_misses_total 1\n/);
+  t.regex(
+    await metrics.registry.metrics(),
+    /svc_repo_cache_misses_total 1\n[\s\S]*svc_repo_cache_hits_total 1\n|svc_repo_cache_hits_total 1\n[\s\S]*svc_repo_cache_misses_total 1\n/,
+  );
   t.regex(await metrics.registry.metrics(), /svc_repo_cache_bytes [1-9]\d*/);
 });
 
