@@ -43,8 +43,8 @@ export class RepoCache {
   private misses;
   private rebuilds;
   private lastSize = 0;
-  /** Fetches of this process per mirror: a caller that asked while one ran waits for it, then fetches once more only if it asked before it began. */
-  private readonly fetching = new Map<string, { began: number; done: Promise<void> }>();
+  /** Per mirror, this process's running fetch and the one queued behind it. */
+  private readonly fetching = new Map<string, { running: Promise<void> | null; next: Promise<void> | null }>();
 
   constructor(
     readonly root: string,
@@ -119,23 +119,28 @@ export class RepoCache {
     );
   }
 
-  private async fetchOnce(url: string, connect: () => Promise<Record<string, string>>, signal: AbortSignal): Promise<void> {
+  /**
+   * A fetch that begins after this call: one not begun yet is joined (every caller that asked
+   * before it began gets what the remote had then); otherwise one is queued behind the running one.
+   */
+  private fetchOnce(url: string, connect: () => Promise<Record<string, string>>, signal: AbortSignal): Promise<void> {
     const key = cacheKey(url);
-    const asked = performance.now();
-    for (;;) {
-      const running = this.fetching.get(key);
-      if (!running) break;
-      await running.done.catch(() => undefined);
-      if (running.began >= asked) return running.done;
-    }
-    const done = this.locked(this.mirrorPath(url), signal, () => this.fetch(url, connect, signal));
-    const entry = { began: asked, done };
-    this.fetching.set(key, entry);
-    try {
-      await done;
-    } finally {
-      if (this.fetching.get(key) === entry) this.fetching.delete(key);
-    }
+    const queue = this.fetching.get(key) ?? { running: null, next: null };
+    this.fetching.set(key, queue);
+    if (queue.next) return queue.next;
+    const before = queue.running?.catch(() => undefined) ?? Promise.resolve();
+    const next: Promise<void> = before.then(() => {
+      queue.next = null;
+      queue.running = next;
+      return this.locked(this.mirrorPath(url), signal, () => this.fetch(url, connect, signal));
+    });
+    queue.next = next;
+    void next
+      .catch(() => undefined)
+      .then(() => {
+        if (queue.running === next) queue.running = null;
+      });
+    return next;
   }
 
   /** Under the lock: a fetch into the mirror, made first when missing; a mirror a fetch fails on that fsck finds broken is rebuilt once. */
