@@ -7,6 +7,7 @@ import { checkout } from '../../adapters/builder/git-checkout.ts';
 import { RepoCache } from '../../core/repo-cache.ts';
 import { cacheGit } from '../../core/repo-cache-shared.ts';
 import { Metrics } from '../../core/metrics.ts';
+import { privateGitServer } from '../builds/git-http.ts';
 
 /** core/repo-cache.ts on its own, against file:// repositories: fetches, locks, eviction, a broken mirror, and a build's checkout from it. */
 const git = (cwd: string, ...args: string[]) => execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', ...args], { cwd, encoding: 'utf8' }).trim();
@@ -171,4 +172,29 @@ test("a build's checkout from the cache: a local clone of the mirror at the buil
   await checkout(url, { env: {}, secrets: [] }, sha, again, signal, (l) => lines.push(l), cache);
   t.is(readFileSync(path.join(again, 'Dockerfile'), 'utf8'), 'FROM scratch\n');
   t.true(lines.some((l) => /mirror .* is broken \(git fsck\): removed, cloning again/.test(l)));
+});
+
+test('a private HTTPS repository: fetched with the credentials of the connection, none of them stored in the mirror', async (t) => {
+  const scratch = scratchDir(t);
+  const o = origin(scratch);
+  const sha = o.commit('a.txt', 'a');
+  const token = 'ghp_cache-test-token';
+  const server = await privateGitServer(o.bare, token);
+  t.teardown(() => server.stop());
+  const basic = Buffer.from(`x-access-token:${token}`).toString('base64');
+  const connect = () =>
+    Promise.resolve({
+      GIT_SSL_CAINFO: process.env.GIT_SSL_CAINFO!,
+      GIT_CONFIG_COUNT: '1',
+      GIT_CONFIG_KEY_0: 'http.extraHeader',
+      GIT_CONFIG_VALUE_0: `Authorization: Basic ${basic}`,
+    });
+  const cache = new RepoCache(path.join(scratch, 'cache'), 1 << 30, cacheGit);
+  await t.throwsAsync(cache.prepare(server.url, 'main', () => Promise.resolve({ GIT_SSL_CAINFO: process.env.GIT_SSL_CAINFO! }), signal));
+  const mirror = await cache.prepare(server.url, 'main', connect, signal);
+  t.is(git(mirror, 'rev-parse', 'main'), sha);
+  for (const secret of [token, basic, server.url]) {
+    const grep = spawnSync('grep', ['-rlF', secret, path.join(scratch, 'cache')], { encoding: 'utf8' });
+    t.is(grep.status, 1, `${secret} is in ${grep.stdout}`);
+  }
 });
