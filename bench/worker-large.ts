@@ -35,7 +35,10 @@ export function generateLargeRepo(dir: string, files = FILES, megabytes = MEGABY
   }
   const git = (args: string[]) => execFileSync('git', ['-c', 'core.fsync=none', '-c', 'user.name=b', '-c', 'user.email=b@b', ...args], { cwd: dir });
   git(['add', '-A']);
-  git(['commit', '--quiet', '-m', 'large']);
+  // Packed, as a code host keeps it (and so that no background gc races the measured clones).
+  git(['-c', 'gc.auto=0', 'commit', '--quiet', '-m', 'large']);
+  git(['repack', '-a', '-d', '-q']);
+  git(['prune']);
   return { files, bytes };
 }
 
