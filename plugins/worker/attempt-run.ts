@@ -22,7 +22,6 @@ import { patientControl } from './patient-control.ts';
 import { JsonResultScanner, outcomeOf } from './result.ts';
 import { planAttempt, type Plan, type ProcessPlan } from './plan.ts';
 import { JOB_TOKEN_PERMISSIONS, appApiUrls, resolveOverrides, specEnv } from './env.ts';
-import type { RepoCache } from '../../core/repo-cache.ts';
 import { GitWorkspace, remoteUrl, type Checkout, type GitControls, type GitSetup, type Timed } from './git.ts';
 import { DEFAULT_DIFF_LIMITS, type DiffLimits } from './diff.ts';
 import { RunLine } from './run-line.ts';
@@ -50,8 +49,7 @@ export interface WorkerSettings {
   keepWorkspaces: boolean;
   /** Reused workspaces unused this long are removed (sweepWorkspaces). */
   workspaceIdleMs: number;
-  /** The repository cache checkouts clone from (worker.repo_cache); null: from the remote. */
-  repoCache?: RepoCache | null;
+  repoCache?: GitSetup['cache'];
   heartbeatMs: number;
   leaseSeconds: number;
   logFlushMs: number;
