@@ -112,7 +112,7 @@ async function runJobs(repo: string, cache: boolean): Promise<{ started: number[
 export const LARGE_NOTES = [
   'large repository: one job at a time (worker.concurrency 1), a script job standing in for the agent; create = just before POST /projects/{id}/jobs, started = its process wrote its first line',
   'cold = the first job of the kernel (the cache is empty: it clones the remote once); warm = the next ones (the cache fetches, finds nothing new, and the attempt clones from it locally)',
-  'without the cache every job clones the remote in full (over file://, git builds a pack of the whole history each time); with it or without, the checkout writes the whole working tree',
+  'without the cache every job clones the remote in full (over file://, git builds a pack of the whole history each time); with it or without, the checkout writes the whole working tree, which on a busy disk or CPU is most of the figure (BENCH_LARGE_PHASES=1 shows the clone phase)',
   "BENCH_LARGE_FILES, BENCH_LARGE_MB and BENCH_LARGE_WARM set the size; BENCH_LARGE_PHASES=1 prints each attempt's phases",
 ];
 
@@ -128,7 +128,12 @@ export async function largeRepoRows(rows: Row[]): Promise<void> {
       const { started, done } = await runJobs(path.join(scratch, 'repo'), cache);
       const warm = ascending(started.slice(1));
       rows.push({ scenario: name(cache), figure: 'first job (cold)', value: fmt.ms(started[0]) });
-      rows.push(goalRow(name(cache), `next ${WARM} (warm) p50`, percentile(warm, 50), fmt.ms, cache ? { atMost: WARM_GOAL_MS } : {}));
+      const p50 = percentile(warm, 50);
+      rows.push(
+        cache
+          ? goalRow(name(cache), `next ${WARM} (warm) p50`, p50, fmt.ms, { atMost: WARM_GOAL_MS })
+          : { scenario: name(cache), figure: `next ${WARM} (warm) p50`, value: fmt.ms(p50) },
+      );
       rows.push({ scenario: name(cache), figure: `next ${WARM} (warm) p95`, value: fmt.ms(percentile(warm, 95)) });
       rows.push({ scenario: name(cache), figure: 'create → done, p50 of all', value: fmt.ms(percentile(ascending(done), 50)) });
     }
