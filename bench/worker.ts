@@ -92,7 +92,12 @@ async function scenario(label: Label, sandbox: Sandbox, rows: Row[], failures: s
   const timed = timingRuntime(spawned);
   const scratch = mkdtempSync(path.join(tmpdir(), 'svc-bench-worker-'));
   const { srv, api, projectId } = await kernelWithProject(['api', 'orchestrator', 'worker'], (c) => c.registerInstance(RuntimeToken, timed.runtime), {
-    worker: { concurrency: size.concurrency, workspace_root: path.join(scratch, 'workspaces'), sandbox: { mode: sandbox === 'on' ? 'on' : 'off' } },
+    worker: {
+      concurrency: size.concurrency,
+      workspace_root: path.join(scratch, 'workspaces'),
+      sandbox: { mode: sandbox === 'on' ? 'on' : 'off' },
+      repo_cache: { enabled: process.env.BENCH_WORKER_REPO_CACHE !== 'off' },
+    },
   });
   try {
     const { config, db, databaseUrl, logger } = srv.kernel;
@@ -190,6 +195,6 @@ async function smallRepoBench(failures: string[]): Promise<void> {
     'on a root server the sandboxed attempt runs as nobody and the unsandboxed one as root (the defaults), so the sandbox side includes handing the workspace over; the unsandboxed side writes its warning into each attempt log',
     'jobs are created back to back (POST /projects/{id}/jobs, server.inject), so attempts queue for the worker; the queue wait is before the claim and not counted',
     'workspace.mode job: each job fails its first attempt and succeeds on its retry (hints.max_attempts 2); the retry reuses the workspace (git fetch, checkout kept) where the first attempt cloned',
-    'BENCH_WORKER_JOBS and BENCH_WORKER_CONCURRENCY set the size; BENCH_WORKER_PARTS=small,large picks the parts (large: bench/worker-large.ts)',
+    'BENCH_WORKER_JOBS and BENCH_WORKER_CONCURRENCY set the size; BENCH_WORKER_PARTS=small,large picks the parts (large: bench/worker-large.ts); BENCH_WORKER_REPO_CACHE=off runs the small part without the repository cache',
   ]);
 }
