@@ -69,7 +69,11 @@ export class RepoCache {
    */
   async prepare(url: string, want: string | null, connect: () => Promise<Record<string, string>>, signal: AbortSignal): Promise<string> {
     const mirror = this.mirrorPath(url);
-    await mkdir(this.root, { recursive: true, mode: 0o755 });
+    // The worker's alone: an attempt's user never walks into it (an attempt's store holds hard links to what it needs).
+    await mkdir(path.dirname(this.root), { recursive: true, mode: 0o755 });
+    await mkdir(this.root, { mode: 0o700 }).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EEXIST') throw err;
+    });
     if (!(await exists(path.join(mirror, 'HEAD')))) {
       this.misses?.inc();
       await this.fetchOnce(url, connect, signal);
