@@ -17,6 +17,7 @@
  *   BENCH_EVENTS=500, BENCH_EVENT_CONCURRENCY=1,16     events (bench/events.ts): events per pass, POSTs in flight per pass
  *   BENCH_WEBHOOK_EVENTS=5000, BENCH_WEBHOOK_SUBSCRIPTIONS=1  webhooks (bench/webhooks.ts): events, subscriptions they fan out to
  *   BENCH_WORKER_JOBS=200, BENCH_WORKER_CONCURRENCY=4  worker (bench/worker.ts): script jobs per scenario, worker.concurrency
+ *   BENCH_WORKER_PARTS=small,large, BENCH_LARGE_FILES=20000, BENCH_LARGE_MB=300, BENCH_LARGE_WARM=10  worker: its parts; the large repository's size, warm jobs
  *   BENCH_HOT_SECONDS=5, BENCH_HOT_ROUNDS=2, BENCH_HOT_CONNECTIONS=8,32  hot (bench/hot.ts): slice per route, interleaved rounds
  *   BENCH_HOT_ORGS=1000, BENCH_HOT_JOBS=100000     hot: the seed of its second half
  *   BENCH_HOT_PARTS=main,limiter                    hot: its parts (limiter: the request limiter off vs on, bench/hot.ts)

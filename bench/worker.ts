@@ -4,6 +4,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
 import { RuntimeToken, type Runtime } from '../core/ports/runtime.ts';
 import { createAdapter } from '../core/adapters.ts';
+import { LARGE_NOTES, largeRepoRows } from './worker-large.ts';
 import { ascending, checkRow, fmt, goalRow, kernelWithProject, knob, percentile, printTable, type Row } from './lib.ts';
 
 /**
@@ -91,7 +92,12 @@ async function scenario(label: Label, sandbox: Sandbox, rows: Row[], failures: s
   const timed = timingRuntime(spawned);
   const scratch = mkdtempSync(path.join(tmpdir(), 'svc-bench-worker-'));
   const { srv, api, projectId } = await kernelWithProject(['api', 'orchestrator', 'worker'], (c) => c.registerInstance(RuntimeToken, timed.runtime), {
-    worker: { concurrency: size.concurrency, workspace_root: path.join(scratch, 'workspaces'), sandbox: { mode: sandbox === 'on' ? 'on' : 'off' } },
+    worker: {
+      concurrency: size.concurrency,
+      workspace_root: path.join(scratch, 'workspaces'),
+      sandbox: { mode: sandbox === 'on' ? 'on' : 'off' },
+      repo_cache: { enabled: process.env.BENCH_WORKER_REPO_CACHE !== 'off' },
+    },
   });
   try {
     const { config, db, databaseUrl, logger } = srv.kernel;
@@ -141,6 +147,17 @@ async function scenario(label: Label, sandbox: Sandbox, rows: Row[], failures: s
 /** Returns the failed checks. */
 export async function runWorkerBench(): Promise<string[]> {
   const failures: string[] = [];
+  const parts = (process.env.BENCH_WORKER_PARTS ?? 'small,large').split(',');
+  if (parts.includes('small')) await smallRepoBench(failures);
+  if (parts.includes('large')) {
+    const rows: Row[] = [];
+    await largeRepoRows(rows);
+    printTable('svc worker benchmark: a large repository, with and without the repository cache (issue 35)', rows, LARGE_NOTES);
+  }
+  return failures;
+}
+
+async function smallRepoBench(failures: string[]): Promise<void> {
   const rows: Row[] = [];
   for (const label of ['bare', 'checkout'] as const) {
     const loaded: Partial<Record<Sandbox, number>> = {};
@@ -178,7 +195,6 @@ export async function runWorkerBench(): Promise<string[]> {
     'on a root server the sandboxed attempt runs as nobody and the unsandboxed one as root (the defaults), so the sandbox side includes handing the workspace over; the unsandboxed side writes its warning into each attempt log',
     'jobs are created back to back (POST /projects/{id}/jobs, server.inject), so attempts queue for the worker; the queue wait is before the claim and not counted',
     'workspace.mode job: each job fails its first attempt and succeeds on its retry (hints.max_attempts 2); the retry reuses the workspace (git fetch, checkout kept) where the first attempt cloned',
-    'BENCH_WORKER_JOBS and BENCH_WORKER_CONCURRENCY set the size',
+    'BENCH_WORKER_JOBS and BENCH_WORKER_CONCURRENCY set the size; BENCH_WORKER_PARTS=small,large picks the parts (large: bench/worker-large.ts); BENCH_WORKER_REPO_CACHE=off runs the small part without the repository cache',
   ]);
-  return failures;
 }

@@ -1,4 +1,6 @@
+import { rm } from 'node:fs/promises';
 import { redactUrl } from '../../core/git-access.ts';
+import type { RepoCache } from '../../core/repo-cache.ts';
 import { maskSecrets } from '../../core/secrets/mask.ts';
 import { BuildFailure, type BuildRequest } from '../../core/ports/builder.ts';
 import { lastMeaningful, runLines } from './process.ts';
@@ -9,6 +11,9 @@ const GIT_ENV = { GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: 'true', GIT_SSH_COMMAND
  * A clean checkout of `sha` from `repoUrl` into `dir` (which must not exist), with the project's
  * credentials in git's environment (`access`); clone_error when the repository or the commit is
  * not there. Output and messages carry neither the credentials nor a user:password in the URL.
+ * With the worker's repository cache (`cache`), the clone is a local one from the cache's mirror
+ * of the URL, fetched first when it lacks `sha`; a mirror found broken after a failure is rebuilt
+ * and the checkout made once more.
  */
 export async function checkout(
   repoUrl: string,
@@ -17,12 +22,43 @@ export async function checkout(
   dir: string,
   signal: AbortSignal,
   log: (line: string) => void,
+  cache: RepoCache | null = null,
+): Promise<void> {
+  try {
+    await checkoutFrom(repoUrl, access, sha, dir, signal, log, cache);
+  } catch (err) {
+    if (!cache || !(err instanceof BuildFailure) || (await cache.verify(repoUrl, signal))) throw err;
+    log(`the repository cache's mirror of ${redactUrl(repoUrl)} is broken (git fsck): removed, cloning again`);
+    await rm(dir, { recursive: true, force: true });
+    await checkoutFrom(repoUrl, access, sha, dir, signal, log, cache);
+  }
+}
+
+async function checkoutFrom(
+  repoUrl: string,
+  access: BuildRequest['access'],
+  sha: string,
+  dir: string,
+  signal: AbortSignal,
+  log: (line: string) => void,
+  cache: RepoCache | null,
 ): Promise<void> {
   const env = { ...process.env, ...GIT_ENV, ...access.env };
   const mask = (text: string) => maskSecrets(text, access.secrets);
   const onLine = (line: string) => log(mask(line));
   const url = redactUrl(repoUrl);
-  const cloned = await runLines('git', ['clone', '--quiet', '--no-checkout', '--', repoUrl, dir], { env, signal, onLine });
+  let source = repoUrl;
+  if (cache) {
+    source = await cache
+      .prepare(repoUrl, sha, () => Promise.resolve({ ...GIT_ENV, ...access.env }), signal)
+      .catch((err: { stderr?: string; message: string }) => {
+        throw new BuildFailure(
+          'clone_error',
+          mask(`could not clone ${url} into the repository cache: ${lastMeaningful((err.stderr || err.message).split('\n'))}`),
+        );
+      });
+  }
+  const cloned = await runLines('git', ['clone', '--quiet', '--no-checkout', '--', source, dir], { env, signal, onLine });
   if (cloned.code !== 0) throw new BuildFailure('clone_error', mask(`could not clone ${url}: ${lastMeaningful(cloned.lines)}`));
   const checked = await runLines('git', ['-c', 'advice.detachedHead=false', 'checkout', '--quiet', '--detach', sha], { cwd: dir, env, signal, onLine });
   if (checked.code !== 0) throw new BuildFailure('clone_error', mask(`${url} has no commit ${sha}: ${lastMeaningful(checked.lines)}`));

@@ -112,6 +112,14 @@ export const configSchema = Joi.object({
     workspace_root: Joi.string().allow(null, '').required(),
     keep_workspaces: Joi.boolean().required(),
     workspace_idle_seconds: Joi.number().integer().min(1).required(),
+    repo_cache: Joi.object({
+      enabled: Joi.boolean().required(),
+      path: Joi.string().allow(null, '').required(),
+      max_bytes: Joi.number()
+        .integer()
+        .min(1024 * 1024)
+        .required(),
+    }).required(),
     run_as_uid: Joi.number().integer().min(0).allow(null).required(),
     run_as_gid: Joi.number().integer().min(0).allow(null).required(),
     heartbeat_seconds: Joi.number().positive().max(3600).required(),
@@ -317,6 +325,14 @@ export interface Config {
     keep_workspaces: boolean;
     /** Reused workspaces (workspace.mode job and session) idle this long are removed. */
     workspace_idle_seconds: number;
+    /** The repository cache attempts and builds clone from (core/repo-cache.ts, docs/workspaces.md). */
+    repo_cache: {
+      enabled: boolean;
+      /** null: `.repo-cache` in the workspace root. */
+      path: string | null;
+      /** Above this, the mirrors used longest ago are removed. */
+      max_bytes: number;
+    };
     run_as_uid: number | null;
     run_as_gid: number | null;
     heartbeat_seconds: number;

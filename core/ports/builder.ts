@@ -1,5 +1,6 @@
 import type { InjectionToken } from 'tsyringe';
 import type { RepoAccess } from '../git-access.ts';
+import type { RepoCache } from '../repo-cache.ts';
 
 /** The spec's build error classes. */
 export const BUILD_ERROR_CLASSES = ['auth_error', 'clone_error', 'build_error', 'timeout_error', 'resource_error', 'registry_error'] as const;
@@ -32,6 +33,8 @@ export interface BuildRequest {
    */
   access: Pick<RepoAccess, 'env' | 'secrets' | 'token'>;
   gitSha: string;
+  /** The worker's repository cache a builder that checks out on this machine clones from (core/repo-cache.ts); null: from the remote. */
+  repoCache?: RepoCache | null;
   services: ServiceBuild[];
   /** `linux/amd64`…; empty: the engine's own platform. */
   platforms: string[];

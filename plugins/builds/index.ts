@@ -16,6 +16,7 @@ import { ReleaseService } from './releases.ts';
 import { RegistryTokens } from './registry-tokens.ts';
 import { RegistryModes, RegistryTargets, SecretLookup, secretLookup } from './targets.ts';
 import { BuildRunner } from './runner.ts';
+import { sharedRepoCache } from '../../core/repo-cache-shared.ts';
 import { BuildActionService } from './actions.ts';
 import { buildRoutes } from './routes.ts';
 import { logRoutes } from './log-routes.ts';
@@ -64,7 +65,9 @@ export const plugin: DomainPlugin = {
     if (!container.isRegistered(ReleasesToken)) container.registerInstance(ReleasesToken, container.resolve(ReleaseService));
     if (!container.isRegistered(BuildActionsToken)) container.registerInstance(BuildActionsToken, container.resolve(BuildActionService));
     if (!container.isRegistered(RegistryPullSecretsToken)) container.registerInstance(RegistryPullSecretsToken, container.resolve(RegistryTargets));
-    container.resolve(RoleServices).add('worker', container.resolve(BuildRunner));
+    const runner = container.resolve(BuildRunner);
+    runner.repoCache = sharedRepoCache(container);
+    container.resolve(RoleServices).add('worker', runner);
 
     const builds = container.resolve(BuildRepository);
     const targets = container.resolve(AccessTargets);

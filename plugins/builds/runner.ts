@@ -18,6 +18,7 @@ import { BUILD_LOG_TAIL_LINES, BuildFailure, BuilderRegistryToken, type BuilderR
 import { ManifestReaderToken, type ManifestReader } from '../../core/ports/manifest.ts';
 import { ProjectDirectoryToken, type ProjectDirectory } from '../../core/ports/directory.ts';
 import type { RegistrySettingValue } from '../../core/ports/registry.ts';
+import type { RepoCache } from '../../core/repo-cache.ts';
 import { BuildRepository, type BuildRun, type RunEnd } from './repository.ts';
 import { BuildLogs, BuildLogSink } from './logs.ts';
 import { BuildWakeups } from './wakeups.ts';
@@ -42,6 +43,8 @@ export class BuildRunner implements RoleService {
   private readonly ref = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   private readonly inFlight = new Set<Promise<void>>();
   private stopped = false;
+  /** The worker's repository cache (worker.repo_cache), set by the plugin: builders clone from it. */
+  repoCache: RepoCache | null = null;
   private readonly passes = new Passes(
     () => this.pass(),
     (err) => this.logger.error({ err }, 'build pass failed'),
@@ -220,6 +223,7 @@ export class BuildRunner implements RoleService {
         runId: run.id,
         repoUrl: project.repo_url,
         access,
+        repoCache: this.repoCache,
         gitSha: spec.git_sha,
         services,
         platforms: Array.isArray(spec.inputs.platforms) ? (spec.inputs.platforms as string[]) : [],

@@ -49,6 +49,7 @@ export interface WorkerSettings {
   keepWorkspaces: boolean;
   /** Reused workspaces unused this long are removed (sweepWorkspaces). */
   workspaceIdleMs: number;
+  repoCache?: GitSetup['cache'];
   heartbeatMs: number;
   leaseSeconds: number;
   logFlushMs: number;
@@ -418,6 +419,7 @@ export class AttemptRun {
         checkoutGit: checkoutGit({ sandboxed: sandbox.on, user: this.user, writable: [dir, exchange], readOnly: [workspace.store] }),
         touched: false,
         url,
+        cache: deps.settings.repoCache ?? null,
         access,
         pushAccess,
         controls,

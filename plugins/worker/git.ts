@@ -1,4 +1,5 @@
 import type { AttemptDiff, ResolvedGit } from '../../core/ports/attempts.ts';
+import type { RepoCache } from '../../core/repo-cache.ts';
 import { readDiff, type DiffLimits } from './diff.ts';
 import { Aborted, WorkerFailure } from './failure.ts';
 import { checkPushRemote, redactUrl, type RepoAccess } from './git-access.ts';
@@ -7,6 +8,7 @@ import {
   cloneCheckout,
   cloneMirror,
   commitAt,
+  emptyCheckout,
   excludeWorkerFiles,
   fetchMirror,
   git,
@@ -41,6 +43,8 @@ export interface GitSetup {
   /** Whether anything of a job may have touched the checkout (a reused workspace; after the process): then only `checkoutGit` runs there. */
   touched: boolean;
   url: string;
+  /** The worker's repository cache the mirror is cloned from (core/repo-cache.ts); null: cloned from the remote. */
+  cache: RepoCache | null;
   access: RepoAccess;
   /** Access for `controls.remote` when it is a URL other than the clone's. */
   pushAccess: RepoAccess | null;
@@ -85,14 +89,29 @@ export class GitWorkspace implements Checkout {
     private readonly replacedTip: string | null,
   ) {}
 
-  /** Clones, resolves the ref per `ref_policy`, and checks out the branch per `branch`/`create_branch`. */
+  /**
+   * Clones, resolves the ref per `ref_policy`, and checks out the branch per `branch`/`create_branch`.
+   * A failure on a mirror cloned from the repository cache has the cache's mirror checked: a broken
+   * one is removed, and the checkout is made once more from a mirror fetched afresh.
+   */
   static async prepare(s: GitSetup): Promise<GitWorkspace> {
+    try {
+      return await GitWorkspace.checkout(s);
+    } catch (err) {
+      if (!s.cache || !(err instanceof WorkerFailure) || (await s.cache.verify(s.url, s.signal))) throw err;
+      await s.log(`the repository cache's mirror of ${redactUrl(s.url)} is broken (git fsck): removed, cloning again`);
+      await emptyCheckout(s);
+      return GitWorkspace.checkout(s);
+    }
+  }
+
+  private static async checkout(s: GitSetup): Promise<GitWorkspace> {
     const c = s.controls;
     const { ref, source } = chooseRef(c, s.projectBranch, s.envName, s.envReleaseSha);
-    await s.log(`$ git clone ${redactUrl(s.url)} (ref ${ref}, ${source})`);
+    await s.log(`$ git clone ${redactUrl(s.url)} (ref ${ref}, ${source}${s.cache ? ', through the repository cache' : ''})`);
     // The workspace lives as long as the attempt: no template (copying the sample hooks cost more
     // than the clone itself) and no fsync.
-    await cloneMirror(s);
+    await cloneMirror(s, ref);
     const found = await resolveRef(s, ref);
     if (!found) throw new WorkerFailure(`git ref '${ref}' (${source}) is not a branch, tag or commit of ${redactUrl(s.url)}`);
     const { sha, remoteBranch } = found;

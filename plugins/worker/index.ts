@@ -22,6 +22,7 @@ import type { DependencyContainer, InjectionToken } from '../../core/di.ts';
 import { runAsOf } from './run-as.ts';
 import { attemptUser, decideSandbox } from './sandbox-policy.ts';
 import { workspaceRoot } from './workspace-root.ts';
+import { sharedRepoCache } from '../../core/repo-cache-shared.ts';
 import { repoUrlPolicy } from '../../core/git-access.ts';
 import { outboundGuard } from '../../core/http/address-guard.ts';
 import { InProcessWorker } from './worker.ts';
@@ -103,6 +104,7 @@ export const plugin: DomainPlugin = {
             workspaceRoot: workspaces!.root,
             keepWorkspaces: w.keep_workspaces,
             workspaceIdleMs: w.workspace_idle_seconds * 1000,
+            repoCache: sharedRepoCache(container),
             heartbeatMs: w.heartbeat_seconds * 1000,
             leaseSeconds: w.lease_seconds,
             logFlushMs: w.log_flush_ms,

@@ -1,4 +1,4 @@
-import { lstat, readFile, rm } from 'node:fs/promises';
+import { lstat, readdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { directoryIn, UnsafePath, writeContained } from '../../core/contained-fs.ts';
 import { Aborted, WorkerFailure } from './failure.ts';
@@ -48,13 +48,26 @@ export const commitAt = (s: GitSetup, rev: string) => git(s, ['rev-parse', '--ve
 /** A branch's tip on the remote as the mirror last fetched it, or null. */
 export const remoteTip = (s: GitSetup, branch: string) => mirrorCommit(s, `refs/heads/${branch}`);
 
-/** Clones the remote into the mirror (bare; its branches kept as the mirror's own, so a fetch updates them). */
-export async function cloneMirror(s: GitSetup): Promise<void> {
+/**
+ * Clones the remote into the mirror (bare; its branches kept as the mirror's own, so a fetch
+ * updates them). With the repository cache, from the cache's mirror of the URL, fetched first so
+ * it holds `want` as the remote has it now: a local clone, its objects hard links to the cache's
+ * (git never writes into an object file, so nothing done here reaches the cache); `origin` then
+ * names the real remote.
+ */
+export async function cloneMirror(s: GitSetup, want: string | null = null): Promise<void> {
   await rm(s.mirror, { recursive: true, force: true });
+  const source = s.cache
+    ? await run(
+        `cloning ${redactUrl(s.url)} into the repository cache failed`,
+        s.cache.prepare(s.url, want, () => connectEnv(s.access), s.signal),
+        s.access,
+      )
+    : s.url;
   await run(
-    `cloning ${redactUrl(s.url)} failed`,
-    connectEnv(s.access).then((env) =>
-      trustedGit(['clone', '--quiet', '--bare', '--template=', '--config', 'core.fsync=none', s.url, s.mirror], {
+    s.cache ? 'cloning from the repository cache failed' : `cloning ${redactUrl(s.url)} failed`,
+    (s.cache ? Promise.resolve({}) : connectEnv(s.access)).then((env) =>
+      trustedGit(['clone', '--quiet', '--bare', '--template=', '--config', 'core.fsync=none', source, s.mirror], {
         cwd: path.dirname(s.mirror),
         signal: s.signal,
         env,
@@ -62,7 +75,14 @@ export async function cloneMirror(s: GitSetup): Promise<void> {
     ),
     s.access,
   );
+  if (s.cache) await run('preparing the mirror failed', mirrorGit(s, ['remote', 'set-url', 'origin', s.url]));
   await run('preparing the mirror failed', mirrorGit(s, ['config', 'remote.origin.fetch', '+refs/heads/*:refs/heads/*']));
+}
+
+/** Removes what a failed clone left in the checkout's folder (nothing of a job has run there yet) and the mirror. */
+export async function emptyCheckout(s: GitSetup): Promise<void> {
+  for (const entry of await readdir(s.dir)) await rm(path.join(s.dir, entry), { recursive: true, force: true });
+  await rm(s.mirror, { recursive: true, force: true });
 }
 
 /** Brings the mirror up to date with the remote. */

@@ -48,7 +48,7 @@ class BuildxBuilder implements Builder {
     try {
       writeClientConfig(config, request.push);
       request.log(`checking out ${request.gitSha}`, 'system');
-      await checkout(request.repoUrl, request.access, request.gitSha, repo, request.signal, (l) => request.log(l, 'stderr'));
+      await checkout(request.repoUrl, request.access, request.gitSha, repo, request.signal, (l) => request.log(l, 'stderr'), request.repoCache);
       // Every service's paths are resolved through their links and kept inside the checkout before
       // anything is built: Docker follows links in the context folder and the Dockerfile on the host.
       const paths: BuildPaths[] = [];

@@ -1,0 +1,65 @@
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import type { DependencyContainer } from './di.ts';
+import type { Config } from './config/schema.ts';
+import { Metrics } from './metrics.ts';
+import { Tokens } from './tokens.ts';
+import { RepoCache, type CacheGit } from './repo-cache.ts';
+
+const CACHE_FOLDER = '.repo-cache';
+const GIT_TIMEOUT_MS = 30 * 60_000;
+
+/**
+ * The cache's git: none of the server's environment, no system or global configuration, no
+ * prompts, nothing a repository's own config could make run (the cache's config is svc's own).
+ */
+export const cacheGit: CacheGit = (args, call) =>
+  new Promise((resolve, reject) => {
+    const hardening = ['core.hooksPath=/dev/null', 'core.fsmonitor=false', 'credential.helper=', 'gc.auto=0', 'protocol.ext.allow=never'].flatMap((c) => [
+      '-c',
+      c,
+    ]);
+    execFile(
+      'git',
+      ['-c', 'protocol.allow=user', ...hardening, ...args],
+      {
+        cwd: call.cwd,
+        signal: call.signal,
+        timeout: GIT_TIMEOUT_MS,
+        maxBuffer: 16 * 1024 * 1024,
+        env: {
+          PATH: '/usr/local/bin:/usr/bin:/bin',
+          LANG: 'C',
+          LC_ALL: 'C',
+          HOME: '/nonexistent',
+          GIT_CONFIG_NOSYSTEM: '1',
+          GIT_CONFIG_GLOBAL: '/dev/null',
+          GIT_TERMINAL_PROMPT: '0',
+          GIT_ASKPASS: '/bin/false',
+          SSH_ASKPASS: '/bin/false',
+          ...call.env,
+        },
+      },
+      (err, stdout, stderr) => (err ? reject(Object.assign(err, { stderr: String(stderr) })) : resolve(String(stdout).trim())),
+    );
+  });
+
+/** Where the cache lives: `worker.repo_cache.path`, else `.repo-cache` in the workspace root (`worker.workspace_root`, else `<data_dir>/workspaces`). */
+export function repoCacheRoot(config: Pick<Config, 'worker' | 'data_dir'>): string {
+  const configured = config.worker.repo_cache.path;
+  if (configured) return path.resolve(configured);
+  return path.join(path.resolve(config.worker.workspace_root || path.join(config.data_dir, 'workspaces')), CACHE_FOLDER);
+}
+
+const instances = new WeakMap<DependencyContainer, RepoCache | null>();
+
+/** The process's one repository cache (the worker's attempts and the build runner share it), or null when `worker.repo_cache.enabled` is false. */
+export function sharedRepoCache(container: DependencyContainer): RepoCache | null {
+  if (instances.has(container)) return instances.get(container)!;
+  const config = container.resolve(Tokens.Config);
+  const settings = config.worker.repo_cache;
+  const metrics = container.isRegistered(Metrics, true) ? container.resolve(Metrics) : undefined;
+  const cache = settings.enabled ? new RepoCache(repoCacheRoot(config), settings.max_bytes, cacheGit, metrics) : null;
+  instances.set(container, cache);
+  return cache;
+}
