@@ -84,7 +84,7 @@ export interface paths {
         };
         /**
          * Models to send to the proxy
-         * @description Models to send to the proxy: the managed/<name> entries the caller's org (or project) may use, then every provider's models
+         * @description Models to send to the proxy: the managed/<name> entries the named org (or project) may use, or without one those of every org the caller's token can see and use models in (each with its org_id), then every provider's models
          */
         get: operations["listModels"];
         put?: never;
@@ -465,8 +465,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Resolve a release of a project by its tag
-         * @description Resolve a release of a project by its tag (or rel_ id); ?project_id= names the project, as tags are unique per project
+         * Resolve a release by its tag with ?project_id=
+         * @description Resolve a release by its tag with ?project_id= (tags are unique per project), or by its rel_ id alone (project_id optional; given, it must be the release's project)
          */
         get: operations["getRelease"];
         put?: never;
@@ -2912,23 +2912,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/pipeline-runs/{run_id}/cancel": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Cancel a run: unfinished steps are cancelled and running attempts end */
-        post: operations["cancelPipelineRun"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/pipeline-runs/{run_id}/approve": {
         parameters: {
             query?: never;
@@ -2940,6 +2923,23 @@ export interface paths {
         put?: never;
         /** Release the steps of a run that await approval */
         post: operations["approvePipelineRun"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/pipeline-runs/{run_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Cancel a run: unfinished steps are cancelled and running attempts end */
+        post: operations["cancelPipelineRun"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3116,6 +3116,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/orgs/{org_id}/service-accounts/ensure": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Find or create a service account by name
+         * @description Find or create a service account by name: 200 with it, created when missing or as it is when description and role (bound there) match; 409 naming the fields that differ
+         */
+        post: operations["ensureServiceAccount"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orgs/{org_id}/service-principals/ensure": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Find or create a service account by name
+         * @description Find or create a service account by name: 200 with it, created when missing or as it is when description and role (bound there) match; 409 naming the fields that differ (alias of /service-accounts)
+         */
+        post: operations["ensureServicePrincipal"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orgs/{org_id}/webhooks/ensure": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Find or create a subscription by its URL
+         * @description Find or create a subscription by its URL: 200 with it, created when missing or as it is when events, filter, enabled and secret match; 409 naming the fields that differ (an org-wide subscription)
+         */
+        post: operations["ensureOrgWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/projects/{project_id}/environments/ensure": {
         parameters: {
             query?: never;
@@ -3130,6 +3190,46 @@ export interface paths {
          * @description Find or create an environment: 200 with it, created when missing or as it is when the fields given match; 409 naming the fields an existing one holds otherwise
          */
         post: operations["ensureEnvironment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/projects/{project_id}/webhooks/ensure": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Find or create a subscription by its URL
+         * @description Find or create a subscription by its URL: 200 with it, created when missing or as it is when events, filter, enabled and secret match; 409 naming the fields that differ (a project-scoped subscription)
+         */
+        post: operations["ensureProjectWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/projects/{project_id}/schedules/ensure": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Find or create a schedule by name
+         * @description Find or create a schedule by name: 200 with it, created when missing or as it is when cron, event_type, payload and enabled match; 409 naming the fields that differ
+         */
+        post: operations["ensureSchedule"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3276,6 +3376,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/orgs/{org_id}/threads/{thread_id}/distill": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Distill a thread of one of the org's projects into an org document
+         * @description Distill a thread of one of the org's projects into an org document: a model, through the inference gateway as the caller, summarises its newest messages (at most 500) into `/threads/<thread_id>.md` or the path given (a new version each time). Needs orgdocs:write in the org, threads:read on the thread's project and inference:use
+         */
+        post: operations["distillThread"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/orgs/{org_id}/access-requests/{request_id}/approve": {
         parameters: {
             query?: never;
@@ -3367,23 +3487,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/projects/{project_id}/pipelines/{name}/run": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Run a pipeline: one job per step, wired by depends_on */
-        post: operations["runPipeline"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/projects/{project_id}/workflows/{name}/invoke": {
         parameters: {
             query?: never;
@@ -3398,6 +3501,23 @@ export interface paths {
          * @description Invoke a workflow: a root job and one child job per step (blocked_by from depends_on); wait=true blocks up to 60 s for the result
          */
         post: operations["invokeWorkflow"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/projects/{project_id}/pipelines/{name}/run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Run a pipeline: one job per step, wired by depends_on */
+        post: operations["runPipeline"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4315,6 +4435,24 @@ export interface components {
             data: components["schemas"]["BuildSpec"][];
             pagination?: components["schemas"]["Pagination"];
         };
+        CallerGatewaySpend: {
+            /** @enum {string} */
+            principal_kind: "user" | "service_account";
+            principal_id: string;
+            calls: number;
+            base_cost_usd: number;
+            /** @description calls billed in the org currency */
+            billed_cost: number;
+            /** @description USD of calls for which no exchange rate was in force */
+            unconverted_usd: number;
+            /** @description calls of a model the rate card has no price for (counted at 0) */
+            unpriced_calls: number;
+            input_tokens: number;
+            output_tokens: number;
+            cache_read_tokens: number;
+            cache_write_tokens: number;
+            reasoning_tokens: number;
+        };
         Challenge: {
             challenge_id: string;
             /** @description sign these exact bytes: ssh-keygen -Y sign -n <namespace> */
@@ -4819,11 +4957,24 @@ export interface components {
             created_at: string;
             /** @description the code shown once at creation */
             code: string;
-            /**
-             * @description no mail adapter exists: pass the code on yourself
-             * @enum {boolean}
-             */
-            email_sent: false;
+            /** @description whether mail with the code went out (adapters.mailer); false: pass the code on yourself */
+            email_sent: boolean;
+        };
+        DayGatewaySpend: {
+            day: string;
+            calls: number;
+            base_cost_usd: number;
+            /** @description calls billed in the org currency */
+            billed_cost: number;
+            /** @description USD of calls for which no exchange rate was in force */
+            unconverted_usd: number;
+            /** @description calls of a model the rate card has no price for (counted at 0) */
+            unpriced_calls: number;
+            input_tokens: number;
+            output_tokens: number;
+            cache_read_tokens: number;
+            cache_write_tokens: number;
+            reasoning_tokens: number;
         };
         DaySpend: {
             day: string;
@@ -4899,6 +5050,40 @@ export interface components {
             direct?: boolean;
             /** @description extra pipeline inputs; may carry release_id or release_tag */
             inputs?: Record<string, unknown>;
+        };
+        DistillRequest: {
+            /** @description the model to distill with, as the gateway names it (`managed/<name>`, `<target>/<model>`, …) */
+            model: string;
+            /** @description the org document to write (default `/threads/<thread_id>.md`); an existing one gets a new version */
+            path?: string;
+            /** @description added to svc's distillation instructions (focus, audience, format) */
+            instructions?: string;
+        };
+        DistillUsage: {
+            input_tokens: number;
+            output_tokens: number;
+        };
+        Distillation: {
+            /** @example thr_01h455vb4pex5vsknk084sn02q */
+            thread_id: string;
+            /** @example proj_01h455vb4pex5vsknk084sn02q */
+            project_id: string;
+            /** @description the model that answered */
+            model: string;
+            /** @description how many messages were read (the newest, at most 500) */
+            messages: number;
+            /** @description the seq of the newest message read */
+            through_seq: number;
+            doc: components["schemas"]["DistilledDoc"];
+            /** @description the document's content */
+            summary: string;
+            usage: components["schemas"]["DistillUsage"];
+        };
+        DistilledDoc: {
+            id: string;
+            path: string;
+            version: number;
+            created: boolean;
         };
         Doc: {
             /** @example doc_01h455vb4pex5vsknk084sn02q */
@@ -5191,9 +5376,44 @@ export interface components {
             /** @description token lifetime in days, 1 to 90 (default 1) */
             ttl_days?: number;
         };
+        GatewayCallRecord: {
+            /** @enum {string} */
+            principal_kind: "user" | "service_account";
+            principal_id: string;
+            /** @example proj_01h455vb4pex5vsknk084sn02q */
+            project_id: string | null;
+            /** @description as the caller named it */
+            model: string;
+            upstream_model: string;
+            provider: string;
+            status: number;
+            input_tokens: number;
+            output_tokens: number;
+            cache_read_tokens: number;
+            cache_write_tokens: number;
+            reasoning_tokens: number;
+            latency_ms: number;
+            /** Format: date-time */
+            created_at: string;
+        };
         GatewayInfo: {
             gateway?: string;
             protocols?: string[];
+        };
+        GatewaySpendFigures: {
+            calls: number;
+            base_cost_usd: number;
+            /** @description calls billed in the org currency */
+            billed_cost: number;
+            /** @description USD of calls for which no exchange rate was in force */
+            unconverted_usd: number;
+            /** @description calls of a model the rate card has no price for (counted at 0) */
+            unpriced_calls: number;
+            input_tokens: number;
+            output_tokens: number;
+            cache_read_tokens: number;
+            cache_write_tokens: number;
+            reasoning_tokens: number;
         };
         GenerateContentRequest: {
             contents: {
@@ -5830,6 +6050,25 @@ export interface components {
             /** @description the inference target (managed models) */
             target: string | null;
             upstream_model: string;
+            /** @description the org whose catalog holds a managed entry (null: the system's, and for provider models); without org_id or project_id the list covers every org the caller can see */
+            org_id: string | null;
+        };
+        ModelGatewaySpend: {
+            /** @description the model the provider served */
+            model: string;
+            calls: number;
+            base_cost_usd: number;
+            /** @description calls billed in the org currency */
+            billed_cost: number;
+            /** @description USD of calls for which no exchange rate was in force */
+            unconverted_usd: number;
+            /** @description calls of a model the rate card has no price for (counted at 0) */
+            unpriced_calls: number;
+            input_tokens: number;
+            output_tokens: number;
+            cache_read_tokens: number;
+            cache_write_tokens: number;
+            reasoning_tokens: number;
         };
         ModelList: {
             data: components["schemas"]["Model"][];
@@ -6008,6 +6247,7 @@ export interface components {
             by_model: components["schemas"]["ModelSpend"][];
             by_harness: components["schemas"]["HarnessSpend"][];
             by_day: components["schemas"]["DaySpend"][];
+            outside_jobs: components["schemas"]["OutsideJobsSpend"];
         };
         OrgUsage: {
             /** @example org_01h455vb4pex5vsknk084sn02q */
@@ -6022,6 +6262,20 @@ export interface components {
             billing: components["schemas"]["OrgBilling"];
             totals: components["schemas"]["SpendFigures"];
             records: components["schemas"]["UsageRecord"][];
+            outside_jobs: components["schemas"]["OutsideJobsUsage"];
+        };
+        /** @description model gateway calls made with a user's or a service account's token, outside any job (a job's calls are on its receipts above); priced with the rate card and exchange rate in force at each group's latest call */
+        OutsideJobsSpend: {
+            totals: components["schemas"]["GatewaySpendFigures"];
+            by_caller: components["schemas"]["CallerGatewaySpend"][];
+            by_model: components["schemas"]["ModelGatewaySpend"][];
+            by_day: components["schemas"]["DayGatewaySpend"][];
+        };
+        /** @description model gateway calls made with a user's or a service account's token, outside any job */
+        OutsideJobsUsage: {
+            totals: components["schemas"]["GatewaySpendFigures"];
+            /** @description newest first, at most `limit` */
+            records: components["schemas"]["GatewayCallRecord"][];
         };
         Pagination: {
             limit: number;
@@ -6471,6 +6725,17 @@ export interface components {
             created_at: string;
             /** Format: date-time */
             updated_at: string;
+        };
+        ScheduleEnsure: {
+            /** @description standard 5-field cron expression, UTC */
+            cron: string;
+            /** @default cron.tick */
+            event_type?: string;
+            payload?: Record<string, unknown>;
+            /** @default true */
+            enabled?: boolean;
+            /** @description what the schedule is known by in the project */
+            name: string;
         };
         ScheduleList: {
             data: components["schemas"]["Schedule"][];
@@ -8747,9 +9012,9 @@ export interface operations {
     };
     getRelease: {
         parameters: {
-            query: {
-                /** @description the project the tag belongs to */
-                project_id: string;
+            query?: {
+                /** @description the project the tag belongs to; optional when a rel_ id is given */
+                project_id?: string;
             };
             header?: never;
             path: {
@@ -12347,6 +12612,16 @@ export interface operations {
                 priority?: number;
                 parent_id?: string;
                 due_before?: string;
+                /** @description words of the title or description, each matched as a word or the start of one (all must match) */
+                q?: string;
+                /** @description the harness the job names (harness_a … harness_f) */
+                harness?: string;
+                /** @description the model the job names */
+                model?: string;
+                created_after?: string;
+                created_before?: string;
+                closed_after?: string;
+                closed_before?: string;
             };
             header?: never;
             path: {
@@ -16978,6 +17253,7 @@ export interface operations {
             header?: never;
             path: {
                 job_id: string;
+                /** @description the attempt: its id, or the composite reference <project_id>:<job_id>:<attempt_number> */
                 attempt_id: string;
             };
             cookie?: never;
@@ -17091,6 +17367,7 @@ export interface operations {
             header?: never;
             path: {
                 job_id: string;
+                /** @description the attempt: its id, or the composite reference <project_id>:<job_id>:<attempt_number> */
                 attempt_id: string;
             };
             cookie?: never;
@@ -18495,6 +18772,7 @@ export interface operations {
             header?: never;
             path: {
                 job_id: string;
+                /** @description the attempt: its id, or the composite reference <project_id>:<job_id>:<attempt_number> */
                 attempt_id: string;
             };
             cookie?: never;
@@ -20500,7 +20778,7 @@ export interface operations {
             };
         };
     };
-    cancelPipelineRun: {
+    approvePipelineRun: {
         parameters: {
             query?: never;
             header?: never;
@@ -20511,7 +20789,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": components["schemas"]["PipelineRunCancel"] | null;
+                "application/json": components["schemas"]["PipelineRunApproval"] | null;
             };
         };
         responses: {
@@ -20571,7 +20849,7 @@ export interface operations {
             };
         };
     };
-    approvePipelineRun: {
+    cancelPipelineRun: {
         parameters: {
             query?: never;
             header?: never;
@@ -20582,7 +20860,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": components["schemas"]["PipelineRunApproval"] | null;
+                "application/json": components["schemas"]["PipelineRunCancel"] | null;
             };
         };
         responses: {
@@ -21203,6 +21481,246 @@ export interface operations {
             };
         };
     };
+    ensureServiceAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateServiceAccount"];
+            };
+        };
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceAccount"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description State conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Business rule violated */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    ensureServicePrincipal: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateServiceAccount"];
+            };
+        };
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceAccount"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description State conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Business rule violated */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    ensureOrgWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSubscription"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description State conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Business rule violated */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     ensureEnvironment: {
         parameters: {
             query?: never;
@@ -21274,6 +21792,157 @@ export interface operations {
             };
             /** @description Business rule violated */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    ensureProjectWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSubscription"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description State conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Business rule violated */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    ensureSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ScheduleEnsure"];
+            };
+        };
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description State conflict */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -21431,6 +22100,7 @@ export interface operations {
             header?: never;
             path: {
                 job_id: string;
+                /** @description the attempt: its id, or the composite reference <project_id>:<job_id>:<attempt_number> */
                 attempt_id: string;
             };
             cookie?: never;
@@ -21503,6 +22173,7 @@ export interface operations {
             header?: never;
             path: {
                 job_id: string;
+                /** @description the attempt: its id, or the composite reference <project_id>:<job_id>:<attempt_number> */
                 attempt_id: string;
             };
             cookie?: never;
@@ -21575,6 +22246,7 @@ export interface operations {
             header?: never;
             path: {
                 job_id: string;
+                /** @description the attempt: its id, or the composite reference <project_id>:<job_id>:<attempt_number> */
                 attempt_id: string;
             };
             cookie?: never;
@@ -21647,6 +22319,7 @@ export interface operations {
             header?: never;
             path: {
                 job_id: string;
+                /** @description the attempt: its id, or the composite reference <project_id>:<job_id>:<attempt_number> */
                 attempt_id: string;
             };
             cookie?: never;
@@ -21785,6 +22458,96 @@ export interface operations {
             };
             /** @description Business rule violated */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    distillThread: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org_id: string;
+                thread_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DistillRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Distillation"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Business rule violated */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An external system (a deployer) failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error */
+            504: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -22161,87 +22924,6 @@ export interface operations {
             };
         };
     };
-    runPipeline: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                project_id: string;
-                name: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: {
-            content: {
-                "application/json": components["schemas"]["PipelineRunRequest"] | null;
-            };
-        };
-        responses: {
-            /** @description Created */
-            201: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["PipelineRun"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description State conflict */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Business rule violated */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
     invokeWorkflow: {
         parameters: {
             query?: {
@@ -22318,6 +23000,87 @@ export interface operations {
             };
             /** @description Not found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Business rule violated */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    runPipeline: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PipelineRunRequest"] | null;
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineRun"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description State conflict */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
