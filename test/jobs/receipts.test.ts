@@ -367,7 +367,12 @@ test('receipt reads: 404 before any attempt ended, while running, for another jo
     404,
     `attempt ${first.attempt.id} of job ${other.id} not found`,
   );
-  assertError(t, await w.owner.api.get(`/jobs/${job.id}/attempts/not-a-uuid/receipt`), 400, '"attempt_id" must be an attempt id (a UUID) or <project_id>:<job_id>:<attempt_number>');
+  assertError(
+    t,
+    await w.owner.api.get(`/jobs/${job.id}/attempts/not-a-uuid/receipt`),
+    400,
+    '"attempt_id" must be an attempt id (a UUID) or <project_id>:<job_id>:<attempt_number>',
+  );
   for (const path of [`/jobs/${job.id}/receipt`, `/jobs/${job.id}/attempts/${first.attempt.id}/receipt`]) {
     assertError(t, await w.outsider.api.get(path), 404, `job ${job.id} not found`);
   }
