@@ -1540,7 +1540,11 @@ export interface paths {
         delete: operations["deleteWebhook"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change a subscription
+         * @description Change a subscription: url (checked by the address policy), events, filter, enabled (true also resets its failure count). The scope stays; the secret changes through rotate-secret
+         */
+        patch: operations["updateWebhook"];
         trace?: never;
     };
     "/orgs/{org_id}/docs/by-path": {
@@ -2815,7 +2819,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/jobs/{job_id}/reject": {
+    "/jobs/{job_id}/approve": {
         parameters: {
             query?: never;
             header?: never;
@@ -2824,51 +2828,8 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /**
-         * Reject a job in review with a reason
-         * @description Reject a job in review with a reason: it is active again with a new attempt claimed for the caller (who gets its lease token); 429 when its org runs limits.org.running_attempts already
-         */
-        post: operations["rejectJob"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/jobs/{job_id}/submit": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Submit an active job for review with a summary
-         * @description Submit an active job for review with a summary; its running attempt ends as succeeded
-         */
-        post: operations["submitJob"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/jobs/{job_id}/claim": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Claim a ready job
-         * @description Claim a ready job: 409 when it is not ready, deferred, blocked (the message names the blockers) or a gate is held (body adds blocked_on_gates and jobId); 429 when its org runs limits.org.running_attempts already
-         */
-        post: operations["claimJob"];
+        /** Approve a job in review: it is done */
+        post: operations["approveJob"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2895,7 +2856,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/jobs/{job_id}/approve": {
+    "/jobs/{job_id}/claim": {
         parameters: {
             query?: never;
             header?: never;
@@ -2904,15 +2865,18 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Approve a job in review: it is done */
-        post: operations["approveJob"];
+        /**
+         * Claim a ready job
+         * @description Claim a ready job: 409 when it is not ready, deferred, blocked (the message names the blockers) or a gate is held (body adds blocked_on_gates and jobId); 429 when its org runs limits.org.running_attempts already
+         */
+        post: operations["claimJob"];
         delete?: never;
         options?: never;
         head?: never;
         patch?: never;
         trace?: never;
     };
-    "/pipeline-runs/{run_id}/approve": {
+    "/jobs/{job_id}/submit": {
         parameters: {
             query?: never;
             header?: never;
@@ -2921,8 +2885,31 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Release the steps of a run that await approval */
-        post: operations["approvePipelineRun"];
+        /**
+         * Submit an active job for review with a summary
+         * @description Submit an active job for review with a summary; its running attempt ends as succeeded
+         */
+        post: operations["submitJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/jobs/{job_id}/reject": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reject a job in review with a reason
+         * @description Reject a job in review with a reason: it is active again with a new attempt claimed for the caller (who gets its lease token); 429 when its org runs limits.org.running_attempts already
+         */
+        post: operations["rejectJob"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2940,6 +2927,23 @@ export interface paths {
         put?: never;
         /** Cancel a run: unfinished steps are cancelled and running attempts end */
         post: operations["cancelPipelineRun"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/pipeline-runs/{run_id}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Release the steps of a run that await approval */
+        post: operations["approvePipelineRun"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3116,7 +3120,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/orgs/{org_id}/service-accounts/ensure": {
+    "/orgs/{org_id}/webhooks/ensure": {
         parameters: {
             query?: never;
             header?: never;
@@ -3126,10 +3130,10 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Find or create a service account by name
-         * @description Find or create a service account by name: 200 with it, created when missing or as it is when description and role (bound there) match; 409 naming the fields that differ
+         * Find or create a subscription by its URL
+         * @description Find or create a subscription by its URL: 200 with it, created when missing or as it is when events, filter, enabled and secret match; 409 naming the fields that differ (an org-wide subscription)
          */
-        post: operations["ensureServiceAccount"];
+        post: operations["ensureOrgWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3156,7 +3160,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/orgs/{org_id}/webhooks/ensure": {
+    "/orgs/{org_id}/service-accounts/ensure": {
         parameters: {
             query?: never;
             header?: never;
@@ -3166,10 +3170,10 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Find or create a subscription by its URL
-         * @description Find or create a subscription by its URL: 200 with it, created when missing or as it is when events, filter, enabled and secret match; 409 naming the fields that differ (an org-wide subscription)
+         * Find or create a service account by name
+         * @description Find or create a service account by name: 200 with it, created when missing or as it is when description and role (bound there) match; 409 naming the fields that differ
          */
-        post: operations["ensureOrgWebhook"];
+        post: operations["ensureServiceAccount"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3196,7 +3200,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/projects/{project_id}/webhooks/ensure": {
+    "/projects/{project_id}/manifest/validate": {
         parameters: {
             query?: never;
             header?: never;
@@ -3206,30 +3210,10 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Find or create a subscription by its URL
-         * @description Find or create a subscription by its URL: 200 with it, created when missing or as it is when events, filter, enabled and secret match; 409 naming the fields that differ (a project-scoped subscription)
+         * Validate a manifest
+         * @description Validate a manifest (same body as sync) without storing it: {valid, errors: [{path, message}]}
          */
-        post: operations["ensureProjectWebhook"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/projects/{project_id}/schedules/ensure": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Find or create a schedule by name
-         * @description Find or create a schedule by name: 200 with it, created when missing or as it is when cron, event_type, payload and enabled match; 409 naming the fields that differ
-         */
-        post: operations["ensureSchedule"];
+        post: operations["validateManifest"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3256,7 +3240,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/projects/{project_id}/manifest/validate": {
+    "/projects/{project_id}/schedules/ensure": {
         parameters: {
             query?: never;
             header?: never;
@@ -3266,17 +3250,17 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Validate a manifest
-         * @description Validate a manifest (same body as sync) without storing it: {valid, errors: [{path, message}]}
+         * Find or create a schedule by name
+         * @description Find or create a schedule by name: 200 with it, created when missing or as it is when cron, event_type, payload and enabled match; 409 naming the fields that differ
          */
-        post: operations["validateManifest"];
+        post: operations["ensureSchedule"];
         delete?: never;
         options?: never;
         head?: never;
         patch?: never;
         trace?: never;
     };
-    "/jobs/{job_id}/attempts/{attempt_id}/phases": {
+    "/projects/{project_id}/webhooks/ensure": {
         parameters: {
             query?: never;
             header?: never;
@@ -3286,50 +3270,10 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Record phase timings of a running attempt
-         * @description Record phase timings of a running attempt (provision, clone, hydrate, execute, commit, push: lower-case words; ended_at ≥ started_at); a name reported again replaces its times. Fenced by the lease token (409 `lease lost …`, nothing written). Answers 201 {recorded: n}.
+         * Find or create a subscription by its URL
+         * @description Find or create a subscription by its URL: 200 with it, created when missing or as it is when events, filter, enabled and secret match; 409 naming the fields that differ (a project-scoped subscription)
          */
-        post: operations["recordAttemptPhases"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/jobs/{job_id}/attempts/{attempt_id}/heartbeat": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Extend the lease of a running attempt
-         * @description Extend the lease of a running attempt (409 when the token does not match, the lease expired or the attempt ended)
-         */
-        post: operations["heartbeatAttempt"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/jobs/{job_id}/attempts/{attempt_id}/complete": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * End an attempt with its result
-         * @description End an attempt with its result (success, waiting, failed), written only under its live lease (409 otherwise, nothing written)
-         */
-        post: operations["completeAttempt"];
+        post: operations["ensureProjectWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3356,6 +3300,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/jobs/{job_id}/attempts/{attempt_id}/complete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * End an attempt with its result
+         * @description End an attempt with its result (success, waiting, failed), written only under its live lease (409 otherwise, nothing written)
+         */
+        post: operations["completeAttempt"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/jobs/{job_id}/attempts/{attempt_id}/heartbeat": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Extend the lease of a running attempt
+         * @description Extend the lease of a running attempt (409 when the token does not match, the lease expired or the attempt ended)
+         */
+        post: operations["heartbeatAttempt"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/jobs/{job_id}/attempts/{attempt_id}/phases": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Record phase timings of a running attempt
+         * @description Record phase timings of a running attempt (provision, clone, hydrate, execute, commit, push: lower-case words; ended_at ≥ started_at); a name reported again replaces its times. Fenced by the lease token (409 `lease lost …`, nothing written). Answers 201 {recorded: n}.
+         */
+        post: operations["recordAttemptPhases"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/orgs/{org_id}/webhooks/{wh_id}/replays": {
         parameters: {
             query?: never;
@@ -3376,7 +3380,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/orgs/{org_id}/threads/{thread_id}/distill": {
+    "/orgs/{org_id}/webhooks/{wh_id}/rotate-secret": {
         parameters: {
             query?: never;
             header?: never;
@@ -3386,10 +3390,27 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Distill a thread of one of the org's projects into an org document
-         * @description Distill a thread of one of the org's projects into an org document: a model, through the inference gateway as the caller, summarises its newest messages (at most 500) into `/threads/<thread_id>.md` or the path given (a new version each time). Needs orgdocs:write in the org, threads:read on the thread's project and inference:use
+         * Replace the signing secret
+         * @description Replace the signing secret (never shown again): every delivery from now on, retries included, is signed with the new one
          */
-        post: operations["distillThread"];
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orgs/{org_id}/access-requests/{request_id}/reject": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Reject with a reason (members:write); 409 once approved */
+        post: operations["rejectAccessRequest"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3416,7 +3437,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/orgs/{org_id}/access-requests/{request_id}/reject": {
+    "/orgs/{org_id}/threads/{thread_id}/distill": {
         parameters: {
             query?: never;
             header?: never;
@@ -3425,8 +3446,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Reject with a reason (members:write); 409 once approved */
-        post: operations["rejectAccessRequest"];
+        /**
+         * Distill a thread of one of the org's projects into an org document
+         * @description Distill a thread of one of the org's projects into an org document: a model, through the inference gateway as the caller, summarises its newest messages (at most 500) into `/threads/<thread_id>.md` or the path given (a new version each time). Needs orgdocs:write in the org, threads:read on the thread's project and inference:use
+         */
+        post: operations["distillThread"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3487,6 +3511,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/projects/{project_id}/pipelines/{name}/run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Run a pipeline: one job per step, wired by depends_on */
+        post: operations["runPipeline"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/projects/{project_id}/workflows/{name}/invoke": {
         parameters: {
             query?: never;
@@ -3501,23 +3542,6 @@ export interface paths {
          * @description Invoke a workflow: a root job and one child job per step (blocked_by from depends_on); wait=true blocks up to 60 s for the result
          */
         post: operations["invokeWorkflow"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/projects/{project_id}/pipelines/{name}/run": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Run a pipeline: one job per step, wired by depends_on */
-        post: operations["runPipeline"];
         delete?: never;
         options?: never;
         head?: never;
@@ -7154,6 +7178,10 @@ export interface components {
             /** @default false */
             dry_run?: boolean;
         };
+        WebhookSecretRotation: {
+            /** @description the new HMAC signing secret; every delivery from now on is signed with it */
+            secret: string;
+        };
         WebhookSubscription: {
             /** @example wh_01h455vb4pex5vsknk084sn02q */
             id: string;
@@ -7183,6 +7211,14 @@ export interface components {
         WebhookSubscriptionList: {
             data: components["schemas"]["WebhookSubscription"][];
             pagination?: components["schemas"]["Pagination"];
+        };
+        WebhookUpdate: {
+            /** @description delivery endpoint (http or https) */
+            url?: string;
+            /** @description event types: exact, `prefix*` (`system.job.*`), `*suffix` or `*`; `job.failed` also matches `system.job.failed` */
+            events?: string[];
+            filter?: components["schemas"]["WebhookFilter"];
+            enabled?: boolean;
         };
         Workflow: {
             name: string;
@@ -14810,6 +14846,78 @@ export interface operations {
             };
         };
     };
+    updateWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org_id: string;
+                wh_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookUpdate"];
+            };
+        };
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSubscription"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Business rule violated */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getDocByPath: {
         parameters: {
             query: {
@@ -20405,7 +20513,78 @@ export interface operations {
             };
         };
     };
-    rejectJob: {
+    approveJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ApproveJobRequest"] | null;
+            };
+        };
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description State conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    releaseJob: {
         parameters: {
             query?: never;
             header?: never;
@@ -20416,7 +20595,78 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["RejectJobRequest"];
+                "application/json": components["schemas"]["ReleaseJobRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttemptOutcome"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description State conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    claimJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ClaimJobRequest"] | null;
             };
         };
         responses: {
@@ -20556,7 +20806,7 @@ export interface operations {
             };
         };
     };
-    claimJob: {
+    rejectJob: {
         parameters: {
             query?: never;
             header?: never;
@@ -20565,9 +20815,9 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
-                "application/json": components["schemas"]["ClaimJobRequest"] | null;
+                "application/json": components["schemas"]["RejectJobRequest"];
             };
         };
         responses: {
@@ -20636,89 +20886,18 @@ export interface operations {
             };
         };
     };
-    releaseJob: {
+    cancelPipelineRun: {
         parameters: {
             query?: never;
             header?: never;
             path: {
-                job_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["ReleaseJobRequest"];
-            };
-        };
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["AttemptOutcome"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description State conflict */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    approveJob: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                job_id: string;
+                run_id: string;
             };
             cookie?: never;
         };
         requestBody?: {
             content: {
-                "application/json": components["schemas"]["ApproveJobRequest"] | null;
+                "application/json": components["schemas"]["PipelineRunCancel"] | null;
             };
         };
         responses: {
@@ -20728,7 +20907,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Job"];
+                    "application/json": components["schemas"]["PipelineRun"];
                 };
             };
             /** @description Invalid input */
@@ -20790,77 +20969,6 @@ export interface operations {
         requestBody?: {
             content: {
                 "application/json": components["schemas"]["PipelineRunApproval"] | null;
-            };
-        };
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["PipelineRun"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description State conflict */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    cancelPipelineRun: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                run_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: {
-            content: {
-                "application/json": components["schemas"]["PipelineRunCancel"] | null;
             };
         };
         responses: {
@@ -21481,7 +21589,7 @@ export interface operations {
             };
         };
     };
-    ensureServiceAccount: {
+    ensureOrgWebhook: {
         parameters: {
             query?: never;
             header?: never;
@@ -21492,7 +21600,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["CreateServiceAccount"];
+                "application/json": components["schemas"]["WebhookCreate"];
             };
         };
         responses: {
@@ -21502,7 +21610,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ServiceAccount"];
+                    "application/json": components["schemas"]["WebhookSubscription"];
                 };
             };
             /** @description Invalid input */
@@ -21641,7 +21749,7 @@ export interface operations {
             };
         };
     };
-    ensureOrgWebhook: {
+    ensureServiceAccount: {
         parameters: {
             query?: never;
             header?: never;
@@ -21652,7 +21760,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["WebhookCreate"];
+                "application/json": components["schemas"]["CreateServiceAccount"];
             };
         };
         responses: {
@@ -21662,7 +21770,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["WebhookSubscription"];
+                    "application/json": components["schemas"]["ServiceAccount"];
                 };
             };
             /** @description Invalid input */
@@ -21801,7 +21909,7 @@ export interface operations {
             };
         };
     };
-    ensureProjectWebhook: {
+    validateManifest: {
         parameters: {
             query?: never;
             header?: never;
@@ -21812,7 +21920,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["WebhookCreate"];
+                "application/json": components["schemas"]["ManifestSource"];
             };
         };
         responses: {
@@ -21822,7 +21930,69 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["WebhookSubscription"];
+                    "application/json": components["schemas"]["ManifestValidation"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid manifest, or the repository could not be read */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvalidManifest"];
+                };
+            };
+        };
+    };
+    ensureThread: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EnsureThread"];
+            };
+        };
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Thread"];
                 };
             };
             /** @description Invalid input */
@@ -21952,7 +22122,7 @@ export interface operations {
             };
         };
     };
-    ensureThread: {
+    ensureProjectWebhook: {
         parameters: {
             query?: never;
             header?: never;
@@ -21963,7 +22133,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["EnsureThread"];
+                "application/json": components["schemas"]["WebhookCreate"];
             };
         };
         responses: {
@@ -21973,7 +22143,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Thread"];
+                    "application/json": components["schemas"]["WebhookSubscription"];
                 };
             };
             /** @description Invalid input */
@@ -22032,69 +22202,7 @@ export interface operations {
             };
         };
     };
-    validateManifest: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                project_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["ManifestSource"];
-            };
-        };
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ManifestValidation"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Invalid manifest, or the repository could not be read */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["InvalidManifest"];
-                };
-            };
-        };
-    };
-    recordAttemptPhases: {
+    recordAttemptUsage: {
         parameters: {
             query?: never;
             header?: never;
@@ -22107,7 +22215,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["RecordPhasesRequest"];
+                "application/json": components["schemas"]["RecordUsageRequest"];
             };
         };
         responses: {
@@ -22118,79 +22226,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RecordedUsage"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description State conflict */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    heartbeatAttempt: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                job_id: string;
-                /** @description the attempt: its id, or the composite reference <project_id>:<job_id>:<attempt_number> */
-                attempt_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["HeartbeatAttemptRequest"];
-            };
-        };
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Attempt"];
                 };
             };
             /** @description Invalid input */
@@ -22313,7 +22348,7 @@ export interface operations {
             };
         };
     };
-    recordAttemptUsage: {
+    heartbeatAttempt: {
         parameters: {
             query?: never;
             header?: never;
@@ -22326,7 +22361,80 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["RecordUsageRequest"];
+                "application/json": components["schemas"]["HeartbeatAttemptRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Attempt"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description State conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    recordAttemptPhases: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: string;
+                /** @description the attempt: its id, or the composite reference <project_id>:<job_id>:<attempt_number> */
+                attempt_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RecordPhasesRequest"];
             };
         };
         responses: {
@@ -22467,19 +22575,19 @@ export interface operations {
             };
         };
     };
-    distillThread: {
+    rotateWebhookSecret: {
         parameters: {
             query?: never;
             header?: never;
             path: {
                 org_id: string;
-                thread_id: string;
+                wh_id: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["DistillRequest"];
+                "application/json": components["schemas"]["WebhookSecretRotation"];
             };
         };
         responses: {
@@ -22489,7 +22597,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Distillation"];
+                    "application/json": components["schemas"]["WebhookSubscription"];
                 };
             };
             /** @description Invalid input */
@@ -22528,8 +22636,35 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Business rule violated */
-            422: {
+        };
+    };
+    rejectAccessRequest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org_id: string;
+                request_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AccessRequestReject"];
+            };
+        };
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccessRequest"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -22537,8 +22672,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description An external system (a deployer) failed */
-            502: {
+            /** @description Missing or invalid token */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -22546,8 +22681,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error */
-            504: {
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description State conflict */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -22629,19 +22782,19 @@ export interface operations {
             };
         };
     };
-    rejectAccessRequest: {
+    distillThread: {
         parameters: {
             query?: never;
             header?: never;
             path: {
                 org_id: string;
-                request_id: string;
+                thread_id: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["AccessRequestReject"];
+                "application/json": components["schemas"]["DistillRequest"];
             };
         };
         responses: {
@@ -22651,7 +22804,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["AccessRequest"];
+                    "application/json": components["schemas"]["Distillation"];
                 };
             };
             /** @description Invalid input */
@@ -22690,8 +22843,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description State conflict */
-            409: {
+            /** @description Business rule violated */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An external system (a deployer) failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error */
+            504: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -22924,6 +23095,87 @@ export interface operations {
             };
         };
     };
+    runPipeline: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PipelineRunRequest"] | null;
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineRun"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description State conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Business rule violated */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     invokeWorkflow: {
         parameters: {
             query?: {
@@ -23000,87 +23252,6 @@ export interface operations {
             };
             /** @description Not found */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Business rule violated */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    runPipeline: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                project_id: string;
-                name: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: {
-            content: {
-                "application/json": components["schemas"]["PipelineRunRequest"] | null;
-            };
-        };
-        responses: {
-            /** @description Created */
-            201: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["PipelineRun"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description State conflict */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -127,6 +127,33 @@ export function subscriptionRoutes(container: DependencyContainer): ServerRoute[
     },
     {
       method: 'PATCH',
+      path: '/orgs/{org_id}/webhooks/{wh_id}',
+      options: {
+        id: 'updateWebhook',
+        tags,
+        description:
+          'Change a subscription: url (checked by the address policy), events, filter, enabled (true also resets its failure count). The scope stays; the secret changes through rotate-secret',
+        plugins: { ...requires('webhooks:write', 'webhook'), ...docs(400, 401, 403, 404, 422) },
+        validate: { params: S.webhookParams, payload: S.updateSchema },
+        response: { schema: S.subscriptionSchema },
+      },
+      handler: (request) => service.update(paramsOf(request).org_id, paramsOf(request).wh_id, payloadOf(request)),
+    },
+    {
+      method: 'POST',
+      path: '/orgs/{org_id}/webhooks/{wh_id}/rotate-secret',
+      options: {
+        id: 'rotateWebhookSecret',
+        tags,
+        description: 'Replace the signing secret (never shown again): every delivery from now on, retries included, is signed with the new one',
+        plugins: { ...requires('webhooks:write', 'webhook'), ...docs(400, 401, 403, 404) },
+        validate: { params: S.webhookParams, payload: S.rotateSecretSchema },
+        response: { schema: S.subscriptionSchema },
+      },
+      handler: (request) => service.rotateSecret(paramsOf(request).org_id, paramsOf(request).wh_id, payloadOf<{ secret: string }>(request).secret),
+    },
+    {
+      method: 'PATCH',
       path: '/orgs/{org_id}/webhooks/{wh_id}/enable',
       options: {
         id: 'enableWebhook',

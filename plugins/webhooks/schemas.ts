@@ -49,6 +49,20 @@ export const createSchema = Joi.object({
   enabled: Joi.boolean().default(true),
 }).label('WebhookCreate');
 
+/** The fields a subscription's owner may change after creating it; the scope (org, project) stays. */
+export const updateSchema = createSchema
+  .fork(['url', 'events', 'secret'], (f) => f.optional())
+  .fork(['filter'], () => filterSchema)
+  .fork(['enabled'], () => Joi.boolean())
+  .keys({ secret: Joi.forbidden().messages({ 'any.unknown': '{{#label}} is changed with POST …/rotate-secret' }) })
+  .min(1)
+  .messages({ 'object.min': 'say what to change: url, events, filter or enabled' })
+  .label('WebhookUpdate');
+
+export const rotateSecretSchema = Joi.object({
+  secret: Joi.string().min(16).max(256).required().description('the new HMAC signing secret; every delivery from now on is signed with it'),
+}).label('WebhookSecretRotation');
+
 export const listQuery = listQuerySchema.keys({
   project_id: projectId.description('only subscriptions scoped to this project'),
   enabled: Joi.boolean(),

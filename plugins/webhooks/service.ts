@@ -44,12 +44,7 @@ export class WebhookService {
   async create(principal: Principal, scope: Scope, input: CreateInput): Promise<Subscription> {
     if (scope.projectId !== null) await this.requireLiveProject(scope.projectId);
     await this.checkFilter(scope, input.filter);
-    try {
-      await this.guard.check(new URL(input.url));
-    } catch (err) {
-      if (err instanceof UrlRefused) throw Boom.badData(`url refused: ${err.message}`);
-      throw err;
-    }
+    await this.checkUrl(input.url);
     const id = newId('wh');
     const limit = this.config.limits.org.webhooks;
     const inserted = await this.subscriptions.insertWithin(
@@ -89,6 +84,22 @@ export class WebhookService {
     return toSubscription(await this.subscriptions.update(id, { enabled: true, consecutive_failures: 0, disabled_at: null, disabled_reason: null }));
   }
 
+  /** Changes the URL (checked by the address policy again), the events, the filter or whether it is enabled. */
+  async update(orgId: string, id: string, changes: Partial<Pick<CreateInput, 'url' | 'events' | 'filter' | 'enabled'>>): Promise<Subscription> {
+    const row = await this.get(orgId, id);
+    if (changes.filter) await this.checkFilter({ orgId: row.org_id, projectId: row.project_id }, changes.filter);
+    if (changes.url) await this.checkUrl(changes.url);
+    const enabling = changes.enabled === true && !row.enabled ? { consecutive_failures: 0, disabled_at: null, disabled_reason: null } : {};
+    const disabling = changes.enabled === false ? { disabled_at: new Date(), disabled_reason: 'disabled by its owner' } : {};
+    return toSubscription(await this.subscriptions.update(id, { ...changes, ...enabling, ...disabling }));
+  }
+
+  /** Replaces the signing secret: deliveries sent from now on (retries included) are signed with the new one. */
+  async rotateSecret(orgId: string, id: string, secret: string): Promise<Subscription> {
+    await this.get(orgId, id);
+    return toSubscription(await this.subscriptions.update(id, { secret_enc: this.sealer.seal(secret, secretContext(id)) }));
+  }
+
   /**
    * Sends a `webhook.test` event now, whether or not the subscription is enabled, and records it as
    * a delivery of kind test. It is never retried and does not count towards auto-disabling.
@@ -122,6 +133,15 @@ export class WebhookService {
       duration_ms: outcome.durationMs,
     });
     return toDelivery(row);
+  }
+
+  private async checkUrl(url: string): Promise<void> {
+    try {
+      await this.guard.check(new URL(url));
+    } catch (err) {
+      if (err instanceof UrlRefused) throw Boom.badData(`url refused: ${err.message}`);
+      throw err;
+    }
   }
 
   private async requireLiveProject(projectId: string): Promise<void> {
