@@ -30,22 +30,12 @@ export const api = (ctx: Context): SvcClient => cliClient(ctx, true);
 export const publicApi = (ctx: Context): SvcClient => cliClient(ctx, false);
 
 function cliClient(ctx: Context, auth: boolean): SvcClient {
-  const client = createClient({ baseUrl: ctx.apiUrl, token: auth ? ctx.token : undefined, timeoutMs: TIMEOUT_MS });
-  const guard =
-    <A extends unknown[], R>(call: (...args: A) => Promise<R>) =>
-    (...args: A): Promise<R> =>
-      call(...args).catch((error: unknown) => {
-        throw cliError(ctx, auth, error);
-      });
-  return {
-    GET: guard(client.GET) as SvcClient['GET'],
-    POST: guard(client.POST) as SvcClient['POST'],
-    PUT: guard(client.PUT) as SvcClient['PUT'],
-    PATCH: guard(client.PATCH) as SvcClient['PATCH'],
-    DELETE: guard(client.DELETE) as SvcClient['DELETE'],
-    request: guard(client.request) as SvcClient['request'],
-    url: client.url,
-  };
+  return createClient({
+    baseUrl: ctx.apiUrl,
+    token: auth ? ctx.token : undefined,
+    timeoutMs: TIMEOUT_MS,
+    mapError: (error) => cliError(ctx, auth, error),
+  });
 }
 
 function cliError(ctx: Context, auth: boolean, error: unknown): unknown {

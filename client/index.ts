@@ -27,6 +27,8 @@ export interface ClientOptions {
   credentials?: RequestCredentials;
   /** Defaults to the global fetch. */
   fetch?: typeof fetch;
+  /** What a failed call throws instead of its SvcApiError or SvcTransportError (a program's own error types). */
+  mapError?: (error: SvcApiError | SvcTransportError) => unknown;
 }
 
 /** The server answered with a status outside 2xx. */
@@ -144,17 +146,22 @@ export function createClient(options: ClientOptions): SvcClient {
     }
     return parsed;
   };
+  const { mapError } = options;
+  const sent = (method: Method, path: string, init?: object): Promise<never> => {
+    const answer = send(method, path, init) as Promise<never>;
+    return mapError ? answer.catch((error: SvcApiError | SvcTransportError) => Promise.reject(mapError(error))) : answer;
+  };
   const call =
     (method: Method) =>
     (path: string, init?: object): Promise<never> =>
-      send(method, path, init) as Promise<never>;
+      sent(method, path, init);
   return {
     GET: call('GET'),
     POST: call('POST'),
     PUT: call('PUT'),
     PATCH: call('PATCH'),
     DELETE: call('DELETE'),
-    request: (method: Method, path: string, init?: object) => send(method, path, init) as Promise<never>,
+    request: (method: Method, path: string, init?: object) => sent(method, path, init),
     url: (path, params, query) => requestUrl(options.baseUrl, path, params, query),
   };
 }

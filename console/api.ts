@@ -36,24 +36,16 @@ export class ApiError extends Error {
  * the session is gone.
  */
 function consoleClient(): SvcClient {
-  const client = createClient({ baseUrl: location.origin, headers: { 'x-svc-csrf': '1' }, credentials: 'same-origin' });
-  const guard =
-    <A extends unknown[], R>(call: (...args: A) => Promise<R>) =>
-    (...args: A): Promise<R> =>
-      call(...args).catch((error: unknown) => {
-        if (!(error instanceof SvcApiError)) throw error;
-        if (error.status === 401) window.dispatchEvent(new CustomEvent('svc:signed-out'));
-        throw new ApiError(error.status, error.message);
-      });
-  return {
-    GET: guard(client.GET) as SvcClient['GET'],
-    POST: guard(client.POST) as SvcClient['POST'],
-    PUT: guard(client.PUT) as SvcClient['PUT'],
-    PATCH: guard(client.PATCH) as SvcClient['PATCH'],
-    DELETE: guard(client.DELETE) as SvcClient['DELETE'],
-    request: guard(client.request) as SvcClient['request'],
-    url: client.url,
-  };
+  return createClient({
+    baseUrl: location.origin,
+    headers: { 'x-svc-csrf': '1' },
+    credentials: 'same-origin',
+    mapError: (error) => {
+      if (!(error instanceof SvcApiError)) return error;
+      if (error.status === 401) window.dispatchEvent(new CustomEvent('svc:signed-out'));
+      return new ApiError(error.status, error.message);
+    },
+  });
 }
 
 export const svc = consoleClient();

@@ -5,6 +5,7 @@ import type { Config } from './config/schema.ts';
 import { Metrics } from './metrics.ts';
 import { Tokens } from './tokens.ts';
 import { RepoCache, type CacheGit } from './repo-cache.ts';
+import { GIT_HARDENING, gitEnv } from './git-hardening.ts';
 
 const CACHE_FOLDER = '.repo-cache';
 const GIT_TIMEOUT_MS = 30 * 60_000;
@@ -15,30 +16,15 @@ const GIT_TIMEOUT_MS = 30 * 60_000;
  */
 export const cacheGit: CacheGit = (args, call) =>
   new Promise((resolve, reject) => {
-    const hardening = ['core.hooksPath=/dev/null', 'core.fsmonitor=false', 'credential.helper=', 'gc.auto=0', 'protocol.ext.allow=never'].flatMap((c) => [
-      '-c',
-      c,
-    ]);
     execFile(
       'git',
-      ['-c', 'protocol.allow=user', ...hardening, ...args],
+      ['-c', 'protocol.allow=user', ...GIT_HARDENING, ...args],
       {
         cwd: call.cwd,
         signal: call.signal,
         timeout: GIT_TIMEOUT_MS,
         maxBuffer: 16 * 1024 * 1024,
-        env: {
-          PATH: '/usr/local/bin:/usr/bin:/bin',
-          LANG: 'C',
-          LC_ALL: 'C',
-          HOME: '/nonexistent',
-          GIT_CONFIG_NOSYSTEM: '1',
-          GIT_CONFIG_GLOBAL: '/dev/null',
-          GIT_TERMINAL_PROMPT: '0',
-          GIT_ASKPASS: '/bin/false',
-          SSH_ASKPASS: '/bin/false',
-          ...call.env,
-        },
+        env: gitEnv(call.env),
       },
       (err, stdout, stderr) => (err ? reject(Object.assign(err, { stderr: String(stderr) })) : resolve(String(stdout).trim())),
     );

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { sandboxArgs, type SandboxNetwork } from '../../core/sandbox.ts';
+import { GIT_HARDENING, gitEnv } from '../../core/git-hardening.ts';
 import { Aborted } from './failure.ts';
 import type { RunAs } from './run-as.ts';
 
@@ -29,42 +30,8 @@ export type GitRunner = (args: string[], call: GitCall) => Promise<string>;
 const GIT_TIMEOUT_MS = 10 * 60_000;
 const MAX_OUTPUT = 16 * 1024 * 1024;
 
-/** Settings the repository's own config could otherwise set to run a command; the command line outranks it. */
-const HARDENING = [
-  'core.hooksPath=/dev/null',
-  'core.fsmonitor=false',
-  'core.untrackedCache=false',
-  'core.pager=cat',
-  'core.editor=true',
-  'core.askPass=',
-  'credential.helper=',
-  'commit.gpgSign=false',
-  'tag.gpgSign=false',
-  'gc.auto=0',
-  'maintenance.auto=false',
-  'protocol.ext.allow=never',
-  'submodule.recurse=false',
-].flatMap((c) => ['-c', c]);
-
-/** Nothing of the server's environment: a search path, the C locale, no system or global config, no prompts. */
-export function gitEnv(extra: Record<string, string> = {}): Record<string, string> {
-  return {
-    PATH: '/usr/local/bin:/usr/bin:/bin',
-    LANG: 'C',
-    LC_ALL: 'C',
-    HOME: '/nonexistent',
-    GIT_CONFIG_NOSYSTEM: '1',
-    GIT_CONFIG_GLOBAL: '/dev/null',
-    GIT_ATTR_NOSYSTEM: '1',
-    GIT_TERMINAL_PROMPT: '0',
-    GIT_ASKPASS: '/bin/false',
-    SSH_ASKPASS: '/bin/false',
-    ...extra,
-  };
-}
-
 /** The worker's own git, for the mirror and a checkout nothing of a job has touched yet. */
-export const trustedGit: GitRunner = (args, call) => execGit('git', ['-c', 'protocol.allow=user', ...HARDENING, ...args], call, {});
+export const trustedGit: GitRunner = (args, call) => execGit('git', ['-c', 'protocol.allow=user', ...GIT_HARDENING, ...args], call, {});
 
 /**
  * Git on a checkout a job may have touched: as `user` (the attempt's) inside the sandbox seeing
@@ -74,7 +41,7 @@ export const trustedGit: GitRunner = (args, call) => execGit('git', ['-c', 'prot
 export function checkoutGit(opts: { sandboxed: boolean; user: RunAs | null; writable: string[]; readOnly: string[] }): GitRunner {
   const network: SandboxNetwork = 'none';
   return (args, call) => {
-    const full = ['-c', 'protocol.allow=never', ...HARDENING, ...args];
+    const full = ['-c', 'protocol.allow=never', ...GIT_HARDENING, ...args];
     if (!opts.sandboxed) return execGit('git', full, call, opts.user && process.getuid?.() === 0 ? opts.user : {});
     const wrapped = sandboxArgs('git', full, call.cwd, { writable: opts.writable, readOnly: opts.readOnly, network, user: opts.user });
     return execGit(wrapped.command, wrapped.args, { ...call, env: { ...call.env, HOME: '/tmp' } }, {});

@@ -55,6 +55,17 @@ test('a non-2xx answer throws SvcApiError with its status, code and message; no 
   t.is(failed.url.href, 'http://127.0.0.1:9/health');
 });
 
+test("mapError turns every failure into the program's own error, answers and transport failures alike", async (t) => {
+  class Mine extends Error {}
+  const mapError = (e: SvcApiError | SvcTransportError) => new Mine(e instanceof SvcApiError ? `api ${e.status}` : `transport ${e.reason}`);
+  const svc = createClient({ baseUrl: server.url, token: adminToken, mapError });
+  const missing = await t.throwsAsync(svc.GET('/orgs/{org_id}', { params: { org_id: 'org_01h455vb4pex5vsknk084sn02q' } }), { instanceOf: Mine });
+  t.is(missing.message, 'api 404');
+  const nowhere = createClient({ baseUrl: 'http://127.0.0.1:9', timeoutMs: 5_000, mapError });
+  t.is((await t.throwsAsync(nowhere.request('GET', '/health'), { instanceOf: Mine })).message, 'transport unreachable');
+  t.is((await svc.GET('/health')).status, 'ok', 'a success passes through untouched');
+});
+
 test('path values are escaped into the template, and a missing one is refused before any request', (t) => {
   const svc = createClient({ baseUrl: 'http://svc.test/prefix/' });
   t.is(
