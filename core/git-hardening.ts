@@ -21,9 +21,17 @@ export const GIT_HARDENING = [
   'submodule.recurse=false',
 ].flatMap((c) => ['-c', c]);
 
-/** Nothing of the server's environment: a search path, the C locale, no system or global config, no prompts. */
+/** The server's TLS trust settings (a private CA for its code host): configuration, never a credential, so they pass through. */
+const TRUST_VARIABLES = ['GIT_SSL_CAINFO', 'GIT_SSL_CAPATH', 'SSL_CERT_FILE', 'SSL_CERT_DIR'];
+
+/**
+ * Nothing else of the server's environment: a search path, the C locale, no system or global
+ * config, no prompts.
+ */
 export function gitEnv(extra: Record<string, string> = {}): Record<string, string> {
+  const trust = Object.fromEntries(TRUST_VARIABLES.flatMap((name) => (process.env[name] ? [[name, process.env[name]]] : [])));
   return {
+    ...trust,
     PATH: '/usr/local/bin:/usr/bin:/bin',
     LANG: 'C',
     LC_ALL: 'C',
