@@ -38,6 +38,9 @@ const exists = (p: string) =>
     () => false,
   );
 
+/** A ref no remote has: `ls-remote` of it connects and authenticates, and lists nothing. */
+const ACCESS_PROBE = 'refs/svc/access-probe';
+
 export class RepoCache {
   private hits;
   private misses;
@@ -66,6 +69,10 @@ export class RepoCache {
    * The mirror of `url`, holding `want` (a ref or commit) as the remote has it now: created on
    * first use, else fetched (a full SHA it holds already needs no fetch). `connect` gives the
    * environment of one connection (credentials, the address policy's check).
+   *
+   * The mirror is shared by every project naming the URL, so each caller first shows the remote
+   * its own credentials (`ls-remote`): what the cache holds reaches only a caller the remote would
+   * let read it now, never one without credentials or with revoked ones riding on another's fetch.
    */
   async prepare(url: string, want: string | null, connect: () => Promise<Record<string, string>>, signal: AbortSignal): Promise<string> {
     const mirror = this.mirrorPath(url);
@@ -74,6 +81,7 @@ export class RepoCache {
     await mkdir(this.root, { mode: 0o700 }).catch((err: NodeJS.ErrnoException) => {
       if (err.code !== 'EEXIST') throw err;
     });
+    await this.git(['ls-remote', '--quiet', '--', url, ACCESS_PROBE], { cwd: this.root, env: await connect(), signal });
     if (!(await exists(path.join(mirror, 'HEAD')))) {
       this.misses?.inc();
       await this.fetchOnce(url, connect, signal);

@@ -52,10 +52,7 @@ async function checkoutFrom(
     source = await cache
       .prepare(repoUrl, sha, () => Promise.resolve({ ...GIT_ENV, ...access.env }), signal)
       .catch((err: { stderr?: string; message: string }) => {
-        throw new BuildFailure(
-          'clone_error',
-          mask(`could not clone ${url} into the repository cache: ${lastMeaningful((err.stderr || err.message).split('\n'))}`),
-        );
+        throw new BuildFailure('clone_error', mask(`could not clone ${url}: ${lastMeaningful((err.stderr || err.message).split('\n'))}`));
       });
   }
   const cloned = await runLines('git', ['clone', '--quiet', '--no-checkout', '--', source, dir], { env, signal, onLine });

@@ -193,6 +193,12 @@ test('a private HTTPS repository: fetched with the credentials of the connection
   await t.throwsAsync(cache.prepare(server.url, 'main', () => Promise.resolve({ GIT_SSL_CAINFO: process.env.GIT_SSL_CAINFO! }), signal));
   const mirror = await cache.prepare(server.url, 'main', connect, signal);
   t.is(git(mirror, 'rev-parse', 'main'), sha);
+  // The mirror holds the commit now; another caller of the same URL still needs credentials the remote takes.
+  const wrong = Buffer.from('x-access-token:ghp_revoked').toString('base64');
+  for (const env of [{}, { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'http.extraHeader', GIT_CONFIG_VALUE_0: `Authorization: Basic ${wrong}` }]) {
+    const stranger = () => Promise.resolve({ GIT_SSL_CAINFO: process.env.GIT_SSL_CAINFO!, ...env });
+    await t.throwsAsync(cache.prepare(server.url, sha, stranger, signal), undefined, 'a cached commit is no way round the remote');
+  }
   for (const secret of [token, basic, server.url]) {
     const grep = spawnSync('grep', ['-rlF', secret, path.join(scratch, 'cache')], { encoding: 'utf8' });
     t.is(grep.status, 1, `${secret} is in ${grep.stdout}`);
