@@ -195,7 +195,11 @@ test('a private HTTPS repository: fetched with the credentials of the connection
   t.is(git(mirror, 'rev-parse', 'main'), sha);
   // The mirror holds the commit now; another caller of the same URL still needs credentials the remote takes.
   const wrong = Buffer.from('x-access-token:ghp_revoked').toString('base64');
-  for (const env of [{}, { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'http.extraHeader', GIT_CONFIG_VALUE_0: `Authorization: Basic ${wrong}` }]) {
+  const strangers: Record<string, string>[] = [
+    {},
+    { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'http.extraHeader', GIT_CONFIG_VALUE_0: `Authorization: Basic ${wrong}` },
+  ];
+  for (const env of strangers) {
     const stranger = () => Promise.resolve({ GIT_SSL_CAINFO: process.env.GIT_SSL_CAINFO!, ...env });
     await t.throwsAsync(cache.prepare(server.url, sha, stranger, signal), undefined, 'a cached commit is no way round the remote');
   }
