@@ -67,30 +67,3 @@ export async function paginate<Row, T>(
     pagination: { limit, offset, count: rows.length, total, has_more: offset + rows.length < total },
   };
 }
-
-/**
- * As `paginate`, for large tables: the total is its own `count(*)` statement, run beside the page's,
- * so the page stops at its limit (newest first by an index) and the count reads no more than an
- * index, instead of one statement fetching every matching row to count it.
- */
-export async function paginateCountingApart<Row, T>(
-  query: Knex.QueryBuilder,
-  { limit, offset }: Pick<ListQuery, 'limit' | 'offset'>,
-  toItem: (row: Row) => T,
-  table: string,
-): Promise<Page<T>> {
-  const [rows, counted] = await Promise.all([
-    query
-      .clone()
-      .select(`${table}.*`)
-      .orderBy([
-        { column: `${table}.created_at`, order: 'desc' },
-        { column: `${table}.id`, order: 'desc' },
-      ])
-      .limit(limit)
-      .offset(offset),
-    query.clone().count({ n: '*' }).first(),
-  ]);
-  const total = Number((counted as { n: unknown }).n);
-  return { data: rows.map(toItem), pagination: { limit, offset, count: rows.length, total, has_more: offset + rows.length < total } };
-}

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { inject, injectable } from '../../../core/di.ts';
 import { Tokens } from '../../../core/tokens.ts';
 import type { Db } from '../../../core/db/knex.ts';
-import { paginateCountingApart, type ListQuery } from '../../../core/http/lists.ts';
+import { paginate, type ListQuery } from '../../../core/http/lists.ts';
 import type { Phase } from './schemas.ts';
 import { drawUntilFree } from '../../../core/ids.ts';
 import { Batcher } from '../../../core/batcher.ts';
@@ -130,7 +130,7 @@ export class JobRepository {
     if (f.closed_after) q.where('jobs.closed_at', '>=', f.closed_after);
     if (f.closed_before) q.where('jobs.closed_at', '<', f.closed_before);
     if (f.only_id) q.where('jobs.id', f.only_id);
-    return paginateCountingApart<JobRow, Job>(q, f, toJob, 'jobs');
+    return paginate<JobRow, Job>(q, f, toJob, 'jobs');
   }
 
   async insert(row: Partial<JobRow> & Pick<JobRow, 'id' | 'project_id' | 'title'>, trx: Db = this.db): Promise<JobRow> {
