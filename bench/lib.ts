@@ -3,6 +3,7 @@ import { availableParallelism } from 'node:os';
 import pg from 'pg';
 import type { DependencyContainer } from '../core/di.ts';
 import type { Role } from '../core/config/schema.ts';
+import type { Runtime } from '../core/ports/runtime.ts';
 import type { TestServer } from '../test/support/server.ts';
 
 /** Shared by the benchmark groups: knobs, percentiles, units, goals and the printed table. */
@@ -224,6 +225,30 @@ export async function pgWaits(url: string): Promise<{ stop(): Promise<string> }>
       if (!total) return 'no active backend seen';
       const top = [...counts.entries()].sort((a, b) => b[1] - a[1]).slice(0, 3);
       return top.map(([w, n]) => `${w.slice(w.indexOf(':') + 1)} ${Math.round((n / total) * 100)}%`).join(' · ');
+    },
+  };
+}
+
+/** The local runtime, wrapped to note when each attempt's process wrote its first line (keyed by SVC_ATTEMPT_ID). */
+export function timingRuntime(spawned: Map<string, number>): { runtime: Runtime; use(inner: Runtime): void } {
+  let inner: Runtime;
+  return {
+    use: (r) => (inner = r),
+    runtime: {
+      name: 'local (timed)',
+      start: async (spec) => {
+        const proc = await inner.start(spec);
+        return {
+          exited: proc.exited,
+          kill: () => proc.kill(),
+          lines: async function* () {
+            for await (const line of proc.lines()) {
+              if (!spawned.has(spec.env.SVC_ATTEMPT_ID)) spawned.set(spec.env.SVC_ATTEMPT_ID, Date.now());
+              yield line;
+            }
+          },
+        };
+      },
     },
   };
 }

@@ -3,9 +3,9 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { RuntimeToken, type Runtime } from '../core/ports/runtime.ts';
+import { RuntimeToken } from '../core/ports/runtime.ts';
 import { createAdapter } from '../core/adapters.ts';
-import { ascending, fmt, goalRow, kernelWithProject, knob, percentile, type Row } from './lib.ts';
+import { ascending, fmt, goalRow, kernelWithProject, knob, percentile, timingRuntime, type Row } from './lib.ts';
 
 /**
  * The large-repository scenario of the worker bench (issue 35): a generated repository of
@@ -40,29 +40,6 @@ export function generateLargeRepo(dir: string, files = FILES, megabytes = MEGABY
   git(['repack', '-a', '-d', '-q']);
   git(['prune']);
   return { files, bytes };
-}
-
-function timingRuntime(spawned: Map<string, number>): { runtime: Runtime; use(inner: Runtime): void } {
-  let inner: Runtime;
-  return {
-    use: (r) => (inner = r),
-    runtime: {
-      name: 'local (timed)',
-      start: async (spec) => {
-        const proc = await inner.start(spec);
-        return {
-          exited: proc.exited,
-          kill: () => proc.kill(),
-          lines: async function* () {
-            for await (const line of proc.lines()) {
-              if (!spawned.has(spec.env.SVC_ATTEMPT_ID)) spawned.set(spec.env.SVC_ATTEMPT_ID, Date.now());
-              yield line;
-            }
-          },
-        };
-      },
-    },
-  };
 }
 
 /** create → first line of each job, one job at a time: [cold, ...warm] in ms; and create → done of each. */

@@ -2,10 +2,10 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
-import { RuntimeToken, type Runtime } from '../core/ports/runtime.ts';
+import { RuntimeToken } from '../core/ports/runtime.ts';
 import { createAdapter } from '../core/adapters.ts';
 import { LARGE_NOTES, largeRepoRows } from './worker-large.ts';
-import { ascending, checkRow, fmt, goalRow, kernelWithProject, knob, percentile, printTable, type Row } from './lib.ts';
+import { ascending, checkRow, fmt, goalRow, kernelWithProject, knob, percentile, printTable, timingRuntime, type Row } from './lib.ts';
 
 /**
  * Attempt overhead of the in-process worker on the local runtime: from the claim (the attempt's
@@ -24,30 +24,6 @@ type Label = 'bare' | 'checkout' | 'reused';
 const TITLES: Record<Label, string> = { bare: 'no repository', checkout: 'file:// checkout', reused: 'workspace.mode job' };
 /** Fails the first attempt (leaving a marker in the workspace) and succeeds on the retry. */
 const RETRY_ONCE = 'echo started; [ -f .bench-retried ] || { touch .bench-retried; exit 1; }';
-
-/** The local runtime, wrapped to note when each attempt's process wrote its first line (keyed by SVC_ATTEMPT_ID). */
-function timingRuntime(spawned: Map<string, number>): { runtime: Runtime; use(inner: Runtime): void } {
-  let inner: Runtime;
-  return {
-    use: (r) => (inner = r),
-    runtime: {
-      name: 'local (timed)',
-      start: async (spec) => {
-        const proc = await inner.start(spec);
-        return {
-          exited: proc.exited,
-          kill: () => proc.kill(),
-          lines: async function* () {
-            for await (const line of proc.lines()) {
-              if (!spawned.has(spec.env.SVC_ATTEMPT_ID)) spawned.set(spec.env.SVC_ATTEMPT_ID, Date.now());
-              yield line;
-            }
-          },
-        };
-      },
-    },
-  };
-}
 
 type Sandbox = 'on' | 'off';
 
