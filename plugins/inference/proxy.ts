@@ -240,9 +240,9 @@ export class InferenceGateway {
     const pump = async () => {
       let error: string | null = null;
       try {
-        for await (const chunk of answer.chunks(idleMs)) {
+        await answer.each(idleMs, (chunk) => {
           for (const event of splitter.push(chunk)) for (const frame of translator.event(event)) out.write(mask(frame));
-        }
+        });
         if (!translator.complete) throw new Error(translator.error ?? 'the upstream closed the stream before the answer was complete');
         error = translator.error;
       } catch (err) {

@@ -21,11 +21,15 @@ export interface UpstreamCall {
   signal?: AbortSignal;
 }
 
-/** An answer whose headers have arrived; its body is read with `chunks` (each wait bounded by the idle timeout). */
+/** An answer whose headers have arrived; its body is read with `each` (every wait bounded by the idle timeout). */
 export interface UpstreamAnswer {
   status: number;
   headers: IncomingMessage['headers'];
-  chunks(idleTimeoutMs: number): AsyncGenerator<Buffer>;
+  /**
+   * Hands each chunk of the body to `onChunk` as it arrives, in the same turn (no promise per chunk);
+   * settles when the body is whole, rejects when it breaks off, stays silent too long, or `onChunk` throws.
+   */
+  each(idleTimeoutMs: number, onChunk: (chunk: Buffer) => void): Promise<void>;
   /** The whole body as text, at most `maxBytes` of it. */
   text(idleTimeoutMs: number, maxBytes?: number): Promise<string>;
   /** Stops reading and closes the connection. */
@@ -98,48 +102,49 @@ function answer(res: IncomingMessage, signal?: AbortSignal): UpstreamAnswer {
   signal?.addEventListener('abort', abort, { once: true });
   res.once('close', () => signal?.removeEventListener('abort', abort));
 
-  async function* chunks(idleTimeoutMs: number): AsyncGenerator<Buffer> {
-    const iterator = res[Symbol.asyncIterator]();
-    try {
-      for (;;) {
-        let timer: NodeJS.Timeout | undefined;
-        const idle = new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new UpstreamTimedOut(`the upstream sent nothing for ${idleTimeoutMs} ms`)), idleTimeoutMs);
-        });
-        let next: IteratorResult<Buffer>;
+  function each(idleTimeoutMs: number, onChunk: (chunk: Buffer) => void): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const idle = setTimeout(() => fail(new UpstreamTimedOut(`the upstream sent nothing for ${idleTimeoutMs} ms`)), idleTimeoutMs);
+      const onData = (chunk: Buffer) => {
+        idle.refresh();
         try {
-          next = await Promise.race([iterator.next(), idle]);
+          onChunk(chunk);
         } catch (err) {
-          if (err instanceof UpstreamTimedOut) throw err;
-          throw new UpstreamFailed(`the upstream broke off: ${describe(err as Error)}`);
-        } finally {
-          clearTimeout(timer);
+          fail(err);
         }
-        if (next.done) break;
-        yield next.value;
+      };
+      const onEnd = () => {
+        settle();
+        resolve();
+      };
+      const onError = (err: Error) => fail(new UpstreamFailed(`the upstream broke off: ${describe(err)}`));
+      // A body cut short (the connection dropped before its declared end) closes without 'end' or an error.
+      const onClose = () => fail(new UpstreamFailed('the upstream closed the connection before the answer was complete'));
+      function settle() {
+        clearTimeout(idle);
+        res.off('data', onData).off('end', onEnd).off('error', onError).off('close', onClose);
       }
-      // A body cut short (the connection dropped before its declared end) ends without an error on some paths.
-      if (!res.complete) throw new UpstreamFailed('the upstream closed the connection before the answer was complete');
-    } finally {
-      if (!res.complete) res.destroy();
-    }
+      function fail(err: unknown) {
+        settle();
+        if (!res.complete) res.destroy();
+        reject(err);
+      }
+      res.on('data', onData).once('end', onEnd).once('error', onError).once('close', onClose);
+    });
   }
 
   return {
     status: res.statusCode ?? 0,
     headers: res.headers,
-    chunks,
+    each,
     async text(idleTimeoutMs: number, maxBytes = MAX_BODY_BYTES): Promise<string> {
       const parts: Buffer[] = [];
       let size = 0;
-      for await (const chunk of chunks(idleTimeoutMs)) {
+      await each(idleTimeoutMs, (chunk) => {
         size += chunk.length;
-        if (size > maxBytes) {
-          res.destroy();
-          throw new UpstreamFailed(`the upstream answer is larger than ${maxBytes} bytes`);
-        }
+        if (size > maxBytes) throw new UpstreamFailed(`the upstream answer is larger than ${maxBytes} bytes`);
         parts.push(chunk);
-      }
+      });
       return Buffer.concat(parts).toString('utf8');
     },
     abort,
