@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { inject, injectable } from '../../../core/di.ts';
 import { Tokens } from '../../../core/tokens.ts';
 import type { Db } from '../../../core/db/knex.ts';
-import { paginate, type ListQuery } from '../../../core/http/lists.ts';
+import { paginate, paginateMatches, type ListQuery } from '../../../core/http/lists.ts';
 import type { Phase } from './schemas.ts';
 import { drawUntilFree } from '../../../core/ids.ts';
 import { Batcher } from '../../../core/batcher.ts';
@@ -112,17 +112,6 @@ export class JobRepository {
     if (f.priority !== undefined) q.where('jobs.priority', f.priority);
     if (f.parent_id) q.where('jobs.parent_id', f.parent_id);
     if (f.due_before) q.where('jobs.due_at', '<', f.due_before);
-    const words = f.q ? searchQuery(f.q) : null;
-    // The words' matches come from the full-text index first (a materialized step): left to itself, the
-    // planner walks the project newest first and computes every job's text vector to test it.
-    if (words)
-      q.withMaterialized(
-        'matched',
-        this.db('jobs')
-          .select('id')
-          .where('project_id', projectId)
-          .whereRaw(`to_tsvector('simple', title || ' ' || coalesce(description, '')) @@ to_tsquery('simple', ?)`, [words]),
-      ).whereIn('jobs.id', this.db.select('id').from('matched'));
     if (f.harness) q.whereRaw(`jobs.harness->>'harness' = ?`, [f.harness]);
     if (f.model) q.whereRaw(`jobs.harness->>'model' = ?`, [f.model]);
     if (f.created_after) q.where('jobs.created_at', '>=', f.created_after);
@@ -130,7 +119,10 @@ export class JobRepository {
     if (f.closed_after) q.where('jobs.closed_at', '>=', f.closed_after);
     if (f.closed_before) q.where('jobs.closed_at', '<', f.closed_before);
     if (f.only_id) q.where('jobs.id', f.only_id);
-    return paginate<JobRow, Job>(q, f, toJob, 'jobs');
+    const words = f.q ? searchQuery(f.q) : null;
+    if (!words) return paginate<JobRow, Job>(q, f, toJob, 'jobs');
+    q.whereRaw(`to_tsvector('simple', jobs.title || ' ' || coalesce(jobs.description, '')) @@ to_tsquery('simple', ?)`, [words]);
+    return paginateMatches<JobRow, Job>(q, f, toJob, 'jobs');
   }
 
   async insert(row: Partial<JobRow> & Pick<JobRow, 'id' | 'project_id' | 'title'>, trx: Db = this.db): Promise<JobRow> {
