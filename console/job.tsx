@@ -215,6 +215,9 @@ export function JobPage({ jobId, onProject }: { jobId: string; onProject: (proje
             }}
           />
         )}
+        {(job.phase === 'review' || job.phase === 'done') && !job.pull_request && job.resolved_git?.pushed === true && (
+          <Action label="Open pull request" run={act(() => svc.POST('/jobs/{job_id}/pull-request', { params: { job_id: job.id }, body: {} }))} />
+        )}
         {job.phase !== 'done' && job.phase !== 'cancelled' && (
           <Action
             label="Cancel"
@@ -235,6 +238,22 @@ export function JobPage({ jobId, onProject }: { jobId: string; onProject: (proje
             <dd>
               {job.review_required ?? 'none'} {job.review_status && <Badge value={job.review_status} />}
             </dd>
+            {job.pull_request && (
+              <>
+                <dt>Pull request</dt>
+                <dd>
+                  {/* The code host's page; anything but http(s) is shown, not linked. */}
+                  {/^https?:\/\//i.test(job.pull_request.url) ? (
+                    <a href={job.pull_request.url} rel="noreferrer noopener" target="_blank">
+                      #{job.pull_request.number}
+                    </a>
+                  ) : (
+                    `#${job.pull_request.number}`
+                  )}{' '}
+                  <Badge value={job.pull_request.state} /> {job.pull_request.review && <Badge value={job.pull_request.review} />}
+                </dd>
+              </>
+            )}
             <dt>Created</dt>
             <dd>{when(job.created_at)}</dd>
             {job.close_reason && (

@@ -171,6 +171,13 @@ export function workLine(attempt: unknown): string | null {
   return git.pushed ? `${committed}, pushed to ${git.resolved_branch ?? 'the remote'}` : `${committed}, not pushed`;
 }
 
+/** A job's pull request in one line: number, state, latest review and page. */
+export function pullRequestLine(pr: unknown): string | null {
+  if (!isObj(pr)) return null;
+  const review = typeof pr.review === 'string' ? `, ${pr.review.replace('_', ' ')}` : '';
+  return `#${pr.number} ${pr.state}${review} ${pr.url}`;
+}
+
 interface TreeNode {
   job: Obj;
   children: TreeNode[];

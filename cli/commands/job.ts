@@ -7,7 +7,18 @@ import { printDone, printJson, printList, printObject, write, type Column } from
 import { runAttachments } from './job-files.ts';
 import { runJobLogs } from './job-logs.ts';
 import { runJobDiff } from './job-diff.ts';
-import { JOB_FIELDS, jobColumnsFor, formatContext, workLine, formatNested, formatReceipt, formatTree, relationLine, section } from './job-views.ts';
+import {
+  JOB_FIELDS,
+  jobColumnsFor,
+  formatContext,
+  pullRequestLine,
+  workLine,
+  formatNested,
+  formatReceipt,
+  formatTree,
+  relationLine,
+  section,
+} from './job-views.ts';
 
 export const JOB_USAGE = `usage: svc job <command> [flags]
 
@@ -28,6 +39,9 @@ export const JOB_USAGE = `usage: svc job <command> [flags]
   submit ID --summary S                send the active job to review
   approve ID [--comment C]
   reject ID --reason R
+  pr ID [--title T] [--body B] [--base BRANCH] [--draft]
+                                       propose the job's pushed work as a pull request on the code host
+                                       (a job in review or done; its result summary is the body unless given)
   deps list ID
   deps add ID --on RELATED_ID [--type blocked_by|blocks|waits_for|conditional_blocks]   (default blocked_by)
   deps remove ID RELATED_ID
@@ -130,6 +144,8 @@ export async function runJob(ctx: Context, args: string[]): Promise<number> {
     const b = (body ?? {}) as Body;
     const job = b.job && typeof b.job === 'object' ? (b.job as Body) : b;
     printObject(ctx, job, JOB_FIELDS);
+    const pr = pullRequestLine(job.pull_request);
+    if (pr) write(`pull_request: ${pr}`);
     // {job, attempt}: the attempt (with its lease token) follows the job.
     if (job !== b) for (const [key, value] of Object.entries(b)) if (key !== 'job') write(`${key}:\n${formatNested(value, '  ')}`);
   };
@@ -257,6 +273,12 @@ export async function runJob(ctx: Context, args: string[]): Promise<number> {
       showJob(
         await api(ctx).POST('/jobs/{job_id}/reject', { params: { job_id: positionals[0] }, body: { reason: requireFlag(values.reason, 'reason', JOB_USAGE) } }),
       );
+      return 0;
+    }
+    case 'pr': {
+      const { values, positionals } = one({ title: { type: 'string' }, body: { type: 'string' }, base: { type: 'string' }, draft: { type: 'boolean' } });
+      const body = { title: values.title, body: values.body, base: values.base, draft: values.draft === true };
+      showJob(await api(ctx).POST('/jobs/{job_id}/pull-request', { params: { job_id: positionals[0] }, body }));
       return 0;
     }
     case 'deps':

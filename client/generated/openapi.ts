@@ -2819,24 +2819,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/jobs/{job_id}/approve": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Approve a job in review: it is done */
-        post: operations["approveJob"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/jobs/{job_id}/release": {
+    "/jobs/{job_id}/reject": {
         parameters: {
             query?: never;
             header?: never;
@@ -2846,30 +2829,10 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Give a claimed job back
-         * @description Give a claimed job back: the attempt ends cancelled, its gates are freed, the job is ready again (409 when the lease is lost)
+         * Reject a job in review with a reason
+         * @description Reject a job in review with a reason: it is active again with a new attempt claimed for the caller (who gets its lease token); 429 when its org runs limits.org.running_attempts already
          */
-        post: operations["releaseJob"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/jobs/{job_id}/claim": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Claim a ready job
-         * @description Claim a ready job: 409 when it is not ready, deferred, blocked (the message names the blockers) or a gate is held (body adds blocked_on_gates and jobId); 429 when its org runs limits.org.running_attempts already
-         */
-        post: operations["claimJob"];
+        post: operations["rejectJob"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2896,7 +2859,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/jobs/{job_id}/reject": {
+    "/jobs/{job_id}/claim": {
         parameters: {
             query?: never;
             header?: never;
@@ -2906,10 +2869,67 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Reject a job in review with a reason
-         * @description Reject a job in review with a reason: it is active again with a new attempt claimed for the caller (who gets its lease token); 429 when its org runs limits.org.running_attempts already
+         * Claim a ready job
+         * @description Claim a ready job: 409 when it is not ready, deferred, blocked (the message names the blockers) or a gate is held (body adds blocked_on_gates and jobId); 429 when its org runs limits.org.running_attempts already
          */
-        post: operations["rejectJob"];
+        post: operations["claimJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/jobs/{job_id}/release": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Give a claimed job back
+         * @description Give a claimed job back: the attempt ends cancelled, its gates are freed, the job is ready again (409 when the lease is lost)
+         */
+        post: operations["releaseJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/jobs/{job_id}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Approve a job in review: it is done */
+        post: operations["approveJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/jobs/{job_id}/pull-request": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Propose a finished job's work as a pull request on the code host
+         * @description The head is the branch the job's work was pushed to (resolved_git.resolved_branch), the base the project's branch unless given; the title is the job's and the body its latest result summary unless given. 201 with the job and its `pull_request`; 200 with the job when it has one already (nothing is opened twice). 409 for a job not in review or done; 422 when its work was not pushed, no code host is configured, the project's repository is not on one, or the host refuses (its message included); 502 when the host does not answer. The host's pull_request and pull_request_review deliveries then keep `pull_request` up to date: merged or approved moves a job in review to done, changes requested sends it back to ready with the review as its rejection reason.
+         */
+        post: operations["openJobPullRequest"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3140,26 +3160,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/orgs/{org_id}/service-principals/ensure": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Find or create a service account by name
-         * @description Find or create a service account by name: 200 with it, created when missing or as it is when description and role (bound there) match; 409 naming the fields that differ (alias of /service-accounts)
-         */
-        post: operations["ensureServicePrincipal"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/orgs/{org_id}/service-accounts/ensure": {
         parameters: {
             query?: never;
@@ -3174,6 +3174,26 @@ export interface paths {
          * @description Find or create a service account by name: 200 with it, created when missing or as it is when description and role (bound there) match; 409 naming the fields that differ
          */
         post: operations["ensureServiceAccount"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orgs/{org_id}/service-principals/ensure": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Find or create a service account by name
+         * @description Find or create a service account by name: 200 with it, created when missing or as it is when description and role (bound there) match; 409 naming the fields that differ (alias of /service-accounts)
+         */
+        post: operations["ensureServicePrincipal"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3280,7 +3300,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/jobs/{job_id}/attempts/{attempt_id}/usage": {
+    "/jobs/{job_id}/attempts/{attempt_id}/phases": {
         parameters: {
             query?: never;
             header?: never;
@@ -3290,30 +3310,10 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Record the usage of 1–100 llm.call events of a running attempt
-         * @description Record the usage of 1–100 llm.call events of a running attempt: model, provider, token counts, duration, and reported_cost_usd (what the coding CLI said the call cost, when it computes one: shown on the receipt, never billed); nothing else is accepted (no prompt or response content). Fenced by the lease token like heartbeat: 409 `lease lost …` and nothing written when it does not hold. Answers 201 {recorded: n}.
+         * Record phase timings of a running attempt
+         * @description Record phase timings of a running attempt (provision, clone, hydrate, execute, commit, push: lower-case words; ended_at ≥ started_at); a name reported again replaces its times. Fenced by the lease token (409 `lease lost …`, nothing written). Answers 201 {recorded: n}.
          */
-        post: operations["recordAttemptUsage"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/jobs/{job_id}/attempts/{attempt_id}/complete": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * End an attempt with its result
-         * @description End an attempt with its result (success, waiting, failed), written only under its live lease (409 otherwise, nothing written)
-         */
-        post: operations["completeAttempt"];
+        post: operations["recordAttemptPhases"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3340,7 +3340,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/jobs/{job_id}/attempts/{attempt_id}/phases": {
+    "/jobs/{job_id}/attempts/{attempt_id}/complete": {
         parameters: {
             query?: never;
             header?: never;
@@ -3350,10 +3350,30 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Record phase timings of a running attempt
-         * @description Record phase timings of a running attempt (provision, clone, hydrate, execute, commit, push: lower-case words; ended_at ≥ started_at); a name reported again replaces its times. Fenced by the lease token (409 `lease lost …`, nothing written). Answers 201 {recorded: n}.
+         * End an attempt with its result
+         * @description End an attempt with its result (success, waiting, failed), written only under its live lease (409 otherwise, nothing written)
          */
-        post: operations["recordAttemptPhases"];
+        post: operations["completeAttempt"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/jobs/{job_id}/attempts/{attempt_id}/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Record the usage of 1–100 llm.call events of a running attempt
+         * @description Record the usage of 1–100 llm.call events of a running attempt: model, provider, token counts, duration, and reported_cost_usd (what the coding CLI said the call cost, when it computes one: shown on the receipt, never billed); nothing else is accepted (no prompt or response content). Fenced by the lease token like heartbeat: 409 `lease lost …` and nothing written when it does not hold. Answers 201 {recorded: n}.
+         */
+        post: operations["recordAttemptUsage"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3400,23 +3420,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/orgs/{org_id}/access-requests/{request_id}/reject": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Reject with a reason (members:write); 409 once approved */
-        post: operations["rejectAccessRequest"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/orgs/{org_id}/access-requests/{request_id}/approve": {
         parameters: {
             query?: never;
@@ -3431,6 +3434,23 @@ export interface paths {
          * @description Approve: account, key and membership in one transaction (members:write); approving again is a no-op
          */
         post: operations["approveAccessRequest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orgs/{org_id}/access-requests/{request_id}/reject": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Reject with a reason (members:write); 409 once approved */
+        post: operations["rejectAccessRequest"];
         delete?: never;
         options?: never;
         head?: never;
@@ -5747,6 +5767,7 @@ export interface components {
             hints: Record<string, unknown>;
             git: Record<string, unknown>;
             resolved_git: Record<string, unknown>;
+            pull_request: components["schemas"]["JobPullRequest"] | null;
             workspace: Record<string, unknown>;
             env_name: string | null;
             execution_mode: string;
@@ -5802,6 +5823,27 @@ export interface components {
         JobList: {
             data: components["schemas"]["Job"][];
             pagination?: components["schemas"]["Pagination"];
+        };
+        /** @description the job's pull request on the code host (POST /jobs/{job_id}/pull-request), kept up to date by its deliveries */
+        JobPullRequest: {
+            number: number;
+            /** @description the page a person opens */
+            url: string;
+            /** @enum {string} */
+            state: "open" | "closed" | "merged";
+            /** @description the branch with the job's work */
+            head: string;
+            base: string;
+            /**
+             * @description the latest review the code host reported
+             * @enum {string|null}
+             */
+            review: "approved" | "changes_requested" | "commented" | null;
+            opened_by: string;
+            /** Format: date-time */
+            opened_at: string;
+            /** Format: date-time */
+            updated_at: string;
         };
         JobRelation: {
             /** @example myapp-1a2b3c4d */
@@ -6192,6 +6234,16 @@ export interface components {
             changed: boolean;
             /** @description b − a; null when either is null */
             delta: number | null;
+        };
+        OpenPullRequest: {
+            /** @description the job's title when not given */
+            title?: string;
+            /** @description the latest attempt's result summary and a link to the job when not given */
+            body?: string;
+            /** @description the project's branch when not given */
+            base?: string;
+            /** @default false */
+            draft?: boolean;
         };
         Org: {
             /** @example org_01h455vb4pex5vsknk084sn02q */
@@ -20513,78 +20565,7 @@ export interface operations {
             };
         };
     };
-    approveJob: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                job_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: {
-            content: {
-                "application/json": components["schemas"]["ApproveJobRequest"] | null;
-            };
-        };
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Job"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description State conflict */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    releaseJob: {
+    rejectJob: {
         parameters: {
             query?: never;
             header?: never;
@@ -20595,78 +20576,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ReleaseJobRequest"];
-            };
-        };
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["AttemptOutcome"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description State conflict */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    claimJob: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                job_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: {
-            content: {
-                "application/json": components["schemas"]["ClaimJobRequest"] | null;
+                "application/json": components["schemas"]["RejectJobRequest"];
             };
         };
         responses: {
@@ -20806,7 +20716,7 @@ export interface operations {
             };
         };
     };
-    rejectJob: {
+    claimJob: {
         parameters: {
             query?: never;
             header?: never;
@@ -20815,9 +20725,9 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
-                "application/json": components["schemas"]["RejectJobRequest"];
+                "application/json": components["schemas"]["ClaimJobRequest"] | null;
             };
         };
         responses: {
@@ -20877,6 +20787,246 @@ export interface operations {
             };
             /** @description Too many requests: the caller's rate limit or an org quota (limits.*) */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    releaseJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReleaseJobRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttemptOutcome"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description State conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    approveJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ApproveJobRequest"] | null;
+            };
+        };
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description State conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    openJobPullRequest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["OpenPullRequest"] | null;
+            };
+        };
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description State conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Business rule violated */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An external system (a deployer) failed */
+            502: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -21669,7 +21819,7 @@ export interface operations {
             };
         };
     };
-    ensureServicePrincipal: {
+    ensureServiceAccount: {
         parameters: {
             query?: never;
             header?: never;
@@ -21749,7 +21899,7 @@ export interface operations {
             };
         };
     };
-    ensureServiceAccount: {
+    ensureServicePrincipal: {
         parameters: {
             query?: never;
             header?: never;
@@ -22202,7 +22352,7 @@ export interface operations {
             };
         };
     };
-    recordAttemptUsage: {
+    recordAttemptPhases: {
         parameters: {
             query?: never;
             header?: never;
@@ -22215,7 +22365,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["RecordUsageRequest"];
+                "application/json": components["schemas"]["RecordPhasesRequest"];
             };
         };
         responses: {
@@ -22226,79 +22376,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RecordedUsage"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description State conflict */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    completeAttempt: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                job_id: string;
-                /** @description the attempt: its id, or the composite reference <project_id>:<job_id>:<attempt_number> */
-                attempt_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["CompleteAttempt"];
-            };
-        };
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["AttemptOutcome"];
                 };
             };
             /** @description Invalid input */
@@ -22421,7 +22498,7 @@ export interface operations {
             };
         };
     };
-    recordAttemptPhases: {
+    completeAttempt: {
         parameters: {
             query?: never;
             header?: never;
@@ -22434,7 +22511,80 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["RecordPhasesRequest"];
+                "application/json": components["schemas"]["CompleteAttempt"];
+            };
+        };
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttemptOutcome"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description State conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    recordAttemptUsage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: string;
+                /** @description the attempt: its id, or the composite reference <project_id>:<job_id>:<attempt_number> */
+                attempt_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RecordUsageRequest"];
             };
         };
         responses: {
@@ -22638,7 +22788,7 @@ export interface operations {
             };
         };
     };
-    rejectAccessRequest: {
+    approveAccessRequest: {
         parameters: {
             query?: never;
             header?: never;
@@ -22648,9 +22798,9 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
-                "application/json": components["schemas"]["AccessRequestReject"];
+                "application/json": components["schemas"]["AccessRequestApprove"] | null;
             };
         };
         responses: {
@@ -22710,7 +22860,7 @@ export interface operations {
             };
         };
     };
-    approveAccessRequest: {
+    rejectAccessRequest: {
         parameters: {
             query?: never;
             header?: never;
@@ -22720,9 +22870,9 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
-                "application/json": components["schemas"]["AccessRequestApprove"] | null;
+                "application/json": components["schemas"]["AccessRequestReject"];
             };
         };
         responses: {

@@ -104,3 +104,22 @@ export interface JobAttachmentReader {
 export const JobAttachmentReaderToken = Symbol('JobAttachmentReader') as InjectionToken<JobAttachmentReader>;
 
 export const JobGraphsToken = Symbol('JobGraphs') as InjectionToken<JobGraphs>;
+
+/** A code-host event about a pull request (`vcshost.pull_request` or `vcshost.pull_request_review`) as the spine stored it. */
+export interface PullRequestEvent {
+  project_id: string;
+  type: string;
+  payload_json: Record<string, unknown>;
+  actor_id: string | null;
+}
+
+/**
+ * Brings a code host's verdict on a job's pull request back to the job (merged, closed, approved,
+ * changes requested). The jobs plugin fills it; the inbound webhooks call it for every stored or
+ * redelivered pull request event, so it must be idempotent.
+ */
+export interface PullRequestFeedback {
+  observe(event: PullRequestEvent): Promise<void>;
+}
+
+export const PullRequestFeedbackToken = Symbol('PullRequestFeedback') as InjectionToken<PullRequestFeedback>;

@@ -11,6 +11,7 @@ import { VcsHostToken, type VcsHost } from '../../core/ports/vcshost.ts';
 import { ChatAppToken, type ChatApp } from '../../core/ports/chatapp.ts';
 import type { InboundEvent, InboundRequest } from '../../core/ports/integrations.ts';
 import { EventLogToken, type EventLog } from '../../core/ports/events.ts';
+import type { PullRequestEvent, PullRequestFeedback } from '../../core/ports/jobs.ts';
 import { IntegrationRepository } from './repository.ts';
 import { TeamBindings, bindCodeIn } from './bindings.ts';
 
@@ -29,6 +30,8 @@ export interface Outcome {
 
 /** The secrets plugin registers after this one (config order), so its resolver is looked up per request. */
 export const InboundSecrets = Symbol('InboundSecrets') as InjectionToken<() => SecretResolver>;
+/** The jobs plugin's pull request feedback, when it is loaded. */
+export const InboundPullRequests = Symbol('InboundPullRequests') as InjectionToken<() => PullRequestFeedback | null>;
 
 const ignored = (message: string): Outcome => ({ status: 202, body: { ignored: true, message } });
 
@@ -48,6 +51,7 @@ export class InboundDeliveries {
     @inject(InboundSecrets) private readonly secrets: () => SecretResolver,
     @inject(EventLogToken) private readonly events: EventLog,
     @inject(TeamBindings) private readonly bindings: TeamBindings,
+    @inject(InboundPullRequests) private readonly pullRequests: () => PullRequestFeedback | null,
   ) {}
 
   async vcshost(projectId: string, request: InboundRequest, requestId: string): Promise<Outcome> {
@@ -58,8 +62,12 @@ export class InboundDeliveries {
     if (!verification.ok) throw Boom.unauthorized(verification.reason);
     const delivery = this.host.normalize(request);
     if (delivery.kind === 'invalid') throw Boom.badRequest(delivery.message);
-    if (delivery.kind === 'ignored') return ignored(`vcshost event '${delivery.event}' is ignored: only push and pull_request deliveries are stored`);
-    return this.store(projectId, 'vcshost', delivery.event, requestId);
+    if (delivery.kind === 'ignored')
+      return ignored(`vcshost event '${delivery.event}' is ignored: only push, pull_request and pull_request_review deliveries are stored`);
+    const outcome = await this.store(projectId, 'vcshost', delivery.event, requestId);
+    // A redelivery is observed again: the verdict applies at least once, and a second time changes nothing.
+    if (delivery.event.type.startsWith('vcshost.pull_request')) await this.pullRequests()?.observe(outcome.body as unknown as PullRequestEvent);
+    return outcome;
   }
 
   async chat(request: InboundRequest, requestId: string): Promise<Outcome> {

@@ -1,9 +1,10 @@
 import type { DomainPlugin } from '../../core/http/plugins.ts';
 import { IntegrationRepository } from './repository.ts';
 import { ChatRoutes } from './service.ts';
-import { resolveLater } from '../../core/di.ts';
+import { lookupLater, resolveLater } from '../../core/di.ts';
 import { SecretResolverToken } from '../../core/ports/secrets.ts';
-import { InboundDeliveries, InboundSecrets } from './inbound.ts';
+import { InboundDeliveries, InboundPullRequests, InboundSecrets } from './inbound.ts';
+import { PullRequestFeedbackToken } from '../../core/ports/jobs.ts';
 import { chatRouteRoutes } from './routes.ts';
 import { inboundRoutes } from './inbound-routes.ts';
 import { BindingRepository } from './binding-repository.ts';
@@ -29,6 +30,7 @@ export const plugin: DomainPlugin = {
     container.registerSingleton(TeamBindings);
     container.registerSingleton(ChatRoutes);
     container.registerInstance(InboundSecrets, resolveLater(container, SecretResolverToken));
+    container.registerInstance(InboundPullRequests, lookupLater(container, PullRequestFeedbackToken));
     server.route([...chatRouteRoutes(container), ...bindingRoutes(container), ...inboundRoutes(container.resolve(InboundDeliveries))]);
   },
 };

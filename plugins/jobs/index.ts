@@ -6,7 +6,18 @@ import { Tokens } from '../../core/tokens.ts';
 import { lookupLater } from '../../core/di.ts';
 import { WorkerDispatcherToken } from '../../core/ports/worker.ts';
 import { ManifestDefaultsToken, ManifestReaderToken, noManifestDefaults } from '../../core/ports/manifest.ts';
-import { JobAdmissions, JobAttachmentReaderToken, JobGraphsToken, JobPhaseListeners, JobRequestChecks } from '../../core/ports/jobs.ts';
+import {
+  JobAdmissions,
+  JobAttachmentReaderToken,
+  JobGraphsToken,
+  JobPhaseListeners,
+  JobRequestChecks,
+  PullRequestFeedbackToken,
+} from '../../core/ports/jobs.ts';
+import { VcsHostToken } from '../../core/ports/vcshost.ts';
+import { SecretResolverToken } from '../../core/ports/secrets.ts';
+import { PullRequestHosts, PullRequests } from './pull-requests/pull-requests.ts';
+import { pullRequestRoutes } from './pull-requests/pull-request-routes.ts';
 import { JobGraphService } from './job/graphs.ts';
 import { JobRepository } from './job/repository.ts';
 import { JobWakeups } from './lifecycle/wakeups.ts';
@@ -114,6 +125,10 @@ export const plugin: DomainPlugin = {
     server.route(receiptRoutes(container));
     server.route(diffRoutes(container));
     server.route(logRoutes(container));
+    container.registerInstance(PullRequestHosts, { vcshost: lookupLater(container, VcsHostToken), secrets: lookupLater(container, SecretResolverToken) });
+    container.registerSingleton(PullRequests);
+    container.register(PullRequestFeedbackToken, { useToken: PullRequests });
+    server.route(pullRequestRoutes(container));
     server.ext('onPostStop', () => container.resolve(AttemptLogBus).close());
     container.registerInstance(ManifestReaderLookup, lookupLater(container, ManifestReaderToken));
     const invocation = container.resolve(WorkflowInvocation);

@@ -151,7 +151,10 @@ test('other kinds of delivery answer 202 and say they are ignored', async (t) =>
   ] as const) {
     const res = await send(projectId, kind, body);
     t.is(res.statusCode, 202);
-    t.deepEqual(res.body, { ignored: true, message: `vcshost event '${kind}' is ignored: only push and pull_request deliveries are stored` });
+    t.deepEqual(res.body, {
+      ignored: true,
+      message: `vcshost event '${kind}' is ignored: only push, pull_request and pull_request_review deliveries are stored`,
+    });
   }
   t.is((await eventsOf(ctx, projectId)).length, before);
 });

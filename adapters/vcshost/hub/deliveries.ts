@@ -1,6 +1,7 @@
 /**
- * Reading push and pull_request deliveries of a GitHub-compatible host (GitHub, GitHub Enterprise,
- * Gitea, Forgejo) into the spine's `vcshost.push` / `vcshost.pull_request` events.
+ * Reading push, pull_request and pull_request_review deliveries of a GitHub-compatible host (GitHub,
+ * GitHub Enterprise, Gitea, Forgejo) into the spine's `vcshost.push` / `vcshost.pull_request` /
+ * `vcshost.pull_request_review` events.
  */
 import { createHash } from 'node:crypto';
 import Joi from 'joi';
@@ -41,6 +42,12 @@ const pullRequestSchema = Joi.object({
   repository: repository.required(),
   sender: account,
 }).unknown(true);
+
+const pullRequestReviewSchema = pullRequestSchema.keys({
+  review: Joi.object({ id: Joi.number().integer().required(), state: Joi.string().required(), body: Joi.string().allow('', null) })
+    .unknown(true)
+    .required(),
+});
 
 /** Keeps the listed fields that are present; the spine stores what triggers and conditions read, not the host's whole object. */
 function pick(value: unknown, keys: string[]): Json | null {
@@ -160,6 +167,31 @@ export function pullRequestEvent(body: unknown, deliveryId: string | null): Inbo
   const read = validated(pullRequestSchema, body, 'pull_request');
   if ('problem' in read) return read.problem;
   const p = read.value;
+  return { type: 'vcshost.pull_request', ...pullRequestParts(p), dedupe_key: pullRequestIdentity(p, deliveryId) };
+}
+
+/**
+ * A pull_request_review delivery (submitted, edited, dismissed) as `vcshost.pull_request_review`: the
+ * pull request as in `vcshost.pull_request`, and the review's id, state (approved, changes_requested,
+ * commented, dismissed), body and author. It dedupes on the review, its action and its state.
+ */
+export function pullRequestReviewEvent(body: unknown): InboundEvent | string {
+  const read = validated(pullRequestReviewSchema, body, 'pull_request_review');
+  if ('problem' in read) return read.problem;
+  const p = read.value;
+  const review = p.review as Json & { id: number; state: string };
+  const parts = pullRequestParts(p);
+  const identity = canonical([(p.repository as Json).full_name, p.number, review.id, p.action, review.state]);
+  return {
+    type: 'vcshost.pull_request_review',
+    ...parts,
+    payload: { ...parts.payload, review: { ...pick(review, ['id', 'state', 'body', 'submitted_at', 'html_url']), user: pickAccount(review.user) } },
+    dedupe_key: `vcshost:pull_request_review:${createHash('sha256').update(identity).digest('hex')}`,
+  };
+}
+
+/** What a pull_request and a pull_request_review event share: the pull request, its repository and sender, its head as the event's ref. */
+function pullRequestParts(p: Json): Omit<InboundEvent, 'type' | 'dedupe_key'> & { payload: Json } {
   const pr = p.pull_request as Json & { head: { ref: string; sha: string } };
   const pullRequest = pick(pr, [
     'number',
@@ -175,7 +207,6 @@ export function pullRequestEvent(body: unknown, deliveryId: string | null): Inbo
     'updated_at',
   ])!;
   return {
-    type: 'vcshost.pull_request',
     payload: {
       action: p.action,
       number: p.number,
@@ -186,6 +217,5 @@ export function pullRequestEvent(body: unknown, deliveryId: string | null): Inbo
     ref_sha: pr.head.sha,
     ref_branch: pr.head.ref,
     ...actorOf(p.sender),
-    dedupe_key: pullRequestIdentity(p, deliveryId),
   };
 }

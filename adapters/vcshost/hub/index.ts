@@ -8,7 +8,7 @@ import { postJson } from '../../../core/http/outbound.ts';
 import { HostApiError, headerOf, type InboundRequest, type Verification } from '../../../core/ports/integrations.ts';
 import type { PullRequest, PullRequestInput, VcsDelivery, VcsHost } from '../../../core/ports/vcshost.ts';
 import { defineAdapter } from '../../../core/sdk.ts';
-import { pullRequestEvent, pushEvent } from './deliveries.ts';
+import { pullRequestEvent, pullRequestReviewEvent, pushEvent } from './deliveries.ts';
 
 type Options = {
   api_url: string;
@@ -66,11 +66,11 @@ class HubHost implements VcsHost {
     if (!kind) return { kind: 'invalid', message: `${this.options.event_header} header is missing` };
     const delivery = headerOf(request, this.options.delivery_header)?.trim();
     if (delivery !== undefined && !DELIVERY_ID.test(delivery)) return { kind: 'invalid', message: `${this.options.delivery_header} is not a delivery id` };
-    if (kind !== 'push' && kind !== 'pull_request') return { kind: 'ignored', event: kind.slice(0, 100) };
+    if (kind !== 'push' && kind !== 'pull_request' && kind !== 'pull_request_review') return { kind: 'ignored', event: kind.slice(0, 100) };
     const body = parseBody(request);
     if (typeof body === 'string') return { kind: 'invalid', message: body };
     // Each dedupes on the event itself (a replay under a new delivery id is the same event): deliveries.ts.
-    const event = kind === 'push' ? pushEvent(body) : pullRequestEvent(body, delivery ?? null);
+    const event = kind === 'push' ? pushEvent(body) : kind === 'pull_request' ? pullRequestEvent(body, delivery ?? null) : pullRequestReviewEvent(body);
     return typeof event === 'string' ? { kind: 'invalid', message: event } : { kind: 'event', event };
   }
 

@@ -63,6 +63,19 @@ export class Review {
     });
   }
 
+  /**
+   * Back to the queue, for work a worker runs (a code host's review asked for changes): the rejection
+   * is logged with its reason, which the next attempt reads in its context, and the job is ready
+   * again for whichever worker claims it, instead of leased to the rejecting party.
+   */
+  sendBack(jobId: string, actorId: string, reason: string): Promise<Job> {
+    return this.db.transaction(async (trx) => {
+      const job = await this.lockedIn(jobId, 'review', 'reject', trx);
+      await this.log.add(job.id, 'reject', reason, actorId, trx);
+      return toJob(await this.lifecycle.change(job.id, { phase: 'ready', review_status: 'rejected', assignee: null }, trx));
+    });
+  }
+
   /** The job, row-locked, when it is in `phase`; otherwise 409 naming the phase it is in. */
   private async lockedIn(jobId: string, phase: Phase, action: ReviewAction, trx: Db): Promise<JobRow> {
     const job = await this.claims.locked(jobId, trx);

@@ -29,6 +29,7 @@ export interface JobRow {
   hints: Record<string, unknown>;
   git: Record<string, unknown> | null;
   resolved_git: Record<string, unknown> | null;
+  pull_request: PullRequestState | null;
   workspace: Record<string, unknown> | null;
   env_name: string | null;
   execution_mode: string;
@@ -42,6 +43,21 @@ export interface JobRow {
   updated_at: Date;
   closed_at: Date | null;
   close_reason: string | null;
+}
+
+/** A job's pull request on the code host, as opened and as its deliveries since told. */
+export interface PullRequestState {
+  number: number;
+  url: string;
+  /** open, closed or merged */
+  state: string;
+  head: string;
+  base: string;
+  /** approved, changes_requested or commented: the latest review the host reported, null before one. */
+  review: string | null;
+  opened_by: string;
+  opened_at: string;
+  updated_at: string;
 }
 
 /** The Job response shape: every column but the bookkeeping ones (child counter, env overrides, creator). */
@@ -175,6 +191,11 @@ export class JobRepository {
     return row;
   }
 
+  /** The project's job whose pull request has this number, locked for the transaction. */
+  lockByPullRequest(projectId: string, number: number, trx: Db): Promise<JobRow | undefined> {
+    return trx('jobs').where('project_id', projectId).whereRaw(`(pull_request->>'number')::int = ?`, [number]).forUpdate().first();
+  }
+
   /** What an attempt's ending tells others about its job. */
   endingFacts(id: string, trx: Db): Promise<EndingFacts> {
     return trx('jobs').where({ id }).first('id', 'project_id', 'parent_id', 'title', 'assignee', 'env_name', 'hints', 'harness');
@@ -238,7 +259,7 @@ const INSERT_ROOTS_NOTIFYING = new Prepared<JobRow>(
 export type NewRootJob = Pick<JobRow, 'project_id' | (typeof ROOT_COLUMNS)[number]> & { suffix: string };
 
 /** jsonb columns get JSON text: pg would send a JS array as a Postgres array. */
-const JSON_COLUMNS = ['hints', 'git', 'resolved_git', 'workspace', 'harness', 'env_overrides', 'resource_refs'] as const;
+const JSON_COLUMNS = ['hints', 'git', 'resolved_git', 'pull_request', 'workspace', 'harness', 'env_overrides', 'resource_refs'] as const;
 function serialize(row: Partial<JobRow>): Record<string, unknown> {
   const out: Record<string, unknown> = { ...row };
   for (const c of JSON_COLUMNS) if (out[c] !== undefined && out[c] !== null) out[c] = JSON.stringify(out[c]);

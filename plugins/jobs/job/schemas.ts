@@ -208,6 +208,29 @@ export const updateJobSchema = Joi.object({
   .min(1)
   .label('UpdateJob');
 
+export const pullRequestSchema = Joi.object({
+  number: Joi.number().integer().required(),
+  url: Joi.string().required().description('the page a person opens'),
+  state: Joi.string().valid('open', 'closed', 'merged').required(),
+  head: Joi.string().required().description("the branch with the job's work"),
+  base: Joi.string().required(),
+  review: Joi.string().valid('approved', 'changes_requested', 'commented').allow(null).required().description('the latest review the code host reported'),
+  opened_by: Joi.string().required(),
+  opened_at: timestamp.required(),
+  updated_at: timestamp.required(),
+})
+  .description("the job's pull request on the code host (POST /jobs/{job_id}/pull-request), kept up to date by its deliveries")
+  .label('JobPullRequest');
+
+export const openPullRequestSchema = Joi.object({
+  title: Joi.string().trim().min(1).max(256).description("the job's title when not given"),
+  body: Joi.string().max(65_536).allow('').description("the latest attempt's result summary and a link to the job when not given"),
+  base: Joi.string().trim().min(1).max(255).description("the project's branch when not given"),
+  draft: Joi.boolean().default(false),
+})
+  .allow(null)
+  .label('OpenPullRequest');
+
 export const jobSchema = Joi.object({
   id: jobId.required(),
   project_id: projectId.required(),
@@ -227,6 +250,7 @@ export const jobSchema = Joi.object({
   hints: Joi.object().unknown(true).required(),
   git: Joi.object().unknown(true).allow(null).required(),
   resolved_git: Joi.object().unknown(true).allow(null).required(),
+  pull_request: pullRequestSchema.allow(null).required(),
   workspace: Joi.object().unknown(true).allow(null).required(),
   env_name: Joi.string().allow(null).required(),
   execution_mode: Joi.string().required(),
