@@ -127,3 +127,8 @@ export async function registryHostRefusal(hostPort: string, guard: AddressGuard,
     throw err;
   }
 }
+
+/** `owner/name` of a code-host repository URL (https, ssh, or a path ending in owner/name), null when it has none. */
+export function repoPath(url: string | null): string | null {
+  return url?.match(/[:/]([^/:]+\/[^/]+?)(\.git)?\/?$/)?.[1] ?? null;
+}

@@ -7,6 +7,7 @@ import type { SecretResolver } from '../../core/ports/secrets.ts';
 import { DomainError, SecretMissing } from '../../core/errors.ts';
 import { HostApiError } from '../../core/ports/integrations.ts';
 import { isObject } from '../../core/is-object.ts';
+import { repoPath } from '../../core/git-addresses.ts';
 import { WorkerFailure } from './failure.ts';
 import { fillInputs, inputsOf, withInputVariables } from './inputs.ts';
 
@@ -33,11 +34,11 @@ const required = (w: Record<string, unknown>, key: string, action: string): stri
   return v.trim();
 };
 
-/** `owner/name` of a code-host repository URL (https or ssh). */
-function repoPath(url: string | null): string {
-  const m = url?.match(/[:/]([^/:]+\/[^/]+?)(\.git)?\/?$/);
-  if (!m) throw new WorkerFailure(`create-pr needs the project's repository on a code host, but its repo_url is ${url ?? 'not set'}`);
-  return m[1];
+/** `owner/name` of the project's repository on its code host. */
+function hostRepo(url: string | null): string {
+  const repo = repoPath(url);
+  if (!repo) throw new WorkerFailure(`create-pr needs the project's repository on a code host, but its repo_url is ${url ?? 'not set'}`);
+  return repo;
 }
 
 /**
@@ -191,7 +192,7 @@ async function domainAction(
             throw err;
           });
         const pr = await host.createPullRequest({
-          repo: repoPath(work.project.repo_url),
+          repo: hostRepo(work.project.repo_url),
           title: required(w, 'title', type),
           body: typeof w.body === 'string' ? w.body : undefined,
           head: required(w, 'branch', type),

@@ -5,6 +5,7 @@ import type { Config } from '../../../core/config/schema.ts';
 import type { Db } from '../../../core/db/knex.ts';
 import { Conflict, Invalid, NotFound, SecretMissing, UpstreamFailed } from '../../../core/errors.ts';
 import { isObject } from '../../../core/is-object.ts';
+import { repoPath } from '../../../core/git-addresses.ts';
 import { HostApiError } from '../../../core/ports/integrations.ts';
 import type { PullRequestEvent, PullRequestFeedback } from '../../../core/ports/jobs.ts';
 import type { SecretResolver } from '../../../core/ports/secrets.ts';
@@ -22,11 +23,6 @@ export interface OpenPullRequest {
   body?: string;
   base?: string;
   draft?: boolean;
-}
-
-/** `owner/name` of a code-host repository URL (https, ssh or a local path ending in owner/name). */
-export function repoPath(url: string | null): string | null {
-  return url?.match(/[:/]([^/:]+\/[^/]+?)(\.git)?\/?$/)?.[1] ?? null;
 }
 
 /**
