@@ -5785,6 +5785,7 @@ export interface components {
             /** Format: date-time */
             closed_at: string | null;
             close_reason: string | null;
+            figures?: components["schemas"]["JobFigures"];
         };
         JobContext: {
             job: components["schemas"]["Job"];
@@ -5819,6 +5820,15 @@ export interface components {
             dependencies: components["schemas"]["JobRelationView"][];
             /** @description relations whose other job waits for this job */
             dependents: components["schemas"]["JobRelationView"][];
+        };
+        /** @description only in a list asked with include_figures */
+        JobFigures: {
+            /** @description attempts with a receipt (ended) */
+            attempts: number;
+            /** @description sum of their receipts' base cost */
+            cost_usd: number;
+            /** @description sum of their wall time, start to end */
+            duration_ms: number;
         };
         JobList: {
             data: components["schemas"]["Job"][];
@@ -12710,6 +12720,8 @@ export interface operations {
                 created_before?: string;
                 closed_after?: string;
                 closed_before?: string;
+                /** @description each job with `figures`: what its ended attempts cost (USD, from their receipts) and took */
+                include_figures?: boolean;
             };
             header?: never;
             path: {

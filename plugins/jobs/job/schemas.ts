@@ -208,6 +208,13 @@ export const updateJobSchema = Joi.object({
   .min(1)
   .label('UpdateJob');
 
+/** A job of the list with `include_figures`. */
+export const jobFiguresSchema = Joi.object({
+  attempts: Joi.number().integer().required().description('attempts with a receipt (ended)'),
+  cost_usd: Joi.number().required().description("sum of their receipts' base cost"),
+  duration_ms: Joi.number().integer().required().description('sum of their wall time, start to end'),
+}).label('JobFigures');
+
 export const pullRequestSchema = Joi.object({
   number: Joi.number().integer().required(),
   url: Joi.string().required().description('the page a person opens'),
@@ -265,6 +272,7 @@ export const jobSchema = Joi.object({
   updated_at: timestamp.required(),
   closed_at: timestamp.allow(null).required(),
   close_reason: Joi.string().allow(null).required(),
+  figures: jobFiguresSchema.description('only in a list asked with include_figures'),
 }).label('Job');
 
 export const listJobsQuery = listQuerySchema.keys({
@@ -282,4 +290,5 @@ export const listJobsQuery = listQuerySchema.keys({
   created_before: isoDate,
   closed_after: isoDate,
   closed_before: isoDate,
+  include_figures: Joi.boolean().default(false).description('each job with `figures`: what its ended attempts cost (USD, from their receipts) and took'),
 });

@@ -7,6 +7,7 @@ import { JobLifecycle } from '../lifecycle/lifecycle.ts';
 import { JobRequestChecks } from '../../../core/ports/jobs.ts';
 import { BadRequest, Conflict, NotFound } from '../../../core/errors.ts';
 import { HarnessCheck } from './harness-check.ts';
+import { ReceiptStore } from '../receipts/receipt-store.ts';
 
 /** Phases a person may move a job between with PATCH; active, review and done are reached by the work itself. */
 const PLANNING: Phase[] = ['idea', 'backlog', 'ready'];
@@ -28,6 +29,7 @@ export class JobService {
     @inject(JobLifecycle) private readonly lifecycle: JobLifecycle,
     @inject(JobRequestChecks) private readonly requestChecks: JobRequestChecks,
     @inject(HarnessCheck) private readonly harnesses: HarnessCheck,
+    @inject(ReceiptStore) private readonly receipts: ReceiptStore,
   ) {}
 
   async get(id: string): Promise<Job> {
@@ -36,8 +38,12 @@ export class JobService {
     return toJob(row);
   }
 
-  list(projectId: string, filters: JobFilters) {
-    return this.jobs.list(projectId, filters);
+  /** A page of the project's jobs; with `include_figures`, each with what its ended attempts cost and took. */
+  async list(projectId: string, filters: JobFilters & { include_figures?: boolean }) {
+    const page = await this.jobs.list(projectId, filters);
+    if (!filters.include_figures) return page;
+    const figures = await this.receipts.figuresOfJobs(page.data.map((j) => j.id));
+    return { ...page, data: page.data.map((j) => ({ ...j, figures: figures.get(j.id) ?? { attempts: 0, cost_usd: 0, duration_ms: 0 } })) };
   }
 
   /** Field changes, the planning moves (idea, backlog, ready, cancelling from them), and cancelling work under way (active, review). */

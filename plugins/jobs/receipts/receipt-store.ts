@@ -17,6 +17,12 @@ import {
 
 /** One `llm.call`: usage only. The columns are the whole record: there is nowhere to put prompt or response text. */
 export type LlmCall = UsageCall;
+/** A job's ended attempts in three numbers (the job list's `figures`). */
+export interface JobFigures {
+  attempts: number;
+  cost_usd: number;
+  duration_ms: number;
+}
 export interface PhaseTiming {
   name: string;
   started_at: Date;
@@ -102,6 +108,27 @@ export class ReceiptStore {
   async ofAttempt(attemptId: string): Promise<StoredReceipt | undefined> {
     const row = await this.db('attempt_receipts').where({ attempt_id: attemptId }).first('receipt', 'created_at');
     return row ? toStored(row) : undefined;
+  }
+
+  /**
+   * What each job's ended attempts cost and took, summed from their receipts (base cost in USD, wall
+   * time from start to end); a job with none is absent. One statement for a page of jobs.
+   */
+  async figuresOfJobs(jobIds: string[]): Promise<Map<string, JobFigures>> {
+    if (jobIds.length === 0) return new Map();
+    const { rows } = await this.db.raw(
+      `SELECT job_id, count(*)::int AS attempts,
+              coalesce(sum((receipt->'cost'->>'base_cost_usd')::numeric), 0) AS cost_usd,
+              coalesce(sum(extract(epoch FROM (receipt->'timing'->>'ended_at')::timestamptz - (receipt->'timing'->>'started_at')::timestamptz) * 1000), 0)::bigint AS duration_ms
+         FROM attempt_receipts WHERE job_id = ANY(?) GROUP BY job_id`,
+      [jobIds],
+    );
+    return new Map(
+      rows.map((r: Record<string, unknown>) => [
+        r.job_id as string,
+        { attempts: Number(r.attempts), cost_usd: Math.round(Number(r.cost_usd) * 1e6) / 1e6, duration_ms: Number(r.duration_ms) },
+      ]),
+    );
   }
 
   /** The receipt of the job's highest-numbered attempt that has one. */

@@ -1,0 +1,103 @@
+/**
+ * The project's job list in a real browser (Debian's Chromium, headless, puppeteer-core): searched
+ * and filtered on the server (words, phase, harness, label), paged, with what each job's ended
+ * attempts cost and took. Screenshots go to test-output/console/.
+ */
+import test from 'ava';
+import { existsSync, mkdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import { finished, workerWorld, type WorkerWorld } from '../worker/helpers.ts';
+
+const CHROMIUM = process.env.SVC_CHROMIUM ?? '/usr/bin/chromium';
+const SHOTS = fileURLToPath(new URL('../../test-output/console/', import.meta.url));
+
+if (!existsSync(CHROMIUM)) {
+  const message = `Chromium is not installed at ${CHROMIUM} (apt-get install -y chromium): the console's job list test cannot run`;
+  if (process.env.CI) test('the job list in a browser', (t) => t.fail(message));
+  else test.skip(message, () => undefined);
+} else {
+  let w: WorkerWorld;
+  let browser: Browser;
+  let page: Page;
+  let ran: any;
+
+  test.before(async () => {
+    mkdirSync(SHOTS, { recursive: true });
+    w = await workerWorld('weblist');
+    // 55 planned jobs (more than a page of 50), words, harnesses and labels spread; and one that runs.
+    for (let i = 0; i < 55; i++) {
+      const res = await w.api.post(`/projects/${w.projectId}/jobs`, {
+        title: `${i % 5 === 0 ? 'Fix the login redirect' : 'Tidy the parser'} ${i}`,
+        description: i % 5 === 0 ? 'users land on the wrong page' : 'small cleanup',
+        phase: 'backlog',
+        harness: i % 2 ? 'harness_b' : 'harness_c',
+        labels: [i % 3 === 0 ? 'team-web' : 'team-core'],
+      });
+      if (res.statusCode !== 201) throw new Error(JSON.stringify(res.body));
+    }
+    const run = await w.api.post(`/projects/${w.projectId}/jobs`, {
+      title: 'Measure the build',
+      description: 'a script that takes a moment',
+      hints: { step: { kind: 'script', script: { run: 'sleep 1.2' } } },
+    });
+    ran = await finished(w, run.body.id);
+    browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu'] });
+    page = await browser.newPage();
+    await page.setViewport({ width: 1280, height: 900 });
+    await page.goto((await w.api.post('/auth/console/links')).body.url);
+    await page.waitForSelector('.top .who');
+  });
+  test.after.always(async () => {
+    await browser?.close();
+    await w?.stop();
+  });
+
+  const shot = (name: string) => page.screenshot({ path: `${SHOTS}${name}.png`, fullPage: true });
+  const summary = () => page.$eval('[aria-live=polite]', (el) => el.textContent ?? '');
+  const rows = () => page.$$eval('section table tbody tr', (trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent ?? '')));
+  const until = async (what: string, check: () => Promise<boolean>) => {
+    for (const end = Date.now() + 15_000; Date.now() < end; await new Promise((r) => setTimeout(r, 100))) if (await check()) return;
+    throw new Error(`timed out waiting for ${what}: ${await summary()}`);
+  };
+
+  test.serial('the newest page with its total, cost and duration columns, and the older page', async (t) => {
+    t.timeout(60_000);
+    await page.goto(`${w.srv.url}/console/projects/${w.projectId}/jobs`);
+    await until('the list', async () => /^56 jobs/.test(await summary()));
+    const first = await rows();
+    t.is(first.length, 50);
+    const measured = first.find((r) => r[0] === ran.id)!;
+    t.truthy(measured, 'the job that ran is the newest');
+    t.is(measured[4], '$0.00', 'a script costs nothing');
+    t.regex(measured[5], /^\d+ (ms|s)$/, 'its duration');
+    t.true(
+      first.filter((r) => r[0] !== ran.id).every((r) => r[4] === '–'),
+      'planned jobs have no figures',
+    );
+    await shot('jobs-list');
+    await page.click('::-p-xpath(//button[normalize-space(.)="Older"])');
+    await until('the older page', async () => (await rows()).length === 6);
+    t.regex(await summary(), /51–56 shown/);
+  });
+
+  test.serial('words, phase, harness and label narrow the list on the server; Clear brings everything back', async (t) => {
+    t.timeout(60_000);
+    await page.goto(`${w.srv.url}/console/projects/${w.projectId}/jobs`);
+    await until('the list', async () => /^56 jobs/.test(await summary()));
+    await page.type('input[type=search]', 'login redir');
+    await until('the words', async () => /^11 jobs/.test(await summary()));
+    t.true((await rows()).every((r) => /Fix the login redirect/.test(r[1])));
+    await page.select('form[role=search] label:nth-of-type(3) select', 'harness_c');
+    await until('the harness', async () => /^6 jobs/.test(await summary()));
+    t.true((await rows()).every((r) => r[3] === 'harness_c'));
+    await page.type('form[role=search] label:nth-of-type(5) input', 'team-web');
+    await until('the label', async () => /^2 jobs/.test(await summary()));
+    await page.select('form[role=search] label:nth-of-type(2) select', 'done');
+    await until('the phase', async () => /^0 jobs/.test(await summary()));
+    await shot('jobs-search');
+    await page.click('::-p-xpath(//button[normalize-space(.)="Clear"])');
+    await until('everything again', async () => /^56 jobs/.test(await summary()));
+    t.pass();
+  });
+}
