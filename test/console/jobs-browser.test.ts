@@ -1,7 +1,8 @@
 /**
  * The project's job list in a real browser (Debian's Chromium, headless, puppeteer-core): searched
  * and filtered on the server (words, phase, harness, label), paged, with what each job's ended
- * attempts cost and took. Screenshots go to test-output/console/.
+ * attempts cost and took; and its schedules page (add, pause, resume, delete). Screenshots go to
+ * test-output/console/.
  */
 import test from 'ava';
 import { existsSync, mkdirSync } from 'node:fs';
@@ -54,7 +55,8 @@ if (!existsSync(CHROMIUM)) {
   });
 
   const shot = (name: string) => page.screenshot({ path: `${SHOTS}${name}.png`, fullPage: true });
-  const summary = () => page.$eval('[aria-live=polite]', (el) => el.textContent ?? '');
+  // '' until the page has rendered it
+  const summary = () => page.$eval('[aria-live=polite]', (el) => el.textContent ?? '').catch(() => '');
   const rows = () => page.$$eval('section table tbody tr', (trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent ?? '')));
   const until = async (what: string, check: () => Promise<boolean>) => {
     for (const end = Date.now() + 15_000; Date.now() < end; await new Promise((r) => setTimeout(r, 100))) if (await check()) return;
@@ -99,5 +101,33 @@ if (!existsSync(CHROMIUM)) {
     await page.click('::-p-xpath(//button[normalize-space(.)="Clear"])');
     await until('everything again', async () => /^56 jobs/.test(await summary()));
     t.pass();
+  });
+
+  test.serial("schedules: a bad cron is refused in the API's words, a good one is listed, paused, resumed and deleted", async (t) => {
+    t.timeout(60_000);
+    await page.goto(`${w.srv.url}/console/projects/${w.projectId}/schedules`);
+    await page.waitForSelector('form[aria-label="New schedule"]');
+    const input = (n: number) => `form[aria-label="New schedule"] label:nth-of-type(${n}) input`;
+    await page.type(input(1), 'nightly tests');
+    await page.type(input(2), 'not a cron');
+    await page.click('::-p-xpath(//button[normalize-space(.)="Add schedule"])');
+    await page.waitForSelector('.error');
+    t.regex(await page.$eval('.error', (el) => el.textContent ?? ''), /^400: .*cron/);
+    await page.$eval(input(2), (el) => ((el as HTMLInputElement).value = ''));
+    await page.type(input(2), '0 3 * * *');
+    await page.click('::-p-xpath(//button[normalize-space(.)="Add schedule"])');
+    await until('the schedule listed', async () => (await rows()).some((r) => r[0] === 'nightly tests'));
+    const listed = (await w.api.get(`/projects/${w.projectId}/schedules`)).body.data;
+    t.like(listed[0], { name: 'nightly tests', cron: '0 3 * * *', event_type: 'cron.tick', enabled: true });
+    await page.click('::-p-xpath(//button[normalize-space(.)="Pause"])');
+    await until('paused', async () => (await rows())[0]?.[3] === 'paused');
+    t.false((await w.api.get(`/projects/${w.projectId}/schedules/${listed[0].id}`)).body.enabled);
+    await shot('schedules');
+    await page.click('::-p-xpath(//button[normalize-space(.)="Resume"])');
+    await until('resumed', async () => (await rows())[0]?.[3] === 'active');
+    page.once('dialog', (d) => void d.accept());
+    await page.click('::-p-xpath(//button[normalize-space(.)="Delete"])');
+    await until('deleted', async () => (await rows()).length === 0);
+    t.is((await w.api.get(`/projects/${w.projectId}/schedules`)).body.data.length, 0);
   });
 }
