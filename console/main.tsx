@@ -9,6 +9,7 @@ import { JobPage } from './job.tsx';
 import { JobsPage } from './jobs.tsx';
 import { WebhooksPage } from './org.tsx';
 import { SchedulesPage } from './schedules.tsx';
+import { EnvironmentsPage } from './environments.tsx';
 import { EventsPage, ProjectPage, RunPage } from './project.tsx';
 import { match, navigate, onLink, usePath } from './router.ts';
 import { SignIn } from './signin.tsx';
@@ -86,6 +87,7 @@ function App() {
   else if ((p = params('/console/projects/:project/builds'))) page = <BuildsPage projectId={(projectId = p.project)} projects={projects} />;
   else if ((p = params('/console/projects/:project/events'))) page = <EventsPage projectId={(projectId = p.project)} />;
   else if ((p = params('/console/projects/:project/schedules'))) page = <SchedulesPage projectId={(projectId = p.project)} />;
+  else if ((p = params('/console/projects/:project/environments'))) page = <EnvironmentsPage projectId={(projectId = p.project)} />;
   else if ((p = params('/console/projects/:project/runs/:run'))) page = <RunPage projectId={(projectId = p.project)} runId={p.run} />;
   else if ((p = params('/console/projects/:project'))) page = <ProjectPage projectId={(projectId = p.project)} />;
   else if ((p = params('/console/orgs/:org/webhooks'))) page = <WebhooksPage orgId={(pageOrg = p.org)} />;
@@ -130,6 +132,7 @@ function App() {
           {projectId && <a href={`/console/projects/${enc(projectId)}`}>Pipelines</a>}
           {projectId && <a href={`/console/projects/${enc(projectId)}/builds`}>Builds</a>}
           {projectId && <a href={`/console/projects/${enc(projectId)}/events`}>Events</a>}
+          {projectId && <a href={`/console/projects/${enc(projectId)}/environments`}>Environments</a>}
           {projectId && <a href={`/console/projects/${enc(projectId)}/schedules`}>Schedules</a>}
           {orgId && <a href={`/console/orgs/${enc(orgId)}/webhooks`}>Webhooks</a>}
           {orgId && <a href={`/console/orgs/${enc(orgId)}/cost`}>Cost</a>}

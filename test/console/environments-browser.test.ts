@@ -1,0 +1,93 @@
+/**
+ * The project's environments page in a real browser (Debian's Chromium, headless, puppeteer-core),
+ * with the recording deployer of the API tests: health and the current release, one environment's
+ * deploy history, a deploy's log, and a rollback started from the page. Screenshots go to
+ * test-output/console/.
+ */
+import test from 'ava';
+import { existsSync, mkdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import { envWorld, settled, sha, type EnvWorld } from '../environments/helpers.ts';
+
+const CHROMIUM = process.env.SVC_CHROMIUM ?? '/usr/bin/chromium';
+const SHOTS = fileURLToPath(new URL('../../test-output/console/', import.meta.url));
+const MANIFEST = `
+services:
+  web:
+    image: example/web
+environments:
+  staging:
+    type: persistent
+`;
+const digest = (c: string) => 'sha256:' + c.repeat(64);
+
+if (!existsSync(CHROMIUM)) {
+  const message = `Chromium is not installed at ${CHROMIUM} (apt-get install -y chromium): the console's environments test cannot run`;
+  if (process.env.CI) test('the environments page in a browser', (t) => t.fail(message));
+  else test.skip(message, () => undefined);
+} else {
+  let w: EnvWorld;
+  let browser: Browser;
+  let page: Page;
+
+  test.before(async () => {
+    mkdirSync(SHOTS, { recursive: true });
+    w = await envWorld('webenvs', MANIFEST);
+    w.releases.add(w.projectA, { id: 'rel_1', tag: 'v1', git_sha: sha('a'), manifest_hash: null, image_digests: { web: digest('a') } });
+    w.releases.add(w.projectA, { id: 'rel_2', tag: 'v2', git_sha: sha('b'), manifest_hash: null, image_digests: { web: digest('b') } });
+    for (const release_tag of ['v1', 'v2']) {
+      const res = await w.owner.api.post(`/projects/${w.projectA}/environments/staging/deploy`, { release_tag });
+      if (res.statusCode !== 202) throw new Error(JSON.stringify(res.body));
+      await settled(w, 'staging', res.body.id);
+    }
+    browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu'] });
+    page = await browser.newPage();
+    await page.setViewport({ width: 1280, height: 900 });
+    await page.goto((await w.owner.api.post('/auth/console/links')).body.url);
+    await page.waitForSelector('.top .who');
+  });
+  test.after.always(async () => {
+    await browser?.close();
+    await w?.ctx.srv.stop();
+  });
+
+  const shot = (name: string) => page.screenshot({ path: `${SHOTS}${name}.png`, fullPage: true });
+  const rows = (table: number) =>
+    page.$$eval(`section:nth-of-type(${table}) table tbody tr`, (trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent ?? '')));
+  const until = async (what: string, check: () => Promise<boolean>) => {
+    for (const end = Date.now() + 20_000; Date.now() < end; await new Promise((r) => setTimeout(r, 100))) if (await check().catch(() => false)) return;
+    throw new Error(`timed out waiting for ${what}`);
+  };
+
+  test.serial('health and the current release; the deploy history with a log; a rollback from the page deploys the release before', async (t) => {
+    t.timeout(90_000);
+    await page.goto(`${w.ctx.srv.url}/console/projects/${w.projectA}/environments`);
+    await until('the environment', async () => (await rows(1)).some((r) => r[0].startsWith('staging')));
+    const [env] = await rows(1);
+    t.is(env[1], 'healthy');
+    t.is(env[2], 'v2');
+    await page.click('button[aria-label="Deploys of staging"]');
+    await until('the deploys', async () => (await rows(2)).length === 2);
+    const history = await rows(2);
+    t.deepEqual(
+      history.map((r) => [r[1].trim(), r[2], r[3]]),
+      [
+        ['succeeded', 'v2', 'v1'],
+        ['succeeded', 'v1', '–'],
+      ],
+    );
+    await page.click(`button[aria-label="Log of ${history[0][0]}"]`);
+    await until('the log', async () => /every service healthy/.test(await page.$eval('[data-testid=deploy-log]', (el) => el.textContent ?? '')));
+    await shot('environments');
+    page.once('dialog', (d) => void d.accept());
+    await page.click('::-p-xpath(//button[normalize-space(.)="Roll back"])');
+    await until('the rollback', async () => (await rows(2)).length === 3 && (await rows(2))[0][1].startsWith('succeeded'));
+    const [rollback] = await rows(2);
+    t.regex(rollback[1], /rollback/);
+    t.is(rollback[2], 'v1');
+    const current = (await w.owner.api.get(`/projects/${w.projectA}/environments/staging`)).body.current_release;
+    t.is(current.tag, 'v1');
+    t.deepEqual(w.deployer.calls.slice(-1), ['deploy staging v1']);
+  });
+}
