@@ -7,27 +7,20 @@
  */
 import test from 'ava';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import type { Browser, Page } from 'puppeteer-core';
 import { attemptsOf, finished, git, workerWorld, type WorkerWorld } from '../worker/helpers.ts';
+import { chromiumHere, screenshot, signedInPage } from './chromium.ts';
 
-const CHROMIUM = process.env.SVC_CHROMIUM ?? '/usr/bin/chromium';
-const SHOTS = fileURLToPath(new URL('../../test-output/console/', import.meta.url));
 const MAX_PATCH_BYTES = 2048;
 
-if (!existsSync(CHROMIUM)) {
-  const message = `Chromium is not installed at ${CHROMIUM} (apt-get install -y chromium): the console's diff test cannot run`;
-  if (process.env.CI) test('the job diff in a browser', (t) => t.fail(message));
-  else test.skip(message, () => undefined);
-} else {
+if (chromiumHere('the job diff in a browser')) {
   let w: WorkerWorld;
   let browser: Browser;
   let page: Page;
 
   test.before(async () => {
-    mkdirSync(SHOTS, { recursive: true });
     w = await workerWorld('webdiff', { overrides: { worker: { diff: { max_patch_bytes: MAX_PATCH_BYTES, max_files: 3000 } } } });
     const clone = mkdtempSync(path.join(w.scratch, 'seed-'));
     execFileSync('git', ['clone', '--quiet', w.bare, clone]);
@@ -36,18 +29,14 @@ if (!existsSync(CHROMIUM)) {
     git(clone, 'add', '-A');
     git(clone, '-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '--quiet', '-m', 'seed');
     git(clone, 'push', '--quiet', 'origin', 'HEAD:main');
-    browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu'] });
-    page = await browser.newPage();
-    await page.setViewport({ width: 1280, height: 900 });
-    await page.goto((await w.api.post('/auth/console/links')).body.url);
-    await page.waitForSelector('.top .who');
+    ({ browser, page } = await signedInPage((await w.api.post('/auth/console/links')).body.url));
   });
   test.after.always(async () => {
     await browser?.close();
     await w?.stop();
   });
 
-  const shot = (name: string) => page.screenshot({ path: `${SHOTS}${name}.png`, fullPage: true });
+  const shot = (name: string) => screenshot(page, name);
   const textOf = (selector: string) => page.$eval(selector, (el) => el.textContent ?? '');
 
   async function scriptJob(run: string, body: Record<string, unknown> = {}): Promise<any> {

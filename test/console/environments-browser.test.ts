@@ -5,13 +5,10 @@
  * test-output/console/.
  */
 import test from 'ava';
-import { existsSync, mkdirSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import type { Browser, Page } from 'puppeteer-core';
 import { envWorld, settled, sha, type EnvWorld } from '../environments/helpers.ts';
+import { chromiumHere, screenshot, signedInPage } from './chromium.ts';
 
-const CHROMIUM = process.env.SVC_CHROMIUM ?? '/usr/bin/chromium';
-const SHOTS = fileURLToPath(new URL('../../test-output/console/', import.meta.url));
 const MANIFEST = `
 services:
   web:
@@ -22,17 +19,12 @@ environments:
 `;
 const digest = (c: string) => 'sha256:' + c.repeat(64);
 
-if (!existsSync(CHROMIUM)) {
-  const message = `Chromium is not installed at ${CHROMIUM} (apt-get install -y chromium): the console's environments test cannot run`;
-  if (process.env.CI) test('the environments page in a browser', (t) => t.fail(message));
-  else test.skip(message, () => undefined);
-} else {
+if (chromiumHere('the environments page in a browser')) {
   let w: EnvWorld;
   let browser: Browser;
   let page: Page;
 
   test.before(async () => {
-    mkdirSync(SHOTS, { recursive: true });
     w = await envWorld('webenvs', MANIFEST);
     w.releases.add(w.projectA, { id: 'rel_1', tag: 'v1', git_sha: sha('a'), manifest_hash: null, image_digests: { web: digest('a') } });
     w.releases.add(w.projectA, { id: 'rel_2', tag: 'v2', git_sha: sha('b'), manifest_hash: null, image_digests: { web: digest('b') } });
@@ -41,18 +33,14 @@ if (!existsSync(CHROMIUM)) {
       if (res.statusCode !== 202) throw new Error(JSON.stringify(res.body));
       await settled(w, 'staging', res.body.id);
     }
-    browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu'] });
-    page = await browser.newPage();
-    await page.setViewport({ width: 1280, height: 900 });
-    await page.goto((await w.owner.api.post('/auth/console/links')).body.url);
-    await page.waitForSelector('.top .who');
+    ({ browser, page } = await signedInPage((await w.owner.api.post('/auth/console/links')).body.url));
   });
   test.after.always(async () => {
     await browser?.close();
     await w?.ctx.srv.stop();
   });
 
-  const shot = (name: string) => page.screenshot({ path: `${SHOTS}${name}.png`, fullPage: true });
+  const shot = (name: string) => screenshot(page, name);
   const rows = (table: number) =>
     page.$$eval(`section:nth-of-type(${table}) table tbody tr`, (trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent ?? '')));
   const until = async (what: string, check: () => Promise<boolean>) => {

@@ -5,26 +5,17 @@
  * test-output/console/.
  */
 import test from 'ava';
-import { existsSync, mkdirSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import type { Browser, Page } from 'puppeteer-core';
 import { finished, workerWorld, type WorkerWorld } from '../worker/helpers.ts';
+import { chromiumHere, screenshot, signedInPage } from './chromium.ts';
 
-const CHROMIUM = process.env.SVC_CHROMIUM ?? '/usr/bin/chromium';
-const SHOTS = fileURLToPath(new URL('../../test-output/console/', import.meta.url));
-
-if (!existsSync(CHROMIUM)) {
-  const message = `Chromium is not installed at ${CHROMIUM} (apt-get install -y chromium): the console's job list test cannot run`;
-  if (process.env.CI) test('the job list in a browser', (t) => t.fail(message));
-  else test.skip(message, () => undefined);
-} else {
+if (chromiumHere('the job list in a browser')) {
   let w: WorkerWorld;
   let browser: Browser;
   let page: Page;
   let ran: any;
 
   test.before(async () => {
-    mkdirSync(SHOTS, { recursive: true });
     w = await workerWorld('weblist');
     // 55 planned jobs (more than a page of 50), words, harnesses and labels spread; and one that runs.
     for (let i = 0; i < 55; i++) {
@@ -43,18 +34,14 @@ if (!existsSync(CHROMIUM)) {
       hints: { step: { kind: 'script', script: { run: 'sleep 1.2' } } },
     });
     ran = await finished(w, run.body.id);
-    browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu'] });
-    page = await browser.newPage();
-    await page.setViewport({ width: 1280, height: 900 });
-    await page.goto((await w.api.post('/auth/console/links')).body.url);
-    await page.waitForSelector('.top .who');
+    ({ browser, page } = await signedInPage((await w.api.post('/auth/console/links')).body.url));
   });
   test.after.always(async () => {
     await browser?.close();
     await w?.stop();
   });
 
-  const shot = (name: string) => page.screenshot({ path: `${SHOTS}${name}.png`, fullPage: true });
+  const shot = (name: string) => screenshot(page, name);
   // '' until the page has rendered it
   const summary = () => page.$eval('[aria-live=polite]', (el) => el.textContent ?? '').catch(() => '');
   const rows = () => page.$$eval('section table tbody tr', (trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent ?? '')));
