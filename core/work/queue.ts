@@ -80,7 +80,8 @@ const REAP_BATCH = 100;
 export class WorkQueue<P extends Record<string, unknown> = Record<string, unknown>, H = undefined> {
   readonly notifier: Notifier;
   private readonly repo: WorkRepository;
-  private readonly running = new Map<string, { controller: AbortController; done: Promise<void> }>();
+  /** The attempts running here, by lease token (a stale attempt and its item's next one may both be here). */
+  private readonly running = new Map<string, { key: string; controller: AbortController; done: Promise<void> }>();
   private readonly concurrency: number;
   private readonly maxAttempts: number;
 
@@ -117,7 +118,10 @@ export class WorkQueue<P extends Record<string, unknown> = Record<string, unknow
    */
   async cancel(key: string, db: Db): Promise<'cancelled' | 'requested' | null> {
     const outcome = await this.repo.cancel(this.name, key, db);
-    if (outcome === 'requested') afterCommit(db, () => this.running.get(key)?.controller.abort(new WorkCancelled(key)));
+    if (outcome === 'requested')
+      afterCommit(db, () => {
+        for (const r of this.running.values()) if (r.key === key) r.controller.abort(new WorkCancelled(key));
+      });
     return outcome;
   }
 
@@ -128,8 +132,9 @@ export class WorkQueue<P extends Record<string, unknown> = Record<string, unknow
   /** Runs a leased item here, beating its lease, and ends it: done, retried with backoff, or dead. */
   execute(item: WorkItem, here?: H): Promise<void> {
     const controller = new AbortController();
-    const done = this.attempt(item, controller, here).finally(() => this.running.delete(item.key));
-    this.running.set(item.key, { controller, done });
+    const token = item.lease_token!;
+    const done = this.attempt(item, controller, here).finally(() => this.running.delete(token));
+    this.running.set(token, { key: item.key, controller, done });
     return done;
   }
 
