@@ -47,6 +47,10 @@ export interface QueueDefinition<P, H = undefined> {
   concurrency?: number;
   /** Items one claim takes at most. Default the concurrency. */
   batch?: number;
+  /** How long a lease outlives its owner's last beat (beats come three times per lease). Default work.lease_seconds. */
+  leaseMs?: number;
+  /** The claimer's backstop poll. Default work.poll_ms. */
+  pollMs?: number;
   /** Attempts before an item goes to the dead letters. Default 3. */
   maxAttempts?: number;
   retry?: RetryPolicy;
@@ -84,14 +88,16 @@ export class WorkQueue<P extends Record<string, unknown> = Record<string, unknow
   private readonly running = new Map<string, { key: string; controller: AbortController; done: Promise<void> }>();
   private readonly concurrency: number;
   private readonly maxAttempts: number;
+  private readonly s: QueueSettings;
 
   constructor(
     private readonly def: QueueDefinition<P, H>,
-    private readonly s: QueueSettings,
+    settings: QueueSettings,
   ) {
+    this.s = { ...settings, leaseMs: def.leaseMs ?? settings.leaseMs, pollMs: def.pollMs ?? settings.pollMs };
     if (!/^[a-z][a-z0-9_]*$/.test(def.name)) throw new Error(`work queue name ${def.name} must be lower-case letters, digits and _`);
-    this.notifier = new Notifier(s.db, `svc_work_${def.name}`, s.logger);
-    this.repo = new WorkRepository(s.db);
+    this.notifier = new Notifier(this.s.db, `svc_work_${def.name}`, this.s.logger);
+    this.repo = new WorkRepository(this.s.db);
     this.concurrency = def.concurrency ?? 4;
     this.maxAttempts = def.maxAttempts ?? 3;
   }
