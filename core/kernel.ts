@@ -34,6 +34,10 @@ import { DeployerToken } from './ports/environments.ts';
 import { MailerToken } from './ports/mail.ts';
 import { declareEventLog } from './ports/events.ts';
 import { Metrics } from './metrics.ts';
+import { WorkEngine } from './work/engine.ts';
+
+/** How long ended work items stay (what the work engine's counts and a late status read see). */
+const WORK_KEPT_MS = 7 * 24 * 3_600_000;
 import { measurePools } from './db/pool-metrics.ts';
 import { measureRequests } from './http/request-metrics.ts';
 
@@ -77,7 +81,10 @@ export async function kernelContainer(parts: KernelParts): Promise<DependencyCon
   container.registerInstance(Tokens.Sealer, parts.sealer);
   container.registerInstance(Tokens.Clock, systemClock);
   container.registerInstance(Tokens.StartedAt, new Date());
-  container.registerInstance(Metrics, new Metrics({ processMetrics: true }));
+  const metrics = new Metrics({ processMetrics: true });
+  container.registerInstance(Metrics, metrics);
+  const work = { leaseMs: config.work.lease_seconds * 1000, pollMs: config.work.poll_ms };
+  container.registerInstance(WorkEngine, new WorkEngine({ db, databaseUrl, logger, metrics, ...work }));
   declareDirectories(container);
   declareEventLog(container);
   for (const cls of [AuthCache, SharedMemos, SigningKeys, MachineTokens, TokenService, PermissionResolver, Access, AccessTargets, Memberships])
@@ -147,6 +154,12 @@ export async function startKernel(config: Config, opts: KernelOptions = {}): Pro
     container.registerInstance(RoleServices, roleServices);
     const housekeeping = new Housekeeping();
     container.registerInstance(Housekeeping, housekeeping);
+    housekeeping.add(() =>
+      container
+        .resolve(WorkEngine)
+        .prune(new Date(Date.now() - WORK_KEPT_MS))
+        .then(() => undefined),
+    );
     if (config.roles.includes('orchestrator')) {
       const scheduler = await createAdapter('scheduler', config.adapters.scheduler, adapterDeps);
       container.registerInstance(SchedulerToken, scheduler);

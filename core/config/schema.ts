@@ -230,6 +230,10 @@ export const configSchema = Joi.object({
   environments: Joi.object({
     health_interval_seconds: Joi.number().integer().min(1).max(86_400).required(),
   }).required(),
+  work: Joi.object({
+    lease_seconds: Joi.number().min(0.3).max(3600).required(),
+    poll_ms: Joi.number().integer().min(10).max(60_000).required(),
+  }).required(),
   builds: Joi.object({
     backend: Joi.string()
       .pattern(/^[a-z][a-z0-9_-]*$/)
@@ -397,6 +401,8 @@ export interface Config {
     /** How often the orchestrator reads deployed environments' health from the deployer. */
     health_interval_seconds: number;
   };
+  /** The work engine (core/work): how long a lease outlives its owner's last beat, and the claimers' backstop poll. */
+  work: { lease_seconds: number; poll_ms: number };
   builds: BuildsConfig;
 }
 

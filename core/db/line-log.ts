@@ -37,6 +37,15 @@ export class LineLog<S extends string> {
     afterCommit(db, () => this.bus.publish(id));
   }
 
+  /** The highest seq `id` has (0 for none): where a writer that takes over a log goes on. */
+  async lastSeq(id: string, db: Db = this.db): Promise<number> {
+    const row = (await db(this.table)
+      .where({ [this.key]: id })
+      .max({ seq: 'seq' })
+      .first()) as { seq: number | null } | undefined;
+    return Number(row?.seq ?? 0);
+  }
+
   /** Lines after `afterSeq` in seq order, `limit` from `offset`, with the total after `afterSeq`. */
   async page(id: string, afterSeq: number, { limit, offset }: { limit: number; offset: number }): Promise<Page<LoggedLine<S>>> {
     const q = this.db(this.table)

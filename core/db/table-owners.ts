@@ -99,6 +99,8 @@ export const TABLE_OWNERS = {
   attempt_diffs: 'jobs',
   // 037_harness_oauth_tokens
   harness_oauth_tokens: 'harnesses',
+  // 043_work_items: the work engine's queue (core/work); domains reach it through WorkQueue
+  work_items: 'core',
 } as const;
 
 export type TableName = keyof typeof TABLE_OWNERS;

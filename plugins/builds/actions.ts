@@ -14,12 +14,16 @@ import type {
 import { BuildService } from './service.ts';
 import { ReleaseService } from './releases.ts';
 import { BuildRepository, type BuildRun } from './repository.ts';
-import { BuildLogBus } from './logs.ts';
+import { BuildLogBus, publishRunEnd, runEndKey } from './logs.ts';
 import { ACTIVE_STATUSES } from './schemas.ts';
 
 const SHA = /^[0-9a-f]{40}$/;
-/** How often a waiting build step re-reads its run, besides the log bus's news. */
-const WAIT_POLL_MS = 1000;
+/**
+ * A waiting build step wakes when its run ends (the run's end notice on the log bus, from whichever
+ * process ended it); this re-read is only the backstop for a notice lost to a dropped connection
+ * (the bus also wakes every waiter when its LISTEN connection comes back).
+ */
+const WAIT_BACKSTOP_MS = 15_000;
 
 /** The principal an action acts as: the step's job, recorded as creator of what it makes. */
 const jobPrincipal = (ctx: ActionContext): Principal => ({
@@ -101,27 +105,30 @@ export class BuildActionService implements BuildActions {
     return spec.id;
   }
 
-  /** Waits until the run ended: news on the log bus (lines, the end), with a poll as backstop. */
+  /** Waits until the run ended: woken by its end notice (not by every log line), with a slow re-read as backstop. */
   private async ended(runId: string, signal: AbortSignal): Promise<BuildRun> {
-    for (;;) {
-      const run = (await this.repository.run(runId))!;
-      if (!ACTIVE_STATUSES.includes(run.status)) return run;
-      if (signal.aborted) {
-        await this.repository.end(runId, { status: 'cancelled', error_message: 'the step that started it was stopped' });
-        this.bus.publish(runId);
-        throw signal.reason;
-      }
-      await new Promise<void>((resolve) => {
-        const stop = this.bus.subscribe(runId, done);
-        const timer = setTimeout(done, WAIT_POLL_MS);
-        signal.addEventListener('abort', done, { once: true });
-        function done() {
-          stop();
-          clearTimeout(timer);
-          signal.removeEventListener('abort', done);
-          resolve();
+    let wake = () => undefined as void;
+    // Listening before each read: an end between the read and the wait still wakes it.
+    const stop = this.bus.subscribe(runEndKey(runId), () => wake());
+    try {
+      for (;;) {
+        const woken = new Promise<void>((resolve) => (wake = resolve));
+        const run = (await this.repository.run(runId))!;
+        if (!ACTIVE_STATUSES.includes(run.status)) return run;
+        if (signal.aborted) {
+          await this.repository.end(runId, { status: 'cancelled', error_message: 'the step that started it was stopped' });
+          publishRunEnd(this.bus, runId);
+          throw signal.reason;
         }
-      });
+        const timer = setTimeout(() => wake(), WAIT_BACKSTOP_MS);
+        const onAbort = () => wake();
+        signal.addEventListener('abort', onAbort, { once: true });
+        await woken;
+        clearTimeout(timer);
+        signal.removeEventListener('abort', onAbort);
+      }
+    } finally {
+      stop();
     }
   }
 }

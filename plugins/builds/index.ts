@@ -10,7 +10,6 @@ import { RegistryPullSecretsToken } from '../../core/ports/registry.ts';
 import { NotFound } from '../../core/errors.ts';
 import { BuildRepository } from './repository.ts';
 import { BuildLogBus, BuildLogs } from './logs.ts';
-import { BuildWakeups } from './wakeups.ts';
 import { BuildService } from './service.ts';
 import { ReleaseService } from './releases.ts';
 import { RegistryTokens } from './registry-tokens.ts';
@@ -49,18 +48,7 @@ export const plugin: DomainPlugin = {
     if (!container.isRegistered(BuilderRegistryToken)) container.registerInstance(BuilderRegistryToken, builders);
     container.registerInstance(RegistryModes, await registryModes());
     container.registerInstance(SecretLookup, secretLookup(container));
-    for (const cls of [
-      BuildRepository,
-      BuildLogBus,
-      BuildLogs,
-      BuildWakeups,
-      BuildService,
-      ReleaseService,
-      RegistryTokens,
-      RegistryTargets,
-      BuildRunner,
-      BuildActionService,
-    ])
+    for (const cls of [BuildRepository, BuildLogBus, BuildLogs, BuildService, ReleaseService, RegistryTokens, RegistryTargets, BuildRunner, BuildActionService])
       container.registerSingleton(cls as never);
     if (!container.isRegistered(ReleasesToken)) container.registerInstance(ReleasesToken, container.resolve(ReleaseService));
     if (!container.isRegistered(BuildActionsToken)) container.registerInstance(BuildActionsToken, container.resolve(BuildActionService));

@@ -17,6 +17,15 @@ export class BuildLogBus extends NotifyBus {
   }
 }
 
+/** The bus key that says only "run `runId` ended" (a waiting pipeline step hears that, not every line). */
+export const runEndKey = (runId: string): string => `${runId}:end`;
+
+/** A run ended: its log followers (they read the end) and whoever waits for the end hear it. */
+export function publishRunEnd(bus: NotifyBus, runId: string): void {
+  bus.publish(runId);
+  bus.publish(runEndKey(runId));
+}
+
 /** The `build_logs` table: a run's builder output by seq, paged or streamed. */
 @injectable()
 export class BuildLogs extends LineLog<BuildLogLine['stream']> {
@@ -36,7 +45,6 @@ export class BuildLogs extends LineLog<BuildLogLine['stream']> {
  * chatty builder costs a few inserts a second. Lines get consecutive seqs from 1.
  */
 export class BuildLogSink {
-  private seq = 0;
   private pending: Omit<BuildLogLine, 'at'>[] = [];
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> = Promise.resolve();
@@ -46,6 +54,8 @@ export class BuildLogSink {
     private readonly runId: string,
     private readonly flushMs: number,
     private readonly logger: Logger,
+    /** The seq the log has reached (a run taken over from a runner that died goes on after its lines). */
+    private seq = 0,
   ) {}
 
   write = (line: string, stream: BuildLogLine['stream'] = 'stdout'): void => {

@@ -35,7 +35,6 @@ export interface BuildRun {
   created_by: string | null;
   created_at: Date;
   started_at: Date | null;
-  heartbeat_at?: Date | null;
   completed_at: Date | null;
 }
 
@@ -168,31 +167,21 @@ export class BuildRepository {
   listRuns(buildId: string, filters: ListQuery & { status?: RunStatus }): Promise<Page<BuildRun>> {
     const q = this.db('build_runs').where({ build_id: buildId });
     if (filters.status) q.andWhere({ status: filters.status });
-    return paginate(
-      q,
-      filters,
-      (r: BuildRun & { heartbeat_at?: unknown }) => {
-        delete r.heartbeat_at;
-        return r;
-      },
-      'build_runs',
-    );
+    return paginate(q, filters, (r: BuildRun) => r, 'build_runs');
   }
 
-  /** The oldest pending run, now `building` under `runnerRef`; SKIP LOCKED so runners share the queue. */
-  async claim(runnerRef: string, trx: Db = this.db): Promise<BuildRun | undefined> {
-    const { rows } = await trx.raw<{ rows: BuildRun[] }>(
-      `UPDATE build_runs SET status = 'building', runner_ref = ?, started_at = now(), heartbeat_at = now()
-       WHERE id = (SELECT id FROM build_runs WHERE status = 'pending' ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)
-       RETURNING ${RUN_COLUMNS.join(', ')}`,
-      [runnerRef],
-    );
-    return rows[0];
-  }
-
-  /** Renews a building run's heartbeat; false once it is no longer building (cancelled). */
-  async heartbeat(runId: string): Promise<boolean> {
-    return (await this.db('build_runs').where({ id: runId, status: 'building' }).update({ heartbeat_at: this.db.fn.now() })) > 0;
+  /**
+   * The run, now `building` under `runnerRef` (its work item's lease holder), unless it ended
+   * meanwhile (cancelled before a runner took it); `fresh` when it was pending until now.
+   */
+  async startBuilding(runId: string, runnerRef: string, trx: Db): Promise<{ run: BuildRun; fresh: boolean } | undefined> {
+    const before = await trx('build_runs').where({ id: runId }).forUpdate().first('status');
+    if (!before || !['pending', 'building'].includes(before.status)) return undefined;
+    const [run] = await trx('build_runs')
+      .where({ id: runId })
+      .update({ status: 'building', runner_ref: runnerRef, started_at: trx.raw('coalesce(started_at, now())') })
+      .returning(RUN_COLUMNS);
+    return { run, fresh: before.status === 'pending' };
   }
 
   /** Ends a run that is still active; false when it had already ended (a cancel won the race). */
@@ -202,11 +191,6 @@ export class BuildRepository {
       .whereIn('status', ['pending', 'building'])
       .update({ ...end, completed_at: trx.fn.now() });
     return n > 0;
-  }
-
-  /** Building runs whose runner stopped heartbeating (a crash) before `before`. */
-  async stale(before: Date): Promise<BuildRun[]> {
-    return this.db('build_runs').where({ status: 'building' }).andWhere('heartbeat_at', '<', before).select(RUN_COLUMNS);
   }
 
   async insertArtifacts(buildId: string, runId: string, images: BuiltImage[], trx: Db): Promise<void> {

@@ -1,13 +1,14 @@
-import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { hostname, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { inject, injectable } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
 import type { Db } from '../../core/db/knex.ts';
 import type { Config } from '../../core/config/schema.ts';
-import { Passes } from '../../core/passes.ts';
+import { afterCommit } from '../../core/db/after-commit.ts';
+import { WorkEngine } from '../../core/work/engine.ts';
+import type { WorkContext, WorkQueue } from '../../core/work/queue.ts';
 import { GitAccessError, optionalRepoAccess, projectAccessSecrets, repoUrlPolicy } from '../../core/git-access.ts';
 import { outboundGuard } from '../../core/http/address-guard.ts';
 import { registryHostRefusal } from '../../core/git-addresses.ts';
@@ -20,102 +21,103 @@ import { ProjectDirectoryToken, type ProjectDirectory } from '../../core/ports/d
 import type { RegistrySettingValue } from '../../core/ports/registry.ts';
 import type { RepoCache } from '../../core/repo-cache.ts';
 import { BuildRepository, type BuildRun, type RunEnd } from './repository.ts';
-import { BuildLogs, BuildLogSink } from './logs.ts';
-import { BuildWakeups } from './wakeups.ts';
+import { BuildLogs, BuildLogSink, publishRunEnd } from './logs.ts';
 import { RegistryTargets, SecretLookup } from './targets.ts';
 import { servicesToBuild } from './plan.ts';
 import { emitBuildEvent } from './events.ts';
 
 /** Runs built at once by one process. */
 const MAX_IN_FLIGHT = 2;
-/** A building run silent for this many heartbeats lost its runner (a crash). */
+/** A building run silent for this many heartbeats lost its runner (a crash): the lease is that long. */
 const LOST_AFTER_BEATS = 3;
+/** Runs of a build one runner after another lost (their process died): then it fails. */
+const MAX_ATTEMPTS = 3;
+
+/** A build run's work item: the run id is its key. */
+export type BuildWork = Record<string, never>;
 
 /**
- * The worker's build loop: claims pending runs (SKIP LOCKED, so any number of workers share them),
- * has the configured builder build and push the services (a reusable earlier success never gets
- * here: BuildService answers it when the run is requested), and records the artifacts or the classed failure with the output's last lines. A run
- * cancelled meanwhile aborts its builder; a run whose runner died is failed by the next pass.
+ * The worker's build runner on the work engine (core/work, queue `builds`): a run requested through
+ * BuildService is queued in the transaction that records it (a reusable earlier success never gets
+ * here: BuildService answers it at once); any worker claims it, has the configured builder build and
+ * push the services, and records the artifacts or the classed failure with the output's last lines,
+ * behind the lease (a runner that lost it records nothing). A run cancelled meanwhile aborts its
+ * builder; a run whose runner died is built again by another, and failed after MAX_ATTEMPTS.
  */
 @injectable()
 export class BuildRunner implements RoleService {
   readonly name = 'build-runner';
-  private readonly ref = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
-  private readonly inFlight = new Set<Promise<void>>();
-  private stopped = false;
+  readonly queue: WorkQueue<BuildWork>;
+  private service: RoleService | null = null;
   /** The worker's repository cache (worker.repo_cache), set by the plugin: builders clone from it. */
   repoCache: RepoCache | null = null;
-  private readonly passes = new Passes(
-    () => this.pass(),
-    (err) => this.logger.error({ err }, 'build pass failed'),
-  );
 
   constructor(
     @inject(Tokens.Db) private readonly db: Db,
-    @inject(Tokens.DatabaseUrl) private readonly databaseUrl: string,
+    @inject(WorkEngine) private readonly engine: WorkEngine,
     @inject(Tokens.Logger) private readonly logger: Logger,
     @inject(Tokens.Config) private readonly config: Config,
     @inject(BuildRepository) private readonly builds: BuildRepository,
     @inject(BuildLogs) private readonly logs: BuildLogs,
-    @inject(BuildWakeups) private readonly wakeups: BuildWakeups,
     @inject(RegistryTargets) private readonly registries: RegistryTargets,
     @inject(BuilderRegistryToken) private readonly builders: BuilderRegistry,
     @inject(ManifestReaderToken) private readonly manifests: ManifestReader,
     @inject(ProjectDirectoryToken) private readonly projects: ProjectDirectory,
     @inject(SecretLookup) private readonly secrets: () => SecretResolver | null,
-  ) {}
+  ) {
+    this.queue = engine.define<BuildWork>({
+      name: 'builds',
+      concurrency: MAX_IN_FLIGHT,
+      maxAttempts: MAX_ATTEMPTS,
+      leaseMs: LOST_AFTER_BEATS * config.builds.heartbeat_seconds * 1000,
+      pollMs: config.builds.poll_ms,
+      retry: { initialMs: 1_000, factor: 2, maxMs: 60_000 },
+      run: (ctx) => this.run(ctx),
+      dead: (runId, _work, error, trx) => this.lost(runId, error, trx),
+    });
+  }
 
   async start(): Promise<void> {
-    await this.passes.wakeOn(this.wakeups, this.databaseUrl, this.logger);
-    this.passes.every(this.config.builds.poll_ms);
-    this.passes.wake();
+    this.service = this.queue.service();
+    await this.service.start();
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
-    await this.passes.stop();
-    await Promise.all(this.inFlight);
+    await this.service?.stop();
   }
 
-  private async pass(): Promise<void> {
-    await this.failLost();
-    while (!this.stopped && this.inFlight.size < MAX_IN_FLIGHT) {
-      const run = await this.db.transaction(async (trx) => {
-        const claimed = await this.builds.claim(this.ref, trx);
-        if (claimed) await emitBuildEvent(trx, 'system.build.started', (await this.builds.spec(claimed.build_id, trx))!, claimed);
-        return claimed;
-      });
-      if (!run) return;
-      const work: Promise<void> = this.execute(run)
-        .catch((err) => this.logger.error({ err, runId: run.id }, 'build run failed unexpectedly'))
-        .finally(() => {
-          this.inFlight.delete(work);
-          this.passes.wake();
-        });
-      this.inFlight.add(work);
-    }
+  /** Queues a pending run in `trx` (the transaction that recorded it): any worker's runner claims it once committed. */
+  enqueue(runId: string, trx: Db): Promise<unknown> {
+    return this.queue.enqueue(runId, {}, trx);
   }
 
-  /** Runs left `building` by a runner that stopped heartbeating end as failed; they can be run again. */
-  private async failLost(): Promise<void> {
-    const before = new Date(Date.now() - LOST_AFTER_BEATS * this.config.builds.heartbeat_seconds * 1000);
-    for (const run of await this.builds.stale(before)) {
-      const end = {
-        status: 'failed',
-        error_class: 'resource_error',
-        error_message: `the builder process ${run.runner_ref ?? '?'} stopped while building (no heartbeat since before ${before.toISOString()}); run the build again`,
-      } as const;
-      const ended = await this.db.transaction(async (trx) => {
-        if (!(await this.builds.end(run.id, end, trx))) return false;
-        await emitBuildEvent(trx, 'system.build.failed', (await this.builds.spec(run.build_id, trx))!, { ...run, ...end });
-        return true;
-      });
-      if (ended) this.logs.bus.publish(run.id);
-    }
+  private async run(ctx: WorkContext<BuildWork>): Promise<void> {
+    const started = await this.db.transaction(async (trx) => {
+      const found = await this.builds.startBuilding(ctx.key, this.engine.owner, trx);
+      if (found?.fresh) await emitBuildEvent(trx, 'system.build.started', (await this.builds.spec(found.run.build_id, trx))!, found.run);
+      return found;
+    });
+    // Cancelled before a runner took it: nothing to build.
+    if (started) await this.execute(started.run, ctx);
   }
 
-  private async execute(run: BuildRun): Promise<void> {
-    const sink = new BuildLogSink(this.logs, run.id, this.config.builds.log_flush_ms, this.logger);
+  /** Every runner that took the run lost it (their process died): it ends failed; it can be run again. */
+  private async lost(runId: string, error: string, trx: Db): Promise<void> {
+    const run = await this.builds.run(runId, trx);
+    if (!run) return;
+    const end = {
+      status: 'failed',
+      error_class: 'resource_error',
+      error_message: `the builder process ${run.runner_ref ?? '?'} stopped while building (${error}); run the build again`,
+    } as const;
+    if (!(await this.builds.end(run.id, end, trx))) return;
+    await emitBuildEvent(trx, 'system.build.failed', (await this.builds.spec(run.build_id, trx))!, { ...run, ...end });
+    afterCommit(trx, () => publishRunEnd(this.logs.bus, run.id));
+  }
+
+  private async execute(run: BuildRun, ctx: WorkContext<BuildWork>): Promise<void> {
+    // A run taken over from a runner that died goes on after the lines it wrote.
+    const sink = new BuildLogSink(this.logs, run.id, this.config.builds.log_flush_ms, this.logger, ctx.attempt > 1 ? await this.logs.lastSeq(run.id) : 0);
     const tail: string[] = [];
     // Credentials the build holds (repository token, registry password) never reach the logs.
     const masks: string[] = [];
@@ -126,16 +128,15 @@ export class BuildRunner implements RoleService {
       sink.write(line, stream);
     };
     const abort = new AbortController();
+    if (ctx.attempt > 1) log(`the runner building this run stopped before it ended: building it again here (attempt ${ctx.attempt})`, 'system');
+    // The lease lost (another runner builds it now) or a cancel: the builder stops.
+    const stopOnLease = () => abort.abort(ctx.signal.reason);
+    ctx.signal.addEventListener('abort', stopOnLease, { once: true });
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;
       abort.abort(new Error('timeout'));
     }, this.config.builds.timeout_seconds * 1000);
-    const beat = setInterval(() => {
-      void this.builds.heartbeat(run.id).then((building) => {
-        if (!building) abort.abort(new Error('cancelled'));
-      });
-    }, this.config.builds.heartbeat_seconds * 1000);
     const unsubscribe = this.logs.bus.subscribe(run.id, () => {
       void this.builds.run(run.id).then((r) => {
         if (r && r.status === 'cancelled') abort.abort(new Error('cancelled'));
@@ -160,11 +161,13 @@ export class BuildRunner implements RoleService {
       end = { status: 'failed', error_class: failure.errorClass, error_message: message, failed_stage: failure.stage, log_tail: [...tail] };
     } finally {
       clearTimeout(timer);
-      clearInterval(beat);
+      ctx.signal.removeEventListener('abort', stopOnLease);
       unsubscribe();
     }
     await sink.flush();
     await this.db.transaction(async (trx) => {
+      // A runner that lost its lease writes nothing (LeaseLost rolls this back).
+      await ctx.fence(trx);
       // A cancel that won the race leaves the run cancelled, without artifacts.
       if (!(await this.builds.end(run.id, end, trx))) return;
       await this.builds.insertArtifacts(run.build_id, run.id, images, trx);
@@ -172,7 +175,7 @@ export class BuildRunner implements RoleService {
       const type = end.status === 'completed' ? 'system.build.completed' : 'system.build.failed';
       await emitBuildEvent(trx, type, (await this.builds.spec(run.build_id, trx))!, { ...run, ...end }, digests);
     });
-    this.logs.bus.publish(run.id);
+    publishRunEnd(this.logs.bus, run.id);
   }
 
   private async build(

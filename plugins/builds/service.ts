@@ -9,8 +9,8 @@ import type { ListQuery, Page } from '../../core/http/lists.ts';
 import { ManifestReaderToken, ManifestSyncerToken, type ManifestReader, type ManifestSyncer } from '../../core/ports/manifest.ts';
 import type { StoredManifest } from '../../domain/manifest/types.ts';
 import { BuildRepository, type BuildRun, type BuildSpec } from './repository.ts';
-import { BuildWakeups } from './wakeups.ts';
-import { BuildLogBus } from './logs.ts';
+import { BuildRunner } from './runner.ts';
+import { BuildLogBus, publishRunEnd } from './logs.ts';
 import { emitBuildEvent } from './events.ts';
 import { ACTIVE_STATUSES, type RunStatus } from './schemas.ts';
 import { outboundGuard } from '../../core/http/address-guard.ts';
@@ -35,7 +35,7 @@ export class BuildService {
     @inject(Tokens.Db) private readonly db: Db,
     @inject(Tokens.Config) private readonly config: Config,
     @inject(BuildRepository) private readonly builds: BuildRepository,
-    @inject(BuildWakeups) private readonly wakeups: BuildWakeups,
+    @inject(BuildRunner) private readonly runner: BuildRunner,
     @inject(BuildLogBus) private readonly logBus: BuildLogBus,
     @inject(ManifestReaderToken) private readonly manifests: ManifestReader,
     @inject(ManifestSyncerToken) private readonly syncer: ManifestSyncer,
@@ -125,7 +125,7 @@ export class BuildService {
     });
     if (!ended) throw new Conflict(`build ${buildId} ended before it could be cancelled`);
     // The runner hears it on the log bus and stops the builder.
-    this.logBus.publish(run.id);
+    publishRunEnd(this.logBus, run.id);
     return this.get(buildId);
   }
 
@@ -139,7 +139,7 @@ export class BuildService {
     const fields = { build_id: spec.id, backend: this.config.builds.backend, force_rebuild: forceRebuild, created_by: principal.id };
     if (!earlier) {
       const run = await this.builds.insertRun(fields, trx);
-      this.wakeups.afterCommit(trx);
+      await this.runner.enqueue(run.id, trx);
       return run;
     }
     const line = `reusing the artifacts of run ${earlier} (same commit, manifest and services; force_rebuild or SVC_BUILD_REUSE=false builds anew)`;

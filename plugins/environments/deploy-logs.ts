@@ -31,8 +31,9 @@ export class DeployLogs extends LineLog<DeployLogStream> {
     super(db, 'environment_deploy_logs', 'deploy_id', bus);
   }
 
-  writer(deployId: string, logger: Logger): DeployLogWriter {
-    return new DeployLogWriter(this, deployId, logger);
+  /** `after`: the seq the log has reached (a deploy taken over from a process that died goes on after its lines). */
+  writer(deployId: string, logger: Logger, after = 0): DeployLogWriter {
+    return new DeployLogWriter(this, deployId, logger, after);
   }
 }
 
@@ -44,7 +45,6 @@ export class DeployLogs extends LineLog<DeployLogStream> {
  * transaction that ends the deploy (so a stream that ends with the deploy has read them all).
  */
 export class DeployLogWriter {
-  private seq = 0;
   private dropped = 0;
   private pending: Omit<LoggedLine<DeployLogStream>, 'at'>[] = [];
   private writing: Promise<void> = Promise.resolve();
@@ -54,7 +54,13 @@ export class DeployLogWriter {
     private readonly logs: DeployLogs,
     private readonly deployId: string,
     private readonly logger: Logger,
-  ) {}
+    private seq = 0,
+  ) {
+    this.bound = seq + MAX_DEPLOY_LOG_LINES;
+  }
+
+  /** A writer going on after another's lines still keeps at most MAX_DEPLOY_LOG_LINES of its own. */
+  private readonly bound: number;
 
   /** From now on these values (the deploy's secrets) never reach the log, nor their encodings. */
   mask(secrets: string[]): void {
@@ -64,7 +70,7 @@ export class DeployLogWriter {
   /** What svc or the deployer says; returns the line as stored (masked and cut). */
   readonly write = (raw: string, stream: DeployLogStream = 'deployer'): string => {
     const line = this.clean(raw);
-    if (this.seq >= MAX_DEPLOY_LOG_LINES) {
+    if (this.seq >= this.bound) {
       this.dropped += 1;
       return line;
     }

@@ -7,7 +7,7 @@ import type { DeployRequest } from './service.ts';
 import type { Creator, PipelineLauncher } from '../../core/ports/launchers.ts';
 import { Invalid } from '../../core/errors.ts';
 import type { DeployLogs } from './deploy-logs.ts';
-import { emitDeployEvent } from './events.ts';
+import { emitDeployEvent, emitHealthChanged } from './events.ts';
 
 export interface DeployRunDeps {
   db: Db;
@@ -16,8 +16,26 @@ export interface DeployRunDeps {
   deployer: () => Deployer;
   logs: DeployLogs;
   logger: Logger;
-  /** Records the deployer's health reading on the environment (the service's, emitting a change). */
-  recordHealth(env: EnvironmentRow, outcome: DeployOutcome, trx: Db): Promise<EnvironmentRow>;
+}
+
+/** How this run of a deploy goes: who else hears the deployer, the lease its final writes stand behind, the attempt. */
+export interface CarryOutOptions {
+  /** Hears the deployer's lines too (a pipeline's deploy step writes them to its own log). */
+  echo?: (line: string) => void;
+  /** The work engine's fence (core/work): throws LeaseLost when another process took the deploy over; nothing is written then. */
+  fence(trx: Db): Promise<void>;
+  /** 1 for the process that accepted the deploy; more when one took it over after the earlier owner died. */
+  attempt: number;
+}
+
+/** Records the deployer's health reading on the environment, emitting `system.environment.health.changed` on a change. */
+export async function recordHealth(d: Pick<DeployRunDeps, 'db' | 'repo'>, env: EnvironmentRow, outcome: DeployOutcome, trx?: Db): Promise<EnvironmentRow> {
+  const write = async (t: Db) => {
+    const updated = await d.repo.update(env.id, { health: outcome.health, health_detail: outcome.services, health_checked_at: new Date() }, t);
+    if (updated.health !== env.health) await emitHealthChanged(t, updated, env.health, outcome.services);
+    return updated;
+  };
+  return trx ? write(trx) : d.db.transaction(write);
 }
 
 /** `v1.2.0 (rel_…, git 0123456789ab)`: the release's name and what else identifies it. */
@@ -33,18 +51,16 @@ const healthOf = (outcome: DeployOutcome) =>
  * Carries a recorded direct deploy out on the deployer: on success the release becomes current, on
  * failure the previous one keeps serving and the deploy says so. Its log gets svc's lines (what is
  * deployed where, what serves meanwhile, the outcome and why) and the deployer's progress, with the
- * deploy's secret values masked (in the log, the error and the services' details alike); `echo`
- * hears the deployer's lines too (a pipeline's deploy step writes them to its own log).
+ * deploy's secret values masked (in the log, the error and the services' details alike). It runs
+ * as a work item (deploys.ts): its final writes stand behind the lease (`fence`), and a process that
+ * takes it over from a dead one carries it out again from the start, its log going on after the lines
+ * already written.
  */
-export async function carryOut(
-  d: DeployRunDeps,
-  env: EnvironmentRow,
-  deploy: DeployRow,
-  actorId: string | null,
-  echo?: (line: string) => void,
-): Promise<DeployRow> {
-  const log = d.logs.writer(deploy.id, d.logger);
+export async function carryOut(d: DeployRunDeps, env: EnvironmentRow, deploy: DeployRow, actorId: string | null, opts: CarryOutOptions): Promise<DeployRow> {
+  const { echo } = opts;
+  const log = d.logs.writer(deploy.id, d.logger, opts.attempt > 1 ? await d.logs.lastSeq(deploy.id) : 0);
   const deployer = d.deployer();
+  if (opts.attempt > 1) log.write(`the process that ran this deploy stopped before it ended: carrying it out again here (attempt ${opts.attempt})`, 'system');
   const images = Object.entries(deploy.release.image_digests).map(([service, digest]) => `${service} ${digest}`);
   log.write(
     `deploying release ${describeRelease(deploy.release)} to environment ${env.name} on the ${deployer.name} deployer${deploy.rollback_of ? ` (a rollback to the release of ${deploy.rollback_of})` : ''}: ${images.join(', ')}`,
@@ -77,11 +93,12 @@ export async function carryOut(
   services = services.map((s) => ({ ...s, detail: log.clean(s.detail) }));
   await log.written();
   return d.db.transaction(async (trx) => {
+    await opts.fence(trx);
     const locked = (await d.repo.lock(env.project_id, env.name, trx)) ?? env;
     const finished = await d.repo.finishDeploy(deploy.id, { status: outcome ? 'succeeded' : 'failed', error_message: error, services }, trx);
     if (outcome) {
       await d.repo.update(locked.id, { current_release: deploy.release }, trx);
-      await d.recordHealth(locked, { ...outcome, services }, trx);
+      await recordHealth(d, locked, { ...outcome, services }, trx);
     }
     await log.end(
       [

@@ -16,6 +16,8 @@ import { deployLogRoutes } from './log-routes.ts';
 import { DeployLogBus, DeployLogs } from './deploy-logs.ts';
 import { environmentActions } from './actions.ts';
 import { HealthReconciler } from './health.ts';
+import { DirectDeploys } from './deploys.ts';
+import { WorkEngine } from '../../core/work/engine.ts';
 import { RoleServices } from '../../core/roles.ts';
 import { describeTags } from '../../core/http/openapi.ts';
 
@@ -33,16 +35,23 @@ export const plugin: DomainPlugin = {
     const repo = container.resolve(EnvironmentRepository);
     const manifests = container.resolve(ManifestReaderToken);
     const projects = container.resolve(ProjectDirectoryToken);
+    const db = container.resolve(Tokens.Db);
+    const targets = new DeployTargets(projects, manifests, lookupLater(container, SecretResolverToken));
+    const deployer = resolveLater(container, DeployerToken);
+    const logs = container.resolve(DeployLogs);
+    const logger = container.resolve(Tokens.Logger);
+    const deploys = new DirectDeploys({ db, repo, targets, deployer, logs, logger }, container.resolve(WorkEngine));
     const service = new EnvironmentService({
-      db: container.resolve(Tokens.Db),
+      db,
       repo,
-      targets: new DeployTargets(projects, manifests, lookupLater(container, SecretResolverToken)),
-      deployer: resolveLater(container, DeployerToken),
+      targets,
+      deployer,
       releases: lookupLater(container, ReleasesToken),
       manifests,
       pipelines: lookupLater(container, PipelineLauncherToken),
-      logs: container.resolve(DeployLogs),
-      logger: container.resolve(Tokens.Logger),
+      logs,
+      logger,
+      deploys,
       projects,
       quota: container.resolve(Tokens.Config).limits.org.environments,
     });
@@ -65,9 +74,10 @@ export const plugin: DomainPlugin = {
         forRun: (projectId, name) => service.forRun(projectId, name),
       });
     const config = container.resolve(Tokens.Config);
-    container
-      .resolve(RoleServices)
-      .add('orchestrator', new HealthReconciler(service, config.environments.health_interval_seconds * 1000, container.resolve(Tokens.Logger)));
+    const roles = container.resolve(RoleServices);
+    roles.add('orchestrator', new HealthReconciler(service, config.environments.health_interval_seconds * 1000, logger));
+    // Deploys run where they are accepted; orchestrators take over those whose process died (and reap their leases).
+    roles.add('orchestrator', deploys.queue.service());
     server.route([...environmentRoutes(service), ...deployLogRoutes(service, container.resolve(DeployLogs), container.resolve(Tokens.Logger))]);
     server.ext('onPreStop', () => service.drain());
     server.ext('onPostStop', () => container.resolve(DeployLogBus).close());

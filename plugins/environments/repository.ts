@@ -144,19 +144,29 @@ export class EnvironmentRepository {
     return row;
   }
 
-  /** A deploy of the environment still running that started after `since`. */
-  runningDeploy(environmentId: string, since: Date, trx: Db): Promise<DeployRow | undefined> {
-    return trx('environment_deploys').where({ environment_id: environmentId, status: 'running' }).where('created_at', '>', since).first();
+  /** A deploy of the environment still running (its work item runs it to an end, on this process or another). */
+  runningDeploy(environmentId: string, trx: Db): Promise<DeployRow | undefined> {
+    return trx('environment_deploys').where({ environment_id: environmentId, status: 'running' }).first();
   }
 
-  /** Environments running a release, not suspended, with no deploy running since `since`: what health reconciliation reads. */
-  reconcilable(since: Date): Promise<EnvironmentRow[]> {
+  /** Environments running a release, not suspended, with no deploy running: what health reconciliation reads. */
+  reconcilable(): Promise<EnvironmentRow[]> {
     return this.db('environments as e')
       .whereNotNull('e.current_release')
       .where('e.suspended', false)
-      .whereNotExists(this.db('environment_deploys as d').whereRaw('d.environment_id = e.id').where('d.status', 'running').where('d.created_at', '>', since))
+      .whereNotExists(this.db('environment_deploys as d').whereRaw('d.environment_id = e.id').where('d.status', 'running'))
       .orderBy('e.id')
       .select('e.*');
+  }
+
+  /** A deploy by id alone (the work engine's key), locked for `trx` when given one. */
+  deployRow(id: string, trx?: Db): Promise<DeployRow | undefined> {
+    const q = (trx ?? this.db)('environment_deploys').where({ id });
+    return (trx ? q.forUpdate() : q).first();
+  }
+
+  byId(id: string, db: Db = this.db): Promise<EnvironmentRow | undefined> {
+    return db('environments').where({ id }).first();
   }
 
   deployById(environmentId: string, id: string): Promise<DeployRow | undefined> {

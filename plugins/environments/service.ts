@@ -21,9 +21,10 @@ import type { Releases } from '../../core/ports/releases.ts';
 import type { ListQuery, Page } from '../../core/http/lists.ts';
 import type { EnvironmentRepository, DeployRow, EnvironmentFields, EnvironmentRow, EnvironmentType } from './repository.ts';
 import type { DeployTargets } from './targets.ts';
-import { emitDeployEvent, emitHealthChanged, emitSuspension } from './events.ts';
+import { emitDeployEvent, emitSuspension } from './events.ts';
 import type { DeployLogs } from './deploy-logs.ts';
-import { carryOut, viaPipeline } from './deploy-run.ts';
+import { recordHealth, viaPipeline } from './deploy-run.ts';
+import type { DirectDeploys } from './deploys.ts';
 import { nothingToDeploy, releaseOf } from './release-of.ts';
 
 /** The spec's Deploy request. */
@@ -72,6 +73,8 @@ export interface EnvironmentDeps {
   pipelines: () => PipelineLauncher | null;
   logs: DeployLogs;
   logger: Logger;
+  /** Direct deploys on the work engine (deploys.ts). */
+  deploys: DirectDeploys;
   /** An environment's org and its projects, for limits.org.environments. */
   projects: ProjectDirectory;
   /** limits.org.environments. */
@@ -93,12 +96,6 @@ function differingFields(env: EnvironmentRow, request: EnsureRequest): (keyof En
   return fields.filter((f) => request[f] !== undefined && canonicalJson(request[f]) !== canonicalJson(env[f]));
 }
 
-/**
- * A deploy still `running` after this long was abandoned (its process ended mid-deploy): it no
- * longer blocks the next one, which replaces whatever it left.
- */
-const ABANDONED_AFTER_MS = 30 * 60_000;
-
 const suspendedMessage = (env: EnvironmentRow) => `environment ${env.name} is suspended${env.suspended_reason ? `: ${env.suspended_reason}` : ''}`;
 
 /**
@@ -107,8 +104,6 @@ const suspendedMessage = (env: EnvironmentRow) => `environment ${env.name} is su
  * deployer runs; the current release changes only when the deployer reports the new one healthy.
  */
 export class EnvironmentService {
-  private readonly running = new Set<Promise<unknown>>();
-
   constructor(private readonly d: EnvironmentDeps) {}
 
   /** The manifest sync listener: every manifest environment exists with the manifest's fields. */
@@ -293,7 +288,7 @@ export class EnvironmentService {
    * deployer that cannot answer reads as unknown; one environment's failure does not stop the rest.
    */
   async reconcileHealth(): Promise<number> {
-    const envs = await this.d.repo.reconcilable(new Date(Date.now() - ABANDONED_AFTER_MS));
+    const envs = await this.d.repo.reconcilable();
     for (const env of envs)
       await this.reconcileOne(env).catch((err: Error) =>
         this.d.logger.error({ err: err.message, environment: env.id }, 'environment health could not be reconciled'),
@@ -314,18 +309,13 @@ export class EnvironmentService {
       const locked = await this.d.repo.lock(env.project_id, env.name, trx);
       // Suspended, redeployed or being deployed meanwhile: what was read is stale.
       if (!locked || locked.suspended || JSON.stringify(locked.current_release) !== JSON.stringify(env.current_release)) return;
-      if (await this.d.repo.runningDeploy(locked.id, new Date(Date.now() - ABANDONED_AFTER_MS), trx)) return;
+      if (await this.d.repo.runningDeploy(locked.id, trx)) return;
       await this.recordHealth(locked, outcome, trx);
     });
   }
 
-  private async recordHealth(env: EnvironmentRow, outcome: DeployOutcome, trx?: Db): Promise<EnvironmentRow> {
-    const write = async (t: Db) => {
-      const updated = await this.d.repo.update(env.id, { health: outcome.health, health_detail: outcome.services, health_checked_at: new Date() }, t);
-      if (updated.health !== env.health) await emitHealthChanged(t, updated, env.health, outcome.services);
-      return updated;
-    };
-    return trx ? write(trx) : this.d.db.transaction(write);
+  private recordHealth(env: EnvironmentRow, outcome: DeployOutcome, trx?: Db): Promise<EnvironmentRow> {
+    return recordHealth(this.d, env, outcome, trx);
   }
 
   /**
@@ -391,7 +381,11 @@ export class EnvironmentService {
     return this.deployDirect(creator, env, release, { ...opts, rollbackOf: null });
   }
 
-  /** Records the deploy (emitting `system.deploy.started`) and runs the deployer (deploy-run.ts), in the background unless `wait`. */
+  /**
+   * Records the deploy (emitting `system.deploy.started`) with its work item leased to this process,
+   * and carries it out here (deploys.ts), in the background unless `wait`; if this process dies
+   * meanwhile, another takes it over.
+   */
   private async deployDirect(
     creator: Creator,
     env: EnvironmentRow,
@@ -400,10 +394,10 @@ export class EnvironmentService {
   ): Promise<DeployRow> {
     const { project_id: projectId, name } = env;
     if (Object.keys(release.image_digests).length === 0) throw new Invalid(nothingToDeploy(env, release), { fields: ['image_digests'] });
-    const deploy = await this.d.db.transaction(async (trx) => {
+    const { deploy, item } = await this.d.db.transaction(async (trx) => {
       const locked = await this.locked(projectId, name, trx);
       if (locked.suspended) throw new Conflict(suspendedMessage(locked));
-      const busy = await this.d.repo.runningDeploy(locked.id, new Date(Date.now() - ABANDONED_AFTER_MS), trx);
+      const busy = await this.d.repo.runningDeploy(locked.id, trx);
       if (busy) throw new Conflict(`environment ${name} is already being deployed (${busy.id})`);
       const row = await this.d.repo.insertDeploy(
         {
@@ -420,12 +414,12 @@ export class EnvironmentService {
         trx,
       );
       await emitDeployEvent(trx, 'system.deploy.started', locked, row, creator.id);
-      return row;
+      return { deploy: row, item: await this.d.deploys.accept(row, creator.id, trx) };
     });
-    const run = carryOut({ ...this.d, recordHealth: (e, outcome, trx) => this.recordHealth(e, outcome, trx) }, env, deploy, creator.id, opts.echo);
-    if (opts.wait) return run;
-    this.track(run);
-    return deploy;
+    const run = this.d.deploys.start(item, opts.echo);
+    if (!opts.wait) return deploy;
+    await run;
+    return (await this.d.repo.deployRow(deploy.id)) ?? deploy;
   }
 
   /** Back to an earlier release: the one named, else the newest succeeded deploy's release that differs from the current one. */
@@ -455,18 +449,13 @@ export class EnvironmentService {
     return deploy;
   }
 
-  /** Nothing more happens to the deploy: it ended, went through a pipeline, or was abandoned (its process ended mid-deploy). */
+  /** Nothing more happens to the deploy: it ended, or went through a pipeline. */
   deployEnded(deploy: DeployRow): boolean {
-    return deploy.status !== 'running' || deploy.created_at.getTime() < Date.now() - ABANDONED_AFTER_MS;
+    return deploy.status !== 'running';
   }
 
-  private track(run: Promise<unknown>): void {
-    const p = run.catch((err) => this.d.logger.error({ err }, 'background deploy failed')).finally(() => this.running.delete(p));
-    this.running.add(p);
-  }
-
-  /** Waits for the background deploys (server stop). */
-  async drain(): Promise<void> {
-    await Promise.all([...this.running]);
+  /** Waits for the deploys running in this process (server stop). */
+  drain(): Promise<void> {
+    return this.d.deploys.drain();
   }
 }

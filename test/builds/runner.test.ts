@@ -136,31 +136,61 @@ test.serial('cancel aborts a building run; the run stays cancelled without artif
   t.is(w.builder.requests.at(-1)!.signal.aborted, true, 'the builder was told to stop');
 });
 
-test.serial('a run left building by a dead runner fails with resource_error on the next pass', async (t) => {
+/** What a crash leaves: a building run of `buildId` whose work item is leased to a runner that stopped beating, after `attempts`. */
+async function orphan(buildId: string, runId: string, attempts: number) {
+  const db = w.s.kernel.db;
+  await db('build_runs').insert({ id: runId, build_id: buildId, status: 'building', backend: 'buildx', runner_ref: 'gone:1', started_at: new Date() });
+  await db('build_logs').insert({ run_id: runId, seq: 1, stream: 'stdout', line: 'the first runner got this far' });
+  await db('work_items').insert({
+    queue: 'builds',
+    key: runId,
+    payload: '{}',
+    status: 'running',
+    attempts,
+    max_attempts: 3,
+    lease_token: db.raw('gen_random_uuid()'),
+    lease_owner: 'gone:1',
+    lease_expires_at: new Date(Date.now() - 1_000),
+  });
+}
+
+async function ended(runId: string) {
+  const db = w.s.kernel.db;
+  const deadline = Date.now() + 15_000;
+  let row;
+  while (['pending', 'building'].includes((row = await db('build_runs').where({ id: runId }).first()).status)) {
+    if (Date.now() > deadline) throw new Error('never recovered');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return row;
+}
+
+test.serial('a run whose runner died is taken over and built again by another runner, its log going on', async (t) => {
   w.builder.next = 'images';
   const id = (await create({ force_rebuild: true })).body.id;
   await settled(w.admin, id);
-  const db = w.s.kernel.db;
-  // What a crash leaves: a building run whose heartbeat stopped long ago.
-  const [run] = await db('build_runs')
-    .insert({
-      id: 'brun_01h455vb4pex5vsknk084sn02q',
-      build_id: id,
-      status: 'building',
-      backend: 'buildx',
-      runner_ref: 'gone:1',
-      heartbeat_at: new Date(Date.now() - 3_600_000),
-      started_at: new Date(),
-    })
-    .returning('id');
-  const deadline = Date.now() + 10_000;
-  let row;
-  while ((row = await db('build_runs').where({ id: run.id }).first()).status === 'building') {
-    if (Date.now() > deadline) return t.fail('never recovered');
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  w.builder.next = 'images';
+  await orphan(id, 'brun_01h455vb4pex5vsknk084sn02r', 1);
+  const row = await ended('brun_01h455vb4pex5vsknk084sn02r');
+  t.like(row, { status: 'completed' });
+  const lines = await w.s.kernel.db('build_logs').where({ run_id: row.id }).orderBy('seq').select('seq', 'line');
+  t.is(lines[0].line, 'the first runner got this far');
+  t.regex(lines[1].line, /building it again here \(attempt 2\)/);
+  t.deepEqual(
+    lines.map((l) => l.seq),
+    lines.map((_, i) => i + 1),
+  );
+  t.like(await w.s.kernel.db('work_items').where({ queue: 'builds', key: row.id }).first(), { status: 'done', attempts: 2 });
+});
+
+test.serial('a run whose runners died on every attempt fails with resource_error naming the last one', async (t) => {
+  const id = (await create({ force_rebuild: true })).body.id;
+  await settled(w.admin, id);
+  await orphan(id, 'brun_01h455vb4pex5vsknk084sn02q', 3);
+  const row = await ended('brun_01h455vb4pex5vsknk084sn02q');
   t.like(row, { status: 'failed', error_class: 'resource_error' });
   t.regex(row.error_message, /gone:1 stopped while building/);
+  t.like(await w.s.kernel.db('work_items').where({ queue: 'builds', key: row.id }).first(), { status: 'dead' });
 });
 
 test.serial('logs follow as server-sent events with Last-Event-ID resume, ending with the run status', async (t) => {

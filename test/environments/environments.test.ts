@@ -258,7 +258,7 @@ test.serial('the routes are in /openapi.json', async (t) => {
   }
 });
 
-test.serial('a deploy while another one runs is a 409; one abandoned for 30 minutes no longer blocks', async (t) => {
+test.serial('a deploy while another one runs is a 409, however long it runs (no abandoning: its work item ends it); once it ended the next goes', async (t) => {
   const env = await w.db('environments').where({ project_id: w.projectA, name: 'staging' }).first();
   const release = JSON.stringify({ id: null, tag: null, git_sha: null, manifest_hash: null, image_digests: {} });
   const row = { environment_id: env.id, project_id: w.projectA, status: 'running', release, direct: true };
@@ -273,6 +273,8 @@ test.serial('a deploy while another one runs is a 409; one abandoned for 30 minu
     .db('environment_deploys')
     .where({ id: 'dep_01m000000000000000000000aa' })
     .update({ created_at: new Date(Date.now() - 31 * 60_000) });
+  t.is((await w.owner.api.post(`${base()}/staging/deploy`, { release_tag: 'v1.2.0' })).statusCode, 409, 'a deploy running 31 minutes still runs');
+  await w.db('environment_deploys').where({ id: 'dep_01m000000000000000000000aa' }).update({ status: 'failed', completed_at: new Date() });
   const next = await w.owner.api.post(`${base()}/staging/deploy`, { release_tag: 'v1.2.0' });
   t.is(next.statusCode, 202);
   t.like(await settled(w, 'staging', next.body.id), { status: 'succeeded' });

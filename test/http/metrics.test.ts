@@ -70,6 +70,8 @@ test('GET /metrics: requests by route and status, jobs by phase, ready queue, cl
     t.is(valueOf(text, 'svc_db_pool_connections{pool="main",state="max"}'), s.kernel.config.database.pool_max);
     t.is(valueOf(text, 'svc_db_pool_connections{pool="control",state="max"}'), s.kernel.config.database.control_pool_max);
     t.regex(text, /^# TYPE svc_webhook_deliveries_total counter$/m, 'the webhooks plugin contributes its counter');
+    t.regex(text, /^# TYPE svc_work_ended_total counter$/m, 'the work engine contributes its metrics per queue');
+    t.regex(text, /^# TYPE svc_work_items gauge$/m);
     t.regex(text, /^svc_process_resident_memory_bytes \d+/m, 'process metrics are there');
 
     // Gauges read from the database are reused for a few seconds: a job created now shows in a later scrape.
