@@ -25,6 +25,7 @@ import { JOB_TOKEN_PERMISSIONS, appApiUrls, resolveOverrides, specEnv } from './
 import { GitWorkspace, remoteUrl, type Checkout, type GitControls, type GitSetup, type Timed } from './git.ts';
 import { DEFAULT_DIFF_LIMITS, type DiffLimits } from './diff.ts';
 import { RunLine } from './run-line.ts';
+import { WorkspaceOverlay } from './overlay.ts';
 import { openWorkspace, sessionKey, workspaceMode, type Workspace } from './workspaces.ts';
 import { STEPS_PATH, writeStepOutputs } from './step-outputs.ts';
 import { repoAccess, type AccessSecrets } from './git-access.ts';
@@ -50,6 +51,8 @@ export interface WorkerSettings {
   /** Reused workspaces unused this long are removed (sweepWorkspaces). */
   workspaceIdleMs: number;
   repoCache?: GitSetup['cache'];
+  /** Isolated attempts' working trees are overlays over the cache's prepared checkouts (decided once at start: overlayUnavailable). */
+  copyOnWrite?: boolean;
   heartbeatMs: number;
   leaseSeconds: number;
   logFlushMs: number;
@@ -235,6 +238,9 @@ export class AttemptRun {
       await log.flush();
       await rm(credentialsDir, { recursive: true, force: true }).catch(() => undefined);
       const workspace = this.workspace;
+      await this.overlay
+        ?.unmount(settings.keepWorkspaces)
+        .catch((err) => logger.warn({ err, jobId: work.job.id }, 'could not unmount the copy-on-write workspace'));
       if (workspace) {
         await workspace.release().catch((err) => logger.warn({ err, jobId: work.job.id }, 'could not release the workspace'));
         if (!workspace.kept && !settings.keepWorkspaces) {
@@ -247,6 +253,8 @@ export class AttemptRun {
 
   private git: Checkout | null = null;
   private workspace: Workspace | null = null;
+  /** The attempt's copy-on-write working tree, when it has one (mounted by the checkout). */
+  private overlay: WorkspaceOverlay | null = null;
 
   /** `runner.completed` with the result, or `runner.failed` with the error and the exit code when there was one. */
   private runnerEnded(completion: AttemptCompletion): Promise<void> {
@@ -270,7 +278,8 @@ export class AttemptRun {
       const { sandbox } = this.deps.settings;
       const user = this.user;
       if (user) {
-        if (isRoot()) await handOver(provisioned.spec.cwd, user, { sandboxed: sandbox.on });
+        const overlay = this.overlay?.mounted ? this.overlay : null;
+        if (isRoot()) await handOver(provisioned.spec.cwd, user, { sandboxed: sandbox.on, ...(overlay ? { chown: () => overlay.handOver(user) } : {}) });
         provisioned.spec.user = user;
       }
       if (sandbox.on) provisioned.spec.sandbox = await this.sandboxView(provisioned.spec, provisioned.readPaths ?? []);
@@ -402,6 +411,9 @@ export class AttemptRun {
     await log.system(`workspace ${dir}${describeWorkspace(work, workspace)}`);
 
     const exchange = await this.prepareStore(workspace);
+    // Copy-on-write only where a fresh folder is cloned into and the process runs on this machine's files.
+    if (deps.settings.copyOnWrite && deps.settings.repoCache && workspace.mode === 'isolated' && !deps.runtime.commandsIn)
+      this.overlay = new WorkspaceOverlay(dir);
     const controls = (work.job.git ?? {}) as GitControls;
     const url = work.project.repo_url;
     if (url) {
@@ -420,6 +432,8 @@ export class AttemptRun {
         touched: false,
         url,
         cache: deps.settings.repoCache ?? null,
+        overlay: this.overlay,
+        owner: this.user,
         access,
         pushAccess,
         controls,

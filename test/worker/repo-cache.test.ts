@@ -65,6 +65,9 @@ test.serial('a mirror deleted, then one corrupted, under the running worker: reb
       writeFileSync(file, 'garbage');
     }
   }
+  // A prepared checkout of the commit, made before the corruption, holds its files already (and
+  // serves the attempt without reading the mirror): gone, the next attempt must read the mirror.
+  for (const folder of readdirSync(cacheRoot).filter((n) => n.endsWith('.checkouts'))) rmSync(path.join(cacheRoot, folder), { recursive: true, force: true });
   const corrupted = await run('cat rewritten.txt');
   t.is(corrupted.attempt.status, 'succeeded', corrupted.log);
   t.regex(corrupted.log, /is broken \(git fsck\): removed, cloning again/);
