@@ -434,6 +434,7 @@ export class AttemptRun {
         cache: deps.settings.repoCache ?? null,
         overlay: this.overlay,
         owner: this.user,
+        sparse: sparseOf(work),
         access,
         pushAccess,
         controls,
@@ -671,6 +672,12 @@ export class AttemptRun {
   }
 }
 
+/** workspace.sparse as the job asked (validated at creation), or null. */
+function sparseOf(work: AttemptWork): string[] | null {
+  const sparse = work.job.workspace?.sparse;
+  return Array.isArray(sparse) && sparse.length ? sparse.filter((p): p is string => typeof p === 'string') : null;
+}
+
 function resourceClassOf(work: AttemptWork): string | undefined {
   const rc = work.job.hints.resource_class;
   return typeof rc === 'string' ? rc : undefined;
@@ -717,10 +724,16 @@ async function checkoutFor(work: AttemptWork, workspace: Workspace, setup: GitSe
       reused: hasCheckout,
       continueCheckout: workspace.mode === 'job',
     };
+    if (setup.sparse || setup.controls.depth)
+      await setup.log(
+        "workspace.sparse and git.depth do not apply to a step on the run's line of work (it merges the other steps' branches): checked out in full",
+      );
     return RunLine.prepare(setup, place, !hasCheckout);
   }
   const checkout = hasCheckout ? await GitWorkspace.reopen(setup) : await GitWorkspace.prepare(setup);
-  if (workspace.mode === 'isolated') return checkout;
+  const { report } = checkout;
+  // A fresh isolated workspace has nothing to say, unless it was cut (sparse, shallow).
+  if (workspace.mode === 'isolated' && !report?.sparse && !report?.depth) return checkout;
   checkout.resolved.workspace = {
     mode: workspace.mode,
     reused: hasCheckout,
@@ -730,6 +743,7 @@ async function checkoutFor(work: AttemptWork, workspace: Workspace, setup: GitSe
     merged: [],
     pushed_to: [],
     changed_files: [],
+    ...(report ? { checkout: report } : {}),
   };
   return checkout;
 }

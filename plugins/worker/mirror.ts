@@ -55,19 +55,22 @@ export const remoteTip = (s: GitSetup, branch: string) => mirrorCommit(s, `refs/
  * (git never writes into an object file, so nothing done here reaches the cache); `origin` then
  * names the real remote.
  */
-export async function cloneMirror(s: GitSetup, want: string | null = null): Promise<void> {
+export async function cloneMirror(s: GitSetup, want: string | null = null, depth: number | null = null): Promise<void> {
   await rm(s.mirror, { recursive: true, force: true });
-  const source = s.cache
+  const cached = s.cache
     ? await run(
         `cloning ${redactUrl(s.url)} into the repository cache failed`,
         s.cache.prepare(s.url, want, () => connectEnv(s.access), s.signal),
         s.access,
       )
     : s.url;
+  // A shallow clone (git.depth): git ignores --depth for a local path, so the cache's mirror is named by a file:// URL.
+  const source = depth && s.cache ? `file://${cached}` : cached;
+  const shallow = depth ? ['--depth', String(depth), '--no-single-branch'] : [];
   await run(
     s.cache ? 'cloning from the repository cache failed' : `cloning ${redactUrl(s.url)} failed`,
     (s.cache ? Promise.resolve({}) : connectEnv(s.access)).then((env) =>
-      trustedGit(['clone', '--quiet', '--bare', '--template=', '--config', 'core.fsync=none', source, s.mirror], {
+      trustedGit(['clone', '--quiet', '--bare', '--template=', '--config', 'core.fsync=none', ...shallow, '--', source, s.mirror], {
         cwd: path.dirname(s.mirror),
         signal: s.signal,
         env,

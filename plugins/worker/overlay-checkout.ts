@@ -1,4 +1,4 @@
-import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { refNameProblem } from '../../core/git-refs.ts';
 import { copyIndex } from '../../core/prepared-checkouts.ts';
@@ -43,6 +43,10 @@ export async function overlayCheckout(s: GitSetup, head: string, branch: string 
     });
   await writeFile(path.join(gitDir, 'config'), config);
   await writeFile(path.join(gitDir, 'objects', 'info', 'alternates'), `${path.join(s.mirror, 'objects')}\n`);
+  // A shallow mirror (git.depth): the checkout knows where its history stops, as clone --shared copies it.
+  await copyFile(path.join(s.mirror, 'shallow'), path.join(gitDir, 'shallow')).catch((err: NodeJS.ErrnoException) => {
+    if (err.code !== 'ENOENT') throw err;
+  });
   const branchRef = branch ? `${head} refs/heads/${branch}\n` : '';
   const packed = await remotePackedRefs(s.mirror);
   if (packed !== null) await writeFile(path.join(gitDir, 'packed-refs'), `# pack-refs with: peeled fully-peeled \n${branchRef}${packed}`);
