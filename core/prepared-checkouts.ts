@@ -101,21 +101,24 @@ export async function removeCheckout(dir: string): Promise<void> {
   await rm(`${dir}.used`, { force: true });
 }
 
-/** The lower layers of the overlays mounted on this machine now (/proc/self/mountinfo). */
-export async function mountedLowers(): Promise<Set<string>> {
+/** The mounts of this process's namespace now (/proc/self/mountinfo): where each is, its type, and an overlay's lower layers. */
+export async function mounts(): Promise<{ point: string; type: string; lowers: string[] }[]> {
   const info = await readFile('/proc/self/mountinfo', 'utf8').catch(() => '');
-  const lowers = new Set<string>();
-  for (const line of info.split('\n')) {
-    const [, after] = line.split(' - ');
-    if (!after?.startsWith('overlay ')) continue;
-    const lower = /(?:^|,)lowerdir=([^,]+)/.exec(after.split(' ')[2] ?? '')?.[1];
-    for (const l of lower?.split(':') ?? []) lowers.add(unescapeMount(l));
-  }
-  return lowers;
+  // mountinfo writes space, tab, newline and backslash as octal escapes.
+  const unescape = (s: string) => s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
+  return info
+    .split('\n')
+    .filter((line) => line.includes(' - '))
+    .map((line) => {
+      const [before, after] = line.split(' - ');
+      const [type, , options] = after.split(' ');
+      const lower = type === 'overlay' ? /(?:^|,)lowerdir=([^,]+)/.exec(options ?? '')?.[1] : undefined;
+      return { point: unescape(before.split(' ')[4] ?? ''), type, lowers: lower ? lower.split(':').map(unescape) : [] };
+    });
 }
 
-/** mountinfo writes space, tab, newline and backslash as octal escapes. */
-export const unescapeMount = (s: string) => s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
+/** The lower layers of the overlays mounted now. */
+export const mountedLowers = async (): Promise<Set<string>> => new Set((await mounts()).flatMap((m) => m.lowers));
 
 /**
  * Removes `p` when it is anything but a real directory (a link planted in the cache's place, a
@@ -126,13 +129,14 @@ export async function dropUnlessDirectory(p: string): Promise<void> {
   if (info && !info.isDirectory()) await rm(p, { force: true });
 }
 
-const exists = (p: string) =>
+export const exists = (p: string) =>
   stat(p).then(
     () => true,
     () => false,
   );
 
-async function touch(dir: string): Promise<void> {
+/** Marks `dir` used now (its `.used` marker's mtime, which eviction orders by). */
+export async function touch(dir: string): Promise<void> {
   const marker = `${dir}.used`;
   const now = new Date();
   await utimes(marker, now, now).catch(() => writeFile(marker, ''));

@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { mkdir, readFile, readdir, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { redactUrl } from './git-access.ts';
 import type { Metrics } from './metrics.ts';
@@ -7,6 +7,8 @@ import { processExists } from './process.ts';
 import {
   checkoutsOf,
   dropUnlessDirectory,
+  exists,
+  touch,
   isCheckoutsFolder,
   listCheckouts,
   mountedLowers,
@@ -43,12 +45,6 @@ const FULL_SHA = /^[0-9a-f]{40}([0-9a-f]{24})?$/i;
 
 /** A URL's mirror name: a hash of the URL without its credentials, so every credential of one repository shares it. */
 export const cacheKey = (url: string): string => createHash('sha256').update(redactUrl(url)).digest('hex').slice(0, 32);
-
-const exists = (p: string) =>
-  stat(p).then(
-    () => true,
-    () => false,
-  );
 
 export class RepoCache {
   private hits;
@@ -358,12 +354,6 @@ async function tryLock(lock: string): Promise<boolean> {
   }
   await writeFile(path.join(lock, 'pid'), String(process.pid));
   return true;
-}
-
-async function touch(mirror: string): Promise<void> {
-  const marker = `${mirror}.used`;
-  const now = new Date();
-  await utimes(marker, now, now).catch(() => writeFile(marker, ''));
 }
 
 async function dirSize(dir: string, include: (name: string) => boolean = () => true): Promise<number> {

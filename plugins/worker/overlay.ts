@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { lchown, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { unescapeMount } from '../../core/prepared-checkouts.ts';
+import { mounts } from '../../core/prepared-checkouts.ts';
 import { processExists } from '../../core/process.ts';
 import type { RunAs } from './run-as.ts';
 import { isRoot } from './run-as.ts';
@@ -84,17 +84,12 @@ export class WorkspaceOverlay {
  * in `<dir>.overlay/pid`): unmounted, their layers removed. Returns the folders unmounted.
  */
 export async function sweepOverlays(root: string): Promise<string[]> {
-  const info = await readFile('/proc/self/mountinfo', 'utf8').catch(() => '');
   const inside = path.resolve(root) + path.sep;
   const orphaned = async (dir: string) => {
     const pid = Number(await readFile(path.join(overlayOf(dir), 'pid'), 'utf8').catch(() => '0'));
     return !(pid > 0 && processExists(pid));
   };
-  const points = info
-    .split('\n')
-    .filter((line) => line.split(' - ')[1]?.startsWith('overlay '))
-    .map((line) => unescapeMount(line.split(' ')[4] ?? ''))
-    .filter((p) => p.startsWith(inside));
+  const points = (await mounts()).filter((m) => m.type === 'overlay' && m.point.startsWith(inside)).map((m) => m.point);
   const swept: string[] = [];
   for (const p of points.sort((a, b) => b.length - a.length)) {
     if (!(await orphaned(p))) continue;
@@ -118,10 +113,7 @@ async function unmount(dir: string): Promise<void> {
     });
 }
 
-async function isMountPoint(dir: string): Promise<boolean> {
-  const info = await readFile('/proc/self/mountinfo', 'utf8').catch(() => '');
-  return info.split('\n').some((line) => unescapeMount(line.split(' ')[4] ?? '') === dir);
-}
+const isMountPoint = async (dir: string): Promise<boolean> => (await mounts()).some((m) => m.point === dir);
 
 function command(cmd: string, args: string[]): Promise<void> {
   return new Promise((resolve, reject) =>
