@@ -20,3 +20,19 @@ export function refNameProblem(name: string): string | null {
   }
   return null;
 }
+
+/** The most `workspace.sparse` entries a job or manifest may name, and the longest one. */
+export const MAX_SPARSE_PATHS = 100;
+export const MAX_SPARSE_PATH = 500;
+
+/**
+ * Why `p` is not a folder `workspace.sparse` may name (git sparse-checkout's cone mode: a folder
+ * of the repository, relative, no pattern), or null when it is.
+ */
+export function sparsePathProblem(p: string): string | null {
+  if (p.length === 0 || p.length > MAX_SPARSE_PATH) return `must be 1 to ${MAX_SPARSE_PATH} characters`;
+  if (p.startsWith('/') || p.startsWith('-')) return 'must be a folder of the repository, relative, not beginning with "/" or "-"';
+  if (/[\0-\x1f\x7f*?[\]\\!#]/.test(p)) return 'must not contain control characters or any of * ? [ ] \\ ! # (cone mode takes folders, not patterns)';
+  if (p.split('/').some((part) => part === '..' || part === '.' || part === '.git')) return 'must not contain ".", ".." or ".git" as a part';
+  return null;
+}

@@ -1,9 +1,22 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { mkdir, readFile, readdir, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { redactUrl } from './git-access.ts';
 import type { Metrics } from './metrics.ts';
 import { processExists } from './process.ts';
+import {
+  checkoutsOf,
+  dropUnlessDirectory,
+  exists,
+  touch,
+  isCheckoutsFolder,
+  listCheckouts,
+  mountedLowers,
+  preparedCheckout,
+  removeCheckout,
+  type Owner,
+  type PreparedCheckout,
+} from './prepared-checkouts.ts';
 
 /**
  * The worker's repository cache (docs/workspaces.md, "The repository cache"): one bare mirror per
@@ -23,6 +36,7 @@ export interface RepoCacheSettings {
   /** null: `<workspace_root>/.repo-cache`. */
   path: string | null;
   max_bytes: number;
+  copy_on_write: boolean;
 }
 
 const LOCK_POLL_MS = 50;
@@ -32,22 +46,13 @@ const FULL_SHA = /^[0-9a-f]{40}([0-9a-f]{24})?$/i;
 /** A URL's mirror name: a hash of the URL without its credentials, so every credential of one repository shares it. */
 export const cacheKey = (url: string): string => createHash('sha256').update(redactUrl(url)).digest('hex').slice(0, 32);
 
-const exists = (p: string) =>
-  stat(p).then(
-    () => true,
-    () => false,
-  );
-
-/** A ref no remote has: `ls-remote` of it connects and authenticates, and lists nothing. */
-const ACCESS_PROBE = 'refs/svc/access-probe';
-
 export class RepoCache {
   private hits;
   private misses;
   private rebuilds;
   private lastSize = 0;
   /** Per mirror, this process's running fetch and the one queued behind it. */
-  private readonly fetching = new Map<string, { running: Promise<void> | null; next: Promise<void> | null }>();
+  private readonly fetching = new Map<string, { running: Promise<void> | null; next: SharedFetch | null }>();
 
   constructor(
     readonly root: string,
@@ -81,11 +86,14 @@ export class RepoCache {
     await mkdir(this.root, { mode: 0o700 }).catch((err: NodeJS.ErrnoException) => {
       if (err.code !== 'EEXIST') throw err;
     });
-    await this.git(['ls-remote', '--quiet', '--', url, ACCESS_PROBE], { cwd: this.root, env: await connect(), signal });
+    // The remote's branches and tags: the caller's access check, and what the mirror must hold.
+    const remote = await this.git(['ls-remote', '--quiet', '--heads', '--tags', '--', url], { cwd: this.root, env: await connect(), signal });
+    await dropUnlessDirectory(mirror);
     if (!(await exists(path.join(mirror, 'HEAD')))) {
       this.misses?.inc();
       await this.fetchOnce(url, connect, signal);
-    } else if (want && FULL_SHA.test(want) && (await this.has(mirror, want, signal))) {
+    } else if ((want && FULL_SHA.test(want) && (await this.has(mirror, want, signal))) || (await this.holds(mirror, remote, signal))) {
+      // Nothing a fetch would bring.
       this.hits?.inc();
     } else {
       this.hits?.inc();
@@ -110,9 +118,22 @@ export class RepoCache {
     return sound;
   }
 
-  /** Bytes the cache holds (what eviction last counted, recounted when older than a scrape). */
+  /**
+   * The prepared checkout of `sha` (a commit the mirror of `url` holds, after `prepare`) for
+   * `owner`, made on first use (core/prepared-checkouts.ts); it counts in the cache's size.
+   */
+  async checkout(url: string, sha: string, owner: Owner | null, signal: AbortSignal): Promise<PreparedCheckout> {
+    const mirror = this.mirrorPath(url);
+    const prepared = await preparedCheckout(this.git, mirror, sha, owner, signal);
+    await this.evict(mirror, path.dirname(prepared.tree)).catch(() => undefined);
+    return prepared;
+  }
+
+  /** Bytes the cache holds: its mirrors, walked, and its prepared checkouts, as each recorded when made. */
   async size(): Promise<number> {
-    this.lastSize = await dirSize(this.root).catch(() => this.lastSize);
+    const checkouts = await listCheckouts(this.root);
+    const mirrors = await dirSize(this.root, (name) => !isCheckoutsFolder(name)).catch(() => this.lastSize);
+    this.lastSize = mirrors + checkouts.reduce((sum, c) => sum + c.bytes, 0);
     return this.lastSize;
   }
 
@@ -122,6 +143,18 @@ export class RepoCache {
       () => true,
       () => false,
     );
+  }
+
+  /** Whether the mirror's branches and tags are exactly `listed` (ls-remote's lines; peeled tags aside). */
+  private async holds(mirror: string, listed: string, signal: AbortSignal): Promise<boolean> {
+    const lines = (text: string) =>
+      text
+        .split('\n')
+        .map((l) => l.trim().replace(/\s+/, ' '))
+        .filter((l) => l && !l.endsWith('^{}'))
+        .sort();
+    const own = await this.git(['for-each-ref', '--format=%(objectname) %(refname)', 'refs/heads', 'refs/tags'], { cwd: mirror, signal }).catch(() => null);
+    return own !== null && lines(own).join('\n') === lines(listed).join('\n');
   }
 
   private has(mirror: string, sha: string, signal: AbortSignal): Promise<boolean> {
@@ -134,25 +167,34 @@ export class RepoCache {
   /**
    * A fetch that begins after this call: one not begun yet is joined (every caller that asked
    * before it began gets what the remote had then); otherwise one is queued behind the running one.
+   * The fetch has a signal of its own: a caller whose signal aborts stops waiting for it, and it is
+   * stopped only once every caller that joined it has.
    */
   private fetchOnce(url: string, connect: () => Promise<Record<string, string>>, signal: AbortSignal): Promise<void> {
     const key = cacheKey(url);
     const queue = this.fetching.get(key) ?? { running: null, next: null };
     this.fetching.set(key, queue);
-    if (queue.next) return queue.next;
-    const before = queue.running?.catch(() => undefined) ?? Promise.resolve();
-    const next: Promise<void> = before.then(() => {
-      queue.next = null;
-      queue.running = next;
-      return this.locked(this.mirrorPath(url), signal, () => this.fetch(url, connect, signal));
-    });
-    queue.next = next;
-    void next
-      .catch(() => undefined)
-      .then(() => {
-        if (queue.running === next) queue.running = null;
+    let shared = queue.next;
+    // One every caller has left is never joined: it stops as it begins.
+    if (!shared || shared.controller.signal.aborted) {
+      const controller = new AbortController();
+      const before = queue.running?.catch(() => undefined) ?? Promise.resolve();
+      const done: Promise<void> = before.then(() => {
+        if (queue.next === self) queue.next = null;
+        queue.running = done;
+        controller.signal.throwIfAborted();
+        return this.locked(this.mirrorPath(url), controller.signal, () => this.fetch(url, connect, controller.signal));
       });
-    return next;
+      shared = { done, controller, waiting: 0 };
+      queue.next = shared;
+      const self = shared;
+      void done
+        .catch(() => undefined)
+        .then(() => {
+          if (queue.running === done) queue.running = null;
+        });
+    }
+    return join(shared, signal);
   }
 
   /** Under the lock: a fetch into the mirror, made first when missing; a mirror a fetch fails on that fsck finds broken is rebuilt once. */
@@ -216,25 +258,82 @@ export class RepoCache {
     }
   }
 
-  /** Removes the mirrors used longest ago until the cache fits `maxBytes`; never `keep`, nor a mirror being fetched. */
-  private async evict(keep: string): Promise<void> {
+  /**
+   * Removes what was used longest ago, mirrors and prepared checkouts alike, until the cache fits
+   * `maxBytes`; never `keep` (a mirror or checkout just asked for), a checkout an overlay is mounted
+   * on, nor a mirror being fetched or with a mounted checkout.
+   */
+  private async evict(...keep: string[]): Promise<void> {
     let total = await this.size();
     if (total <= this.maxBytes) return;
+    const mounted = await mountedLowers();
+    const inUse = (checkout: string) => mounted.has(path.join(checkout, 'tree'));
     const mirrors = (await readdir(this.root)).filter((name) => name.endsWith('.git')).map((name) => path.join(this.root, name));
-    const used = await Promise.all(mirrors.map(async (m) => ({ m, at: (await stat(`${m}.used`).catch(() => null))?.mtimeMs ?? 0 })));
-    for (const { m } of used.sort((a, b) => a.at - b.at)) {
+    const checkouts = await listCheckouts(this.root);
+    const entries = [
+      ...(await Promise.all(mirrors.map(async (m) => ({ m, checkout: false, at: (await stat(`${m}.used`).catch(() => null))?.mtimeMs ?? 0 })))),
+      ...checkouts.map((c) => ({ m: c.dir, checkout: true, at: c.usedAt })),
+    ];
+    for (const { m, checkout } of entries.sort((a, b) => a.at - b.at)) {
       if (total <= this.maxBytes) break;
-      if (m === keep || !(await tryLock(`${m}.lock`))) continue;
+      if (keep.includes(m)) continue;
+      if (checkout) {
+        if (inUse(m)) continue;
+        await removeCheckout(m);
+        total -= checkouts.find((c) => c.dir === m)?.bytes ?? 0;
+        continue;
+      }
+      const its = checkouts.filter((c) => path.dirname(c.dir) === checkoutsOf(m));
+      if (its.some((c) => inUse(c.dir)) || !(await tryLock(`${m}.lock`))) continue;
       try {
         const bytes = await dirSize(m);
         await this.remove(m);
         total -= bytes;
+        for (const c of its) {
+          await removeCheckout(c.dir);
+          total -= c.bytes;
+        }
       } finally {
         await rm(`${m}.lock`, { recursive: true, force: true });
       }
     }
     this.lastSize = total;
   }
+}
+
+interface SharedFetch {
+  done: Promise<void>;
+  controller: AbortController;
+  /** Callers waiting for it whose signal has not aborted. */
+  waiting: number;
+}
+
+/** Waits for a shared fetch until `signal` aborts; the last waiter to abort stops the fetch. */
+function join(shared: SharedFetch, signal: AbortSignal): Promise<void> {
+  shared.waiting++;
+  return new Promise<void>((resolve, reject) => {
+    let left = false;
+    const leave = () => {
+      if (left) return;
+      left = true;
+      if (--shared.waiting === 0) shared.controller.abort(signal.reason);
+      reject(signal.reason instanceof Error ? signal.reason : new Error(String(signal.reason ?? 'aborted')));
+    };
+    if (signal.aborted) return leave();
+    signal.addEventListener('abort', leave, { once: true });
+    shared.done.then(
+      () => {
+        left = true;
+        signal.removeEventListener('abort', leave);
+        resolve();
+      },
+      (err: unknown) => {
+        left = true;
+        signal.removeEventListener('abort', leave);
+        reject(err as Error);
+      },
+    );
+  });
 }
 
 /** Takes a lock directory if free, or left by a process that is gone (or its owner file never written, after a crash). */
@@ -257,14 +356,8 @@ async function tryLock(lock: string): Promise<boolean> {
   return true;
 }
 
-async function touch(mirror: string): Promise<void> {
-  const marker = `${mirror}.used`;
-  const now = new Date();
-  await utimes(marker, now, now).catch(() => writeFile(marker, ''));
-}
-
-async function dirSize(dir: string): Promise<number> {
-  const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
+async function dirSize(dir: string, include: (name: string) => boolean = () => true): Promise<number> {
+  const entries = (await readdir(dir, { withFileTypes: true }).catch(() => [])).filter((e) => include(e.name));
   const sizes = await Promise.all(
     entries.map((e) => {
       const p = path.join(dir, e.name);

@@ -4874,6 +4874,8 @@ export interface components {
                 /** @enum {string} */
                 mode?: "job" | "session" | "isolated";
                 key?: string;
+                /** @description a sparse checkout: only these folders of the repository (and the files at its top) are checked out (git sparse-checkout, cone mode) */
+                sparse?: string[];
             };
             resource_refs?: components["schemas"]["ResourceRef"][];
             env_name?: string | null;
@@ -5483,6 +5485,8 @@ export interface components {
             ref_policy?: "auto" | "env" | "project_default" | "explicit";
             /** @description a branch, tag or commit SHA: what git check-ref-format accepts, not beginning with "-" */
             branch?: string;
+            /** @description a shallow checkout: the last `depth` commits of each branch (git clone --depth) */
+            depth?: number;
             /** @enum {string} */
             create_branch?: "never" | "if_missing" | "always";
             /** @enum {string} */
@@ -6600,6 +6604,15 @@ export interface components {
              */
             created_at: string;
         };
+        /** @description how a fresh checkout was made (absent when the attempt continued one, and on older receipts) */
+        ReceiptCheckout: {
+            /** @description the working tree was an overlay over the repository cache's prepared checkout, nothing written */
+            copy_on_write: boolean;
+            /** @description workspace.sparse: only these folders were checked out; null: all */
+            sparse: string[] | null;
+            /** @description git.depth: the history was cut to this many commits per branch; null: all */
+            depth: number | null;
+        };
         ReceiptCompute: {
             /** @description hints.resource_class, else 'default' */
             resource_class: string;
@@ -6655,7 +6668,7 @@ export interface components {
             /** @description phase name → milliseconds */
             phases: Record<string, unknown>;
         };
-        /** @description what the workspace reused and handed on; null for a fresh isolated workspace (absent on receipts written before it was recorded) */
+        /** @description what the workspace reused and handed on; null for a fresh isolated workspace without workspace.sparse or git.depth (absent on receipts written before it was recorded) */
         ReceiptWorkspace: {
             /** @description job, session, isolated, or run (a fresh workspace on the run branch) */
             mode: string;
@@ -6668,6 +6681,7 @@ export interface components {
             merged: components["schemas"]["ReceiptMergedStep"][];
             pushed_to: components["schemas"]["ReceiptPushedBranch"][];
             changed_files: string[];
+            checkout?: components["schemas"]["ReceiptCheckout"];
         };
         RecordPhasesRequest: {
             /** @description the token the claim returned */

@@ -119,6 +119,7 @@ export const configSchema = Joi.object({
         .integer()
         .min(1024 * 1024)
         .required(),
+      copy_on_write: Joi.boolean().required(),
     }).required(),
     run_as_uid: Joi.number().integer().min(0).allow(null).required(),
     run_as_gid: Joi.number().integer().min(0).allow(null).required(),
@@ -334,8 +335,10 @@ export interface Config {
       enabled: boolean;
       /** null: `.repo-cache` in the workspace root. */
       path: string | null;
-      /** Above this, the mirrors used longest ago are removed. */
+      /** Above this, the mirrors and prepared checkouts used longest ago are removed. */
       max_bytes: number;
+      /** Isolated attempts work in an overlay over a prepared checkout where the machine allows it (docs/workspaces.md). */
+      copy_on_write: boolean;
     };
     run_as_uid: number | null;
     run_as_gid: number | null;

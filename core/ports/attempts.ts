@@ -84,6 +84,15 @@ export interface WorkspaceReport {
   pushed_to: { branch: string; sha: string }[];
   /** Files the step changed (from where it started to its last commit). */
   changed_files: string[];
+  /** How a fresh checkout was made (docs/workspaces.md); absent when the attempt continued one, and on older attempts. */
+  checkout?: CheckoutReport;
+}
+
+/** How a fresh checkout was made: copy-on-write over the cache's prepared checkout, sparse (workspace.sparse), shallow (git.depth). */
+export interface CheckoutReport {
+  copy_on_write: boolean;
+  sparse: string[] | null;
+  depth: number | null;
 }
 
 /** One file an attempt changed, as `git diff --numstat --name-status -M` says. */

@@ -33,6 +33,8 @@ export interface WorkerDispatcher {
    */
   fullTypes?(): string[];
   dispatch(attempt: ClaimedAttempt): Promise<void>;
+  /** Calls `listener` whenever an attempt of this process ends and frees room: the claimer looks for ready jobs then, not at its next poll. */
+  onFreed?(listener: () => void): void;
 }
 
 export const WorkerDispatcherToken = Symbol('WorkerDispatcher') as InjectionToken<WorkerDispatcher>;

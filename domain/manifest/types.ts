@@ -48,12 +48,16 @@ export interface WorkspaceSettings {
   mode?: WorkspaceMode;
   /** Names the session workspace (mode session only). */
   key?: string;
+  /** A sparse checkout: only these folders (git sparse-checkout, cone mode). */
+  sparse?: string[];
 }
 
 /** A workflow's or pipeline's git controls for its steps (the job's git controls; `branch` names the run branch, `${run_id}` allowed). */
 export interface RunGitSettings {
   ref?: string;
   branch?: string;
+  /** A shallow checkout of the last `depth` commits. */
+  depth?: number;
   commit?: 'never' | 'manual' | 'auto' | 'required';
   commit_message?: string;
   push?: 'never' | 'on_success' | 'required';

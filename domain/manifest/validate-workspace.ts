@@ -1,6 +1,7 @@
 import { WORKSPACE_MODES } from './types.ts';
 import { type Problems, at, expectObject, isString, kindOf, unknownKeys } from './problems.ts';
 import { GitAccessError, pushRemoteKind } from '../../core/git-access.ts';
+import { MAX_SPARSE_PATHS, sparsePathProblem } from '../../core/git-refs.ts';
 
 /** The longest `workspace.key` (the jobs API's limit). */
 const MAX_KEY = 200;
@@ -17,8 +18,17 @@ const GIT_CHOICES: Record<string, readonly string[]> = {
  */
 export function checkWorkspace(problems: Problems, value: unknown, path: string): void {
   if (value === undefined || !expectObject(problems, value, path)) return;
-  unknownKeys(problems, value, ['mode', 'key'], path);
-  const { mode, key } = value;
+  unknownKeys(problems, value, ['mode', 'key', 'sparse'], path);
+  const { mode, key, sparse } = value;
+  if (sparse !== undefined) {
+    if (!Array.isArray(sparse) || sparse.length === 0 || sparse.length > MAX_SPARSE_PATHS)
+      problems.add(at(path, 'sparse'), `workspace.sparse must be a list of 1 to ${MAX_SPARSE_PATHS} folders of the repository`);
+    else
+      sparse.forEach((p: unknown, i) => {
+        const problem = isString(p) ? sparsePathProblem(p) : `must be a string, got ${kindOf(p)}`;
+        if (problem) problems.add(`${at(path, 'sparse')}[${i}]`, `workspace.sparse[${i}] ${problem}`);
+      });
+  }
   if (mode !== undefined && !(WORKSPACE_MODES as readonly unknown[]).includes(mode)) {
     problems.add(at(path, 'mode'), `workspace.mode must be one of ${WORKSPACE_MODES.join(', ')}, got ${isString(mode) ? `'${mode}'` : kindOf(mode)}`);
   }
@@ -34,7 +44,10 @@ export function checkWorkspace(problems: Problems, value: unknown, path: string)
 /** `git` of a workflow or a pipeline: the git controls its steps' jobs get (`branch` names the run branch). */
 export function checkRunGit(problems: Problems, value: unknown, path: string): void {
   if (value === undefined || !expectObject(problems, value, path)) return;
-  unknownKeys(problems, value, GIT_KEYS, path);
+  unknownKeys(problems, value, [...GIT_KEYS, 'depth'], path);
+  const { depth } = value;
+  if (depth !== undefined && !(Number.isInteger(depth) && (depth as number) >= 1 && (depth as number) <= 1_000_000))
+    problems.add(at(path, 'depth'), 'git.depth must be a whole number from 1 to 1000000');
   for (const key of GIT_KEYS) {
     const v = value[key];
     if (v === undefined) continue;

@@ -25,6 +25,7 @@ import { JOB_TOKEN_PERMISSIONS, appApiUrls, resolveOverrides, specEnv } from './
 import { GitWorkspace, remoteUrl, type Checkout, type GitControls, type GitSetup, type Timed } from './git.ts';
 import { DEFAULT_DIFF_LIMITS, type DiffLimits } from './diff.ts';
 import { RunLine } from './run-line.ts';
+import { WorkspaceOverlay } from './overlay.ts';
 import { openWorkspace, sessionKey, workspaceMode, type Workspace } from './workspaces.ts';
 import { STEPS_PATH, writeStepOutputs } from './step-outputs.ts';
 import { repoAccess, type AccessSecrets } from './git-access.ts';
@@ -50,6 +51,8 @@ export interface WorkerSettings {
   /** Reused workspaces unused this long are removed (sweepWorkspaces). */
   workspaceIdleMs: number;
   repoCache?: GitSetup['cache'];
+  /** Isolated attempts' working trees are overlays over the cache's prepared checkouts (decided once at start: overlayUnavailable). */
+  copyOnWrite?: boolean;
   heartbeatMs: number;
   leaseSeconds: number;
   logFlushMs: number;
@@ -235,6 +238,9 @@ export class AttemptRun {
       await log.flush();
       await rm(credentialsDir, { recursive: true, force: true }).catch(() => undefined);
       const workspace = this.workspace;
+      await this.overlay
+        ?.unmount(settings.keepWorkspaces)
+        .catch((err) => logger.warn({ err, jobId: work.job.id }, 'could not unmount the copy-on-write workspace'));
       if (workspace) {
         await workspace.release().catch((err) => logger.warn({ err, jobId: work.job.id }, 'could not release the workspace'));
         if (!workspace.kept && !settings.keepWorkspaces) {
@@ -247,6 +253,8 @@ export class AttemptRun {
 
   private git: Checkout | null = null;
   private workspace: Workspace | null = null;
+  /** The attempt's copy-on-write working tree, when it has one (mounted by the checkout). */
+  private overlay: WorkspaceOverlay | null = null;
 
   /** `runner.completed` with the result, or `runner.failed` with the error and the exit code when there was one. */
   private runnerEnded(completion: AttemptCompletion): Promise<void> {
@@ -270,7 +278,8 @@ export class AttemptRun {
       const { sandbox } = this.deps.settings;
       const user = this.user;
       if (user) {
-        if (isRoot()) await handOver(provisioned.spec.cwd, user, { sandboxed: sandbox.on });
+        const overlay = this.overlay?.mounted ? this.overlay : null;
+        if (isRoot()) await handOver(provisioned.spec.cwd, user, { sandboxed: sandbox.on, ...(overlay ? { chown: () => overlay.handOver(user) } : {}) });
         provisioned.spec.user = user;
       }
       if (sandbox.on) provisioned.spec.sandbox = await this.sandboxView(provisioned.spec, provisioned.readPaths ?? []);
@@ -402,6 +411,9 @@ export class AttemptRun {
     await log.system(`workspace ${dir}${describeWorkspace(work, workspace)}`);
 
     const exchange = await this.prepareStore(workspace);
+    // Copy-on-write only where a fresh folder is cloned into and the process runs on this machine's files.
+    if (deps.settings.copyOnWrite && deps.settings.repoCache && workspace.mode === 'isolated' && !deps.runtime.commandsIn)
+      this.overlay = new WorkspaceOverlay(dir);
     const controls = (work.job.git ?? {}) as GitControls;
     const url = work.project.repo_url;
     if (url) {
@@ -420,6 +432,9 @@ export class AttemptRun {
         touched: false,
         url,
         cache: deps.settings.repoCache ?? null,
+        overlay: this.overlay,
+        owner: this.user,
+        sparse: sparseOf(work),
         access,
         pushAccess,
         controls,
@@ -657,6 +672,12 @@ export class AttemptRun {
   }
 }
 
+/** workspace.sparse as the job asked (validated at creation), or null. */
+function sparseOf(work: AttemptWork): string[] | null {
+  const sparse = work.job.workspace?.sparse;
+  return Array.isArray(sparse) && sparse.length ? sparse.filter((p): p is string => typeof p === 'string') : null;
+}
+
 function resourceClassOf(work: AttemptWork): string | undefined {
   const rc = work.job.hints.resource_class;
   return typeof rc === 'string' ? rc : undefined;
@@ -703,10 +724,16 @@ async function checkoutFor(work: AttemptWork, workspace: Workspace, setup: GitSe
       reused: hasCheckout,
       continueCheckout: workspace.mode === 'job',
     };
+    if (setup.sparse || setup.controls.depth)
+      await setup.log(
+        "workspace.sparse and git.depth do not apply to a step on the run's line of work (it merges the other steps' branches): checked out in full",
+      );
     return RunLine.prepare(setup, place, !hasCheckout);
   }
   const checkout = hasCheckout ? await GitWorkspace.reopen(setup) : await GitWorkspace.prepare(setup);
-  if (workspace.mode === 'isolated') return checkout;
+  const { report } = checkout;
+  // A fresh isolated workspace has nothing to say, unless it was cut (sparse, shallow).
+  if (workspace.mode === 'isolated' && !report?.sparse && !report?.depth) return checkout;
   checkout.resolved.workspace = {
     mode: workspace.mode,
     reused: hasCheckout,
@@ -716,6 +743,7 @@ async function checkoutFor(work: AttemptWork, workspace: Workspace, setup: GitSe
     merged: [],
     pushed_to: [],
     changed_files: [],
+    ...(report ? { checkout: report } : {}),
   };
   return checkout;
 }

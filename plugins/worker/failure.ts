@@ -16,3 +16,11 @@ export class HarnessMissing extends WorkerFailure {
 export class Aborted extends Error {
   override name = 'Aborted';
 }
+
+/**
+ * The job's git controls ask for what the repository does not have (a ref no branch, tag or commit
+ * names; a branch that must exist): nothing is wrong with the repository cache, so it is not checked.
+ */
+export class RefMissing extends WorkerFailure {
+  override name = 'RefMissing';
+}

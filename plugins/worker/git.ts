@@ -1,9 +1,12 @@
-import type { AttemptDiff, ResolvedGit } from '../../core/ports/attempts.ts';
+import type { AttemptDiff, CheckoutReport, ResolvedGit } from '../../core/ports/attempts.ts';
 import type { RepoCache } from '../../core/repo-cache.ts';
 import { readDiff, type DiffLimits } from './diff.ts';
-import { Aborted, WorkerFailure } from './failure.ts';
+import { Aborted, RefMissing, WorkerFailure } from './failure.ts';
 import { checkPushRemote, redactUrl, type RepoAccess } from './git-access.ts';
 import type { GitRunner } from './git-exec.ts';
+import type { WorkspaceOverlay } from './overlay.ts';
+import { overlayCheckout } from './overlay-checkout.ts';
+import type { RunAs } from './run-as.ts';
 import {
   cloneCheckout,
   cloneMirror,
@@ -23,6 +26,8 @@ import {
 /** The job's git controls (CreateJobRequest `git`), as stored. */
 export interface GitControls {
   ref?: string;
+  /** A shallow checkout: the last `depth` commits of each branch. */
+  depth?: number;
   ref_policy?: 'auto' | 'env' | 'project_default' | 'explicit';
   branch?: string;
   create_branch?: 'never' | 'if_missing' | 'always';
@@ -45,6 +50,12 @@ export interface GitSetup {
   url: string;
   /** The worker's repository cache the mirror is cloned from (core/repo-cache.ts); null: cloned from the remote. */
   cache: RepoCache | null;
+  /** The copy-on-write working tree to mount over the cache's prepared checkout (overlay.ts); null: a full checkout. */
+  overlay: WorkspaceOverlay | null;
+  /** Who the checkout's files belong to (the attempt's user; null: the server's): a prepared checkout is made theirs. */
+  owner: RunAs | null;
+  /** workspace.sparse: only these folders are checked out (cone mode); null: all. */
+  sparse: string[] | null;
   access: RepoAccess;
   /** Access for `controls.remote` when it is a URL other than the clone's. */
   pushAccess: RepoAccess | null;
@@ -89,6 +100,9 @@ export class GitWorkspace implements Checkout {
     private readonly replacedTip: string | null,
   ) {}
 
+  /** How the checkout was made (a fresh one; null when continued): the receipt's `workspace.checkout`. */
+  report: CheckoutReport | null = null;
+
   /**
    * Clones, resolves the ref per `ref_policy`, and checks out the branch per `branch`/`create_branch`.
    * A failure on a mirror cloned from the repository cache has the cache's mirror checked: a broken
@@ -98,7 +112,8 @@ export class GitWorkspace implements Checkout {
     try {
       return await GitWorkspace.checkout(s);
     } catch (err) {
-      if (!s.cache || !(err instanceof WorkerFailure) || (await s.cache.verify(s.url, s.signal))) throw err;
+      // A ref the remote does not have is the job's mistake: no fsck reads the whole mirror for it.
+      if (!s.cache || !(err instanceof WorkerFailure) || err instanceof RefMissing || (await s.cache.verify(s.url, s.signal))) throw err;
       await s.log(`the repository cache's mirror of ${redactUrl(s.url)} is broken (git fsck): removed, cloning again`);
       await emptyCheckout(s);
       return GitWorkspace.checkout(s);
@@ -111,32 +126,47 @@ export class GitWorkspace implements Checkout {
     await s.log(`$ git clone ${redactUrl(s.url)} (ref ${ref}, ${source}${s.cache ? ', through the repository cache' : ''})`);
     // The workspace lives as long as the attempt: no template (copying the sample hooks cost more
     // than the clone itself) and no fsync.
-    await cloneMirror(s, ref);
+    const depth = c.depth ?? null;
+    await cloneMirror(s, ref, depth);
     const found = await resolveRef(s, ref);
-    if (!found) throw new WorkerFailure(`git ref '${ref}' (${source}) is not a branch, tag or commit of ${redactUrl(s.url)}`);
+    if (!found) throw new RefMissing(`git ref '${ref}' (${source}) is not a branch, tag or commit of ${redactUrl(s.url)}`);
     const { sha, remoteBranch } = found;
 
     const branch = c.branch ? branchName(c.branch, s) : remoteBranch ? ref : null;
     let replacedTip: string | null = null;
     let head = sha;
-    await cloneCheckout(s);
     if (branch) {
       const existing = branch === ref ? remoteBranch : await remoteTip(s, branch);
       const mode = c.create_branch ?? 'if_missing';
-      if (mode === 'never' && !existing) throw new WorkerFailure(`git.branch '${branch}' does not exist on the remote and git.create_branch is never`);
-      const start = mode === 'always' || !existing ? sha : existing;
+      if (mode === 'never' && !existing) throw new RefMissing(`git.branch '${branch}' does not exist on the remote and git.create_branch is never`);
+      head = mode === 'always' || !existing ? sha : existing;
       if (mode === 'always' && existing && existing !== sha) replacedTip = existing;
-      head = start;
-      await run(`checking out branch ${branch} failed`, git(s, ['checkout', '--quiet', '-B', branch, start]));
-    } else {
-      await run(`checking out ${ref} failed`, git(s, ['checkout', '--quiet', '--detach', sha]));
     }
     if ((c.push ?? 'never') !== 'never' && !branch) {
-      throw new WorkerFailure(`git.push is ${c.push} but there is no branch to push: '${ref}' is not a branch, so set git.branch`);
+      throw new RefMissing(`git.push is ${c.push} but there is no branch to push: '${ref}' is not a branch, so set git.branch`);
+    }
+    // A sparse checkout writes only its folders: no prepared tree of the whole commit.
+    const copyOnWrite = !s.sparse && (await overlayCheckout(s, head, branch));
+    if (!copyOnWrite) {
+      await cloneCheckout(s);
+      if (s.sparse) await run('setting up the sparse checkout failed', git(s, ['sparse-checkout', 'set', '--cone', '--', ...s.sparse]));
+      if (branch) await run(`checking out branch ${branch} failed`, git(s, ['checkout', '--quiet', '-B', branch, head]));
+      else await run(`checking out ${ref} failed`, git(s, ['checkout', '--quiet', '--detach', sha]));
     }
     await excludeWorkerFiles(s);
-    await s.log(`checked out ${branch ? `branch ${branch}` : 'a detached HEAD'} at ${head}`);
-    return new GitWorkspace(s, { resolved_ref: ref, resolved_sha: head, resolved_branch: branch, ref_source: source, pushed: false, commits: [] }, replacedTip);
+    const how = [
+      copyOnWrite ? "copy-on-write over the cache's prepared checkout" : null,
+      s.sparse ? `sparse: ${s.sparse.join(', ')}` : null,
+      depth ? `depth ${depth}` : null,
+    ].filter(Boolean);
+    await s.log(`checked out ${branch ? `branch ${branch}` : 'a detached HEAD'} at ${head}${how.length ? ` (${how.join('; ')})` : ''}`);
+    const checkout = new GitWorkspace(
+      s,
+      { resolved_ref: ref, resolved_sha: head, resolved_branch: branch, ref_source: source, pushed: false, commits: [] },
+      replacedTip,
+    );
+    checkout.report = { copy_on_write: copyOnWrite, sparse: s.sparse, depth };
+    return checkout;
   }
 
   /**

@@ -23,6 +23,7 @@ import { runAsOf } from './run-as.ts';
 import { attemptUser, decideSandbox } from './sandbox-policy.ts';
 import { workspaceRoot } from './workspace-root.ts';
 import { sharedRepoCache } from '../../core/repo-cache-shared.ts';
+import { overlayUnavailable } from './overlay.ts';
 import { repoUrlPolicy } from '../../core/git-access.ts';
 import { outboundGuard } from '../../core/http/address-guard.ts';
 import { InProcessWorker } from './worker.ts';
@@ -69,6 +70,8 @@ export const plugin: DomainPlugin = {
       ? await workspaceRoot({ configured: w.workspace_root || null, dataDir: config.data_dir, user: attemptUser(runAs, sandbox), sandboxed: sandbox.on })
       : null;
     if (workspaces?.note) logger.info(workspaces.note);
+    const copyOnWrite = runsHere && w.repo_cache.enabled && w.repo_cache.copy_on_write ? await overlayUnavailable() : 'off';
+    if (copyOnWrite && copyOnWrite !== 'off') logger.info(`copy-on-write workspaces: not here (${copyOnWrite}); attempts check out in full`);
 
     const worker = runsHere ? inProcessWorker() : null;
     container.registerInstance(
@@ -105,6 +108,7 @@ export const plugin: DomainPlugin = {
             keepWorkspaces: w.keep_workspaces,
             workspaceIdleMs: w.workspace_idle_seconds * 1000,
             repoCache: sharedRepoCache(container),
+            copyOnWrite: copyOnWrite === null,
             heartbeatMs: w.heartbeat_seconds * 1000,
             leaseSeconds: w.lease_seconds,
             logFlushMs: w.log_flush_ms,

@@ -1,4 +1,4 @@
-import { lstat, readdir, readFile, rm } from 'node:fs/promises';
+import { lstat, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { directoryIn, UnsafePath, writeContained } from '../../core/contained-fs.ts';
 import { Aborted, WorkerFailure } from './failure.ts';
@@ -55,19 +55,22 @@ export const remoteTip = (s: GitSetup, branch: string) => mirrorCommit(s, `refs/
  * (git never writes into an object file, so nothing done here reaches the cache); `origin` then
  * names the real remote.
  */
-export async function cloneMirror(s: GitSetup, want: string | null = null): Promise<void> {
+export async function cloneMirror(s: GitSetup, want: string | null = null, depth: number | null = null): Promise<void> {
   await rm(s.mirror, { recursive: true, force: true });
-  const source = s.cache
+  const cached = s.cache
     ? await run(
         `cloning ${redactUrl(s.url)} into the repository cache failed`,
         s.cache.prepare(s.url, want, () => connectEnv(s.access), s.signal),
         s.access,
       )
     : s.url;
+  // A shallow clone (git.depth): git ignores --depth for a local path, so the cache's mirror is named by a file:// URL.
+  const source = depth && s.cache ? `file://${cached}` : cached;
+  const shallow = depth ? ['--depth', String(depth), '--no-single-branch'] : [];
   await run(
     s.cache ? 'cloning from the repository cache failed' : `cloning ${redactUrl(s.url)} failed`,
     (s.cache ? Promise.resolve({}) : connectEnv(s.access)).then((env) =>
-      trustedGit(['clone', '--quiet', '--bare', '--template=', '--config', 'core.fsync=none', source, s.mirror], {
+      trustedGit(['clone', '--quiet', '--bare', '--template=', '--config', 'core.fsync=none', ...shallow, '--', source, s.mirror], {
         cwd: path.dirname(s.mirror),
         signal: s.signal,
         env,
@@ -75,12 +78,38 @@ export async function cloneMirror(s: GitSetup, want: string | null = null): Prom
     ),
     s.access,
   );
+  // The clone's config names the cache's mirror as origin: it becomes the real remote, as `git remote set-url` would make it.
+  if (s.cache && (await pointOrigin(s.mirror, source, s.url))) return;
   if (s.cache) await run('preparing the mirror failed', mirrorGit(s, ['remote', 'set-url', 'origin', s.url]));
   await run('preparing the mirror failed', mirrorGit(s, ['config', 'remote.origin.fetch', '+refs/heads/*:refs/heads/*']));
 }
 
+/** Rewrites the origin a local clone wrote last in `mirror`'s config (`url = <from>`) to `url` with the mirror's refspec; false when the config is not as expected. */
+async function pointOrigin(mirror: string, from: string, url: string): Promise<boolean> {
+  const file = path.join(mirror, 'config');
+  const text = await readFile(file, 'utf8');
+  const written = `[remote "origin"]\n\turl = ${from}\n`;
+  if (!text.endsWith(written) || text.indexOf('[remote ') !== text.length - written.length) return false;
+  await writeFile(file, text.slice(0, -written.length) + configText({ 'remote "origin"': { url, fetch: '+refs/heads/*:refs/heads/*' } }));
+  return true;
+}
+
+/** Sections of a git config file, each value quoted (backslash, quote, newline and tab escaped). */
+export function configText(sections: Record<string, Record<string, string>>): string {
+  const quote = (v: string) => `"${v.replace(/[\\"\n\t]/g, (c) => ({ '\\': '\\\\', '"': '\\"', '\n': '\\n', '\t': '\\t' })[c]!)}"`;
+  return Object.entries(sections)
+    .map(
+      ([section, values]) =>
+        `[${section}]\n${Object.entries(values)
+          .map(([k, v]) => `\t${k} = ${quote(v)}\n`)
+          .join('')}`,
+    )
+    .join('');
+}
+
 /** Removes what a failed clone left in the checkout's folder (nothing of a job has run there yet) and the mirror. */
 export async function emptyCheckout(s: GitSetup): Promise<void> {
+  await s.overlay?.unmount();
   for (const entry of await readdir(s.dir)) await rm(path.join(s.dir, entry), { recursive: true, force: true });
   await rm(s.mirror, { recursive: true, force: true });
 }
@@ -102,8 +131,8 @@ export async function cloneCheckout(s: GitSetup): Promise<void> {
   await run('preparing the checkout failed', git(s, ['remote', 'set-url', 'origin', s.url]));
 }
 
-/** Points the checkout's `origin/*` branches and its tags at what the mirror holds now (a reused checkout, after fetchMirror). */
-export async function syncRemoteRefs(s: GitSetup): Promise<void> {
+/** Points the checkout's `origin/*` branches and its tags at what the mirror holds now (a reused checkout, after fetchMirror); `more`: further updates in the same transaction. */
+export async function syncRemoteRefs(s: GitSetup, more = ''): Promise<void> {
   const refs = await run('reading the mirror failed', mirrorGit(s, ['for-each-ref', '--format=%(objectname) %(refname)', 'refs/heads', 'refs/tags']));
   const updates = refs
     .split('\n')
@@ -113,7 +142,7 @@ export async function syncRemoteRefs(s: GitSetup): Promise<void> {
       return `update ${ref.replace(/^refs\/heads\//, 'refs/remotes/origin/')} ${sha}\n`;
     })
     .join('');
-  if (updates) await run('updating the checkout from the mirror failed', git(s, ['update-ref', '--stdin'], updates));
+  if (updates || more) await run('updating the checkout from the mirror failed', git(s, ['update-ref', '--stdin'], updates + more));
 }
 
 /** The commit a branch, tag or (abbreviated) SHA names on the remote (as the mirror has it), or null. */

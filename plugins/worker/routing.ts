@@ -67,6 +67,10 @@ export class RoutingDispatcher implements WorkerDispatcher {
     return rooms.length ? Math.min(...rooms) : 1;
   }
 
+  onFreed(listener: () => void): void {
+    this.opts.local?.onFreed?.(listener);
+  }
+
   fullTypes(): string[] {
     const full = [...this.remotes.values()].filter((r) => r.capacity() <= 0).map((r) => r.type);
     if (!this.defaultRoute || this.defaultRoute.capacity() <= 0) full.push(...DEFAULT_TYPE_NAMES.filter((t) => !this.remotes.has(t)));

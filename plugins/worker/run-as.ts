@@ -44,7 +44,7 @@ export async function closedAncestor(dir: string, user: RunAs): Promise<{ path: 
  * themselves, never their targets). Unsandboxed, every directory above it must let that user through
  * (else the attempt fails saying which one and what to change); the sandbox binds it where it is.
  */
-export async function handOver(dir: string, user: RunAs, opts: { sandboxed: boolean }): Promise<void> {
+export async function handOver(dir: string, user: RunAs, opts: { sandboxed: boolean; chown?: () => Promise<void> }): Promise<void> {
   const closed = opts.sandboxed ? null : await closedAncestor(dir, user);
   if (closed) {
     throw new WorkerFailure(
@@ -54,6 +54,8 @@ export async function handOver(dir: string, user: RunAs, opts: { sandboxed: bool
   }
   // chown(1) walks a 20k-file checkout in a third of the time Node's calls take (one thread, no
   // event-loop turn per file); the walk below is the fallback where it is missing or fails.
+  // A copy-on-write workspace hands over only its own layer (overlay.ts): a chown of every file would copy every file up.
+  if (opts.chown) return opts.chown();
   if (!(await chownCommand(dir, user))) await chownTree(dir, user);
 }
 

@@ -6,6 +6,7 @@ import type { JobPhaseChange } from '../../core/ports/jobs.ts';
 import type { ClaimedAttempt, WorkerDispatcher } from '../../core/ports/worker.ts';
 import { AttemptRun, type WorkerDeps } from './attempt-run.ts';
 import { sweepWorkspaces } from './workspaces.ts';
+import { sweepOverlays } from './overlay.ts';
 
 /**
  * The worker role in this process: the orchestrator's dispatcher hands it claimed attempts up to
@@ -18,6 +19,7 @@ export class InProcessWorker implements WorkerDispatcher, RoleService {
   private readonly runs = new Map<string, { run: AttemptRun; done: Promise<void> }>();
   private stopping = false;
   private sweeper: NodeJS.Timeout | null = null;
+  private readonly freed: (() => void)[] = [];
 
   /**
    * `apiUrlFor`: SVC_API_URL for an attempt whose dispatcher suggested one (a remote orchestrator);
@@ -34,6 +36,10 @@ export class InProcessWorker implements WorkerDispatcher, RoleService {
     return this.stopping;
   }
 
+  onFreed(listener: () => void): void {
+    this.freed.push(listener);
+  }
+
   capacity(): number {
     return this.stopping ? 0 : Math.max(0, this.concurrency - this.runs.size);
   }
@@ -46,7 +52,10 @@ export class InProcessWorker implements WorkerDispatcher, RoleService {
     const done = run
       .execute()
       .catch((err) => this.logger.error({ err, jobId: attempt.jobId }, 'attempt run crashed'))
-      .finally(() => this.runs.delete(attempt.attemptId));
+      .finally(() => {
+        this.runs.delete(attempt.attemptId);
+        for (const listener of this.freed) listener();
+      });
     this.runs.set(attempt.attemptId, { run, done });
   }
 
@@ -64,6 +73,10 @@ export class InProcessWorker implements WorkerDispatcher, RoleService {
   /** Starts the idle sweep of reused workspaces (now, then every half idle time, at most hourly). */
   async start(): Promise<void> {
     const { workspaceRoot, workspaceIdleMs } = this.deps.settings;
+    // Copy-on-write workspaces a crashed worker left mounted (overlay.ts).
+    await sweepOverlays(workspaceRoot)
+      .then((swept) => swept.length && this.logger.info({ swept }, 'copy-on-write workspaces left mounted by a stopped worker unmounted'))
+      .catch((err) => this.logger.warn({ err }, 'sweeping copy-on-write workspaces failed'));
     const sweep = () =>
       void sweepWorkspaces(workspaceRoot, workspaceIdleMs)
         .then((removed) => removed.length && this.logger.info({ removed }, 'idle workspaces removed'))

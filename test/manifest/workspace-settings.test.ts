@@ -10,8 +10,8 @@ test('workspace and git settings of workflows, pipelines and steps are accepted 
   const result = loadManifest(`
 workflows:
   fix:
-    git: { branch: "svc/fix/\${run_id}", commit: auto, push: required }
-    workspace: { mode: job }
+    git: { branch: "svc/fix/\${run_id}", commit: auto, push: required, depth: 5 }
+    workspace: { mode: job, sparse: [apps/web, libs] }
     steps:
       - { name: plan, run: "true" }
       - { name: build, run: "true", depends_on: [plan], workspace: { mode: session, key: node-cache } }
@@ -26,8 +26,8 @@ pipelines:
   t.true(result.ok, JSON.stringify(result));
   if (!result.ok) return;
   const fix = result.manifest.workflows!.fix;
-  t.deepEqual(fix.git, { branch: 'svc/fix/${run_id}', commit: 'auto', push: 'required' });
-  t.deepEqual(fix.workspace, { mode: 'job' });
+  t.deepEqual(fix.git, { branch: 'svc/fix/${run_id}', commit: 'auto', push: 'required', depth: 5 });
+  t.deepEqual(fix.workspace, { mode: 'job', sparse: ['apps/web', 'libs'] });
   t.deepEqual(fix.steps[1].workspace, { mode: 'session', key: 'node-cache' });
   t.deepEqual(result.manifest.pipelines!.ci.steps[0].workspace, { mode: 'job' });
 });
@@ -37,8 +37,8 @@ test('bad workspace and git settings are named by path', (t) => {
     errorsOf(`
 workflows:
   w:
-    workspace: { mode: shared, size: 3 }
-    git: { push: always, branch: 7, depth: 1 }
+    workspace: { mode: shared, size: 3, sparse: [apps, ../etc] }
+    git: { push: always, branch: 7, depth: 0, shallow: true }
     steps:
       - { name: a, run: "true", workspace: { mode: session } }
       - { name: b, run: "true", workspace: { mode: job, key: cache } }
@@ -50,10 +50,12 @@ pipelines:
     steps: [{ name: s, run: "true" }]
 `),
     [
-      { path: 'workflows.w.git.depth', message: "Unknown key 'depth' in workflows.w.git" },
+      { path: 'workflows.w.git.shallow', message: "Unknown key 'shallow' in workflows.w.git" },
+      { path: 'workflows.w.git.depth', message: 'git.depth must be a whole number from 1 to 1000000' },
       { path: 'workflows.w.git.branch', message: 'git.branch must be a non-empty string' },
       { path: 'workflows.w.git.push', message: 'git.push must be one of never, on_success, required' },
       { path: 'workflows.w.workspace.size', message: "Unknown key 'size' in workflows.w.workspace" },
+      { path: 'workflows.w.workspace.sparse[1]', message: 'workspace.sparse[1] must not contain ".", ".." or ".git" as a part' },
       { path: 'workflows.w.workspace.mode', message: "workspace.mode must be one of job, session, isolated, got 'shared'" },
       {
         path: 'workflows.w.steps[0].workspace.key',

@@ -1,6 +1,7 @@
 import test from 'ava';
 import { chmodSync, existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { sharedRepoCache } from '../../core/repo-cache-shared.ts';
 import { attemptsOf, finished, git, logLines, scriptJob, workerWorld, type WorkerWorld } from './helpers.ts';
 
 /** The worker's repository cache end to end (issue 35): attempts clone from it, share it, and never write into it. */
@@ -65,10 +66,36 @@ test.serial('a mirror deleted, then one corrupted, under the running worker: reb
       writeFileSync(file, 'garbage');
     }
   }
+  // A prepared checkout of the commit, made before the corruption, holds its files already (and
+  // serves the attempt without reading the mirror): gone, the next attempt must read the mirror.
+  for (const folder of readdirSync(cacheRoot).filter((n) => n.endsWith('.checkouts'))) rmSync(path.join(cacheRoot, folder), { recursive: true, force: true });
   const corrupted = await run('cat rewritten.txt');
   t.is(corrupted.attempt.status, 'succeeded', corrupted.log);
   t.regex(corrupted.log, /is broken \(git fsck\): removed, cloning again/);
   t.regex(corrupted.log, /new history/);
+});
+
+test.serial('a mistyped ref fails at once, without a git fsck of the mirror', async (t) => {
+  const cache = sharedRepoCache(w.srv.kernel.container)!;
+  let verified = 0;
+  const verify = cache.verify.bind(cache);
+  cache.verify = (...args) => (verified++, verify(...args));
+  try {
+    const id = (
+      await w.api.post(`/projects/${w.projectId}/jobs`, {
+        description: 'typo',
+        git: { ref: 'mian' },
+        hints: { step: { kind: 'script', script: { run: 'true' } } },
+      })
+    ).body.id;
+    await finished(w, id, 60_000);
+    const [attempt] = await attemptsOf(w, id);
+    t.is(attempt.status, 'failed');
+    t.regex(attempt.error, /git ref 'mian' \(explicit\) is not a branch, tag or commit/);
+    t.is(verified, 0);
+  } finally {
+    cache.verify = verify;
+  }
 });
 
 test.serial("a job's writes never reach the cache or the next attempt", async (t) => {

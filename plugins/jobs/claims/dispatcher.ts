@@ -56,6 +56,8 @@ export class JobDispatcher implements RoleService {
     if (!this.worker) this.logger.info('no worker dispatcher registered: ready jobs wait for external claims');
     else {
       await this.passes.wakeOn(this.wakeups, this.databaseUrl, this.logger, POLL_EVERY_MS);
+      // Room freed in this process: ready jobs waiting for it are claimed at once.
+      this.worker.onFreed?.(() => this.passes.wake());
       this.passes.every(POLL_EVERY_MS);
       this.passes.wake();
     }

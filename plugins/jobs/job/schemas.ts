@@ -5,7 +5,7 @@ import { normalizeMountPath, parseResourceUri } from '../../../core/ports/resour
 import { HARNESS_NAME, REASONING_EFFORTS } from '../../../core/ports/harness.ts';
 import { closest } from '../../../core/closest.ts';
 import { GitAccessError, pushRemoteKind } from '../../../core/git-access.ts';
-import { refNameProblem } from '../../../core/git-refs.ts';
+import { MAX_SPARSE_PATHS, refNameProblem, sparsePathProblem } from '../../../core/git-refs.ts';
 import { isReservedEnvName, RESERVED_ENV_NAMES, RESERVED_ENV_PREFIX } from '../../../domain/manifest/validate-env.ts';
 
 export const PHASES = ['idea', 'backlog', 'ready', 'active', 'review', 'done', 'cancelled'] as const;
@@ -36,6 +36,7 @@ export const gitSchema = Joi.object({
   ref: gitRef,
   ref_policy: Joi.string().valid('auto', 'env', 'project_default', 'explicit'),
   branch: gitRef,
+  depth: Joi.number().integer().min(1).max(1_000_000).description('a shallow checkout: the last `depth` commits of each branch (git clone --depth)'),
   create_branch: Joi.string().valid('never', 'if_missing', 'always'),
   commit: Joi.string().valid('never', 'manual', 'auto', 'required'),
   commit_message: Joi.string().max(2000),
@@ -179,7 +180,21 @@ export const createJobSchema = Joi.object({
   env_overrides: envOverrides,
   hints: hintsSchema,
   git: gitSchema,
-  workspace: Joi.object({ mode: Joi.string().valid('job', 'session', 'isolated'), key: Joi.string().max(200) }),
+  workspace: Joi.object({
+    mode: Joi.string().valid('job', 'session', 'isolated'),
+    key: Joi.string().max(200),
+    sparse: Joi.array()
+      .items(
+        Joi.string().custom((p: string, helpers) => {
+          const problem = sparsePathProblem(p);
+          return problem ? helpers.message({ custom: '{{#label}} {#why}' }, { why: `is not a folder sparse-checkout may name: it ${problem}` }) : p;
+        }),
+      )
+      .min(1)
+      .max(MAX_SPARSE_PATHS)
+      .unique()
+      .description('a sparse checkout: only these folders of the repository (and the files at its top) are checked out (git sparse-checkout, cone mode)'),
+  }),
   resource_refs: Joi.array().items(resourceRef).max(100),
   env_name: Joi.string().max(200).allow(null),
   execution_mode: Joi.string().valid(...EXECUTION_MODES),

@@ -169,10 +169,19 @@ export const receiptSchema = Joi.object({
       .items(Joi.object({ branch: Joi.string().required(), sha: Joi.string().required() }).label('ReceiptPushedBranch'))
       .required(),
     changed_files: Joi.array().items(Joi.string()).required(),
+    checkout: Joi.object({
+      copy_on_write: Joi.boolean().required().description("the working tree was an overlay over the repository cache's prepared checkout, nothing written"),
+      sparse: Joi.array().items(Joi.string()).allow(null).required().description('workspace.sparse: only these folders were checked out; null: all'),
+      depth: Joi.number().integer().allow(null).required().description('git.depth: the history was cut to this many commits per branch; null: all'),
+    })
+      .label('ReceiptCheckout')
+      .description('how a fresh checkout was made (absent when the attempt continued one, and on older receipts)'),
   })
     .allow(null)
     .label('ReceiptWorkspace')
-    .description('what the workspace reused and handed on; null for a fresh isolated workspace (absent on receipts written before it was recorded)'),
+    .description(
+      'what the workspace reused and handed on; null for a fresh isolated workspace without workspace.sparse or git.depth (absent on receipts written before it was recorded)',
+    ),
   created_at: timestamp.required().description('when the receipt was written (the attempt ended)'),
 }).label('Receipt');
 
