@@ -6,8 +6,8 @@ import { newId } from '../../core/ids.ts';
 import { timestamp, userId } from '../../core/http/schemas.ts';
 import type { UserDirectory, UserEntry } from '../../core/ports/directory.ts';
 
-/** A row of `users` is what the directory hands out. */
-export type UserRow = UserEntry;
+/** A row of `users`: what the directory hands out, and the password hash of app logins (never shown). */
+export type UserRow = UserEntry & { password_hash?: string | null };
 
 export const userResponseSchema = Joi.object({
   id: userId.required(),
