@@ -150,7 +150,12 @@ export class AppLogin {
       if (!this.mayEnter(settings, standing)) throw Boom.unauthorized('this address may no longer sign in to the app');
       const passwords = settings.loginMethod === 'password_or_magic_link' || settings.inviteRequiresPassword;
       if (input.password !== undefined && !passwords) throw Boom.badData('"password" is not used by this app (x-svc.auth.login_method is magic_link)');
-      if (settings.inviteRequiresPassword && standing.inviteOrgs.length > 0 && !standing.user?.password_hash && input.password === undefined) {
+      if (
+        settings.inviteRequiresPassword &&
+        standing.inviteOrgs.length > 0 &&
+        !(await this.users.passwordHash(row.email, trx)) &&
+        input.password === undefined
+      ) {
         throw Boom.badData('"password" is required: this app asks invited users to choose a password when they first sign in');
       }
       await trx('magic_links').where({ id: row.id }).update({ used_at: this.clock.now() });
@@ -173,7 +178,7 @@ export class AppLogin {
     const settings = await this.apps.of(input.project_id);
     if (settings.loginMethod !== 'password_or_magic_link') throw Boom.badData('this app signs in with links only (x-svc.auth.login_method is magic_link)');
     const user = await this.users.findByEmail(input.email);
-    if (!(await checkPassword(input.password, user?.password_hash)) || !user) throw Boom.unauthorized('wrong e-mail or password');
+    if (!(await checkPassword(input.password, await this.users.passwordHash(input.email))) || !user) throw Boom.unauthorized('wrong e-mail or password');
     return this.signedIn(user, [], null);
   }
 
