@@ -33,6 +33,7 @@ export type IdPrefix =
   | 'sk'
   | 'att'
   | 'inv'
+  | 'mlk'
   | 'req'
   | 'role'
   | 'grp'

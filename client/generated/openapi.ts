@@ -848,23 +848,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/orgs/{org_id}/access-requests": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The org's access requests, newest first (members:write); filter by status */
-        get: operations["listAccessRequests"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/orgs/{org_id}/invites": {
         parameters: {
             query?: never;
@@ -874,6 +857,23 @@ export interface paths {
         };
         /** The org's invites, newest first (members:write); codes are never shown again */
         get: operations["listInvites"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orgs/{org_id}/access-requests": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The org's access requests, newest first (members:write); filter by status */
+        get: operations["listAccessRequests"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1422,6 +1422,26 @@ export interface paths {
         };
         /** One rate card */
         get: operations["getRateCard"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/apps/{project_id}/config": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An app's sign-in settings and branding
+         * @description An app's sign-in settings and branding (x-svc.auth, x-svc.branding of its project's manifest); 404 when it has no x-svc.auth
+         */
+        get: operations["getAppAuthConfig"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2433,8 +2453,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Invite by e-mail with an app's branding
-         * @description Invite by e-mail with an app's branding (org admin or owner: members:write). No e-mail is sent
+         * Invite by e-mail to an app
+         * @description Invite by e-mail to an app (org admin or owner: members:write): the app's branding, and with project_id its x-svc.auth invite rules (allowed_orgs, invited_role); mailed through adapters.mailer
          */
         post: operations["createAppInvite"];
         delete?: never;
@@ -2514,6 +2534,26 @@ export interface paths {
          * @description Invite to an org (members:write): a single-use code, shown once. No e-mail is sent
          */
         post: operations["createInvite"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/magic-link": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mail a single-use sign-in link for an app
+         * @description Mail a single-use sign-in link for an app (valid minutes); 202 with the same answer whether or not the address may sign in
+         */
+        post: operations["requestMagicLink"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2661,6 +2701,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/auth/magic-link/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Use a sign-in link
+         * @description Use a sign-in link: a user token; 401 for a wrong link or another e-mail, 410 once used or expired, 422 when a password is needed
+         */
+        post: operations["verifyMagicLink"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/auth/nostr/challenge": {
         parameters: {
             query?: never;
@@ -2692,6 +2752,26 @@ export interface paths {
         put?: never;
         /** Finish Schnorr login with the signed event; returns a token */
         post: operations["finishNostrLogin"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/password/login": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sign in to an app whose login_method is password_or_magic_link
+         * @description Sign in to an app whose login_method is password_or_magic_link; 401 for a wrong e-mail or password
+         */
+        post: operations["passwordLogin"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4134,21 +4214,44 @@ export interface components {
             pipelines: components["schemas"]["AnalyticsPipelines"];
             environments: components["schemas"]["AnalyticsEnvironments"];
         };
+        AppAuthConfig: {
+            /** @example proj_01h455vb4pex5vsknk084sn02q */
+            project_id: string;
+            branding: components["schemas"]["AppBrandingSettings"];
+            /** @enum {string} */
+            login_method: "magic_link" | "password_or_magic_link";
+            self_signup: boolean;
+            invite_requires_password: boolean;
+            magic_link_path: string;
+            verify_path: string;
+            password_login_path: string | null;
+            magic_link_minutes: number;
+        };
         AppBranding: {
             app_name: string;
             primary_color?: string;
             support_email?: string;
+        };
+        AppBrandingSettings: {
+            app_name: string;
+            primary_color: string | null;
+            support_email: string | null;
         };
         AppInviteRequest: {
             /** @example org_01h455vb4pex5vsknk084sn02q */
             org_id: string;
             email: string;
             /**
-             * @default member
+             * @description default member, or the app's x-svc.auth.org_access.invite.invited_role
              * @enum {string}
              */
             role?: "owner" | "admin" | "member";
-            app: components["schemas"]["AppBranding"];
+            /**
+             * @description the app: its manifest's x-svc.auth.org_access.invite must list the org; its x-svc.branding brands the mail
+             * @example proj_01h455vb4pex5vsknk084sn02q
+             */
+            project_id?: string;
+            app?: components["schemas"]["AppBranding"];
             /** @description where the web client sends the invitee after accepting */
             redirect_url?: string;
             /** @description days until the code expires (default 7) */
@@ -4158,6 +4261,17 @@ export interface components {
              * @description when the code expires (instead of expires_in_days)
              */
             expires_at?: string;
+        };
+        AppSignIn: {
+            access_token: string;
+            /** @enum {string} */
+            token_type: "Bearer";
+            /** Format: date-time */
+            expires_at: string;
+            user: components["schemas"]["User"];
+            /** @description orgs joined by this sign-in (invites, domain signup) */
+            orgs_joined: string[];
+            redirect_url: string | null;
         };
         ApproveJobRequest: {
             comment?: string;
@@ -4989,6 +5103,8 @@ export interface components {
             identity_hint: string | null;
             redirect_url: string | null;
             app: Record<string, unknown>;
+            /** @description what made the invite when not a person: domain_signup */
+            source: string | null;
             /** @example usr_01h455vb4pex5vsknk084sn02q */
             created_by: string | null;
             /** Format: date-time */
@@ -5700,6 +5816,8 @@ export interface components {
             identity_hint: string | null;
             redirect_url: string | null;
             app: Record<string, unknown>;
+            /** @description what made the invite when not a person: domain_signup */
+            source: string | null;
             /** @example usr_01h455vb4pex5vsknk084sn02q */
             created_by: string | null;
             /** Format: date-time */
@@ -5920,6 +6038,25 @@ export interface components {
             duration_ms?: number;
             /** @description what the coding CLI said the call cost, in USD, when it computes a cost itself: shown on the receipt beside svc's own pricing, never billed */
             reported_cost_usd?: number;
+        };
+        MagicLinkRequest: {
+            /** @example proj_01h455vb4pex5vsknk084sn02q */
+            project_id: string;
+            email: string;
+            /** @description the app page that finishes sign-in (its origin must be in x-svc.auth.redirect_origins); the mailed link is this URL with the token in the fragment */
+            redirect_url?: string;
+        };
+        MagicLinkRequested: {
+            /** @enum {string} */
+            status: "requested";
+            message: string;
+        };
+        MagicLinkVerifyRequest: {
+            /** @description the token of the mailed sign-in link */
+            token: string;
+            email: string;
+            /** @description sets the account password (apps with passwords); required for an invited user when x-svc.auth.invite_requires_password */
+            password?: string;
         };
         ManagedModel: {
             canonical_model_id: string;
@@ -6375,6 +6512,12 @@ export interface components {
             /** @description items in all pages */
             total: number;
             has_more: boolean;
+        };
+        PasswordLoginRequest: {
+            /** @example proj_01h455vb4pex5vsknk084sn02q */
+            project_id: string;
+            email: string;
+            password: string;
         };
         Pipeline: {
             name: string;
@@ -10849,7 +10992,7 @@ export interface operations {
             };
         };
     };
-    listAccessRequests: {
+    listInvites: {
         parameters: {
             query?: {
                 /** @description page size, 1 to 100 */
@@ -10857,7 +11000,6 @@ export interface operations {
                 offset?: number;
                 /** @description include soft-deleted items */
                 include_deleted?: boolean;
-                status?: "pending" | "approved" | "rejected";
             };
             header?: never;
             path: {
@@ -10873,7 +11015,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["AccessRequestList"];
+                    "application/json": components["schemas"]["InviteList"];
                 };
             };
             /** @description Invalid input */
@@ -10914,7 +11056,7 @@ export interface operations {
             };
         };
     };
-    listInvites: {
+    listAccessRequests: {
         parameters: {
             query?: {
                 /** @description page size, 1 to 100 */
@@ -10922,6 +11064,7 @@ export interface operations {
                 offset?: number;
                 /** @description include soft-deleted items */
                 include_deleted?: boolean;
+                status?: "pending" | "approved" | "rejected";
             };
             header?: never;
             path: {
@@ -10937,7 +11080,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["InviteList"];
+                    "application/json": components["schemas"]["AccessRequestList"];
                 };
             };
             /** @description Invalid input */
@@ -14264,6 +14407,46 @@ export interface operations {
             };
             /** @description Missing permission */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getAppAuthConfig: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AppAuthConfig"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -19728,6 +19911,57 @@ export interface operations {
             };
         };
     };
+    requestMagicLink: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MagicLinkRequest"];
+            };
+        };
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MagicLinkRequested"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Business rule violated */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     mintToken: {
         parameters: {
             query?: never;
@@ -20144,6 +20378,66 @@ export interface operations {
             };
         };
     };
+    verifyMagicLink: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MagicLinkVerifyRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AppSignIn"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Business rule violated */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     startNostrLogin: {
         parameters: {
             query?: never;
@@ -20210,6 +20504,66 @@ export interface operations {
             };
             /** @description Missing or invalid token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    passwordLogin: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PasswordLoginRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AppSignIn"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Business rule violated */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -40,6 +40,8 @@ export const TABLE_OWNERS = {
   nostr_seen_events: 'auth',
   invites: 'auth',
   access_requests: 'auth',
+  // 046_app_login
+  magic_links: 'auth',
   // 011_manifests
   manifests: 'manifest',
   // 012_pipeline_runs, 013_event_routing

@@ -47,6 +47,8 @@ export interface OrgEntry {
 export interface OrgDirectory {
   byId(id: string, db?: Db): Promise<OrgEntry | undefined>;
   byIds(ids: string[], db?: Db): Promise<OrgEntry[]>;
+  /** The org with this id or slug (manifests name orgs either way). */
+  byRef(ref: string, db?: Db): Promise<OrgEntry | undefined>;
   /** Ids of the soft-deleted orgs. */
   deletedIds(db?: Db): Promise<string[]>;
 }

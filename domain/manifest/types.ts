@@ -124,7 +124,12 @@ export interface AuthConfig {
   login_method?: 'magic_link' | 'password_or_magic_link';
   self_signup?: boolean;
   invite_requires_password?: boolean;
-  org_access?: Record<string, unknown>;
+  org_access?: {
+    invite?: { enabled?: boolean; allowed_orgs?: string[]; invited_role?: 'owner' | 'admin' | 'member' };
+    domain_signup?: { enabled?: boolean; domains?: { domain: string; target_org: string; role?: 'owner' | 'admin' | 'member' }[] };
+  };
+  /** Origins (`https://app.example.com`) a sign-in link or app invite may send the user back to. */
+  redirect_origins?: string[];
 }
 
 export interface SvcExtension {

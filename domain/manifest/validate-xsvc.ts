@@ -52,7 +52,8 @@ const REASONING = ['low', 'medium', 'high', 'x-high'];
 const AGENT_KEYS = ['version', 'profiles', 'availability'];
 const ENTRY_KEYS = ['harness', 'model', 'reasoning_effort', 'profile'];
 const BRANDING_KEYS = ['app_name', 'primary_color', 'support_email'];
-const AUTH_KEYS = ['login_method', 'self_signup', 'invite_requires_password', 'org_access'];
+const AUTH_KEYS = ['login_method', 'self_signup', 'invite_requires_password', 'org_access', 'redirect_origins'];
+const ROLES = ['owner', 'admin', 'member'];
 
 function checkDefaults(problems: Problems, value: unknown, path: string, profiles: Set<string>): void {
   if (!expectObject(problems, value, path)) return;
@@ -123,7 +124,49 @@ function checkAuth(problems: Problems, value: unknown, path: string): void {
   }
   if (value.org_access !== undefined && expectObject(problems, value.org_access, at(path, 'org_access'))) {
     unknownKeys(problems, value.org_access, ['invite', 'domain_signup'], at(path, 'org_access'));
+    checkOrgAccess(problems, value.org_access, at(path, 'org_access'));
   }
+  const origins = value.redirect_origins;
+  if (origins !== undefined && !(Array.isArray(origins) && origins.every((o) => isString(o) && /^https?:\/\/[^/?#\s]+$/.test(o)))) {
+    problems.add(at(path, 'redirect_origins'), 'redirect_origins must be a list of origins like https://app.example.com');
+  }
+}
+
+function checkRole(problems: Problems, value: unknown, path: string): void {
+  if (value !== undefined && !ROLES.includes(value as string)) problems.add(path, `role must be one of ${ROLES.join(', ')}`);
+}
+
+function checkEnabled(problems: Problems, value: Record<string, unknown>, path: string): void {
+  if (value.enabled !== undefined && typeof value.enabled !== 'boolean') problems.add(at(path, 'enabled'), 'enabled must be true or false');
+}
+
+/** `org_access.invite` (`enabled`, `allowed_orgs`, `invited_role`) and `org_access.domain_signup` (`enabled`, `domains`). */
+function checkOrgAccess(problems: Problems, access: Record<string, unknown>, path: string): void {
+  const invite = at(path, 'invite');
+  if (access.invite !== undefined && expectObject(problems, access.invite, invite)) {
+    unknownKeys(problems, access.invite, ['enabled', 'allowed_orgs', 'invited_role'], invite);
+    checkEnabled(problems, access.invite, invite);
+    const orgs = access.invite.allowed_orgs;
+    if (orgs !== undefined && !(Array.isArray(orgs) && orgs.every(isString)))
+      problems.add(at(invite, 'allowed_orgs'), 'allowed_orgs must be a list of org ids or slugs');
+    checkRole(problems, access.invite.invited_role, at(invite, 'invited_role'));
+  }
+  const signup = at(path, 'domain_signup');
+  if (access.domain_signup === undefined || !expectObject(problems, access.domain_signup, signup)) return;
+  unknownKeys(problems, access.domain_signup, ['enabled', 'domains'], signup);
+  checkEnabled(problems, access.domain_signup, signup);
+  const domains = access.domain_signup.domains;
+  if (domains === undefined) return;
+  if (!Array.isArray(domains)) return problems.add(at(signup, 'domains'), 'domains must be a list');
+  domains.forEach((entry, i) => {
+    const where = index(at(signup, 'domains'), i);
+    if (!expectObject(problems, entry, where)) return;
+    unknownKeys(problems, entry, ['domain', 'target_org', 'role'], where);
+    if (!isString(entry.domain) || !/^[a-z0-9.-]+\.[a-z]{2,}$/i.test(entry.domain))
+      problems.add(at(where, 'domain'), 'domain must be a domain name like example.com');
+    if (!isString(entry.target_org)) problems.add(at(where, 'target_org'), 'target_org must name an org (id or slug)');
+    checkRole(problems, entry.role, at(where, 'role'));
+  });
 }
 
 /** The profile names x-svc.agents defines (for references elsewhere). */

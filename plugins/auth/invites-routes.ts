@@ -13,6 +13,9 @@ import * as S from './invites-schemas.ts';
 import { Invites, type InviteInput } from './invites.ts';
 import { InviteIdentities } from './invites-identity.ts';
 import { SsoExchange } from './exchange.ts';
+import { AppManifests, AppSettingsReader } from './app-settings.ts';
+import { AppLogin, type AppInviteInput } from './magic-links.ts';
+import { appLoginRoutes } from './app-login-routes.ts';
 import { AccessRequests, type AccessRequestInput, type AccessRequestStatus } from './access-requests.ts';
 
 const tags = ['api', 'auth'];
@@ -27,18 +30,21 @@ const actorOf = (request: Parameters<typeof grantOf>[0]) => {
 
 /** Web sign-on exchange, invites and access requests: services, the identity hook, routes. */
 export function registerInvites(server: Server, container: DependencyContainer): void {
-  for (const cls of [Invites, InviteIdentities, SsoExchange, AccessRequests]) container.registerSingleton(cls as never);
+  container.registerInstance(AppManifests, AppManifests.of(container));
+  for (const cls of [Invites, InviteIdentities, SsoExchange, AccessRequests, AppSettingsReader, AppLogin]) container.registerSingleton(cls as never);
   // What the embedder registered first wins (KernelOptions.configure).
   if (!container.isRegistered(UnknownIdentityHandlerToken)) {
     container.register(UnknownIdentityHandlerToken, { useFactory: (c) => c.resolve(InviteIdentities) });
   }
   server.route(inviteRoutes(container));
+  server.route(appLoginRoutes(container));
 }
 
 function inviteRoutes(container: DependencyContainer): ServerRoute[] {
   const invites = container.resolve(Invites);
   const exchange = container.resolve(SsoExchange);
   const requests = container.resolve(AccessRequests);
+  const appLogin = container.resolve(AppLogin);
   const orgParams = Joi.object({ org_id: orgId.required() });
 
   return [
@@ -80,12 +86,16 @@ function inviteRoutes(container: DependencyContainer): ServerRoute[] {
       options: {
         id: 'createAppInvite',
         tags,
-        description: "Invite by e-mail with an app's branding (org admin or owner: members:write). No e-mail is sent",
+        description:
+          "Invite by e-mail to an app (org admin or owner: members:write): the app's branding, and with project_id its x-svc.auth invite rules (allowed_orgs, invited_role); mailed through adapters.mailer",
         plugins: { ...requires('members:write', 'payload.org'), ...docs(400, 401, 403, 404, 422) },
         validate: { payload: S.appInviteRequest },
         response: { status: { 201: S.createdInviteResponse } },
       },
-      handler: async (request, h) => h.response(await invites.create(payloadOf<InviteInput>(request), actorOf(request))).code(201),
+      handler: async (request, h) => {
+        const input = await appLogin.appInvite(payloadOf<AppInviteInput>(request));
+        return h.response(await invites.create(input, actorOf(request))).code(201);
+      },
     },
     {
       method: 'POST',

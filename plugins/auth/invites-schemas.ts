@@ -1,6 +1,6 @@
 import Joi from 'joi';
 import { emailSchema } from '../../core/http/schemas.ts';
-import { idSchema, orgId, roleSchema, timestamp, userId } from '../../core/http/schemas.ts';
+import { idSchema, orgId, projectId, roleSchema, timestamp, userId } from '../../core/http/schemas.ts';
 import { TYPEID_SUFFIX } from '../../core/ids.ts';
 import { publicKey, ttlDays } from './schemas.ts';
 
@@ -53,11 +53,13 @@ const appBranding = Joi.object({
 export const appInviteRequest = Joi.object({
   org_id: orgId.required(),
   email: emailSchema.required(),
-  role: roleSchema.default('member'),
-  app: appBranding.required(),
+  role: roleSchema.description("default member, or the app's x-svc.auth.org_access.invite.invited_role"),
+  project_id: projectId.description("the app: its manifest's x-svc.auth.org_access.invite must list the org; its x-svc.branding brands the mail"),
+  app: appBranding,
   redirect_url: redirectUrl,
   ...expiry,
 })
+  .or('app', 'project_id')
   .oxor('expires_in_days', 'expires_at')
   .label('AppInviteRequest');
 
@@ -71,6 +73,7 @@ export const inviteResponse = Joi.object({
   identity_hint: Joi.string().allow(null).required(),
   redirect_url: Joi.string().allow(null).required(),
   app: Joi.object().unknown(true).allow(null).required(),
+  source: Joi.string().allow(null).required().description('what made the invite when not a person: domain_signup'),
   created_by: userId.allow(null).required(),
   expires_at: timestamp.required(),
   accepted_at: timestamp.allow(null).required(),

@@ -30,6 +30,7 @@ export interface InviteRow {
   identity_hint: string | null;
   redirect_url: string | null;
   app: Record<string, unknown> | null;
+  source: string | null;
   created_by: string | null;
   expires_at: Date;
   accepted_at: Date | null;
@@ -74,6 +75,7 @@ export const toInvite = (r: InviteRow, now: Date) => ({
   identity_hint: r.identity_hint,
   redirect_url: r.redirect_url,
   app: r.app,
+  source: r.source,
   created_by: r.created_by,
   expires_at: r.expires_at,
   accepted_at: r.accepted_at,
@@ -204,6 +206,39 @@ export class Invites {
       const [used] = await trx('invites').where({ id: row.id }).update({ accepted_at: now, accepted_by: principal.id }).returning('*');
       return { invite: toInvite(used, now), membership: { org_id: row.org_id, role } };
     });
+  }
+
+  /** Those of the orgs with a pending invite for this e-mail. */
+  pendingOrgs(email: string, orgIds: string[], trx: Db = this.db): Promise<string[]> {
+    if (orgIds.length === 0) return Promise.resolve([]);
+    return trx('invites')
+      .distinct('org_id')
+      .whereRaw('lower(email) = lower(?)', [email])
+      .whereIn('org_id', orgIds)
+      .whereNull('accepted_at')
+      .whereNull('revoked_at')
+      .where('expires_at', '>', this.clock.now())
+      .pluck('org_id');
+  }
+
+  /**
+   * A one-shot invite made and used at once, tagged with what made it (`domain_signup`): the user
+   * joins the org with the role, and the org's invite list shows how.
+   */
+  async grantOneShot(orgId: string, user: Pick<UserRow, 'id' | 'email'>, role: RoleName, source: string, trx: Db): Promise<RoleName> {
+    const now = this.clock.now();
+    await trx('invites').insert({
+      id: newId('inv'),
+      org_id: orgId,
+      role,
+      code_hash: hashCode(CODE_PREFIX + randomBytes(24).toString('base64url')),
+      email: user.email,
+      source,
+      expires_at: now,
+      accepted_at: now,
+      accepted_by: user.id,
+    });
+    return this.memberships.grantAtLeast({ kind: 'org', id: orgId }, user.id, role, trx);
   }
 
   /** Applies every pending invite addressed to the user's e-mail; returns the orgs joined. */

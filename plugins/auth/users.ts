@@ -6,8 +6,9 @@ import { newId } from '../../core/ids.ts';
 import { timestamp, userId } from '../../core/http/schemas.ts';
 import type { UserDirectory, UserEntry } from '../../core/ports/directory.ts';
 
-/** A row of `users` is what the directory hands out. */
+/** A row of `users` as the directory hands it out: never the password hash of app logins. */
 export type UserRow = UserEntry;
+const COLUMNS = ['id', 'email', 'display_name', 'is_admin', 'created_at', 'updated_at'];
 
 export const userResponseSchema = Joi.object({
   id: userId.required(),
@@ -33,11 +34,17 @@ export class Users implements UserDirectory {
   constructor(@inject(Tokens.Db) private readonly db: Db) {}
 
   findByEmail(email: string, trx: Db = this.db): Promise<UserRow | undefined> {
-    return trx('users').whereRaw('lower(email) = lower(?)', [email]).first();
+    return trx('users').whereRaw('lower(email) = lower(?)', [email]).first(COLUMNS);
   }
 
   findById(id: string, trx: Db = this.db): Promise<UserRow | undefined> {
-    return trx('users').where({ id }).first();
+    return trx('users').where({ id }).first(COLUMNS);
+  }
+
+  /** The scrypt hash of the account's app password, null without one (plugins/auth/passwords.ts). */
+  async passwordHash(email: string, trx: Db = this.db): Promise<string | null> {
+    const row = await trx('users').whereRaw('lower(email) = lower(?)', [email]).first('password_hash');
+    return row?.password_hash ?? null;
   }
 
   /** Finds the user with this e-mail or creates one; safe when two requests race. */
@@ -46,7 +53,7 @@ export class Users implements UserDirectory {
       .insert({ id: newId('usr'), email: email.toLowerCase(), display_name: displayName })
       .onConflict(trx.raw('(lower(email))'))
       .ignore()
-      .returning('*');
+      .returning(COLUMNS);
     if (inserted) return { user: inserted, created: true };
     return { user: (await this.findByEmail(email, trx))!, created: false };
   }

@@ -21,6 +21,11 @@ export class Orgs implements OrgDirectory {
       .select(ENTRY);
   }
 
+  /** The org with this id or slug (a manifest may name an org either way). */
+  byRef(ref: string, db: Db = this.db): Promise<OrgEntry | undefined> {
+    return db('orgs').where({ id: ref }).orWhere({ slug: ref }).first(ENTRY);
+  }
+
   deletedIds(db: Db = this.db): Promise<string[]> {
     return db('orgs').where({ deleted: true }).pluck('id');
   }

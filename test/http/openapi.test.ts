@@ -86,6 +86,7 @@ const PUBLIC_OPERATIONS = [
   'finishNostrLogin',
   'finishSshLogin',
   'getAccessRequestStatus',
+  'getAppAuthConfig',
   'getAuthConfig',
   'getBootstrapStatus',
   'getHealth',
@@ -95,14 +96,17 @@ const PUBLIC_OPERATIONS = [
   'getMetrics',
   'getOpenApiYaml',
   'getRegistryToken',
+  'passwordLogin',
   'receiveChatAppEvent',
   'receiveChatAppEventLegacy',
   'receiveVcsHostEvent',
   'requestAccess',
+  'requestMagicLink',
   'signInConsole',
   'signOutConsole',
   'startNostrLogin',
   'startSshLogin',
+  'verifyMagicLink',
 ];
 
 /** The documented routes of the server, each with its operation in the document. */
