@@ -3500,6 +3500,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/orgs/{org_id}/access-requests/{request_id}/reject": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Reject with a reason (members:write); 409 once approved */
+        post: operations["rejectAccessRequest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/orgs/{org_id}/access-requests/{request_id}/approve": {
         parameters: {
             query?: never;
@@ -3514,23 +3531,6 @@ export interface paths {
          * @description Approve: account, key and membership in one transaction (members:write); approving again is a no-op
          */
         post: operations["approveAccessRequest"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/orgs/{org_id}/access-requests/{request_id}/reject": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Reject with a reason (members:write); 409 once approved */
-        post: operations["rejectAccessRequest"];
         delete?: never;
         options?: never;
         head?: never;
@@ -23168,7 +23168,7 @@ export interface operations {
             };
         };
     };
-    approveAccessRequest: {
+    rejectAccessRequest: {
         parameters: {
             query?: never;
             header?: never;
@@ -23178,9 +23178,9 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
-                "application/json": components["schemas"]["AccessRequestApprove"] | null;
+                "application/json": components["schemas"]["AccessRequestReject"];
             };
         };
         responses: {
@@ -23240,7 +23240,7 @@ export interface operations {
             };
         };
     };
-    rejectAccessRequest: {
+    approveAccessRequest: {
         parameters: {
             query?: never;
             header?: never;
@@ -23250,9 +23250,9 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
-                "application/json": components["schemas"]["AccessRequestReject"];
+                "application/json": components["schemas"]["AccessRequestApprove"] | null;
             };
         };
         responses: {
