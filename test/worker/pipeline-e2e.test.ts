@@ -26,6 +26,7 @@ environments:
   staging: { type: persistent }
 `;
 
+// Serial: the runs of concurrent tests would queue for the same worker's slots, so each test's wait would also hold the others' steps.
 let w: WorkerWorld;
 test.before(async () => {
   w = await workerWorld('pipee2e');
@@ -35,7 +36,7 @@ test.after.always(() => w?.stop());
 
 const runOf = async (runId: string) => (await w.api.get(`/projects/${w.projectId}/runs/${runId}`)).body;
 
-test('a pipeline run executes its script steps in order and its stream carries their step.log lines', async (t) => {
+test.serial('a pipeline run executes its script steps in order and its stream carries their step.log lines', async (t) => {
   const started = await w.api.post(`/projects/${w.projectId}/pipelines/ship/run`, {});
   t.is(started.statusCode, 201);
   const run = await until(async () => {
@@ -59,7 +60,7 @@ test('a pipeline run executes its script steps in order and its stream carries t
   t.is(attempt.result_status, 'success');
 });
 
-test('a running attempt streams each line as it is appended, without waiting for the end', async (t) => {
+test.serial('a running attempt streams each line as it is appended, without waiting for the end', async (t) => {
   const started = await w.api.post(`/projects/${w.projectId}/pipelines/slow/run`, {});
   const jobId = started.body.steps[0].job_id;
   const attempt = await until(async () => (await attemptsOf(w, jobId))[0], 'the attempt to start');
@@ -76,7 +77,7 @@ test('a running attempt streams each line as it is appended, without waiting for
   t.true(seen.at(-1)!.at - at('second') < 5000, 'the end of the attempt ends the stream (no keep-alive wait)');
 });
 
-test('an action step fails with a plain reason, and the run fails', async (t) => {
+test.serial('an action step fails with a plain reason, and the run fails', async (t) => {
   // A job step needs a release in the environment, and a deployer that runs containers: none refuses it.
   const hash = (await w.api.get(`/projects/${w.projectId}/manifest`)).body.manifest_hash;
   const deployed = await w.api.post(`/projects/${w.projectId}/environments/staging/deploy`, {
@@ -99,7 +100,7 @@ test('an action step fails with a plain reason, and the run fails', async (t) =>
   });
 });
 
-test("a declared default fills a step's \${inputs.x} and its SVC_INPUT_X; a run missing a required input never starts", async (t) => {
+test.serial("a declared default fills a step's \${inputs.x} and its SVC_INPUT_X; a run missing a required input never starts", async (t) => {
   const refused = await w.api.post(`/projects/${w.projectId}/pipelines/tagged/run`, {});
   t.is(refused.statusCode, 422, JSON.stringify(refused.body));
   t.deepEqual(refused.body.missing_inputs, ['channel']);
