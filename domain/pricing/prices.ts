@@ -104,3 +104,6 @@ export function costMicroUsd(price: ModelPrice, t: BillableTokens): number {
 
 /** Micro-USD to USD, rounded to the micro-dollar (six decimals): receipts keep sub-cent precision; invoices round sums. */
 export const microToUsd = (micro: number): number => Math.round(micro) / 1e6;
+
+/** An amount kept to the micro-unit (six decimals), as receipts are. */
+export const roundToMicro = (amount: number): number => microToUsd(amount * 1e6);

@@ -12,11 +12,9 @@ import { JobStatisticsToken, type JobStatistics } from '../../core/ports/stats.t
 import type { JobPlace } from '../../core/ports/jobs.ts';
 import { BillingRepository, type OrgBillingChanges, type OrgBillingRow } from './repository.ts';
 import { Pricing } from './pricing.ts';
+import { roundToMicro } from '../../domain/pricing/prices.ts';
 
 export const EnvironmentSuspensionLookup = Symbol('EnvironmentSuspensionLookup') as InjectionToken<() => EnvironmentSuspension | null>;
-
-/** Money kept to the micro-unit, as receipts are. */
-const micro = (n: number): number => Math.round(n * 1e6) / 1e6;
 
 /** The first instant of `now`'s calendar month, UTC: monthly budgets reset then. */
 export const monthStart = (now: Date): Date => new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
@@ -67,7 +65,7 @@ export class OrgAccounts {
     await this.requireOrg(orgId);
     return this.db.transaction(async (trx) => {
       const current = await this.repo.lockBilling(orgId, trx);
-      const updated = await this.repo.updateBilling(orgId, { balance: micro((current.balance ?? 0) + amount) }, trx);
+      const updated = await this.repo.updateBilling(orgId, { balance: roundToMicro((current.balance ?? 0) + amount) }, trx);
       return this.checkThreshold(current, updated, null, trx);
     });
   }
@@ -81,7 +79,7 @@ export class OrgAccounts {
     const amount = await this.inCurrency(cost, current.currency, trx);
     if (!amount) return;
     const locked = await this.repo.lockBilling(project.org_id, trx);
-    const updated = await this.repo.updateBilling(project.org_id, { balance: micro((locked.balance ?? 0) - amount) }, trx);
+    const updated = await this.repo.updateBilling(project.org_id, { balance: roundToMicro((locked.balance ?? 0) - amount) }, trx);
     await this.checkThreshold(locked, updated, job.project_id, trx);
   };
 

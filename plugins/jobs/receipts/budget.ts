@@ -1,5 +1,6 @@
 import { isObject } from '../../../core/is-object.ts';
 import type { CostSection, LlmSection } from './receipt-assembly.ts';
+import { roundToMicro } from '../../../domain/pricing/prices.ts';
 
 export const BUDGET_EXCEEDED = 'BUDGET_EXCEEDED';
 
@@ -25,7 +26,7 @@ export function budgetExceeded(hints: Record<string, unknown>, llm: LlmSection, 
   if (!max || typeof max.amount !== 'number') return null;
   const spent = max.currency === cost.billed_cost.currency ? cost.billed_cost.amount : maxCostRate ? cost.base_cost_usd / maxCostRate : null;
   if (spent !== null && past(spent, max.amount)) {
-    return `${BUDGET_EXCEEDED}: cost ${Math.round(spent * 1e6) / 1e6} ${max.currency}, ${word(spent, max.amount)} hints.max_cost ${max.amount} ${max.currency}`;
+    return `${BUDGET_EXCEEDED}: cost ${roundToMicro(spent)} ${max.currency}, ${word(spent, max.amount)} hints.max_cost ${max.amount} ${max.currency}`;
   }
   return null;
 }

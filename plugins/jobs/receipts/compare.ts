@@ -4,6 +4,7 @@ import { AttemptRepository, type AttemptRow } from '../attempts/attempts.ts';
 import { ReceiptStore, type StoredReceipt } from './receipt-store.ts';
 import { TOKEN_FIELDS, totalTokens, type Pricing, type TokenCounts } from './receipt-assembly.ts';
 import { NotFound } from '../../../core/errors.ts';
+import { roundToMicro } from '../../../domain/pricing/prices.ts';
 
 export type TokenTotals = TokenCounts & { total_tokens: number; calls: number };
 export interface Difference<T> {
@@ -56,7 +57,6 @@ const numeric = (a: number | null, b: number | null, round = (x: number) => x): 
   ...diff(a, b),
   delta: a === null || b === null ? null : round(b - a),
 });
-const micro = (x: number) => Math.round(x * 1e6) / 1e6;
 
 /**
  * Two attempts of a job side by side. Tokens, cost and duration come from the receipt; an attempt
@@ -95,7 +95,7 @@ export class AttemptComparison {
         git: diff(sa.row.git, sb.row.git),
         duration_ms: numeric(sa.duration_ms, sb.duration_ms),
         tokens: { ...diff(sa.tokens, sb.tokens), delta: tokenDelta },
-        cost_usd: numeric(sa.cost_usd, sb.cost_usd, micro),
+        cost_usd: numeric(sa.cost_usd, sb.cost_usd, roundToMicro),
       },
     };
   }

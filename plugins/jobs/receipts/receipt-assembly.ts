@@ -5,7 +5,7 @@
  */
 import type { AttemptRow } from '../attempts/attempts.ts';
 import type { WorkspaceReport } from '../../../core/ports/attempts.ts';
-import { PRICES, PRICE_TABLE_ID, costMicroUsd, microToUsd, priceOf } from '../../../domain/pricing/prices.ts';
+import { PRICES, PRICE_TABLE_ID, costMicroUsd, microToUsd, priceOf, roundToMicro } from '../../../domain/pricing/prices.ts';
 import type { PricingContext } from '../../../core/ports/billing.ts';
 
 /** Without a billing domain: the built-in table, billed in USD. */
@@ -140,7 +140,7 @@ export function usageSections(rows: ModelUsageRow[], pricing: PricingContext = B
 /** USD in the org's currency at the rate in force, six decimals; without a rate, USD. */
 function billed(usd: number, pricing: PricingContext): { currency: string; amount: number } {
   if (pricing.rate_to_usd === null) return { currency: 'USD', amount: usd };
-  return { currency: pricing.currency, amount: Math.round((usd / pricing.rate_to_usd) * 1e6) / 1e6 };
+  return { currency: pricing.currency, amount: roundToMicro(usd / pricing.rate_to_usd) };
 }
 
 /** Compute cost in micro-USD: billable minutes × the card's price for the resource class; null when it has none. */

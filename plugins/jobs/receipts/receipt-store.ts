@@ -14,6 +14,7 @@ import {
   type PhaseRow,
   type Receipt,
 } from './receipt-assembly.ts';
+import { roundToMicro } from '../../../domain/pricing/prices.ts';
 
 /** One `llm.call`: usage only. The columns are the whole record: there is nowhere to put prompt or response text. */
 export type LlmCall = UsageCall;
@@ -126,7 +127,7 @@ export class ReceiptStore {
     return new Map(
       rows.map((r: Record<string, unknown>) => [
         r.job_id as string,
-        { attempts: Number(r.attempts), cost_usd: Math.round(Number(r.cost_usd) * 1e6) / 1e6, duration_ms: Number(r.duration_ms) },
+        { attempts: Number(r.attempts), cost_usd: roundToMicro(Number(r.cost_usd)), duration_ms: Number(r.duration_ms) },
       ]),
     );
   }

@@ -3,6 +3,7 @@ import { Tokens } from '../../../core/tokens.ts';
 import type { Db } from '../../../core/db/knex.ts';
 import { windowDays } from '../../../core/http/windows.ts';
 import type { DayJobCounts, JobCounts, JobStatistics, ProjectJobCounts, Spend, SpendFigures, UsageRecord } from '../../../core/ports/stats.ts';
+import { roundToMicro } from '../../../domain/pricing/prices.ts';
 
 /**
  * A job closed because an attempt failed (lifecycle's close reason for it: `attempt N failed (…): …`).
@@ -34,7 +35,7 @@ const figures = (row: Record<string, unknown>): SpendFigures => ({
   unpriced_attempts: Number(row.unpriced_attempts),
   ...(Object.fromEntries(TOKENS.map((t) => [t, Number(row[t])])) as Record<(typeof TOKENS)[number], number>),
 });
-const money = (v: unknown): number => Math.round(Number(v) * 1e6) / 1e6;
+const money = (v: unknown): number => roundToMicro(Number(v));
 
 /** Counts and costs over jobs, attempts and receipts for other domains (the JobStatistics port). */
 @injectable()
