@@ -29,7 +29,8 @@ export function JobsPage({ projectId }: { projectId: string }) {
   const [filters, setFilters] = useState<Filters>(NO_FILTERS);
   const [offset, setOffset] = useState(0);
   const asked = Object.fromEntries(Object.entries(filters).filter(([, v]) => v.trim() !== ''));
-  const dayStart = (d: string | undefined) => (d ? new Date(`${d}T00:00:00`).toISOString() : undefined);
+  /** The local midnight `days` after the picked day's, as the API's ISO time. */
+  const midnight = (d: string | undefined, days = 0) => (d ? new Date(Date.parse(`${d}T00:00:00`) + days * 86_400_000).toISOString() : undefined);
   const reload = usePoll(
     () =>
       svc
@@ -38,9 +39,9 @@ export function JobsPage({ projectId }: { projectId: string }) {
           query: {
             ...asked,
             phase: asked.phase as Job['phase'] | undefined,
-            created_after: dayStart(asked.created_after),
+            created_after: midnight(asked.created_after),
             // the whole of the day picked as the last one
-            created_before: asked.created_before ? new Date(Date.parse(`${asked.created_before}T00:00:00`) + 86_400_000).toISOString() : undefined,
+            created_before: midnight(asked.created_before, 1),
             include_figures: true,
             limit: PAGE,
             offset,

@@ -16,7 +16,11 @@ import { latestSuccessfulAttempts } from '../lifecycle/latest-success.ts';
 import { Review } from '../claims/review.ts';
 
 /** The code host and the secrets, looked up per call: both may be configured or loaded after the jobs plugin. */
-export const PullRequestHosts = Symbol('PullRequestHosts') as InjectionToken<{ vcshost: () => VcsHost | null; secrets: () => SecretResolver | null }>;
+interface Hosts {
+  vcshost: () => VcsHost | null;
+  secrets: () => SecretResolver | null;
+}
+export const PullRequestHosts = Symbol('PullRequestHosts') as InjectionToken<Hosts>;
 
 export interface OpenPullRequest {
   title?: string;
@@ -40,7 +44,7 @@ export class PullRequests implements PullRequestFeedback {
     @inject(JobRepository) private readonly jobs: JobRepository,
     @inject(Review) private readonly review: Review,
     @inject(ProjectDirectoryToken) private readonly projects: ProjectDirectory,
-    @inject(PullRequestHosts) private readonly hosts: { vcshost: () => VcsHost | null; secrets: () => SecretResolver | null },
+    @inject(PullRequestHosts) private readonly hosts: Hosts,
   ) {}
 
   /** 201 with the job when opened now; 200 with the job when it already has one (nothing is opened twice). */
