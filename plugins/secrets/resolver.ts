@@ -22,6 +22,14 @@ const describe = (owner: SecretOwner) => (owner.scope === 'system' ? 'system' : 
  */
 @injectable()
 export class SecretResolver implements SecretResolverPort {
+  /**
+   * Values already opened, per row as the repository's memo holds it: a row read again (a change,
+   * or the memo's age limit) is a new object and is opened anew, so a rotated value is never served
+   * stale, and a value lives here no longer than its row does in the memo. Saves an AES-GCM open per
+   * call on hot paths (the inference gateway resolves its target's key on every call).
+   */
+  private readonly opened = new WeakMap<SecretRow, string>();
+
   constructor(
     @inject(Tokens.Db) private readonly db: Db,
     @inject(SecretRepository) private readonly secrets: SecretRepository,
@@ -60,9 +68,18 @@ export class SecretResolver implements SecretResolverPort {
       const row = rows.filter((r) => r.name === name).sort((a, b) => rank(ownerOf(a)) - rank(ownerOf(b)))[0];
       if (!row && found.some((r) => r.name === name)) throw new SecretNotShared(name, owners.map(describe), isIntegrationSecret(name));
       if (!row) throw new SecretMissing(name, owners.map(describe));
-      values.set(name, this.sealer.open(row.value_enc, secretContext(ownerOf(row), name)));
+      values.set(name, this.open(row));
     }
     return values;
+  }
+
+  private open(row: SecretRow): string {
+    let value = this.opened.get(row);
+    if (value === undefined) {
+      value = this.sealer.open(row.value_enc, secretContext(ownerOf(row), row.name));
+      this.opened.set(row, value);
+    }
+    return value;
   }
 
   /** The org is the project's own: a job cannot name another org to reach its secrets. */

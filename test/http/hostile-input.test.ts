@@ -47,6 +47,12 @@ const CASES: [string, string, () => string, RegExp][] = [
     /^hints\.a\.a.* is nested more than 64 levels deep/,
   ],
   [
+    'hints nested 1,000 deep (a body small enough to be checked after parsing, not scanned)',
+    'POST /projects/{p}/jobs',
+    () => `{"description":"x","hints":${nested(1_000)}}`,
+    /^hints\.a\.a.* is nested more than 64 levels deep/,
+  ],
+  [
     'hints nested 150,000 deep (near the 1 MB body limit)',
     'POST /projects/{p}/jobs',
     () => `{"description":"x","hints":${nested(150_000)}}`,

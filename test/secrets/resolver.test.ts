@@ -63,6 +63,17 @@ test('project over user over org over system', async (t) => {
   t.is(await resolver.resolve('ALL_FOUR', {}), 'from-system');
 });
 
+test('a replaced value is served at once, not the one opened before', async (t) => {
+  const admin = as(ctx.srv.server, ctx.adminToken);
+  t.is((await admin.post(`/orgs/${orgId}/secrets`, { name: 'ROTATED', value: 'first' })).statusCode, 201);
+  t.is(await resolver.resolve('ROTATED', { orgId }), 'first');
+  t.is(await resolver.resolve('ROTATED', { orgId }), 'first');
+  t.is((await admin.put(`/orgs/${orgId}/secrets/ROTATED`, { value: 'second' })).statusCode, 200);
+  t.is(await resolver.resolve('ROTATED', { orgId }), 'second');
+  t.is((await admin.delete(`/orgs/${orgId}/secrets/ROTATED`)).statusCode, 204);
+  await t.throwsAsync(resolver.resolve('ROTATED', { orgId }), { instanceOf: SecretMissing });
+});
+
 test("the org is the project's own; another org cannot be named to reach its secrets", async (t) => {
   t.is(await resolver.resolve('ORG_SYSTEM', { projectId }), 'org-wins');
   const err = await t.throwsAsync(resolver.resolve('ORG_SYSTEM', { projectId: otherOrgProject, orgId }));

@@ -111,6 +111,7 @@ export function as(server: Server, token?: string) {
     get: <T = any>(url: string) => call<T>(server, 'GET', url, undefined, token),
     post: <T = any>(url: string, payload?: unknown) => call<T>(server, 'POST', url, payload ?? {}, token),
     patch: <T = any>(url: string, payload: unknown) => call<T>(server, 'PATCH', url, payload, token),
+    put: <T = any>(url: string, payload: unknown) => call<T>(server, 'PUT', url, payload, token),
     delete: <T = any>(url: string) => call<T>(server, 'DELETE', url, undefined, token),
   };
 }
