@@ -10,8 +10,8 @@ import type { SecretResolver } from '../../core/ports/secrets.ts';
 import { VcsHostToken, type VcsHost } from '../../core/ports/vcshost.ts';
 import { ChatAppToken, type ChatApp } from '../../core/ports/chatapp.ts';
 import type { InboundEvent, InboundRequest } from '../../core/ports/integrations.ts';
-import { EventLogToken, type EventLog } from '../../core/ports/events.ts';
-import type { PullRequestEvent, PullRequestFeedback } from '../../core/ports/jobs.ts';
+import { EventLogToken, type EventLog, type LoggedEvent } from '../../core/ports/events.ts';
+import type { PullRequestFeedback } from '../../core/ports/jobs.ts';
 import { IntegrationRepository } from './repository.ts';
 import { TeamBindings, bindCodeIn } from './bindings.ts';
 
@@ -64,9 +64,9 @@ export class InboundDeliveries {
     if (delivery.kind === 'invalid') throw Boom.badRequest(delivery.message);
     if (delivery.kind === 'ignored')
       return ignored(`vcshost event '${delivery.event}' is ignored: only push, pull_request and pull_request_review deliveries are stored`);
-    const outcome = await this.store(projectId, 'vcshost', delivery.event, requestId);
+    const { outcome, event } = await this.store(projectId, 'vcshost', delivery.event, requestId);
     // A redelivery is observed again: the verdict applies at least once, and a second time changes nothing.
-    if (delivery.event.type.startsWith('vcshost.pull_request')) await this.pullRequests()?.observe(outcome.body as unknown as PullRequestEvent);
+    if (event.type.startsWith('vcshost.pull_request')) await this.pullRequests()?.observe(event);
     return outcome;
   }
 
@@ -103,13 +103,14 @@ export class InboundDeliveries {
         `no chat route for team ${delivery.team_id}${delivery.channel ? ` channel ${delivery.channel}` : ''}: add one with POST /projects/{project_id}/routes`,
       );
     }
-    return this.store(projectId, 'chatapp', delivery.event, requestId);
+    return (await this.store(projectId, 'chatapp', delivery.event, requestId)).outcome;
   }
 
   /** 201 with the new event, or 200 with the one an earlier delivery of the same id stored. */
-  private async store(projectId: string, source: EventSource, event: InboundEvent, requestId: string): Promise<Outcome> {
+  private async store(projectId: string, source: EventSource, event: InboundEvent, requestId: string): Promise<{ outcome: Outcome; event: LoggedEvent }> {
     const { id, created } = await this.db.transaction((trx) => emitEvent(trx, { ...event, project_id: projectId, source, request_id: requestId }));
-    return { status: created ? 201 : 200, body: { ...(await this.events.byId(id)) } };
+    const stored = (await this.events.byId(id))!;
+    return { outcome: { status: created ? 201 : 200, body: { ...stored } }, event: stored };
   }
 
   /** The secret's value, or null when no scope searched holds it. svc verifies with it here; no job sees it (`internal`). */
