@@ -13,7 +13,6 @@ export async function up(db: Knex): Promise<void> {
     ON CONFLICT (queue, key) DO NOTHING`);
   await db('events').where({ status: 'processing' }).update({ status: 'pending' });
   await db.raw('DROP INDEX IF EXISTS events_processing');
-  await db.raw('DROP INDEX IF EXISTS events_pending');
   await db.schema.alterTable('events', (t) => {
     t.dropColumn('claimed_at');
     t.dropColumn('attempts');

@@ -174,6 +174,13 @@ export class WorkQueue<P extends Record<string, unknown> = Record<string, unknow
     return items;
   }
 
+  /** Queues those of `keys` that never had an item (a domain's safety net for work it may have failed to queue); answers them. */
+  async ensure(keys: string[], db: Db = this.s.db): Promise<string[]> {
+    const queued = await this.repo.insertMissing(this.name, keys, this.maxAttempts, db);
+    if (queued.length) this.notifier.afterCommit(db, this.name);
+    return queued;
+  }
+
   /** Records `key` leased to this process in `db`'s transaction: `execute` it once that commits. */
   acceptHere(key: string, payload: P, db: Db): Promise<WorkItem> {
     return this.repo.insert({ queue: this.name, key, payload, maxAttempts: this.maxAttempts, owner: this.s.owner, leaseMs: this.s.leaseMs }, db);

@@ -84,6 +84,17 @@ export class WorkRepository {
     return rows;
   }
 
+  /** Queues the keys of `queue` that have no item (of any status) yet; answers those it queued. */
+  async insertMissing(queue: string, keys: string[], maxAttempts: number, db: Db = this.db): Promise<string[]> {
+    if (keys.length === 0) return [];
+    const { rows } = await db.raw<{ rows: { key: string }[] }>(
+      `INSERT INTO work_items (queue, key, payload, max_attempts, status) SELECT ?, k, '{}', ?, 'queued' FROM unnest(?::text[]) AS k
+       ON CONFLICT (queue, key) DO NOTHING RETURNING key`,
+      [queue, maxAttempts, keys],
+    );
+    return rows.map((r) => r.key);
+  }
+
   byKey(queue: string, key: string, db: Db = this.db): Promise<WorkItem | undefined> {
     return db('work_items').where({ queue, key }).first();
   }

@@ -70,6 +70,16 @@ export class EventRepository {
     return this.db('events').whereIn('id', ids).where('status', 'pending');
   }
 
+  /** Pending events stored more than `seconds` ago, oldest first. */
+  pendingSince(seconds: number, limit: number): Promise<string[]> {
+    return this.db('events')
+      .where('status', 'pending')
+      .where('created_at', '<', this.db.raw('now() - make_interval(secs => ?)', [seconds]))
+      .orderBy('created_at')
+      .limit(limit)
+      .pluck('id');
+  }
+
   /** Records many routings in `trx` with one statement (the router fenced them: their work items' leases). */
   async finish(trx: Db, ends: RoutingEnd[]): Promise<void> {
     if (ends.length === 0) return;

@@ -24,6 +24,9 @@ const CONCURRENCY = 32;
 export const MAX_ROUTING_ATTEMPTS = 3;
 /** The claimer's backstop poll (a lost notice). */
 const POLL_MS = 1_000;
+/** How often, and after how long, pending events without a work item are queued (one emitted through a pool nobody attached). */
+const SWEEP_EVERY_MS = 60_000;
+const SWEEP_AFTER_SECONDS = 60;
 
 type Claimed = { event: EventRow; manifest: StoredManifest | null };
 type Routed = RoutingEnd & { ctx: WorkContext<RouteWork>; event: EventRow };
@@ -43,6 +46,7 @@ export class EventRouter implements RoleService {
   readonly name = 'event-router';
   readonly queue: WorkQueue<RouteWork>;
   private service: RoleService | null = null;
+  private sweeper: NodeJS.Timeout | null = null;
   private readonly loader = new Batcher<string, Claimed | null>((ids) => this.load(ids), { maxBatch: CONCURRENCY, concurrency: 2 });
   private readonly recorder = new Batcher<Routed, void>((items) => this.record(items), { maxBatch: 256, concurrency: 2 });
   private readonly lag;
@@ -76,10 +80,24 @@ export class EventRouter implements RoleService {
   async start(): Promise<void> {
     this.service = this.queue.service();
     await this.service.start();
+    this.sweeper = setInterval(() => void this.sweep(), SWEEP_EVERY_MS);
   }
 
   async stop(): Promise<void> {
+    if (this.sweeper) clearInterval(this.sweeper);
     await this.service?.stop();
+  }
+
+  /** Queues the pending events that never got their work item; answers how many. */
+  async sweep(): Promise<number> {
+    try {
+      const queued = await this.queue.ensure(await this.events.pendingSince(SWEEP_AFTER_SECONDS, 500));
+      if (queued.length) this.logger.warn({ events: queued.length }, 'pending events without a routing work item were queued');
+      return queued.length;
+    } catch (err) {
+      this.logger.error({ err }, 'the pending events sweep failed');
+      return 0;
+    }
   }
 
   private async route(ctx: WorkContext<RouteWork>): Promise<void> {

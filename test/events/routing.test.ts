@@ -1,6 +1,9 @@
 import test from 'ava';
 import type { World } from '../jobs/claim-helpers.ts';
 import { jobRow } from '../jobs/claim-helpers.ts';
+import { RoleServices } from '../../core/roles.ts';
+import { newId } from '../../core/ids.ts';
+import { EventRouter } from '../../plugins/events/router.ts';
 import { eventWorld, eventually, postEvent, routed, syncManifest } from './helpers.ts';
 
 const MANIFEST = `
@@ -207,6 +210,30 @@ test.serial('an event whose router stopped mid-way is routed again once its leas
   t.like(await w.db('work_items').where({ queue: 'events', key: hopeless.id }).first(), { status: 'dead' });
   t.is((await w.owner.api.get(`/projects/${w.projectA}/events/${fresh.id}`)).body.status, 'pending', 'a live lease is left alone');
   await w.db('events').where({ id: fresh.id }).update({ status: 'completed' });
+});
+
+test.serial('a pending event stored without its work item is queued by the sweep and routed', async (t) => {
+  const router = w.ctx.srv.server.app.container
+    .resolve(RoleServices)
+    .of('orchestrator')
+    .find((s) => s instanceof EventRouter) as EventRouter;
+  // Written past emitEvent (as through a pool nobody attached the routing to), two minutes ago.
+  const id = newId('evt');
+  await w.db('events').insert({
+    id,
+    project_id: w.projectA,
+    type: 'manual.stage',
+    source: 'manual',
+    env_name: 'staging',
+    payload_json: '{}',
+    status: 'pending',
+    created_at: w.db.raw("now() - interval '2 minutes'"),
+  });
+  t.is(await router.sweep(), 1);
+  const event = await routed(w, id);
+  t.is(event.status, 'completed');
+  t.regex(event.routing.matched[0].run_id, /^prun_/);
+  t.is(await router.sweep(), 0, 'an event with its item is left alone');
 });
 
 test.serial('system.job.attempt.completed for every ended attempt, with the spec payload', async (t) => {
