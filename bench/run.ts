@@ -14,7 +14,7 @@
  *   BENCH_DISPATCH_JOBS=500, BENCH_DISPATCH_EVERY_MS=20  dispatch latency
  *   BENCH_PIPELINE_RUNS=100, BENCH_PIPELINE_STEPS=10  pipelines: linear runs per pass, steps per run
  *   BENCH_PIPELINE_CONCURRENCY=1,<runs>             pipelines: one pass per entry, at most that many runs unfinished at once
- *   BENCH_EVENTS=500, BENCH_EVENT_CONCURRENCY=1,16     events (bench/events.ts): events per pass, POSTs in flight per pass
+ *   BENCH_EVENTS=500, BENCH_EVENT_CONCURRENCY=1,16, BENCH_EVENT_BACKLOG=1000  events (bench/events.ts): events per pass, POSTs in flight per pass, events committed at once
  *   BENCH_WEBHOOK_EVENTS=5000, BENCH_WEBHOOK_SUBSCRIPTIONS=1  webhooks (bench/webhooks.ts): events, subscriptions they fan out to
  *   BENCH_WORKER_JOBS=200, BENCH_WORKER_CONCURRENCY=4  worker (bench/worker.ts): script jobs per scenario, worker.concurrency
  *   BENCH_WORKER_PARTS=small,large, BENCH_LARGE_FILES=20000, BENCH_LARGE_MB=300, BENCH_LARGE_WARM=10  worker: its parts; the large repository's size, warm jobs

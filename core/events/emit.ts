@@ -1,6 +1,6 @@
 import type { Db } from '../db/knex.ts';
 import { newId } from '../ids.ts';
-import { eventWakeupsOf } from './wakeups.ts';
+import { eventRoutingOf, eventWakeupsOf } from './wakeups.ts';
 
 /** Where an event comes from (the spec's sources). `system` and `runner` are the platform's own. */
 export type EventSource = 'vcshost' | 'chatapp' | 'cron' | 'manual' | 'app' | 'system' | 'runner' | 'chat';
@@ -25,8 +25,9 @@ export interface NewEvent {
 /**
  * Records an event on the spine as pending, in the caller's transaction, so it exists exactly when
  * what caused it does. With a `dedupe_key` the project already has, nothing is written and the
- * earlier event's id comes back with `created: false`. A new event wakes the event routers once
- * the caller's transaction commits (their poll covers a process without a router loaded).
+ * earlier event's id comes back with `created: false`. A new event is queued for routing in the
+ * same transaction (a work item of the events plugin's queue, when it is loaded) and wakes the
+ * event's other readers (webhooks) once the caller's transaction commits.
  */
 export async function emitEvent(trx: Db, event: NewEvent): Promise<{ id: string; created: boolean }> {
   const { payload, ...fields } = event;
@@ -36,6 +37,7 @@ export async function emitEvent(trx: Db, event: NewEvent): Promise<{ id: string;
     .ignore()
     .returning('id');
   if (row) {
+    await eventRoutingOf(trx)?.(row.id, trx);
     eventWakeupsOf(trx)?.afterCommit(trx);
     return { id: row.id, created: true };
   }

@@ -18,3 +18,17 @@ export function attachEventWakeups(db: Db, notifier: Notifier): void {
 export function eventWakeupsOf(db: Db): Notifier | undefined {
   return notifiers.get(keyOf(db));
 }
+
+/** Queues an event for routing in the transaction that stored it (the events plugin's work queue). */
+export type EventRouting = (eventId: string, trx: Db) => Promise<unknown>;
+const routings = new WeakMap<object, EventRouting>();
+
+/** From now on, events emitted on `db` or its transactions are queued for routing through `route`. */
+export function attachEventRouting(db: Db, route: EventRouting): void {
+  routings.set(keyOf(db), route);
+}
+
+/** The routing attached to `db`'s knex instance; none when no event router is loaded. */
+export function eventRoutingOf(db: Db): EventRouting | undefined {
+  return routings.get(keyOf(db));
+}

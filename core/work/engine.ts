@@ -5,7 +5,7 @@ import type { Db } from '../db/knex.ts';
 import type { Metrics } from '../metrics.ts';
 import { WorkRepository } from './repository.ts';
 import { WorkMetrics } from './metrics.ts';
-import { WorkQueue, type QueueDefinition } from './queue.ts';
+import { WorkQueue, fenceAll, type QueueDefinition, type AnyWorkContext, type WorkEnd } from './queue.ts';
 
 export interface WorkEngineOptions {
   db: Db;
@@ -38,9 +38,14 @@ export class WorkEngine {
 
   define<P extends Record<string, unknown>, H = undefined>(def: QueueDefinition<P, H>): WorkQueue<P, H> {
     if (this.queues.has(def.name)) throw new Error(`work queue ${def.name} is defined twice`);
-    const queue = new WorkQueue<P, H>(def, { ...this.o, metrics: this.metrics, owner: this.owner });
+    const queue = new WorkQueue<P, H>(def, { ...this.o, metrics: this.metrics, owner: this.owner, repo: this.repo });
     this.queues.set(def.name, queue as unknown as WorkQueue<never, never>);
     return queue;
+  }
+
+  /** The batched `ctx.fence` of many attempts in one transaction (queue.ts, `fenceAll`): the contexts still holding their lease. */
+  fenceAll<C extends AnyWorkContext>(trx: Db, ends: { ctx: C; end: WorkEnd }[]): Promise<Set<C>> {
+    return fenceAll(this.repo, trx, ends);
   }
 
   /** Removes ended items older than `before` (housekeeping). */

@@ -6,9 +6,9 @@ import { LeaseLost } from '../errors.ts';
 import { Passes } from '../passes.ts';
 import type { RoleService } from '../roles.ts';
 import { secondsSince } from '../metrics.ts';
-import { WorkRepository, type Held, type WorkItem } from './repository.ts';
+import type { WorkRepository, Held, Settled, WorkItem } from './repository.ts';
 import { DEFAULT_RETRY, retryDelayMs, type RetryPolicy } from './retry.ts';
-import type { WorkMetrics } from './metrics.ts';
+import type { WorkMetrics, WorkOutcome } from './metrics.ts';
 
 /** Why an item's signal was aborted: a cancel was asked for (the lease is still held: the item may record it). */
 export class WorkCancelled extends Error {
@@ -70,9 +70,48 @@ export interface QueueSettings {
   owner: string;
   leaseMs: number;
   pollMs: number;
+  /** The engine's: one per kernel. */
+  repo: WorkRepository;
 }
 
 const REAP_BATCH = 100;
+
+/** How an item ends in a batched fence (`WorkEngine.fenceAll`): a retry goes back to the queue after `retryInMs`. */
+export type WorkEnd = 'done' | 'cancelled' | { dead: string } | { retryInMs: number; error: string };
+
+/** A running attempt's context, whatever its queue. */
+export type AnyWorkContext = WorkContext<Record<string, unknown>, unknown>;
+
+/** What `fenceAll` needs of a running attempt: its lease, and how to tell the attempt that its end is written. */
+interface Fencing {
+  held: Held;
+  ended(outcome: WorkOutcome): void;
+}
+const fencings = new WeakMap<AnyWorkContext, Fencing>();
+
+/**
+ * The batched `ctx.fence`: in `trx`, which holds the final domain writes of many attempts (of any
+ * queues), ends or requeues every item whose lease its attempt still holds, with one statement, and
+ * locks them until `trx` ends. Returns the contexts still holding theirs: the domain writes for those
+ * only (the others' items run elsewhere now). Their runs then return without another write.
+ */
+export async function fenceAll<C extends AnyWorkContext>(repo: WorkRepository, trx: Db, ends: { ctx: C; end: WorkEnd }[]): Promise<Set<C>> {
+  const rows: (Settled & { ctx: C; outcome: WorkOutcome })[] = ends.map(({ ctx, end }) => {
+    const f = fencings.get(ctx);
+    if (!f) throw new Error(`work ${ctx.key}: fenceAll was given a context that is not running`);
+    if (end === 'done' || end === 'cancelled') return { ctx, held: f.held, status: end, delayMs: 0, error: null, outcome: end };
+    if ('dead' in end) return { ctx, held: f.held, status: 'dead', delayMs: 0, error: end.dead, outcome: 'dead' };
+    return { ctx, held: f.held, status: 'queued', delayMs: end.retryInMs, error: end.error, outcome: 'retried' };
+  });
+  const held = await repo.settle(trx, rows);
+  const still = new Set<C>();
+  for (const r of rows) {
+    if (!held.has(String(r.held.id))) continue;
+    still.add(r.ctx);
+    fencings.get(r.ctx)!.ended(r.outcome);
+  }
+  return still;
+}
 
 /**
  * One named queue of the work engine (docs/architecture.md, "Work engine"): its items are rows of
@@ -89,6 +128,8 @@ export class WorkQueue<P extends Record<string, unknown> = Record<string, unknow
   private readonly concurrency: number;
   private readonly maxAttempts: number;
   private readonly s: QueueSettings;
+  /** Wakes the claimer of `service()` while it runs. */
+  private onFree: (() => void) | null = null;
 
   constructor(
     private readonly def: QueueDefinition<P, H>,
@@ -97,7 +138,7 @@ export class WorkQueue<P extends Record<string, unknown> = Record<string, unknow
     this.s = { ...settings, leaseMs: def.leaseMs ?? settings.leaseMs, pollMs: def.pollMs ?? settings.pollMs };
     if (!/^[a-z][a-z0-9_]*$/.test(def.name)) throw new Error(`work queue name ${def.name} must be lower-case letters, digits and _`);
     this.notifier = new Notifier(this.s.db, `svc_work_${def.name}`, this.s.logger);
-    this.repo = new WorkRepository(this.s.db);
+    this.repo = settings.repo;
     this.concurrency = def.concurrency ?? 4;
     this.maxAttempts = def.maxAttempts ?? 3;
   }
@@ -111,6 +152,33 @@ export class WorkQueue<P extends Record<string, unknown> = Record<string, unknow
     const item = await this.repo.insert({ queue: this.name, key, payload, maxAttempts: this.maxAttempts, leaseMs: this.s.leaseMs }, db);
     this.notifier.afterCommit(db, this.name);
     return item;
+  }
+
+  /**
+   * Queues several items in `db`'s transaction with one statement; those marked `here` are leased to
+   * this process instead (`execute` them once it commits). Answers the items, in no set order.
+   */
+  async enqueueAll(entries: { key: string; payload: P; here?: boolean }[], db: Db): Promise<WorkItem[]> {
+    const items = await this.repo.insertMany(
+      this.name,
+      entries.map((e) => ({
+        key: e.key,
+        payload: e.payload,
+        maxAttempts: this.maxAttempts,
+        leaseMs: this.s.leaseMs,
+        owner: e.here ? this.s.owner : undefined,
+      })),
+      db,
+    );
+    if (entries.some((e) => !e.here)) this.notifier.afterCommit(db, this.name);
+    return items;
+  }
+
+  /** Queues those of `keys` that never had an item (a domain's safety net for work it may have failed to queue); answers them. */
+  async ensure(keys: string[], db: Db = this.s.db): Promise<string[]> {
+    const queued = await this.repo.insertMissing(this.name, keys, this.maxAttempts, db);
+    if (queued.length) this.notifier.afterCommit(db, this.name);
+    return queued;
   }
 
   /** Records `key` leased to this process in `db`'s transaction: `execute` it once that commits. */
@@ -139,7 +207,11 @@ export class WorkQueue<P extends Record<string, unknown> = Record<string, unknow
   execute(item: WorkItem, here?: H): Promise<void> {
     const controller = new AbortController();
     const token = item.lease_token!;
-    const done = this.attempt(item, controller, here).finally(() => this.running.delete(token));
+    const done = this.attempt(item, controller, here).finally(() => {
+      this.running.delete(token);
+      // Room freed: this process's claimer (when it runs one) takes more.
+      this.onFree?.();
+    });
     this.running.set(token, { key: item.key, controller, done });
     return done;
   }
@@ -147,6 +219,11 @@ export class WorkQueue<P extends Record<string, unknown> = Record<string, unknow
   /** Items running in this process. */
   get inFlight(): number {
     return this.running.size;
+  }
+
+  /** How many more items this process would run now (its concurrency less those running). */
+  get free(): number {
+    return Math.max(0, this.concurrency - this.running.size);
   }
 
   /** Waits for the items running here (server stop). */
@@ -158,7 +235,7 @@ export class WorkQueue<P extends Record<string, unknown> = Record<string, unknow
     const held: Held = { id: item.id, token: item.lease_token! };
     const { signal } = controller;
     const started = Date.now();
-    let ended = false;
+    let ended: WorkOutcome | null = null;
     const beat = setInterval(() => {
       void this.repo.heartbeat(held, this.s.leaseMs).then(
         (answer) => {
@@ -179,13 +256,15 @@ export class WorkQueue<P extends Record<string, unknown> = Record<string, unknow
         if (!(await this.repo.holds(held, trx))) throw new LeaseLost(`work ${this.name}/${item.key}: the lease was lost; another owner runs it`);
         await this.repo.end(held, end, null, trx);
         // A rollback after this throws out of `run` too, and the failure path finds the lease still held.
-        ended = true;
+        ended = end;
       },
     };
+    fencings.set(ctx as unknown as AnyWorkContext, { held, ended: (outcome) => (ended = outcome) });
     try {
       await this.def.run(ctx);
-      if (!ended && !(await this.repo.end(held, signal.reason instanceof WorkCancelled ? 'cancelled' : 'done', null))) throw this.lost(item);
-      this.s.metrics.ended(this.name, signal.reason instanceof WorkCancelled ? 'cancelled' : 'done', secondsSince(started));
+      const outcome = ended ?? (signal.reason instanceof WorkCancelled ? 'cancelled' : 'done');
+      if (!ended && !(await this.repo.end(held, outcome as 'done' | 'cancelled', null))) throw this.lost(item);
+      this.s.metrics.ended(this.name, outcome, secondsSince(started));
     } catch (err) {
       await this.failed(item, held, err, signal.reason, started);
     } finally {
@@ -245,16 +324,14 @@ export class WorkQueue<P extends Record<string, unknown> = Record<string, unknow
   }
 
   /** Claims what this process has room for, in batches, and runs it here. */
-  async claimAndRun(stopped: () => boolean, wake: () => void): Promise<void> {
+  async claimAndRun(stopped: () => boolean): Promise<void> {
     while (!stopped()) {
       const room = this.concurrency - this.running.size;
       if (room <= 0) return;
       const items = await this.repo.claim(this.name, this.s.owner, Math.min(room, this.def.batch ?? this.concurrency), this.s.leaseMs);
       for (const item of items) {
         this.s.metrics.claimed(this.name, secondsSince(item.run_at));
-        void this.execute(item)
-          .catch((err) => this.s.logger.error({ err, queue: this.name, key: item.key }, 'work item failed unexpectedly'))
-          .finally(wake);
+        void this.execute(item).catch((err) => this.s.logger.error({ err, queue: this.name, key: item.key }, 'work item failed unexpectedly'));
       }
       if (items.length < room) return;
     }
@@ -263,25 +340,30 @@ export class WorkQueue<P extends Record<string, unknown> = Record<string, unknow
   /** The claimer and reaper of this queue, for the role that runs it: wakes on NOTIFY, polls every poll_ms, reaps every beat. */
   service(): RoleService {
     let stopped = false;
+    let reaped = 0;
+    // Reaps at most a third of a lease apart: a busy queue's passes (one per finished batch) would otherwise each reap.
+    const reapEvery = Math.min(this.s.pollMs, this.s.leaseMs / 3);
     const passes: Passes = new Passes(
       async () => {
-        await this.reap();
-        await this.claimAndRun(
-          () => stopped,
-          () => passes.wake(),
-        );
+        if (Date.now() - reaped >= reapEvery) {
+          reaped = Date.now();
+          await this.reap();
+        }
+        await this.claimAndRun(() => stopped);
       },
       (err) => this.s.logger.error({ err, queue: this.name }, 'work pass failed'),
     );
     return {
       name: `work:${this.name}`,
       start: async () => {
+        this.onFree = () => passes.wake();
         await passes.wakeOn(this.notifier, this.s.databaseUrl, this.s.logger);
         passes.every(Math.min(this.s.pollMs, this.s.leaseMs / 3));
         passes.wake();
       },
       stop: async () => {
         stopped = true;
+        this.onFree = null;
         await passes.stop();
         await this.drain();
       },

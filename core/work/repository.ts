@@ -36,6 +36,14 @@ export interface NewItem {
   leaseMs: number;
 }
 
+/** How a held item ends in a batch (`settle`): done, cancelled or dead, or back to the queue after `delayMs`. */
+export interface Settled {
+  held: Held;
+  status: 'done' | 'cancelled' | 'dead' | 'queued';
+  delayMs: number;
+  error: string | null;
+}
+
 const MAX_ERROR = 2_000;
 const leaseFor = (ms: number) => `${Math.max(1, Math.round(ms))} milliseconds`;
 
@@ -59,6 +67,32 @@ export class WorkRepository {
       })
       .returning('*');
     return row;
+  }
+
+  /** Several items of one queue in one statement (answered in no set order): those with `owner` leased to it at once. */
+  async insertMany(queue: string, items: Omit<NewItem, 'queue'>[], db: Db = this.db): Promise<WorkItem[]> {
+    if (items.length === 0) return [];
+    const { rows } = await db.raw<{ rows: WorkItem[] }>(
+      `INSERT INTO work_items (queue, key, payload, max_attempts, status, attempts, lease_owner, lease_token, lease_expires_at)
+       SELECT ?, r.key, r.payload, r.max_attempts, CASE WHEN r.owner IS NULL THEN 'queued' ELSE 'running' END,
+              CASE WHEN r.owner IS NULL THEN 0 ELSE 1 END, r.owner, CASE WHEN r.owner IS NULL THEN NULL ELSE gen_random_uuid() END,
+              CASE WHEN r.owner IS NULL THEN NULL ELSE now() + make_interval(secs => r.lease_ms / 1000.0) END
+       FROM jsonb_to_recordset(?::jsonb) AS r(key text, payload jsonb, max_attempts int, owner text, lease_ms int)
+       RETURNING *`,
+      [queue, JSON.stringify(items.map((i) => ({ key: i.key, payload: i.payload, max_attempts: i.maxAttempts, owner: i.owner ?? null, lease_ms: i.leaseMs })))],
+    );
+    return rows;
+  }
+
+  /** Queues the keys of `queue` that have no item (of any status) yet; answers those it queued. */
+  async insertMissing(queue: string, keys: string[], maxAttempts: number, db: Db = this.db): Promise<string[]> {
+    if (keys.length === 0) return [];
+    const { rows } = await db.raw<{ rows: { key: string }[] }>(
+      `INSERT INTO work_items (queue, key, payload, max_attempts, status) SELECT ?, k, '{}', ?, 'queued' FROM unnest(?::text[]) AS k
+       ON CONFLICT (queue, key) DO NOTHING RETURNING key`,
+      [queue, maxAttempts, keys],
+    );
+    return rows.map((r) => r.key);
   }
 
   byKey(queue: string, key: string, db: Db = this.db): Promise<WorkItem | undefined> {
@@ -106,6 +140,32 @@ export class WorkRepository {
       .where({ id: held.id, lease_token: held.token, status: 'running' })
       .update({ status, ...cleared(), last_error: error?.slice(0, MAX_ERROR) ?? null, finished_at: db.fn.now() });
     return n > 0;
+  }
+
+  /**
+   * Ends or requeues many held items in `trx` with one statement, and locks them for the rest of it
+   * (the reaper cannot take them meanwhile): the batched fence. Returns the ids still held; the
+   * others' owners lost their lease, and the caller writes nothing for them.
+   */
+  async settle(trx: Db, items: Settled[]): Promise<Set<string>> {
+    if (items.length === 0) return new Set();
+    const values = items.map((i) => ({
+      id: i.held.id,
+      token: i.held.token,
+      status: i.status,
+      delay_ms: i.delayMs,
+      error: i.error?.slice(0, MAX_ERROR) ?? null,
+    }));
+    const { rows } = await trx.raw<{ rows: { id: string }[] }>(
+      `UPDATE work_items w SET status = r.status, lease_token = NULL, lease_owner = NULL, lease_expires_at = NULL, last_error = r.error,
+         run_at = CASE WHEN r.status = 'queued' THEN now() + make_interval(secs => r.delay_ms / 1000.0) ELSE w.run_at END,
+         finished_at = CASE WHEN r.status = 'queued' THEN NULL ELSE now() END
+       FROM jsonb_to_recordset(?::jsonb) AS r(id bigint, token uuid, status text, delay_ms int, error text)
+       WHERE w.id = r.id AND w.lease_token = r.token AND w.status = 'running'
+       RETURNING w.id`,
+      [JSON.stringify(values)],
+    );
+    return new Set(rows.map((r) => String(r.id)));
   }
 
   /** Back to the queue after `delayMs`: false when the lease is no longer held. */

@@ -1,7 +1,7 @@
 import type { DomainPlugin } from '../../core/http/plugins.ts';
 import { Tokens } from '../../core/tokens.ts';
 import { Notifier } from '../../core/db/notify.ts';
-import { EVENTS_CHANNEL, attachEventWakeups, eventWakeupsOf } from '../../core/events/wakeups.ts';
+import { EVENTS_CHANNEL, attachEventRouting, attachEventWakeups, eventWakeupsOf } from '../../core/events/wakeups.ts';
 import { Housekeeping, RoleServices } from '../../core/roles.ts';
 import { prune } from '../../core/db/prune.ts';
 import { SchedulerToken } from '../../core/ports/scheduler.ts';
@@ -37,7 +37,14 @@ export const plugin: DomainPlugin = {
     container.registerInstance(EventWakeups, eventWakeupsOf(db)!);
     const resync = new Notifier(db, SCHEDULES_CHANNEL, logger);
     container.registerInstance(ScheduleRequests, resync);
-    for (const cls of [EventRepository, EventService, Schedules]) container.registerSingleton(cls as never);
+    for (const cls of [EventRepository, EventService, Schedules, EventRouter]) container.registerSingleton(cls as never);
+    // Every process queues the events it stores for routing (core/events/emit.ts); the orchestrators route them.
+    const router = container.resolve(EventRouter);
+    // Both pools write events (claims and attempt ends go through the control pool).
+    for (const pool of [db, container.resolve(Tokens.ControlDb)]) {
+      attachEventRouting(pool, (eventId, trx) => router.enqueue(eventId, trx));
+      if (!eventWakeupsOf(pool)) attachEventWakeups(pool, eventWakeupsOf(db)!);
+    }
     container.resolve(EventLogSlotToken).fill(container.resolve(EventLogReader));
     container.resolve(ManifestSyncListeners).add((manifest) => resync.notify(manifest.project_id));
 
@@ -47,7 +54,7 @@ export const plugin: DomainPlugin = {
       .add(async () => void (await prune(db, { table: 'events', at: 'created_at', statuses: ['completed', 'failed'], days: retention.events_days })));
 
     const roles = container.resolve(RoleServices);
-    roles.add('orchestrator', container.resolve(EventRouter));
+    roles.add('orchestrator', router);
     if (container.isRegistered(SchedulerToken)) {
       const scheduler = container.resolve(SchedulerToken);
       const cron = container.resolve(CronSync);

@@ -22,17 +22,22 @@ export interface EventRow extends LoggedEvent {
   request_id: string | null;
   routing: Routing | null;
   error: string | null;
-  claimed_at: Date | null;
-  attempts: number;
   updated_at: Date;
 }
 
-/** The Event as the API shows it (the claim bookkeeping stays inside). */
+/** The Event as the API shows it. */
 export function toEvent(row: EventRow) {
-  const { claimed_at: _c, attempts: _a, ...event } = row;
-  return event;
+  return row;
 }
 export type Event = ReturnType<typeof toEvent>;
+
+/** How an event's routing ended. */
+export interface RoutingEnd {
+  id: string;
+  status: 'completed' | 'failed';
+  routing: Routing | null;
+  error: string | null;
+}
 
 export interface EventFilters extends ListQuery {
   type?: string;
@@ -60,43 +65,29 @@ export class EventRepository {
     return paginate<EventRow, Event>(q, f, toEvent, 'events');
   }
 
-  /** Claims up to `limit` pending events, oldest first, skipping rows other routers hold: safe with any number of them. */
-  async claim(limit: number): Promise<EventRow[]> {
-    const { rows } = await this.db.raw<{ rows: EventRow[] }>(
-      `UPDATE events e SET status = 'processing', claimed_at = now(), attempts = e.attempts + 1, updated_at = now()
-       FROM (SELECT id FROM events WHERE status = 'pending' ORDER BY created_at, id LIMIT ? FOR UPDATE SKIP LOCKED) picked
-       WHERE e.id = picked.id
-       RETURNING e.*`,
-      [limit],
+  /** Of the events `ids`, those still to route (pending), in no set order. */
+  pending(ids: string[]): Promise<EventRow[]> {
+    return this.db('events').whereIn('id', ids).where('status', 'pending');
+  }
+
+  /** Pending events stored more than `seconds` ago, oldest first. */
+  pendingSince(seconds: number, limit: number): Promise<string[]> {
+    return this.db('events')
+      .where('status', 'pending')
+      .where('created_at', '<', this.db.raw('now() - make_interval(secs => ?)', [seconds]))
+      .orderBy('created_at')
+      .limit(limit)
+      .pluck('id');
+  }
+
+  /** Records many routings in `trx` with one statement (the router fenced them: their work items' leases). */
+  async finish(trx: Db, ends: RoutingEnd[]): Promise<void> {
+    if (ends.length === 0) return;
+    await trx.raw(
+      `UPDATE events e SET status = r.status, routing = r.routing, error = r.error, updated_at = now()
+       FROM jsonb_to_recordset(?::jsonb) AS r(id text, status text, routing jsonb, error text)
+       WHERE e.id = r.id AND e.status = 'pending'`,
+      [JSON.stringify(ends)],
     );
-    return rows.sort((a, b) => a.created_at.getTime() - b.created_at.getTime() || a.id.localeCompare(b.id));
-  }
-
-  /** Ends a claim; false when the claim was lost meanwhile (the event was recovered and claimed again). */
-  async finish(event: Pick<EventRow, 'id' | 'attempts'>, status: 'completed' | 'failed', routing: Routing | null, error: string | null): Promise<boolean> {
-    const updated = await this.db('events')
-      .where({ id: event.id, status: 'processing', attempts: event.attempts })
-      .update({ status, routing: routing === null ? null : JSON.stringify(routing), error, updated_at: this.db.fn.now() });
-    return updated > 0;
-  }
-
-  /**
-   * Events claimed more than `staleSeconds` ago and still processing (their router died or hung):
-   * back to pending, or failed once they have been claimed `maxAttempts` times.
-   */
-  async recoverStuck(staleSeconds: number, maxAttempts: number): Promise<{ requeued: number; failed: number }> {
-    const stale = this.db('events')
-      .where('status', 'processing')
-      .andWhere('claimed_at', '<', this.db.raw('now() - make_interval(secs => ?)', [staleSeconds]));
-    const failed = await stale
-      .clone()
-      .where('attempts', '>=', maxAttempts)
-      .update({
-        status: 'failed',
-        error: `routing did not finish after ${maxAttempts} claims`,
-        updated_at: this.db.fn.now(),
-      });
-    const requeued = await stale.clone().where('attempts', '<', maxAttempts).update({ status: 'pending', claimed_at: null, updated_at: this.db.fn.now() });
-    return { requeued, failed };
   }
 }

@@ -18,7 +18,6 @@ export interface DeliveryRow {
   replay_id: string | null;
   status: DeliveryStatus;
   attempts: number;
-  lease_expires_at: Date | null;
   next_attempt_at: Date | null;
   last_attempt_at: Date | null;
   response_status: number | null;
@@ -30,8 +29,7 @@ export interface DeliveryRow {
   completed_at: Date | null;
 }
 
-export type Delivery = Omit<DeliveryRow, 'lease_expires_at'>;
-export const toDelivery = ({ lease_expires_at: _lease, ...rest }: DeliveryRow): Delivery => rest;
+export type Delivery = DeliveryRow;
 
 export interface NewDelivery {
   id: string;
@@ -40,11 +38,9 @@ export interface NewDelivery {
   event_type: string;
   kind: DeliveryKind;
   replay_id: string | null;
-  /** Leased to the inserting process, which sends it at once; otherwise any dispatcher claims it. */
-  leased: boolean;
 }
 
-/** A delivery leased to this process, with what sending it needs. */
+/** A delivery to send now (its work item is leased to this process), with what sending it needs. */
 export interface ClaimedDelivery {
   id: string;
   kind: DeliveryKind;
@@ -55,8 +51,8 @@ export interface ClaimedDelivery {
   event: DeliveredEvent | null;
 }
 
-/** A delivery just leased, before its event is read. */
-export type LeasedDelivery = Omit<ClaimedDelivery, 'event'> & { event_id: string };
+/** A delivery still to send, before its event is read. */
+export type DeliveryToSend = Omit<ClaimedDelivery, 'event'> & { event_id: string };
 
 /** What became of one claimed delivery: an attempt's outcome, or not sent at all (`skipped`). */
 export interface AttemptResult {
@@ -89,32 +85,27 @@ export class DeliveryRepository {
   }
 
   /** Inserts deliveries, skipping an event already in flight to the subscription; returns the ids written. */
-  async insert(trx: Db, rows: NewDelivery[], leaseMs: number): Promise<Set<string>> {
+  async insert(trx: Db, rows: NewDelivery[]): Promise<Set<string>> {
     if (rows.length === 0) return new Set();
     const { rows: written } = await trx.raw(
-      `INSERT INTO webhook_deliveries (id, subscription_id, event_id, event_type, kind, replay_id, lease_expires_at)
-       SELECT r.id, r.subscription_id, r.event_id, r.event_type, r.kind, r.replay_id,
-              CASE WHEN r.leased THEN now() + make_interval(secs => ?) END
-       FROM jsonb_to_recordset(?::jsonb) AS r(id text, subscription_id text, event_id text, event_type text, kind text, replay_id text, leased boolean)
+      `INSERT INTO webhook_deliveries (id, subscription_id, event_id, event_type, kind, replay_id)
+       SELECT r.id, r.subscription_id, r.event_id, r.event_type, r.kind, r.replay_id
+       FROM jsonb_to_recordset(?::jsonb) AS r(id text, subscription_id text, event_id text, event_type text, kind text, replay_id text)
        ON CONFLICT (subscription_id, event_id) WHERE status IN ${ACTIVE} DO NOTHING
        RETURNING id`,
-      [leaseMs / 1000, JSON.stringify(rows)],
+      [JSON.stringify(rows)],
     );
     return new Set(written.map((r: { id: string }) => r.id));
   }
 
-  /** Leases up to `limit` pending deliveries nobody holds (SKIP LOCKED), oldest first; their events are read apart. */
-  async claim(limit: number, leaseMs: number): Promise<LeasedDelivery[]> {
+  /** Of the deliveries `ids`, those still to send (pending or retrying) with their subscription; their events are read apart. */
+  async toSend(ids: string[]): Promise<DeliveryToSend[]> {
+    if (ids.length === 0) return [];
     const { rows } = await this.db.raw(
-      `WITH c AS (
-         UPDATE webhook_deliveries d SET lease_expires_at = now() + make_interval(secs => ?), updated_at = now()
-         FROM (SELECT id FROM webhook_deliveries WHERE status = 'pending' AND (lease_expires_at IS NULL OR lease_expires_at < now())
-               ORDER BY created_at LIMIT ? FOR UPDATE SKIP LOCKED) pick
-         WHERE d.id = pick.id
-         RETURNING d.id, d.kind, d.replay_id, d.attempts, d.subscription_id, d.event_id)
-       SELECT c.*, s.url, s.secret_enc, (s.enabled AND s.deleted_at IS NULL) AS live
-       FROM c JOIN webhook_subscriptions s ON s.id = c.subscription_id`,
-      [leaseMs / 1000, limit],
+      `SELECT d.id, d.kind, d.replay_id, d.attempts, d.subscription_id, d.event_id, s.url, s.secret_enc, (s.enabled AND s.deleted_at IS NULL) AS live
+       FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id
+       WHERE d.id = ANY(?::text[]) AND d.status IN ${ACTIVE}`,
+      [ids],
     );
     return rows.map((r: Record<string, any>) => ({
       id: r.id,
@@ -127,11 +118,11 @@ export class DeliveryRepository {
   }
 
   /**
-   * Writes the results of attempts: succeeded, retrying (with its next time) or failed. A result
-   * for an attempt someone else already recorded (its lease ran out meanwhile) is dropped.
-   * Returns the deliveries that wait for a retry.
+   * Writes the results of attempts: succeeded, retrying (with its next time) or failed. The caller
+   * fenced them (their work items' leases); the attempt count fences them once more.
    */
-  async record(trx: Db, results: AttemptResult[]): Promise<{ id: string; attempts: number; next_attempt_at: Date }[]> {
+  async record(trx: Db, results: AttemptResult[]): Promise<void> {
+    if (results.length === 0) return;
     const values = results.map(({ delivery, outcome, skipped, retryInMs }) => ({
       id: delivery.id,
       attempts_before: delivery.attempts,
@@ -144,42 +135,32 @@ export class DeliveryRepository {
       duration_ms: skipped ? null : outcome.durationMs,
       attempted: !skipped,
     }));
-    const { rows } = await trx.raw(
+    await trx.raw(
       `UPDATE webhook_deliveries d SET
-         attempts = r.attempts, status = r.status, lease_expires_at = NULL,
+         attempts = r.attempts, status = r.status,
          next_attempt_at = CASE WHEN r.status = 'retrying' THEN now() + make_interval(secs => r.retry_ms / 1000.0) END,
          last_attempt_at = CASE WHEN r.attempted THEN now() ELSE d.last_attempt_at END,
          response_status = r.response_status, response_body = r.response_body, error = r.error, duration_ms = r.duration_ms,
          updated_at = now(), completed_at = CASE WHEN r.status IN ('succeeded', 'failed') THEN now() END
        FROM jsonb_to_recordset(?::jsonb) AS r(id text, attempts_before int, attempts int, status text, retry_ms int,
             response_status int, response_body text, error text, duration_ms int, attempted boolean)
-       WHERE d.id = r.id AND d.status = 'pending' AND d.attempts = r.attempts_before
-       RETURNING d.id, d.status, d.attempts, d.next_attempt_at`,
+       WHERE d.id = r.id AND d.status IN ${ACTIVE} AND d.attempts = r.attempts_before`,
       [JSON.stringify(values)],
     );
-    return rows.filter((r: { status: string }) => r.status === 'retrying');
   }
 
-  /** A retry has come due: back to pending for any dispatcher to claim. False when it already moved on. */
-  async due(id: string, attempts: number): Promise<boolean> {
-    const n = await this.db('webhook_deliveries')
-      .where({ id, attempts, status: 'retrying' })
-      .update({ status: 'pending', lease_expires_at: null, updated_at: this.db.fn.now() });
-    return n > 0;
-  }
-
-  /** Retries whose scheduled run never came (the process died between writing and scheduling): due now. */
-  async overdue(graceMs: number): Promise<number> {
-    return this.db('webhook_deliveries')
-      .where('status', 'retrying')
-      .where('next_attempt_at', '<', this.db.raw('now() - make_interval(secs => ?)', [graceMs / 1000]))
-      .update({ status: 'pending', lease_expires_at: null, updated_at: this.db.fn.now() });
+  /** Ends a delivery still to send as failed with `error` (its work was given up); its replay, if any. */
+  async abandon(trx: Db, id: string, error: string): Promise<{ replay_id: string | null } | undefined> {
+    const [row] = await trx('webhook_deliveries')
+      .where({ id })
+      .whereIn('status', ['pending', 'retrying'])
+      .update({ status: 'failed', error, next_attempt_at: null, updated_at: trx.fn.now(), completed_at: trx.fn.now() })
+      .returning(['replay_id']);
+    return row;
   }
 
   /** Records a delivery made and finished in one go (test deliveries). */
-  async insertFinished(
-    row: Omit<DeliveryRow, 'created_at' | 'updated_at' | 'lease_expires_at' | 'next_attempt_at' | 'last_attempt_at' | 'completed_at'>,
-  ): Promise<DeliveryRow> {
+  async insertFinished(row: Omit<DeliveryRow, 'created_at' | 'updated_at' | 'next_attempt_at' | 'last_attempt_at' | 'completed_at'>): Promise<DeliveryRow> {
     const now = this.db.fn.now();
     const [created] = await this.db('webhook_deliveries')
       .insert({ ...row, last_attempt_at: now, completed_at: now })
@@ -191,6 +172,6 @@ export class DeliveryRepository {
     const q = this.db('webhook_deliveries').where({ subscription_id: subscriptionId });
     if (f.status) q.where('status', f.status);
     if (f.kind) q.where('kind', f.kind);
-    return paginate(q, f, toDelivery, 'webhook_deliveries');
+    return paginate(q, f, (row: DeliveryRow) => row, 'webhook_deliveries');
   }
 }

@@ -5,7 +5,6 @@ import { Notifier } from '../../core/db/notify.ts';
 import { EVENTS_CHANNEL, attachEventWakeups, eventWakeupsOf } from '../../core/events/wakeups.ts';
 import { Housekeeping, RoleServices } from '../../core/roles.ts';
 import { prune } from '../../core/db/prune.ts';
-import { SchedulerToken } from '../../core/ports/scheduler.ts';
 import { Tokens } from '../../core/tokens.ts';
 import { AddressGuard, guardOptions } from './address-guard.ts';
 import { DeliveryRepository } from './deliveries.ts';
@@ -14,17 +13,16 @@ import { installErrorCodes } from './errors.ts';
 import { ReplayRepository } from './replay-repository.ts';
 import { Replays } from './replays.ts';
 import { SubscriptionRepository } from './repository.ts';
-import { REDELIVER_JOB } from './sender.ts';
+import { DeliverySender } from './sender.ts';
 import { WebhookService } from './service.ts';
 import { Transport } from '../../core/http/guarded-post.ts';
-import { WebhookWakeups } from './wakeups.ts';
 import { subscriptionRoutes } from './routes.ts';
 import { deliveryRoutes } from './delivery-routes.ts';
 import { describeTags } from '../../core/http/openapi.ts';
 
 /**
  * Outbound webhooks: subscriptions with sealed secrets, signed CloudEvents deliveries fanned out
- * from the event spine by the orchestrators, retries on the scheduler, auto-disable, replays.
+ * from the event spine by the orchestrators on the work engine (queue `webhooks`), retries, auto-disable, replays.
  */
 export const plugin: DomainPlugin = {
   name: 'webhooks',
@@ -41,7 +39,7 @@ export const plugin: DomainPlugin = {
     const transport = new Transport(guard, webhooks.timeout_ms);
     container.registerInstance(AddressGuard, guard);
     container.registerInstance(Transport, transport);
-    for (const cls of [SubscriptionRepository, DeliveryRepository, ReplayRepository, WebhookWakeups, WebhookService, Replays])
+    for (const cls of [SubscriptionRepository, DeliveryRepository, ReplayRepository, DeliverySender, WebhookDispatcher, WebhookService, Replays])
       container.registerSingleton(cls as never);
     // Without the events plugin nothing else announces new events; the poll would still find them.
     if (!eventWakeupsOf(db)) attachEventWakeups(db, new Notifier(db, EVENTS_CHANNEL, container.resolve(Tokens.Logger)));
@@ -51,15 +49,8 @@ export const plugin: DomainPlugin = {
       .resolve(Housekeeping)
       .add(async () => void (await prune(db, { table: 'webhook_deliveries', at: 'completed_at', statuses: ['succeeded', 'failed'], days })));
 
-    if (container.isRegistered(SchedulerToken)) {
-      const scheduler = container.resolve(SchedulerToken);
-      const dispatcher = container.resolve(WebhookDispatcher);
-      const deliveries = container.resolve(DeliveryRepository);
-      scheduler.define(REDELIVER_JOB, async (data) => {
-        if (await deliveries.due(String(data.delivery_id), Number(data.attempts))) dispatcher.wake();
-      });
-      container.resolve(RoleServices).add('orchestrator', dispatcher);
-    }
+    // Every process queues deliveries (replays on the api role); the orchestrators send them.
+    container.resolve(RoleServices).add('orchestrator', container.resolve(WebhookDispatcher));
 
     // /orgs/{org_id}/webhooks/{wh_id} routes act on the subscription's project when it has one, else on the org.
     const subscriptions = container.resolve(SubscriptionRepository);

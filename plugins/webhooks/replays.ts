@@ -10,7 +10,7 @@ import { subscriptionMatches } from './matching.ts';
 import { ReplayRepository, type ReplayRow } from './replay-repository.ts';
 import { OrgEvents, type WindowEvent } from './org-events.ts';
 import { SubscriptionRepository } from './repository.ts';
-import { WebhookWakeups } from './wakeups.ts';
+import { WebhookDispatcher } from './dispatcher.ts';
 
 export const MAX_RUNNING_REPLAYS = 3;
 
@@ -35,7 +35,7 @@ export class Replays {
     @inject(SubscriptionRepository) private readonly subscriptions: SubscriptionRepository,
     @inject(DeliveryRepository) private readonly deliveries: DeliveryRepository,
     @inject(ReplayRepository) private readonly replays: ReplayRepository,
-    @inject(WebhookWakeups) private readonly wakeups: WebhookWakeups,
+    @inject(WebhookDispatcher) private readonly dispatcher: WebhookDispatcher,
     @inject(OrgEvents) private readonly events: OrgEvents,
   ) {}
 
@@ -93,11 +93,13 @@ export class Replays {
             event_type: e.type,
             kind: 'replay' as const,
             replay_id: id,
-            leased: false,
           }));
-        const written = await this.deliveries.insert(trx, rows, 0);
+        const written = await this.deliveries.insert(trx, rows);
+        await this.dispatcher.enqueue(
+          rows.filter((r) => written.has(r.id)).map((r) => r.id),
+          trx,
+        );
         await this.replays.setEnqueued(trx, id, written.size, matched.length - written.size);
-        this.wakeups.afterCommit(trx);
       }
       // The replay as created: read before the commit wakes the dispatcher, which may finish it at once.
       return this.view(subscriptionId, id, trx);

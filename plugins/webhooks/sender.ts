@@ -3,9 +3,10 @@ import { Batcher } from '../../core/batcher.ts';
 import { inject, injectable } from '../../core/di.ts';
 import type { Db } from '../../core/db/knex.ts';
 import type { Sealer } from '../../core/crypto/sealer.ts';
-import { SchedulerToken, type Scheduler } from '../../core/ports/scheduler.ts';
 import type { Config } from '../../core/config/schema.ts';
 import { Tokens } from '../../core/tokens.ts';
+import { WorkEngine } from '../../core/work/engine.ts';
+import type { WorkContext, WorkEnd } from '../../core/work/queue.ts';
 import { DeliveryRepository, type AttemptResult, type ClaimedDelivery } from './deliveries.ts';
 import { deliveryHeaders, envelope } from './envelope.ts';
 import { ReplayRepository } from './replay-repository.ts';
@@ -13,19 +14,23 @@ import { SubscriptionRepository, secretContext } from './repository.ts';
 import { Transport } from '../../core/http/guarded-post.ts';
 import { Metrics } from '../../core/metrics.ts';
 
-/** The Agenda job that makes a failed delivery due again. */
-export const REDELIVER_JOB = 'webhooks.redeliver';
+/** A delivery's work item (queue `webhooks`): the delivery id is its key. */
+export type DeliveryWork = Record<string, never>;
+
+/** An attempt's result and the work context that made it (its lease fences the write). */
+type Attempted = AttemptResult & { ctx: WorkContext<DeliveryWork, ClaimedDelivery> };
 
 /**
- * Sends claimed deliveries and records what happened. Results are written in batches (one
- * transaction for many attempts): the delivery rows, the subscriptions' failure counts (auto-
- * disable), finished replays; then each retry is scheduled on the Scheduler at its time.
+ * Sends leased deliveries and records what happened. Results are written in batches (one
+ * transaction for many attempts), behind their work items' leases (`WorkEngine.fenceAll`: a sender
+ * that lost its lease records nothing): the delivery rows, the subscriptions' failure counts (auto-
+ * disable), finished replays; a failed attempt's item goes back to the queue until its retry is due.
  */
 @injectable()
 export class DeliverySender {
   private readonly retryDelays: number[];
   private readonly disableAfter: number;
-  private readonly recorder = new Batcher<AttemptResult, void>((items) => this.record(items), { maxBatch: 256, concurrency: 2 });
+  private readonly recorder = new Batcher<Attempted, void>((items) => this.record(items), { maxBatch: 256, concurrency: 2 });
   private readonly outcomes;
 
   constructor(
@@ -36,7 +41,7 @@ export class DeliverySender {
     @inject(DeliveryRepository) private readonly deliveries: DeliveryRepository,
     @inject(SubscriptionRepository) private readonly subscriptions: SubscriptionRepository,
     @inject(ReplayRepository) private readonly replays: ReplayRepository,
-    @inject(SchedulerToken) private readonly scheduler: Scheduler,
+    @inject(WorkEngine) private readonly engine: WorkEngine,
     @inject(Tokens.Config) { webhooks }: Config,
     @inject(Metrics) metrics: Metrics,
   ) {
@@ -49,9 +54,15 @@ export class DeliverySender {
     this.disableAfter = webhooks.disable_after_failures;
   }
 
-  /** One attempt of a leased delivery; resolves once its result is recorded. */
-  async deliver(d: ClaimedDelivery): Promise<void> {
-    await this.recorder.submit(await this.attempt(d));
+  /** One attempt of a leased delivery; resolves once its result is recorded (or found fenced off). */
+  async deliver(d: ClaimedDelivery, ctx: WorkContext<DeliveryWork, ClaimedDelivery>): Promise<void> {
+    await this.recorder.submit({ ...(await this.attempt(d)), ctx });
+  }
+
+  /** Every lease of the delivery was lost (its orchestrators died sending it): it ends failed, in the dead-lettering `trx`. */
+  async abandon(id: string, error: string, trx: Db): Promise<void> {
+    const ended = await this.deliveries.abandon(trx, id, `not recorded: the orchestrators sending it stopped each time (${error})`);
+    if (ended?.replay_id) await this.replays.settle(trx, [ended.replay_id]);
   }
 
   private async attempt(d: ClaimedDelivery): Promise<AttemptResult> {
@@ -69,26 +80,30 @@ export class DeliverySender {
     return { delivery: d, outcome, skipped: false, retryInMs };
   }
 
-  private async record(items: AttemptResult[]): Promise<void[]> {
-    const { retrying, disabled } = await this.db.transaction(async (trx) => {
-      const retrying = await this.deliveries.record(trx, items);
+  private async record(attempted: Attempted[]): Promise<void[]> {
+    const { items, disabled } = await this.db.transaction(async (trx) => {
+      const held = await this.engine.fenceAll(
+        trx,
+        attempted.map((r) => ({ ctx: r.ctx, end: workEnd(r) })),
+      );
+      const items = attempted.filter((r) => held.has(r.ctx));
+      await this.deliveries.record(trx, items);
       const disabled = await this.subscriptions.countOutcomes(trx, failureCounts(items), this.disableAfter);
       const finishedReplays = new Set(items.filter((r) => r.delivery.replay_id !== null && r.retryInMs === null).map((r) => r.delivery.replay_id!));
       await this.replays.settle(trx, [...finishedReplays]);
-      return { retrying, disabled };
+      return { items, disabled };
     });
     for (const r of items) this.outcomes.inc({ outcome: outcomeOf(r) });
     if (disabled.length) this.logger.warn({ webhooks: disabled, after: this.disableAfter }, 'webhooks disabled after consecutive failed deliveries');
-    // A schedule lost here is found by the dispatcher's overdue sweep.
-    await Promise.all(
-      retrying.map((r) =>
-        this.scheduler
-          .schedule(r.next_attempt_at, REDELIVER_JOB, { delivery_id: r.id, attempts: r.attempts })
-          .catch((err) => this.logger.error({ err, delivery: r.id }, 'scheduling a webhook retry failed')),
-      ),
-    );
-    return items.map(() => undefined);
+    return attempted.map(() => undefined);
   }
+}
+
+/** What becomes of the delivery's work item: done when sent or not to be sent, back to the queue for a retry, else dead. */
+function workEnd({ outcome, skipped, retryInMs }: AttemptResult): WorkEnd {
+  if (outcome.ok || skipped) return 'done';
+  const error = outcome.error ?? `HTTP ${outcome.status}`;
+  return retryInMs === null ? { dead: error } : { retryInMs, error };
 }
 
 function outcomeOf({ outcome, skipped, retryInMs }: AttemptResult): string {

@@ -7,7 +7,7 @@ import type { Config } from '../../core/config/schema.ts';
 import { QuotaExceeded } from '../../core/errors.ts';
 import type { Principal } from '../../core/auth/principal.ts';
 import { AddressGuard, UrlRefused } from './address-guard.ts';
-import { DeliveryRepository, toDelivery, type Delivery } from './deliveries.ts';
+import { DeliveryRepository, type Delivery } from './deliveries.ts';
 import { deliveryHeaders, envelope } from './envelope.ts';
 import type { WebhookFilter } from './matching.ts';
 import { SubscriptionRepository, secretContext, toSubscription, type Subscription, type SubscriptionRow } from './repository.ts';
@@ -132,7 +132,7 @@ export class WebhookService {
       error: outcome.error,
       duration_ms: outcome.durationMs,
     });
-    return toDelivery(row);
+    return row;
   }
 
   private async checkUrl(url: string): Promise<void> {

@@ -118,10 +118,7 @@ test("a stale owner's writes change nothing: its fence throws and its transactio
     .update({ lease_expires_at: a.db.raw("now() - interval '1 second'") });
   t.is(await qb.reap(), 1);
   await b.db('work_items').where({ id: item.id }).update({ run_at: b.db.fn.now() });
-  await qb.claimAndRun(
-    () => false,
-    () => undefined,
-  );
+  await qb.claimAndRun(() => false);
   await until(async () => (await status(a.db, 'fenced', 'x')) === 'done');
   release();
   await running;

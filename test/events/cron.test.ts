@@ -209,9 +209,10 @@ workflows:
   t.is(jobs.length, 60);
   t.is(new Set(jobs.map((j: any) => JSON.parse(j.hints.request_json).i)).size, 60);
   const attempts = await w
-    .db('events')
+    .db('work_items')
+    .where({ queue: 'events' })
     .whereIn(
-      'id',
+      'key',
       posted.map((e) => e.id),
     )
     .max({ n: 'attempts' })

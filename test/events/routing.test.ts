@@ -2,6 +2,7 @@ import test from 'ava';
 import type { World } from '../jobs/claim-helpers.ts';
 import { jobRow } from '../jobs/claim-helpers.ts';
 import { RoleServices } from '../../core/roles.ts';
+import { newId } from '../../core/ids.ts';
 import { EventRouter } from '../../plugins/events/router.ts';
 import { eventWorld, eventually, postEvent, routed, syncManifest } from './helpers.ts';
 
@@ -174,29 +175,65 @@ test.serial('a failed job emits system.job.failed, which triggers on-fail; a job
   t.is(reasonFor(looped, 'on-fail'), 'anti-recursion: the event came from workflow on-fail itself');
 });
 
-test.serial('events stuck in processing return to pending (and are routed); after the last allowed claim they fail', async (t) => {
-  const router = w.ctx.srv.server.app.container
-    .resolve(RoleServices)
-    .of('orchestrator')
-    .find((s) => s instanceof EventRouter) as EventRouter;
+test.serial('an event whose router stopped mid-way is routed again once its lease ran out; after the last allowed claim it fails', async (t) => {
   const stuck = await postEvent(w, { type: 'manual.stage', env_name: 'staging' });
   await routed(w, stuck.id);
   const hopeless = await postEvent(w, { type: 'manual.nothing' });
   await routed(w, hopeless.id);
-  const hourAgo = w.db.raw("now() - interval '1 hour'");
-  await w.db('events').where({ id: stuck.id }).update({ status: 'processing', claimed_at: hourAgo, attempts: 1, routing: null });
-  await w.db('events').where({ id: hopeless.id }).update({ status: 'processing', claimed_at: hourAgo, attempts: 3, routing: null });
   const fresh = await postEvent(w, { type: 'manual.nothing' });
   await routed(w, fresh.id);
-  await w.db('events').where({ id: fresh.id }).update({ status: 'processing', claimed_at: w.db.fn.now(), routing: null });
+  // As if a router had claimed each and stopped: the event pending, its work item running under a lease.
+  const abandon = async (id: string, attempts: number, lease: string) => {
+    await w.db('events').where({ id }).update({ status: 'pending', routing: null });
+    await w
+      .db('work_items')
+      .where({ queue: 'events', key: id })
+      .update({
+        status: 'running',
+        attempts,
+        lease_owner: 'a-router-that-died',
+        lease_token: w.db.raw('gen_random_uuid()'),
+        lease_expires_at: w.db.raw(`now() + interval '${lease}'`),
+        finished_at: null,
+      });
+  };
+  await abandon(stuck.id, 1, '-1 second');
+  await abandon(hopeless.id, 3, '-1 second');
+  await abandon(fresh.id, 1, '1 hour');
 
-  t.deepEqual(await router.recover(), { requeued: 1, failed: 1 });
   const again = await routed(w, stuck.id);
   t.is(again.status, 'completed');
   t.regex(again.routing.matched[0].run_id, /^prun_/);
-  t.like((await w.owner.api.get(`/projects/${w.projectA}/events/${hopeless.id}`)).body, { status: 'failed', error: 'routing did not finish after 3 claims' });
-  t.is((await w.owner.api.get(`/projects/${w.projectA}/events/${fresh.id}`)).body.status, 'processing', 'a recent claim is left alone');
+  const failed = await routed(w, hopeless.id);
+  t.is(failed.status, 'failed');
+  t.regex(failed.error, /^routing did not finish after 3 claims/);
+  t.like(await w.db('work_items').where({ queue: 'events', key: hopeless.id }).first(), { status: 'dead' });
+  t.is((await w.owner.api.get(`/projects/${w.projectA}/events/${fresh.id}`)).body.status, 'pending', 'a live lease is left alone');
   await w.db('events').where({ id: fresh.id }).update({ status: 'completed' });
+});
+
+test.serial('a pending event stored without its work item is queued by the sweep and routed', async (t) => {
+  const router = w.ctx.srv.server.app.container
+    .resolve(RoleServices)
+    .of('orchestrator')
+    .find((s) => s instanceof EventRouter) as EventRouter;
+  // Written past emitEvent (as through a pool nobody attached the routing to), two minutes ago.
+  const id = newId('evt');
+  await w.db('events').insert({
+    id,
+    project_id: w.projectA,
+    type: 'manual.stage',
+    source: 'manual',
+    env_name: 'staging',
+    payload_json: '{}',
+    status: 'pending',
+    created_at: w.db.raw("now() - interval '2 minutes'"),
+  });
+  t.is(await router.sweep(), 1);
+  const event = await routed(w, id);
+  t.is(event.status, 'completed');
+  t.regex(event.routing.matched[0].run_id, /^prun_/);
+  t.is(await router.sweep(), 0, 'an event with its item is left alone');
 });
 
 test.serial('system.job.attempt.completed for every ended attempt, with the spec payload', async (t) => {
