@@ -23042,6 +23042,7 @@ export interface operations {
             header?: never;
             path: {
                 job_id: string;
+                /** @description 1, 2, … within the job */
                 attempt_number: number;
             };
             cookie?: never;

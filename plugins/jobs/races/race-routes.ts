@@ -9,6 +9,7 @@ import { attemptSchema, checkResultSchema } from '../attempts/attempts.ts';
 import { jobSchema } from '../job/schemas.ts';
 import { jobParams } from '../job/routes.ts';
 import { tokenTotals } from '../receipts/receipt-schemas.ts';
+import { attemptNumberParams } from '../diffs/diff-routes.ts';
 import { LANE_STATUSES } from './race-lanes.ts';
 import { Races, type RaceRequest } from './races.ts';
 import { RaceComparisons } from './race-comparison.ts';
@@ -110,8 +111,6 @@ const choiceSchema = Joi.object({
     .label('RaceBranchCleanup'),
 }).label('RaceChoice');
 
-const chooseParams = jobParams.keys({ attempt_number: Joi.number().integer().min(1).max(2_147_483_647).required() });
-
 /** Rival attempts (docs/worker.md): start a race, compare its attempts, choose one as the job's result. */
 export function raceRoutes(container: DependencyContainer): ServerRoute[] {
   const races = container.resolve(Races);
@@ -157,7 +156,7 @@ export function raceRoutes(container: DependencyContainer): ServerRoute[] {
         description:
           "Make a race's succeeded attempt the job's result, as a successful attempt's becomes it (its resolved git; done, or review when the job asks for one), and delete the other attempts' pushed branches. 409 while lanes run or when the job was not raced or is no longer active; 422 for an attempt that is not the race's or did not succeed",
         plugins: { ...requires('jobs:write', 'job'), ...docs(400, 401, 403, 404, 409, 422) },
-        validate: { params: chooseParams, payload: Joi.object().allow(null).label('ChooseJobAttemptRequest') },
+        validate: { params: attemptNumberParams, payload: Joi.object().allow(null).label('ChooseJobAttemptRequest') },
         response: { schema: choiceSchema },
       },
       handler: (request) => {
