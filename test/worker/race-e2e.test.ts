@@ -1,6 +1,7 @@
 import path from 'node:path';
 import test from 'ava';
-import { attemptsOf, git, logLines, until, workerWorld, type WorkerWorld } from './helpers.ts';
+import { WorkerDispatcherToken } from '../../core/ports/worker.ts';
+import { attemptsOf, git, logLines, syncManifest, until, workerWorld, type WorkerWorld } from './helpers.ts';
 
 /**
  * Rival attempts end to end (docs/worker.md, "Rival attempts"): one job raced by three variants on the real harness
@@ -105,4 +106,47 @@ test.serial('three variants race one job, each on its own branch with its receip
   t.is(after.chosen, 3);
   t.is(after.phase, 'done');
   t.is((await w.api.post(`/jobs/${jobId}/attempts/1/choose`)).statusCode, 409, 'the choice is made once');
+});
+
+test.serial("a manifest profile's entries are the variants; cancelling the job mid-race stops every lane", async (t) => {
+  await syncManifest(
+    w,
+    `
+x-svc:
+  agents:
+    version: 1
+    profiles:
+      rivals:
+        - { harness: harness_a, model: claude-opus-4-1, reasoning_effort: low }
+        - { harness: harness_d, model: gpt-5-codex }
+`,
+  );
+  // The fake CLIs hang on [[fake:hang]]: the lanes are still running when the job is cancelled.
+  const created = await w.api.post(`/projects/${w.projectId}/jobs`, { title: 'Race', description: 'Wait [[fake:hang]]', phase: 'backlog' });
+  const jobId = created.body.id;
+  const started = await w.api.post(`/jobs/${jobId}/attempts`, { profile: 'rivals' });
+  t.is(started.statusCode, 201, JSON.stringify(started.body));
+  t.deepEqual(
+    started.body.lanes.map((l: any) => l.variant),
+    [
+      { harness: 'harness_a', model: 'claude-opus-4-1', reasoning_effort: 'low' },
+      { harness: 'harness_d', model: 'gpt-5-codex' },
+    ],
+  );
+  await until(async () => (await w.api.get(`/jobs/${jobId}/race`)).body.lanes.every((l: any) => l.status === 'running'), 'both lanes to run');
+  const cancelled = await w.api.patch(`/jobs/${jobId}`, { phase: 'cancelled', close_reason: 'enough' });
+  t.is(cancelled.statusCode, 200, JSON.stringify(cancelled.body));
+  const race = (await w.api.get(`/jobs/${jobId}/race`)).body;
+  t.deepEqual(
+    race.lanes.map((l: any) => l.status),
+    ['ended', 'ended'],
+  );
+  t.deepEqual(
+    race.attempts.map((a: any) => [a.status, a.error]),
+    [
+      ['cancelled', 'job cancelled'],
+      ['cancelled', 'job cancelled'],
+    ],
+  );
+  await until(async () => w.srv.server.app.container.resolve(WorkerDispatcherToken).capacity() === 3, 'both runs to stop', 30_000);
 });
