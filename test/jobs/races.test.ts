@@ -120,3 +120,18 @@ test.serial('only a backlog or ready job is raced; a profile must be in the mani
   assertError(t, await w.outsider.api.post(`/jobs/${other.id}/attempts`, { variants: VARIANTS }), 404, /not found/);
   await w.owner.api.patch(`/jobs/${jobId}`, { phase: 'cancelled' });
 });
+
+test.serial('a chosen attempt goes to review when the job asks for one; after a rejection the job is worked on as any job', async (t) => {
+  const job = await newJob(w, { phase: 'backlog', review_required: 'human' });
+  t.is((await w.owner.api.post(`/jobs/${job.id}/attempts`, { variants: VARIANTS.slice(0, 2) })).statusCode, 201);
+  for (const c of await lanes.claim('r', 5, 60))
+    t.is((await complete(w, job.id, c.attempt, { status: 'success', summary: `lane ${c.attempt.race_lane}` })).statusCode, 200);
+  const chose = await w.owner.api.post(`/jobs/${job.id}/attempts/2/choose`);
+  t.like(chose.body.job, { phase: 'review', review_status: 'pending' });
+  const rejected = await w.owner.api.post(`/jobs/${job.id}/reject`, { reason: 'not quite' });
+  t.is(rejected.statusCode, 200, JSON.stringify(rejected.body));
+  t.like(rejected.body.attempt, { attempt_number: 3, race_lane: null });
+  const submitted = await w.owner.api.post(`/jobs/${job.id}/submit`, { summary: 'fixed by hand' });
+  t.is(submitted.statusCode, 200, JSON.stringify(submitted.body));
+  t.is(submitted.body.phase, 'review');
+});

@@ -38,7 +38,7 @@ export class Review {
   submit(jobId: string, actorId: string, summary: string): Promise<Job> {
     return this.db.transaction(async (trx) => {
       const job = await this.lockedIn(jobId, 'active', 'submit', trx);
-      if ((await this.lanes.of(job.id, trx)).length)
+      if (await this.lanes.undecided(job.id, trx))
         throw new Conflict(`job ${jobId} is raced: each of its attempts ends with its own result, and one is chosen (POST /jobs/${jobId}/attempts/{n}/choose)`);
       const running = await this.attempts.running(job.id, trx);
       if (running) await this.lifecycle.endAttempt(running.id, { status: 'succeeded', result_status: 'success', result_summary: summary }, trx);

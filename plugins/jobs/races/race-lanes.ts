@@ -82,6 +82,16 @@ export class RaceLaneRepository {
     return row.worker_losses;
   }
 
+  /** Whether the job was raced and none of its attempts has been chosen yet. */
+  async undecided(jobId: string, trx: Db): Promise<boolean> {
+    const { rows } = await trx.raw(
+      `SELECT EXISTS (SELECT 1 FROM job_race_lanes WHERE job_id = ?)
+          AND NOT EXISTS (SELECT 1 FROM job_attempts WHERE job_id = ? AND chosen) AS undecided`,
+      [jobId, jobId],
+    );
+    return rows[0].undecided;
+  }
+
   async endAll(jobId: string, trx: Db): Promise<void> {
     await trx('job_race_lanes').where({ job_id: jobId }).whereNot({ status: 'ended' }).update({ status: 'ended' });
   }
