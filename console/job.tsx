@@ -173,6 +173,7 @@ export function JobPage({ jobId, onProject }: { jobId: string; onProject: (proje
       </header>
       <ErrorNote error={error} />
       <div class="actions" role="toolbar" aria-label="Job actions">
+        {attempts.some((a) => a.race_lane !== null) && <a href={`/console/jobs/${enc(job.id)}/race`}>Compare the race</a>}
         {job.phase === 'active' && (
           <Action
             label="Submit for review"

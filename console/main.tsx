@@ -6,6 +6,7 @@ import { BuildPage } from './build.tsx';
 import { BuildsPage } from './builds.tsx';
 import { CostPage } from './cost.tsx';
 import { JobPage } from './job.tsx';
+import { RacePage } from './race.tsx';
 import { JobsPage } from './jobs.tsx';
 import { WebhooksPage } from './org.tsx';
 import { SchedulesPage } from './schedules.tsx';
@@ -80,6 +81,9 @@ function App() {
   if ((p = params('/console/jobs/:job'))) {
     projectId = learnedProject;
     page = <JobPage jobId={p.job} onProject={setLearnedProject} />;
+  } else if ((p = params('/console/jobs/:job/race'))) {
+    projectId = learnedProject;
+    page = <RacePage jobId={p.job} onProject={setLearnedProject} />;
   } else if ((p = params('/console/builds/:build'))) {
     projectId = learnedProject;
     page = <BuildPage buildId={p.build} me={me.user} projects={projects} onProject={setLearnedProject} />;

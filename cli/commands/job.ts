@@ -7,6 +7,7 @@ import { printDone, printJson, printList, printObject, write, type Column } from
 import { runAttachments } from './job-files.ts';
 import { runJobLogs } from './job-logs.ts';
 import { runJobDiff } from './job-diff.ts';
+import { runJobChoose, runJobRace, runRaceCompare } from './job-race.ts';
 import {
   JOB_FIELDS,
   jobColumnsFor,
@@ -55,6 +56,13 @@ export const JOB_USAGE = `usage: svc job <command> [flags]
   diff ID [--attempt N] [--stat]       what the latest (or Nth) attempt changed against the commit it started from:
                                        the patch on stdout (coloured on a terminal), --stat the files and their +/- counts
   compare ID --a N --b N [--include-receipt]
+  race ID (--variant V --variant V... | --from-profile NAME) [--check CMD] [--wait]
+                                       run rival attempts of a backlog or ready job side by side, each on its own branch;
+                                       V is harness=H,model=M,reasoning_effort=E,harness_profile=P (a bare word: the harness);
+                                       --from-profile: the entries of the manifest's agent profile NAME are the variants;
+                                       --check runs in each attempt's workspace after its agent ends (exit 0 passes)
+  compare ID                           a race's attempts side by side: variant, check, diff size, cost, time, tokens, summary
+  choose ID N                          make the race's attempt N the job's result and delete the others' branches
 
 create, list and attempts act on --project, else the profile's project (svc config set project ID).
 
@@ -63,6 +71,7 @@ Examples:
   svc job list --phase active
   svc job logs JOB_ID -f                     (a workflow root: its steps' logs, labelled by step)
   svc job diff JOB_ID --attempt 2 > attempt-2.patch
+  svc job race JOB_ID --variant harness_a,model=claude-opus-4-1 --variant harness_d --check "npm test" --wait
   svc job cancel JOB_ID --reason "superseded"`;
 
 type Body = Record<string, unknown>;
@@ -322,8 +331,13 @@ export async function runJob(ctx: Context, args: string[]): Promise<number> {
       return runJobLogs(ctx, rest, JOB_USAGE);
     case 'diff':
       return runJobDiff(ctx, rest, JOB_USAGE);
+    case 'race':
+      return runJobRace(ctx, rest, JOB_USAGE);
+    case 'choose':
+      return runJobChoose(ctx, rest, JOB_USAGE);
     case 'compare': {
       const { values, positionals } = one({ a: { type: 'string' }, b: { type: 'string' }, 'include-receipt': { type: 'boolean' } });
+      if (values.a === undefined && values.b === undefined && !values['include-receipt']) return runRaceCompare(ctx, positionals[0]);
       const query = {
         a: int(requireFlag(values.a, 'a', JOB_USAGE), 'a')!,
         b: int(requireFlag(values.b, 'b', JOB_USAGE), 'b')!,

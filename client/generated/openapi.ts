@@ -648,28 +648,27 @@ export interface paths {
         patch: operations["updateInferenceTarget"];
         trace?: never;
     };
-    "/jobs/{job_id}/attachments": {
+    "/jobs/{job_id}/race": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /** The job's attachments, newest first (metadata only) */
-        get: operations["listJobAttachments"];
-        put?: never;
         /**
-         * Attach a file to the job
-         * @description Attach a file to the job (JSON: name, optional mime_type, content as utf8 or base64); a name is unique per job (409)
+         * A race's attempts side by side
+         * @description A race's attempts side by side: variant, status, result summary, duration, cost, tokens, diff size and files, branch, the check's outcome, and which one was chosen. 404 when the job was not raced
          */
-        post: operations["createJobAttachment"];
+        get: operations["compareJobRace"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
         patch?: never;
         trace?: never;
     };
-    "/jobs/{job_id}/context": {
+    "/jobs/{job_id}/compare": {
         parameters: {
             query?: never;
             header?: never;
@@ -677,10 +676,50 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The job with its parent, children, relations
-         * @description The job with its parent, children, relations (dependencies, dependents, blocking), latest attempt and rejection, and effective phase
+         * Two attempts of the job by attempt_number
+         * @description Two attempts of the job by attempt_number (a may equal b): {job_id, a, b, differences}. a and b: {id, attempt_number, status, result_status, error, started_at, ended_at, pricing, receipt (only with include_receipt=true; null while running)}. differences: status, result_status, result_summary, result_json, git as {a, b, changed}; duration_ms and cost_usd as {a, b, changed, delta: b − a}; tokens as {a, b, changed, delta} of {input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, total_tokens, calls}. Figures come from the receipt; a running attempt shows its usage so far and duration_ms null. 404 naming a or b when it is not an attempt of the job.
          */
-        get: operations["getJobContext"];
+        get: operations["compareJobAttempts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/jobs/{job_id}/receipt": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The receipt of the job's latest attempt that has one
+         * @description The receipt of the job's latest attempt that has one (404 `job X has no receipt yet` otherwise). A receipt: {receipt_version, attempt_id, attempt_number, job_id, status, result_status, timing {started_at, ended_at, billable_ms, phases {name: ms}}, llm {calls, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, duration_ms, models {model: {calls, token counts, duration_ms, providers, cost_usd, reported_cost_usd, priced_as}}}, cost {base_cost_usd, billed_cost {currency, amount}, pricing priced|partial|unpriced, unpriced_models, reported_cost_usd, price_table, exchange_rate}, compute {resource_class, billable_ms, cost_usd}, workspace, created_at}. Written once when the attempt ends, however it ends; never changed. Models without a price count 0 (fail-open) and pricing says so. reported_cost_usd is what the coding CLI said the calls cost (null when it said nothing); a model without a price but with such a figure is priced_as 'reported by the CLI'. It is shown, never billed: base_cost_usd and billed_cost come from the rate card alone.
+         */
+        get: operations["getJobReceipt"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/jobs/{job_id}/tree": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The job and all its descendants, nested as {job, children
+         * @description The job and all its descendants, nested as {job, children: [{job, children}]}, children in child-number order
+         */
+        get: operations["getJobTree"];
         put?: never;
         post?: never;
         delete?: never;
@@ -713,7 +752,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/jobs/{job_id}/tree": {
+    "/jobs/{job_id}/context": {
         parameters: {
             query?: never;
             header?: never;
@@ -721,10 +760,10 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The job and all its descendants, nested as {job, children
-         * @description The job and all its descendants, nested as {job, children: [{job, children}]}, children in child-number order
+         * The job with its parent, children, relations
+         * @description The job with its parent, children, relations (dependencies, dependents, blocking), latest attempt and rejection, and effective phase
          */
-        get: operations["getJobTree"];
+        get: operations["getJobContext"];
         put?: never;
         post?: never;
         delete?: never;
@@ -733,40 +772,21 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/jobs/{job_id}/receipt": {
+    "/jobs/{job_id}/attachments": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /**
-         * The receipt of the job's latest attempt that has one
-         * @description The receipt of the job's latest attempt that has one (404 `job X has no receipt yet` otherwise). A receipt: {receipt_version, attempt_id, attempt_number, job_id, status, result_status, timing {started_at, ended_at, billable_ms, phases {name: ms}}, llm {calls, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, duration_ms, models {model: {calls, token counts, duration_ms, providers, cost_usd, reported_cost_usd, priced_as}}}, cost {base_cost_usd, billed_cost {currency, amount}, pricing priced|partial|unpriced, unpriced_models, reported_cost_usd, price_table, exchange_rate}, compute {resource_class, billable_ms, cost_usd}, workspace, created_at}. Written once when the attempt ends, however it ends; never changed. Models without a price count 0 (fail-open) and pricing says so. reported_cost_usd is what the coding CLI said the calls cost (null when it said nothing); a model without a price but with such a figure is priced_as 'reported by the CLI'. It is shown, never billed: base_cost_usd and billed_cost come from the rate card alone.
-         */
-        get: operations["getJobReceipt"];
+        /** The job's attachments, newest first (metadata only) */
+        get: operations["listJobAttachments"];
         put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/jobs/{job_id}/compare": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
         /**
-         * Two attempts of the job by attempt_number
-         * @description Two attempts of the job by attempt_number (a may equal b): {job_id, a, b, differences}. a and b: {id, attempt_number, status, result_status, error, started_at, ended_at, pricing, receipt (only with include_receipt=true; null while running)}. differences: status, result_status, result_summary, result_json, git as {a, b, changed}; duration_ms and cost_usd as {a, b, changed, delta: b − a}; tokens as {a, b, changed, delta} of {input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, total_tokens, calls}. Figures come from the receipt; a running attempt shows its usage so far and duration_ms null. 404 naming a or b when it is not an attempt of the job.
+         * Attach a file to the job
+         * @description Attach a file to the job (JSON: name, optional mime_type, content as utf8 or base64); a name is unique per job (409)
          */
-        get: operations["compareJobAttempts"];
-        put?: never;
-        post?: never;
+        post: operations["createJobAttachment"];
         delete?: never;
         options?: never;
         head?: never;
@@ -813,69 +833,21 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/orgs/{org_id}/agents": {
+    "/orgs/{org_id}/service-principals": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /** Harnesses ready in the org's scope, and each of its projects' profiles and default choice (paged by project, oldest first) */
-        get: operations["getOrgAgents"];
+        /** Service accounts of the org, newest first (alias of /service-accounts) */
+        get: operations["listServicePrincipals"];
         put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/orgs/{org_id}/service-accounts": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Service accounts of the org, newest first */
-        get: operations["listServiceAccounts"];
-        put?: never;
-        /** Create a service account; with `role` it is bound that role at once */
-        post: operations["createServiceAccount"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/orgs/{org_id}/invites": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The org's invites, newest first (members:write); codes are never shown again */
-        get: operations["listInvites"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/orgs/{org_id}/access-requests": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The org's access requests, newest first (members:write); filter by status */
-        get: operations["listAccessRequests"];
-        put?: never;
-        post?: never;
+        /**
+         * Create a service account
+         * @description Create a service account; with `role` it is bound that role at once (alias of /service-accounts)
+         */
+        post: operations["createServicePrincipal"];
         delete?: never;
         options?: never;
         head?: never;
@@ -903,21 +875,69 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/orgs/{org_id}/service-principals": {
+    "/orgs/{org_id}/access-requests": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /** Service accounts of the org, newest first (alias of /service-accounts) */
-        get: operations["listServicePrincipals"];
+        /** The org's access requests, newest first (members:write); filter by status */
+        get: operations["listAccessRequests"];
         put?: never;
-        /**
-         * Create a service account
-         * @description Create a service account; with `role` it is bound that role at once (alias of /service-accounts)
-         */
-        post: operations["createServicePrincipal"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orgs/{org_id}/invites": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The org's invites, newest first (members:write); codes are never shown again */
+        get: operations["listInvites"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orgs/{org_id}/service-accounts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Service accounts of the org, newest first */
+        get: operations["listServiceAccounts"];
+        put?: never;
+        /** Create a service account; with `role` it is bound that role at once */
+        post: operations["createServiceAccount"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orgs/{org_id}/agents": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Harnesses ready in the org's scope, and each of its projects' profiles and default choice (paged by project, oldest first) */
+        get: operations["getOrgAgents"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1082,18 +1102,78 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/projects/{project_id}/manifest": {
+    "/projects/{project_id}/jobs": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /** The current (last synced) manifest; 404 when none was synced */
-        get: operations["getManifest"];
+        /**
+         * Jobs of the project, newest first
+         * @description Jobs of the project, newest first; filters phase, issue_type, label, assignee, priority, parent_id, due_before
+         */
+        get: operations["listJobs"];
         put?: never;
-        /** Sync the manifest from {yaml}, or from .svc/manifest.yaml in the project's repository at {ref} (default: the project branch). 422 lists every problem and stores nothing. */
-        post: operations["syncManifest"];
+        /**
+         * Create a job
+         * @description Create a job (only description is required); manifest defaults merge under the given fields; 422 when workers have reported and none can run its harness
+         */
+        post: operations["createJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/projects/{project_id}/agents": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The project's agent configuration
+         * @description The project's agent configuration: its manifest's profiles, what each would run now, and which harnesses are ready in its scope
+         */
+        get: operations["getProjectAgents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/projects/{project_id}/pipelines": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Pipelines defined in the current manifest (empty when none was synced) */
+        get: operations["listPipelines"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/projects/{project_id}/workflows": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Workflows defined in the current manifest (empty when none was synced) */
+        get: operations["listWorkflows"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1121,78 +1201,18 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/projects/{project_id}/workflows": {
+    "/projects/{project_id}/manifest": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /** Workflows defined in the current manifest (empty when none was synced) */
-        get: operations["listWorkflows"];
+        /** The current (last synced) manifest; 404 when none was synced */
+        get: operations["getManifest"];
         put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/projects/{project_id}/pipelines": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Pipelines defined in the current manifest (empty when none was synced) */
-        get: operations["listPipelines"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/projects/{project_id}/agents": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * The project's agent configuration
-         * @description The project's agent configuration: its manifest's profiles, what each would run now, and which harnesses are ready in its scope
-         */
-        get: operations["getProjectAgents"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/projects/{project_id}/jobs": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Jobs of the project, newest first
-         * @description Jobs of the project, newest first; filters phase, issue_type, label, assignee, priority, parent_id, due_before
-         */
-        get: operations["listJobs"];
-        put?: never;
-        /**
-         * Create a job
-         * @description Create a job (only description is required); manifest defaults merge under the given fields; 422 when workers have reported and none can run its harness
-         */
-        post: operations["createJob"];
+        /** Sync the manifest from {yaml}, or from .svc/manifest.yaml in the project's repository at {ref} (default: the project branch). 422 lists every problem and stores nothing. */
+        post: operations["syncManifest"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1584,42 +1604,73 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/orgs/{org_id}/service-principals/{sa_id}": {
+    "/orgs/{org_id}/service-accounts/{sa_id}": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /** One service account (alias of /service-accounts) */
-        get: operations["getServicePrincipal"];
+        /** One service account */
+        get: operations["getServiceAccount"];
         put?: never;
         post?: never;
-        /**
-         * Delete a service account
-         * @description Delete a service account: its tokens stop working at once (alias of /service-accounts)
-         */
-        delete: operations["deleteServicePrincipal"];
+        /** Delete a service account: its tokens stop working at once */
+        delete: operations["deleteServiceAccount"];
         options?: never;
         head?: never;
-        /** Change a service account's description (alias of /service-accounts) */
-        patch: operations["updateServicePrincipal"];
+        /** Change a service account's description */
+        patch: operations["updateServiceAccount"];
         trace?: never;
     };
-    "/orgs/{org_id}/access/explain": {
+    "/orgs/{org_id}/access/groups": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /**
-         * The resolution behind `can`
-         * @description The resolution behind `can`: each membership, binding and group that grants something, and why the answer is what it is
-         */
-        get: operations["explainAccess"];
+        /** Groups, newest first */
+        get: operations["listAccessGroups"];
         put?: never;
-        post?: never;
+        /** Create a group */
+        post: operations["createAccessGroup"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orgs/{org_id}/access/bindings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Role bindings, newest first; filter by principal or project */
+        get: operations["listAccessBindings"];
+        put?: never;
+        /** Give a built-in or custom role to a user, service account or group, org-wide or on one project; you cannot give permissions you do not hold */
+        post: operations["createAccessBinding"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orgs/{org_id}/access/roles": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Custom roles, newest first */
+        get: operations["listAccessRoles"];
+        put?: never;
+        /** Create a custom role from catalog permissions (unknown permission: 400) */
+        post: operations["createAccessRole"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1646,77 +1697,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/orgs/{org_id}/access/roles": {
+    "/orgs/{org_id}/access/explain": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /** Custom roles, newest first */
-        get: operations["listAccessRoles"];
-        put?: never;
-        /** Create a custom role from catalog permissions (unknown permission: 400) */
-        post: operations["createAccessRole"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/orgs/{org_id}/access/bindings": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Role bindings, newest first; filter by principal or project */
-        get: operations["listAccessBindings"];
-        put?: never;
-        /** Give a built-in or custom role to a user, service account or group, org-wide or on one project; you cannot give permissions you do not hold */
-        post: operations["createAccessBinding"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/orgs/{org_id}/access/groups": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Groups, newest first */
-        get: operations["listAccessGroups"];
-        put?: never;
-        /** Create a group */
-        post: operations["createAccessGroup"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/orgs/{org_id}/service-accounts/{sa_id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** One service account */
-        get: operations["getServiceAccount"];
+        /**
+         * The resolution behind `can`
+         * @description The resolution behind `can`: each membership, binding and group that grants something, and why the answer is what it is
+         */
+        get: operations["explainAccess"];
         put?: never;
         post?: never;
-        /** Delete a service account: its tokens stop working at once */
-        delete: operations["deleteServiceAccount"];
+        delete?: never;
         options?: never;
         head?: never;
-        /** Change a service account's description */
-        patch: operations["updateServiceAccount"];
+        patch?: never;
+        trace?: never;
+    };
+    "/orgs/{org_id}/service-principals/{sa_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One service account (alias of /service-accounts) */
+        get: operations["getServicePrincipal"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a service account
+         * @description Delete a service account: its tokens stop working at once (alias of /service-accounts)
+         */
+        delete: operations["deleteServicePrincipal"];
+        options?: never;
+        head?: never;
+        /** Change a service account's description (alias of /service-accounts) */
+        patch: operations["updateServicePrincipal"];
         trace?: never;
     };
     "/orgs/{org_id}/docs/{doc_id}": {
@@ -1901,23 +1921,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/projects/{project_id}/pipelines/{name}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** One pipeline definition from the current manifest */
-        get: operations["getPipeline"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/projects/{project_id}/workflows/{name}": {
         parameters: {
             query?: never;
@@ -1927,6 +1930,23 @@ export interface paths {
         };
         /** One workflow definition from the current manifest */
         get: operations["getWorkflow"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/projects/{project_id}/pipelines/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One pipeline definition from the current manifest */
+        get: operations["getPipeline"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1974,7 +1994,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/jobs/{job_id}/attempts/{attempt_number}/diff": {
+    "/jobs/{job_id}/attempts/{attempt_id}/logs": {
         parameters: {
             query?: never;
             header?: never;
@@ -1982,30 +2002,10 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * What attempt N of the job changed, against the commit it started from
-         * @description What attempt N of the job changed, against the commit it started from: the working tree as `git add -A` takes it (the attempt's commits and any work left uncommitted; ignored files and svc's own files left out), recorded by the worker when the attempt ended (docs/diffs.md). Per file: path, old_path (renames), status added|modified|deleted|renamed, additions, deletions, binary; stats over every file; the patch text up to worker.diff.max_patch_bytes (default 1 MiB) and at most worker.diff.max_files files (default 3000), with truncated and a note saying what was left out. `format=stat`: the summary without the patch. 404 when the job is not visible, the attempt does not exist, or it has no diff (still running, no checkout, or none recorded: the message says which).
+         * Output lines of an attempt, oldest first
+         * @description Output lines of an attempt, oldest first (seq order); page with limit/offset or with after_seq as a cursor
          */
-        get: operations["getAttemptDiff"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/jobs/{job_id}/attempts/{attempt_id}/receipt": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * The receipt of one attempt
-         * @description The receipt of one attempt (404 when it is not the job's, or has none yet because it is still running). A receipt: {receipt_version, attempt_id, attempt_number, job_id, status, result_status, timing {started_at, ended_at, billable_ms, phases {name: ms}}, llm {calls, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, duration_ms, models {model: {calls, token counts, duration_ms, providers, cost_usd, reported_cost_usd, priced_as}}}, cost {base_cost_usd, billed_cost {currency, amount}, pricing priced|partial|unpriced, unpriced_models, reported_cost_usd, price_table, exchange_rate}, compute {resource_class, billable_ms, cost_usd}, workspace, created_at}. Written once when the attempt ends, however it ends; never changed. Models without a price count 0 (fail-open) and pricing says so. reported_cost_usd is what the coding CLI said the calls cost (null when it said nothing); a model without a price but with such a figure is priced_as 'reported by the CLI'. It is shown, never billed: base_cost_usd and billed_cost come from the rate card alone.
-         */
-        get: operations["getAttemptReceipt"];
+        get: operations["getAttemptLogs"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2034,7 +2034,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/jobs/{job_id}/attempts/{attempt_id}/logs": {
+    "/jobs/{job_id}/attempts/{attempt_id}/receipt": {
         parameters: {
             query?: never;
             header?: never;
@@ -2042,10 +2042,30 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Output lines of an attempt, oldest first
-         * @description Output lines of an attempt, oldest first (seq order); page with limit/offset or with after_seq as a cursor
+         * The receipt of one attempt
+         * @description The receipt of one attempt (404 when it is not the job's, or has none yet because it is still running). A receipt: {receipt_version, attempt_id, attempt_number, job_id, status, result_status, timing {started_at, ended_at, billable_ms, phases {name: ms}}, llm {calls, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, duration_ms, models {model: {calls, token counts, duration_ms, providers, cost_usd, reported_cost_usd, priced_as}}}, cost {base_cost_usd, billed_cost {currency, amount}, pricing priced|partial|unpriced, unpriced_models, reported_cost_usd, price_table, exchange_rate}, compute {resource_class, billable_ms, cost_usd}, workspace, created_at}. Written once when the attempt ends, however it ends; never changed. Models without a price count 0 (fail-open) and pricing says so. reported_cost_usd is what the coding CLI said the calls cost (null when it said nothing); a model without a price but with such a figure is priced_as 'reported by the CLI'. It is shown, never billed: base_cost_usd and billed_cost come from the rate card alone.
          */
-        get: operations["getAttemptLogs"];
+        get: operations["getAttemptReceipt"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/jobs/{job_id}/attempts/{attempt_number}/diff": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What attempt N of the job changed, against the commit it started from
+         * @description What attempt N of the job changed, against the commit it started from: the working tree as `git add -A` takes it (the attempt's commits and any work left uncommitted; ignored files and svc's own files left out), recorded by the worker when the attempt ended (docs/diffs.md). Per file: path, old_path (renames), status added|modified|deleted|renamed, additions, deletions, binary; stats over every file; the patch text up to worker.diff.max_patch_bytes (default 1 MiB) and at most worker.diff.max_files files (default 3000), with truncated and a note saying what was left out. `format=stat`: the summary without the patch. 404 when the job is not visible, the attempt does not exist, or it has no diff (still running, no checkout, or none recorded: the message says which).
+         */
+        get: operations["getAttemptDiff"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2071,58 +2091,22 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/orgs/{org_id}/service-accounts/{sa_id}/tokens": {
+    "/orgs/{org_id}/service-principals/{sa_id}/tokens": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /** Tokens of a service account (never their values) */
-        get: operations["listServiceAccountTokens"];
+        /** Tokens of a service account (never their values) (alias of /service-accounts) */
+        get: operations["listServicePrincipalTokens"];
         put?: never;
         /**
          * Mint a token
-         * @description Mint a token: org or project scope, explicit permissions (held by you and by the account), TTL 1-90 days; the value is shown once
+         * @description Mint a token: org or project scope, explicit permissions (held by you and by the account), TTL 1-90 days; the value is shown once (alias of /service-accounts)
          */
-        post: operations["mintServiceAccountToken"];
+        post: operations["mintServicePrincipalToken"];
         delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/orgs/{org_id}/access/groups/{group_id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** One group */
-        get: operations["getAccessGroup"];
-        put?: never;
-        post?: never;
-        /** Delete a group, its memberships and the bindings made to it */
-        delete: operations["deleteAccessGroup"];
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/orgs/{org_id}/access/bindings/{binding_id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** One binding */
-        get: operations["getAccessBinding"];
-        put?: never;
-        post?: never;
-        /** Remove a binding */
-        delete: operations["deleteAccessBinding"];
         options?: never;
         head?: never;
         patch?: never;
@@ -2147,21 +2131,57 @@ export interface paths {
         patch: operations["updateAccessRole"];
         trace?: never;
     };
-    "/orgs/{org_id}/service-principals/{sa_id}/tokens": {
+    "/orgs/{org_id}/access/bindings/{binding_id}": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /** Tokens of a service account (never their values) (alias of /service-accounts) */
-        get: operations["listServicePrincipalTokens"];
+        /** One binding */
+        get: operations["getAccessBinding"];
+        put?: never;
+        post?: never;
+        /** Remove a binding */
+        delete: operations["deleteAccessBinding"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orgs/{org_id}/access/groups/{group_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One group */
+        get: operations["getAccessGroup"];
+        put?: never;
+        post?: never;
+        /** Delete a group, its memberships and the bindings made to it */
+        delete: operations["deleteAccessGroup"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orgs/{org_id}/service-accounts/{sa_id}/tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Tokens of a service account (never their values) */
+        get: operations["listServiceAccountTokens"];
         put?: never;
         /**
          * Mint a token
-         * @description Mint a token: org or project scope, explicit permissions (held by you and by the account), TTL 1-90 days; the value is shown once (alias of /service-accounts)
+         * @description Mint a token: org or project scope, explicit permissions (held by you and by the account), TTL 1-90 days; the value is shown once
          */
-        post: operations["mintServicePrincipalToken"];
+        post: operations["mintServiceAccountToken"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3016,6 +3036,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/jobs/{job_id}/attempts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Race a backlog or ready job
+         * @description Race a backlog or ready job: one lane per variant (or per entry of a manifest profile), each run as its own attempt in its own workspace on its own branch (svc/<job>-attempt-<n>), side by side within the workers' concurrency, each with its receipt, and the check command run in each workspace after the agent ends. The job is active until one attempt is chosen. 409 when the job is not backlog or ready, or is blocked; 422 for a profile the manifest lacks
+         */
+        post: operations["startJobRace"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/pipeline-runs/{run_id}/cancel": {
         parameters: {
             query?: never;
@@ -3374,6 +3414,23 @@ export interface paths {
          * @description Find or create a subscription by its URL: 200 with it, created when missing or as it is when events, filter, enabled and secret match; 409 naming the fields that differ (a project-scoped subscription)
          */
         post: operations["ensureProjectWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/jobs/{job_id}/attempts/{attempt_number}/choose": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Make a race's succeeded attempt the job's result, as a successful attempt's becomes it (its resolved git; done, or review when the job asks for one), and delete the other attempts' pushed branches. 409 while lanes run or when the job was not raced or is no longer active; 422 for an attempt that is not the race's or did not succeed */
+        post: operations["chooseJobAttempt"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4311,6 +4368,20 @@ export interface components {
             started_at: string;
             /** Format: date-time */
             ended_at: string | null;
+            /** @description the race lane it runs (rival attempts), null outside a race */
+            race_lane: number | null;
+            check_result: components["schemas"]["AttemptCheckResult"] | null;
+            /** @description the race's attempt chosen as the job's result */
+            chosen: boolean;
+        };
+        /** @description the race's check command, run in the attempt's workspace after its agent ended */
+        AttemptCheckResult: {
+            command: string;
+            exit_code: number | null;
+            passed: boolean;
+            duration_ms: number;
+            /** @description the last lines of its output, secrets masked */
+            output_tail: string;
         };
         AttemptComparison: {
             /** @example myapp-1a2b3c4d */
@@ -4703,6 +4774,7 @@ export interface components {
             team_id: string;
             message: string;
         };
+        ChooseJobAttemptRequest: Record<string, unknown>;
         ClaimJobRequest: {
             /** @description who runs the attempt; default the caller's user id */
             owner?: string;
@@ -4730,6 +4802,11 @@ export interface components {
             started_at: string;
             /** Format: date-time */
             ended_at: string | null;
+            /** @description the race lane it runs (rival attempts), null outside a race */
+            race_lane: number | null;
+            check_result: components["schemas"]["AttemptCheckResult"] | null;
+            /** @description the race's attempt chosen as the job's result */
+            chosen: boolean;
             /** @description fences heartbeat, complete and release; shown only to the claimer */
             lease_token: string;
         };
@@ -6697,6 +6774,97 @@ export interface components {
             data: components["schemas"]["PublicKey"][];
             pagination?: components["schemas"]["Pagination"];
         };
+        Race: {
+            job: components["schemas"]["Job"];
+            lanes: components["schemas"]["RaceLaneRow"][];
+        };
+        RaceBranchCleanup: {
+            /** @description the other attempts' pushed branches */
+            branches: string[];
+            deleted: boolean;
+            /** @description why they were not deleted (the choice stands) */
+            error: string | null;
+        };
+        RaceChoice: {
+            job: components["schemas"]["Job"];
+            attempt: components["schemas"]["Attempt"];
+            cleanup: components["schemas"]["RaceBranchCleanup"];
+        };
+        RaceComparison: {
+            job_id: string;
+            /** @enum {string} */
+            phase: "idea" | "backlog" | "ready" | "active" | "review" | "done" | "cancelled";
+            check_command: string | null;
+            /** @description the attempt chosen as the job result, once one is */
+            chosen: number | null;
+            lanes: components["schemas"]["RaceLane"][];
+            /** @description every attempt of the race, by lane then number (a lane lost with its worker has several) */
+            attempts: components["schemas"]["RaceEntry"][];
+        };
+        /** @description null while it runs or when it recorded none; GET /jobs/{job_id}/attempts/{attempt_number}/diff has the patch */
+        RaceDiffStats: {
+            files_total: number;
+            additions: number;
+            deletions: number;
+            /** @description the paths it changed (at most worker.diff.max_files) */
+            files: string[];
+        };
+        RaceEntry: {
+            attempt_number: number;
+            race_lane: number;
+            variant: components["schemas"]["RaceVariant"];
+            /** @enum {string} */
+            status: "running" | "succeeded" | "failed" | "cancelled";
+            /** @enum {string|null} */
+            result_status: "success" | "waiting" | "failed" | null;
+            result_summary: string | null;
+            error: string | null;
+            /** @description the branch it committed on */
+            branch: string | null;
+            pushed: boolean;
+            chosen: boolean;
+            /** Format: date-time */
+            started_at: string;
+            /** Format: date-time */
+            ended_at: string | null;
+            duration_ms: number | null;
+            cost_usd: number;
+            tokens: components["schemas"]["TokenTotals"];
+            diff: components["schemas"]["RaceDiffStats"] | null;
+            check: components["schemas"]["AttemptCheckResult"] | null;
+        };
+        RaceLane: {
+            lane: number;
+            variant: components["schemas"]["RaceVariant"];
+            status: components["schemas"]["RaceLaneStatus"];
+            /** @description attempts of this lane lost with their worker and run again */
+            worker_losses: number;
+        };
+        RaceLaneRow: {
+            lane: number;
+            variant: components["schemas"]["RaceVariant"];
+            status: components["schemas"]["RaceLaneStatus"];
+            /** @description attempts of this lane lost with their worker and run again */
+            worker_losses: number;
+            job_id: string;
+            check_command: string | null;
+            /** Format: date-time */
+            created_at: string;
+        };
+        /** @enum {string} */
+        RaceLaneStatus: "ready" | "running" | "ended";
+        /** @description what one rival runs: the job's harness fields for its lane */
+        RaceVariant: {
+            /** @description a harness id or alias */
+            harness?: string;
+            /** @description a profile of the project's manifest (x-svc.agents.profiles) */
+            harness_profile?: string;
+            model?: string;
+            /** @enum {string} */
+            reasoning_effort?: "low" | "medium" | "high" | "x-high";
+        };
+        /** @description one lane per variant, run side by side */
+        RaceVariants: components["schemas"]["RaceVariant"][];
         RateCard: {
             id: string;
             name: string;
@@ -7093,6 +7261,13 @@ export interface components {
             issuer: string | null;
             audience: string;
             algorithms: string[];
+        };
+        StartRaceRequest: {
+            variants?: components["schemas"]["RaceVariants"];
+            /** @description instead of variants: a manifest profile (x-svc.agents.profiles) whose entries are the variants */
+            profile?: string;
+            /** @description run with /bin/sh in each attempt's workspace after its agent ends (the project's tests, say); exit code 0 passes */
+            check_command?: string;
         };
         StringDifference: {
             a: string;
@@ -10194,13 +10369,9 @@ export interface operations {
             };
         };
     };
-    listJobAttachments: {
+    compareJobRace: {
         parameters: {
-            query?: {
-                /** @description page size, 1 to 100 */
-                limit?: number;
-                offset?: number;
-            };
+            query?: never;
             header?: never;
             path: {
                 job_id: string;
@@ -10215,7 +10386,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["AttachmentList"];
+                    "application/json": components["schemas"]["RaceComparison"];
                 };
             };
             /** @description Invalid input */
@@ -10247,28 +10418,30 @@ export interface operations {
             };
         };
     };
-    createJobAttachment: {
+    compareJobAttempts: {
         parameters: {
-            query?: never;
+            query: {
+                /** @description attempt_number */
+                a: number;
+                /** @description attempt_number (may equal a) */
+                b: number;
+                include_receipt?: boolean;
+            };
             header?: never;
             path: {
                 job_id: string;
             };
             cookie?: never;
         };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["CreateAttachment"];
-            };
-        };
+        requestBody?: never;
         responses: {
-            /** @description Created */
-            201: {
+            /** @description Successful */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Attachment"];
+                    "application/json": components["schemas"]["AttemptComparison"];
                 };
             };
             /** @description Invalid input */
@@ -10289,15 +10462,6 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
             /** @description Not found */
             404: {
                 headers: {
@@ -10307,27 +10471,9 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description State conflict */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Payload too large */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
         };
     };
-    getJobContext: {
+    getJobReceipt: {
         parameters: {
             query?: never;
             header?: never;
@@ -10344,7 +10490,56 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["JobContext"];
+                    "application/json": components["schemas"]["Receipt"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getJobTree: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobTree"];
                 };
             };
             /** @description Invalid input */
@@ -10514,7 +10709,7 @@ export interface operations {
             };
         };
     };
-    getJobTree: {
+    getJobContext: {
         parameters: {
             query?: never;
             header?: never;
@@ -10531,7 +10726,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["JobTree"];
+                    "application/json": components["schemas"]["JobContext"];
                 };
             };
             /** @description Invalid input */
@@ -10563,9 +10758,13 @@ export interface operations {
             };
         };
     };
-    getJobReceipt: {
+    listJobAttachments: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description page size, 1 to 100 */
+                limit?: number;
+                offset?: number;
+            };
             header?: never;
             path: {
                 job_id: string;
@@ -10580,7 +10779,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Receipt"];
+                    "application/json": components["schemas"]["AttachmentList"];
                 };
             };
             /** @description Invalid input */
@@ -10612,30 +10811,28 @@ export interface operations {
             };
         };
     };
-    compareJobAttempts: {
+    createJobAttachment: {
         parameters: {
-            query: {
-                /** @description attempt_number */
-                a: number;
-                /** @description attempt_number (may equal a) */
-                b: number;
-                include_receipt?: boolean;
-            };
+            query?: never;
             header?: never;
             path: {
                 job_id: string;
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateAttachment"];
+            };
+        };
         responses: {
-            /** @description Successful */
-            200: {
+            /** @description Created */
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["AttemptComparison"];
+                    "application/json": components["schemas"]["Attachment"];
                 };
             };
             /** @description Invalid input */
@@ -10656,8 +10853,35 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Not found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description State conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Payload too large */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10795,12 +11019,14 @@ export interface operations {
             };
         };
     };
-    getOrgAgents: {
+    listServicePrincipals: {
         parameters: {
             query?: {
-                /** @description projects per page, 1 to 100 */
+                /** @description page size, 1 to 100 */
                 limit?: number;
                 offset?: number;
+                /** @description include soft-deleted items */
+                include_deleted?: boolean;
             };
             header?: never;
             path: {
@@ -10816,7 +11042,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["OrgAgents"];
+                    "application/json": components["schemas"]["ServiceAccountList"];
                 };
             };
             /** @description Invalid input */
@@ -10830,6 +11056,359 @@ export interface operations {
             };
             /** @description Missing or invalid token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createServicePrincipal: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateServiceAccount"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceAccount"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description State conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Business rule violated */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listOrgMembers: {
+        parameters: {
+            query?: {
+                /** @description page size, 1 to 100 */
+                limit?: number;
+                offset?: number;
+                /** @description include soft-deleted items */
+                include_deleted?: boolean;
+            };
+            header?: never;
+            path: {
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemberList"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    addOrgMember: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AddMember"];
+            };
+        };
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Member"];
+                };
+            };
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Member"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description State conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listAccessRequests: {
+        parameters: {
+            query?: {
+                /** @description page size, 1 to 100 */
+                limit?: number;
+                offset?: number;
+                /** @description include soft-deleted items */
+                include_deleted?: boolean;
+                status?: "pending" | "approved" | "rejected";
+            };
+            header?: never;
+            path: {
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccessRequestList"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listInvites: {
+        parameters: {
+            query?: {
+                /** @description page size, 1 to 100 */
+                limit?: number;
+                offset?: number;
+                /** @description include soft-deleted items */
+                include_deleted?: boolean;
+            };
+            header?: never;
+            path: {
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InviteList"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10992,14 +11571,12 @@ export interface operations {
             };
         };
     };
-    listInvites: {
+    getOrgAgents: {
         parameters: {
             query?: {
-                /** @description page size, 1 to 100 */
+                /** @description projects per page, 1 to 100 */
                 limit?: number;
                 offset?: number;
-                /** @description include soft-deleted items */
-                include_deleted?: boolean;
             };
             header?: never;
             path: {
@@ -11015,136 +11592,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["InviteList"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    listAccessRequests: {
-        parameters: {
-            query?: {
-                /** @description page size, 1 to 100 */
-                limit?: number;
-                offset?: number;
-                /** @description include soft-deleted items */
-                include_deleted?: boolean;
-                status?: "pending" | "approved" | "rejected";
-            };
-            header?: never;
-            path: {
-                org_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["AccessRequestList"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    listOrgMembers: {
-        parameters: {
-            query?: {
-                /** @description page size, 1 to 100 */
-                limit?: number;
-                offset?: number;
-                /** @description include soft-deleted items */
-                include_deleted?: boolean;
-            };
-            header?: never;
-            path: {
-                org_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["MemberList"];
+                    "application/json": components["schemas"]["OrgAgents"];
                 };
             };
             /** @description Invalid input */
@@ -11167,230 +11615,6 @@ export interface operations {
             };
             /** @description Not found */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    addOrgMember: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                org_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["AddMember"];
-            };
-        };
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Member"];
-                };
-            };
-            /** @description Created */
-            201: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Member"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description State conflict */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    listServicePrincipals: {
-        parameters: {
-            query?: {
-                /** @description page size, 1 to 100 */
-                limit?: number;
-                offset?: number;
-                /** @description include soft-deleted items */
-                include_deleted?: boolean;
-            };
-            header?: never;
-            path: {
-                org_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ServiceAccountList"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    createServicePrincipal: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                org_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["CreateServiceAccount"];
-            };
-        };
-        responses: {
-            /** @description Created */
-            201: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ServiceAccount"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description State conflict */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Business rule violated */
-            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12426,432 +12650,6 @@ export interface operations {
             };
         };
     };
-    getManifest: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                project_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Manifest"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    syncManifest: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                project_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["ManifestSource"];
-            };
-        };
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Manifest"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Invalid manifest, or the repository could not be read */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["InvalidManifest"];
-                };
-            };
-        };
-    };
-    listProjectMembers: {
-        parameters: {
-            query?: {
-                /** @description page size, 1 to 100 */
-                limit?: number;
-                offset?: number;
-                /** @description include soft-deleted items */
-                include_deleted?: boolean;
-            };
-            header?: never;
-            path: {
-                project_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["MemberList"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    addProjectMember: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                project_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["AddMember"];
-            };
-        };
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Member"];
-                };
-            };
-            /** @description Created */
-            201: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Member"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description State conflict */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    listWorkflows: {
-        parameters: {
-            query?: {
-                limit?: number;
-                offset?: number;
-            };
-            header?: never;
-            path: {
-                project_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["WorkflowList"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    listPipelines: {
-        parameters: {
-            query?: {
-                limit?: number;
-                offset?: number;
-            };
-            header?: never;
-            path: {
-                project_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["PipelineList"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    getProjectAgents: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                project_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ProjectAgents"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
     listJobs: {
         parameters: {
             query?: {
@@ -13011,6 +12809,432 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getProjectAgents: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProjectAgents"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listPipelines: {
+        parameters: {
+            query?: {
+                limit?: number;
+                offset?: number;
+            };
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineList"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listWorkflows: {
+        parameters: {
+            query?: {
+                limit?: number;
+                offset?: number;
+            };
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkflowList"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listProjectMembers: {
+        parameters: {
+            query?: {
+                /** @description page size, 1 to 100 */
+                limit?: number;
+                offset?: number;
+                /** @description include soft-deleted items */
+                include_deleted?: boolean;
+            };
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemberList"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    addProjectMember: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AddMember"];
+            };
+        };
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Member"];
+                };
+            };
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Member"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description State conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getManifest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Manifest"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    syncManifest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ManifestSource"];
+            };
+        };
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Manifest"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid manifest, or the repository could not be read */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvalidManifest"];
                 };
             };
         };
@@ -15242,7 +15466,7 @@ export interface operations {
             };
         };
     };
-    getServicePrincipal: {
+    getServiceAccount: {
         parameters: {
             query?: never;
             header?: never;
@@ -15301,7 +15525,7 @@ export interface operations {
             };
         };
     };
-    deleteServicePrincipal: {
+    deleteServiceAccount: {
         parameters: {
             query?: never;
             header?: never;
@@ -15358,7 +15582,7 @@ export interface operations {
             };
         };
     };
-    updateServicePrincipal: {
+    updateServiceAccount: {
         parameters: {
             query?: never;
             header?: never;
@@ -15421,141 +15645,7 @@ export interface operations {
             };
         };
     };
-    explainAccess: {
-        parameters: {
-            query: {
-                principal_type: "user" | "service_account" | "group";
-                principal_id: unknown;
-                /** @description required unless resource_type is given */
-                permission?: "orgs:read" | "orgs:write" | "orgs:delete" | "members:read" | "members:write" | "projects:read" | "projects:create" | "projects:write" | "projects:delete" | "manifest:read" | "manifest:write" | "jobs:read" | "jobs:create" | "jobs:write" | "jobs:admin" | "jobs:harness_override" | "workflows:read" | "workflows:invoke" | "pipelines:read" | "pipelines:run" | "pipelines:approve" | "builds:read" | "builds:write" | "builds:admin" | "releases:read" | "releases:write" | "environments:read" | "environments:write" | "environments:admin" | "events:read" | "events:write" | "webhooks:read" | "webhooks:write" | "secrets:read" | "secrets:write" | "secrets:admin" | "access:read" | "access:admin" | "chat:write" | "routes:read" | "routes:write" | "threads:read" | "orgfs:read" | "orgfs:write" | "orgdocs:read" | "orgdocs:write" | "envdb:read" | "envdb:write" | "inference:use" | "inference:admin";
-                project_id?: string;
-                resource_type?: "orgfs" | "orgdocs" | "envdb";
-                resource?: string;
-                action: "read" | "write" | "admin";
-            };
-            header?: never;
-            path: {
-                org_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["AccessExplanation"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    checkAccess: {
-        parameters: {
-            query: {
-                principal_type: "user" | "service_account" | "group";
-                principal_id: unknown;
-                /** @description required unless resource_type is given */
-                permission?: "orgs:read" | "orgs:write" | "orgs:delete" | "members:read" | "members:write" | "projects:read" | "projects:create" | "projects:write" | "projects:delete" | "manifest:read" | "manifest:write" | "jobs:read" | "jobs:create" | "jobs:write" | "jobs:admin" | "jobs:harness_override" | "workflows:read" | "workflows:invoke" | "pipelines:read" | "pipelines:run" | "pipelines:approve" | "builds:read" | "builds:write" | "builds:admin" | "releases:read" | "releases:write" | "environments:read" | "environments:write" | "environments:admin" | "events:read" | "events:write" | "webhooks:read" | "webhooks:write" | "secrets:read" | "secrets:write" | "secrets:admin" | "access:read" | "access:admin" | "chat:write" | "routes:read" | "routes:write" | "threads:read" | "orgfs:read" | "orgfs:write" | "orgdocs:read" | "orgdocs:write" | "envdb:read" | "envdb:write" | "inference:use" | "inference:admin";
-                project_id?: string;
-                resource_type?: "orgfs" | "orgdocs" | "envdb";
-                resource?: string;
-                action: "read" | "write" | "admin";
-            };
-            header?: never;
-            path: {
-                org_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["AccessCan"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    listAccessRoles: {
+    listAccessGroups: {
         parameters: {
             query?: {
                 /** @description page size, 1 to 100 */
@@ -15578,7 +15668,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["AccessRoleList"];
+                    "application/json": components["schemas"]["AccessGroupList"];
                 };
             };
             /** @description Invalid input */
@@ -15619,7 +15709,7 @@ export interface operations {
             };
         };
     };
-    createAccessRole: {
+    createAccessGroup: {
         parameters: {
             query?: never;
             header?: never;
@@ -15630,7 +15720,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["CreateAccessRole"];
+                "application/json": components["schemas"]["CreateAccessGroup"];
             };
         };
         responses: {
@@ -15640,7 +15730,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["AccessRole"];
+                    "application/json": components["schemas"]["AccessGroup"];
                 };
             };
             /** @description Invalid input */
@@ -15837,7 +15927,7 @@ export interface operations {
             };
         };
     };
-    listAccessGroups: {
+    listAccessRoles: {
         parameters: {
             query?: {
                 /** @description page size, 1 to 100 */
@@ -15860,7 +15950,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["AccessGroupList"];
+                    "application/json": components["schemas"]["AccessRoleList"];
                 };
             };
             /** @description Invalid input */
@@ -15901,7 +15991,7 @@ export interface operations {
             };
         };
     };
-    createAccessGroup: {
+    createAccessRole: {
         parameters: {
             query?: never;
             header?: never;
@@ -15912,7 +16002,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["CreateAccessGroup"];
+                "application/json": components["schemas"]["CreateAccessRole"];
             };
         };
         responses: {
@@ -15922,7 +16012,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["AccessGroup"];
+                    "application/json": components["schemas"]["AccessRole"];
                 };
             };
             /** @description Invalid input */
@@ -15972,7 +16062,141 @@ export interface operations {
             };
         };
     };
-    getServiceAccount: {
+    checkAccess: {
+        parameters: {
+            query: {
+                principal_type: "user" | "service_account" | "group";
+                principal_id: unknown;
+                /** @description required unless resource_type is given */
+                permission?: "orgs:read" | "orgs:write" | "orgs:delete" | "members:read" | "members:write" | "projects:read" | "projects:create" | "projects:write" | "projects:delete" | "manifest:read" | "manifest:write" | "jobs:read" | "jobs:create" | "jobs:write" | "jobs:admin" | "jobs:harness_override" | "workflows:read" | "workflows:invoke" | "pipelines:read" | "pipelines:run" | "pipelines:approve" | "builds:read" | "builds:write" | "builds:admin" | "releases:read" | "releases:write" | "environments:read" | "environments:write" | "environments:admin" | "events:read" | "events:write" | "webhooks:read" | "webhooks:write" | "secrets:read" | "secrets:write" | "secrets:admin" | "access:read" | "access:admin" | "chat:write" | "routes:read" | "routes:write" | "threads:read" | "orgfs:read" | "orgfs:write" | "orgdocs:read" | "orgdocs:write" | "envdb:read" | "envdb:write" | "inference:use" | "inference:admin";
+                project_id?: string;
+                resource_type?: "orgfs" | "orgdocs" | "envdb";
+                resource?: string;
+                action: "read" | "write" | "admin";
+            };
+            header?: never;
+            path: {
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccessCan"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    explainAccess: {
+        parameters: {
+            query: {
+                principal_type: "user" | "service_account" | "group";
+                principal_id: unknown;
+                /** @description required unless resource_type is given */
+                permission?: "orgs:read" | "orgs:write" | "orgs:delete" | "members:read" | "members:write" | "projects:read" | "projects:create" | "projects:write" | "projects:delete" | "manifest:read" | "manifest:write" | "jobs:read" | "jobs:create" | "jobs:write" | "jobs:admin" | "jobs:harness_override" | "workflows:read" | "workflows:invoke" | "pipelines:read" | "pipelines:run" | "pipelines:approve" | "builds:read" | "builds:write" | "builds:admin" | "releases:read" | "releases:write" | "environments:read" | "environments:write" | "environments:admin" | "events:read" | "events:write" | "webhooks:read" | "webhooks:write" | "secrets:read" | "secrets:write" | "secrets:admin" | "access:read" | "access:admin" | "chat:write" | "routes:read" | "routes:write" | "threads:read" | "orgfs:read" | "orgfs:write" | "orgdocs:read" | "orgdocs:write" | "envdb:read" | "envdb:write" | "inference:use" | "inference:admin";
+                project_id?: string;
+                resource_type?: "orgfs" | "orgdocs" | "envdb";
+                resource?: string;
+                action: "read" | "write" | "admin";
+            };
+            header?: never;
+            path: {
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccessExplanation"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getServicePrincipal: {
         parameters: {
             query?: never;
             header?: never;
@@ -16031,7 +16255,7 @@ export interface operations {
             };
         };
     };
-    deleteServiceAccount: {
+    deleteServicePrincipal: {
         parameters: {
             query?: never;
             header?: never;
@@ -16088,7 +16312,7 @@ export interface operations {
             };
         };
     };
-    updateServiceAccount: {
+    updateServicePrincipal: {
         parameters: {
             query?: never;
             header?: never;
@@ -17206,7 +17430,7 @@ export interface operations {
             };
         };
     };
-    getPipeline: {
+    getWorkflow: {
         parameters: {
             query?: never;
             header?: never;
@@ -17224,7 +17448,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Pipeline"];
+                    "application/json": components["schemas"]["Workflow"];
                 };
             };
             /** @description Invalid input */
@@ -17265,7 +17489,7 @@ export interface operations {
             };
         };
     };
-    getWorkflow: {
+    getPipeline: {
         parameters: {
             query?: never;
             header?: never;
@@ -17283,7 +17507,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Workflow"];
+                    "application/json": components["schemas"]["Pipeline"];
                 };
             };
             /** @description Invalid input */
@@ -17562,63 +17786,17 @@ export interface operations {
             };
         };
     };
-    getAttemptDiff: {
+    getAttemptLogs: {
         parameters: {
             query?: {
-                /** @description patch (default): files, stats and the patch text; stat: files and stats only */
-                format?: "patch" | "stat";
+                offset?: number;
+                /** @description include soft-deleted items */
+                include_deleted?: boolean;
+                /** @description lines per page, 1 to 1000 */
+                limit?: number;
+                /** @description only lines with a greater seq (a cursor: the last seq read) */
+                after_seq?: number;
             };
-            header?: never;
-            path: {
-                job_id: string;
-                /** @description 1, 2, … within the job */
-                attempt_number: number;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["AttemptDiff"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    getAttemptReceipt: {
-        parameters: {
-            query?: never;
             header?: never;
             path: {
                 job_id: string;
@@ -17635,7 +17813,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Receipt"];
+                    "application/json": components["schemas"]["AttemptLogPage"];
                 };
             };
             /** @description Invalid input */
@@ -17649,6 +17827,15 @@ export interface operations {
             };
             /** @description Missing or invalid token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -17722,17 +17909,9 @@ export interface operations {
             };
         };
     };
-    getAttemptLogs: {
+    getAttemptReceipt: {
         parameters: {
-            query?: {
-                offset?: number;
-                /** @description include soft-deleted items */
-                include_deleted?: boolean;
-                /** @description lines per page, 1 to 1000 */
-                limit?: number;
-                /** @description only lines with a greater seq (a cursor: the last seq read) */
-                after_seq?: number;
-            };
+            query?: never;
             header?: never;
             path: {
                 job_id: string;
@@ -17749,7 +17928,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["AttemptLogPage"];
+                    "application/json": components["schemas"]["Receipt"];
                 };
             };
             /** @description Invalid input */
@@ -17770,8 +17949,53 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing permission */
-            403: {
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getAttemptDiff: {
+        parameters: {
+            query?: {
+                /** @description patch (default): files, stats and the patch text; stat: files and stats only */
+                format?: "patch" | "stat";
+            };
+            header?: never;
+            path: {
+                job_id: string;
+                /** @description 1, 2, … within the job */
+                attempt_number: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttemptDiff"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -17853,7 +18077,7 @@ export interface operations {
             };
         };
     };
-    listServiceAccountTokens: {
+    listServicePrincipalTokens: {
         parameters: {
             query?: {
                 /** @description page size, 1 to 100 */
@@ -17918,7 +18142,7 @@ export interface operations {
             };
         };
     };
-    mintServiceAccountToken: {
+    mintServicePrincipalToken: {
         parameters: {
             query?: never;
             header?: never;
@@ -17981,238 +18205,6 @@ export interface operations {
             };
             /** @description Business rule violated */
             422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    getAccessGroup: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                org_id: string;
-                group_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["AccessGroup"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    deleteAccessGroup: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                org_id: string;
-                group_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Done; no content */
-            204: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    getAccessBinding: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                org_id: string;
-                binding_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["AccessBinding"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    deleteAccessBinding: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                org_id: string;
-                binding_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Done; no content */
-            204: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -18410,7 +18402,239 @@ export interface operations {
             };
         };
     };
-    listServicePrincipalTokens: {
+    getAccessBinding: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org_id: string;
+                binding_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccessBinding"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteAccessBinding: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org_id: string;
+                binding_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Done; no content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getAccessGroup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org_id: string;
+                group_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccessGroup"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteAccessGroup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org_id: string;
+                group_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Done; no content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listServiceAccountTokens: {
         parameters: {
             query?: {
                 /** @description page size, 1 to 100 */
@@ -18475,7 +18699,7 @@ export interface operations {
             };
         };
     };
-    mintServicePrincipalToken: {
+    mintServiceAccountToken: {
         parameters: {
             query?: never;
             header?: never;
@@ -21416,6 +21640,86 @@ export interface operations {
             };
         };
     };
+    startJobRace: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["StartRaceRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Race"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description State conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Business rule violated */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     cancelPipelineRun: {
         parameters: {
             query?: never;
@@ -22674,6 +22978,88 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["WebhookSubscription"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description State conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Business rule violated */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    chooseJobAttempt: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: string;
+                /** @description 1, 2, … within the job */
+                attempt_number: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ChooseJobAttemptRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RaceChoice"];
                 };
             };
             /** @description Invalid input */

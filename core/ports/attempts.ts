@@ -34,6 +34,18 @@ export interface AttemptWork {
   project: { id: string; org_id: string; slug: string; repo_url: string | null; branch: string };
   /** The workflow or pipeline run the job is a step of (null for any other job), with its steps that have finished. */
   run: { id: string; steps: RunStep[] } | null;
+  /** A race's check command (docs/worker.md, "Rival attempts"), run in the workspace after the agent ends; absent outside a race or without one. */
+  check_command?: string | null;
+}
+
+/** How the race's check command ended in an attempt's workspace. */
+export interface CheckResult {
+  command: string;
+  exit_code: number | null;
+  passed: boolean;
+  duration_ms: number;
+  /** The last lines of its output, secrets masked. */
+  output_tail: string;
 }
 
 /** A finished step of a run, as the steps after it see it. */
@@ -143,6 +155,8 @@ export interface AttemptCompletion {
   git?: ResolvedGit | null;
   /** A failed result the job must not retry (a worker type that is not configured): the job fails for good whatever `max_attempts` allows. */
   final?: boolean;
+  /** The race's check command's outcome, when the attempt ran one. */
+  check?: CheckResult;
 }
 
 export type LogStream = 'stdout' | 'stderr' | 'system';

@@ -48,6 +48,7 @@ import { receiptRoutes } from './receipts/receipt-routes.ts';
 import { DiffStore } from './diffs/diff-store.ts';
 import { AttemptDiffs } from './diffs/diffs.ts';
 import { diffRoutes } from './diffs/diff-routes.ts';
+import { raceRoutes } from './races/race-routes.ts';
 import { workflowRoutes } from './workflows/workflow-routes.ts';
 import { ManifestReaderLookup, WorkflowInvocation } from './workflows/workflow-invoke.ts';
 import { WorkflowLauncherToken } from '../../core/ports/launchers.ts';
@@ -138,6 +139,7 @@ export const plugin: DomainPlugin = {
       }),
     });
     server.route(workflowRoutes(invocation));
+    server.route(raceRoutes(container));
     container.registerInstance(WorkerDispatcherLookup, lookupLater(container, WorkerDispatcherToken));
     container.resolve(RoleServices).add('orchestrator', container.resolve(JobDispatcher));
   },

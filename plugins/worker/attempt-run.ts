@@ -22,6 +22,7 @@ import { patientControl } from './patient-control.ts';
 import { JsonResultScanner, outcomeOf } from './result.ts';
 import { planAttempt, type Plan, type ProcessPlan } from './plan.ts';
 import { JOB_TOKEN_PERMISSIONS, appApiUrls, resolveOverrides, specEnv } from './env.ts';
+import { runCheck } from './race-check.ts';
 import { GitWorkspace, remoteUrl, type Checkout, type GitControls, type GitSetup, type Timed } from './git.ts';
 import { DEFAULT_DIFF_LIMITS, type DiffLimits } from './diff.ts';
 import { RunLine } from './run-line.ts';
@@ -335,6 +336,7 @@ export class AttemptRun {
       }
       await this.recordDiff(log, timed);
     }
+    if (work.check_command) completion = { ...completion, check: await timed('check', () => runCheck(this.deps.runtime, spec, work.check_command!, log)) };
     return { ...completion, git: this.git?.resolved ?? null };
   }
 

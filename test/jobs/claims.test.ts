@@ -27,6 +27,8 @@ test.after.always(async () => {
 
 const ATTEMPT_FIELDS = [
   'attempt_number',
+  'check_result',
+  'chosen',
   'ended_at',
   'error',
   'git',
@@ -34,6 +36,7 @@ const ATTEMPT_FIELDS = [
   'job_id',
   'lease_expires_at',
   'lease_owner',
+  'race_lane',
   'result_json',
   'result_status',
   'result_summary',

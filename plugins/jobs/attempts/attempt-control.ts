@@ -20,6 +20,8 @@ import { Receipts } from '../receipts/receipts.ts';
 import { AttemptLogs } from '../logs/attempt-logs.ts';
 import { AttemptDiffs } from '../diffs/diffs.ts';
 import { finishedRunSteps, runIdOf } from '../workflows/run-steps.ts';
+import { RaceLaneRepository } from '../races/race-lanes.ts';
+import { laneWork } from '../races/race-work.ts';
 
 /** The jobs domain's side of running an attempt, for the worker in this process (core/ports/attempts.ts). */
 @injectable()
@@ -31,6 +33,7 @@ export class AttemptControl implements AttemptControlPort {
     @inject(AttemptLogs) private readonly logs: AttemptLogs,
     @inject(ProjectDirectoryToken) private readonly projects: ProjectDirectory,
     @inject(AttemptDiffs) private readonly diffs: AttemptDiffs,
+    @inject(RaceLaneRepository) private readonly lanes: RaceLaneRepository,
   ) {}
 
   async load(jobId: string, attemptId: string): Promise<AttemptWork | null> {
@@ -60,6 +63,7 @@ export class AttemptControl implements AttemptControlPort {
           'a.id',
           'a.attempt_number',
           'a.status',
+          'a.race_lane',
           // the failed attempts since the last one that did not fail
           this.db.raw(`(SELECT count(*)::int FROM job_attempts p WHERE p.job_id = a.job_id AND p.attempt_number < a.attempt_number AND p.status = 'failed'
           AND p.attempt_number > COALESCE((SELECT max(q.attempt_number) FROM job_attempts q WHERE q.job_id = a.job_id AND q.attempt_number < a.attempt_number AND q.status <> 'failed'), 0)) AS failed_before`),
@@ -68,7 +72,12 @@ export class AttemptControl implements AttemptControlPort {
       finishedRunSteps(this.db, job),
     ]);
     const runId = runIdOf(job);
-    return attempt && project ? { job, attempt, project, run: runId ? { id: runId, steps } : null } : null;
+    if (!attempt || !project) return null;
+    const { race_lane: lane, ...own } = attempt;
+    const work: AttemptWork = { job, attempt: own, project, run: runId ? { id: runId, steps } : null };
+    if (lane === null) return work;
+    const raced = await this.lanes.lane(jobId, lane);
+    return raced ? { ...laneWork(work, raced.variant), check_command: raced.check_command } : work;
   }
 
   async heartbeat(lease: AttemptLease, leaseSeconds?: number): Promise<Date> {
@@ -78,7 +87,7 @@ export class AttemptControl implements AttemptControlPort {
 
   /** One transaction: the resolved git is stored under the lease, then the attempt ends (the job's promotion finds the git when it succeeded). */
   async complete(lease: AttemptLease, completion: AttemptCompletion): Promise<JobPhase> {
-    const { result, result_json, error, final, git } = completion;
+    const { result, result_json, error, final, git, check } = completion;
     const outcome = await this.claims.complete(lease.jobId, lease.attemptId, {
       lease_token: lease.leaseToken,
       result,
@@ -86,6 +95,7 @@ export class AttemptControl implements AttemptControlPort {
       error,
       final,
       git: git ? { ...git } : null,
+      ...(check ? { check: { ...check } } : {}),
     });
     return outcome.job.phase;
   }

@@ -32,6 +32,12 @@ export interface AttemptRow {
   git: Record<string, unknown> | null;
   started_at: Date;
   ended_at: Date | null;
+  /** The race lane the attempt runs (docs/worker.md, "Rival attempts"), null outside a race. */
+  race_lane: number | null;
+  /** The outcome of the race's check command in the attempt's workspace. */
+  check_result: Record<string, unknown> | null;
+  /** The race's attempt chosen as the job's result. */
+  chosen: boolean;
 }
 
 /** How an attempt ends: its status and what the worker reported. */
@@ -48,6 +54,16 @@ export function toAttempt(row: AttemptRow) {
 export type Attempt = ReturnType<typeof toAttempt>;
 /** The attempt as its claimer sees it, once: with the lease token that fences its writes. */
 export type ClaimedAttempt = AttemptRow & { lease_token: string };
+
+export const checkResultSchema = Joi.object({
+  command: Joi.string().required(),
+  exit_code: Joi.number().integer().allow(null).required(),
+  passed: Joi.boolean().required(),
+  duration_ms: Joi.number().integer().min(0).required(),
+  output_tail: Joi.string().allow('').required().description('the last lines of its output, secrets masked'),
+})
+  .label('AttemptCheckResult')
+  .description("the race's check command, run in the attempt's workspace after its agent ended");
 
 export const attemptSchema = Joi.object({
   id: Joi.string().guid().required(),
@@ -68,6 +84,9 @@ export const attemptSchema = Joi.object({
   git: Joi.object().unknown(true).allow(null).required(),
   started_at: timestamp.required(),
   ended_at: timestamp.allow(null).required(),
+  race_lane: Joi.number().integer().min(1).allow(null).required().description('the race lane it runs (rival attempts), null outside a race'),
+  check_result: checkResultSchema.allow(null).required(),
+  chosen: Joi.boolean().required().description("the race's attempt chosen as the job's result"),
 }).label('Attempt');
 
 export const claimedAttemptSchema = attemptSchema
@@ -96,6 +115,9 @@ const ATTEMPT_COLUMNS = Object.keys({
   git: 1,
   started_at: 1,
   ended_at: 1,
+  race_lane: 1,
+  check_result: 1,
+  chosen: 1,
 } satisfies Record<keyof AttemptRow, 1>);
 /** Claimers mark the gate keys they are taking with transaction-scoped advisory locks in this namespace. */
 const GATE_LOCK_SPACE = 0x5ca7e;
@@ -105,10 +127,11 @@ export class AttemptRepository {
   constructor(@inject(Tokens.Db) private readonly db: Db) {}
 
   /** A running attempt numbered after the job's last one, counted against `orgId`'s running attempts; call under the job's row lock. */
-  async open(jobId: string, orgId: string, owner: string, leaseSeconds: number, trx: Db): Promise<ClaimedAttempt> {
+  async open(jobId: string, orgId: string, owner: string, leaseSeconds: number, trx: Db, raceLane: number | null = null): Promise<ClaimedAttempt> {
     const [row] = await trx('job_attempts')
       .insert({
         id: randomUUID(),
+        race_lane: raceLane,
         job_id: jobId,
         org_id: orgId,
         attempt_number: trx.raw('(SELECT coalesce(max(attempt_number), 0) + 1 FROM job_attempts WHERE job_id = ?)', [jobId]),
@@ -126,9 +149,14 @@ export class AttemptRepository {
     return trx('job_attempts').where({ id: attemptId, job_id: jobId }).forUpdate().first('*', trx.raw('lease_expires_at > now() AS lease_live'));
   }
 
-  /** The running attempt of `jobId` (at most one), row-locked. */
+  /** The running attempt of `jobId` (at most one outside a race), row-locked. */
   running(jobId: string, trx: Db): Promise<AttemptRow | undefined> {
     return trx('job_attempts').where({ job_id: jobId, status: 'running' }).forUpdate().first();
+  }
+
+  /** Every running attempt of `jobId` (one per lane in a race), row-locked. */
+  allRunning(jobId: string, trx: Db): Promise<AttemptRow[]> {
+    return trx('job_attempts').where({ job_id: jobId, status: 'running' }).orderBy('attempt_number').forUpdate();
   }
 
   /** A new expiry for a lease the caller has checked (see Claims.fence). */
@@ -232,6 +260,13 @@ export class AttemptRepository {
       .update({ git: JSON.stringify(git) });
   }
 
+  /** The outcome of a race's check command in the attempt's workspace (docs/worker.md, "Rival attempts"). */
+  async setCheck(attemptId: string, check: Record<string, unknown>, trx: Db): Promise<void> {
+    await trx('job_attempts')
+      .where({ id: attemptId })
+      .update({ check_result: JSON.stringify(check) });
+  }
+
   /**
    * Takes every gate key of the job for the attempt, or reports the keys held by other jobs (the
    * caller then rolls back whatever was taken). A key another claimer is taking at this moment
@@ -309,8 +344,31 @@ export class AttemptRepository {
     return { data: rows.map(toAttempt), pagination: { limit, offset, count: rows.length, total, has_more: offset + rows.length < total } };
   }
 
-  byNumber(jobId: string, attemptNumber: number): Promise<AttemptRow | undefined> {
-    return this.db('job_attempts').where({ job_id: jobId, attempt_number: attemptNumber }).first();
+  byNumber(jobId: string, attemptNumber: number, db: Db = this.db): Promise<AttemptRow | undefined> {
+    return db('job_attempts').where({ job_id: jobId, attempt_number: attemptNumber }).first();
+  }
+
+  /** A race's attempts (docs/worker.md, "Rival attempts"), by lane then number. */
+  raced(jobId: string): Promise<AttemptRow[]> {
+    return this.db('job_attempts').where({ job_id: jobId }).whereNotNull('race_lane').orderBy(['race_lane', 'attempt_number']);
+  }
+
+  /** Marks the attempt as its race's chosen one. */
+  async choose(attemptId: string, trx: Db): Promise<AttemptRow> {
+    const [row] = await trx('job_attempts').where({ id: attemptId }).update({ chosen: true }).returning('*');
+    return row;
+  }
+
+  /** The branches the job's other race attempts pushed (not `chosenId`'s), each once. */
+  async raceBranches(jobId: string, chosenId: string, trx: Db): Promise<string[]> {
+    const rows: { branch: string }[] = await trx('job_attempts')
+      .distinct(trx.raw(`git->>'resolved_branch' AS branch`))
+      .where({ job_id: jobId })
+      .whereNotNull('race_lane')
+      .whereNot({ id: chosenId })
+      .whereRaw(`(git->>'pushed')::boolean`)
+      .whereRaw(`git->>'resolved_branch' IS NOT NULL`);
+    return rows.map((r) => r.branch).sort();
   }
 
   /** The id of the attempt a composite reference names, when its job is in that project. */

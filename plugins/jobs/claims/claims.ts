@@ -35,6 +35,8 @@ export interface Completion {
   final?: boolean;
   /** The attempt's resolved git (core/ports/attempts.ts ResolvedGit), stored on it before it ends. */
   git?: Record<string, unknown> | null;
+  /** A race's check command's outcome (core/ports/attempts.ts CheckResult), stored on the attempt before it ends. */
+  check?: Record<string, unknown>;
 }
 export interface Reaped {
   job_id: string;
@@ -169,6 +171,7 @@ export class Claims {
     return this.db.transaction(async (trx) => {
       const { job, attempt } = await this.leased(jobId, attemptId, completion.lease_token, trx);
       if (completion.git) await this.attempts.setGit(attempt.id, completion.git, trx);
+      if (completion.check) await this.attempts.setCheck(attempt.id, completion.check, trx);
       const { status, summary, reason } = completion.result;
       const reported = { result_status: status, result_summary: summary ?? null, result_json: completion.result_json ?? { svc: completion.result } };
       if (status === 'failed')

@@ -6,7 +6,8 @@ import type { Config } from '../../../core/config/schema.ts';
 import type { RoleService } from '../../../core/roles.ts';
 import type { WorkerDispatcher } from '../../../core/ports/worker.ts';
 import { Passes } from '../../../core/passes.ts';
-import { Claims } from './claims.ts';
+import { Claims, type Claimed } from './claims.ts';
+import { LaneClaims } from '../races/lane-claims.ts';
 import { JobWakeups } from '../lifecycle/wakeups.ts';
 import { JobMetrics } from '../metrics.ts';
 import { isDeadPredecessor, leaseOwnerName, localOwnerPrefix } from './node-identity.ts';
@@ -47,6 +48,7 @@ export class JobDispatcher implements RoleService {
     /** The worker side is registered by a plugin that loads after this one (or never: external claims only). */
     @inject(WorkerDispatcherLookup) private readonly workerDispatcher: () => WorkerDispatcher | null,
     @inject(JobMetrics) private readonly metrics: JobMetrics,
+    @inject(LaneClaims) private readonly lanes: LaneClaims,
   ) {
     this.leaseSeconds = config.worker.lease_seconds;
   }
@@ -85,35 +87,40 @@ export class JobDispatcher implements RoleService {
   private async pass(): Promise<void> {
     const worker = this.worker!;
     for (let room = worker.capacity(); room > 0 && !this.stopped; room = worker.capacity()) {
+      const wanted = Math.min(room, MAX_BATCH);
       const claimed = this.metrics.claim.startTimer();
-      const batch = await this.claims.claimNext(this.owner, Math.min(room, MAX_BATCH), {
+      const batch = await this.claims.claimNext(this.owner, wanted, {
         leaseSeconds: this.leaseSeconds,
         skipWorkerTypes: worker.fullTypes?.() ?? [],
       });
+      // Race lanes (docs/worker.md, "Rival attempts") take the room ready jobs left.
+      if (batch.length < wanted) batch.push(...(await this.lanes.claim(this.owner, wanted - batch.length, this.leaseSeconds)));
       claimed();
-      for (const { job, attempt } of batch) {
-        const workerType = job.hints.worker_type;
-        const dispatched = this.metrics.dispatch.startTimer();
-        await worker
-          .dispatch({
-            jobId: job.id,
-            projectId: job.project_id,
-            attemptId: attempt.id,
-            attemptNumber: attempt.attempt_number,
-            leaseToken: attempt.lease_token,
-            leaseExpiresAt: new Date(attempt.lease_expires_at!),
-            workerType: typeof workerType === 'string' && workerType !== '' ? workerType : null,
-          })
-          .then(
-            () => dispatched({ outcome: 'ok' }),
-            (err) => {
-              dispatched({ outcome: 'failed' });
-              this.logger.error({ err, jobId: job.id }, 'dispatch failed; the lease will expire and the attempt be reaped');
-            },
-          );
-      }
-      if (batch.length < Math.min(room, MAX_BATCH)) return;
+      for (const { job, attempt } of batch) await this.dispatch(worker, job, attempt);
+      if (batch.length < wanted) return;
     }
+  }
+
+  private async dispatch(worker: WorkerDispatcher, job: Claimed['job'], attempt: Claimed['attempt']): Promise<void> {
+    const workerType = job.hints.worker_type;
+    const dispatched = this.metrics.dispatch.startTimer();
+    await worker
+      .dispatch({
+        jobId: job.id,
+        projectId: job.project_id,
+        attemptId: attempt.id,
+        attemptNumber: attempt.attempt_number,
+        leaseToken: attempt.lease_token,
+        leaseExpiresAt: new Date(attempt.lease_expires_at!),
+        workerType: typeof workerType === 'string' && workerType !== '' ? workerType : null,
+      })
+      .then(
+        () => dispatched({ outcome: 'ok' }),
+        (err) => {
+          dispatched({ outcome: 'failed' });
+          this.logger.error({ err, jobId: job.id }, 'dispatch failed; the lease will expire and the attempt be reaped');
+        },
+      );
   }
 
   private async reap(): Promise<void> {

@@ -8,6 +8,7 @@ import { RunningQuota } from './running-quota.ts';
 import { JobLifecycle, type Claimed } from '../lifecycle/lifecycle.ts';
 import type { Phase } from '../job/schemas.ts';
 import { Conflict } from '../../../core/errors.ts';
+import { RaceLaneRepository } from '../races/race-lanes.ts';
 
 export const REVIEW_ACTIONS = ['submit', 'approve', 'reject'] as const;
 export type ReviewAction = (typeof REVIEW_ACTIONS)[number];
@@ -30,12 +31,15 @@ export class Review {
     @inject(JobLifecycle) private readonly lifecycle: JobLifecycle,
     @inject(ReviewLog) private readonly log: ReviewLog,
     @inject(RunningQuota) private readonly quota: RunningQuota,
+    @inject(RaceLaneRepository) private readonly lanes: RaceLaneRepository,
   ) {}
 
   /** The work is handed in: its running attempt ends as succeeded with the summary, and the job awaits review. */
   submit(jobId: string, actorId: string, summary: string): Promise<Job> {
     return this.db.transaction(async (trx) => {
       const job = await this.lockedIn(jobId, 'active', 'submit', trx);
+      if (await this.lanes.undecided(job.id, trx))
+        throw new Conflict(`job ${jobId} is raced: each of its attempts ends with its own result, and one is chosen (POST /jobs/${jobId}/attempts/{n}/choose)`);
       const running = await this.attempts.running(job.id, trx);
       if (running) await this.lifecycle.endAttempt(running.id, { status: 'succeeded', result_status: 'success', result_summary: summary }, trx);
       await this.log.add(job.id, 'submit', summary, actorId, trx);

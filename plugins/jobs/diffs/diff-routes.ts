@@ -12,7 +12,9 @@ const tags = ['api', 'jobs'];
 const count = Joi.number().integer().min(0);
 const sha = Joi.string().pattern(/^[0-9a-f]{40,64}$/, 'a commit id');
 
-const diffParams = jobParams.keys({ attempt_number: Joi.number().integer().min(1).max(2_147_483_647).required().description('1, 2, … within the job') });
+export const attemptNumberParams = jobParams.keys({
+  attempt_number: Joi.number().integer().min(1).max(2_147_483_647).required().description('1, 2, … within the job'),
+});
 const diffQuery = Joi.object({
   format: Joi.string()
     .valid(...DIFF_FORMATS)
@@ -81,7 +83,7 @@ export function diffRoutes(container: DependencyContainer): ServerRoute[] {
         tags,
         description: DESCRIPTION,
         plugins: { ...requires('jobs:read', 'job'), ...docs(400, 401, 404) },
-        validate: { params: diffParams, query: diffQuery },
+        validate: { params: attemptNumberParams, query: diffQuery },
         response: { schema: diffSchema },
       },
       handler: (request) => {

@@ -12,6 +12,7 @@ import { rollUp } from '../workflows/rollup.ts';
 import type { PhaseMover } from '../workflows/roots.ts';
 import { JobWakeups, wakes } from './wakeups.ts';
 import { emitAttemptCompleted, emitJobFailed, type Failure } from './system-events.ts';
+import { RaceLaneRepository } from '../races/race-lanes.ts';
 
 /** A `waiting` result returns the job to ready with this pause, unless unfinished blockers hold it back anyway. */
 export const WAITING_BACKOFF_SECONDS = 30;
@@ -62,6 +63,7 @@ export class JobLifecycle implements PhaseMover {
     @inject(JobPhaseListeners) private readonly listeners: JobPhaseListeners,
     @inject(AttemptCompletionListeners) private readonly completions: AttemptCompletionListeners,
     @inject(AuthCache) private readonly authCache: AuthCache,
+    @inject(RaceLaneRepository) private readonly lanes: RaceLaneRepository,
   ) {}
 
   lock(id: string, trx: Db): Promise<JobRow | undefined> {
@@ -144,6 +146,7 @@ export class JobLifecycle implements PhaseMover {
   /** The claimer gives the job back: its attempt ends cancelled and the job is ready again. */
   async release(job: JobRow, attempt: AttemptRow, trx: Db): Promise<AttemptOutcome> {
     const ended = await this.endAttempt(attempt.id, { status: 'cancelled', error: 'released' }, trx);
+    if (ended.race_lane !== null) return this.laneAgain(job, ended, trx);
     const ready = await this.change(job.id, { phase: 'ready', assignee: null }, trx);
     return { job: toJob(ready), attempt: toAttempt(ended) };
   }
@@ -151,6 +154,7 @@ export class JobLifecycle implements PhaseMover {
   /** A `success` or `waiting` result: done or review after success; ready again, a little later, after waiting. */
   async succeed(job: JobRow, attempt: AttemptRow, reported: Omit<AttemptEnding, 'status'>, trx: Db): Promise<AttemptOutcome> {
     const ended = await this.endAttempt(attempt.id, { status: 'succeeded', ...reported }, trx);
+    if (ended.race_lane !== null) return this.laneEnded(job, ended, trx);
     const next = reported.result_status === 'success' ? afterSuccess(job) : await this.afterWaiting(job, trx);
     return { job: toJob(await this.change(job.id, next, trx)), attempt: toAttempt(ended) };
   }
@@ -168,6 +172,7 @@ export class JobLifecycle implements PhaseMover {
     final = false,
   ): Promise<AttemptOutcome> {
     const ended = await this.endAttempt(attempt.id, { status: 'failed', ...ending }, trx);
+    if (ended.race_lane !== null) return this.laneEnded(job, ended, trx);
     const failures = await this.attempts.failures(job.id, trx);
     const allowed = typeof job.hints.max_attempts === 'number' ? job.hints.max_attempts : DEFAULT_MAX_ATTEMPTS;
     const retry = !final && failures < allowed;
@@ -187,6 +192,7 @@ export class JobLifecycle implements PhaseMover {
    * worker then fails as any attempt does (LEASE_EXPIRED).
    */
   async workerLost(job: JobRow, attempt: AttemptRow, trx: Db): Promise<AttemptOutcome> {
+    if (attempt.race_lane !== null) return this.laneLost(job, attempt, trx);
     const lost = await this.attempts.lostWithWorkers(job.id, trx);
     if (lost >= WORKER_LOSS_RETRIES) {
       return this.fail(job, attempt, { error: `lease expired (its worker was lost ${lost + 1} times)` }, trx, 'LEASE_EXPIRED');
@@ -198,9 +204,39 @@ export class JobLifecycle implements PhaseMover {
 
   /** Cancelling an active or review job (the caller holds its row lock): the running attempt ends and frees its gates; returns the cancelling change. */
   async cancelWork(job: JobRow, reason: string | undefined, trx: Db): Promise<Partial<JobRow>> {
-    const running = await this.attempts.running(job.id, trx);
-    if (running) await this.endAttempt(running.id, { status: 'cancelled', error: 'job cancelled' }, trx);
+    for (const running of await this.attempts.allRunning(job.id, trx)) await this.endAttempt(running.id, { status: 'cancelled', error: 'job cancelled' }, trx);
+    await this.lanes.endAll(job.id, trx);
     return { phase: 'cancelled', closed_at: new Date(), close_reason: reason ?? 'cancelled' };
+  }
+
+  /**
+   * A race lane's attempt ended with a result (docs/worker.md, "Rival attempts"): the lane is over and the job stays
+   * active, waiting for the choice among its rivals; nothing is retried and the job does not fail.
+   */
+  private async laneEnded(job: JobRow, ended: AttemptRow, trx: Db): Promise<AttemptOutcome> {
+    await this.lanes.set(job.id, ended.race_lane!, 'ended', trx);
+    return { job: toJob(job), attempt: toAttempt(ended) };
+  }
+
+  /** A race lane given back: ready for the next claimer, as a released job is. */
+  private async laneAgain(job: JobRow, ended: AttemptRow, trx: Db): Promise<AttemptOutcome> {
+    await this.lanes.set(job.id, ended.race_lane!, 'ready', trx);
+    this.wakeups.afterCommit(trx);
+    return { job: toJob(job), attempt: toAttempt(ended) };
+  }
+
+  /** A race lane's attempt lost with its worker: the lane runs again, up to WORKER_LOSS_RETRIES times, as a job would. */
+  private async laneLost(job: JobRow, attempt: AttemptRow, trx: Db): Promise<AttemptOutcome> {
+    const lane = await this.lanes.lane(job.id, attempt.race_lane!, trx);
+    if ((lane?.worker_losses ?? 0) >= WORKER_LOSS_RETRIES) {
+      const ended = await this.endAttempt(attempt.id, { status: 'failed', error: `lease expired (its worker was lost ${WORKER_LOSS_RETRIES + 1} times)` }, trx);
+      return this.laneEnded(job, ended, trx);
+    }
+    const losses = await this.lanes.lost(job.id, attempt.race_lane!, trx);
+    const error = `${WORKER_LOST}: the lease expired; race lane ${attempt.race_lane} runs again (${losses} of ${WORKER_LOSS_RETRIES} such retries)`;
+    const ended = await this.endAttempt(attempt.id, { status: 'cancelled', error }, trx);
+    this.wakeups.afterCommit(trx);
+    return { job: toJob(job), attempt: toAttempt(ended) };
   }
 
   /** Back to ready for a later attempt; a short pause unless unfinished blockers hold the job anyway. */
@@ -210,6 +246,7 @@ export class JobLifecycle implements PhaseMover {
   }
 }
 
-function afterSuccess(job: JobRow): Partial<JobRow> {
+/** Where a job goes after its attempt succeeded: done, or review when it asks for one. */
+export function afterSuccess(job: JobRow): Partial<JobRow> {
   return job.review_required === 'none' ? { phase: 'done', closed_at: new Date() } : { phase: 'review', review_status: 'pending' };
 }

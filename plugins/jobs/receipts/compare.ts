@@ -42,7 +42,7 @@ export interface Comparison {
   };
 }
 
-interface Side {
+export interface Side {
   row: AttemptRow;
   receipt: StoredReceipt | null;
   tokens: TokenTotals;
@@ -100,9 +100,10 @@ export class AttemptComparison {
     };
   }
 
-  private async side(jobId: string, attemptNumber: number, which: 'a' | 'b'): Promise<Side> {
+  /** One attempt's figures as a comparison shows them (also the rows of a race's comparison, races/race-comparison.ts). */
+  async side(jobId: string, attemptNumber: number, which = ''): Promise<Side> {
     const row = await this.attempts.byNumber(jobId, attemptNumber);
-    if (!row) throw new NotFound(`attempt ${attemptNumber} (${which}) of job ${jobId} not found`);
+    if (!row) throw new NotFound(`attempt ${attemptNumber}${which ? ` (${which})` : ''} of job ${jobId} not found`);
     const receipt = (await this.store.ofAttempt(row.id)) ?? null;
     const { llm, cost } = receipt ?? (await this.store.liveSections(row.id));
     const counts = Object.fromEntries(TOKEN_FIELDS.map((f) => [f, llm[f]])) as TokenCounts;

@@ -203,7 +203,7 @@ const numericDifference = (label: string) =>
     changed: Joi.boolean().required(),
     delta: Joi.number().allow(null).required().description('b − a; null when either is null'),
   }).label(label);
-const tokenTotals = Joi.object({ ...tokenCounts, total_tokens: count.required(), calls: count.required() }).label('TokenTotals');
+export const tokenTotals = Joi.object({ ...tokenCounts, total_tokens: count.required(), calls: count.required() }).label('TokenTotals');
 const signed = Joi.number().integer().required();
 const tokenDelta = Joi.object(Object.fromEntries([...Object.keys(tokenCounts), 'total_tokens', 'calls'].map((k) => [k, signed])))
   .label('TokenDelta')
