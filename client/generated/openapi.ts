@@ -5494,8 +5494,10 @@ export interface components {
             image_digests: {
                 string?: string;
             };
-            /** @description service → the image reference the release's build pushed (`host/ns/service@sha256:…`): what the deployer runs */
+            /** @description service → the image reference the release's build pushed (`host/ns/service@sha256:…`), or a tag deploy's `image:tag`: what the deployer runs */
             images?: Record<string, unknown>;
+            /** @description the tag a direct deploy named (`image_tag`); its images are in `images`, `image_digests` stays empty */
+            image_tag?: string;
         };
         EnvironmentSuspend: {
             reason?: string;

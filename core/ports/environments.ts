@@ -58,7 +58,12 @@ export interface ReleaseRef {
   image_digests: Record<string, string>;
   /** service → the pushed image reference (`host/ns/service@sha256:…`) a release's build recorded; where a deployer finds the image. */
   images?: Record<string, string>;
+  /** The tag a direct deploy named (`image_tag`): its images are in `images` (`image:tag`), never in `image_digests`. */
+  image_tag?: string;
 }
+
+/** service → what a deployer runs: the image digest, else the reference `images` records (a tag deploy's `image:tag`). */
+export const releaseImages = (r: ReleaseRef): Record<string, string> => ({ ...r.images, ...r.image_digests });
 
 /** How a release is named in messages and logs: its tag, else its id, else its git SHA. */
 export const releaseName = (r: ReleaseRef): string => r.tag ?? r.id ?? r.git_sha ?? 'image digests';

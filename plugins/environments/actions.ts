@@ -62,7 +62,7 @@ export function environmentActions(service: EnvironmentService, manifests: Manif
         service: name,
         release_id: ran.id,
         release_tag: ran.tag,
-        image_digest: ran.image_digests[name],
+        image_digest: ran.image_digests[name] ?? null,
         exit_code: exit.exit_code,
         timed_out: exit.timed_out,
       };

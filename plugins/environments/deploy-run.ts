@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Db } from '../../core/db/knex.ts';
-import { DeployFailed, releaseName, type Deployer, type DeployOutcome, type ReleaseRef } from '../../core/ports/environments.ts';
+import { DeployFailed, releaseImages, releaseName, type Deployer, type DeployOutcome, type ReleaseRef } from '../../core/ports/environments.ts';
 import type { DeployRow, EnvironmentRepository, EnvironmentRow } from './repository.ts';
 import type { DeployTargets } from './targets.ts';
 import type { DeployRequest } from './service.ts';
@@ -61,7 +61,7 @@ export async function carryOut(d: DeployRunDeps, env: EnvironmentRow, deploy: De
   const log = d.logs.writer(deploy.id, d.logger, opts.attempt > 1 ? await d.logs.lastSeq(deploy.id) : 0);
   const deployer = d.deployer();
   if (opts.attempt > 1) log.write(`the process that ran this deploy stopped before it ended: carrying it out again here (attempt ${opts.attempt})`, 'system');
-  const images = Object.entries(deploy.release.image_digests).map(([service, digest]) => `${service} ${digest}`);
+  const images = Object.entries(releaseImages(deploy.release)).map(([service, digest]) => `${service} ${digest}`);
   log.write(
     `deploying release ${describeRelease(deploy.release)} to environment ${env.name} on the ${deployer.name} deployer${deploy.rollback_of ? ` (a rollback to the release of ${deploy.rollback_of})` : ''}: ${images.join(', ')}`,
     'system',

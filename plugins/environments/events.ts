@@ -24,6 +24,7 @@ export function emitDeployEvent(trx: Db, type: DeployEventType, env: Environment
       release_tag: deploy.release.tag,
       git_sha: deploy.release.git_sha,
       image_digests: deploy.release.image_digests,
+      ...(deploy.release.image_tag ? { image_tag: deploy.release.image_tag, images: deploy.release.images } : {}),
       rollback_of: deploy.rollback_of,
       error_message: deploy.error_message,
       services: deploy.services,

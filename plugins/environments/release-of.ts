@@ -40,8 +40,9 @@ export async function releaseOf(
       `manifest_hash ${request.manifest_hash} does not match git_sha ${request.git_sha}: ${manifest ? `that manifest was synced from ${manifest.git_sha}` : 'no manifest with that hash was synced'}`,
       { fields: ['git_sha', 'manifest_hash'] },
     );
-  const digests = request.image_digests ?? (request.image_tag ? taggedImages(manifest.parsed.services ?? {}, request.image_tag) : {});
-  return { id: null, tag: null, git_sha: request.git_sha, manifest_hash: request.manifest_hash, image_digests: digests };
+  const base = { id: null, tag: null, git_sha: request.git_sha, manifest_hash: request.manifest_hash };
+  if (request.image_digests || !request.image_tag) return { ...base, image_digests: request.image_digests ?? {} };
+  return { ...base, image_digests: {}, images: taggedImages(manifest.parsed.services ?? {}, request.image_tag), image_tag: request.image_tag };
 }
 
 /**

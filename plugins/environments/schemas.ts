@@ -57,7 +57,10 @@ const releaseSchema = Joi.object({
   image_digests: Joi.object().pattern(Joi.string(), Joi.string()).required(),
   images: Joi.object()
     .pattern(Joi.string(), Joi.string())
-    .description("service → the image reference the release's build pushed (`host/ns/service@sha256:…`): what the deployer runs"),
+    .description(
+      "service → the image reference the release's build pushed (`host/ns/service@sha256:…`), or a tag deploy's `image:tag`: what the deployer runs",
+    ),
+  image_tag: Joi.string().description('the tag a direct deploy named (`image_tag`); its images are in `images`, `image_digests` stays empty'),
 }).label('EnvironmentRelease');
 
 const serviceHealth = Joi.object({

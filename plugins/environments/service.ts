@@ -15,6 +15,7 @@ import {
   type OneOffExit,
   type ReleaseRef,
   type RunEnvironment,
+  releaseImages,
   releaseName,
 } from '../../core/ports/environments.ts';
 import type { Releases } from '../../core/ports/releases.ts';
@@ -349,7 +350,7 @@ export class EnvironmentService {
     if (env.suspended) throw new Conflict(suspendedMessage(env));
     const release = request.release ? await this.releaseOf(projectId, request.release) : env.current_release;
     if (!release) throw new Invalid(`environment ${name} has no current release: deploy one first, or run the job after a release step`);
-    if (!release.image_digests[request.service])
+    if (!releaseImages(release)[request.service])
       throw new Invalid(`release ${releaseName(release)} has no image of service ${request.service}`, { fields: ['service'] });
     const target = await this.d.targets.of(env, release);
     if (!target.services[request.service]) throw new Invalid(`service ${request.service} is not defined in the manifest`, { fields: ['service'] });
@@ -393,7 +394,7 @@ export class EnvironmentService {
     opts: DirectOptions & { rollbackOf: string | null },
   ): Promise<DeployRow> {
     const { project_id: projectId, name } = env;
-    if (Object.keys(release.image_digests).length === 0) throw new Invalid(nothingToDeploy(env, release), { fields: ['image_digests'] });
+    if (Object.keys(releaseImages(release)).length === 0) throw new Invalid(nothingToDeploy(env, release), { fields: ['image_digests'] });
     const { deploy, item } = await this.d.db.transaction(async (trx) => {
       const locked = await this.locked(projectId, name, trx);
       if (locked.suspended) throw new Conflict(suspendedMessage(locked));

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { envWorld, settled, sha, type EnvWorld } from './helpers.ts';
+import { envWorld, eventsOf, settled, sha, type EnvWorld } from './helpers.ts';
 
 /** Deploys by git_sha + manifest_hash: image_tag covers the built services only; without images a direct deploy says how to go on. */
 const YAML = `
@@ -37,8 +37,15 @@ test.after.always(() => w?.ctx.srv.stop());
 test.serial('image_tag names the images of the services a build makes; a third-party image is left as the manifest says', async (t) => {
   const res = await deploy({ git_sha: sha('a'), manifest_hash: hash, image_tag: 'v3' });
   t.is(res.statusCode, 202, JSON.stringify(res.body));
-  t.deepEqual(res.body.release.image_digests, { api: 'registry.example.com/acme/api:v3' });
+  t.deepEqual(res.body.release.image_digests, {}, 'a tag is no digest');
+  t.is(res.body.release.image_tag, 'v3');
+  t.deepEqual(res.body.release.images, { api: 'registry.example.com/acme/api:v3' });
   t.like(await settled(w, 'staging', res.body.id), { status: 'succeeded' });
+  const recorded = (await w.owner.api.get(`/projects/${w.projectA}/environments/staging/deploys/${res.body.id}`)).body;
+  t.like(recorded.release, { image_digests: {}, image_tag: 'v3', images: { api: 'registry.example.com/acme/api:v3' } });
+  const started = (await eventsOf(w, 'system.deploy.started')).at(-1);
+  const payload = typeof started.payload_json === 'string' ? JSON.parse(started.payload_json) : started.payload_json;
+  t.like(payload, { image_digests: {}, image_tag: 'v3', images: { api: 'registry.example.com/acme/api:v3' } });
 });
 
 test.serial('without images, a direct deploy is 422 saying that it does not build and how to deploy instead; nothing is recorded', async (t) => {

@@ -23,7 +23,7 @@ import type {
   ReleaseRef,
   ServiceHealth,
 } from '../../../core/ports/environments.ts';
-import { DeployFailed } from '../../../core/ports/environments.ts';
+import { DeployFailed, releaseImages } from '../../../core/ports/environments.ts';
 import { defineAdapter } from '../../../core/sdk.ts';
 import { engineAddress, engineMessage, statusOf } from './engine.ts';
 import { containerSpec, imageCandidates, LABEL, oneOffSpec, SERVICE_RESTART_POLICY } from './deployer-spec.ts';
@@ -114,7 +114,7 @@ export class DockerDeployer implements Deployer {
    */
   async deploy(target: DeployTarget, release: ReleaseRef, options: DeployOptions = {}): Promise<DeployOutcome> {
     const say = (line: string) => options.progress?.(line);
-    const names = Object.keys(release.image_digests).sort();
+    const names = Object.keys(releaseImages(release)).sort();
     const unknown = names.filter((n) => !target.services[n]);
     if (unknown.length > 0) throw new DeployFailed(`the release names services the manifest does not define: ${unknown.join(', ')}`);
     const old = await this.containers(target);
@@ -127,7 +127,7 @@ export class DockerDeployer implements Deployer {
       // Every image is found before anything stops.
       const plans: { name: string; image: string; strategy: DeployStrategy }[] = [];
       for (const name of names) {
-        const image = await this.image(name, target.services[name].image, release.image_digests[name], release.images?.[name] ?? null);
+        const image = await this.image(name, target.services[name].image, releaseImages(release)[name], release.images?.[name] ?? null);
         const choice = strategyFor(name, target.services[name], this.options.network);
         say(`${name}: image ${image}`);
         say(describeStrategy(name, choice));
@@ -295,7 +295,7 @@ export class DockerDeployer implements Deployer {
 
   /** The service's image run once with its command and environment, output line by line to `run.log`; the container is removed after. */
   async runOnce(target: DeployTarget, release: ReleaseRef, run: OneOffRun): Promise<OneOffExit> {
-    const digest = release.image_digests[run.service];
+    const digest = releaseImages(release)[run.service];
     if (!target.services[run.service] || !digest) throw new DeployFailed(`the release has no image of service ${run.service}`);
     const image = await this.image(run.service, target.services[run.service].image, digest, release.images?.[run.service] ?? null);
     let container: Docker.Container | null = null;

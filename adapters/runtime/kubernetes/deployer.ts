@@ -22,7 +22,7 @@ import type {
   ReleaseRef,
   ServiceHealth,
 } from '../../../core/ports/environments.ts';
-import { DeployFailed, releaseName } from '../../../core/ports/environments.ts';
+import { DeployFailed, releaseImages, releaseName } from '../../../core/ports/environments.ts';
 import { defineAdapter } from '../../../core/sdk.ts';
 import {
   DEPLOY_LABEL,
@@ -114,13 +114,13 @@ export class KubernetesDeployer implements Deployer {
   /** Reports each step to `options.progress`: the namespace and pull secret, per service its objects and rollout, what is removed or put back. */
   async deploy(target: DeployTarget, release: ReleaseRef, options: DeployOptions = {}): Promise<DeployOutcome> {
     const say: Say = (line) => options.progress?.(line);
-    const names = Object.keys(release.image_digests).sort();
+    const names = Object.keys(releaseImages(release)).sort();
     const unknown = names.filter((n) => !target.services[n]);
     if (unknown.length > 0) throw new DeployFailed(`the release names services the manifest does not define: ${unknown.join(', ')}`);
     const images: Record<string, string> = {};
     for (const n of names) {
       try {
-        images[n] = imageRef(n, target.services[n].image, release.image_digests[n]);
+        images[n] = imageRef(n, target.services[n].image, releaseImages(release)[n]);
       } catch (err) {
         throw new DeployFailed((err as Error).message, [{ service: n, health: 'degraded', detail: 'no image name' }]);
       }
@@ -335,7 +335,7 @@ export class KubernetesDeployer implements Deployer {
    */
   async runOnce(target: DeployTarget, release: ReleaseRef, run: OneOffRun): Promise<OneOffExit> {
     const def = target.services[run.service];
-    const digest = release.image_digests[run.service];
+    const digest = releaseImages(release)[run.service];
     if (!def || !digest) throw new DeployFailed(`the release has no image of service ${run.service}`);
     let image: string;
     try {
