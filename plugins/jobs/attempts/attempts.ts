@@ -359,16 +359,16 @@ export class AttemptRepository {
     return row;
   }
 
-  /** The branches the job's other race attempts pushed (not `chosenId`'s), each once. */
-  async raceBranches(jobId: string, chosenId: string, trx: Db): Promise<string[]> {
-    const rows: { branch: string }[] = await trx('job_attempts')
-      .distinct(trx.raw(`git->>'resolved_branch' AS branch`))
+  /** The numbers of the job's other race attempts (not `chosenId`) that pushed their work. */
+  async pushedRivals(jobId: string, chosenId: string, trx: Db): Promise<number[]> {
+    const rows: { attempt_number: number }[] = await trx('job_attempts')
+      .select('attempt_number')
       .where({ job_id: jobId })
       .whereNotNull('race_lane')
       .whereNot({ id: chosenId })
       .whereRaw(`(git->>'pushed')::boolean`)
-      .whereRaw(`git->>'resolved_branch' IS NOT NULL`);
-    return rows.map((r) => r.branch).sort();
+      .orderBy('attempt_number');
+    return rows.map((r) => r.attempt_number);
   }
 
   /** The id of the attempt a composite reference names, when its job is in that project. */

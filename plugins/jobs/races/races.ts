@@ -14,6 +14,7 @@ import { refuseWorkflowRootClaim } from '../workflows/roots.ts';
 import { ManifestReaderLookup } from '../workflows/workflow-invoke.ts';
 import { RaceLaneRepository, type LaneRow, type Variant } from './race-lanes.ts';
 import { RaceBranches, type BranchCleanup } from './race-branches.ts';
+import { raceBranch } from './race-work.ts';
 
 /** What `POST /jobs/{job_id}/attempts` asks for: the variants, or a manifest profile whose entries are the variants. */
 export interface RaceRequest {
@@ -90,15 +91,12 @@ export class Races {
         );
       const chosen = await this.attempts.choose(row.id, trx);
       const next = await this.lifecycle.change(jobId, { ...afterSuccess(locked), assignee: null }, trx);
-      const losers = await this.attempts.raceBranches(jobId, row.id, trx);
+      // The rivals' own branches by name (race-work.ts), never what an attempt's recorded git says it pushed to.
+      const losers = (await this.attempts.pushedRivals(jobId, row.id, trx)).map((n) => raceBranch(jobId, n)).sort();
       return { job: next, attempt: chosen, losers };
     });
-    const own = (attempt.git as { resolved_branch?: string } | null)?.resolved_branch;
     const project = (await this.projects.byId(job.project_id))!;
-    const cleanup = await this.branches.delete(
-      project,
-      losers.filter((b) => b !== own),
-    );
+    const cleanup = await this.branches.delete(project, losers);
     // Read again: the phase listeners wrote its resolved_git after the row `change` answered.
     return { job: toJob((await this.jobs.byId(jobId)) ?? job), attempt: toAttempt(attempt), cleanup };
   }
