@@ -358,7 +358,7 @@ export class WorkQueue<P extends Record<string, unknown> = Record<string, unknow
       start: async () => {
         this.onFree = () => passes.wake();
         await passes.wakeOn(this.notifier, this.s.databaseUrl, this.s.logger);
-        passes.every(Math.min(this.s.pollMs, this.s.leaseMs / 3));
+        passes.every(reapEvery);
         passes.wake();
       },
       stop: async () => {
