@@ -168,7 +168,7 @@ test('the pod spec: Secret env, command, workingDir, resources of the class, sec
   const c = pod.spec.containers[0];
   t.like(pod.spec, {
     restartPolicy: 'Never',
-    activeDeadlineSeconds: 3,
+    activeDeadlineSeconds: 3 + 300 + 1, // timeout, pending_timeout_ms, grace: the worker acts first
     terminationGracePeriodSeconds: 1,
     enableServiceLinks: false,
     serviceAccountName: 'svc-agent',
@@ -238,17 +238,20 @@ test('timeout: the pod is deleted, the exit says timedOut, pod and secret are go
   t.deepEqual(exit, { exitCode: null, signal: 'SIGTERM', timedOut: true });
   const pid = Number(text(await lines)[0]);
   t.true(await eventually(() => processGone(pid)));
-  t.is(fake.createdPods()[0].spec.activeDeadlineSeconds, 2, 'the cluster enforces it too');
+  t.is(fake.createdPods()[0].spec.activeDeadlineSeconds, 303, 'the cluster enforces it too, after pending_timeout_ms and the grace period');
   t.like(fake.requests.find((r) => r.method === 'DELETE' && r.path.includes('/pods/'))!.query, { gracePeriodSeconds: '1', propagationPolicy: 'Background' });
   cleanedUp(t, fake);
 });
 
 test('activeDeadlineSeconds enforced by the cluster is a timeout too', async (t) => {
-  // Container creation takes long here, so the pod's deadline (counted from scheduling) comes before the worker's timer.
-  const fake = await fakeKube({ stepMs: 500 });
+  // The worker's timer is far off; the cluster's clock reaches the pod's deadline now (as when the worker was gone a while).
+  const fake = await fakeKube();
   const runtime = await runtimeFor(fake);
-  const proc = await runtime.start(await sh('sleep 30', { timeoutMs: 900 }));
-  const lines = collect(proc.lines());
+  const proc = await runtime.start(await sh('echo up; sleep 30', { timeoutMs: 60_000 }));
+  const iterator = proc.lines()[Symbol.asyncIterator]();
+  t.is(((await iterator.next()).value as OutputLine).line, 'up');
+  fake.exceedDeadline([...fake.pods.values()][0]);
+  const lines = collect({ [Symbol.asyncIterator]: () => iterator });
   t.deepEqual(await proc.exited, { exitCode: null, signal: 'SIGTERM', timedOut: true });
   t.deepEqual(text(await lines, 'stderr'), [
     `[kubernetes: pod ${fake.createdPods()[0].metadata.name} Failed: DeadlineExceeded: Pod was active on the node longer than the specified deadline]`,

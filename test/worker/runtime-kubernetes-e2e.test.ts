@@ -93,7 +93,11 @@ test.serial('a script step runs in a pod: ready → active → done, its log and
 
   const pod = podOf(job.id);
   t.truthy(pod, 'the attempt ran as a pod');
-  t.like(pod.spec, { restartPolicy: 'Never', activeDeadlineSeconds: 120, securityContext: { runAsUser: 1000, runAsGroup: 1000, runAsNonRoot: true } });
+  t.like(pod.spec, {
+    restartPolicy: 'Never',
+    activeDeadlineSeconds: 120 + 300 + 1,
+    securityContext: { runAsUser: 1000, runAsGroup: 1000, runAsNonRoot: true },
+  });
   // The worker removes the workspace once it has reported the attempt, so just after the job is done.
   const workspace = path.join(w.scratch, 'workspaces', path.basename(pod.spec.containers[0].workingDir));
   await until(async () => !existsSync(workspace), 'the workspace is removed afterwards', 5_000);

@@ -83,6 +83,15 @@ export interface PodInput {
   user: UnixUser;
 }
 
+/**
+ * The timeout the cluster enforces should this worker be gone. The worker's own timer is exact and
+ * counts from Running; the cluster counts from scheduling, so image pulls and container creation
+ * (bounded by pending_timeout_ms) and the kill's grace period come on top: the worker always acts first.
+ */
+export function backstopSeconds(timeoutMs: number, options: Pick<KubernetesOptions, 'pending_timeout_ms' | 'kill_grace_seconds'>): number {
+  return Math.ceil((timeoutMs + options.pending_timeout_ms) / 1000) + options.kill_grace_seconds;
+}
+
 export function podManifest(input: PodInput, options: KubernetesOptions): V1Pod {
   const { spec } = input;
   const { volume, mount } = workspaceMount(spec.cwd, input.workspaceRoot, options);
@@ -93,8 +102,7 @@ export function podManifest(input: PodInput, options: KubernetesOptions): V1Pod 
     metadata: { name: input.name, labels: input.labels },
     spec: {
       restartPolicy: 'Never',
-      // A timeout the cluster enforces too, should this worker be gone; the worker's own timer is exact.
-      ...(spec.timeoutMs ? { activeDeadlineSeconds: Math.max(1, Math.ceil(spec.timeoutMs / 1000)) } : {}),
+      ...(spec.timeoutMs ? { activeDeadlineSeconds: backstopSeconds(spec.timeoutMs, options) } : {}),
       terminationGracePeriodSeconds: options.kill_grace_seconds,
       // The environment is exactly the Secret: no service links, no service account token unless asked.
       enableServiceLinks: false,
