@@ -20,6 +20,7 @@ export interface ProjectEntry {
 }
 
 export interface ProjectDirectory {
+  /** Outside a transaction remembered per process until the project changes (a notice reaches every process within milliseconds). */
   byId(id: string, db?: Db): Promise<ProjectEntry | undefined>;
   /** Those of the ids that exist, in no particular order. */
   byIds(ids: string[], db?: Db): Promise<ProjectEntry[]>;

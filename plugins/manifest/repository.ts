@@ -30,12 +30,16 @@ const strip = (row: ManifestRow | undefined): StoredManifest | null => {
 export class ManifestRepository implements ManifestReader {
   /** Each project's current `x-svc.defaults` and `x-svc.agents`, remembered per process until a new version is stored. */
   private readonly knownDefaults: SharedMemo<JobSettings>;
+  /** Each project's current version (null: none synced), remembered alike: every triggered workflow reads it. */
+  private readonly knownCurrent: SharedMemo<StoredManifest | null>;
 
   constructor(
     @inject(Tokens.Db) private readonly db: Db,
     @inject(SharedMemos) memos: SharedMemos,
   ) {
-    this.knownDefaults = memos.memo('manifest-defaults', /^\s*(?:insert\s+into|update|delete\s+from)\s+"?manifests"?[\s(]/i);
+    const writes = /^\s*(?:insert\s+into|update|delete\s+from)\s+"?manifests"?[\s(]/i;
+    this.knownDefaults = memos.memo('manifest-defaults', writes);
+    this.knownCurrent = memos.memo('manifest-current', writes);
   }
 
   async insert(version: NewManifest): Promise<StoredManifest> {
@@ -43,16 +47,20 @@ export class ManifestRepository implements ManifestReader {
       .insert({ ...version, parsed: JSON.stringify(version.parsed) })
       .returning(['id', ...COLUMNS]);
     this.knownDefaults.changed(this.db, version.project_id);
+    this.knownCurrent.changed(this.db, version.project_id);
     return strip(row)!;
   }
 
+  /** A copy per caller: the remembered version is shared. */
   async current(projectId: string): Promise<StoredManifest | null> {
-    return strip(
-      await this.db('manifests')
-        .where({ project_id: projectId })
-        .orderBy('id', 'desc')
-        .first(['id', ...COLUMNS]),
-    );
+    const load = async () =>
+      strip(
+        await this.db('manifests')
+          .where({ project_id: projectId })
+          .orderBy('id', 'desc')
+          .first(['id', ...COLUMNS]),
+      );
+    return structuredClone((await this.knownCurrent.get(projectId, load)) ?? null);
   }
 
   async byHash(projectId: string, manifestHash: string): Promise<StoredManifest | null> {

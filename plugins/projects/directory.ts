@@ -6,20 +6,18 @@ import type { Principal } from '../../core/auth/principal.ts';
 import type { ProjectDirectory, ProjectEntry } from '../../core/ports/directory.ts';
 import { Batcher } from '../../core/batcher.ts';
 import { SharedMemos, type SharedMemo } from '../../core/db/shared-memos.ts';
-import { projectsMemo, type ProjectLiveness } from './repository.ts';
+import { projectsMemo } from './repository.ts';
 
 const ENTRY = ['id', 'org_id', 'name', 'slug', 'branch', 'repo_url', 'deleted', 'created_at'] as const;
 
 /** The projects domain's answer to other domains (core/ports/directory.ts). */
 @injectable()
 export class Projects implements ProjectDirectory {
-  private readonly liveness: SharedMemo<ProjectLiveness>;
+  /** Entries read outside transactions, remembered per process until the project changes. */
+  private readonly known: SharedMemo<ProjectEntry>;
   /** Projects not remembered yet, read together when asked for at the same moment. */
-  private readonly unknown = new Batcher<string, ProjectLiveness | undefined>(async (ids) => {
-    const rows: ProjectLiveness[] = await this.db('projects')
-      .whereIn('id', [...new Set(ids)])
-      .select('id', 'slug', 'deleted');
-    const byId = new Map(rows.map((r) => [r.id, r]));
+  private readonly unknown = new Batcher<string, ProjectEntry | undefined>(async (ids) => {
+    const byId = new Map((await this.byIds(ids)).map((r) => [r.id, r]));
     return ids.map((id) => byId.get(id));
   });
 
@@ -28,11 +26,14 @@ export class Projects implements ProjectDirectory {
     @inject(Access) private readonly access: Access,
     @inject(SharedMemos) memos: SharedMemos,
   ) {
-    this.liveness = projectsMemo(memos);
+    this.known = projectsMemo(memos);
   }
 
-  byId(id: string, db: Db = this.db): Promise<ProjectEntry | undefined> {
-    return db('projects').where({ id }).first(ENTRY);
+  /** Inside a transaction the row as that transaction sees it; else the remembered entry (a copy: it is shared). */
+  async byId(id: string, db: Db = this.db): Promise<ProjectEntry | undefined> {
+    if (db !== this.db) return db('projects').where({ id }).first(ENTRY);
+    const entry = await this.known.get(id, () => this.unknown.submit(id));
+    return entry && { ...entry };
   }
 
   byIds(ids: string[], db: Db = this.db): Promise<ProjectEntry[]> {
@@ -43,7 +44,7 @@ export class Projects implements ProjectDirectory {
   }
 
   async liveSlugs(ids: string[]): Promise<Map<string, string>> {
-    const known = await Promise.all([...new Set(ids)].map((id) => this.liveness.get(id, () => this.unknown.submit(id))));
+    const known = await Promise.all([...new Set(ids)].map((id) => this.known.get(id, () => this.unknown.submit(id))));
     return new Map(known.flatMap((p) => (p && !p.deleted ? [[p.id, p.slug] as const] : [])));
   }
 

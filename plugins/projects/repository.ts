@@ -4,7 +4,7 @@ import type { Db } from '../../core/db/knex.ts';
 import { Access } from '../../core/auth/access.ts';
 import type { Principal } from '../../core/auth/principal.ts';
 import { paginate, type ListQuery } from '../../core/http/lists.ts';
-import { OrgDirectoryToken, type OrgDirectory } from '../../core/ports/directory.ts';
+import { OrgDirectoryToken, type OrgDirectory, type ProjectEntry } from '../../core/ports/directory.ts';
 import { SharedMemos, type SharedMemo } from '../../core/db/shared-memos.ts';
 
 export interface ProjectRow {
@@ -35,15 +35,12 @@ export type Project = ReturnType<typeof toProject>;
 
 export type ProjectFields = Pick<ProjectRow, 'id' | 'org_id' | 'name' | 'slug' | 'repo_url' | 'branch'>;
 
-/** What a job creation needs of its project: the slug of its ids, and whether it may take new jobs. */
-export type ProjectLiveness = Pick<ProjectRow, 'id' | 'slug' | 'deleted'>;
-
-/** Projects' liveness remembered per process; forgotten when a project changes (ProjectRepository.update). */
-export const projectsMemo = (memos: SharedMemos): SharedMemo<ProjectLiveness> => memos.memo('projects', /^\s*(?:update|delete\s+from)\s+"?projects"?[\s(]/i);
+/** Projects' directory entries remembered per process; forgotten when a project changes (ProjectRepository.update). */
+export const projectsMemo = (memos: SharedMemos): SharedMemo<ProjectEntry> => memos.memo('projects', /^\s*(?:update|delete\s+from)\s+"?projects"?[\s(]/i);
 
 @injectable()
 export class ProjectRepository {
-  private readonly liveness: SharedMemo<ProjectLiveness>;
+  private readonly liveness: SharedMemo<ProjectEntry>;
 
   constructor(
     @inject(Tokens.Db) private readonly db: Db,
