@@ -1,34 +1,16 @@
-import { execFile } from 'node:child_process';
 import path from 'node:path';
 import type { DependencyContainer } from './di.ts';
 import type { Config } from './config/schema.ts';
 import { Metrics } from './metrics.ts';
 import { Tokens } from './tokens.ts';
 import { RepoCache, type CacheGit } from './repo-cache.ts';
-import { GIT_HARDENING, gitEnv } from './git-hardening.ts';
+import { trustedGit } from './git-run.ts';
 
 const CACHE_FOLDER = '.repo-cache';
 const GIT_TIMEOUT_MS = 30 * 60_000;
 
-/**
- * The cache's git: none of the server's environment, no system or global configuration, no
- * prompts, nothing a repository's own config could make run (the cache's config is svc's own).
- */
-export const cacheGit: CacheGit = (args, call) =>
-  new Promise((resolve, reject) => {
-    execFile(
-      'git',
-      ['-c', 'protocol.allow=user', ...GIT_HARDENING, ...args],
-      {
-        cwd: call.cwd,
-        signal: call.signal,
-        timeout: GIT_TIMEOUT_MS,
-        maxBuffer: 16 * 1024 * 1024,
-        env: gitEnv(call.env),
-      },
-      (err, stdout, stderr) => (err ? reject(Object.assign(err, { stderr: String(stderr) })) : resolve(String(stdout).trim())),
-    );
-  });
+/** The cache's git: svc's own (core/git-run.ts), with time for a large repository's first clone. */
+export const cacheGit: CacheGit = (args, call) => trustedGit(args, { ...call, timeoutMs: GIT_TIMEOUT_MS });
 
 /** Where the cache lives: `worker.repo_cache.path`, else `.repo-cache` in the workspace root (`worker.workspace_root`, else `<data_dir>/workspaces`). */
 export function repoCacheRoot(config: Pick<Config, 'worker' | 'data_dir'>): string {

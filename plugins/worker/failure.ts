@@ -12,11 +12,6 @@ export class HarnessMissing extends WorkerFailure {
   override name = 'HarnessMissing';
 }
 
-/** The attempt was stopped from outside (job cancelled, lease lost, worker stopping): nothing is reported for it. */
-export class Aborted extends Error {
-  override name = 'Aborted';
-}
-
 /**
  * The job's git controls ask for what the repository does not have (a ref no branch, tag or commit
  * names; a branch that must exist): nothing is wrong with the repository cache, so it is not checked.

@@ -1,7 +1,6 @@
-import { spawn } from 'node:child_process';
 import { sandboxArgs, type SandboxNetwork } from '../../core/sandbox.ts';
-import { GIT_HARDENING, gitEnv } from '../../core/git-hardening.ts';
-import { Aborted } from './failure.ts';
+import { GIT_HARDENING } from '../../core/git-hardening.ts';
+import { execGit, type GitRunner } from '../../core/git-run.ts';
 import type { RunAs } from './run-as.ts';
 
 /**
@@ -16,23 +15,6 @@ import type { RunAs } from './run-as.ts';
  * Every git gets none of the server's environment and no system or global configuration.
  */
 
-export interface GitCall {
-  cwd: string;
-  /** Variables for this call (credentials for the mirror's remote; never for the checkout). */
-  env?: Record<string, string>;
-  /** Written to git's standard input. */
-  input?: string;
-  signal: AbortSignal;
-}
-
-export type GitRunner = (args: string[], call: GitCall) => Promise<string>;
-
-const GIT_TIMEOUT_MS = 10 * 60_000;
-const MAX_OUTPUT = 16 * 1024 * 1024;
-
-/** The worker's own git, for the mirror and a checkout nothing of a job has touched yet. */
-export const trustedGit: GitRunner = (args, call) => execGit('git', ['-c', 'protocol.allow=user', ...GIT_HARDENING, ...args], call, {});
-
 /**
  * Git on a checkout a job may have touched: as `user` (the attempt's) inside the sandbox seeing
  * only the workspace, the mirror (read-only: the checkout borrows its objects) and the exchange
@@ -46,39 +28,4 @@ export function checkoutGit(opts: { sandboxed: boolean; user: RunAs | null; writ
     const wrapped = sandboxArgs('git', full, call.cwd, { writable: opts.writable, readOnly: opts.readOnly, network, user: opts.user });
     return execGit(wrapped.command, wrapped.args, { ...call, env: { ...call.env, HOME: '/tmp' } }, {});
   };
-}
-
-function execGit(command: string, args: string[], call: GitCall, as: Partial<RunAs>): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, {
-      cwd: call.cwd,
-      env: gitEnv(call.env),
-      signal: call.signal,
-      timeout: GIT_TIMEOUT_MS,
-      stdio: [call.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
-      ...as,
-    });
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    let size = 0;
-    child.stdout!.on('data', (b: Buffer) => {
-      size += b.length;
-      if (size <= MAX_OUTPUT) out.push(b);
-    });
-    child.stderr!.on('data', (b: Buffer) => err.length < 256 && err.push(b));
-    if (call.input !== undefined) {
-      child.stdin!.on('error', () => undefined);
-      child.stdin!.end(call.input);
-    }
-    child.once('error', (e) => {
-      if (call.signal.aborted) return reject(new Aborted(String(call.signal.reason ?? 'aborted')));
-      reject(Object.assign(e, { stderr: Buffer.concat(err).toString() }));
-    });
-    child.once('close', (code, signal) => {
-      if (call.signal.aborted) return reject(new Aborted(String(call.signal.reason ?? 'aborted')));
-      const stderr = Buffer.concat(err).toString();
-      if (code === 0) return resolve(Buffer.concat(out).toString().trim());
-      reject(Object.assign(new Error(`git ${args.find((a) => !a.startsWith('-') && !a.includes('=')) ?? ''} exited ${code ?? signal}`), { stderr }));
-    });
-  });
 }

@@ -1,9 +1,10 @@
 import type { AttemptDiff, CheckoutReport, ResolvedGit } from '../../core/ports/attempts.ts';
 import type { RepoCache } from '../../core/repo-cache.ts';
 import { readDiff, type DiffLimits } from './diff.ts';
-import { Aborted, RefMissing, WorkerFailure } from './failure.ts';
+import { RefMissing, WorkerFailure } from './failure.ts';
+import { Aborted } from '../../core/aborted.ts';
 import { checkPushRemote, redactUrl, type RepoAccess } from './git-access.ts';
-import type { GitRunner } from './git-exec.ts';
+import type { GitRunner } from '../../core/git-run.ts';
 import type { WorkspaceOverlay } from './overlay.ts';
 import { overlayCheckout } from './overlay-checkout.ts';
 import type { RunAs } from './run-as.ts';

@@ -1,8 +1,9 @@
 import { lstat, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { directoryIn, UnsafePath, writeContained } from '../../core/contained-fs.ts';
-import { Aborted, WorkerFailure } from './failure.ts';
-import { trustedGit } from './git-exec.ts';
+import { WorkerFailure } from './failure.ts';
+import { Aborted } from '../../core/aborted.ts';
+import { trustedGit } from '../../core/git-run.ts';
 import { redactUrl, type RepoAccess } from './git-access.ts';
 import type { GitSetup } from './git.ts';
 

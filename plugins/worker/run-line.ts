@@ -1,6 +1,7 @@
 import type { AttemptDiff, ResolvedGit, WorkspaceReport } from '../../core/ports/attempts.ts';
 import { readDiff, type DiffLimits } from './diff.ts';
-import { Aborted, WorkerFailure } from './failure.ts';
+import { WorkerFailure } from './failure.ts';
+import { Aborted } from '../../core/aborted.ts';
 import { redactUrl } from './git-access.ts';
 import { GitWorkspace, branchName, chooseRef, type Checkout, type GitSetup, type Timed } from './git.ts';
 import {

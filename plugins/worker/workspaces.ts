@@ -3,7 +3,7 @@ import { mkdir, readFile, readdir, rm, stat, utimes, writeFile } from 'node:fs/p
 import path from 'node:path';
 import type { AttemptWork } from '../../core/ports/attempts.ts';
 import { processExists } from '../../core/process.ts';
-import { Aborted } from './failure.ts';
+import { Aborted } from '../../core/aborted.ts';
 
 /**
  * Where an attempt works (docs/workspaces.md). `isolated` and unset: a fresh directory per attempt,

@@ -1,19 +1,16 @@
-import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { inject, injectable } from '../../../core/di.ts';
 import { Tokens } from '../../../core/tokens.ts';
 import type { Config } from '../../../core/config/schema.ts';
-import { GIT_HARDENING, gitEnv } from '../../../core/git-hardening.ts';
+import { trustedGit } from '../../../core/git-run.ts';
 import { optionalRepoAccess, projectAccessSecrets, redactUrl, repoUrlPolicy } from '../../../core/git-access.ts';
 import { outboundGuard } from '../../../core/http/address-guard.ts';
 import { maskSecrets } from '../../../core/secrets/mask.ts';
 import type { SecretResolver } from '../../../core/ports/secrets.ts';
 import { PullRequestHosts } from '../pull-requests/pull-requests.ts';
 
-const run = promisify(execFile);
 const PUSH_TIMEOUT_MS = 120_000;
 
 export interface BranchCleanup {
@@ -52,8 +49,7 @@ export class RaceBranches {
       });
       const { access } = await optionalRepoAccess(project.repo_url, secrets, 'deleting branches of');
       masked = access.secrets;
-      const git = (args: string[]) =>
-        run('git', ['-c', 'protocol.allow=user', ...GIT_HARDENING, ...args], { cwd: scratch, env: gitEnv(access.env), timeout: PUSH_TIMEOUT_MS });
+      const git = (args: string[]) => trustedGit(args, { cwd: scratch, env: access.env, timeoutMs: PUSH_TIMEOUT_MS });
       await git(['init', '--quiet', '--bare', path.join(scratch, 'repo.git')]);
       await git(['--git-dir', path.join(scratch, 'repo.git'), 'push', '--quiet', project.repo_url, ...branches.map((b) => `:refs/heads/${b}`)]);
       return { branches, deleted: true, error: null };
