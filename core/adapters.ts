@@ -8,7 +8,11 @@ import type { VcsHost } from './ports/vcshost.ts';
 import type { ChatApp } from './ports/chatapp.ts';
 import type { Deployer } from './ports/environments.ts';
 import type { Mailer } from './ports/mail.ts';
+import { existsSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { loadModule } from './load-module.ts';
+import { MODULE_EXT } from './module-ext.ts';
 import { BuilderRegistry, type Builder } from './ports/builder.ts';
 import type { RegistryMode } from './ports/registry.ts';
 
@@ -39,36 +43,36 @@ export interface PortTypes {
 }
 export type PortKind = keyof PortTypes;
 
-const BUILT_IN: Record<PortKind, Record<string, () => Promise<{ default: AdapterDefinition }>>> = {
-  scheduler: { agenda: () => import('../adapters/scheduler/agenda/index.ts') },
-  runtime: {
-    local: () => import('../adapters/runtime/local/index.ts'),
-    docker: () => import('../adapters/runtime/docker/index.ts'),
-    kubernetes: () => import('../adapters/runtime/kubernetes/index.ts'),
-  },
-  vcshost: { hub: () => import('../adapters/vcshost/hub/index.ts') },
-  chatapp: { chat: () => import('../adapters/chatapp/chat/index.ts') },
-  deployer: {
-    none: () => import('../adapters/deployer/none/index.ts'),
-    docker: () => import('../adapters/runtime/docker/deployer.ts'),
-    kubernetes: () => import('../adapters/runtime/kubernetes/deployer.ts'),
-  },
-  mailer: {
-    none: () => import('../adapters/mailer/none/index.ts'),
-    smtp: () => import('../adapters/mailer/smtp/index.ts'),
-  },
-};
+export const PORT_KINDS: PortKind[] = ['scheduler', 'runtime', 'vcshost', 'chatapp', 'deployer', 'mailer'];
 
-export const PORT_KINDS = Object.keys(BUILT_IN) as PortKind[];
+const ADAPTERS_DIR = fileURLToPath(new URL('../adapters/', import.meta.url));
+
+/**
+ * The built-in adapters of a kind, by name: each `adapters/<kind>/<name>/index.ts` (the adapters
+ * folder lists itself, as plugins/ does; core names none of them).
+ */
+export function builtInNames(kind: string): string[] {
+  const dir = path.join(ADAPTERS_DIR, kind);
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir, { withFileTypes: true })
+    .filter((d) => d.isDirectory() && existsSync(path.join(dir, d.name, `index${MODULE_EXT}`)))
+    .map((d) => d.name)
+    .sort();
+}
+
+function builtIn<M>(kind: string, name: string): (() => Promise<M>) | undefined {
+  if (!builtInNames(kind).includes(name)) return undefined;
+  return () => import(pathToFileURL(path.join(ADAPTERS_DIR, kind, name, `index${MODULE_EXT}`)).href) as Promise<M>;
+}
 
 export class AdapterError extends Error {}
 
 async function loadDefinition(kind: PortKind, use: string): Promise<AdapterDefinition> {
   let mod: { default?: AdapterDefinition };
   try {
-    mod = await loadModule(use, { builtIn: (name) => (Object.hasOwn(BUILT_IN[kind], name) ? BUILT_IN[kind][name] : undefined) });
+    mod = await loadModule(use, { builtIn: (name) => builtIn(kind, name) });
   } catch (e) {
-    const known = Object.keys(BUILT_IN[kind]).join(', ');
+    const known = builtInNames(kind).join(', ');
     throw new AdapterError(`adapters.${kind}.use: '${use}' is neither a built-in ${kind} adapter (${known}) nor a loadable package (${(e as Error).message})`);
   }
   const def = mod.default;
@@ -97,19 +101,13 @@ export function checkAdapterKinds(adapters: Record<string, AdapterChoice>): void
   }
 }
 
-/** Builders are many-valued: config `builds.builders` names each one this server has, with its options. */
-const BUILDERS: Record<string, () => Promise<{ default: AdapterDefinition }>> = {
-  buildx: () => import('../adapters/builder/buildx/index.ts'),
-  buildkit: () => import('../adapters/builder/buildkit/index.ts'),
-  kaniko: () => import('../adapters/builder/kaniko/index.ts'),
-};
-
 /** Every configured builder, keyed by backend name; an unknown name or bad options fail with their path. */
 export async function createBuilders(configured: Record<string, Record<string, unknown>>, deps: AdapterDeps): Promise<BuilderRegistry> {
   const registry = new BuilderRegistry();
   for (const [name, options] of Object.entries(configured)) {
-    const load = Object.hasOwn(BUILDERS, name) ? BUILDERS[name] : undefined;
-    if (!load) throw new AdapterError(`builds.builders.${name}: not a built-in builder (${Object.keys(BUILDERS).join(', ')})`);
+    // Builders are many-valued: config `builds.builders` names each one this server has, with its options.
+    const load = builtIn<{ default: AdapterDefinition }>('builder', name);
+    if (!load) throw new AdapterError(`builds.builders.${name}: not a built-in builder (${builtInNames('builder').join(', ')})`);
     const def = (await load()).default;
     const { value, error } = def.options.validate(options ?? {}, { abortEarly: false });
     if (error) throw new AdapterError(error.details.map((d) => `builds.builders.${name}.${d.path.join('.')}: ${d.message}`).join('; '));
@@ -118,12 +116,8 @@ export async function createBuilders(configured: Record<string, Record<string, u
   return registry;
 }
 
-/** The registry modes (`registry:` svc, an own registry, none), by name. */
+/** The registry modes (`registry:` svc, an own registry, none), by name: each `adapters/registry/<name>/`. */
 export async function registryModes(): Promise<Record<RegistryMode['name'], RegistryMode>> {
-  const [svc, oci, none] = await Promise.all([
-    import('../adapters/registry/svc/index.ts'),
-    import('../adapters/registry/oci/index.ts'),
-    import('../adapters/registry/none/index.ts'),
-  ]);
-  return { svc: svc.svcRegistry, oci: oci.ociRegistry, none: none.noneRegistry };
+  const modes = await Promise.all(builtInNames('registry').map(async (name) => (await builtIn<{ default: RegistryMode }>('registry', name)!()).default));
+  return Object.fromEntries(modes.map((mode) => [mode.name, mode])) as Record<RegistryMode['name'], RegistryMode>;
 }

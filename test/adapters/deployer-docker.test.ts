@@ -5,9 +5,9 @@
  */
 import test from 'ava';
 import type { DeployService, DeployTarget } from '../../core/ports/environments.ts';
-import { describeStrategy, strategyFor } from '../../adapters/runtime/docker/deploy-strategy.ts';
-import { containerSpec } from '../../adapters/runtime/docker/deployer-spec.ts';
-import { demultiplexedText } from '../../adapters/runtime/docker/demux.ts';
+import { describeStrategy, strategyFor } from '../../adapters/deployer/docker/strategy.ts';
+import { containerSpec } from '../../adapters/deployer/docker/spec.ts';
+import { demultiplexedText } from '../../adapters/docker/demux.ts';
 
 const service = (over: Partial<DeployService> = {}): DeployService => ({
   image: null,

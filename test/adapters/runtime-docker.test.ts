@@ -11,8 +11,8 @@ import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import pino from 'pino';
 import { createAdapter, type AdapterDeps } from '../../core/adapters.ts';
-import { demultiplex } from '../../adapters/runtime/docker/demux.ts';
-import { engineAddress } from '../../adapters/runtime/docker/engine.ts';
+import { demultiplex } from '../../adapters/docker/demux.ts';
+import { engineAddress } from '../../adapters/docker/engine.ts';
 import { memoryBytes } from '../../adapters/runtime/docker/limits.ts';
 import { startTestServer } from '../support/server.ts';
 

@@ -66,14 +66,14 @@ export function stripComments(source: string): string {
   return out;
 }
 
-/** Every .ts file under dir, relative to root, with forward slashes. */
+/** Every .ts and .tsx file under dir, relative to root, with forward slashes. */
 export function tsFiles(root: string, dir: string): string[] {
   const full = path.join(root, dir);
   const out: string[] = [];
   for (const entry of readdirSync(full)) {
     const rel = `${dir}/${entry}`;
     if (statSync(path.join(root, rel)).isDirectory()) out.push(...tsFiles(root, rel));
-    else if (entry.endsWith('.ts')) out.push(rel);
+    else if (/\.tsx?$/.test(entry)) out.push(rel);
   }
   return out.sort();
 }

@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import Docker from 'dockerode';
-import { engineAddress } from '../../adapters/runtime/docker/engine.ts';
+import { engineAddress } from '../../adapters/docker/engine.ts';
 
 /** The images test/docker/run.ts made sure of: the worker image, and the one with the real CLIs. */
 export const IMAGE = process.env.SVC_DOCKER_TEST_IMAGE ?? 'svc-worker:local';

@@ -13,7 +13,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type Docker from 'dockerode';
-import { statusOf } from '../../adapters/runtime/docker/engine.ts';
+import { statusOf } from '../../adapters/docker/engine.ts';
 import { CLI_NAMES, cacheRoot, cliBin } from '../clis/support/clis.ts';
 
 export const WORKER_IMAGE = process.env.SVC_DOCKER_TEST_IMAGE ?? 'svc-worker:local';

@@ -9,7 +9,7 @@ import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Docker from 'dockerode';
-import { engineAddress, engineMessage } from '../../adapters/runtime/docker/engine.ts';
+import { engineAddress, engineMessage } from '../../adapters/docker/engine.ts';
 import { CLIS_IMAGE, ensureImages, WORKER_IMAGE } from './images.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));

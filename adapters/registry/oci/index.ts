@@ -18,7 +18,7 @@ async function credentials(ctx: RegistryContext) {
  * An own registry (`registry: {host, namespace, auth}`): images go to `host/namespace/service`
  * (namespace defaults to the project slug), logged in with the secrets the setting names.
  */
-export const ociRegistry: RegistryMode = {
+const mode: RegistryMode = {
   name: 'oci',
   async target(ctx) {
     const { host, namespace } = settingOf(ctx);
@@ -31,3 +31,5 @@ export const ociRegistry: RegistryMode = {
     return { auths: { [host]: { auth: Buffer.from(`${username}:${password}`).toString('base64') } } };
   },
 };
+
+export default mode;

@@ -5,7 +5,7 @@ import type { RegistryMode } from '../../../core/ports/registry.ts';
  * in with a short-lived credential limited to the project's repositories (`<slug>/…`). Deployers
  * get the same kind of credential from POST /internal/registry/token, so no pull secret is made.
  */
-export const svcRegistry: RegistryMode = {
+const mode: RegistryMode = {
   name: 'svc',
   async target(ctx) {
     const host = ctx.nativeHost;
@@ -14,3 +14,5 @@ export const svcRegistry: RegistryMode = {
   },
   pullSecret: async () => null,
 };
+
+export default mode;

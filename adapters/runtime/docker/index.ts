@@ -14,8 +14,8 @@ import type { Logger } from 'pino';
 import type { ProcessSpec, RunningProcess, Runtime } from '../../../core/ports/runtime.ts';
 import { defineAdapter } from '../../../core/sdk.ts';
 import { writeFiles } from '../files.ts';
-import { DockerProcess } from './container.ts';
-import { engineAddress, engineMessage, statusOf, type EngineAddress } from './engine.ts';
+import { DockerProcess } from '../../docker/container.ts';
+import { engineAddress, engineMessage, statusOf, type EngineAddress } from '../../docker/engine.ts';
 import { DEFAULT_RESOURCE_CLASSES, hostLimits, resourceClassSchema, type ResourceClass } from './limits.ts';
 
 export type Options = {

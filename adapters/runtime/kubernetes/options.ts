@@ -2,6 +2,7 @@ import path from 'node:path';
 import Joi from 'joi';
 import type { Config } from '../../../core/config/schema.ts';
 import { connectionRules, connectionSchema, type KubeConnection } from '../../kube/connection.ts';
+import { labelKey, labelValue } from '../../kube/labels.ts';
 
 export interface ResourceClass {
   requests: Record<string, string>;
@@ -34,13 +35,6 @@ export const DEFAULT_RESOURCE_CLASSES: Record<string, ResourceClass> = {
 
 const quantity = Joi.alternatives(Joi.string().pattern(/^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$/), Joi.number().min(0));
 const resources = Joi.object().pattern(Joi.string().pattern(/^[a-z0-9./-]+$/), quantity);
-export const labelValue = Joi.string()
-  .max(63)
-  .pattern(/^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$/);
-export const labelKey = Joi.string()
-  .max(253)
-  .pattern(/^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/);
-
 export const optionsSchema = connectionRules(
   Joi.object({
     namespace: Joi.string()

@@ -25,11 +25,11 @@ import type {
 } from '../../../core/ports/environments.ts';
 import { DeployFailed, releaseImages } from '../../../core/ports/environments.ts';
 import { defineAdapter } from '../../../core/sdk.ts';
-import { engineAddress, engineMessage, statusOf } from './engine.ts';
-import { containerSpec, imageCandidates, LABEL, oneOffSpec, SERVICE_RESTART_POLICY } from './deployer-spec.ts';
-import { describeStrategy, strategyFor } from './deploy-strategy.ts';
-import { describeFailure, type FailedContainer } from './container-output.ts';
-import { DockerProcess } from './container.ts';
+import { engineAddress, engineMessage, statusOf } from '../../docker/engine.ts';
+import { containerSpec, imageCandidates, LABEL, oneOffSpec, SERVICE_RESTART_POLICY } from './spec.ts';
+import { describeStrategy, strategyFor } from './strategy.ts';
+import { describeFailure, type FailedContainer } from '../../docker/container-output.ts';
+import { DockerProcess } from '../../docker/container.ts';
 
 export type Options = {
   socket_path: string | null;

@@ -16,7 +16,7 @@ import {
   pullSecretManifest,
   type serviceManifest,
   type Placement,
-} from './deployer-manifests.ts';
+} from './manifests.ts';
 import { apiError, type KubeApi, statusOf } from '../../kube/kube-api.ts';
 
 type Say = (line: string) => void;

@@ -39,14 +39,14 @@ import {
   rolloutOf,
   serviceManifest,
   type Placement,
-} from './deployer-manifests.ts';
+} from './manifests.ts';
 type Say = (line: string) => void;
 import { connectionRules, connectionSchema, kubeConfigOf, type KubeConnection } from '../../kube/connection.ts';
 import { KubeApi } from '../../kube/kube-api.ts';
 import { PodProcess } from '../../kube/pod-process.ts';
 import { podStarted } from '../../kube/pod-start.ts';
-import { labelKey, labelValue } from './options.ts';
-import { EnvironmentObjects, POLL_MS, sleep } from './deployer-objects.ts';
+import { labelKey, labelValue } from '../../kube/labels.ts';
+import { EnvironmentObjects, POLL_MS, sleep } from './objects.ts';
 
 export type Options = KubeConnection & {
   namespace: string | null;

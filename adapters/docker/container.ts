@@ -3,8 +3,8 @@ import { PassThrough, type Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type Docker from 'dockerode';
 import type { Logger } from 'pino';
-import type { OutputLine, ProcessExit, RunningProcess } from '../../../core/ports/runtime.ts';
-import { LineQueue } from '../lines.ts';
+import type { OutputLine, ProcessExit, RunningProcess } from '../../core/ports/runtime.ts';
+import { LineQueue } from '../runtime/lines.ts';
 import { demultiplex } from './demux.ts';
 import { engineMessage, statusOf } from './engine.ts';
 
