@@ -38,6 +38,8 @@ import { WorkEngine } from './work/engine.ts';
 
 /** How long ended work items stay (what the work engine's counts and a late status read see). */
 const WORK_KEPT_MS = 7 * 24 * 3_600_000;
+/** Dead letters stay longer, for whoever looks into why work failed for good; their domain recorded the failure too. */
+const DEAD_WORK_KEPT_MS = 30 * 24 * 3_600_000;
 import { measurePools } from './db/pool-metrics.ts';
 import { measureRequests } from './http/request-metrics.ts';
 
@@ -157,7 +159,7 @@ export async function startKernel(config: Config, opts: KernelOptions = {}): Pro
     housekeeping.add(() =>
       container
         .resolve(WorkEngine)
-        .prune(new Date(Date.now() - WORK_KEPT_MS))
+        .prune(new Date(Date.now() - WORK_KEPT_MS), new Date(Date.now() - DEAD_WORK_KEPT_MS))
         .then(() => undefined),
     );
     if (config.roles.includes('orchestrator')) {

@@ -48,8 +48,8 @@ export class WorkEngine {
     return fenceAll(this.repo, trx, ends);
   }
 
-  /** Removes ended items older than `before` (housekeeping). */
-  prune(before: Date): Promise<number> {
-    return this.repo.prune(before);
+  /** Removes ended items older than `before`, dead letters older than `deadBefore` (housekeeping). */
+  prune(before: Date, deadBefore: Date): Promise<number> {
+    return this.repo.prune(before, deadBefore);
   }
 }

@@ -207,9 +207,15 @@ export class WorkRepository {
     return rows.map((r) => ({ ...r, n: Number(r.n) }));
   }
 
-  /** Removes ended items finished before `before` (retention). */
-  prune(before: Date): Promise<number> {
-    return this.db('work_items').whereIn('status', ['done', 'cancelled']).where('finished_at', '<', before).delete();
+  /** Removes items done or cancelled before `before`, and dead letters that ended before `deadBefore` (retention). */
+  prune(before: Date, deadBefore: Date): Promise<number> {
+    return this.db('work_items')
+      .where((q) =>
+        q
+          .where((ended) => ended.whereIn('status', ['done', 'cancelled']).where('finished_at', '<', before))
+          .orWhere((dead) => dead.where('status', 'dead').where('finished_at', '<', deadBefore)),
+      )
+      .delete();
   }
 }
 

@@ -282,3 +282,30 @@ test('metrics per queue: claims, ends by outcome and items by status', async (t)
   t.regex(text, /svc_work_ended_total\{queue="measured",outcome="done"\} 1/);
   t.regex(text, /svc_work_items\{/);
 });
+
+test('retention: done and cancelled items go after their time, dead letters after theirs, queued ones never', async (t) => {
+  const { db, engine: e } = engine();
+  const q = e.define({ name: 'kept', run: async () => undefined });
+  await db.transaction((trx) =>
+    Promise.all(['done-old', 'cancelled-old', 'dead-old', 'dead-recent', 'queued-old', 'running-old', 'done-recent'].map((k) => q.enqueue(k, {}, trx))),
+  );
+  const ended = (key: string, status: string, daysAgo: number) =>
+    db('work_items')
+      .where({ queue: 'kept', key })
+      .update({ status, finished_at: new Date(Date.now() - daysAgo * 86_400_000) });
+  await ended('done-old', 'done', 8);
+  await ended('cancelled-old', 'cancelled', 8);
+  await ended('done-recent', 'done', 1);
+  await ended('dead-old', 'dead', 31);
+  await ended('dead-recent', 'dead', 8);
+  await ended('queued-old', 'queued', 40);
+  const week = new Date(Date.now() - 7 * 86_400_000);
+  const month = new Date(Date.now() - 30 * 86_400_000);
+  t.is(await e.prune(week, month), 3);
+  t.deepEqual((await db('work_items').where({ queue: 'kept' }).orderBy('key').pluck('key')) as string[], [
+    'dead-recent',
+    'done-recent',
+    'queued-old',
+    'running-old',
+  ]);
+});
