@@ -7495,6 +7495,8 @@ export interface components {
             kind: "event" | "replay" | "test";
             /** @example rpl_01h455vb4pex5vsknk084sn02q */
             replay_id: string | null;
+            /** @description `app_link:<subscription_id>:<source_event_id>` on deliveries of events: an event routed to a subscription again gets no second one */
+            dedupe_key: string | null;
             /** @enum {string} */
             status: "pending" | "retrying" | "succeeded" | "failed";
             attempts: number;
