@@ -2571,7 +2571,7 @@ export interface paths {
         put?: never;
         /**
          * Mail a single-use sign-in link for an app
-         * @description Mail a single-use sign-in link for an app (valid minutes); 202 with the same answer whether or not the address may sign in
+         * @description Mail a single-use sign-in link for an app (valid minutes); 202 with the same answer whether or not the address may sign in; 429 with Retry-After over auth.magic_link_limits (per e-mail, per client address)
          */
         post: operations["requestMagicLink"];
         delete?: never;
@@ -20181,6 +20181,15 @@ export interface operations {
             };
             /** @description Business rule violated */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests: the caller's rate limit or an org quota (limits.*) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
