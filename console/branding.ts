@@ -32,7 +32,7 @@ export function useAppBrand(projectId: string | undefined): AppBrand | null {
     };
   }, [projectId]);
   useEffect(() => {
-    document.title = brand ? `${brand.app_name} · svc` : 'svc';
+    document.title = brand ? `${brand.app_name} · svc console` : 'svc console';
   }, [brand]);
   return brand;
 }

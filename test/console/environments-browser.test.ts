@@ -81,7 +81,7 @@ if (chromiumHere('the environments page in a browser')) {
     // The project is an app: the header and the title carry its x-svc.branding.
     const brand = await page.$eval('[data-testid=app-brand]', (el) => ({ text: el.textContent, color: getComputedStyle(el).borderLeftColor }));
     t.deepEqual(brand, { text: 'Webshop', color: 'rgb(170, 51, 0)' });
-    t.is(await page.title(), 'Webshop · svc');
+    t.is(await page.title(), 'Webshop · svc console');
     t.is(current.tag, 'v1');
     t.deepEqual(w.deployer.calls.slice(-1), ['deploy staging v1']);
   });
