@@ -15,6 +15,7 @@ import { EventsPage, ProjectPage, RunPage } from './project.tsx';
 import { match, navigate, onLink, usePath } from './router.ts';
 import { SignIn } from './signin.tsx';
 import { ErrorNote } from './ui.tsx';
+import { useAppBrand } from './branding.ts';
 
 type Theme = 'light' | 'dark';
 const initialTheme = (): Theme =>
@@ -70,6 +71,10 @@ function App() {
     return () => window.removeEventListener('svc:signed-out', out);
   }, []);
 
+  // Hooks run before any early return: the project shown, read off the path (a job or build page learns it).
+  const pathProject = /^\/console\/projects\/([^/]+)/.exec(path)?.[1];
+  const brand = useAppBrand(pathProject ? decodeURIComponent(pathProject) : /^\/console\/(jobs|builds)\//.test(path) ? learnedProject : undefined);
+
   if (me === undefined) return error ? <ErrorNote error={error} /> : <p class="muted">Loading…</p>;
   if (me === null || path.startsWith('/console/login')) return <SignIn onSignedIn={() => void loadMe()} />;
 
@@ -108,6 +113,11 @@ function App() {
         <a class="brand" href="/">
           svc
         </a>
+        {brand && (
+          <span class="app-brand" data-testid="app-brand" style={brand.color ? { borderColor: brand.color, color: brand.color } : undefined}>
+            {brand.app_name}
+          </span>
+        )}
         <label class="switch">
           <span class="sr">Project</span>
           <select

@@ -84,6 +84,11 @@ export const configSchema = Joi.object({
       issuer: Joi.string().allow(null, '').required(),
       audience: Joi.string().min(1).required(),
     }).required(),
+    magic_link_limits: Joi.object({
+      window_seconds: Joi.number().integer().min(1).max(86_400).required(),
+      per_email: Joi.number().integer().min(1).required(),
+      per_address: Joi.number().integer().min(1).required(),
+    }).required(),
   }).required(),
   secrets: Joi.object({
     master_key: Joi.string().allow(null, '').required(),
@@ -311,6 +316,8 @@ export interface Config {
     identity_provider_url: string | null;
     /** Web sign-on: identity-provider tokens (HS256 with `secret`) exchanged at POST /auth/exchange. */
     sso: { secret: string | null; issuer: string | null; audience: string };
+    /** POST /auth/magic-link: requests allowed per e-mail and per client address in each window; over it, 429 and no mail. */
+    magic_link_limits: { window_seconds: number; per_email: number; per_address: number };
   };
   secrets: { master_key: string | null };
   /** `plugins`: harness packages or paths; `<id>.command`: that harness's binary (null: its default name on PATH). */

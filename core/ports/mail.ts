@@ -1,10 +1,11 @@
 import type { InjectionToken } from 'tsyringe';
 
-/** One plain-text mail. */
+/** One mail: plain text, and optionally the same as HTML (sent as multipart/alternative). */
 export interface MailMessage {
   to: string;
   subject: string;
   text: string;
+  html?: string;
 }
 
 /**

@@ -2,6 +2,7 @@ import Joi from 'joi';
 import type { ServerRoute } from '@hapi/hapi';
 import type { DependencyContainer } from '../../core/di.ts';
 import { paramsOf, payloadOf } from '../../core/http/request.ts';
+import { clientAddressOf } from '../../core/http/client-address.ts';
 import { docs, emailSchema, orgId, projectId } from '../../core/http/schemas.ts';
 import { TYPEID_SUFFIX } from '../../core/ids.ts';
 import { tokenResponse } from './schemas.ts';
@@ -92,12 +93,13 @@ export function appLoginRoutes(container: DependencyContainer): ServerRoute[] {
         auth: false,
         tags,
         payload: SMALL_PAYLOAD,
-        description: `Mail a single-use sign-in link for an app (valid minutes); 202 with the same answer whether or not the address may sign in`,
-        plugins: docs(400, 404, 422),
+        description:
+          'Mail a single-use sign-in link for an app (valid minutes); 202 with the same answer whether or not the address may sign in; 429 with Retry-After over auth.magic_link_limits (per e-mail, per client address)',
+        plugins: docs(400, 404, 422, 429),
         validate: { payload: linkRequest },
         response: { status: { 202: linkRequested } },
       },
-      handler: async (request, h) => h.response(await login.request(payloadOf(request))).code(202),
+      handler: async (request, h) => h.response(await login.request(payloadOf(request), clientAddressOf(request))).code(202),
     },
     {
       method: 'POST',

@@ -12,7 +12,7 @@ import type { Principal } from '../../core/auth/principal.ts';
 import { MailerToken, type Mailer } from '../../core/ports/mail.ts';
 import type { Config } from '../../core/config/schema.ts';
 import type { Logger } from 'pino';
-import { inviteMail } from './invite-mail.ts';
+import { inviteMail, type MailBrand } from './invite-mail.ts';
 import type { UserRow } from './users.ts';
 import { SshKeyError, parsePublicKey } from '../../domain/signatures/ssh.ts';
 
@@ -155,7 +155,7 @@ export class Invites {
     code: string,
     orgName: string,
   ) {
-    const app = (typeof row.app === 'string' ? JSON.parse(row.app) : row.app) as { app_name: string; support_email?: string } | null;
+    const app = (typeof row.app === 'string' ? JSON.parse(row.app) : row.app) as MailBrand | null;
     const message = inviteMail({
       email: row.email,
       code,

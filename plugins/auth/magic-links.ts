@@ -15,6 +15,7 @@ import { Invites, type InviteInput } from './invites.ts';
 import { Users, toUser, type UserRow } from './users.ts';
 import { checkPassword, hashPassword } from './passwords.ts';
 import { magicLinkMail } from './invite-mail.ts';
+import { MagicLinkLimits } from './magic-link-limits.ts';
 
 /** How long a sign-in link works. */
 export const MAGIC_LINK_MINUTES = 15;
@@ -61,6 +62,7 @@ export class AppLogin {
     @inject(OrgDirectoryToken) private readonly orgs: OrgDirectory,
     @inject(MailerToken) private readonly mailer: Mailer,
     @inject(TokenService) private readonly tokens: TokenService,
+    @inject(MagicLinkLimits) private readonly limits: MagicLinkLimits,
   ) {}
 
   /** Public sign-in settings and branding of the app. */
@@ -98,8 +100,12 @@ export class AppLogin {
     return { ...rest, role: role ?? settings.invite.invitedRole, app: { ...branding, project_id } };
   }
 
-  /** Mails a sign-in link when the e-mail may sign in; the same answer either way, and nothing stored or sent otherwise. */
-  async request(input: { project_id: string; email: string; redirect_url?: string }) {
+  /**
+   * Mails a sign-in link when the e-mail may sign in; the same answer either way, and nothing stored
+   * or sent otherwise. Over the e-mail's or the client address's limit, 429 before anything else.
+   */
+  async request(input: { project_id: string; email: string; redirect_url?: string }, clientAddress: string) {
+    await this.limits.take(input.email, clientAddress);
     const settings = await this.apps.of(input.project_id);
     checkRedirect(settings, input.redirect_url);
     if (!this.mayEnter(settings, await this.standing(settings, input.email))) return LINK_REQUESTED;

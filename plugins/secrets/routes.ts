@@ -78,6 +78,19 @@ function routesFor(spec: ScopeSpec, service: SecretService): ServerRoute[] {
       handler: async (request, h) => h.response(await service.create(await owner(request), payloadOf<SecretInput>(request))).code(201),
     },
     {
+      method: 'POST',
+      path: `${base}/ensure`,
+      options: {
+        id: `ensure${noun}`,
+        tags,
+        description: `Find or create a ${scope} secret by name: 200 when created or when every field but the value matches (the value is write-only: never compared, never changed), 409 naming the differing field otherwise`,
+        plugins: { ...write, ...docs(400, 401, 403, 404, 409, ...(scope === 'system' ? [422] : [])) },
+        validate: { ...(params && { params }), payload: scope === 'system' ? S.createSystemSecret : S.createSecret },
+        response: { schema: S.secretSchema },
+      },
+      handler: async (request) => service.ensure(await owner(request), payloadOf<SecretInput>(request)),
+    },
+    {
       method: 'GET',
       path: base,
       options: {

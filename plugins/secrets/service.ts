@@ -4,7 +4,7 @@ import { Tokens } from '../../core/tokens.ts';
 import type { Sealer } from '../../core/crypto/sealer.ts';
 import type { ListQuery } from '../../core/http/lists.ts';
 import { isUniqueViolation } from '../../core/http/unique.ts';
-import { Invalid } from '../../core/errors.ts';
+import { Conflict, Invalid } from '../../core/errors.ts';
 import { INTEGRATION_SECRETS } from '../../core/secrets/platform.ts';
 import { SecretRepository, toSecret, type Secret } from './repository.ts';
 import type { SecretType } from './schemas.ts';
@@ -61,6 +61,31 @@ export class SecretService {
       }
       throw e;
     }
+  }
+
+  /**
+   * Find or create by name: one there whose every field but the value (write-only: never compared,
+   * never changed here) matches is answered as it is; none is created; otherwise 409 naming what
+   * differs. A concurrent ensure that created it first is compared like any other.
+   */
+  async ensure(owner: SecretOwner, input: SecretInput): Promise<Secret> {
+    let existing = await this.secrets.byName(owner, input.name);
+    if (!existing) {
+      try {
+        return await this.create(owner, input);
+      } catch (e) {
+        existing = Boom.isBoom(e) && e.output.statusCode === 409 ? await this.secrets.byName(owner, input.name) : undefined;
+        if (!existing) throw e;
+      }
+    }
+    const differing = [
+      ...(existing.type !== input.type ? ['type'] : []),
+      ...(owner.scope === 'system' && existing.shared_with_jobs !== (input.shared_with_jobs ?? false) ? ['shared_with_jobs'] : []),
+    ];
+    if (differing.length > 0) {
+      throw new Conflict(`secret ${input.name} exists in ${where(owner)} with other ${differing.join(', ')}`, { fields: differing });
+    }
+    return toSecret(existing);
   }
 
   async replace(owner: SecretOwner, name: string, input: SecretReplacement): Promise<Secret> {

@@ -16,6 +16,7 @@ export interface DeliveryRow {
   event_type: string;
   kind: DeliveryKind;
   replay_id: string | null;
+  dedupe_key: string | null;
   status: DeliveryStatus;
   attempts: number;
   next_attempt_at: Date | null;
@@ -38,7 +39,12 @@ export interface NewDelivery {
   event_type: string;
   kind: DeliveryKind;
   replay_id: string | null;
+  /** Set for deliveries of events (`appLinkKey`); replays and tests have none. */
+  dedupe_key: string | null;
 }
+
+/** The dedupe key of the delivery of `eventId` to `subscriptionId`: one such delivery ever. */
+export const appLinkKey = (subscriptionId: string, eventId: string): string => `app_link:${subscriptionId}:${eventId}`;
 
 /** A delivery to send now (its work item is leased to this process), with what sending it needs. */
 export interface ClaimedDelivery {
@@ -84,14 +90,17 @@ export class DeliveryRepository {
     return rows.sort((a: { id: number }, b: { id: number }) => a.id - b.id).map((r: { event_id: string }) => r.event_id);
   }
 
-  /** Inserts deliveries, skipping an event already in flight to the subscription; returns the ids written. */
+  /**
+   * Inserts deliveries, skipping an event already in flight to the subscription and one whose dedupe
+   * key exists (delivered or in flight); returns the ids written.
+   */
   async insert(trx: Db, rows: NewDelivery[]): Promise<Set<string>> {
     if (rows.length === 0) return new Set();
     const { rows: written } = await trx.raw(
-      `INSERT INTO webhook_deliveries (id, subscription_id, event_id, event_type, kind, replay_id)
-       SELECT r.id, r.subscription_id, r.event_id, r.event_type, r.kind, r.replay_id
-       FROM jsonb_to_recordset(?::jsonb) AS r(id text, subscription_id text, event_id text, event_type text, kind text, replay_id text)
-       ON CONFLICT (subscription_id, event_id) WHERE status IN ${ACTIVE} DO NOTHING
+      `INSERT INTO webhook_deliveries (id, subscription_id, event_id, event_type, kind, replay_id, dedupe_key)
+       SELECT r.id, r.subscription_id, r.event_id, r.event_type, r.kind, r.replay_id, r.dedupe_key
+       FROM jsonb_to_recordset(?::jsonb) AS r(id text, subscription_id text, event_id text, event_type text, kind text, replay_id text, dedupe_key text)
+       ON CONFLICT DO NOTHING
        RETURNING id`,
       [JSON.stringify(rows)],
     );

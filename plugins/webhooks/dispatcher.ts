@@ -11,7 +11,7 @@ import { Tokens } from '../../core/tokens.ts';
 import { WorkEngine } from '../../core/work/engine.ts';
 import type { WorkContext, WorkQueue } from '../../core/work/queue.ts';
 import type { WorkItem } from '../../core/work/repository.ts';
-import { DeliveryRepository, type ClaimedDelivery, type NewDelivery } from './deliveries.ts';
+import { DeliveryRepository, appLinkKey, type ClaimedDelivery, type NewDelivery } from './deliveries.ts';
 import { OrgEvents } from './org-events.ts';
 import { subscriptionMatches } from './matching.ts';
 import { SubscriptionRepository } from './repository.ts';
@@ -128,7 +128,15 @@ export class WebhookDispatcher implements RoleService {
         for (const sub of subs) {
           if (sub.org_id !== event.org_id || !subscriptionMatches(sub, { ...event, payload: event.data })) continue;
           const id = newId('whd');
-          rows.push({ id, subscription_id: sub.id, event_id: event.id, event_type: event.type, kind: 'event', replay_id: null });
+          rows.push({
+            id,
+            subscription_id: sub.id,
+            event_id: event.id,
+            event_type: event.type,
+            kind: 'event',
+            replay_id: null,
+            dedupe_key: appLinkKey(sub.id, event.id),
+          });
           const subscription = { id: sub.id, url: sub.url, secret_enc: sub.secret_enc, live: true };
           claimed.set(id, { id, kind: 'event', replay_id: null, attempts: 0, subscription, event });
         }

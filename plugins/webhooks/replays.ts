@@ -93,6 +93,7 @@ export class Replays {
             event_type: e.type,
             kind: 'replay' as const,
             replay_id: id,
+            dedupe_key: null,
           }));
         const written = await this.deliveries.insert(trx, rows);
         await this.dispatcher.enqueue(

@@ -109,6 +109,10 @@ export const deliverySchema = Joi.object({
     .valid(...DELIVERY_KINDS)
     .required(),
   replay_id: replayId.allow(null).required(),
+  dedupe_key: Joi.string()
+    .allow(null)
+    .required()
+    .description('`app_link:<subscription_id>:<source_event_id>` on deliveries of events: an event routed to a subscription again gets no second one'),
   status: Joi.string()
     .valid(...DELIVERY_STATUSES)
     .required(),

@@ -125,6 +125,7 @@ export class WebhookService {
       event_type: event.type,
       kind: 'test',
       replay_id: null,
+      dedupe_key: null,
       status: outcome.ok ? 'succeeded' : 'failed',
       attempts: 1,
       response_status: outcome.status,

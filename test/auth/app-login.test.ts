@@ -1,4 +1,4 @@
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import { as, call } from '../support/server.ts';
 import { memberOf, rows, setup, type Ctx, type User } from '../orgs/helpers.ts';
 import { smtpSink } from '../support/smtp-sink.ts';
@@ -42,6 +42,14 @@ function mailedLink(email: string): { token: string; email: string; data: string
   const token = params.get('token') ?? /Your sign-in token: (\S+)/.exec(mail.data)?.[1];
   if (!token) throw new Error(`no token in ${mail.data}`);
   return { token, email: params.get('email') ?? email, data: mail.data };
+}
+
+/** The mail's HTML part is headed by the app's name on its primary colour, and names its support address. */
+function brandedHtml(t: ExecutionContext, data: string): void {
+  t.regex(data, /\r\nContent-Type: multipart\/alternative; boundary="[^"]+"\r\n/);
+  const html = data.slice(data.indexOf('Content-Type: text/html; charset=utf-8'));
+  t.true(html.includes('<div style="background:#aa3300;color:#ffffff;padding:12px 16px;font-size:18px;font-weight:bold">Shop</div>'), html);
+  t.true(html.includes('Questions: help@shop.example.com'));
 }
 
 test.before(async () => {
@@ -96,6 +104,7 @@ test.serial('self signup: the mailed link (to the app, token in the fragment) si
   t.regex(link.data, /\r\nSubject: Shop: your sign-in link\r\n/);
   t.true(link.data.includes('https://shop.example.com/signed-in#token='));
   t.true(link.data.includes('Questions: help@shop.example.com'));
+  brandedHtml(t, link.data);
   // Stored hashed: the secret half of the token is nowhere in the table.
   const [id, secret] = link.token.split('.');
   const stored = await ctx.srv.kernel.db('magic_links').where({ id }).first();
@@ -183,6 +192,8 @@ test.serial('app invites: only from allowed orgs, with the invited role; the inv
   t.is(invite.statusCode, 201, JSON.stringify(invite.body));
   t.like(invite.body, { role: 'admin', email_sent: true, app: { app_name: 'Shop', project_id: closedApp } });
   t.regex(sink.received.at(-1)!.data, /\r\nSubject: Shop: invitation to Shop Org\r\n/);
+  t.true(sink.received.at(-1)!.data.includes('Questions: help@shop.example.com'));
+  brandedHtml(t, sink.received.at(-1)!.data);
 
   // The invite lets the address ask for a link although the app has no self signup.
   t.is((await anon('POST', '/auth/magic-link', { project_id: closedApp, email })).statusCode, 202);

@@ -75,3 +75,17 @@ test.serial('a refused recipient leaves the invite made and says email_sent fals
   t.false(noEmail.body.email_sent);
   t.is(sink.received.length, before);
 });
+
+test.serial("an app invite's HTML part shows the app's name escaped, on its colour", async (t) => {
+  const res = await owner.api.post('/auth/app-invites', {
+    org_id: orgId,
+    email: 'html-shopper@example.com',
+    app: { app_name: '<b>Shop</b> & Co', primary_color: '#00aa55' },
+  });
+  t.is(res.statusCode, 201, JSON.stringify(res.body));
+  const html = sink.received.at(-1)!.data.split('Content-Type: text/html; charset=utf-8')[1];
+  t.truthy(html);
+  t.true(html.includes('background:#00aa55'));
+  t.true(html.includes('&#60;b&#62;Shop&#60;/b&#62; &#38; Co'));
+  t.false(html.includes('<b>Shop'));
+});

@@ -16,6 +16,9 @@ services:
 environments:
   staging:
     type: persistent
+x-svc:
+  branding: { app_name: Webshop, primary_color: '#aa3300' }
+  auth: { self_signup: false }
 `;
 const digest = (c: string) => 'sha256:' + c.repeat(64);
 
@@ -75,6 +78,10 @@ if (chromiumHere('the environments page in a browser')) {
     t.regex(rollback[1], /rollback/);
     t.is(rollback[2], 'v1');
     const current = (await w.owner.api.get(`/projects/${w.projectA}/environments/staging`)).body.current_release;
+    // The project is an app: the header and the title carry its x-svc.branding.
+    const brand = await page.$eval('[data-testid=app-brand]', (el) => ({ text: el.textContent, color: getComputedStyle(el).borderLeftColor }));
+    t.deepEqual(brand, { text: 'Webshop', color: 'rgb(170, 51, 0)' });
+    t.is(await page.title(), 'Webshop · svc console');
     t.is(current.tag, 'v1');
     t.deepEqual(w.deployer.calls.slice(-1), ['deploy staging v1']);
   });

@@ -1,4 +1,4 @@
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import { as, call, type Reply } from '../support/server.ts';
 import { assertError, assertPage, memberOf, missingProjectId, newUser, rows, setup, ISO, type Ctx } from '../orgs/helpers.ts';
 import { SECRET_FIELDS, assertNoValues, put, secretValue } from './helpers.ts';
@@ -168,6 +168,58 @@ test.serial('system scope is for the system administrator only', async (t) => {
   );
   assertError(t, await as(ctx.srv.server).get('/system/secrets'), 401, /.+/);
 });
+
+/** A 409 of an ensure: the message, and `fields` naming what differs. */
+function conflict(t: ExecutionContext, res: Reply, message: RegExp, fields: string[]): void {
+  t.is(res.statusCode, 409, JSON.stringify(res.body));
+  t.regex(res.body.message, message);
+  t.deepEqual(res.body.fields, fields);
+}
+
+test.serial(
+  'ensure: created or matching on every field but the value is 200 (the value is never compared nor changed); other fields 409 naming them',
+  async (t) => {
+    const admin = as(ctx.srv.server, ctx.adminToken);
+    const { Tokens } = await import('../../core/tokens.ts');
+    const sealer = ctx.srv.kernel.container.resolve(Tokens.Sealer);
+    for (const { scope, base } of scopes()) {
+      const first = remember(secretValue(`ensure-${scope}`));
+      const created = record(await admin.post(`${base}/ensure`, { name: 'ENSURED', value: first }));
+      t.is(created.statusCode, 200, JSON.stringify(created.body));
+      t.like(created.body, { name: 'ENSURED', type: 'env', scope });
+      const stored = () => ctx.srv.kernel.db('secrets').where({ scope, name: 'ENSURED' }).orderBy('id', 'desc').first();
+      const before = await stored();
+
+      const again = record(await admin.post(`${base}/ensure`, { name: 'ENSURED', value: remember(secretValue('other-value')), type: 'env' }));
+      t.is(again.statusCode, 200, JSON.stringify(again.body));
+      t.deepEqual(again.body, created.body);
+      const after = await stored();
+      t.is(after.value_enc, before.value_enc, 'an ensure never changes the value');
+      const ownerId = { project: projectId, org: orgId, user: ctx.adminId, system: '' }[scope];
+      t.is(sealer.open(after.value_enc, `secret:${scope}:${ownerId}:ENSURED`), first);
+
+      const typed = record(await admin.post(`${base}/ensure`, { name: 'ENSURED', value: first, type: 'ssh_key' }));
+      conflict(t, typed, /^secret ENSURED exists in .* with other type$/, ['type']);
+      t.is((await admin.get(`${base}/ENSURED`)).body.type, 'env', 'a refused ensure changes nothing');
+      t.is((await admin.delete(`${base}/ENSURED`)).statusCode, 204);
+    }
+    const sys = '/system/secrets';
+    t.is(record(await admin.post(`${sys}/ensure`, { name: 'SHARED_ONE', value: remember(secretValue('shared')), shared_with_jobs: true })).statusCode, 200);
+    const unshared = record(await admin.post(`${sys}/ensure`, { name: 'SHARED_ONE', value: remember(secretValue('shared2')) }));
+    conflict(t, unshared, /with other shared_with_jobs$/, ['shared_with_jobs']);
+    const both = record(await admin.post(`${sys}/ensure`, { name: 'SHARED_ONE', value: remember(secretValue('shared3')), type: 'file' }));
+    conflict(t, both, /with other type, shared_with_jobs$/, ['type', 'shared_with_jobs']);
+    t.is((await admin.delete(`${sys}/SHARED_ONE`)).statusCode, 204);
+
+    // The create rules hold: bad input 400 naming the field, permissions and visibility as for POST.
+    assertError(t, record(await admin.post(`/projects/${projectId}/secrets/ensure`, { value: 'x' })), 400, /"name" is required/);
+    const member = await memberOf(ctx, orgId, 'ensure-member');
+    const stranger = await newUser(ctx, 'ensure-stranger');
+    const value = remember(secretValue('ensure-perm'));
+    assertError(t, record(await member.api.post(`/projects/${projectId}/secrets/ensure`, { name: 'NOPE', value })), 403, 'missing permission secrets:admin');
+    assertError(t, record(await stranger.api.post(`/projects/${projectId}/secrets/ensure`, { name: 'NOPE', value })), 404, /^project .* not found$/);
+  },
+);
 
 test.serial('values are sealed at rest, bound to their row', async (t) => {
   const admin = as(ctx.srv.server, ctx.adminToken);

@@ -186,3 +186,18 @@ test.serial('no answer within the timeout is a failed attempt with the reason', 
   await w.owner.api.delete(`/orgs/${w.orgA}/webhooks/${sub.id}`);
   rx.reply = () => ({ status: 200, body: 'ok' });
 });
+
+test.serial('an event routed to a subscription twice gets one delivery, keyed app_link:<subscription>:<event>', async (t) => {
+  const sub = await subscribe(w, { url: `${rx.url}/twice`, events: ['manual.twice'] });
+  const event = await emit(w, { type: 'manual.twice' });
+  const first = await until(async () => (await deliveriesOf(w, sub.id)).find((d) => d.status === 'succeeded'), 'the first delivery');
+  t.is(first.dedupe_key, `app_link:${sub.id}:${event.id}`);
+  // The same source event comes through the outbox again, after its delivery has ended.
+  await w.db('webhook_outbox').insert({ event_id: event.id });
+  await until(async () => Number((await w.db('webhook_outbox').where({ event_id: event.id }).count({ n: '*' }).first())!.n) === 0, 'the outbox to drain');
+  await new Promise((r) => setTimeout(r, 300));
+  const all = await deliveriesOf(w, sub.id);
+  t.is(all.length, 1, JSON.stringify(all));
+  t.is(rx.received.filter((r) => r.path === '/hook/twice').length, 1, 'sent once');
+  await w.owner.api.delete(`/orgs/${w.orgA}/webhooks/${sub.id}`);
+});

@@ -67,7 +67,18 @@ class Replies {
 /** Header values never carry a line break (no header injection from a subject or an address). */
 const headerValue = (v: string) => v.replace(/[\r\n]+/g, ' ');
 
-/** The message as sent in DATA: headers, a blank line, the body with CRLF line ends and leading dots doubled. */
+/** CRLF line ends, leading dots doubled (DATA transparency). */
+const dataLines = (text: string) =>
+  text
+    .replace(/\r?\n/g, '\r\n')
+    .split('\r\n')
+    .map((l) => (l.startsWith('.') ? `.${l}` : l))
+    .join('\r\n');
+
+/**
+ * The message as sent in DATA: headers, a blank line, the body with CRLF line ends and leading dots
+ * doubled; with `html`, a multipart/alternative of the text and the HTML.
+ */
 export function formatMessage(from: string, message: MailMessage, date = new Date()): string {
   const domain = from.split('@')[1] ?? 'localhost';
   const headers = [
@@ -77,15 +88,22 @@ export function formatMessage(from: string, message: MailMessage, date = new Dat
     `Date: ${date.toUTCString()}`,
     `Message-ID: <${randomBytes(12).toString('hex')}@${domain}>`,
     'MIME-Version: 1.0',
-    'Content-Type: text/plain; charset=utf-8',
-    'Content-Transfer-Encoding: 8bit',
   ];
-  const body = message.text
-    .replace(/\r?\n/g, '\r\n')
-    .split('\r\n')
-    .map((l) => (l.startsWith('.') ? `.${l}` : l))
-    .join('\r\n');
-  return `${headers.join('\r\n')}\r\n\r\n${body}\r\n`;
+  const part = (type: string) => [`Content-Type: ${type}; charset=utf-8`, 'Content-Transfer-Encoding: 8bit'];
+  if (message.html === undefined) return `${[...headers, ...part('text/plain')].join('\r\n')}\r\n\r\n${dataLines(message.text)}\r\n`;
+  const boundary = `=_svc_${randomBytes(12).toString('hex')}`;
+  const body = [
+    `--${boundary}`,
+    ...part('text/plain'),
+    '',
+    dataLines(message.text),
+    `--${boundary}`,
+    ...part('text/html'),
+    '',
+    dataLines(message.html),
+    `--${boundary}--`,
+  ];
+  return `${[...headers, `Content-Type: multipart/alternative; boundary="${boundary}"`].join('\r\n')}\r\n\r\n${body.join('\r\n')}\r\n`;
 }
 
 /** One mail over one SMTP session: EHLO, AUTH PLAIN if configured, MAIL, RCPT, DATA, QUIT. */
