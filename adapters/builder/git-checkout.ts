@@ -1,11 +1,14 @@
 import { rm } from 'node:fs/promises';
+import path from 'node:path';
 import { redactUrl } from '../../core/git-access.ts';
 import type { RepoCache } from '../../core/repo-cache.ts';
 import { maskSecrets } from '../../core/secrets/mask.ts';
 import { BuildFailure, type BuildRequest } from '../../core/ports/builder.ts';
-import { lastMeaningful, runLines } from './process.ts';
+import { lastMeaningful } from './process.ts';
+import { trustedGit } from '../../core/git-run.ts';
 
-const GIT_ENV = { GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: 'true', GIT_SSH_COMMAND: 'ssh -o BatchMode=yes' };
+// Prompts and askpass are off already (core/git-hardening.ts gitEnv); ssh must not ask either.
+const GIT_ENV = { GIT_SSH_COMMAND: 'ssh -o BatchMode=yes' };
 
 /**
  * A clean checkout of `sha` from `repoUrl` into `dir` (which must not exist), with the project's
@@ -25,12 +28,12 @@ export async function checkout(
   cache: RepoCache | null = null,
 ): Promise<void> {
   try {
-    await checkoutFrom(repoUrl, access, sha, dir, signal, log, cache);
+    await checkoutFrom(repoUrl, access, sha, dir, signal, cache);
   } catch (err) {
     if (!cache || !(err instanceof BuildFailure) || (await cache.verify(repoUrl, signal))) throw err;
     log(`the repository cache's mirror of ${redactUrl(repoUrl)} is broken (git fsck): removed, cloning again`);
     await rm(dir, { recursive: true, force: true });
-    await checkoutFrom(repoUrl, access, sha, dir, signal, log, cache);
+    await checkoutFrom(repoUrl, access, sha, dir, signal, cache);
   }
 }
 
@@ -40,23 +43,28 @@ async function checkoutFrom(
   sha: string,
   dir: string,
   signal: AbortSignal,
-  log: (line: string) => void,
   cache: RepoCache | null,
 ): Promise<void> {
-  const env = { ...process.env, ...GIT_ENV, ...access.env };
+  const env = { ...GIT_ENV, ...access.env };
   const mask = (text: string) => maskSecrets(text, access.secrets);
-  const onLine = (line: string) => log(mask(line));
   const url = redactUrl(repoUrl);
+  const why = (err: { stderr?: string; message: string }) => lastMeaningful((err.stderr || err.message).split('\n'));
   let source = repoUrl;
   if (cache) {
     source = await cache
-      .prepare(repoUrl, sha, () => Promise.resolve({ ...GIT_ENV, ...access.env }), signal)
+      .prepare(repoUrl, sha, () => Promise.resolve(env), signal)
       .catch((err: { stderr?: string; message: string }) => {
-        throw new BuildFailure('clone_error', mask(`could not clone ${url}: ${lastMeaningful((err.stderr || err.message).split('\n'))}`));
+        throw new BuildFailure('clone_error', mask(`could not clone ${url}: ${why(err)}`));
       });
   }
-  const cloned = await runLines('git', ['clone', '--quiet', '--no-checkout', '--', source, dir], { env, signal, onLine });
-  if (cloned.code !== 0) throw new BuildFailure('clone_error', mask(`could not clone ${url}: ${lastMeaningful(cloned.lines)}`));
-  const checked = await runLines('git', ['-c', 'advice.detachedHead=false', 'checkout', '--quiet', '--detach', sha], { cwd: dir, env, signal, onLine });
-  if (checked.code !== 0) throw new BuildFailure('clone_error', mask(`${url} has no commit ${sha}: ${lastMeaningful(checked.lines)}`));
+  // svc's own hardened git (core/git-run.ts): none of the server's environment, no global config, no hooks.
+  const git = (args: string[], cwd: string) => trustedGit(args, { cwd, env, signal });
+  await git(['clone', '--quiet', '--no-checkout', '--', source, dir], path.dirname(dir)).catch((err) => {
+    if (signal.aborted) throw err;
+    throw new BuildFailure('clone_error', mask(`could not clone ${url}: ${why(err)}`));
+  });
+  await git(['-c', 'advice.detachedHead=false', 'checkout', '--quiet', '--detach', sha], dir).catch((err) => {
+    if (signal.aborted) throw err;
+    throw new BuildFailure('clone_error', mask(`${url} has no commit ${sha}: ${why(err)}`));
+  });
 }
