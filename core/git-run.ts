@@ -17,6 +17,8 @@ export interface GitCall {
   signal?: AbortSignal;
   /** Default 10 minutes. */
   timeoutMs?: number;
+  /** The output exactly as git printed it (a file's content); by default it is trimmed. */
+  untrimmed?: boolean;
 }
 
 export type GitRunner = (args: string[], call: GitCall) => Promise<string>;
@@ -59,7 +61,10 @@ export function execGit(command: string, args: string[], call: GitCall, as: { ui
       const stopped = aborted();
       if (stopped) return reject(stopped);
       const stderr = Buffer.concat(err).toString();
-      if (code === 0) return resolve(Buffer.concat(out).toString().trim());
+      if (code === 0) {
+        const output = Buffer.concat(out).toString();
+        return resolve(call.untrimmed ? output : output.trim());
+      }
       reject(Object.assign(new Error(`git ${args.find((a) => !a.startsWith('-') && !a.includes('=')) ?? ''} exited ${code ?? signal}`), { stderr }));
     });
   });

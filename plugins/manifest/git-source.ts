@@ -1,4 +1,3 @@
-import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -9,6 +8,7 @@ import type { Config } from '../../core/config/schema.ts';
 import { GitAccessError, optionalRepoAccess, projectAccessSecrets, redactUrl, repoUrlPolicy, type RepoAccess } from '../../core/git-access.ts';
 import { outboundGuard } from '../../core/http/address-guard.ts';
 import { maskSecrets } from '../../core/secrets/mask.ts';
+import { trustedGit } from '../../core/git-run.ts';
 import type { SecretResolver } from '../../core/ports/secrets.ts';
 
 /** Secrets are looked up lazily: the secrets plugin may load after this one. */
@@ -31,20 +31,14 @@ class GitError extends Error {
   }
 }
 
-function git(args: string[], cwd: string | undefined, access: Pick<RepoAccess, 'env' | 'secrets'>): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile(
-      'git',
-      args,
-      {
-        cwd,
-        timeout: GIT_TIMEOUT_MS,
-        maxBuffer: 8 * 1024 * 1024,
-        env: { GIT_SSH_COMMAND: 'ssh -o BatchMode=yes', ...process.env, ...access.env, GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: 'true' },
-      },
-      (error, stdout, stderr) => (error ? reject(new GitError(maskSecrets(String(stderr).trim() || error.message, access.secrets))) : resolve(String(stdout))),
-    );
-  });
+/** svc's hardened git (core/git-run.ts) with the project's credentials; failures carry git's stderr, secrets masked. */
+async function git(args: string[], cwd: string, access: Pick<RepoAccess, 'env' | 'secrets'>, untrimmed = false): Promise<string> {
+  try {
+    return await trustedGit(args, { cwd, env: { GIT_SSH_COMMAND: 'ssh -o BatchMode=yes', ...access.env }, timeoutMs: GIT_TIMEOUT_MS, untrimmed });
+  } catch (e) {
+    const err = e as { stderr?: string; message: string };
+    throw new GitError(maskSecrets(err.stderr?.trim() || err.message, access.secrets));
+  }
 }
 
 const lastLine = (text: string) => text.split('\n').filter(Boolean).pop() ?? text;
@@ -110,13 +104,13 @@ export class GitManifestSource {
     try {
       if (!existsSync(path.join(mirror, 'HEAD'))) {
         mkdirSync(this.root, { recursive: true });
-        await git(['clone', '--quiet', '--mirror', '--', repoUrl, mirror], undefined, access);
+        await git(['clone', '--quiet', '--mirror', '--', repoUrl, mirror], this.root, access);
       } else {
         await git(['remote', 'set-url', 'origin', repoUrl], mirror, access);
         await git(['fetch', '--quiet', '--prune', 'origin'], mirror, access);
       }
     } catch (e) {
-      throw Boom.badData(`could not fetch ${repoUrl}: ${lastLine((e as Error).message)} (check the URL and the server's git credentials)`);
+      throw Boom.badData(`could not fetch ${redactUrl(repoUrl)}: ${lastLine((e as Error).message)} (check the URL and the server's git credentials)`);
     }
     let sha: string;
     try {
@@ -125,7 +119,7 @@ export class GitManifestSource {
       throw Boom.badData(`ref '${ref}' not found in ${repoUrl}`);
     }
     try {
-      const yaml = await git(['show', `${sha}:${MANIFEST_PATH}`], mirror, access);
+      const yaml = await git(['show', `${sha}:${MANIFEST_PATH}`], mirror, access, true);
       return { yaml, git_sha: sha, ref };
     } catch {
       throw Boom.badData(`${MANIFEST_PATH} not found at ${ref} (${sha}) in ${repoUrl}`);
