@@ -67,26 +67,27 @@ function builtIn<M>(kind: string, name: string): (() => Promise<M>) | undefined 
 
 export class AdapterError extends Error {}
 
-async function loadDefinition(kind: PortKind, use: string): Promise<AdapterDefinition> {
+/** The definition `use` names (a built-in of `kind`, a package or a path), checked; errors name the config `key`. */
+async function loadDefinition(kind: string, use: string, key: string): Promise<AdapterDefinition> {
   let mod: { default?: AdapterDefinition };
   try {
     mod = await loadModule(use, { builtIn: (name) => builtIn(kind, name) });
   } catch (e) {
     const known = builtInNames(kind).join(', ');
-    throw new AdapterError(`adapters.${kind}.use: '${use}' is neither a built-in ${kind} adapter (${known}) nor a loadable package (${(e as Error).message})`);
+    throw new AdapterError(`${key}: '${use}' is neither a built-in ${kind} adapter (${known}) nor a loadable package (${(e as Error).message})`);
   }
   const def = mod.default;
-  if (!def || typeof def.create !== 'function' || !def.options) {
-    throw new AdapterError(`adapters.${kind}.use: '${use}' does not export a default defineAdapter(...)`);
+  if (!def || typeof def.create !== 'function' || !def.options || typeof def.options.validate !== 'function') {
+    throw new AdapterError(`${key}: '${use}' does not export a default defineAdapter(...)`);
   }
-  if (def.kind !== kind) throw new AdapterError(`adapters.${kind}.use: '${use}' is a ${def.kind} adapter, not a ${kind} adapter`);
+  if (def.kind !== kind) throw new AdapterError(`${key}: '${use}' is a ${def.kind} adapter, not a ${kind} adapter`);
   return def;
 }
 
 /** Builds the adapter config names for one port; a bad name or bad options fail with their path. */
 export async function createAdapter<K extends PortKind>(kind: K, choice: AdapterChoice | undefined, deps: AdapterDeps): Promise<PortTypes[K]> {
   if (!choice) throw new AdapterError(`adapters.${kind}: no adapter configured (set adapters.${kind}.use)`);
-  const def = await loadDefinition(kind, choice.use);
+  const def = await loadDefinition(kind, choice.use, `adapters.${kind}.use`);
   const { value, error } = def.options.validate(choice.options ?? {}, { abortEarly: false });
   if (error) {
     throw new AdapterError(error.details.map((d) => `adapters.${kind}.options.${d.path.join('.')}: ${d.message}`).join('; '));
@@ -101,17 +102,26 @@ export function checkAdapterKinds(adapters: Record<string, AdapterChoice>): void
   }
 }
 
-/** Every configured builder, keyed by backend name; an unknown name or bad options fail with their path. */
+/**
+ * Every configured builder, keyed by backend name: a built-in of that name, or the package or path
+ * its `use` names (a third party's builder, examples/builder-plugin), whose builder must call itself
+ * by that name. An unknown name, a bad package or bad options fail the boot with their path.
+ */
 export async function createBuilders(configured: Record<string, Record<string, unknown>>, deps: AdapterDeps): Promise<BuilderRegistry> {
   const registry = new BuilderRegistry();
-  for (const [name, options] of Object.entries(configured)) {
-    // Builders are many-valued: config `builds.builders` names each one this server has, with its options.
-    const load = builtIn<{ default: AdapterDefinition }>('builder', name);
-    if (!load) throw new AdapterError(`builds.builders.${name}: not a built-in builder (${builtInNames('builder').join(', ')})`);
-    const def = (await load()).default;
-    const { value, error } = def.options.validate(options ?? {}, { abortEarly: false });
+  for (const [name, { use, ...options }] of Object.entries(configured)) {
+    if (use !== undefined && typeof use !== 'string') throw new AdapterError(`builds.builders.${name}.use: must be a package name or a path`);
+    if (use === undefined && !builtInNames('builder').includes(name))
+      throw new AdapterError(`builds.builders.${name}: not a built-in builder (${builtInNames('builder').join(', ')}), and no use: names a package`);
+    const key = `builds.builders.${name}${use ? '.use' : ''}`;
+    const def = await loadDefinition('builder', use ?? name, key);
+    const { value, error } = def.options.validate(options, { abortEarly: false });
     if (error) throw new AdapterError(error.details.map((d) => `builds.builders.${name}.${d.path.join('.')}: ${d.message}`).join('; '));
-    registry.add((await def.create(value, deps)) as Builder);
+    const builder = (await def.create(value, deps)) as Builder;
+    if (typeof builder?.build !== 'function' || typeof builder.available !== 'function')
+      throw new AdapterError(`${key}: '${use ?? name}' created no builder (build and available are needed)`);
+    if (builder.name !== name) throw new AdapterError(`${key}: '${use ?? name}' builds as '${builder.name}', but it is configured as '${name}'`);
+    registry.add(builder);
   }
   return registry;
 }

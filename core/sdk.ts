@@ -26,6 +26,9 @@ export type {
 export { harnessContract, messageText, HarnessContractError } from './harness-contract.ts';
 export { planProgress, todoItems, type PlanItem } from './harness-progress.ts';
 export type { HarnessContractCheck, HarnessContractFixtures } from './harness-contract.ts';
+export type { Builder, BuildRequest, BuiltImage, ServiceBuild, PushTarget, BuildErrorClass } from './ports/builder.ts';
+export { BuildFailure, BUILD_ERROR_CLASSES, isBuildFailure } from './ports/builder.ts';
+export { builderContract, BuilderContractError, type BuilderContractCheck, type BuilderContractFixtures } from './builder-contract.ts';
 
 /** Declares an adapter for one port; `options` validates (and defaults) its config block. */
 export function defineAdapter<T, O = Record<string, unknown>>(definition: AdapterDefinition<T, O>): AdapterDefinition<T, O> {

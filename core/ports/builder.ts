@@ -66,6 +66,17 @@ export class BuildFailure extends Error {
   }
 }
 
+/**
+ * A BuildFailure, or an error a third-party builder made without importing svc (examples/builder-plugin):
+ * named 'BuildFailure' with an `errorClass` of the spec's (and `stage`, a string or null).
+ */
+export function isBuildFailure(err: unknown): err is BuildFailure {
+  if (err instanceof BuildFailure) return true;
+  if (!(err instanceof Error) || err.name !== 'BuildFailure') return false;
+  const { errorClass, stage } = err as Error & { errorClass?: unknown; stage?: unknown };
+  return (BUILD_ERROR_CLASSES as readonly unknown[]).includes(errorClass) && (stage === undefined || stage === null || typeof stage === 'string');
+}
+
 export interface Builder {
   /** The backend name (`buildx`, `buildkit`, `kaniko`), as runs record it. */
   readonly name: string;

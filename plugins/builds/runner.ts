@@ -15,7 +15,7 @@ import { registryHostRefusal } from '../../core/git-addresses.ts';
 import { maskSecrets } from '../../core/secrets/mask.ts';
 import type { SecretResolver } from '../../core/ports/secrets.ts';
 import type { RoleService } from '../../core/roles.ts';
-import { BUILD_LOG_TAIL_LINES, BuildFailure, BuilderRegistryToken, type BuilderRegistry, type BuiltImage } from '../../core/ports/builder.ts';
+import { BUILD_LOG_TAIL_LINES, BuildFailure, BuilderRegistryToken, isBuildFailure, type BuilderRegistry, type BuiltImage } from '../../core/ports/builder.ts';
 import { ManifestReaderToken, type ManifestReader } from '../../core/ports/manifest.ts';
 import { ProjectDirectoryToken, type ProjectDirectory } from '../../core/ports/directory.ts';
 import type { RegistrySettingValue } from '../../core/ports/registry.ts';
@@ -151,9 +151,9 @@ export class BuildRunner implements RoleService {
       end = outcome.end;
     } catch (e) {
       const failure =
-        timedOut && !(e instanceof BuildFailure && e.errorClass !== 'build_error')
+        timedOut && !(isBuildFailure(e) && e.errorClass !== 'build_error')
           ? new BuildFailure('timeout_error', `the build did not finish within ${this.config.builds.timeout_seconds} s (builds.timeout_seconds)`)
-          : e instanceof BuildFailure
+          : isBuildFailure(e)
             ? e
             : new BuildFailure('resource_error', (e as Error).message);
       const message = maskSecrets(failure.message, masks);
