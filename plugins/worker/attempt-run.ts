@@ -1,19 +1,7 @@
-import { chown, mkdir, readdir, rm, stat } from 'node:fs/promises';
-import type { AddressGuard } from '../../core/http/address-guard.ts';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
-import type { Logger } from 'pino';
-import type { MachineTokens } from '../../core/auth/machine-tokens.ts';
 import type { ClaimedAttempt } from '../../core/ports/worker.ts';
-import type { ProcessSpec, RunningProcess, Runtime } from '../../core/ports/runtime.ts';
-import type { HarnessDefinition, HarnessRegistry } from '../../core/ports/harness.ts';
-import { isManagedModel, type ManagedModelResolution, type ManagedModels } from '../../core/ports/inference.ts';
-import type { ManifestReader } from '../../core/ports/manifest.ts';
-import type { CoordinationThreads } from '../../core/ports/threads.ts';
-import type { ResourceStore } from '../../core/ports/resources.ts';
-import type { SecretContext, SecretResolver } from '../../core/ports/secrets.ts';
-import type { Manifest } from '../../domain/manifest/types.ts';
-import { secretMasker } from '../../core/secrets/mask.ts';
-import { Invalid, NotFound, SecretMissing } from '../../core/errors.ts';
+import type { ProcessSpec, RunningProcess } from '../../core/ports/runtime.ts';
 import { isDatabaseUnavailable } from '../../core/db/unavailable.ts';
 import { LeaseLost, type AttemptCompletion, type AttemptControl, type AttemptLease, type AttemptWork, type UsageCall } from '../../core/ports/attempts.ts';
 import { HarnessMissing, WorkerFailure } from './failure.ts';
@@ -21,77 +9,19 @@ import { Aborted } from '../../core/aborted.ts';
 import { LogSink } from './log-sink.ts';
 import { patientControl } from './patient-control.ts';
 import { JsonResultScanner, outcomeOf } from './result.ts';
-import { planAttempt, type Plan, type ProcessPlan } from './plan.ts';
-import { JOB_TOKEN_PERMISSIONS, appApiUrls, resolveOverrides, specEnv } from './env.ts';
+import { planAttempt, type Plan } from './plan.ts';
 import { runCheck } from './race-check.ts';
-import { GitWorkspace, remoteUrl, type Checkout, type GitControls, type GitSetup, type Timed } from './git.ts';
-import { DEFAULT_DIFF_LIMITS, type DiffLimits } from './diff.ts';
-import { RunLine } from './run-line.ts';
-import { WorkspaceOverlay } from './overlay.ts';
-import { openWorkspace, sessionKey, workspaceMode, type Workspace } from './workspaces.ts';
-import { STEPS_PATH, writeStepOutputs } from './step-outputs.ts';
-import { repoAccess, type AccessSecrets } from './git-access.ts';
-import type { RepoUrlPolicy } from '../../core/git-access.ts';
+import type { Timed } from './git.ts';
+import { DEFAULT_DIFF_LIMITS } from './diff.ts';
 import { HarnessOutput } from './harness-output.ts';
 import { handOver, isRoot, type RunAs } from './run-as.ts';
-import { attemptUser, type AttemptSandbox } from './sandbox-policy.ts';
-import { checkoutGit } from './git-exec.ts';
+import { attemptUser } from './sandbox-policy.ts';
 import { commandPaths } from '../../core/sandbox.ts';
-import { INBOX_PATH, writeCoordinationInbox } from './coordination.ts';
-import { hydrateResources } from './resources.ts';
 import { runAction } from './actions.ts';
-import type { BuildActions } from '../../core/ports/build-actions.ts';
-import type { EnvironmentActions } from '../../core/ports/environments.ts';
-import type { VcsHost } from '../../core/ports/vcshost.ts';
-import type { ChatApp } from '../../core/ports/chatapp.ts';
+import { AttemptProvisioner, timeoutOf, type Held } from './attempt-provision.ts';
+import type { WorkerDeps } from './worker-deps.ts';
 import { isObject } from '../../core/is-object.ts';
 import { UnsafePath } from '../../core/contained-fs.ts';
-
-export interface WorkerSettings {
-  workspaceRoot: string;
-  keepWorkspaces: boolean;
-  /** Reused workspaces unused this long are removed (sweepWorkspaces). */
-  workspaceIdleMs: number;
-  repoCache?: GitSetup['cache'];
-  /** Isolated attempts' working trees are overlays over the cache's prepared checkouts (decided once at start: overlayUnavailable). */
-  copyOnWrite?: boolean;
-  heartbeatMs: number;
-  leaseSeconds: number;
-  logFlushMs: number;
-  git: { token_secret: string; ssh_key_secret: string; author_name: string; author_email: string };
-  /** worker.run_as_uid: the user attempts run as (the workspace is handed to it); null: see attemptUser. */
-  runAs: RunAs | null;
-  /** What worker.sandbox came to on this machine. */
-  sandbox: AttemptSandbox;
-  /** Which file:// repositories may be cloned here (worker.git.allow_file_urls, file_roots). */
-  repoUrls: RepoUrlPolicy;
-  /** The outbound address policy every clone, fetch and push is checked and pinned by (outbound.*); absent: none. */
-  addresses?: AddressGuard;
-  /** worker.diff: what is kept of each attempt's diff (docs/diffs.md); absent: the defaults. */
-  diff?: DiffLimits;
-}
-
-/** What running an attempt needs; optional ports are looked up per attempt (their plugins may load after this one). */
-export interface WorkerDeps {
-  control: AttemptControl;
-  runtime: Runtime;
-  tokens: MachineTokens;
-  logger: Logger;
-  settings: WorkerSettings;
-  secrets(): SecretResolver | null;
-  harnesses(): HarnessRegistry | null;
-  manifests(): ManifestReader | null;
-  resources(): ResourceStore | null;
-  coordination(): CoordinationThreads | null;
-  managedModels(): ManagedModels | null;
-  buildActions(): BuildActions | null;
-  environments(): EnvironmentActions | null;
-  vcshost(): VcsHost | null;
-  chatapp(): ChatApp | null;
-  apiUrl(): string;
-  /** An attempt found its harness missing here: the worker reports what it can run again, now. */
-  harnessesChanged?(): void;
-}
 
 type Phase = { name: string; started_at: Date; ended_at: Date };
 
@@ -107,23 +37,6 @@ const timerFor =
     }
   };
 
-/**
- * The process to start, and how its harness's usage reports count: under `model` when they name
- * none; not at all when the model is reached through svc's inference proxy (`proxied`), which
- * records every call on the attempt itself.
- */
-interface Provisioned {
-  spec: ProcessSpec;
-  /** Host paths the harness said its CLI reads (HarnessInvocation.readPaths). */
-  readPaths?: string[];
-  plan: ProcessPlan;
-  usage: { model: string; proxied: boolean };
-}
-const NO_USAGE: Provisioned['usage'] = { model: 'unknown', proxied: false };
-
-/** Job tokens outlive the attempt's timeout by this much (they stop anyway when the attempt ends). */
-const TOKEN_MARGIN_SECONDS = 600;
-const DEFAULT_TOKEN_TTL_SECONDS = 86_400;
 const PROGRESS_INTERVAL_MS = 1000;
 /**
  * How long a CLI whose every model call goes through svc's gateway may take to end by itself once
@@ -131,11 +44,6 @@ const PROGRESS_INTERVAL_MS = 1000;
  * works, so it can call no model, and its last lines (the refusal) reach the log. Then it is killed.
  */
 const ENDED_GRACE_MS = 15_000;
-
-const timeoutOf = (work: AttemptWork): number | null => {
-  const t = work.job.hints.timeout_seconds;
-  return typeof t === 'number' && t > 0 ? t : null;
-};
 
 /**
  * One claimed attempt from start to end: a fresh workspace, the checkout per the job's git controls,
@@ -224,7 +132,7 @@ export class AttemptRun {
           result: { status: 'failed', reason },
           result_json: { svc: { status: 'failed', reason } },
           error: reason,
-          git: this.git?.resolved ?? null,
+          git: this.held.git?.resolved ?? null,
         };
       }
       await log.flush();
@@ -239,8 +147,8 @@ export class AttemptRun {
       clearInterval(heartbeat);
       await log.flush();
       await rm(credentialsDir, { recursive: true, force: true }).catch(() => undefined);
-      const workspace = this.workspace;
-      await this.overlay
+      const { workspace } = this.held;
+      await this.held.overlay
         ?.unmount(settings.keepWorkspaces)
         .catch((err) => logger.warn({ err, jobId: work.job.id }, 'could not unmount the copy-on-write workspace'));
       if (workspace) {
@@ -253,10 +161,7 @@ export class AttemptRun {
     }
   }
 
-  private git: Checkout | null = null;
-  private workspace: Workspace | null = null;
-  /** The attempt's copy-on-write working tree, when it has one (mounted by the checkout). */
-  private overlay: WorkspaceOverlay | null = null;
+  private readonly held: Held = { workspace: null, overlay: null, git: null };
 
   /** `runner.completed` with the result, or `runner.failed` with the error and the exit code when there was one. */
   private runnerEnded(completion: AttemptCompletion): Promise<void> {
@@ -276,11 +181,21 @@ export class AttemptRun {
       if (plan.kind === 'action') return timed('execute', () => this.action(work, plan, log));
     }
     const { spec, plan, usage } = await timed('provision', async () => {
-      const provisioned = await this.provision(work, log, credentialsDir, timed);
+      const { deps, control, lease, held } = this;
+      const provisioner = new AttemptProvisioner({
+        deps,
+        signal: this.abort.signal,
+        user: this.user,
+        control,
+        lease,
+        held,
+        progress: (m, pct) => this.progress(m, pct),
+      });
+      const provisioned = await provisioner.provision(work, log, credentialsDir, timed);
       const { sandbox } = this.deps.settings;
       const user = this.user;
       if (user) {
-        const overlay = this.overlay?.mounted ? this.overlay : null;
+        const overlay = this.held.overlay?.mounted ? this.held.overlay : null;
         if (isRoot()) await handOver(provisioned.spec.cwd, user, { sandboxed: sandbox.on, ...(overlay ? { chown: () => overlay.handOver(user) } : {}) });
         provisioned.spec.user = user;
       }
@@ -323,7 +238,7 @@ export class AttemptRun {
     let completion = outcomeOf(plan.kind, exit, scanner.result(), timeout);
     const how = exit.timedOut ? 'timed out' : exit.signal ? `killed by ${exit.signal}` : `exit code ${exit.exitCode}`;
     await log.system(`process ended (${how}): ${completion.result.status}${completion.result.reason ? `: ${completion.result.reason}` : ''}`);
-    const git = this.git;
+    const git = this.held.git;
     if (git) {
       const succeeded = completion.result.status === 'success';
       const failure = await git.finish(succeeded, completion.result.summary ?? work.job.title, timed);
@@ -338,7 +253,7 @@ export class AttemptRun {
       await this.recordDiff(log, timed);
     }
     if (work.check_command) completion = { ...completion, check: await timed('check', () => runCheck(this.deps.runtime, spec, work.check_command!, log)) };
-    return { ...completion, git: this.git?.resolved ?? null };
+    return { ...completion, git: this.held.git?.resolved ?? null };
   }
 
   private diffTried = false;
@@ -349,7 +264,7 @@ export class AttemptRun {
    * record of the work, never a reason to fail it.
    */
   private async recordDiff(log: LogSink, timed: Timed): Promise<void> {
-    const git = this.git;
+    const git = this.held.git;
     if (!git || this.diffTried) return;
     this.diffTried = true;
     try {
@@ -378,180 +293,8 @@ export class AttemptRun {
     const { sandbox } = this.deps.settings;
     const searchPath = spec.env.PATH ?? process.env.PATH ?? '';
     const commands = await Promise.all([commandPaths(spec.command, searchPath), commandPaths(process.execPath, '')]);
-    const readOnly = [this.workspace!.store, ...commands.flat(), ...readPaths.filter((p) => path.isAbsolute(p)), ...sandbox.readOnly];
+    const readOnly = [this.held.workspace!.store, ...commands.flat(), ...readPaths.filter((p) => path.isAbsolute(p)), ...sandbox.readOnly];
     return { writable: [spec.cwd], readOnly, network: sandbox.network };
-  }
-
-  /** Workspace, checkout, environment and the process spec; every missing piece fails here, before anything runs. */
-  private async provision(work: AttemptWork, log: LogSink, credentialsDir: string, timed: Timed): Promise<Provisioned> {
-    const { deps } = this;
-    const { sandbox } = deps.settings;
-    if (sandbox.refusal) throw new WorkerFailure(sandbox.refusal);
-    if (sandbox.warning) await log.system(sandbox.warning);
-    const ctx: SecretContext = { projectId: work.project.id, userId: work.job.created_by };
-    const manifest: Manifest | null =
-      (
-        await deps
-          .manifests()
-          ?.current(work.project.id)
-          .catch(() => null)
-      )?.parsed ?? null;
-    // A runtime that runs processes in an image finds the harness's binary there, not on this machine.
-    const plan = await planAttempt(work, deps.harnesses(), manifest, ctx, { commandsIn: deps.runtime.commandsIn });
-    if (plan.kind === 'action') throw new WorkerFailure(`action ${plan.type} runs without a workspace`);
-    const masks: string[] = [];
-    const remask = () => (log.mask = secretMasker(masks));
-    const workspace = await timed('workspace', () =>
-      openWorkspace(deps.settings.workspaceRoot, work, this.abort.signal, async (holder) => {
-        const mode = workspaceMode(work);
-        const message = `waiting for the ${mode} workspace${mode === 'session' ? ` '${sessionKey(work)}'` : ''}: job ${holder} is using it`;
-        await log.system(message);
-        await this.progress(message, null);
-      }),
-    );
-    this.workspace = workspace;
-    const { dir } = workspace;
-    await log.system(`workspace ${dir}${describeWorkspace(work, workspace)}`);
-
-    const exchange = await this.prepareStore(workspace);
-    // Copy-on-write only where a fresh folder is cloned into and the process runs on this machine's files.
-    if (deps.settings.copyOnWrite && deps.settings.repoCache && workspace.mode === 'isolated' && !deps.runtime.commandsIn)
-      this.overlay = new WorkspaceOverlay(dir);
-    const controls = (work.job.git ?? {}) as GitControls;
-    const url = work.project.repo_url;
-    if (url) {
-      const secrets = this.accessSecrets(ctx, credentialsDir, work.project.id);
-      const access = await repoAccess(url, secrets, 'cloning');
-      const pushUrl = remoteUrl(controls, url);
-      const pushAccess = pushUrl && pushUrl !== url ? await repoAccess(pushUrl, secrets, 'pushing to') : null;
-      masks.push(...access.secrets, ...(pushAccess?.secrets ?? []));
-      remask();
-      const envReleaseSha = work.job.env_name ? await this.envReleaseSha(work.project.id, work.job.env_name, controls) : null;
-      const setup: GitSetup = {
-        dir,
-        mirror: path.join(workspace.store, 'mirror.git'),
-        exchange,
-        checkoutGit: checkoutGit({ sandboxed: sandbox.on, user: this.user, writable: [dir, exchange], readOnly: [workspace.store] }),
-        touched: false,
-        url,
-        cache: deps.settings.repoCache ?? null,
-        overlay: this.overlay,
-        owner: this.user,
-        sparse: sparseOf(work),
-        access,
-        pushAccess,
-        controls,
-        jobId: work.job.id,
-        runId: work.run?.id ?? null,
-        projectBranch: work.project.branch,
-        envName: work.job.env_name,
-        envReleaseSha,
-        author: { name: deps.settings.git.author_name, email: deps.settings.git.author_email },
-        signal: this.abort.signal,
-        log: (line) => log.system(line),
-      };
-      this.git = await timed('clone', () => checkoutFor(work, workspace, setup));
-    } else if ((controls.push ?? 'never') !== 'never' || controls.commit === 'auto' || controls.commit === 'required') {
-      throw new WorkerFailure(`the job's git controls need a repository, but project ${work.project.id} has no repo_url`);
-    }
-
-    const resourceIndex = await hydrateResources({
-      work,
-      dir,
-      store: deps.resources(),
-      control: this.control,
-      lease: this.lease,
-      log: (line) => log.system(line),
-    });
-    const inbox = await writeCoordinationInbox(deps.coordination(), work, dir);
-    if (inbox !== null) await log.system(`coordination inbox ${INBOX_PATH}: ${inbox} message(s)`);
-    const overrides = await resolveOverrides(work, deps.secrets(), ctx);
-    const timeout = timeoutOf(work);
-    const { token } = await deps.tokens.signJobToken({
-      jobId: work.job.id,
-      attemptId: work.attempt.id,
-      projectId: work.project.id,
-      orgId: work.project.org_id,
-      permissions: [...JOB_TOKEN_PERMISSIONS],
-      ttlSeconds: timeout ? Math.ceil(timeout) + TOKEN_MARGIN_SECONDS : DEFAULT_TOKEN_TTL_SECONDS,
-    });
-    masks.push(...overrides.secrets, token);
-    const outputs = await writeStepOutputs(dir, work);
-    if (outputs.steps.length)
-      await log.system(`outputs of step${outputs.steps.length === 1 ? '' : 's'} ${outputs.steps.join(', ')} in ${STEPS_PATH.join('/')}/`);
-    // svc's own variables: nothing the job or the harness sets replaces them.
-    const svcEnv = {
-      ...outputs.env,
-      ...specEnv(work, { agentId: plan.agentId, resourceIndex, jobToken: token, apiUrl: deps.apiUrl(), appApis: appApiUrls(work, manifest) }),
-    };
-    const env = { ...overrides.env, ...svcEnv };
-    if (plan.kind === 'script') {
-      remask();
-      return { plan, spec: { command: '/bin/sh', args: ['-c', plan.run], env, cwd: dir, resourceClass: resourceClassOf(work) }, usage: NO_USAGE };
-    }
-    if (plan.fallback) await log.system(plan.fallback);
-    const { choice } = plan;
-    const managed = isManagedModel(choice.model) ? await this.managedModel(work, plan.harness, choice.model!, token) : null;
-    // On a managed model the CLI's own credentials are never looked up (nor an OAuth login refreshed).
-    const credentials = managed ? {} : await deps.harnesses()!.credentials(plan.harness.id, ctx);
-    masks.push(...Object.values(credentials));
-    remask();
-    if (managed) {
-      masks.push(...managed.secrets);
-      remask();
-      await log.system(`model ${choice.model}: ${managed.model} through ${managed.via === 'proxy' ? "svc's inference proxy" : managed.baseUrl}`);
-    }
-    const invocation = plan.harness.build({
-      prompt: plan.prompt,
-      workspace: dir,
-      model: managed?.model ?? choice.model,
-      reasoningEffort: choice.reasoningEffort,
-      variant: choice.variant,
-      permissionPolicy: plan.permissionPolicy,
-      // On a managed model the gateway is the CLI's only provider: no credential of another (a
-      // gateway token, a base URL, cloud keys) may reroute or re-authenticate its calls.
-      env: managed ? { ...withoutCredentials(env, plan.harness), ...managed.env } : { ...credentials, ...env },
-      ...(managed ? { gateway: true } : {}),
-    });
-    if (!choice.model && invocation.model && invocation.model === plan.harness.defaultModel)
-      await log.system(
-        `model ${invocation.model}: the job names none, and it is ${plan.harness.id}'s default model (harnesses.${plan.harness.id}.default_model)`,
-      );
-    // What the harness writes for its run (a plugin dir, tool server config) is never committed.
-    await this.git?.exclude(Object.keys(invocation.files));
-    return {
-      plan,
-      readPaths: invocation.readPaths ?? [],
-      usage: { model: managed?.model ?? choice.model ?? invocation.model ?? 'unknown', proxied: managed?.via === 'proxy' },
-      spec: {
-        command: invocation.command,
-        args: invocation.args,
-        // The harness saw the job's overrides in its input and may have built on them (harness_f merges
-        // its permission policy into OPENCODE_CONFIG_CONTENT): what it made of them wins over the raw ones.
-        env: { ...(managed ? withoutCredentials(overrides.env, plan.harness) : overrides.env), ...invocation.env, ...svcEnv },
-        files: invocation.files,
-        cwd: dir,
-        resourceClass: resourceClassOf(work),
-      },
-    };
-  }
-
-  /** The workspace's store (workspaces.ts), and in it the exchange folder, which the attempt's user may write. */
-  private async prepareStore(workspace: Workspace): Promise<string> {
-    const exchange = path.join(workspace.store, 'exchange');
-    await mkdir(workspace.store, { recursive: true, mode: 0o755 });
-    await rm(exchange, { recursive: true, force: true });
-    await mkdir(exchange, { mode: 0o700 });
-    const user = this.user;
-    if (user && isRoot()) await chown(exchange, user.uid, user.gid);
-    return exchange;
-  }
-
-  /** The job's environment's current release SHA, asked only when the ref policy can use it. */
-  private async envReleaseSha(projectId: string, envName: string, controls: GitControls): Promise<string | null> {
-    const policy = controls.ref_policy ?? (controls.ref ? 'explicit' : 'auto');
-    if (policy !== 'env' && policy !== 'auto') return null;
-    return (await this.deps.environments()?.releaseSha(projectId, envName)) ?? null;
   }
 
   /** A built-in action: no workspace and no process; its outputs are the attempt's result_json (`steps.<name>.result`). */
@@ -583,42 +326,6 @@ export class AttemptRun {
    * A `managed/<name>` model resolved by the inference domain: svc's model gateway, for the protocol
    * the CLI speaks (the harness's `speaks`, else guessed from its credential names), with the job token as its key.
    */
-  private async managedModel(work: AttemptWork, harness: HarnessDefinition, model: string, jobToken: string): Promise<ManagedModelResolution> {
-    const models = this.deps.managedModels();
-    if (!models) throw new WorkerFailure(`model ${model} is a managed model, but this server has no inference plugin to resolve it`);
-    const names = (harness.credentials?.env ?? []).flat();
-    const all = (pattern: RegExp) => names.length > 0 && names.every((name) => pattern.test(name));
-    const speaks = harness.speaks ?? (all(/^(ANTHROPIC|CLAUDE)_/) ? 'anthropic' : all(/^(GEMINI|GOOGLE)_/) ? 'gemini' : 'openai');
-    try {
-      return await models.resolve({ model, projectId: work.project.id, orgId: work.project.org_id, speaks, jobToken });
-    } catch (err) {
-      if (err instanceof NotFound || err instanceof Invalid) throw new WorkerFailure(err.message);
-      throw err;
-    }
-  }
-
-  private accessSecrets(ctx: SecretContext, credentialsDir: string, projectId: string): AccessSecrets {
-    const { settings } = this.deps;
-    return {
-      tokenSecret: settings.git.token_secret,
-      sshKeySecret: settings.git.ssh_key_secret,
-      credentialsDir,
-      repoUrls: settings.repoUrls,
-      ...(settings.addresses ? { addresses: settings.addresses } : {}),
-      scopeHint: `--project ${projectId}`,
-      lookup: async (name) => {
-        const resolver = this.deps.secrets();
-        if (!resolver) return null;
-        try {
-          return await resolver.resolve(name, ctx);
-        } catch (err) {
-          if (err instanceof SecretMissing && err.secret === name) return null;
-          throw err;
-        }
-      },
-    };
-  }
-
   /** Records usage; over the job's budget the platform has ended the attempt (BUDGET_EXCEEDED), so the process tree is killed. */
   private async usage(call: UsageCall): Promise<void> {
     const { budgetExceeded } = await this.control.recordUsage(this.lease, [call]);
@@ -673,86 +380,4 @@ export class AttemptRun {
       this.beating = false;
     }
   }
-}
-
-/** workspace.sparse as the job asked (validated at creation), or null. */
-function sparseOf(work: AttemptWork): string[] | null {
-  const sparse = work.job.workspace?.sparse;
-  return Array.isArray(sparse) && sparse.length ? sparse.filter((p): p is string => typeof p === 'string') : null;
-}
-
-function resourceClassOf(work: AttemptWork): string | undefined {
-  const rc = work.job.hints.resource_class;
-  return typeof rc === 'string' ? rc : undefined;
-}
-
-/** ` (mode job, reused)`-style detail for the workspace log line; nothing for a fresh isolated one. */
-function describeWorkspace(work: AttemptWork, workspace: Workspace): string {
-  if (workspace.mode === 'isolated') return '';
-  const what = workspace.mode === 'session' ? `session '${sessionKey(work)}'` : 'job';
-  const how = workspace.reused
-    ? workspace.mode === 'job'
-      ? "reused: this job's earlier attempt left it"
-      : 'reused: an earlier job of the session left it'
-    : 'new';
-  return ` (workspace ${what}, ${how})`;
-}
-
-/**
- * The checkout: on the run's line of work for a step of a run (unless its workspace is isolated),
- * else per the job's git controls; a reused workspace's checkout is continued, not cloned again.
- */
-async function checkoutFor(work: AttemptWork, workspace: Workspace, setup: GitSetup): Promise<Checkout> {
-  const present = (p: string) =>
-    stat(p).then(
-      () => true,
-      () => false,
-    );
-  const hasCheckout = workspace.reused && (await present(path.join(workspace.dir, '.git'))) && (await present(setup.mirror));
-  // The earlier job's checkout: git runs there only as the job, in the sandbox.
-  setup.touched = hasCheckout;
-  // A reused directory without a checkout and its mirror (its attempt stopped before cloning) is cloned into afresh.
-  if (workspace.reused && !hasCheckout) {
-    for (const entry of await readdir(workspace.dir)) await rm(path.join(workspace.dir, entry), { recursive: true, force: true });
-  }
-  if (work.run && work.job.workspace?.mode !== 'isolated') {
-    const step = typeof work.job.hints.step_name === 'string' ? work.job.hints.step_name : work.job.id;
-    const dependsOn = Array.isArray(work.job.hints.depends_on) ? work.job.hints.depends_on.filter((d): d is string => typeof d === 'string') : [];
-    const upstream = new Map((work.run.steps ?? []).map((s) => [s.name, s.depends_on]));
-    const place = {
-      step,
-      dependsOn,
-      upstream,
-      mode: workspace.mode === 'isolated' ? 'run' : workspace.mode,
-      reused: hasCheckout,
-      continueCheckout: workspace.mode === 'job',
-    };
-    if (setup.sparse || setup.controls.depth)
-      await setup.log(
-        "workspace.sparse and git.depth do not apply to a step on the run's line of work (it merges the other steps' branches): checked out in full",
-      );
-    return RunLine.prepare(setup, place, !hasCheckout);
-  }
-  const checkout = hasCheckout ? await GitWorkspace.reopen(setup) : await GitWorkspace.prepare(setup);
-  const { report } = checkout;
-  // A fresh isolated workspace has nothing to say, unless it was cut (sparse, shallow).
-  if (workspace.mode === 'isolated' && !report?.sparse && !report?.depth) return checkout;
-  checkout.resolved.workspace = {
-    mode: workspace.mode,
-    reused: hasCheckout,
-    started_from: checkout.resolved.resolved_sha,
-    run_branch: null,
-    step_branch: checkout.resolved.resolved_branch,
-    merged: [],
-    pushed_to: [],
-    changed_files: [],
-    ...(report ? { checkout: report } : {}),
-  };
-  return checkout;
-}
-
-/** `env` without any variable the harness reads as a provider credential. */
-function withoutCredentials(env: Record<string, string>, harness: HarnessDefinition): Record<string, string> {
-  const names = new Set((harness.credentials?.env ?? []).flat());
-  return Object.fromEntries(Object.entries(env).filter(([name]) => !names.has(name)));
 }

@@ -4,7 +4,8 @@ import type { Db } from '../../core/db/knex.ts';
 import { afterCommit } from '../../core/db/after-commit.ts';
 import type { JobPhaseChange } from '../../core/ports/jobs.ts';
 import type { ClaimedAttempt, WorkerDispatcher } from '../../core/ports/worker.ts';
-import { AttemptRun, type WorkerDeps } from './attempt-run.ts';
+import { AttemptRun } from './attempt-run.ts';
+import type { WorkerDeps } from './worker-deps.ts';
 import { sweepWorkspaces } from './workspaces.ts';
 import { sweepOverlays } from './overlay.ts';
 
