@@ -42,7 +42,12 @@ export function environmentActions(service: EnvironmentService, deploys: DeployS
       }
       await ctx.log(`deploying to environment ${envName}`);
       const echo = (line: string) => void ctx.log(line);
-      const deploy = await deploys.deploy({ id: ctx.createdBy ?? 'system' }, ctx.projectId, envName, request, { wait: true, echo });
+      const opts = { wait: true, echo, approved: str(i.deploy_id) };
+      const deploy = await deploys.deploy({ id: ctx.createdBy ?? 'system' }, ctx.projectId, envName, request, opts);
+      if (deploy.status === 'awaiting_approval' || deploy.status === 'waiting')
+        throw new Invalid(
+          `environment ${envName} is protected: deploy ${deploy.id} is ${deploy.status} (approve it through the API, or deploy through POST …/environments/${envName}/deploy)`,
+        );
       await ctx.log(`deploy ${deploy.id}: ${deploy.status}${deploy.error_message ? `: ${deploy.error_message}` : ''}`);
       if (deploy.status === 'failed') throw new Invalid(`deploy ${deploy.id} to ${envName} failed: ${deploy.error_message}`);
       return deployOutputs(deploy, envName);

@@ -5,12 +5,35 @@ import { pageSchema, type ListQuery } from '../../core/http/lists.ts';
 import { paramsOf, payloadOf, queryOf } from '../../core/http/request.ts';
 import type { DeployRequest } from './service.ts';
 import type { DeployService } from './deploy-service.ts';
+import type { DeployReviews } from './deploy-reviews.ts';
 import { BASE, tags } from './routes.ts';
 import * as S from './schemas.ts';
 
 /** An environment's deploys: list, read, deploy, roll back. */
-export function deployRoutes(service: DeployService): ServerRoute[] {
+export function deployRoutes(service: DeployService, reviews: DeployReviews): ServerRoute[] {
+  const review = (decision: 'approve' | 'reject'): ServerRoute => ({
+    method: 'POST',
+    path: `${BASE}/{env}/deploys/{deploy_id}/${decision}`,
+    options: {
+      id: `${decision}Deploy`,
+      tags,
+      description:
+        decision === 'approve'
+          ? "Approve a deploy awaiting approval (one of the environment's reviewers, not its creator): with required_approvals reached it goes ahead, after the wait timer if one is left"
+          : "Reject a deploy awaiting approval (one of the environment's reviewers): it ends rejected",
+      plugins: { ...requires('environments:write', 'project'), ...docs(400, 401, 403, 404, 409, 422) },
+      validate: { params: S.deployParams, payload: S.reviewSchema.allow(null) },
+      response: { schema: S.deploySchema },
+    },
+    handler: (request) => {
+      const { project_id, env, deploy_id } = paramsOf(request);
+      const comment = payloadOf<{ comment?: string } | null>(request)?.comment ?? null;
+      return reviews[decision](principalOf(request).id, project_id, env, deploy_id, comment);
+    },
+  });
   return [
+    review('approve'),
+    review('reject'),
     {
       method: 'GET',
       path: `${BASE}/{env}/deploys`,
@@ -50,7 +73,8 @@ export function deployRoutes(service: DeployService): ServerRoute[] {
       },
       handler: async (request, h) => {
         const { project_id, env } = paramsOf(request);
-        return h.response(await service.deploy(principalOf(request), project_id, env, payloadOf<DeployRequest>(request))).code(202);
+        const deploy = await service.deploy(principalOf(request), project_id, env, payloadOf<DeployRequest>(request));
+        return h.response((await service.withReviews([deploy]))[0]).code(202);
       },
     },
     {
@@ -67,7 +91,7 @@ export function deployRoutes(service: DeployService): ServerRoute[] {
       handler: async (request, h) => {
         const { project_id, env } = paramsOf(request);
         const body = payloadOf<{ release_id?: string; release_tag?: string } | null>(request) ?? {};
-        return h.response(await service.rollback(principalOf(request), project_id, env, body)).code(202);
+        return h.response((await service.withReviews([await service.rollback(principalOf(request), project_id, env, body)]))[0]).code(202);
       },
     },
   ];

@@ -1,7 +1,9 @@
 import type { DomainPlugin } from '../../core/http/plugins.ts';
 import { lookupLater, resolveLater } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
-import { ProjectDirectoryToken } from '../../core/ports/directory.ts';
+import { ProjectDirectoryToken, UserDirectoryToken } from '../../core/ports/directory.ts';
+import { GroupMembershipToken } from '../../core/ports/groups.ts';
+import { DeployReviews } from './deploy-reviews.ts';
 import { ManifestReaderToken, ManifestSyncListeners } from '../../core/ports/manifest.ts';
 import { JobRequestChecks } from '../../core/ports/jobs.ts';
 import { PipelineLauncherToken } from '../../core/ports/launchers.ts';
@@ -59,6 +61,11 @@ export const plugin: DomainPlugin = {
     };
     const service = new EnvironmentService(deps);
     const deployService = new DeployService(deps, service);
+    const reviews = new DeployReviews(
+      { ...deps, users: container.resolve(UserDirectoryToken), groups: lookupLater(container, GroupMembershipToken) },
+      service,
+      deployService,
+    );
     container.registerInstance(EnvironmentService, service);
     container.registerInstance(DeployService, deployService);
     container.resolve(ManifestSyncListeners).add(service.synced);
@@ -85,7 +92,7 @@ export const plugin: DomainPlugin = {
     roles.add('orchestrator', deploys.queue.service());
     server.route([
       ...environmentRoutes(service),
-      ...deployRoutes(deployService),
+      ...deployRoutes(deployService, reviews),
       ...deployLogRoutes(deployService, container.resolve(DeployLogs), container.resolve(Tokens.Logger)),
     ]);
     server.ext('onPreStop', () => deployService.drain());

@@ -6,7 +6,7 @@ import { Conflict, DomainError, Forbidden, Invalid, NotFound, QuotaExceeded, Ups
 import type { Creator, PipelineLauncher } from '../../core/ports/launchers.ts';
 import type { ManifestReader } from '../../core/ports/manifest.ts';
 import type { ProjectDirectory } from '../../core/ports/directory.ts';
-import type { StoredManifest } from '../../domain/manifest/types.ts';
+import type { EnvironmentProtection, StoredManifest } from '../../domain/manifest/types.ts';
 import {
   DeployFailed,
   OneOffUnsupported,
@@ -82,13 +82,15 @@ export interface EnvironmentDeps {
   quota: number;
 }
 
-const fieldsOf = (def: EnsureRequest, fallbackType: EnvironmentType): EnvironmentFields => ({
+/** An ensure request's fields, or a manifest definition's (only the manifest sets protection). */
+const fieldsOf = (def: EnsureRequest & { protection?: EnvironmentProtection }, fallbackType: EnvironmentType): EnvironmentFields => ({
   type: def.type ?? fallbackType,
   namespace: def.namespace ?? null,
   db_ref: def.db_ref ?? null,
   kind: def.kind ?? null,
   pipeline: def.pipeline ?? null,
   pipeline_inputs: def.pipeline_inputs ?? {},
+  protection: def.protection ?? null,
 });
 
 /** The fields `request` gives that the stored environment holds otherwise. */
