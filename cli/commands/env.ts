@@ -42,7 +42,8 @@ export const ENV_USAGE = `usage: svc env <command> [flags]
   reject ENV DEPLOY_ID [--comment C]
                                   reject a deploy awaiting approval: it ends rejected
 
-deploy -f and rollback -f exit 1 when the deploy (or run) fails, 0 when it succeeds; with
+deploy -f and rollback -f exit 1 when the deploy (or run) fails or is rejected, 0 when it
+succeeds (a deploy awaiting approval is followed until a reviewer decides and it ends); with
 --json they print only the deploy as it ended.
 The project comes from --project, else the profile's project.
 
@@ -120,6 +121,8 @@ async function follow(ctx: Context, project_id: string, env: string, deploy: Dep
   const path = `/projects/${seg(project_id)}/environments/${seg(env)}/deploys/${seg(deploy.id)}`;
   await followLog<DeployEnd>(ctx, `${path}/logs?follow=true`, ctx.json ? () => undefined : undefined);
   const ended = await api(ctx).GET('/projects/{project_id}/environments/{env}/deploys/{deploy_id}', { params: { project_id, env, deploy_id: deploy.id } });
+  // A deploy held for approval that went ahead through the environment's pipeline: its run carries it on.
+  if (ended.pipeline_run_id) return follow(ctx, project_id, env, ended);
   showDeploy(ctx, ended);
   return ended.status === 'succeeded' ? 0 : 1;
 }

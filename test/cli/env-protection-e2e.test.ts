@@ -39,6 +39,7 @@ test.before(async () => {
   await writeFile(join(home, 'manifest.yaml'), manifest);
   await admin.ok(['manifest', 'sync', ...p(), '--file', join(home, 'manifest.yaml')]);
   releases.add(project, { id: 'rel_1', tag: 'v1', git_sha: sha('a'), manifest_hash: null, image_digests: { web: 'sha256:' + 'a'.repeat(64) } });
+  releases.add(project, { id: 'rel_3', tag: 'v3', git_sha: sha('c'), manifest_hash: null, image_digests: { web: 'sha256:' + 'c'.repeat(64) } });
   releases.add(project, { id: 'rel_2', tag: 'v2', git_sha: sha('b'), manifest_hash: null, image_digests: { web: 'sha256:' + 'b'.repeat(64) } });
 });
 test.after.always(async () => {
@@ -64,4 +65,18 @@ test.serial('deploy awaits approval, history lists it, the reviewer approves it 
   const rejected = await reviewer.json(['env', 'reject', 'production', other.id, '--comment', 'not today', ...p()]);
   t.like(rejected, { status: 'rejected' });
   t.regex(rejected.error_message, /not today/);
+});
+
+test.serial('deploy -f of a held deploy follows it until a reviewer approves and it succeeds (exit 0)', async (t) => {
+  const following = admin.svc(['env', 'deploy', 'production', '--release-tag', 'v3', '-f', ...p()]);
+  let held: any = null;
+  for (let i = 0; i < 400 && !held; i++) {
+    await new Promise((r) => setTimeout(r, 25));
+    held = (await admin.json(['env', 'history', 'production', '--status', 'awaiting_approval', ...p()])).data[0] ?? null;
+  }
+  t.truthy(held, 'the deploy is held');
+  await reviewer.ok(['env', 'approve', 'production', held.id, ...p()]);
+  const r = await following;
+  t.is(r.code, 0, r.stderr);
+  t.regex(r.stdout, /status: +succeeded/);
 });
