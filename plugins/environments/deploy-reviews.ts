@@ -44,7 +44,7 @@ export class DeployReviews {
   async approve(userId: string, projectId: string, name: string, deployId: string, comment: string | null): Promise<ReviewedDeploy> {
     const env = await this.envs.get(projectId, name);
     let item: WorkItem | null = null;
-    let launch: DeployRow | null = null;
+    let launching = false;
     await this.d.db.transaction(async (trx) => {
       const deploy = await this.reviewable(env, deployId, userId, 'approve', trx);
       if (deploy.created_by === userId) throw new Invalid(`deploy ${deployId} was created by you: another of its reviewers must approve it`);
@@ -67,11 +67,18 @@ export class DeployReviews {
       }
       await emitDeployEvent(trx, 'system.deploy.approved', env, deploy, userId, review);
       await this.log(deploy.id, `approved by ${userId}: the deploy goes ahead`, trx);
-      if (!deploy.direct) launch = deploy;
-      else item = await this.d.deploys.accept(await this.startDirect(deploy, userId, trx), userId, trx);
+      if (deploy.direct) {
+        item = await this.d.deploys.accept(await this.startDirect(deploy, userId, trx), userId, trx);
+        return;
+      }
+      // Through the pipeline: `waiting` until its run has started, by its work item here (or, if this
+      // process dies first, by an orchestrator's); a second approval meanwhile is 409, not a second run.
+      await this.d.repo.advanceDeploy(deploy.id, { status: 'waiting', run_after: new Date() }, trx);
+      item = await this.d.deploys.accept(deploy, userId, trx);
+      launching = true;
     });
-    if (item) void this.d.deploys.start(item);
-    if (launch) await this.launch(launch, userId);
+    if (item && launching) await this.d.deploys.start(item);
+    else if (item) void this.d.deploys.start(item);
     return this.deploys.deployById(projectId, name, deployId);
   }
 

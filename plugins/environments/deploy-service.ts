@@ -5,9 +5,8 @@ import { releaseImages, type ReleaseRef } from '../../core/ports/environments.ts
 import type { ListQuery, Page } from '../../core/http/lists.ts';
 import type { DeployReview, DeployRow, EnvironmentRow, PipelineRequest } from './repository.ts';
 import { checkAllowedRefs, requiredApprovals } from './protection.ts';
-import { describeRelease } from './deploy-run.ts';
+import { describeRelease, viaPipeline } from './deploy-run.ts';
 import { emitDeployEvent } from './events.ts';
-import { viaPipeline } from './deploy-run.ts';
 import { nothingToDeploy, releaseOf } from './release-of.ts';
 import { suspendedMessage, type DeployRequest, type DirectOptions, type EnvironmentDeps, type EnvironmentService } from './service.ts';
 
@@ -39,6 +38,8 @@ export class DeployService {
   /**
    * The spec's deploy: through the environment's pipeline (with the release in its inputs) unless
    * `direct` or it has none; direct deploys run on the deployer in the background (`wait` to await).
+   * A protected environment refuses a release from a ref its allowed_refs do not allow (422) and
+   * holds the deploy for its reviewers or its wait timer (docs/environments.md, Protection).
    */
   async deploy(creator: Creator, projectId: string, name: string, request: DeployRequest, opts: DeployOptions = {}): Promise<DeployRow> {
     const env = await this.envs.get(projectId, name);
@@ -59,7 +60,7 @@ export class DeployService {
 
   /**
    * A deploy to an environment whose protection holds it: recorded `awaiting_approval` when it has
-   * reviewers (reviews.ts moves it on), else `waiting` for its wait timer with its work item queued
+   * reviewers (deploy-reviews.ts moves it on), else `waiting` for its wait timer with its work item queued
    * for then. Nothing runs yet.
    */
   private async hold(
