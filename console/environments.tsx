@@ -3,6 +3,7 @@ import { svc, enc, type Schemas } from './api.ts';
 import { usePoll } from './live.ts';
 import { LogLines, useLogStream } from './log-view.tsx';
 import { Action, Badge, ErrorNote, Section, when } from './ui.tsx';
+import { DeployReview } from './deploy-review.tsx';
 
 type Environment = Schemas['Environment'];
 type Deploy = Schemas['Deploy'];
@@ -126,6 +127,8 @@ function Deploys({ projectId, env }: { projectId: string; env: Environment }) {
               <td>
                 <Badge value={d.status} /> {d.rollback_of && <span class="muted">rollback</span>}
                 {d.error_message && <div class="error">{d.error_message}</div>}
+                {d.status === 'awaiting_approval' && <DeployReview projectId={projectId} env={env.name} deploy={d} onDone={reload} />}
+                {d.status === 'waiting' && d.run_after && <div class="muted">runs {when(d.run_after)}</div>}
               </td>
               <td class="mono">{releaseName(d.release)}</td>
               <td class="mono">{releaseName(d.previous_release)}</td>

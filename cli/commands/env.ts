@@ -34,9 +34,16 @@ export const ENV_USAGE = `usage: svc env <command> [flags]
   resume ENV                      run its current release again
   health ENV                      health read from the runtime now
   history ENV [--status S] [--limit N] [--offset N]
-                                  its deploys, newest first
+                                  its deploys, newest first (--status awaiting_approval: those
+                                  a reviewer has to approve)
+  approve ENV DEPLOY_ID [--comment C]
+                                  approve a deploy awaiting approval (a reviewer of a protected
+                                  environment): once enough approve, it runs
+  reject ENV DEPLOY_ID [--comment C]
+                                  reject a deploy awaiting approval: it ends rejected
 
-deploy -f and rollback -f exit 1 when the deploy (or run) fails, 0 when it succeeds; with
+deploy -f and rollback -f exit 1 when the deploy (or run) fails or is rejected, 0 when it
+succeeds (a deploy awaiting approval is followed until a reviewer decides and it ends); with
 --json they print only the deploy as it ended.
 The project comes from --project, else the profile's project.
 
@@ -45,6 +52,8 @@ Examples:
   svc env rollback staging -f
   svc env deploy pr-12 --release-tag v1.2.0 --direct -f
   svc env logs staging dep_01h… -f
+  svc env history production --status awaiting_approval
+  svc env approve production dep_01h… --comment "release notes checked"
   svc env suspend staging --reason "maintenance window"`;
 
 type Deploy = Schemas['Deploy'];
@@ -65,7 +74,7 @@ const DEPLOY_COLUMNS: Column[] = [
   { key: 'error_message', header: 'ERROR', format: (v) => (v as string | null) ?? '' },
 ];
 const ENV_FIELDS = ['id', 'name', 'type', 'kind', 'namespace', 'db_ref', 'pipeline', 'health', 'suspended', 'suspended_reason', 'created_at'];
-const DEPLOY_FIELDS = ['id', 'status', 'direct', 'pipeline_run_id', 'rollback_of', 'error_message', 'created_at', 'completed_at'];
+const DEPLOY_FIELDS = ['id', 'status', 'direct', 'pipeline_run_id', 'rollback_of', 'error_message', 'run_after', 'created_at', 'completed_at'];
 
 function releaseName(r: Deploy['release'] | null): string {
   if (!r) return '-';
@@ -87,7 +96,14 @@ function showEnv(ctx: Context, env: Record<string, unknown>): void {
 function showDeploy(ctx: Context, deploy: Deploy): void {
   if (ctx.json) return printJson(deploy);
   const fields: Record<string, unknown> = deploy;
-  write(formatFields([...DEPLOY_FIELDS.map((k) => [k, fields[k]] as [string, unknown]), ['release', releaseName(deploy.release)]]));
+  const reviews = deploy.reviews.map((r) => `${r.decision} by ${r.user_id}${r.comment ? `: ${r.comment}` : ''}`);
+  write(
+    formatFields([
+      ...DEPLOY_FIELDS.map((k) => [k, fields[k]] as [string, unknown]),
+      ['release', releaseName(deploy.release)],
+      ...(reviews.length ? [['reviews', reviews.join('; ')] as [string, unknown]] : []),
+    ]),
+  );
 }
 
 type DeployEnd = { status: string; error_message: string | null };
@@ -105,6 +121,8 @@ async function follow(ctx: Context, project_id: string, env: string, deploy: Dep
   const path = `/projects/${seg(project_id)}/environments/${seg(env)}/deploys/${seg(deploy.id)}`;
   await followLog<DeployEnd>(ctx, `${path}/logs?follow=true`, ctx.json ? () => undefined : undefined);
   const ended = await api(ctx).GET('/projects/{project_id}/environments/{env}/deploys/{deploy_id}', { params: { project_id, env, deploy_id: deploy.id } });
+  // A deploy held for approval that went ahead through the environment's pipeline: its run carries it on.
+  if (ended.pipeline_run_id) return follow(ctx, project_id, env, ended);
   showDeploy(ctx, ended);
   return ended.status === 'succeeded' ? 0 : 1;
 }
@@ -240,6 +258,19 @@ export async function runEnv(ctx: Context, args: string[]): Promise<number> {
         body,
       });
       return v.follow ? follow(ctx, requireProject(ctx, usage), positionals[0], deploy) : (showDeploy(ctx, deploy), 0);
+    }
+    case 'approve':
+    case 'reject': {
+      const { values: v, positionals } = parseCommand(rest, { comment: { type: 'string' } }, usage, { min: 2, max: 2 });
+      const params = { project_id: requireProject(ctx, usage), env: positionals[0], deploy_id: positionals[1] };
+      const body = { comment: v.comment };
+      showDeploy(
+        ctx,
+        command === 'approve'
+          ? await api(ctx).POST('/projects/{project_id}/environments/{env}/deploys/{deploy_id}/approve', { params, body })
+          : await api(ctx).POST('/projects/{project_id}/environments/{env}/deploys/{deploy_id}/reject', { params, body }),
+      );
+      return 0;
     }
     case 'rollback': {
       const options = { 'release-tag': { type: 'string' }, 'release-id': { type: 'string' }, follow: { type: 'boolean', short: 'f' } } as const;

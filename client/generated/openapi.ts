@@ -3822,6 +3822,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/projects/{project_id}/environments/{env}/deploys/{deploy_id}/reject": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reject a deploy awaiting approval
+         * @description Reject a deploy awaiting approval (one of the environment's reviewers): it ends rejected
+         */
+        post: operations["rejectDeploy"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/projects/{project_id}/environments/{env}/deploys/{deploy_id}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Approve a deploy awaiting approval
+         * @description Approve a deploy awaiting approval (one of the environment's reviewers, not its creator): with required_approvals reached it goes ahead, after the wait timer if one is left
+         */
+        post: operations["approveDeploy"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/auth/keys/{key_id}": {
         parameters: {
             query?: never;
@@ -5317,8 +5357,11 @@ export interface components {
             environment_id: string;
             /** @example proj_01h455vb4pex5vsknk084sn02q */
             project_id: string;
-            /** @enum {string} */
-            status: "running" | "succeeded" | "failed" | "pipeline";
+            /**
+             * @description awaiting_approval and waiting: held by the environment’s protection; rejected: a reviewer refused it
+             * @enum {string}
+             */
+            status: "awaiting_approval" | "waiting" | "running" | "succeeded" | "failed" | "rejected" | "pipeline";
             release: components["schemas"]["EnvironmentRelease"];
             previous_release: components["schemas"]["EnvironmentRelease"] | null;
             rollback_of: string | null;
@@ -5326,6 +5369,20 @@ export interface components {
             pipeline_run_id: string | null;
             error_message: string | null;
             services: components["schemas"]["ServiceHealth"][];
+            /** @description the protection the deploy was created under */
+            protection: components["schemas"]["EnvironmentProtection"] | null;
+            /**
+             * Format: date-time
+             * @description a waiting deploy runs from then
+             */
+            run_after: string | null;
+            /** @description what a held deploy through a pipeline starts it with */
+            pipeline_request: {
+                inputs: Record<string, unknown>;
+                image_tag: string | null;
+            } | null;
+            /** @description approvals and rejections, oldest first */
+            reviews: components["schemas"]["DeployReview"][];
             created_by: string | null;
             /** Format: date-time */
             created_at: string;
@@ -5369,6 +5426,18 @@ export interface components {
             direct?: boolean;
             /** @description extra pipeline inputs; may carry release_id or release_tag */
             inputs?: Record<string, unknown>;
+        };
+        DeployReview: {
+            user_id: string;
+            /** @enum {string} */
+            decision: "approved" | "rejected";
+            comment: string | null;
+            /** Format: date-time */
+            created_at: string;
+        };
+        DeployReviewRequest: {
+            /** @description why; recorded with the review and on its event */
+            comment?: string;
         };
         DistillRequest: {
             /** @description the model to distill with, as the gateway names it (`managed/<name>`, `<target>/<model>`, …) */
@@ -5533,6 +5602,7 @@ export interface components {
             /** Format: date-time */
             suspended_at: string | null;
             current_release: components["schemas"]["EnvironmentRelease"] | null;
+            protection: components["schemas"]["EnvironmentProtection"] | null;
             created_by: string | null;
             /** Format: date-time */
             created_at: string;
@@ -5565,6 +5635,17 @@ export interface components {
         EnvironmentList: {
             data: components["schemas"]["Environment"][];
             pagination?: components["schemas"]["Pagination"];
+        };
+        /** @description the manifest's protection rules; null when unprotected */
+        EnvironmentProtection: {
+            /** @description users (e-mail or usr_ id) or access groups (name or grp_ id) who approve deploys */
+            required_reviewers?: components["schemas"]["ProtectionReviewer"][];
+            /** @description approvals a deploy needs; default 1 with reviewers */
+            required_approvals?: number;
+            /** @description branch or tag globs a deployed release must come from (`*` within a segment, `**` across) */
+            allowed_refs?: string[];
+            /** @description seconds from a deploy’s creation before it runs */
+            wait_seconds?: number;
         };
         EnvironmentRelease: {
             id: string | null;
@@ -6825,6 +6906,12 @@ export interface components {
             cache_read_tokens: number;
             cache_write_tokens: number;
             reasoning_tokens: number;
+        };
+        ProtectionReviewer: {
+            /** @description e-mail or usr_ id */
+            user?: string;
+            /** @description access group name or grp_ id */
+            group?: string;
         };
         Provider: {
             name: string;
@@ -18992,7 +19079,7 @@ export interface operations {
                 offset?: number;
                 /** @description include soft-deleted items */
                 include_deleted?: boolean;
-                status?: "running" | "succeeded" | "failed" | "pipeline";
+                status?: "awaiting_approval" | "waiting" | "running" | "succeeded" | "failed" | "rejected" | "pipeline";
             };
             header?: never;
             path: {
@@ -24671,6 +24758,172 @@ export interface operations {
         responses: {
             /** @description Accepted */
             202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Deploy"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description State conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Business rule violated */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    rejectDeploy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: string;
+                /** @description environment name */
+                env: string;
+                deploy_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["DeployReviewRequest"] | null;
+            };
+        };
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Deploy"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description State conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Business rule violated */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    approveDeploy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: string;
+                /** @description environment name */
+                env: string;
+                deploy_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["DeployReviewRequest"] | null;
+            };
+        };
+        responses: {
+            /** @description Successful */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };

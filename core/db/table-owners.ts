@@ -103,6 +103,8 @@ export const TABLE_OWNERS = {
   harness_oauth_tokens: 'harnesses',
   // 043_work_items: the work engine's queue (core/work); domains reach it through WorkQueue
   work_items: 'core',
+  // 055_environment_protection
+  environment_deploy_reviews: 'environments',
   // 056_delivery_dedupe_and_limits
   magic_link_limits: 'auth',
 } as const;

@@ -147,9 +147,9 @@ export class WorkQueue<P extends Record<string, unknown> = Record<string, unknow
     return this.def.name;
   }
 
-  /** Queues `key` in `db`'s transaction; claimers wake once it commits. */
-  async enqueue(key: string, payload: P, db: Db): Promise<WorkItem> {
-    const item = await this.repo.insert({ queue: this.name, key, payload, maxAttempts: this.maxAttempts, leaseMs: this.s.leaseMs }, db);
+  /** Queues `key` in `db`'s transaction, to be claimed from `runAt` (default now); claimers wake once it commits. */
+  async enqueue(key: string, payload: P, db: Db, runAt?: Date): Promise<WorkItem> {
+    const item = await this.repo.insert({ queue: this.name, key, payload, maxAttempts: this.maxAttempts, leaseMs: this.s.leaseMs, runAt }, db);
     this.notifier.afterCommit(db, this.name);
     return item;
   }

@@ -34,6 +34,8 @@ export interface NewItem {
   /** Leased to this owner at once (the accepting process runs it), else queued for any claimer. */
   owner?: string;
   leaseMs: number;
+  /** A queued item is not claimed before this (default now). */
+  runAt?: Date;
 }
 
 /** How a held item ends in a batch (`settle`): done, cancelled or dead, or back to the queue after `delayMs`. */
@@ -64,6 +66,7 @@ export class WorkRepository {
         lease_owner: item.owner ?? null,
         lease_token: leased ? db.raw('gen_random_uuid()') : null,
         lease_expires_at: leased ? db.raw(`now() + ?::interval`, [leaseFor(item.leaseMs)]) : null,
+        ...(item.runAt && !leased ? { run_at: item.runAt } : {}),
       })
       .returning('*');
     return row;

@@ -166,7 +166,22 @@ export interface EnvironmentDefinition {
   pipeline?: string;
   /** Inputs for that pipeline; run-time inputs override these keys. */
   pipeline_inputs?: Record<string, unknown>;
+  /** Who must approve a deploy, what it may deploy, how long it waits (docs/environments.md). */
+  protection?: EnvironmentProtection;
   [key: string]: unknown;
+}
+
+/** A reviewer of deploys to a protected environment: a user (e-mail or `usr_` id) or an access group (name or `grp_` id). */
+export type ProtectionReviewer = { user: string } | { group: string };
+
+export interface EnvironmentProtection {
+  required_reviewers?: ProtectionReviewer[];
+  /** Approvals a deploy needs when there are reviewers; default 1. */
+  required_approvals?: number;
+  /** Glob patterns (`*` within a path segment, `**` across) of the branches or tags a deploy's release may come from. */
+  allowed_refs?: string[];
+  /** Seconds from a deploy's creation before it may run. */
+  wait_seconds?: number;
 }
 
 export interface Manifest {

@@ -1,5 +1,6 @@
 import { DEPLOY_STRATEGIES } from '../../core/ports/environments.ts';
 import { IGNORED_KEYS, type Problems, at, expectObject, isObject, isString, unknownKeys } from './problems.ts';
+import { checkProtection } from './validate-protection.ts';
 import { declaredNames, describeUndeclared, undeclaredInputs, type PipelineInputDeclarations } from './pipeline-inputs.ts';
 
 /** `registry`: 'svc' (native), 'none', or {host, namespace?, auth?: {username_secret?, token_secret?}}. */
@@ -40,7 +41,8 @@ export function checkEnvironments(problems: Problems, value: unknown, pipelines:
   for (const [name, env] of Object.entries(value)) {
     const path = at('environments', name);
     if (!expectObject(problems, env, path)) continue;
-    unknownKeys(problems, env, ['type', 'namespace', 'db_ref', 'kind', 'pipeline', 'pipeline_inputs'], path);
+    unknownKeys(problems, env, ['type', 'namespace', 'db_ref', 'kind', 'pipeline', 'pipeline_inputs', 'protection'], path);
+    if (env.protection !== undefined) checkProtection(problems, env.protection, at(path, 'protection'));
     if (env.type !== undefined && env.type !== 'persistent' && env.type !== 'temporary') {
       problems.add(at(path, 'type'), "type must be 'persistent' or 'temporary'");
     }

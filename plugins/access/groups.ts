@@ -88,6 +88,17 @@ export class AccessGroups {
     };
   }
 
+  /** GroupMembership (core/ports/groups.ts): the group by name or id. */
+  async hasUser(orgId: string, group: string, userId: string): Promise<boolean> {
+    const row = await this.db('access_group_members as m')
+      .join('access_groups as g', 'g.id', 'm.group_id')
+      .where('g.org_id', orgId)
+      .where((q) => q.where('g.id', group).orWhere('g.name', group))
+      .where({ 'm.principal_type': 'user', 'm.principal_id': userId })
+      .first('m.group_id');
+    return Boolean(row);
+  }
+
   async removeMember(orgId: string, id: string, type: string, principalId: string): Promise<void> {
     await this.get(orgId, id);
     if (!(await this.db('access_group_members').where({ group_id: id, principal_type: type, principal_id: principalId }).delete())) {

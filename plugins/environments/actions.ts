@@ -2,6 +2,7 @@ import { NotFound, Invalid } from '../../core/errors.ts';
 import type { ManifestReader } from '../../core/ports/manifest.ts';
 import type { ActionContext, ActionOutputs, EnvironmentActions } from '../../core/ports/environments.ts';
 import type { DeployRequest, EnvironmentService } from './service.ts';
+import type { DeployService } from './deploy-service.ts';
 import type { DeployRow } from './repository.ts';
 
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v.length > 0 ? v : undefined);
@@ -17,7 +18,7 @@ const deployOutputs = (deploy: DeployRow, envName: string): ActionOutputs => ({
 });
 
 /** The worker's environment actions and `git.ref_policy` env lookups, on the environment service. */
-export function environmentActions(service: EnvironmentService, manifests: ManifestReader): EnvironmentActions {
+export function environmentActions(service: EnvironmentService, deploys: DeployService, manifests: ManifestReader): EnvironmentActions {
   return {
     async releaseSha(projectId, envName) {
       const env = await service.get(projectId, envName).catch((err) => {
@@ -41,7 +42,12 @@ export function environmentActions(service: EnvironmentService, manifests: Manif
       }
       await ctx.log(`deploying to environment ${envName}`);
       const echo = (line: string) => void ctx.log(line);
-      const deploy = await service.deploy({ id: ctx.createdBy ?? 'system' }, ctx.projectId, envName, request, { wait: true, echo });
+      const opts = { wait: true, echo, approved: str(i.deploy_id) };
+      const deploy = await deploys.deploy({ id: ctx.createdBy ?? 'system' }, ctx.projectId, envName, request, opts);
+      if (deploy.status === 'awaiting_approval' || deploy.status === 'waiting')
+        throw new Invalid(
+          `environment ${envName} is protected: deploy ${deploy.id} is ${deploy.status} (approve it through the API, or deploy through POST …/environments/${envName}/deploy)`,
+        );
       await ctx.log(`deploy ${deploy.id}: ${deploy.status}${deploy.error_message ? `: ${deploy.error_message}` : ''}`);
       if (deploy.status === 'failed') throw new Invalid(`deploy ${deploy.id} to ${envName} failed: ${deploy.error_message}`);
       return deployOutputs(deploy, envName);

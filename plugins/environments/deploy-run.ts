@@ -58,7 +58,8 @@ const healthOf = (outcome: DeployOutcome) =>
  */
 export async function carryOut(d: DeployRunDeps, env: EnvironmentRow, deploy: DeployRow, actorId: string | null, opts: CarryOutOptions): Promise<DeployRow> {
   const { echo } = opts;
-  const log = d.logs.writer(deploy.id, d.logger, opts.attempt > 1 ? await d.logs.lastSeq(deploy.id) : 0);
+  // After the lines already written: an earlier owner's, or those of the deploy's wait for approval.
+  const log = d.logs.writer(deploy.id, d.logger, await d.logs.lastSeq(deploy.id));
   const deployer = d.deployer();
   if (opts.attempt > 1) log.write(`the process that ran this deploy stopped before it ended: carrying it out again here (attempt ${opts.attempt})`, 'system');
   const images = Object.entries(releaseImages(deploy.release)).map(([service, digest]) => `${service} ${digest}`);
@@ -116,14 +117,16 @@ export async function carryOut(d: DeployRunDeps, env: EnvironmentRow, deploy: De
 /**
  * A deploy through the environment's pipeline: the run starts with the release in its inputs (over
  * the request's, the environment's own pipeline_inputs beneath both); the deploy is recorded with
- * status `pipeline` and the run's id, and the pipeline's `deploy` step does the deploy.
+ * status `pipeline` and the run's id (a held deploy, `held`, moves on to it), and the pipeline's
+ * `deploy` step does the deploy.
  */
 export async function viaPipeline(
   d: Pick<DeployRunDeps, 'db' | 'repo' | 'logs'> & { pipelines: () => PipelineLauncher | null },
   creator: Creator,
   env: EnvironmentRow,
   release: ReleaseRef,
-  request: DeployRequest,
+  request: Pick<DeployRequest, 'inputs' | 'image_tag'>,
+  held?: DeployRow,
 ): Promise<DeployRow> {
   const launcher = d.pipelines();
   if (!launcher)
@@ -136,6 +139,8 @@ export async function viaPipeline(
     ...(release.manifest_hash ? { manifest_hash: release.manifest_hash } : {}),
     ...(Object.keys(release.image_digests).length ? { image_digests: release.image_digests } : {}),
     ...(request.image_tag ? { image_tag: request.image_tag } : {}),
+    // The approved deploy the run carries out: its deploy step is not held again (actions.ts).
+    ...(held ? { deploy_id: held.id } : {}),
   };
   const { run_id } = await launcher.runPipeline(creator, env.project_id, env.pipeline!, {
     env: env.name,
@@ -144,22 +149,24 @@ export async function viaPipeline(
     ...(release.git_sha ? { ref: release.git_sha } : {}),
   });
   return d.db.transaction(async (trx) => {
-    const row = await d.repo.insertDeploy(
-      {
-        environment_id: env.id,
-        project_id: env.project_id,
-        status: 'pipeline',
-        release,
-        previous_release: env.current_release,
-        rollback_of: null,
-        direct: false,
-        pipeline_run_id: run_id,
-        created_by: creator.id,
-      },
-      trx,
-    );
+    const row = held
+      ? await d.repo.advanceDeploy(held.id, { status: 'pipeline', pipeline_run_id: run_id }, trx)
+      : await d.repo.insertDeploy(
+          {
+            environment_id: env.id,
+            project_id: env.project_id,
+            status: 'pipeline',
+            release,
+            previous_release: env.current_release,
+            rollback_of: null,
+            direct: false,
+            pipeline_run_id: run_id,
+            created_by: creator.id,
+          },
+          trx,
+        );
     const line = `deploying release ${describeRelease(release)} to environment ${env.name} through pipeline ${env.pipeline}: run ${run_id} (its deploy step's deploy has its own log)`;
-    await d.logs.append(row.id, [{ seq: 1, stream: 'system', line }], trx);
+    await d.logs.append(row.id, [{ seq: (await d.logs.lastSeq(row.id, trx)) + 1, stream: 'system', line }], trx);
     return row;
   });
 }

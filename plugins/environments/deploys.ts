@@ -40,6 +40,13 @@ export class DirectDeploys {
     });
   }
 
+  private due: (deploy: DeployRow, actorId: string | null) => Promise<DeployRow | null> = async () => null;
+
+  /** What moves a `waiting` deploy on when its item runs (deploy-reviews.ts): the deploy, now running, to carry out; else null. */
+  onDue(fn: (deploy: DeployRow, actorId: string | null) => Promise<DeployRow | null>): void {
+    this.due = fn;
+  }
+
   /** In the transaction that records `deploy`: its work item, leased to this process (`start` it once committed). */
   accept(deploy: DeployRow, actorId: string | null, trx: Db): Promise<WorkItem> {
     return this.queue.acceptHere(deploy.id, { actor_id: actorId }, trx);
@@ -56,7 +63,9 @@ export class DirectDeploys {
   }
 
   private async run(ctx: WorkContext<DeployWork, DeployHere>): Promise<void> {
-    const deploy = await this.d.repo.deployRow(ctx.key);
+    let deploy = await this.d.repo.deployRow(ctx.key);
+    // Held by its environment's protection until now (its wait timer ran out): it starts, or its pipeline does.
+    if (deploy?.status === 'waiting') deploy = (await this.due(deploy, ctx.payload.actor_id)) ?? undefined;
     // Ended already (an earlier owner finished it just as its lease ran out), or its environment was deleted.
     if (!deploy || deploy.status !== 'running') return;
     const env = await this.d.repo.byId(deploy.environment_id);

@@ -3,17 +3,38 @@ import { emitEvent } from '../../core/events/emit.ts';
 import type { EnvironmentHealth, ServiceHealth } from '../../core/ports/environments.ts';
 import type { DeployRow, EnvironmentRow } from './repository.ts';
 
-export type DeployEventType = 'system.deploy.started' | 'system.deploy.succeeded' | 'system.deploy.failed';
+export type DeployEventType =
+  | 'system.deploy.started'
+  | 'system.deploy.succeeded'
+  | 'system.deploy.failed'
+  | 'system.deploy.awaiting_approval'
+  | 'system.deploy.waiting'
+  | 'system.deploy.approved'
+  | 'system.deploy.rejected';
+
+/** A reviewer's decision, on `system.deploy.approved` / `.rejected` (whose actor is the reviewer). */
+export interface ReviewDetail {
+  comment: string | null;
+  approvals: number;
+  required_approvals: number;
+}
 
 /** A deploy's `system.deploy.*` event, in the transaction that records the deploy's change. */
-export function emitDeployEvent(trx: Db, type: DeployEventType, env: EnvironmentRow, deploy: DeployRow, actorId: string | null): Promise<unknown> {
+export function emitDeployEvent(
+  trx: Db,
+  type: DeployEventType,
+  env: EnvironmentRow,
+  deploy: DeployRow,
+  actorId: string | null,
+  review?: ReviewDetail,
+): Promise<unknown> {
   return emitEvent(trx, {
     project_id: env.project_id,
     type,
     source: 'system',
     env_name: env.name,
     ref_sha: deploy.release.git_sha,
-    actor_type: 'system',
+    actor_type: review ? 'user' : 'system',
     actor_id: actorId,
     payload: {
       deploy_id: deploy.id,
@@ -28,6 +49,8 @@ export function emitDeployEvent(trx: Db, type: DeployEventType, env: Environment
       rollback_of: deploy.rollback_of,
       error_message: deploy.error_message,
       services: deploy.services,
+      ...(deploy.run_after ? { run_after: deploy.run_after } : {}),
+      ...(review ?? {}),
     },
   });
 }

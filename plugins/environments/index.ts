@@ -1,7 +1,9 @@
 import type { DomainPlugin } from '../../core/http/plugins.ts';
 import { lookupLater, resolveLater } from '../../core/di.ts';
 import { Tokens } from '../../core/tokens.ts';
-import { ProjectDirectoryToken } from '../../core/ports/directory.ts';
+import { ProjectDirectoryToken, UserDirectoryToken } from '../../core/ports/directory.ts';
+import { GroupMembershipToken } from '../../core/ports/groups.ts';
+import { DeployReviews } from './deploy-reviews.ts';
 import { ManifestReaderToken, ManifestSyncListeners } from '../../core/ports/manifest.ts';
 import { JobRequestChecks } from '../../core/ports/jobs.ts';
 import { PipelineLauncherToken } from '../../core/ports/launchers.ts';
@@ -10,7 +12,9 @@ import { DeployerToken, EnvironmentActionsToken, EnvironmentDirectoryToken, Envi
 import { ReleasesToken } from '../../core/ports/releases.ts';
 import { EnvironmentRepository } from './repository.ts';
 import { DeployTargets } from './targets.ts';
-import { EnvironmentService } from './service.ts';
+import { EnvironmentService, type EnvironmentDeps } from './service.ts';
+import { DeployService } from './deploy-service.ts';
+import { deployRoutes } from './deploy-routes.ts';
 import { environmentRoutes } from './routes.ts';
 import { deployLogRoutes } from './log-routes.ts';
 import { DeployLogBus, DeployLogs } from './deploy-logs.ts';
@@ -41,7 +45,7 @@ export const plugin: DomainPlugin = {
     const logs = container.resolve(DeployLogs);
     const logger = container.resolve(Tokens.Logger);
     const deploys = new DirectDeploys({ db, repo, targets, deployer, logs, logger }, container.resolve(WorkEngine));
-    const service = new EnvironmentService({
+    const deps: EnvironmentDeps = {
       db,
       repo,
       targets,
@@ -54,15 +58,23 @@ export const plugin: DomainPlugin = {
       deploys,
       projects,
       quota: container.resolve(Tokens.Config).limits.org.environments,
-    });
+    };
+    const service = new EnvironmentService(deps);
+    const deployService = new DeployService(deps, service);
+    const reviews = new DeployReviews(
+      { ...deps, users: container.resolve(UserDirectoryToken), groups: lookupLater(container, GroupMembershipToken) },
+      service,
+      deployService,
+    );
     container.registerInstance(EnvironmentService, service);
+    container.registerInstance(DeployService, deployService);
     container.resolve(ManifestSyncListeners).add(service.synced);
     container.resolve(JobRequestChecks).add(async (projectId, request) => {
       if (typeof request.env_name !== 'string') return;
       const git = request.git as { ref_policy?: string } | undefined;
       await service.checkJobEnvironment(projectId, request.env_name, git?.ref_policy === 'env');
     });
-    container.registerInstance(EnvironmentActionsToken, environmentActions(service, manifests));
+    container.registerInstance(EnvironmentActionsToken, environmentActions(service, deployService, manifests));
     // What embedding code or a test registered first stays (a plugin keeps what is already registered).
     if (!container.isRegistered(EnvironmentSuspensionToken))
       container.registerInstance(EnvironmentSuspensionToken, {
@@ -78,8 +90,12 @@ export const plugin: DomainPlugin = {
     roles.add('orchestrator', new HealthReconciler(service, config.environments.health_interval_seconds * 1000, logger));
     // Deploys run where they are accepted; orchestrators take over those whose process died (and reap their leases).
     roles.add('orchestrator', deploys.queue.service());
-    server.route([...environmentRoutes(service), ...deployLogRoutes(service, container.resolve(DeployLogs), container.resolve(Tokens.Logger))]);
-    server.ext('onPreStop', () => service.drain());
+    server.route([
+      ...environmentRoutes(service),
+      ...deployRoutes(deployService, reviews),
+      ...deployLogRoutes(deployService, container.resolve(DeployLogs), container.resolve(Tokens.Logger)),
+    ]);
+    server.ext('onPreStop', () => deployService.drain());
     server.ext('onPostStop', () => container.resolve(DeployLogBus).close());
   },
 };

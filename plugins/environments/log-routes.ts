@@ -7,14 +7,14 @@ import { pageSchema } from '../../core/http/lists.ts';
 import { followedLogQuery, lineEvents, logLineSchema, wantsStream, type LogPageQuery } from '../../core/http/line-logs.ts';
 import { paramsOf, queryOf } from '../../core/http/request.ts';
 import { openEventStream, sseFrame } from '../../core/http/sse.ts';
-import type { EnvironmentService } from './service.ts';
+import type { DeployService } from './deploy-service.ts';
 import type { DeployLogs } from './deploy-logs.ts';
 import { deployParams } from './schemas.ts';
 
 const lineSchema = logLineSchema('DeployLogLine', ['system', 'deployer'], "system: svc's own lines; deployer: what the deployer reported");
 
 /** A deploy's log: a page of lines, or (follow / Accept: text/event-stream) a live stream with resume that ends with the deploy. */
-export function deployLogRoutes(service: EnvironmentService, logs: DeployLogs, logger: Logger): ServerRoute[] {
+export function deployLogRoutes(service: DeployService, logs: DeployLogs, logger: Logger): ServerRoute[] {
   return [
     {
       method: 'GET',

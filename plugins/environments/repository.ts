@@ -4,6 +4,7 @@ import type { Db } from '../../core/db/knex.ts';
 import { newId } from '../../core/ids.ts';
 import { paginate, type ListQuery, type Page } from '../../core/http/lists.ts';
 import type { EnvironmentHealth, EnvironmentStatus, ReleaseRef, ServiceHealth } from '../../core/ports/environments.ts';
+import type { EnvironmentProtection } from '../../domain/manifest/types.ts';
 
 export type EnvironmentType = 'persistent' | 'temporary';
 
@@ -25,12 +26,20 @@ export interface EnvironmentRow {
   suspended_reason: string | null;
   suspended_at: Date | null;
   current_release: ReleaseRef | null;
+  /** The manifest's protection rules; null when unprotected. */
+  protection: EnvironmentProtection | null;
   created_by: string | null;
   created_at: Date;
   updated_at: Date;
 }
 
-export type DeployStatus = 'running' | 'succeeded' | 'failed' | 'pipeline';
+export type DeployStatus = 'awaiting_approval' | 'waiting' | 'running' | 'succeeded' | 'failed' | 'rejected' | 'pipeline';
+
+/** What a waiting deploy through a pipeline starts it with. */
+export interface PipelineRequest {
+  inputs: Record<string, unknown>;
+  image_tag: string | null;
+}
 
 export interface DeployRow {
   id: string;
@@ -44,13 +53,26 @@ export interface DeployRow {
   pipeline_run_id: string | null;
   error_message: string | null;
   services: ServiceHealth[];
+  /** The protection rules the deploy was created under; null for an unprotected environment. */
+  protection: EnvironmentProtection | null;
+  /** A `waiting` deploy runs from then (its environment's wait_seconds after creation). */
+  run_after: Date | null;
+  pipeline_request: PipelineRequest | null;
   created_by: string | null;
   created_at: Date;
   completed_at: Date | null;
 }
 
+export interface DeployReview {
+  deploy_id: string;
+  user_id: string;
+  decision: 'approved' | 'rejected';
+  comment: string | null;
+  created_at: Date;
+}
+
 /** The fields an environment takes from the manifest or an ensure. */
-export type EnvironmentFields = Pick<EnvironmentRow, 'type' | 'namespace' | 'db_ref' | 'kind' | 'pipeline' | 'pipeline_inputs'>;
+export type EnvironmentFields = Pick<EnvironmentRow, 'type' | 'namespace' | 'db_ref' | 'kind' | 'pipeline' | 'pipeline_inputs' | 'protection'>;
 
 const json = (v: unknown) => (v === null || v === undefined ? null : JSON.stringify(v));
 
@@ -82,7 +104,7 @@ export class EnvironmentRepository {
     createdBy: string | null,
     trx: Db,
   ): Promise<{ row: EnvironmentRow; created: boolean }> {
-    const values = { ...fields, pipeline_inputs: JSON.stringify(fields.pipeline_inputs) };
+    const values = { ...fields, pipeline_inputs: JSON.stringify(fields.pipeline_inputs), protection: json(fields.protection) };
     const [row] = await trx('environments')
       .insert({ id: newId('env'), project_id: projectId, name, source, created_by: createdBy, ...values })
       .onConflict(['project_id', 'name'])
@@ -110,7 +132,7 @@ export class EnvironmentRepository {
 
   async update(id: string, changes: Partial<EnvironmentRow>, trx: Db = this.db): Promise<EnvironmentRow> {
     const values: Record<string, unknown> = { ...changes, updated_at: trx.fn.now() };
-    for (const key of ['current_release', 'health_detail', 'pipeline_inputs'] as const) if (key in changes) values[key] = json(changes[key]);
+    for (const key of ['current_release', 'health_detail', 'pipeline_inputs', 'protection'] as const) if (key in changes) values[key] = json(changes[key]);
     const [row] = await trx('environments').where({ id }).update(values).returning('*');
     return row;
   }
@@ -129,11 +151,39 @@ export class EnvironmentRepository {
     return this.db('environments').whereIn('project_id', projectIds).orderBy(['project_id', 'name']).select('name', 'project_id', 'health as status');
   }
 
-  async insertDeploy(row: Omit<DeployRow, 'id' | 'created_at' | 'completed_at' | 'error_message' | 'services'>, trx: Db): Promise<DeployRow> {
+  async insertDeploy(
+    row: Omit<DeployRow, 'id' | 'created_at' | 'completed_at' | 'error_message' | 'services' | 'protection' | 'run_after' | 'pipeline_request'> &
+      Partial<Pick<DeployRow, 'protection' | 'run_after' | 'pipeline_request'>>,
+    trx: Db,
+  ): Promise<DeployRow> {
     const [created] = await trx('environment_deploys')
-      .insert({ id: newId('dep'), ...row, release: json(row.release), previous_release: json(row.previous_release) })
+      .insert({
+        id: newId('dep'),
+        ...row,
+        release: json(row.release),
+        previous_release: json(row.previous_release),
+        protection: json(row.protection),
+        pipeline_request: json(row.pipeline_request),
+      })
       .returning('*');
     return created;
+  }
+
+  /** A deploy that has not ended moves on: approved, its timer run out, or started through its pipeline. */
+  async advanceDeploy(id: string, changes: Partial<Pick<DeployRow, 'status' | 'run_after' | 'pipeline_run_id'>>, trx: Db): Promise<DeployRow> {
+    const [row] = await trx('environment_deploys').where({ id }).update(changes).returning('*');
+    return row;
+  }
+
+  async addReview(review: Omit<DeployReview, 'created_at'>, trx: Db): Promise<DeployReview> {
+    const [row] = await trx('environment_deploy_reviews').insert(review).returning('*');
+    return row;
+  }
+
+  /** The reviews of the deploys, oldest first. */
+  reviewsOf(deployIds: string[], db: Db = this.db): Promise<DeployReview[]> {
+    if (!deployIds.length) return Promise.resolve([]);
+    return db('environment_deploy_reviews').whereIn('deploy_id', deployIds).orderBy(['created_at', 'user_id']);
   }
 
   async finishDeploy(id: string, changes: Pick<DeployRow, 'status' | 'error_message' | 'services'>, trx: Db): Promise<DeployRow> {
@@ -169,8 +219,9 @@ export class EnvironmentRepository {
     return db('environments').where({ id }).first();
   }
 
-  deployById(environmentId: string, id: string): Promise<DeployRow | undefined> {
-    return this.db('environment_deploys').where({ id, environment_id: environmentId }).first();
+  deployById(environmentId: string, id: string, trx?: Db): Promise<DeployRow | undefined> {
+    const q = (trx ?? this.db)('environment_deploys').where({ id, environment_id: environmentId });
+    return (trx ? q.forUpdate() : q).first();
   }
 
   deploys(environmentId: string, q: ListQuery & { status?: DeployStatus }): Promise<Page<DeployRow>> {

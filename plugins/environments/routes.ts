@@ -3,12 +3,12 @@ import { grantOf, principalOf, requires } from '../../core/http/access.ts';
 import { docs } from '../../core/http/schemas.ts';
 import { pageSchema, type ListQuery } from '../../core/http/lists.ts';
 import { paramsOf, payloadOf, queryOf } from '../../core/http/request.ts';
-import type { DeployRequest, EnsureRequest, EnvironmentService } from './service.ts';
+import type { EnsureRequest, EnvironmentService } from './service.ts';
 import type { EnvironmentType } from './repository.ts';
 import * as S from './schemas.ts';
 
-const tags = ['api', 'environments'];
-const BASE = '/projects/{project_id}/environments';
+export const tags = ['api', 'environments'];
+export const BASE = '/projects/{project_id}/environments';
 
 export function environmentRoutes(service: EnvironmentService): ServerRoute[] {
   const one = { response: { schema: S.environmentSchema } };
@@ -133,65 +133,6 @@ export function environmentRoutes(service: EnvironmentService): ServerRoute[] {
         ...one,
       },
       handler: (request) => service.health(paramsOf(request).project_id, paramsOf(request).env),
-    },
-    {
-      method: 'GET',
-      path: `${BASE}/{env}/deploys`,
-      options: {
-        id: 'listDeploys',
-        tags,
-        description: "The environment's deploys, newest first",
-        plugins: { ...requires('environments:read', 'project'), ...docs(400, 401, 403, 404) },
-        validate: { params: S.envParams, query: S.deploysQuery },
-        response: { schema: pageSchema(S.deploySchema, 'DeployList') },
-      },
-      handler: (request) => service.deploys(paramsOf(request).project_id, paramsOf(request).env, queryOf<ListQuery>(request)),
-    },
-    {
-      method: 'GET',
-      path: `${BASE}/{env}/deploys/{deploy_id}`,
-      options: {
-        id: 'getDeploy',
-        tags,
-        description: 'One deploy',
-        plugins: { ...requires('environments:read', 'project'), ...docs(400, 401, 403, 404) },
-        validate: { params: S.deployParams },
-        response: { schema: S.deploySchema },
-      },
-      handler: (request) => service.deployById(paramsOf(request).project_id, paramsOf(request).env, paramsOf(request).deploy_id),
-    },
-    {
-      method: 'POST',
-      path: `${BASE}/{env}/deploy`,
-      options: {
-        id: 'deployRelease',
-        tags,
-        description: "Deploy a release (spec's Deploy request): through the environment's pipeline unless direct",
-        plugins: { ...requires('environments:write', 'project'), ...docs(400, 401, 403, 404, 409, 422) },
-        validate: { params: S.envParams, payload: S.deployRequestSchema },
-        response: { status: { 202: S.deploySchema } },
-      },
-      handler: async (request, h) => {
-        const { project_id, env } = paramsOf(request);
-        return h.response(await service.deploy(principalOf(request), project_id, env, payloadOf<DeployRequest>(request))).code(202);
-      },
-    },
-    {
-      method: 'POST',
-      path: `${BASE}/{env}/rollback`,
-      options: {
-        id: 'rollbackEnvironment',
-        tags,
-        description: 'Deploy an earlier release again: the one named, else the one before the current',
-        plugins: { ...requires('environments:write', 'project'), ...docs(400, 401, 403, 404, 409, 422) },
-        validate: { params: S.envParams, payload: S.rollbackSchema.allow(null) },
-        response: { status: { 202: S.deploySchema } },
-      },
-      handler: async (request, h) => {
-        const { project_id, env } = paramsOf(request);
-        const body = payloadOf<{ release_id?: string; release_tag?: string } | null>(request) ?? {};
-        return h.response(await service.rollback(principalOf(request), project_id, env, body)).code(202);
-      },
     },
   ];
 }

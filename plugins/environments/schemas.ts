@@ -11,7 +11,12 @@ export const envParams = projectParams.keys({ env: envName.required() });
 export const deployParams = envParams.keys({ deploy_id: idSchema('dep').required() });
 
 export const listQuery = listQuerySchema.keys({ kind: Joi.string().max(100), type: Joi.string().valid('persistent', 'temporary') });
-export const deploysQuery = listQuerySchema.keys({ status: Joi.string().valid('running', 'succeeded', 'failed', 'pipeline') });
+export const DEPLOY_STATUSES = ['awaiting_approval', 'waiting', 'running', 'succeeded', 'failed', 'rejected', 'pipeline'] as const;
+export const deploysQuery = listQuerySchema.keys({ status: Joi.string().valid(...DEPLOY_STATUSES) });
+
+export const reviewSchema = Joi.object({ comment: Joi.string().max(2000).description('why; recorded with the review and on its event') }).label(
+  'DeployReviewRequest',
+);
 
 export const ensureSchema = Joi.object({
   name: envName.required(),
@@ -69,6 +74,24 @@ const serviceHealth = Joi.object({
   detail: Joi.string().allow('').required(),
 }).label('ServiceHealth');
 
+const reviewer = Joi.object({ user: Joi.string().description('e-mail or usr_ id'), group: Joi.string().description('access group name or grp_ id') })
+  .xor('user', 'group')
+  .label('ProtectionReviewer');
+
+export const protectionSchema = Joi.object({
+  required_reviewers: Joi.array().items(reviewer).description('users (e-mail or usr_ id) or access groups (name or grp_ id) who approve deploys'),
+  required_approvals: Joi.number().integer().min(1).description('approvals a deploy needs; default 1 with reviewers'),
+  allowed_refs: Joi.array().items(Joi.string()).description('branch or tag globs a deployed release must come from (`*` within a segment, `**` across)'),
+  wait_seconds: Joi.number().integer().min(0).description('seconds from a deploy’s creation before it runs'),
+}).label('EnvironmentProtection');
+
+const deployReview = Joi.object({
+  user_id: Joi.string().required(),
+  decision: Joi.string().valid('approved', 'rejected').required(),
+  comment: Joi.string().allow(null).required(),
+  created_at: timestamp.required(),
+}).label('DeployReview');
+
 export const environmentSchema = Joi.object({
   id: idSchema('env').required(),
   project_id: projectId.required(),
@@ -87,6 +110,7 @@ export const environmentSchema = Joi.object({
   suspended_reason: Joi.string().allow(null).required(),
   suspended_at: timestamp.allow(null).required(),
   current_release: releaseSchema.allow(null).required(),
+  protection: protectionSchema.allow(null).required().description("the manifest's protection rules; null when unprotected"),
   created_by: Joi.string().allow(null).required(),
   created_at: timestamp.required(),
   updated_at: timestamp.required(),
@@ -96,7 +120,10 @@ export const deploySchema = Joi.object({
   id: idSchema('dep').required(),
   environment_id: idSchema('env').required(),
   project_id: projectId.required(),
-  status: Joi.string().valid('running', 'succeeded', 'failed', 'pipeline').required(),
+  status: Joi.string()
+    .valid(...DEPLOY_STATUSES)
+    .required()
+    .description('awaiting_approval and waiting: held by the environment’s protection; rejected: a reviewer refused it'),
   release: releaseSchema.required(),
   previous_release: releaseSchema.allow(null).required(),
   rollback_of: Joi.string().allow(null).required(),
@@ -104,6 +131,13 @@ export const deploySchema = Joi.object({
   pipeline_run_id: Joi.string().allow(null).required(),
   error_message: Joi.string().allow(null).required(),
   services: Joi.array().items(serviceHealth).required(),
+  protection: protectionSchema.allow(null).required().description('the protection the deploy was created under'),
+  run_after: timestamp.allow(null).required().description('a waiting deploy runs from then'),
+  pipeline_request: Joi.object({ inputs: Joi.object().unknown(true).required(), image_tag: Joi.string().allow(null).required() })
+    .allow(null)
+    .required()
+    .description('what a held deploy through a pipeline starts it with'),
+  reviews: Joi.array().items(deployReview).required().description('approvals and rejections, oldest first'),
   created_by: Joi.string().allow(null).required(),
   created_at: timestamp.required(),
   completed_at: timestamp.allow(null).required(),

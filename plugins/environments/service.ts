@@ -6,7 +6,7 @@ import { Conflict, DomainError, Forbidden, Invalid, NotFound, QuotaExceeded, Ups
 import type { Creator, PipelineLauncher } from '../../core/ports/launchers.ts';
 import type { ManifestReader } from '../../core/ports/manifest.ts';
 import type { ProjectDirectory } from '../../core/ports/directory.ts';
-import type { StoredManifest } from '../../domain/manifest/types.ts';
+import type { EnvironmentProtection, StoredManifest } from '../../domain/manifest/types.ts';
 import {
   DeployFailed,
   OneOffUnsupported,
@@ -20,13 +20,13 @@ import {
 } from '../../core/ports/environments.ts';
 import type { Releases } from '../../core/ports/releases.ts';
 import type { ListQuery, Page } from '../../core/http/lists.ts';
-import type { EnvironmentRepository, DeployRow, EnvironmentFields, EnvironmentRow, EnvironmentType } from './repository.ts';
+import type { EnvironmentRepository, EnvironmentFields, EnvironmentRow, EnvironmentType } from './repository.ts';
 import type { DeployTargets } from './targets.ts';
-import { emitDeployEvent, emitSuspension } from './events.ts';
+import { emitSuspension } from './events.ts';
 import type { DeployLogs } from './deploy-logs.ts';
-import { recordHealth, viaPipeline } from './deploy-run.ts';
+import { recordHealth } from './deploy-run.ts';
 import type { DirectDeploys } from './deploys.ts';
-import { nothingToDeploy, releaseOf } from './release-of.ts';
+import { releaseOf } from './release-of.ts';
 
 /** The spec's Deploy request. */
 export interface DeployRequest {
@@ -82,13 +82,15 @@ export interface EnvironmentDeps {
   quota: number;
 }
 
-const fieldsOf = (def: EnsureRequest, fallbackType: EnvironmentType): EnvironmentFields => ({
+/** An ensure request's fields, or a manifest definition's (only the manifest sets protection). */
+const fieldsOf = (def: EnsureRequest & { protection?: EnvironmentProtection }, fallbackType: EnvironmentType): EnvironmentFields => ({
   type: def.type ?? fallbackType,
   namespace: def.namespace ?? null,
   db_ref: def.db_ref ?? null,
   kind: def.kind ?? null,
   pipeline: def.pipeline ?? null,
   pipeline_inputs: def.pipeline_inputs ?? {},
+  protection: def.protection ?? null,
 });
 
 /** The fields `request` gives that the stored environment holds otherwise. */
@@ -97,12 +99,11 @@ function differingFields(env: EnvironmentRow, request: EnsureRequest): (keyof En
   return fields.filter((f) => request[f] !== undefined && canonicalJson(request[f]) !== canonicalJson(env[f]));
 }
 
-const suspendedMessage = (env: EnvironmentRow) => `environment ${env.name} is suspended${env.suspended_reason ? `: ${env.suspended_reason}` : ''}`;
+export const suspendedMessage = (env: EnvironmentRow) => `environment ${env.name} is suspended${env.suspended_reason ? `: ${env.suspended_reason}` : ''}`;
 
 /**
- * Environments: records synced from the manifest or ensured, their suspension, health read from the
- * deployer, and deploys. A deploy is recorded (and `system.deploy.started` emitted) before the
- * deployer runs; the current release changes only when the deployer reports the new one healthy.
+ * Environments: records synced from the manifest or ensured, their suspension and health read from
+ * the deployer. Deploys are deploy-service.ts.
  */
 export class EnvironmentService {
   constructor(private readonly d: EnvironmentDeps) {}
@@ -127,7 +128,7 @@ export class EnvironmentService {
     return env;
   }
 
-  private async locked(projectId: string, name: string, trx: Db): Promise<EnvironmentRow> {
+  async locked(projectId: string, name: string, trx: Db): Promise<EnvironmentRow> {
     const env = await this.d.repo.lock(projectId, name, trx);
     if (!env) throw new NotFound(`environment ${name} not found`);
     return env;
@@ -348,7 +349,7 @@ export class EnvironmentService {
   async runJob(projectId: string, name: string, request: JobRequest): Promise<{ release: ReleaseRef; exit: OneOffExit }> {
     const env = await this.get(projectId, name);
     if (env.suspended) throw new Conflict(suspendedMessage(env));
-    const release = request.release ? await this.releaseOf(projectId, request.release) : env.current_release;
+    const release = request.release ? await releaseOf(this.d, projectId, request.release) : env.current_release;
     if (!release) throw new Invalid(`environment ${name} has no current release: deploy one first, or run the job after a release step`);
     if (!releaseImages(release)[request.service])
       throw new Invalid(`release ${releaseName(release)} has no image of service ${request.service}`, { fields: ['service'] });
@@ -363,100 +364,5 @@ export class EnvironmentService {
       if (err instanceof OneOffUnsupported || err instanceof DeployFailed) throw new Invalid(err.message);
       throw err;
     }
-  }
-
-  /** The release a Deploy request names (release-of.ts). */
-  releaseOf(projectId: string, request: DeployRequest): Promise<ReleaseRef> {
-    return releaseOf(this.d, projectId, request);
-  }
-
-  /**
-   * The spec's deploy: through the environment's pipeline (with the release in its inputs) unless
-   * `direct` or it has none; direct deploys run on the deployer in the background (`wait` to await).
-   */
-  async deploy(creator: Creator, projectId: string, name: string, request: DeployRequest, opts: DirectOptions = {}): Promise<DeployRow> {
-    const env = await this.get(projectId, name);
-    if (env.suspended) throw new Conflict(suspendedMessage(env));
-    const release = await this.releaseOf(projectId, request);
-    if (env.pipeline && !request.direct) return viaPipeline(this.d, creator, env, release, request);
-    return this.deployDirect(creator, env, release, { ...opts, rollbackOf: null });
-  }
-
-  /**
-   * Records the deploy (emitting `system.deploy.started`) with its work item leased to this process,
-   * and carries it out here (deploys.ts), in the background unless `wait`; if this process dies
-   * meanwhile, another takes it over.
-   */
-  private async deployDirect(
-    creator: Creator,
-    env: EnvironmentRow,
-    release: ReleaseRef,
-    opts: DirectOptions & { rollbackOf: string | null },
-  ): Promise<DeployRow> {
-    const { project_id: projectId, name } = env;
-    if (Object.keys(releaseImages(release)).length === 0) throw new Invalid(nothingToDeploy(env, release), { fields: ['image_digests'] });
-    const { deploy, item } = await this.d.db.transaction(async (trx) => {
-      const locked = await this.locked(projectId, name, trx);
-      if (locked.suspended) throw new Conflict(suspendedMessage(locked));
-      const busy = await this.d.repo.runningDeploy(locked.id, trx);
-      if (busy) throw new Conflict(`environment ${name} is already being deployed (${busy.id})`);
-      const row = await this.d.repo.insertDeploy(
-        {
-          environment_id: locked.id,
-          project_id: projectId,
-          status: 'running',
-          release,
-          previous_release: locked.current_release,
-          rollback_of: opts.rollbackOf,
-          direct: true,
-          pipeline_run_id: null,
-          created_by: creator.id,
-        },
-        trx,
-      );
-      await emitDeployEvent(trx, 'system.deploy.started', locked, row, creator.id);
-      return { deploy: row, item: await this.d.deploys.accept(row, creator.id, trx) };
-    });
-    const run = this.d.deploys.start(item, opts.echo);
-    if (!opts.wait) return deploy;
-    await run;
-    return (await this.d.repo.deployRow(deploy.id)) ?? deploy;
-  }
-
-  /** Back to an earlier release: the one named, else the newest succeeded deploy's release that differs from the current one. */
-  async rollback(
-    creator: Creator,
-    projectId: string,
-    name: string,
-    to: { release_id?: string; release_tag?: string },
-    opts: DirectOptions = {},
-  ): Promise<DeployRow> {
-    const env = await this.get(projectId, name);
-    if (env.suspended) throw new Conflict(suspendedMessage(env));
-    const named = to.release_id || to.release_tag;
-    const previous = named ? null : await this.d.repo.previousSucceeded(env.id, env.current_release);
-    if (!named && !previous) throw new Invalid(`environment ${name} has no earlier release to roll back to`);
-    const release = previous ? previous.release : await this.releaseOf(projectId, { inputs: { ...to } });
-    return this.deployDirect(creator, env, release, { ...opts, rollbackOf: previous?.id ?? null });
-  }
-
-  async deploys(projectId: string, name: string, q: ListQuery): Promise<Page<DeployRow>> {
-    return this.d.repo.deploys((await this.get(projectId, name)).id, q);
-  }
-
-  async deployById(projectId: string, name: string, id: string): Promise<DeployRow> {
-    const deploy = await this.d.repo.deployById((await this.get(projectId, name)).id, id);
-    if (!deploy) throw new NotFound(`deploy ${id} not found`);
-    return deploy;
-  }
-
-  /** Nothing more happens to the deploy: it ended, or went through a pipeline. */
-  deployEnded(deploy: DeployRow): boolean {
-    return deploy.status !== 'running';
-  }
-
-  /** Waits for the deploys running in this process (server stop). */
-  drain(): Promise<void> {
-    return this.d.deploys.drain();
   }
 }

@@ -11,6 +11,7 @@ import { ReleasesToken } from '../../core/ports/releases.ts';
 import { FakeReleases, RecordingDeployer } from '../fixtures/deployer.ts';
 import { cliUser, showRun, tempHome } from '../cli/helpers.ts';
 import { attemptsOf, logLines, syncManifest, until, workerWorld, type WorkerWorld } from '../worker/helpers.ts';
+import { as, userInOrg } from '../support/server.ts';
 
 const MANIFEST = `
 services:
@@ -21,7 +22,14 @@ environments:
     type: persistent
     pipeline: promote
     pipeline_inputs: { region: eu }
+  production:
+    pipeline: promote-prod
+    protection:
+      required_reviewers: [{ user: pipeline-reviewer@example.com }]
 pipelines:
+  promote-prod:
+    steps:
+      - { name: deploy, action: { type: deploy, with: { env_name: production } } }
   promote:
     steps:
       - { name: deploy, action: { type: deploy, with: { env_name: staging } } }
@@ -133,3 +141,30 @@ test.serial('an environment ensured through the API with a pipeline deploys thro
   t.like((await w.api.get(`/projects/${w.projectId}/environments/pr-1`)).body, { current_release: { tag: 'v2' } });
   t.is(deployer.calls.at(-1), 'deploy pr-1 v2');
 });
+
+test.serial(
+  'protected: a deploy through the pipeline awaits approval; approved, the pipeline runs and its deploy step is not held again; a run started by hand is',
+  async (t) => {
+    const reviewer = as(w.srv.server, await userInOrg(w.srv.server, w.token, w.orgId, 'pipeline-reviewer@example.com', 'admin'));
+    const prod = `/projects/${w.projectId}/environments/production`;
+    const held = await w.api.post(`${prod}/deploy`, { release_tag: 'v3', inputs: { note: 'x' } });
+    t.like(held.body, { status: 'awaiting_approval', direct: false, pipeline_run_id: null, pipeline_request: { inputs: { note: 'x' }, image_tag: null } });
+    const approved = await reviewer.post(`${prod}/deploys/${held.body.id}/approve`, {});
+    t.is(approved.statusCode, 200, JSON.stringify(approved.body));
+    t.like(approved.body, { status: 'pipeline' });
+    t.truthy(approved.body.pipeline_run_id);
+    const run = await ended(approved.body.pipeline_run_id);
+    t.is(run.status, 'succeeded', JSON.stringify(run));
+    t.like((await w.api.get(prod)).body, { current_release: { tag: 'v3' } });
+    t.is(deployer.calls.at(-1), 'deploy production v3');
+
+    const byHand = await w.api.post(`/projects/${w.projectId}/pipelines/promote-prod/run`, { inputs: { release_tag: 'v2' } });
+    t.true([200, 201, 202].includes(byHand.statusCode), JSON.stringify(byHand.body));
+    const handRun = await ended(byHand.body.run_id ?? byHand.body.id);
+    t.is(handRun.status, 'failed');
+    t.is(deployer.calls.at(-1), 'deploy production v3', 'nothing deployed without approval');
+    const waiting = (await w.api.get(`${prod}/deploys?status=awaiting_approval`)).body.data;
+    t.is(waiting.length, 1);
+    t.like(waiting[0], { direct: true, release: { tag: 'v2' } });
+  },
+);
