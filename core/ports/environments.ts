@@ -218,6 +218,8 @@ export interface ActionContext {
   projectId: string;
   jobId: string;
   createdBy: string | null;
+  /** The pipeline run the step belongs to, if any. */
+  runId: string | null;
   /** Pipeline inputs of the step's run (`release_id`, `release_tag`, `image_digests`, `git_sha`, …). */
   inputs: Record<string, unknown>;
   log(line: string): Promise<void>;

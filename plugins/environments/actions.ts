@@ -42,7 +42,8 @@ export function environmentActions(service: EnvironmentService, deploys: DeployS
       }
       await ctx.log(`deploying to environment ${envName}`);
       const echo = (line: string) => void ctx.log(line);
-      const opts = { wait: true, echo, approved: str(i.deploy_id) };
+      const deployId = str(i.deploy_id);
+      const opts = { wait: true, echo, ...(deployId && ctx.runId ? { approved: { deployId, runId: ctx.runId } } : {}) };
       const deploy = await deploys.deploy({ id: ctx.createdBy ?? 'system' }, ctx.projectId, envName, request, opts);
       if (deploy.status === 'awaiting_approval' || deploy.status === 'waiting')
         throw new Invalid(

@@ -13,8 +13,11 @@ import { suspendedMessage, type DeployRequest, type DirectOptions, type Environm
 /** A deploy as the API answers it: with its reviews. */
 export type ReviewedDeploy = DeployRow & { reviews: Omit<DeployReview, 'deploy_id'>[] };
 
-/** `approved`: the held deploy whose pipeline run this deploy action belongs to (the run's `deploy_id` input); not held again. */
-export type DeployOptions = DirectOptions & { approved?: string };
+/**
+ * `approved`: the held deploy (the run's `deploy_id` input) whose pipeline run this deploy action
+ * belongs to (`runId`, the step's own run, never an input); not held again.
+ */
+export type DeployOptions = DirectOptions & { approved?: { deployId: string; runId: string } };
 
 /** Whether the protection holds a deploy before it runs: reviewers to approve it, or a wait timer. */
 export const isHeld = (p: EnvironmentProtection | null): boolean => requiredApprovals(p) > 0 || (p?.wait_seconds ?? 0) > 0;
@@ -174,13 +177,14 @@ export class DeployService {
   }
 
   /**
-   * Whether `deployId` is a deploy of the environment through its pipeline that its protection held
-   * and that went ahead: the run it started carries it in its inputs, and its deploy step is not held again.
+   * Whether `deployId` is a deploy of the environment through its pipeline that its protection held,
+   * that went ahead, and whose run is `runId`: that run carries it in its inputs, and its deploy step
+   * is not held again. Any other run naming it (a run started by hand with a copied `deploy_id`) is held.
    */
-  private async approvedRun(env: EnvironmentRow, deployId: string, release: ReleaseRef): Promise<boolean> {
+  private async approvedRun(env: EnvironmentRow, { deployId, runId }: { deployId: string; runId: string }, release: ReleaseRef): Promise<boolean> {
     const deploy = await this.d.repo.deployById(env.id, deployId);
     const same = deploy && deploy.release.git_sha === release.git_sha && deploy.release.tag === release.tag;
-    return Boolean(same && deploy.protection && !deploy.direct && deploy.status === 'pipeline');
+    return Boolean(same && deploy.protection && !deploy.direct && deploy.status === 'pipeline' && deploy.pipeline_run_id === runId);
   }
 
   /** The deploys with their reviews (approvals and rejections, oldest first). */

@@ -141,7 +141,7 @@ async function jobAction(
   const service = required(w, 'service', 'job');
   const envName = text(w.env_name) ?? work.job.env_name;
   if (!envName) throw new WorkerFailure('action job needs an environment: "env_name" (with.env_name), or a run for an environment');
-  const ctx = { projectId: work.project.id, jobId: work.job.id, createdBy: work.job.created_by, inputs, log, signal: deps.signal };
+  const ctx = { projectId: work.project.id, jobId: work.job.id, createdBy: work.job.created_by, runId: work.run?.id ?? null, inputs, log, signal: deps.signal };
   let out: ActionOutputs;
   try {
     out = await envs.job(ctx, { envName, service, command: commandOf(w.command) });
@@ -167,7 +167,7 @@ async function domainAction(
   deps: ActionDeps,
   log: (line: string) => Promise<void>,
 ): Promise<ActionOutputs> {
-  const ctx = { projectId: work.project.id, jobId: work.job.id, createdBy: work.job.created_by, inputs, log };
+  const ctx = { projectId: work.project.id, jobId: work.job.id, createdBy: work.job.created_by, runId: work.run?.id ?? null, inputs, log };
   const envs = () => {
     const e = deps.environments();
     if (!e) throw new WorkerFailure(`action ${type} needs the environments plugin, which this server does not load`);

@@ -166,5 +166,13 @@ test.serial(
     const waiting = (await w.api.get(`${prod}/deploys?status=awaiting_approval`)).body.data;
     t.is(waiting.length, 1);
     t.like(waiting[0], { direct: true, release: { tag: 'v2' } });
+
+    // A run started by hand naming the approved deploy as its input is not that deploy's run: held too.
+    const copied = await w.api.post(`/projects/${w.projectId}/pipelines/promote-prod/run`, { inputs: { release_tag: 'v3', deploy_id: held.body.id } });
+    t.true([200, 201, 202].includes(copied.statusCode), JSON.stringify(copied.body));
+    t.is((await ended(copied.body.run_id ?? copied.body.id)).status, 'failed');
+    t.is(deployer.calls.at(-1), 'deploy production v3');
+    t.is(deployer.calls.filter((c) => c === 'deploy production v3').length, 1, 'the approved deploy ran once, by its own run');
+    t.is((await w.api.get(`${prod}/deploys?status=awaiting_approval`)).body.data.length, 2);
   },
 );
