@@ -1,14 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import Joi from 'joi';
 import { inject, injectable } from '../../../core/di.ts';
 import { Tokens } from '../../../core/tokens.ts';
 import type { Db } from '../../../core/db/knex.ts';
 import type { ListQuery, Page } from '../../../core/http/lists.ts';
-import { timestamp } from '../../../core/http/schemas.ts';
 import { JobRepository, type JobRow } from '../job/repository.ts';
 import { noUnfinishedBlockers } from '../relations/blockers.ts';
 import { isWorkflowRootSql } from '../workflows/roots.ts';
-import { jobId } from '../job/schemas.ts';
 import { NotFound } from '../../../core/errors.ts';
 
 export const ATTEMPT_STATUSES = ['running', 'succeeded', 'failed', 'cancelled'] as const;
@@ -54,44 +51,6 @@ export function toAttempt(row: AttemptRow) {
 export type Attempt = ReturnType<typeof toAttempt>;
 /** The attempt as its claimer sees it, once: with the lease token that fences its writes. */
 export type ClaimedAttempt = AttemptRow & { lease_token: string };
-
-export const checkResultSchema = Joi.object({
-  command: Joi.string().required(),
-  exit_code: Joi.number().integer().allow(null).required(),
-  passed: Joi.boolean().required(),
-  duration_ms: Joi.number().integer().min(0).required(),
-  output_tail: Joi.string().allow('').required().description('the last lines of its output, secrets masked'),
-})
-  .label('AttemptCheckResult')
-  .description("the race's check command, run in the attempt's workspace after its agent ended");
-
-export const attemptSchema = Joi.object({
-  id: Joi.string().guid().required(),
-  job_id: jobId.required(),
-  attempt_number: Joi.number().integer().min(1).required(),
-  status: Joi.string()
-    .valid(...ATTEMPT_STATUSES)
-    .required(),
-  result_status: Joi.string()
-    .valid(...RESULT_STATUSES)
-    .allow(null)
-    .required(),
-  result_json: Joi.object().unknown(true).allow(null).required().description('the last json-result block; {svc: result} when none was sent'),
-  result_summary: Joi.string().allow(null).required(),
-  error: Joi.string().allow(null).required(),
-  lease_owner: Joi.string().allow(null).required(),
-  lease_expires_at: timestamp.allow(null).required(),
-  git: Joi.object().unknown(true).allow(null).required(),
-  started_at: timestamp.required(),
-  ended_at: timestamp.allow(null).required(),
-  race_lane: Joi.number().integer().min(1).allow(null).required().description('the race lane it runs (rival attempts), null outside a race'),
-  check_result: checkResultSchema.allow(null).required(),
-  chosen: Joi.boolean().required().description("the race's attempt chosen as the job's result"),
-}).label('Attempt');
-
-export const claimedAttemptSchema = attemptSchema
-  .keys({ lease_token: Joi.string().guid().required().description('fences heartbeat, complete and release; shown only to the claimer') })
-  .label('ClaimedAttempt');
 
 /** A job's gate keys (`hints.gates`). */
 export const gateKeysOf = (job: Pick<JobRow, 'hints'>): string[] => (Array.isArray(job.hints.gates) ? (job.hints.gates as string[]) : []);

@@ -7,7 +7,8 @@ import { listQuerySchema, pageSchema, type ListQuery } from '../../../core/http/
 import { paramsOf, payloadOf, queryOf } from '../../../core/http/request.ts';
 import { Claims, MAX_LEASE_SECONDS, type Completion } from './claims.ts';
 import { Review } from './review.ts';
-import { AttemptHistory, AttemptRepository, RESULT_STATUSES, attemptSchema, claimedAttemptSchema } from '../attempts/attempts.ts';
+import { AttemptHistory, AttemptRepository, RESULT_STATUSES } from '../attempts/attempts.ts';
+import { attemptSchema, claimedAttemptSchema } from '../attempts/attempt-schemas.ts';
 import { jobSchema, jobId } from '../job/schemas.ts';
 import { jobParams } from '../job/routes.ts';
 import { attemptParams, resolveAttemptRef } from '../attempts/attempt-ref.ts';

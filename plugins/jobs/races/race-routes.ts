@@ -5,7 +5,7 @@ import { principalOf, requires } from '../../../core/http/access.ts';
 import { docs, timestamp } from '../../../core/http/schemas.ts';
 import { paramsOf, payloadOf } from '../../../core/http/request.ts';
 import { HARNESS_NAME, REASONING_EFFORTS } from '../../../core/ports/harness.ts';
-import { attemptSchema, checkResultSchema } from '../attempts/attempts.ts';
+import { attemptSchema, checkResultSchema } from '../attempts/attempt-schemas.ts';
 import { jobSchema } from '../job/schemas.ts';
 import { jobParams } from '../job/routes.ts';
 import { tokenTotals } from '../receipts/receipt-schemas.ts';

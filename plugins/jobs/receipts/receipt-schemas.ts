@@ -1,6 +1,7 @@
 import Joi from 'joi';
 import { timestamp } from '../../../core/http/schemas.ts';
-import { ATTEMPT_STATUSES, RESULT_STATUSES, attemptSchema } from '../attempts/attempts.ts';
+import { ATTEMPT_STATUSES, RESULT_STATUSES } from '../attempts/attempts.ts';
+import { attemptSchema } from '../attempts/attempt-schemas.ts';
 import { RECEIPT_VERSION, REPORTED_BY_CLI } from './receipt-assembly.ts';
 import { jobId } from '../job/schemas.ts';
 
