@@ -5356,7 +5356,7 @@ export interface components {
             git_sha?: string;
             /** @description required with git_sha */
             manifest_hash?: string;
-            /** @description alternative to git_sha plus manifest_hash */
+            /** @description alternative to git_sha plus manifest_hash; given with them, they must be the release's (422 otherwise) */
             release_tag?: string;
             /** @description service → digest; skips the build */
             image_digests?: Record<string, unknown>;
