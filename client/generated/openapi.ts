@@ -5262,6 +5262,9 @@ export interface components {
             app: Record<string, unknown>;
             /** @description what made the invite when not a person: domain_signup */
             source: string | null;
+            code_host_user: string | null;
+            /** @description how many of the code-host user's public keys the invite registers */
+            code_host_keys: number;
             /** @example usr_01h455vb4pex5vsknk084sn02q */
             created_by: string | null;
             /** Format: date-time */
@@ -5977,6 +5980,9 @@ export interface components {
             app: Record<string, unknown>;
             /** @description what made the invite when not a person: domain_signup */
             source: string | null;
+            code_host_user: string | null;
+            /** @description how many of the code-host user's public keys the invite registers */
+            code_host_keys: number;
             /** @example usr_01h455vb4pex5vsknk084sn02q */
             created_by: string | null;
             /** Format: date-time */
@@ -6014,6 +6020,8 @@ export interface components {
             provider_hint?: string;
             /** @description SSH public key, SSH fingerprint or hex nostr key: that key gets the membership when it first logs in */
             identity_hint?: string;
+            /** @description the invitee's user on the code host (adapters.vcshost): its public SSH keys are fetched now and registered to whoever accepts */
+            code_host_user?: string;
             /** @description where the web client sends the invitee after accepting */
             redirect_url?: string;
             /** @description days until the code expires (default 7) */
