@@ -174,6 +174,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/session": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The sign-on broker's session probe
+         * @description The sign-on broker's session probe: the token of the root-domain session cookie (auth.session_cookie_domain), for an app's frontend on that domain; 401 without a valid session; 404 while the cookie is host-only
+         */
+        get: operations["probeSignOnSession"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/.well-known/jwks.json": {
         parameters: {
             query?: never;
@@ -568,18 +588,15 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/builds/{build_id}/logs": {
+    "/builds/{build_id}/artifacts": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /**
-         * Builder output of a run, oldest first
-         * @description Builder output of a run, oldest first. With follow=true or Accept: text/event-stream: server-sent `log` events (id = seq) as they are written, then one `end` event with the run status (resume with Last-Event-ID)
-         */
-        get: operations["getBuildLogs"];
+        /** Images of the build's latest completed run (empty until one completes) */
+        get: operations["listBuildArtifacts"];
         put?: never;
         post?: never;
         delete?: never;
@@ -609,15 +626,18 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/builds/{build_id}/artifacts": {
+    "/builds/{build_id}/logs": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /** Images of the build's latest completed run (empty until one completes) */
-        get: operations["listBuildArtifacts"];
+        /**
+         * Builder output of a run, oldest first
+         * @description Builder output of a run, oldest first. With follow=true or Accept: text/event-stream: server-sent `log` events (id = seq) as they are written, then one `end` event with the run status (resume with Last-Event-ID)
+         */
+        get: operations["getBuildLogs"];
         put?: never;
         post?: never;
         delete?: never;
@@ -648,27 +668,28 @@ export interface paths {
         patch: operations["updateInferenceTarget"];
         trace?: never;
     };
-    "/jobs/{job_id}/race": {
+    "/jobs/{job_id}/attachments": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /**
-         * A race's attempts side by side
-         * @description A race's attempts side by side: variant, status, result summary, duration, cost, tokens, diff size and files, branch, the check's outcome, and which one was chosen. 404 when the job was not raced
-         */
-        get: operations["compareJobRace"];
+        /** The job's attachments, newest first (metadata only) */
+        get: operations["listJobAttachments"];
         put?: never;
-        post?: never;
+        /**
+         * Attach a file to the job
+         * @description Attach a file to the job (JSON: name, optional mime_type, content as utf8 or base64); a name is unique per job (409)
+         */
+        post: operations["createJobAttachment"];
         delete?: never;
         options?: never;
         head?: never;
         patch?: never;
         trace?: never;
     };
-    "/jobs/{job_id}/compare": {
+    "/jobs/{job_id}/context": {
         parameters: {
             query?: never;
             header?: never;
@@ -676,50 +697,10 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Two attempts of the job by attempt_number
-         * @description Two attempts of the job by attempt_number (a may equal b): {job_id, a, b, differences}. a and b: {id, attempt_number, status, result_status, error, started_at, ended_at, pricing, receipt (only with include_receipt=true; null while running)}. differences: status, result_status, result_summary, result_json, git as {a, b, changed}; duration_ms and cost_usd as {a, b, changed, delta: b − a}; tokens as {a, b, changed, delta} of {input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, total_tokens, calls}. Figures come from the receipt; a running attempt shows its usage so far and duration_ms null. 404 naming a or b when it is not an attempt of the job.
+         * The job with its parent, children, relations
+         * @description The job with its parent, children, relations (dependencies, dependents, blocking), latest attempt and rejection, and effective phase
          */
-        get: operations["compareJobAttempts"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/jobs/{job_id}/receipt": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * The receipt of the job's latest attempt that has one
-         * @description The receipt of the job's latest attempt that has one (404 `job X has no receipt yet` otherwise). A receipt: {receipt_version, attempt_id, attempt_number, job_id, status, result_status, timing {started_at, ended_at, billable_ms, phases {name: ms}}, llm {calls, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, duration_ms, models {model: {calls, token counts, duration_ms, providers, cost_usd, reported_cost_usd, priced_as}}}, cost {base_cost_usd, billed_cost {currency, amount}, pricing priced|partial|unpriced, unpriced_models, reported_cost_usd, price_table, exchange_rate}, compute {resource_class, billable_ms, cost_usd}, workspace, created_at}. Written once when the attempt ends, however it ends; never changed. Models without a price count 0 (fail-open) and pricing says so. reported_cost_usd is what the coding CLI said the calls cost (null when it said nothing); a model without a price but with such a figure is priced_as 'reported by the CLI'. It is shown, never billed: base_cost_usd and billed_cost come from the rate card alone.
-         */
-        get: operations["getJobReceipt"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/jobs/{job_id}/tree": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * The job and all its descendants, nested as {job, children
-         * @description The job and all its descendants, nested as {job, children: [{job, children}]}, children in child-number order
-         */
-        get: operations["getJobTree"];
+        get: operations["getJobContext"];
         put?: never;
         post?: never;
         delete?: never;
@@ -752,7 +733,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/jobs/{job_id}/context": {
+    "/jobs/{job_id}/tree": {
         parameters: {
             query?: never;
             header?: never;
@@ -760,10 +741,10 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The job with its parent, children, relations
-         * @description The job with its parent, children, relations (dependencies, dependents, blocking), latest attempt and rejection, and effective phase
+         * The job and all its descendants, nested as {job, children
+         * @description The job and all its descendants, nested as {job, children: [{job, children}]}, children in child-number order
          */
-        get: operations["getJobContext"];
+        get: operations["getJobTree"];
         put?: never;
         post?: never;
         delete?: never;
@@ -772,28 +753,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/jobs/{job_id}/attachments": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The job's attachments, newest first (metadata only) */
-        get: operations["listJobAttachments"];
-        put?: never;
-        /**
-         * Attach a file to the job
-         * @description Attach a file to the job (JSON: name, optional mime_type, content as utf8 or base64); a name is unique per job (409)
-         */
-        post: operations["createJobAttachment"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/orgs/{org_id}/spend": {
+    "/jobs/{job_id}/receipt": {
         parameters: {
             query?: never;
             header?: never;
@@ -801,10 +761,10 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * What the org spent in the window
-         * @description What the org spent in the window: totals and by project, model, harness and day (from receipts)
+         * The receipt of the job's latest attempt that has one
+         * @description The receipt of the job's latest attempt that has one (404 `job X has no receipt yet` otherwise). A receipt: {receipt_version, attempt_id, attempt_number, job_id, status, result_status, timing {started_at, ended_at, billable_ms, phases {name: ms}}, llm {calls, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, duration_ms, models {model: {calls, token counts, duration_ms, providers, cost_usd, reported_cost_usd, priced_as}}}, cost {base_cost_usd, billed_cost {currency, amount}, pricing priced|partial|unpriced, unpriced_models, reported_cost_usd, price_table, exchange_rate}, compute {resource_class, billable_ms, cost_usd}, workspace, created_at}. Written once when the attempt ends, however it ends; never changed. Models without a price count 0 (fail-open) and pricing says so. reported_cost_usd is what the coding CLI said the calls cost (null when it said nothing); a model without a price but with such a figure is priced_as 'reported by the CLI'. It is shown, never billed: base_cost_usd and billed_cost come from the rate card alone.
          */
-        get: operations["getOrgSpend"];
+        get: operations["getJobReceipt"];
         put?: never;
         post?: never;
         delete?: never;
@@ -813,7 +773,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/orgs/{org_id}/events": {
+    "/jobs/{job_id}/compare": {
         parameters: {
             query?: never;
             header?: never;
@@ -821,10 +781,10 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The events of every project of the org, newest first
-         * @description The events of every project of the org, newest first (filters type, source, status)
+         * Two attempts of the job by attempt_number
+         * @description Two attempts of the job by attempt_number (a may equal b): {job_id, a, b, differences}. a and b: {id, attempt_number, status, result_status, error, started_at, ended_at, pricing, receipt (only with include_receipt=true; null while running)}. differences: status, result_status, result_summary, result_json, git as {a, b, changed}; duration_ms and cost_usd as {a, b, changed, delta: b − a}; tokens as {a, b, changed, delta} of {input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, total_tokens, calls}. Figures come from the receipt; a running attempt shows its usage so far and duration_ms null. 404 naming a or b when it is not an attempt of the job.
          */
-        get: operations["listOrgEvents"];
+        get: operations["compareJobAttempts"];
         put?: never;
         post?: never;
         delete?: never;
@@ -833,111 +793,95 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/orgs/{org_id}/service-principals": {
+    "/jobs/{job_id}/race": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /** Service accounts of the org, newest first (alias of /service-accounts) */
-        get: operations["listServicePrincipals"];
+        /**
+         * A race's attempts side by side
+         * @description A race's attempts side by side: variant, status, result summary, duration, cost, tokens, diff size and files, branch, the check's outcome, and which one was chosen. 404 when the job was not raced
+         */
+        get: operations["compareJobRace"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orgs/{org_id}/billing": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The org's billing currency, monthly budget and balance */
+        get: operations["getOrgBilling"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Change the org's billing currency, monthly budget or budget mode (org admins) */
+        patch: operations["updateOrgBilling"];
+        trace?: never;
+    };
+    "/orgs/{org_id}/secrets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List org secrets (metadata only), newest first */
+        get: operations["listOrgSecrets"];
+        put?: never;
+        /** Create a org secret; the answer is its metadata, never the value */
+        post: operations["createOrgSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orgs/{org_id}/chat-teams": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The chat teams bound to the org, newest binding first */
+        get: operations["listChatTeams"];
         put?: never;
         /**
-         * Create a service account
-         * @description Create a service account; with `role` it is bound that role at once (alias of /service-accounts)
+         * Ask for a one-time code that binds a chat team to the org once the team posts it
+         * @description The code is shown once, valid 15 minutes and single use. Someone in the team posts "bind <code>" (a message in a channel the app is in, or a mention of the app); the signed event binds the team to this org. 409 when the team is already bound (to this org or another).
          */
-        post: operations["createServicePrincipal"];
+        post: operations["requestChatTeamBinding"];
         delete?: never;
         options?: never;
         head?: never;
         patch?: never;
         trace?: never;
     };
-    "/orgs/{org_id}/members": {
+    "/orgs/{org_id}/webhooks": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /** List org members */
-        get: operations["listOrgMembers"];
+        /** The org's webhook subscriptions (project-scoped ones included), newest first */
+        get: operations["listWebhooks"];
         put?: never;
-        /**
-         * Add a org member by e-mail
-         * @description Add a org member by e-mail (201; 200 when already a member with that role; 409 with another role)
-         */
-        post: operations["addOrgMember"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/orgs/{org_id}/access-requests": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The org's access requests, newest first (members:write); filter by status */
-        get: operations["listAccessRequests"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/orgs/{org_id}/invites": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The org's invites, newest first (members:write); codes are never shown again */
-        get: operations["listInvites"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/orgs/{org_id}/service-accounts": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Service accounts of the org, newest first */
-        get: operations["listServiceAccounts"];
-        put?: never;
-        /** Create a service account; with `role` it is bound that role at once */
-        post: operations["createServiceAccount"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/orgs/{org_id}/agents": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Harnesses ready in the org's scope, and each of its projects' profiles and default choice (paged by project, oldest first) */
-        get: operations["getOrgAgents"];
-        put?: never;
-        post?: never;
+        /** Subscribe a URL to events of every project of the org */
+        post: operations["createOrgWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -968,79 +912,155 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/orgs/{org_id}/webhooks": {
+    "/orgs/{org_id}/agents": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /** The org's webhook subscriptions (project-scoped ones included), newest first */
-        get: operations["listWebhooks"];
-        put?: never;
-        /** Subscribe a URL to events of every project of the org */
-        post: operations["createOrgWebhook"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/orgs/{org_id}/chat-teams": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The chat teams bound to the org, newest binding first */
-        get: operations["listChatTeams"];
-        put?: never;
-        /**
-         * Ask for a one-time code that binds a chat team to the org once the team posts it
-         * @description The code is shown once, valid 15 minutes and single use. Someone in the team posts "bind <code>" (a message in a channel the app is in, or a mention of the app); the signed event binds the team to this org. 409 when the team is already bound (to this org or another).
-         */
-        post: operations["requestChatTeamBinding"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/orgs/{org_id}/secrets": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** List org secrets (metadata only), newest first */
-        get: operations["listOrgSecrets"];
-        put?: never;
-        /** Create a org secret; the answer is its metadata, never the value */
-        post: operations["createOrgSecret"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/orgs/{org_id}/billing": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The org's billing currency, monthly budget and balance */
-        get: operations["getOrgBilling"];
+        /** Harnesses ready in the org's scope, and each of its projects' profiles and default choice (paged by project, oldest first) */
+        get: operations["getOrgAgents"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
-        /** Change the org's billing currency, monthly budget or budget mode (org admins) */
-        patch: operations["updateOrgBilling"];
+        patch?: never;
+        trace?: never;
+    };
+    "/orgs/{org_id}/service-accounts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Service accounts of the org, newest first */
+        get: operations["listServiceAccounts"];
+        put?: never;
+        /** Create a service account; with `role` it is bound that role at once */
+        post: operations["createServiceAccount"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orgs/{org_id}/invites": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The org's invites, newest first (members:write); codes are never shown again */
+        get: operations["listInvites"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orgs/{org_id}/access-requests": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The org's access requests, newest first (members:write); filter by status */
+        get: operations["listAccessRequests"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orgs/{org_id}/members": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List org members */
+        get: operations["listOrgMembers"];
+        put?: never;
+        /**
+         * Add a org member by e-mail
+         * @description Add a org member by e-mail (201; 200 when already a member with that role; 409 with another role)
+         */
+        post: operations["addOrgMember"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orgs/{org_id}/service-principals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Service accounts of the org, newest first (alias of /service-accounts) */
+        get: operations["listServicePrincipals"];
+        put?: never;
+        /**
+         * Create a service account
+         * @description Create a service account; with `role` it is bound that role at once (alias of /service-accounts)
+         */
+        post: operations["createServicePrincipal"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orgs/{org_id}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The events of every project of the org, newest first
+         * @description The events of every project of the org, newest first (filters type, source, status)
+         */
+        get: operations["listOrgEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orgs/{org_id}/spend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What the org spent in the window
+         * @description What the org spent in the window: totals and by project, model, harness and day (from receipts)
+         */
+        get: operations["getOrgSpend"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/pipeline-runs/{run_id}/stream": {
@@ -1060,42 +1080,192 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/projects/{project_id}/builds": {
+    "/projects/{project_id}/releases": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /** The project's builds, newest first, each with its latest run */
-        get: operations["listBuilds"];
+        /** The project's releases, newest first */
+        get: operations["listReleases"];
         put?: never;
         /**
-         * Build the services of a commit
-         * @description Build the services of a commit: the spec and its first run (pending; a worker builds it). manifest_hash must match the manifest synced for git_sha (synced from the repository when missing)
+         * Release a successful build of the project under a tag
+         * @description Release a successful build of the project under a tag (201), recording the build's image digests; the same tag for the same commit and digests again answers that release (200); a tag taken otherwise is 409
          */
-        post: operations["createBuild"];
+        post: operations["createRelease"];
         delete?: never;
         options?: never;
         head?: never;
         patch?: never;
         trace?: never;
     };
-    "/projects/{project_id}/events": {
+    "/projects/{project_id}/secrets": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /** The project's events, newest first (filters type, source, status) */
-        get: operations["listProjectEvents"];
+        /** List project secrets (metadata only), newest first */
+        get: operations["listProjectSecrets"];
+        put?: never;
+        /** Create a project secret; the answer is its metadata, never the value */
+        post: operations["createProjectSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/projects/{project_id}/routes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The project's chat routes, newest first */
+        get: operations["listChatRoutes"];
+        put?: never;
+        /** Route a chat team's messages (all channels, or one) to the project */
+        post: operations["createChatRoute"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/projects/{project_id}/schedules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The project's schedules, newest first */
+        get: operations["listSchedules"];
         put?: never;
         /**
-         * Emit an event
-         * @description Emit an event (stored pending; the orchestrator routes it to matching triggers). A known dedupe_key answers 200 with the earlier event
+         * Create a schedule
+         * @description Create a schedule: a cron expression (UTC) that emits an event of the given type and payload
          */
-        post: operations["emitEvent"];
+        post: operations["createSchedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/projects/{project_id}/threads": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The project's threads, newest first (filters key, job_id) */
+        get: operations["listThreads"];
+        put?: never;
+        /**
+         * Create a thread
+         * @description Create a thread; with a key the project already has, that thread comes back (200) unless the title differs (409)
+         */
+        post: operations["createThread"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/projects/{project_id}/manifest": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The current (last synced) manifest; 404 when none was synced */
+        get: operations["getManifest"];
+        put?: never;
+        /** Sync the manifest from {yaml}, or from .svc/manifest.yaml in the project's repository at {ref} (default: the project branch). 422 lists every problem and stores nothing. */
+        post: operations["syncManifest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/projects/{project_id}/members": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List project members */
+        get: operations["listProjectMembers"];
+        put?: never;
+        /**
+         * Add a project member by e-mail
+         * @description Add a project member by e-mail (201; 200 when already a member with that role; 409 with another role)
+         */
+        post: operations["addProjectMember"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/projects/{project_id}/workflows": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Workflows defined in the current manifest (empty when none was synced) */
+        get: operations["listWorkflows"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/projects/{project_id}/pipelines": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Pipelines defined in the current manifest (empty when none was synced) */
+        get: operations["listPipelines"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/projects/{project_id}/agents": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The project's agent configuration
+         * @description The project's agent configuration: its manifest's profiles, what each would run now, and which harnesses are ready in its scope
+         */
+        get: operations["getProjectAgents"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1126,192 +1296,42 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/projects/{project_id}/agents": {
+    "/projects/{project_id}/events": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /**
-         * The project's agent configuration
-         * @description The project's agent configuration: its manifest's profiles, what each would run now, and which harnesses are ready in its scope
-         */
-        get: operations["getProjectAgents"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/projects/{project_id}/pipelines": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Pipelines defined in the current manifest (empty when none was synced) */
-        get: operations["listPipelines"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/projects/{project_id}/workflows": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Workflows defined in the current manifest (empty when none was synced) */
-        get: operations["listWorkflows"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/projects/{project_id}/members": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** List project members */
-        get: operations["listProjectMembers"];
+        /** The project's events, newest first (filters type, source, status) */
+        get: operations["listProjectEvents"];
         put?: never;
         /**
-         * Add a project member by e-mail
-         * @description Add a project member by e-mail (201; 200 when already a member with that role; 409 with another role)
+         * Emit an event
+         * @description Emit an event (stored pending; the orchestrator routes it to matching triggers). A known dedupe_key answers 200 with the earlier event
          */
-        post: operations["addProjectMember"];
+        post: operations["emitEvent"];
         delete?: never;
         options?: never;
         head?: never;
         patch?: never;
         trace?: never;
     };
-    "/projects/{project_id}/manifest": {
+    "/projects/{project_id}/builds": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /** The current (last synced) manifest; 404 when none was synced */
-        get: operations["getManifest"];
-        put?: never;
-        /** Sync the manifest from {yaml}, or from .svc/manifest.yaml in the project's repository at {ref} (default: the project branch). 422 lists every problem and stores nothing. */
-        post: operations["syncManifest"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/projects/{project_id}/threads": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The project's threads, newest first (filters key, job_id) */
-        get: operations["listThreads"];
+        /** The project's builds, newest first, each with its latest run */
+        get: operations["listBuilds"];
         put?: never;
         /**
-         * Create a thread
-         * @description Create a thread; with a key the project already has, that thread comes back (200) unless the title differs (409)
+         * Build the services of a commit
+         * @description Build the services of a commit: the spec and its first run (pending; a worker builds it). manifest_hash must match the manifest synced for git_sha (synced from the repository when missing)
          */
-        post: operations["createThread"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/projects/{project_id}/schedules": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The project's schedules, newest first */
-        get: operations["listSchedules"];
-        put?: never;
-        /**
-         * Create a schedule
-         * @description Create a schedule: a cron expression (UTC) that emits an event of the given type and payload
-         */
-        post: operations["createSchedule"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/projects/{project_id}/routes": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The project's chat routes, newest first */
-        get: operations["listChatRoutes"];
-        put?: never;
-        /** Route a chat team's messages (all channels, or one) to the project */
-        post: operations["createChatRoute"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/projects/{project_id}/secrets": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** List project secrets (metadata only), newest first */
-        get: operations["listProjectSecrets"];
-        put?: never;
-        /** Create a project secret; the answer is its metadata, never the value */
-        post: operations["createProjectSecret"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/projects/{project_id}/releases": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The project's releases, newest first */
-        get: operations["listReleases"];
-        put?: never;
-        /**
-         * Release a successful build of the project under a tag
-         * @description Release a successful build of the project under a tag (201), recording the build's image digests; the same tag for the same commit and digests again answers that release (200); a tag taken otherwise is 409
-         */
-        post: operations["createRelease"];
+        post: operations["createBuild"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1488,60 +1508,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/orgs/{org_id}/analytics/pipelines": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Pipeline runs of the window: totals and by pipeline */
-        get: operations["getPipelineAnalytics"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/orgs/{org_id}/analytics/summary": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The org's projects, jobs and pipeline runs of the window, and its environments' health */
-        get: operations["getAnalyticsSummary"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/orgs/{org_id}/secrets/{name}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** One org secret's metadata */
-        get: operations["getOrgSecret"];
-        /** Replace a org secret's value (and type, when given); 404 when it does not exist */
-        put: operations["replaceOrgSecret"];
-        post?: never;
-        /** Delete a org secret */
-        delete: operations["deleteOrgSecret"];
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/orgs/{org_id}/chat-teams/{team_id}": {
+    "/orgs/{org_id}/analytics/env-health": {
         parameters: {
             query?: never;
             header?: never;
@@ -1549,53 +1516,10 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The team's binding to the org
-         * @description The team's binding to the org: active, or pending while a code is unused and unexpired
+         * A snapshot of the org's environments and their health
+         * @description A snapshot of the org's environments and their health (window is accepted and ignored)
          */
-        get: operations["getChatTeam"];
-        put?: never;
-        post?: never;
-        /**
-         * Unbind the team
-         * @description Unbind the team: the org's routes of it and its unused codes are removed; another org may then bind it
-         */
-        delete: operations["unbindChatTeam"];
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/orgs/{org_id}/webhooks/{wh_id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** One subscription (its secret is never shown) */
-        get: operations["getWebhook"];
-        put?: never;
-        post?: never;
-        /** Delete a subscription: nothing more is sent to it */
-        delete: operations["deleteWebhook"];
-        options?: never;
-        head?: never;
-        /**
-         * Change a subscription
-         * @description Change a subscription: url (checked by the address policy), events, filter, enabled (true also resets its failure count). The scope stays; the secret changes through rotate-secret
-         */
-        patch: operations["updateWebhook"];
-        trace?: never;
-    };
-    "/orgs/{org_id}/docs/by-path": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The live document at a path, with its content (current version, or `version`) */
-        get: operations["getDocByPath"];
+        get: operations["getEnvironmentHealthAnalytics"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1604,139 +1528,21 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/orgs/{org_id}/service-accounts/{sa_id}": {
+    "/orgs/{org_id}/analytics/jobs": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /** One service account */
-        get: operations["getServiceAccount"];
-        put?: never;
-        post?: never;
-        /** Delete a service account: its tokens stop working at once */
-        delete: operations["deleteServiceAccount"];
-        options?: never;
-        head?: never;
-        /** Change a service account's description */
-        patch: operations["updateServiceAccount"];
-        trace?: never;
-    };
-    "/orgs/{org_id}/access/groups": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Groups, newest first */
-        get: operations["listAccessGroups"];
-        put?: never;
-        /** Create a group */
-        post: operations["createAccessGroup"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/orgs/{org_id}/access/bindings": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Role bindings, newest first; filter by principal or project */
-        get: operations["listAccessBindings"];
-        put?: never;
-        /** Give a built-in or custom role to a user, service account or group, org-wide or on one project; you cannot give permissions you do not hold */
-        post: operations["createAccessBinding"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/orgs/{org_id}/access/roles": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Custom roles, newest first */
-        get: operations["listAccessRoles"];
-        put?: never;
-        /** Create a custom role from catalog permissions (unknown permission: 400) */
-        post: operations["createAccessRole"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/orgs/{org_id}/access/can": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Whether a user, service account or group holds a permission
-         * @description Whether a user, service account or group holds a permission (or a resource action) on the org or one of its projects
-         */
-        get: operations["checkAccess"];
+        /** Jobs of the window: totals, by project and by day */
+        get: operations["getJobAnalytics"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
         patch?: never;
-        trace?: never;
-    };
-    "/orgs/{org_id}/access/explain": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * The resolution behind `can`
-         * @description The resolution behind `can`: each membership, binding and group that grants something, and why the answer is what it is
-         */
-        get: operations["explainAccess"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/orgs/{org_id}/service-principals/{sa_id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** One service account (alias of /service-accounts) */
-        get: operations["getServicePrincipal"];
-        put?: never;
-        post?: never;
-        /**
-         * Delete a service account
-         * @description Delete a service account: its tokens stop working at once (alias of /service-accounts)
-         */
-        delete: operations["deleteServicePrincipal"];
-        options?: never;
-        head?: never;
-        /** Change a service account's description (alias of /service-accounts) */
-        patch: operations["updateServicePrincipal"];
         trace?: never;
     };
     "/orgs/{org_id}/docs/{doc_id}": {
@@ -1767,15 +1573,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/orgs/{org_id}/analytics/jobs": {
+    "/orgs/{org_id}/service-principals/{sa_id}": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /** Jobs of the window: totals, by project and by day */
-        get: operations["getJobAnalytics"];
+        /** One service account (alias of /service-accounts) */
+        get: operations["getServicePrincipal"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a service account
+         * @description Delete a service account: its tokens stop working at once (alias of /service-accounts)
+         */
+        delete: operations["deleteServicePrincipal"];
+        options?: never;
+        head?: never;
+        /** Change a service account's description (alias of /service-accounts) */
+        patch: operations["updateServicePrincipal"];
+        trace?: never;
+    };
+    "/orgs/{org_id}/access/explain": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The resolution behind `can`
+         * @description The resolution behind `can`: each membership, binding and group that grants something, and why the answer is what it is
+         */
+        get: operations["explainAccess"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1784,7 +1615,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/orgs/{org_id}/analytics/env-health": {
+    "/orgs/{org_id}/access/can": {
         parameters: {
             query?: never;
             header?: never;
@@ -1792,10 +1623,199 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * A snapshot of the org's environments and their health
-         * @description A snapshot of the org's environments and their health (window is accepted and ignored)
+         * Whether a user, service account or group holds a permission
+         * @description Whether a user, service account or group holds a permission (or a resource action) on the org or one of its projects
          */
-        get: operations["getEnvironmentHealthAnalytics"];
+        get: operations["checkAccess"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orgs/{org_id}/access/roles": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Custom roles, newest first */
+        get: operations["listAccessRoles"];
+        put?: never;
+        /** Create a custom role from catalog permissions (unknown permission: 400) */
+        post: operations["createAccessRole"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orgs/{org_id}/access/bindings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Role bindings, newest first; filter by principal or project */
+        get: operations["listAccessBindings"];
+        put?: never;
+        /** Give a built-in or custom role to a user, service account or group, org-wide or on one project; you cannot give permissions you do not hold */
+        post: operations["createAccessBinding"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orgs/{org_id}/access/groups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Groups, newest first */
+        get: operations["listAccessGroups"];
+        put?: never;
+        /** Create a group */
+        post: operations["createAccessGroup"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orgs/{org_id}/service-accounts/{sa_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One service account */
+        get: operations["getServiceAccount"];
+        put?: never;
+        post?: never;
+        /** Delete a service account: its tokens stop working at once */
+        delete: operations["deleteServiceAccount"];
+        options?: never;
+        head?: never;
+        /** Change a service account's description */
+        patch: operations["updateServiceAccount"];
+        trace?: never;
+    };
+    "/orgs/{org_id}/docs/by-path": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The live document at a path, with its content (current version, or `version`) */
+        get: operations["getDocByPath"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orgs/{org_id}/webhooks/{wh_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One subscription (its secret is never shown) */
+        get: operations["getWebhook"];
+        put?: never;
+        post?: never;
+        /** Delete a subscription: nothing more is sent to it */
+        delete: operations["deleteWebhook"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a subscription
+         * @description Change a subscription: url (checked by the address policy), events, filter, enabled (true also resets its failure count). The scope stays; the secret changes through rotate-secret
+         */
+        patch: operations["updateWebhook"];
+        trace?: never;
+    };
+    "/orgs/{org_id}/chat-teams/{team_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The team's binding to the org
+         * @description The team's binding to the org: active, or pending while a code is unused and unexpired
+         */
+        get: operations["getChatTeam"];
+        put?: never;
+        post?: never;
+        /**
+         * Unbind the team
+         * @description Unbind the team: the org's routes of it and its unused codes are removed; another org may then bind it
+         */
+        delete: operations["unbindChatTeam"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orgs/{org_id}/secrets/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One org secret's metadata */
+        get: operations["getOrgSecret"];
+        /** Replace a org secret's value (and type, when given); 404 when it does not exist */
+        put: operations["replaceOrgSecret"];
+        post?: never;
+        /** Delete a org secret */
+        delete: operations["deleteOrgSecret"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orgs/{org_id}/analytics/summary": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The org's projects, jobs and pipeline runs of the window, and its environments' health */
+        get: operations["getAnalyticsSummary"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orgs/{org_id}/analytics/pipelines": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Pipeline runs of the window: totals and by pipeline */
+        get: operations["getPipelineAnalytics"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1825,111 +1845,18 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/projects/{project_id}/secrets/{name}": {
+    "/projects/{project_id}/events/{event_id}": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /** One project secret's metadata */
-        get: operations["getProjectSecret"];
         /**
-         * Replace a project secret's value
-         * @description Replace a project secret's value (and type, when given); 404 when it does not exist
+         * One event, with its routing
+         * @description One event, with its routing: which triggers matched (and what they started) and why the others did not
          */
-        put: operations["replaceProjectSecret"];
-        post?: never;
-        /** Delete a project secret */
-        delete: operations["deleteProjectSecret"];
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/projects/{project_id}/routes/{route_id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** One chat route of the project */
-        get: operations["getChatRoute"];
-        put?: never;
-        post?: never;
-        /**
-         * Stop routing
-         * @description Stop routing: later messages of that team or channel are not stored for the project
-         */
-        delete: operations["deleteChatRoute"];
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/projects/{project_id}/schedules/{schedule_id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** One schedule */
-        get: operations["getSchedule"];
-        put?: never;
-        post?: never;
-        /** Delete a schedule */
-        delete: operations["deleteSchedule"];
-        options?: never;
-        head?: never;
-        /** Change a schedule (cron, event type, payload, enabled, name) */
-        patch: operations["updateSchedule"];
-        trace?: never;
-    };
-    "/projects/{project_id}/runs/{run_id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** One pipeline run of the project */
-        get: operations["getPipelineRun"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/projects/{project_id}/threads/{thread_id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** One thread */
-        get: operations["getThread"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/projects/{project_id}/workflows/{name}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** One workflow definition from the current manifest */
-        get: operations["getWorkflow"];
+        get: operations["getEvent"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1955,21 +1882,114 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/projects/{project_id}/events/{event_id}": {
+    "/projects/{project_id}/workflows/{name}": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /**
-         * One event, with its routing
-         * @description One event, with its routing: which triggers matched (and what they started) and why the others did not
-         */
-        get: operations["getEvent"];
+        /** One workflow definition from the current manifest */
+        get: operations["getWorkflow"];
         put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/projects/{project_id}/threads/{thread_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One thread */
+        get: operations["getThread"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/projects/{project_id}/runs/{run_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One pipeline run of the project */
+        get: operations["getPipelineRun"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/projects/{project_id}/schedules/{schedule_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One schedule */
+        get: operations["getSchedule"];
+        put?: never;
+        post?: never;
+        /** Delete a schedule */
+        delete: operations["deleteSchedule"];
+        options?: never;
+        head?: never;
+        /** Change a schedule (cron, event type, payload, enabled, name) */
+        patch: operations["updateSchedule"];
+        trace?: never;
+    };
+    "/projects/{project_id}/routes/{route_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One chat route of the project */
+        get: operations["getChatRoute"];
+        put?: never;
+        post?: never;
+        /**
+         * Stop routing
+         * @description Stop routing: later messages of that team or channel are not stored for the project
+         */
+        delete: operations["deleteChatRoute"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/projects/{project_id}/secrets/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One project secret's metadata */
+        get: operations["getProjectSecret"];
+        /**
+         * Replace a project secret's value
+         * @description Replace a project secret's value (and type, when given); 404 when it does not exist
+         */
+        put: operations["replaceProjectSecret"];
+        post?: never;
+        /** Delete a project secret */
+        delete: operations["deleteProjectSecret"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1994,7 +2014,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/jobs/{job_id}/attempts/{attempt_id}/logs": {
+    "/jobs/{job_id}/attempts/{attempt_number}/diff": {
         parameters: {
             query?: never;
             header?: never;
@@ -2002,30 +2022,10 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Output lines of an attempt, oldest first
-         * @description Output lines of an attempt, oldest first (seq order); page with limit/offset or with after_seq as a cursor
+         * What attempt N of the job changed, against the commit it started from
+         * @description What attempt N of the job changed, against the commit it started from: the working tree as `git add -A` takes it (the attempt's commits and any work left uncommitted; ignored files and svc's own files left out), recorded by the worker when the attempt ended (docs/diffs.md). Per file: path, old_path (renames), status added|modified|deleted|renamed, additions, deletions, binary; stats over every file; the patch text up to worker.diff.max_patch_bytes (default 1 MiB) and at most worker.diff.max_files files (default 3000), with truncated and a note saying what was left out. `format=stat`: the summary without the patch. 404 when the job is not visible, the attempt does not exist, or it has no diff (still running, no checkout, or none recorded: the message says which).
          */
-        get: operations["getAttemptLogs"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/jobs/{job_id}/attachments/{name}/content": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * The attachment's bytes, with its stored Content-Type
-         * @description The attachment's bytes, with its stored Content-Type (application/octet-stream when none was given)
-         */
-        get: operations["getJobAttachmentContent"];
+        get: operations["getAttemptDiff"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2054,7 +2054,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/jobs/{job_id}/attempts/{attempt_number}/diff": {
+    "/jobs/{job_id}/attachments/{name}/content": {
         parameters: {
             query?: never;
             header?: never;
@@ -2062,10 +2062,10 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * What attempt N of the job changed, against the commit it started from
-         * @description What attempt N of the job changed, against the commit it started from: the working tree as `git add -A` takes it (the attempt's commits and any work left uncommitted; ignored files and svc's own files left out), recorded by the worker when the attempt ended (docs/diffs.md). Per file: path, old_path (renames), status added|modified|deleted|renamed, additions, deletions, binary; stats over every file; the patch text up to worker.diff.max_patch_bytes (default 1 MiB) and at most worker.diff.max_files files (default 3000), with truncated and a note saying what was left out. `format=stat`: the summary without the patch. 404 when the job is not visible, the attempt does not exist, or it has no diff (still running, no checkout, or none recorded: the message says which).
+         * The attachment's bytes, with its stored Content-Type
+         * @description The attachment's bytes, with its stored Content-Type (application/octet-stream when none was given)
          */
-        get: operations["getAttemptDiff"];
+        get: operations["getJobAttachmentContent"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2074,94 +2074,41 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/orgs/{org_id}/docs/{doc_id}/versions": {
+    "/jobs/{job_id}/attempts/{attempt_id}/logs": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /** The document's versions (no content), newest first */
-        get: operations["listDocVersions"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/orgs/{org_id}/service-principals/{sa_id}/tokens": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Tokens of a service account (never their values) (alias of /service-accounts) */
-        get: operations["listServicePrincipalTokens"];
-        put?: never;
         /**
-         * Mint a token
-         * @description Mint a token: org or project scope, explicit permissions (held by you and by the account), TTL 1-90 days; the value is shown once (alias of /service-accounts)
+         * Output lines of an attempt, oldest first
+         * @description Output lines of an attempt, oldest first (seq order); page with limit/offset or with after_seq as a cursor
          */
-        post: operations["mintServicePrincipalToken"];
+        get: operations["getAttemptLogs"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
         patch?: never;
         trace?: never;
     };
-    "/orgs/{org_id}/access/roles/{role_id}": {
+    "/orgs/{org_id}/webhooks/{wh_id}/deliveries": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /** One custom role */
-        get: operations["getAccessRole"];
+        /**
+         * The subscription's deliveries, newest first
+         * @description The subscription's deliveries, newest first: status, attempts, last response, next attempt
+         */
+        get: operations["listWebhookDeliveries"];
         put?: never;
         post?: never;
-        /** Delete a custom role no binding uses (409 otherwise) */
-        delete: operations["deleteAccessRole"];
-        options?: never;
-        head?: never;
-        /** Change a custom role's permissions or description */
-        patch: operations["updateAccessRole"];
-        trace?: never;
-    };
-    "/orgs/{org_id}/access/bindings/{binding_id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** One binding */
-        get: operations["getAccessBinding"];
-        put?: never;
-        post?: never;
-        /** Remove a binding */
-        delete: operations["deleteAccessBinding"];
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/orgs/{org_id}/access/groups/{group_id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** One group */
-        get: operations["getAccessGroup"];
-        put?: never;
-        post?: never;
-        /** Delete a group, its memberships and the bindings made to it */
-        delete: operations["deleteAccessGroup"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -2188,18 +2135,91 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/orgs/{org_id}/webhooks/{wh_id}/deliveries": {
+    "/orgs/{org_id}/access/groups/{group_id}": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
+        /** One group */
+        get: operations["getAccessGroup"];
+        put?: never;
+        post?: never;
+        /** Delete a group, its memberships and the bindings made to it */
+        delete: operations["deleteAccessGroup"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orgs/{org_id}/access/bindings/{binding_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One binding */
+        get: operations["getAccessBinding"];
+        put?: never;
+        post?: never;
+        /** Remove a binding */
+        delete: operations["deleteAccessBinding"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orgs/{org_id}/access/roles/{role_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One custom role */
+        get: operations["getAccessRole"];
+        put?: never;
+        post?: never;
+        /** Delete a custom role no binding uses (409 otherwise) */
+        delete: operations["deleteAccessRole"];
+        options?: never;
+        head?: never;
+        /** Change a custom role's permissions or description */
+        patch: operations["updateAccessRole"];
+        trace?: never;
+    };
+    "/orgs/{org_id}/service-principals/{sa_id}/tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Tokens of a service account (never their values) (alias of /service-accounts) */
+        get: operations["listServicePrincipalTokens"];
+        put?: never;
         /**
-         * The subscription's deliveries, newest first
-         * @description The subscription's deliveries, newest first: status, attempts, last response, next attempt
+         * Mint a token
+         * @description Mint a token: org or project scope, explicit permissions (held by you and by the account), TTL 1-90 days; the value is shown once (alias of /service-accounts)
          */
-        get: operations["listWebhookDeliveries"];
+        post: operations["mintServicePrincipalToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orgs/{org_id}/docs/{doc_id}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The document's versions (no content), newest first */
+        get: operations["listDocVersions"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2242,32 +2262,15 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/projects/{project_id}/pipelines/{name}/runs": {
+    "/projects/{project_id}/runs/{run_id}/jobs": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /** A pipeline's runs, newest first */
-        get: operations["listPipelineRuns"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/projects/{project_id}/jobs/{job_id}/attempts": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Attempts of a job, highest attempt_number first */
-        get: operations["listJobAttempts"];
+        /** The jobs of a run's steps, in step order */
+        get: operations["listPipelineRunJobs"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2300,15 +2303,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/projects/{project_id}/runs/{run_id}/jobs": {
+    "/projects/{project_id}/jobs/{job_id}/attempts": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /** The jobs of a run's steps, in step order */
-        get: operations["listPipelineRunJobs"];
+        /** Attempts of a job, highest attempt_number first */
+        get: operations["listJobAttempts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/projects/{project_id}/pipelines/{name}/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A pipeline's runs, newest first */
+        get: operations["listPipelineRuns"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2357,23 +2377,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/orgs/{org_id}/webhooks/{wh_id}/replays/{replay_id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** A replay's counts and the progress of its deliveries */
-        get: operations["getWebhookReplay"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/orgs/{org_id}/access/groups/{group_id}/members": {
         parameters: {
             query?: never;
@@ -2392,15 +2395,15 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/projects/{project_id}/jobs/{job_id}/attempts/{attempt_number}": {
+    "/orgs/{org_id}/webhooks/{wh_id}/replays/{replay_id}": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /** One attempt of a job by its number */
-        get: operations["getJobAttempt"];
+        /** A replay's counts and the progress of its deliveries */
+        get: operations["getWebhookReplay"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2418,6 +2421,23 @@ export interface paths {
         };
         /** One run of the pipeline */
         get: operations["getRunOfPipeline"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/projects/{project_id}/jobs/{job_id}/attempts/{attempt_number}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One attempt of a job by its number */
+        get: operations["getJobAttempt"];
         put?: never;
         post?: never;
         delete?: never;
@@ -5302,6 +5322,9 @@ export interface components {
             app: Record<string, unknown>;
             /** @description what made the invite when not a person: domain_signup */
             source: string | null;
+            code_host_user: string | null;
+            /** @description how many of the code-host user's public keys the invite registers */
+            code_host_keys: number;
             /** @example usr_01h455vb4pex5vsknk084sn02q */
             created_by: string | null;
             /** Format: date-time */
@@ -5413,7 +5436,7 @@ export interface components {
             git_sha?: string;
             /** @description required with git_sha */
             manifest_hash?: string;
-            /** @description alternative to git_sha plus manifest_hash */
+            /** @description alternative to git_sha plus manifest_hash; given with them, they must be the release's (422 otherwise) */
             release_tag?: string;
             /** @description service → digest; skips the build */
             image_digests?: Record<string, unknown>;
@@ -6058,6 +6081,9 @@ export interface components {
             app: Record<string, unknown>;
             /** @description what made the invite when not a person: domain_signup */
             source: string | null;
+            code_host_user: string | null;
+            /** @description how many of the code-host user's public keys the invite registers */
+            code_host_keys: number;
             /** @example usr_01h455vb4pex5vsknk084sn02q */
             created_by: string | null;
             /** Format: date-time */
@@ -6095,6 +6121,8 @@ export interface components {
             provider_hint?: string;
             /** @description SSH public key, SSH fingerprint or hex nostr key: that key gets the membership when it first logs in */
             identity_hint?: string;
+            /** @description the invitee's user on the code host (adapters.vcshost): its public SSH keys are fetched now and registered to whoever accepts */
+            code_host_user?: string;
             /** @description where the web client sends the invitee after accepting */
             redirect_url?: string;
             /** @description days until the code expires (default 7) */
@@ -7400,9 +7428,21 @@ export interface components {
             health: "healthy" | "degraded" | "unknown";
             detail: string;
         };
+        SessionUser: {
+            id: string;
+            email: string | null;
+        };
         SetMemberRole: {
             /** @enum {string} */
             role: "owner" | "admin" | "member";
+        };
+        SignOnSession: {
+            access_token: string;
+            /** @enum {string} */
+            token_type: "Bearer";
+            /** Format: date-time */
+            expires_at: string;
+            user: components["schemas"]["SessionUser"];
         };
         SpendFigures: {
             attempts: number;
@@ -8331,6 +8371,44 @@ export interface operations {
             };
             /** @description Missing or invalid token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    probeSignOnSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SignOnSession"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10107,23 +10185,9 @@ export interface operations {
             };
         };
     };
-    getBuildLogs: {
+    listBuildArtifacts: {
         parameters: {
-            query?: {
-                offset?: number;
-                /** @description include soft-deleted items */
-                include_deleted?: boolean;
-                /** @description lines per page, 1 to 1000 */
-                limit?: number;
-                /** @description only lines with a greater seq (a cursor: the last seq read) */
-                after_seq?: number;
-                /** @description stream as server-sent events (also chosen by Accept: text/event-stream) */
-                follow?: boolean;
-                /** @description with follow: resume after this seq (the Last-Event-ID header wins) */
-                last_event_id?: number;
-                /** @description a run of this build (default: the latest) */
-                run_id?: string;
-            };
+            query?: never;
             header?: never;
             path: {
                 build_id: string;
@@ -10138,7 +10202,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BuildLogPage"] | string;
+                    "application/json": components["schemas"]["BuildArtifactList"];
                 };
             };
             /** @description Invalid input */
@@ -10315,9 +10379,23 @@ export interface operations {
             };
         };
     };
-    listBuildArtifacts: {
+    getBuildLogs: {
         parameters: {
-            query?: never;
+            query?: {
+                offset?: number;
+                /** @description include soft-deleted items */
+                include_deleted?: boolean;
+                /** @description lines per page, 1 to 1000 */
+                limit?: number;
+                /** @description only lines with a greater seq (a cursor: the last seq read) */
+                after_seq?: number;
+                /** @description stream as server-sent events (also chosen by Accept: text/event-stream) */
+                follow?: boolean;
+                /** @description with follow: resume after this seq (the Last-Event-ID header wins) */
+                last_event_id?: number;
+                /** @description a run of this build (default: the latest) */
+                run_id?: string;
+            };
             header?: never;
             path: {
                 build_id: string;
@@ -10332,7 +10410,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BuildArtifactList"];
+                    "application/json": components["schemas"]["BuildLogPage"] | string;
                 };
             };
             /** @description Invalid input */
@@ -10540,9 +10618,13 @@ export interface operations {
             };
         };
     };
-    compareJobRace: {
+    listJobAttachments: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description page size, 1 to 100 */
+                limit?: number;
+                offset?: number;
+            };
             header?: never;
             path: {
                 job_id: string;
@@ -10557,7 +10639,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["RaceComparison"];
+                    "application/json": components["schemas"]["AttachmentList"];
                 };
             };
             /** @description Invalid input */
@@ -10589,30 +10671,28 @@ export interface operations {
             };
         };
     };
-    compareJobAttempts: {
+    createJobAttachment: {
         parameters: {
-            query: {
-                /** @description attempt_number */
-                a: number;
-                /** @description attempt_number (may equal a) */
-                b: number;
-                include_receipt?: boolean;
-            };
+            query?: never;
             header?: never;
             path: {
                 job_id: string;
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateAttachment"];
+            };
+        };
         responses: {
-            /** @description Successful */
-            200: {
+            /** @description Created */
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["AttemptComparison"];
+                    "application/json": components["schemas"]["Attachment"];
                 };
             };
             /** @description Invalid input */
@@ -10633,48 +10713,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    getJobReceipt: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                job_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Receipt"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
+            /** @description Missing permission */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10691,9 +10731,27 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description State conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Payload too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
-    getJobTree: {
+    getJobContext: {
         parameters: {
             query?: never;
             header?: never;
@@ -10710,7 +10768,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["JobTree"];
+                    "application/json": components["schemas"]["JobContext"];
                 };
             };
             /** @description Invalid input */
@@ -10880,7 +10938,7 @@ export interface operations {
             };
         };
     };
-    getJobContext: {
+    getJobTree: {
         parameters: {
             query?: never;
             header?: never;
@@ -10897,7 +10955,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["JobContext"];
+                    "application/json": components["schemas"]["JobTree"];
                 };
             };
             /** @description Invalid input */
@@ -10929,60 +10987,7 @@ export interface operations {
             };
         };
     };
-    listJobAttachments: {
-        parameters: {
-            query?: {
-                /** @description page size, 1 to 100 */
-                limit?: number;
-                offset?: number;
-            };
-            header?: never;
-            path: {
-                job_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["AttachmentList"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    createJobAttachment: {
+    getJobReceipt: {
         parameters: {
             query?: never;
             header?: never;
@@ -10991,19 +10996,15 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["CreateAttachment"];
-            };
-        };
+        requestBody?: never;
         responses: {
-            /** @description Created */
-            201: {
+            /** @description Successful */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Attachment"];
+                    "application/json": components["schemas"]["Receipt"];
                 };
             };
             /** @description Invalid input */
@@ -11024,8 +11025,54 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing permission */
-            403: {
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    compareJobAttempts: {
+        parameters: {
+            query: {
+                /** @description attempt_number */
+                a: number;
+                /** @description attempt_number (may equal a) */
+                b: number;
+                include_receipt?: boolean;
+            };
+            header?: never;
+            path: {
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttemptComparison"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11042,8 +11089,30 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description State conflict */
-            409: {
+        };
+    };
+    compareJobRace: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RaceComparison"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11051,8 +11120,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Payload too large */
-            413: {
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11062,12 +11140,9 @@ export interface operations {
             };
         };
     };
-    getOrgSpend: {
+    getOrgBilling: {
         parameters: {
-            query?: {
-                /** @description how far back from now: 1d, 7d, 30d, 90d */
-                window?: "1d" | "7d" | "30d" | "90d";
-            };
+            query?: never;
             header?: never;
             path: {
                 org_id: string;
@@ -11082,7 +11157,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["OrgSpend"];
+                    "application/json": components["schemas"]["OrgBilling"];
                 };
             };
             /** @description Invalid input */
@@ -11123,138 +11198,7 @@ export interface operations {
             };
         };
     };
-    listOrgEvents: {
-        parameters: {
-            query?: {
-                /** @description page size, 1 to 100 */
-                limit?: number;
-                offset?: number;
-                /** @description include soft-deleted items */
-                include_deleted?: boolean;
-                type?: string;
-                source?: "vcshost" | "chatapp" | "cron" | "manual" | "app" | "system" | "runner" | "chat";
-                status?: "pending" | "processing" | "completed" | "failed";
-            };
-            header?: never;
-            path: {
-                org_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["EventList"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    listServicePrincipals: {
-        parameters: {
-            query?: {
-                /** @description page size, 1 to 100 */
-                limit?: number;
-                offset?: number;
-                /** @description include soft-deleted items */
-                include_deleted?: boolean;
-            };
-            header?: never;
-            path: {
-                org_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ServiceAccountList"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    createServicePrincipal: {
+    updateOrgBilling: {
         parameters: {
             query?: never;
             header?: never;
@@ -11265,17 +11209,17 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["CreateServiceAccount"];
+                "application/json": components["schemas"]["OrgBillingChanges"];
             };
         };
         responses: {
-            /** @description Created */
-            201: {
+            /** @description Successful */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ServiceAccount"];
+                    "application/json": components["schemas"]["OrgBilling"];
                 };
             };
             /** @description Invalid input */
@@ -11307,15 +11251,6 @@ export interface operations {
             };
             /** @description Not found */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description State conflict */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11334,14 +11269,12 @@ export interface operations {
             };
         };
     };
-    listOrgMembers: {
+    listOrgSecrets: {
         parameters: {
             query?: {
                 /** @description page size, 1 to 100 */
                 limit?: number;
                 offset?: number;
-                /** @description include soft-deleted items */
-                include_deleted?: boolean;
             };
             header?: never;
             path: {
@@ -11357,7 +11290,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["MemberList"];
+                    "application/json": components["schemas"]["SecretList"];
                 };
             };
             /** @description Invalid input */
@@ -11378,6 +11311,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Not found */
             404: {
                 headers: {
@@ -11389,7 +11331,7 @@ export interface operations {
             };
         };
     };
-    addOrgMember: {
+    createOrgSecret: {
         parameters: {
             query?: never;
             header?: never;
@@ -11400,26 +11342,17 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["AddMember"];
+                "application/json": components["schemas"]["CreateSecret"];
             };
         };
         responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Member"];
-                };
-            };
             /** @description Created */
             201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Member"];
+                    "application/json": components["schemas"]["Secret"];
                 };
             };
             /** @description Invalid input */
@@ -11469,15 +11402,12 @@ export interface operations {
             };
         };
     };
-    listAccessRequests: {
+    listChatTeams: {
         parameters: {
             query?: {
                 /** @description page size, 1 to 100 */
                 limit?: number;
                 offset?: number;
-                /** @description include soft-deleted items */
-                include_deleted?: boolean;
-                status?: "pending" | "approved" | "rejected";
             };
             header?: never;
             path: {
@@ -11493,7 +11423,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["AccessRequestList"];
+                    "application/json": components["schemas"]["ChatTeamBindingList"];
                 };
             };
             /** @description Invalid input */
@@ -11534,135 +11464,7 @@ export interface operations {
             };
         };
     };
-    listInvites: {
-        parameters: {
-            query?: {
-                /** @description page size, 1 to 100 */
-                limit?: number;
-                offset?: number;
-                /** @description include soft-deleted items */
-                include_deleted?: boolean;
-            };
-            header?: never;
-            path: {
-                org_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["InviteList"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    listServiceAccounts: {
-        parameters: {
-            query?: {
-                /** @description page size, 1 to 100 */
-                limit?: number;
-                offset?: number;
-                /** @description include soft-deleted items */
-                include_deleted?: boolean;
-            };
-            header?: never;
-            path: {
-                org_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ServiceAccountList"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    createServiceAccount: {
+    requestChatTeamBinding: {
         parameters: {
             query?: never;
             header?: never;
@@ -11673,7 +11475,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["CreateServiceAccount"];
+                "application/json": components["schemas"]["RequestChatTeamBinding"];
             };
         };
         responses: {
@@ -11683,7 +11485,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ServiceAccount"];
+                    "application/json": components["schemas"]["ChatTeamBindingCode"];
                 };
             };
             /** @description Invalid input */
@@ -11724,6 +11526,135 @@ export interface operations {
             };
             /** @description State conflict */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listWebhooks: {
+        parameters: {
+            query?: {
+                /** @description page size, 1 to 100 */
+                limit?: number;
+                offset?: number;
+                /** @description include soft-deleted items */
+                include_deleted?: boolean;
+                /** @description only subscriptions scoped to this project */
+                project_id?: string;
+                enabled?: boolean;
+            };
+            header?: never;
+            path: {
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSubscriptionList"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createOrgWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookCreate"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSubscription"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11733,59 +11664,6 @@ export interface operations {
             };
             /** @description Business rule violated */
             422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    getOrgAgents: {
-        parameters: {
-            query?: {
-                /** @description projects per page, 1 to 100 */
-                limit?: number;
-                offset?: number;
-            };
-            header?: never;
-            path: {
-                org_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OrgAgents"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11952,7 +11830,60 @@ export interface operations {
             };
         };
     };
-    listWebhooks: {
+    getOrgAgents: {
+        parameters: {
+            query?: {
+                /** @description projects per page, 1 to 100 */
+                limit?: number;
+                offset?: number;
+            };
+            header?: never;
+            path: {
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrgAgents"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listServiceAccounts: {
         parameters: {
             query?: {
                 /** @description page size, 1 to 100 */
@@ -11960,9 +11891,6 @@ export interface operations {
                 offset?: number;
                 /** @description include soft-deleted items */
                 include_deleted?: boolean;
-                /** @description only subscriptions scoped to this project */
-                project_id?: string;
-                enabled?: boolean;
             };
             header?: never;
             path: {
@@ -11978,7 +11906,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["WebhookSubscriptionList"];
+                    "application/json": components["schemas"]["ServiceAccountList"];
                 };
             };
             /** @description Invalid input */
@@ -12019,7 +11947,7 @@ export interface operations {
             };
         };
     };
-    createOrgWebhook: {
+    createServiceAccount: {
         parameters: {
             query?: never;
             header?: never;
@@ -12030,7 +11958,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["WebhookCreate"];
+                "application/json": components["schemas"]["CreateServiceAccount"];
             };
         };
         responses: {
@@ -12040,883 +11968,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["WebhookSubscription"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Business rule violated */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    listChatTeams: {
-        parameters: {
-            query?: {
-                /** @description page size, 1 to 100 */
-                limit?: number;
-                offset?: number;
-            };
-            header?: never;
-            path: {
-                org_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ChatTeamBindingList"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    requestChatTeamBinding: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                org_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["RequestChatTeamBinding"];
-            };
-        };
-        responses: {
-            /** @description Created */
-            201: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ChatTeamBindingCode"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description State conflict */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    listOrgSecrets: {
-        parameters: {
-            query?: {
-                /** @description page size, 1 to 100 */
-                limit?: number;
-                offset?: number;
-            };
-            header?: never;
-            path: {
-                org_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["SecretList"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    createOrgSecret: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                org_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["CreateSecret"];
-            };
-        };
-        responses: {
-            /** @description Created */
-            201: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Secret"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description State conflict */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    getOrgBilling: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                org_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OrgBilling"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    updateOrgBilling: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                org_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["OrgBillingChanges"];
-            };
-        };
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OrgBilling"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Business rule violated */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    streamPipelineRun: {
-        parameters: {
-            query?: {
-                /** @description resume after this event id (the Last-Event-ID header wins) */
-                last_event_id?: number;
-            };
-            header?: never;
-            path: {
-                run_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description text/event-stream: `id`, `event` (run.status, step.status, step.log), `data` (JSON) per event */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": string;
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    listBuilds: {
-        parameters: {
-            query?: {
-                /** @description page size, 1 to 100 */
-                limit?: number;
-                offset?: number;
-                /** @description include soft-deleted items */
-                include_deleted?: boolean;
-                /** @description the commit, 40 hex characters */
-                git_sha?: string;
-            };
-            header?: never;
-            path: {
-                project_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["BuildSpecList"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    createBuild: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                project_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["BuildCreate"];
-            };
-        };
-        responses: {
-            /** @description Created */
-            201: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["BuildSpec"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Business rule violated */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    listProjectEvents: {
-        parameters: {
-            query?: {
-                /** @description page size, 1 to 100 */
-                limit?: number;
-                offset?: number;
-                /** @description include soft-deleted items */
-                include_deleted?: boolean;
-                type?: string;
-                source?: "vcshost" | "chatapp" | "cron" | "manual" | "app" | "system" | "runner" | "chat";
-                status?: "pending" | "processing" | "completed" | "failed";
-            };
-            header?: never;
-            path: {
-                project_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["EventList"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    emitEvent: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                project_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["EventRequest"];
-            };
-        };
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Event"];
-                };
-            };
-            /** @description Created */
-            201: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Event"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    listJobs: {
-        parameters: {
-            query?: {
-                /** @description page size, 1 to 100 */
-                limit?: number;
-                offset?: number;
-                /** @description include soft-deleted items */
-                include_deleted?: boolean;
-                phase?: "idea" | "backlog" | "ready" | "active" | "review" | "done" | "cancelled";
-                issue_type?: "task" | "bug" | "feature" | "epic" | "chore";
-                label?: string;
-                assignee?: string;
-                priority?: number;
-                parent_id?: string;
-                due_before?: string;
-                /** @description words of the title or description, each matched as a word or the start of one (all must match) */
-                q?: string;
-                /** @description the harness the job names (harness_a … harness_f) */
-                harness?: string;
-                /** @description the model the job names */
-                model?: string;
-                created_after?: string;
-                created_before?: string;
-                closed_after?: string;
-                closed_before?: string;
-                /** @description each job with `figures`: what its ended attempts cost (USD, from their receipts) and took */
-                include_figures?: boolean;
-            };
-            header?: never;
-            path: {
-                project_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["JobList"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    createJob: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                project_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["CreateJobRequest"];
-            };
-        };
-        responses: {
-            /** @description Created */
-            201: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Job"];
+                    "application/json": components["schemas"]["ServiceAccount"];
                 };
             };
             /** @description Invalid input */
@@ -12973,189 +12025,9 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests: the caller's rate limit or an org quota (limits.*) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
         };
     };
-    getProjectAgents: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                project_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ProjectAgents"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    listPipelines: {
-        parameters: {
-            query?: {
-                limit?: number;
-                offset?: number;
-            };
-            header?: never;
-            path: {
-                project_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["PipelineList"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    listWorkflows: {
-        parameters: {
-            query?: {
-                limit?: number;
-                offset?: number;
-            };
-            header?: never;
-            path: {
-                project_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["WorkflowList"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    listProjectMembers: {
+    listInvites: {
         parameters: {
             query?: {
                 /** @description page size, 1 to 100 */
@@ -13166,7 +12038,136 @@ export interface operations {
             };
             header?: never;
             path: {
-                project_id: string;
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InviteList"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listAccessRequests: {
+        parameters: {
+            query?: {
+                /** @description page size, 1 to 100 */
+                limit?: number;
+                offset?: number;
+                /** @description include soft-deleted items */
+                include_deleted?: boolean;
+                status?: "pending" | "approved" | "rejected";
+            };
+            header?: never;
+            path: {
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccessRequestList"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listOrgMembers: {
+        parameters: {
+            query?: {
+                /** @description page size, 1 to 100 */
+                limit?: number;
+                offset?: number;
+                /** @description include soft-deleted items */
+                include_deleted?: boolean;
+            };
+            header?: never;
+            path: {
+                org_id: string;
             };
             cookie?: never;
         };
@@ -13210,12 +12211,12 @@ export interface operations {
             };
         };
     };
-    addProjectMember: {
+    addOrgMember: {
         parameters: {
             query?: never;
             header?: never;
             path: {
-                project_id: string;
+                org_id: string;
             };
             cookie?: never;
         };
@@ -13290,140 +12291,18 @@ export interface operations {
             };
         };
     };
-    getManifest: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                project_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Manifest"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    syncManifest: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                project_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["ManifestSource"];
-            };
-        };
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Manifest"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Invalid manifest, or the repository could not be read */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["InvalidManifest"];
-                };
-            };
-        };
-    };
-    listThreads: {
+    listServicePrincipals: {
         parameters: {
             query?: {
                 /** @description page size, 1 to 100 */
                 limit?: number;
                 offset?: number;
-                /** @description only the thread with this key */
-                key?: string;
-                /** @description only the coordination thread of this job */
-                job_id?: string;
+                /** @description include soft-deleted items */
+                include_deleted?: boolean;
             };
             header?: never;
             path: {
-                project_id: string;
+                org_id: string;
             };
             cookie?: never;
         };
@@ -13435,7 +12314,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ThreadList"];
+                    "application/json": components["schemas"]["ServiceAccountList"];
                 };
             };
             /** @description Invalid input */
@@ -13476,37 +12355,28 @@ export interface operations {
             };
         };
     };
-    createThread: {
+    createServicePrincipal: {
         parameters: {
             query?: never;
             header?: never;
             path: {
-                project_id: string;
+                org_id: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["CreateThread"];
+                "application/json": components["schemas"]["CreateServiceAccount"];
             };
         };
         responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Thread"];
-                };
-            };
             /** @description Created */
             201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Thread"];
+                    "application/json": components["schemas"]["ServiceAccount"];
                 };
             };
             /** @description Invalid input */
@@ -13565,7 +12435,7 @@ export interface operations {
             };
         };
     };
-    listSchedules: {
+    listOrgEvents: {
         parameters: {
             query?: {
                 /** @description page size, 1 to 100 */
@@ -13573,11 +12443,13 @@ export interface operations {
                 offset?: number;
                 /** @description include soft-deleted items */
                 include_deleted?: boolean;
-                enabled?: boolean;
+                type?: string;
+                source?: "vcshost" | "chatapp" | "cron" | "manual" | "app" | "system" | "runner" | "chat";
+                status?: "pending" | "processing" | "completed" | "failed";
             };
             header?: never;
             path: {
-                project_id: string;
+                org_id: string;
             };
             cookie?: never;
         };
@@ -13589,7 +12461,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ScheduleList"];
+                    "application/json": components["schemas"]["EventList"];
                 };
             };
             /** @description Invalid input */
@@ -13630,28 +12502,27 @@ export interface operations {
             };
         };
     };
-    createSchedule: {
+    getOrgSpend: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description how far back from now: 1d, 7d, 30d, 90d */
+                window?: "1d" | "7d" | "30d" | "90d";
+            };
             header?: never;
             path: {
-                project_id: string;
+                org_id: string;
             };
             cookie?: never;
         };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["ScheduleRequest"];
-            };
-        };
+        requestBody?: never;
         responses: {
-            /** @description Created */
-            201: {
+            /** @description Successful */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Schedule"];
+                    "application/json": components["schemas"]["OrgSpend"];
                 };
             };
             /** @description Invalid input */
@@ -13692,13 +12563,75 @@ export interface operations {
             };
         };
     };
-    listChatRoutes: {
+    streamPipelineRun: {
+        parameters: {
+            query?: {
+                /** @description resume after this event id (the Last-Event-ID header wins) */
+                last_event_id?: number;
+            };
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description text/event-stream: `id`, `event` (run.status, step.status, step.log), `data` (JSON) per event */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": string;
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listReleases: {
         parameters: {
             query?: {
                 /** @description page size, 1 to 100 */
                 limit?: number;
                 offset?: number;
-                team_id?: string;
+                /** @description include soft-deleted items */
+                include_deleted?: boolean;
             };
             header?: never;
             path: {
@@ -13714,7 +12647,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ChatRouteList"];
+                    "application/json": components["schemas"]["ReleaseList"];
                 };
             };
             /** @description Invalid input */
@@ -13755,7 +12688,7 @@ export interface operations {
             };
         };
     };
-    createChatRoute: {
+    createRelease: {
         parameters: {
             query?: never;
             header?: never;
@@ -13766,17 +12699,26 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["CreateChatRoute"];
+                "application/json": components["schemas"]["ReleaseCreate"];
             };
         };
         responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Release"];
+                };
+            };
             /** @description Created */
             201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ChatRoute"];
+                    "application/json": components["schemas"]["Release"];
                 };
             };
             /** @description Invalid input */
@@ -13968,14 +12910,13 @@ export interface operations {
             };
         };
     };
-    listReleases: {
+    listChatRoutes: {
         parameters: {
             query?: {
                 /** @description page size, 1 to 100 */
                 limit?: number;
                 offset?: number;
-                /** @description include soft-deleted items */
-                include_deleted?: boolean;
+                team_id?: string;
             };
             header?: never;
             path: {
@@ -13991,7 +12932,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ReleaseList"];
+                    "application/json": components["schemas"]["ChatRouteList"];
                 };
             };
             /** @description Invalid input */
@@ -14032,7 +12973,7 @@ export interface operations {
             };
         };
     };
-    createRelease: {
+    createChatRoute: {
         parameters: {
             query?: never;
             header?: never;
@@ -14043,26 +12984,17 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ReleaseCreate"];
+                "application/json": components["schemas"]["CreateChatRoute"];
             };
         };
         responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Release"];
-                };
-            };
             /** @description Created */
             201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Release"];
+                    "application/json": components["schemas"]["ChatRoute"];
                 };
             };
             /** @description Invalid input */
@@ -14103,6 +13035,1152 @@ export interface operations {
             };
             /** @description State conflict */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Business rule violated */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listSchedules: {
+        parameters: {
+            query?: {
+                /** @description page size, 1 to 100 */
+                limit?: number;
+                offset?: number;
+                /** @description include soft-deleted items */
+                include_deleted?: boolean;
+                enabled?: boolean;
+            };
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleList"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ScheduleRequest"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listThreads: {
+        parameters: {
+            query?: {
+                /** @description page size, 1 to 100 */
+                limit?: number;
+                offset?: number;
+                /** @description only the thread with this key */
+                key?: string;
+                /** @description only the coordination thread of this job */
+                job_id?: string;
+            };
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ThreadList"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createThread: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateThread"];
+            };
+        };
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Thread"];
+                };
+            };
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Thread"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description State conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Business rule violated */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getManifest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Manifest"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    syncManifest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ManifestSource"];
+            };
+        };
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Manifest"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid manifest, or the repository could not be read */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvalidManifest"];
+                };
+            };
+        };
+    };
+    listProjectMembers: {
+        parameters: {
+            query?: {
+                /** @description page size, 1 to 100 */
+                limit?: number;
+                offset?: number;
+                /** @description include soft-deleted items */
+                include_deleted?: boolean;
+            };
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemberList"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    addProjectMember: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AddMember"];
+            };
+        };
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Member"];
+                };
+            };
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Member"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description State conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listWorkflows: {
+        parameters: {
+            query?: {
+                limit?: number;
+                offset?: number;
+            };
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkflowList"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listPipelines: {
+        parameters: {
+            query?: {
+                limit?: number;
+                offset?: number;
+            };
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineList"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getProjectAgents: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProjectAgents"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listJobs: {
+        parameters: {
+            query?: {
+                /** @description page size, 1 to 100 */
+                limit?: number;
+                offset?: number;
+                /** @description include soft-deleted items */
+                include_deleted?: boolean;
+                phase?: "idea" | "backlog" | "ready" | "active" | "review" | "done" | "cancelled";
+                issue_type?: "task" | "bug" | "feature" | "epic" | "chore";
+                label?: string;
+                assignee?: string;
+                priority?: number;
+                parent_id?: string;
+                due_before?: string;
+                /** @description words of the title or description, each matched as a word or the start of one (all must match) */
+                q?: string;
+                /** @description the harness the job names (harness_a … harness_f) */
+                harness?: string;
+                /** @description the model the job names */
+                model?: string;
+                created_after?: string;
+                created_before?: string;
+                closed_after?: string;
+                closed_before?: string;
+                /** @description each job with `figures`: what its ended attempts cost (USD, from their receipts) and took */
+                include_figures?: boolean;
+            };
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobList"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateJobRequest"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description State conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Business rule violated */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests: the caller's rate limit or an org quota (limits.*) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listProjectEvents: {
+        parameters: {
+            query?: {
+                /** @description page size, 1 to 100 */
+                limit?: number;
+                offset?: number;
+                /** @description include soft-deleted items */
+                include_deleted?: boolean;
+                type?: string;
+                source?: "vcshost" | "chatapp" | "cron" | "manual" | "app" | "system" | "runner" | "chat";
+                status?: "pending" | "processing" | "completed" | "failed";
+            };
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventList"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    emitEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EventRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Event"];
+                };
+            };
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Event"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listBuilds: {
+        parameters: {
+            query?: {
+                /** @description page size, 1 to 100 */
+                limit?: number;
+                offset?: number;
+                /** @description include soft-deleted items */
+                include_deleted?: boolean;
+                /** @description the commit, 40 hex characters */
+                git_sha?: string;
+            };
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BuildSpecList"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createBuild: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BuildCreate"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BuildSpec"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14969,7 +15047,7 @@ export interface operations {
             };
         };
     };
-    getPipelineAnalytics: {
+    getEnvironmentHealthAnalytics: {
         parameters: {
             query?: {
                 /** @description how far back from now: 1d, 7d, 30d, 90d */
@@ -14989,7 +15067,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["AnalyticsPipelinesReport"];
+                    "application/json": components["schemas"]["AnalyticsEnvHealth"];
                 };
             };
             /** @description Invalid input */
@@ -15030,7 +15108,7 @@ export interface operations {
             };
         };
     };
-    getAnalyticsSummary: {
+    getJobAnalytics: {
         parameters: {
             query?: {
                 /** @description how far back from now: 1d, 7d, 30d, 90d */
@@ -15050,1462 +15128,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["AnalyticsSummary"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    getOrgSecret: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                org_id: string;
-                name: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Secret"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    replaceOrgSecret: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                org_id: string;
-                name: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["ReplaceSecret"];
-            };
-        };
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Secret"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    deleteOrgSecret: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                org_id: string;
-                name: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Done; no content */
-            204: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    getChatTeam: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                org_id: string;
-                team_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ChatTeamBinding"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    unbindChatTeam: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                org_id: string;
-                team_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Done; no content */
-            204: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    getWebhook: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                org_id: string;
-                wh_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["WebhookSubscription"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    deleteWebhook: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                org_id: string;
-                wh_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Done; no content */
-            204: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    updateWebhook: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                org_id: string;
-                wh_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["WebhookUpdate"];
-            };
-        };
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["WebhookSubscription"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Business rule violated */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    getDocByPath: {
-        parameters: {
-            query: {
-                /** @description an absolute-like path such as /guides/style.md: no empty, "." or ".." segments */
-                path: string;
-                /** @description an older version (default: the current one) */
-                version?: number;
-            };
-            header?: never;
-            path: {
-                org_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Doc"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    getServiceAccount: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                org_id: string;
-                sa_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ServiceAccount"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    deleteServiceAccount: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                org_id: string;
-                sa_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Done; no content */
-            204: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    updateServiceAccount: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                org_id: string;
-                sa_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["UpdateServiceAccount"];
-            };
-        };
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ServiceAccount"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    listAccessGroups: {
-        parameters: {
-            query?: {
-                /** @description page size, 1 to 100 */
-                limit?: number;
-                offset?: number;
-                /** @description include soft-deleted items */
-                include_deleted?: boolean;
-            };
-            header?: never;
-            path: {
-                org_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["AccessGroupList"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    createAccessGroup: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                org_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["CreateAccessGroup"];
-            };
-        };
-        responses: {
-            /** @description Created */
-            201: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["AccessGroup"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description State conflict */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    listAccessBindings: {
-        parameters: {
-            query?: {
-                /** @description page size, 1 to 100 */
-                limit?: number;
-                offset?: number;
-                /** @description include soft-deleted items */
-                include_deleted?: boolean;
-                principal_type?: "user" | "service_account" | "group";
-                principal_id?: string;
-                project_id?: string;
-            };
-            header?: never;
-            path: {
-                org_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["AccessBindingList"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    createAccessBinding: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                org_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["CreateAccessBinding"];
-            };
-        };
-        responses: {
-            /** @description Created */
-            201: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["AccessBinding"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description State conflict */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Business rule violated */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    listAccessRoles: {
-        parameters: {
-            query?: {
-                /** @description page size, 1 to 100 */
-                limit?: number;
-                offset?: number;
-                /** @description include soft-deleted items */
-                include_deleted?: boolean;
-            };
-            header?: never;
-            path: {
-                org_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["AccessRoleList"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    createAccessRole: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                org_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["CreateAccessRole"];
-            };
-        };
-        responses: {
-            /** @description Created */
-            201: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["AccessRole"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description State conflict */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    checkAccess: {
-        parameters: {
-            query: {
-                principal_type: "user" | "service_account" | "group";
-                principal_id: unknown;
-                /** @description required unless resource_type is given */
-                permission?: "orgs:read" | "orgs:write" | "orgs:delete" | "members:read" | "members:write" | "projects:read" | "projects:create" | "projects:write" | "projects:delete" | "manifest:read" | "manifest:write" | "jobs:read" | "jobs:create" | "jobs:write" | "jobs:admin" | "jobs:harness_override" | "workflows:read" | "workflows:invoke" | "pipelines:read" | "pipelines:run" | "pipelines:approve" | "builds:read" | "builds:write" | "builds:admin" | "releases:read" | "releases:write" | "environments:read" | "environments:write" | "environments:admin" | "events:read" | "events:write" | "webhooks:read" | "webhooks:write" | "secrets:read" | "secrets:write" | "secrets:admin" | "access:read" | "access:admin" | "chat:write" | "routes:read" | "routes:write" | "threads:read" | "orgfs:read" | "orgfs:write" | "orgdocs:read" | "orgdocs:write" | "envdb:read" | "envdb:write" | "inference:use" | "inference:admin";
-                project_id?: string;
-                resource_type?: "orgfs" | "orgdocs" | "envdb";
-                resource?: string;
-                action: "read" | "write" | "admin";
-            };
-            header?: never;
-            path: {
-                org_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["AccessCan"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    explainAccess: {
-        parameters: {
-            query: {
-                principal_type: "user" | "service_account" | "group";
-                principal_id: unknown;
-                /** @description required unless resource_type is given */
-                permission?: "orgs:read" | "orgs:write" | "orgs:delete" | "members:read" | "members:write" | "projects:read" | "projects:create" | "projects:write" | "projects:delete" | "manifest:read" | "manifest:write" | "jobs:read" | "jobs:create" | "jobs:write" | "jobs:admin" | "jobs:harness_override" | "workflows:read" | "workflows:invoke" | "pipelines:read" | "pipelines:run" | "pipelines:approve" | "builds:read" | "builds:write" | "builds:admin" | "releases:read" | "releases:write" | "environments:read" | "environments:write" | "environments:admin" | "events:read" | "events:write" | "webhooks:read" | "webhooks:write" | "secrets:read" | "secrets:write" | "secrets:admin" | "access:read" | "access:admin" | "chat:write" | "routes:read" | "routes:write" | "threads:read" | "orgfs:read" | "orgfs:write" | "orgdocs:read" | "orgdocs:write" | "envdb:read" | "envdb:write" | "inference:use" | "inference:admin";
-                project_id?: string;
-                resource_type?: "orgfs" | "orgdocs" | "envdb";
-                resource?: string;
-                action: "read" | "write" | "admin";
-            };
-            header?: never;
-            path: {
-                org_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["AccessExplanation"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    getServicePrincipal: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                org_id: string;
-                sa_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ServiceAccount"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    deleteServicePrincipal: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                org_id: string;
-                sa_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Done; no content */
-            204: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    updateServicePrincipal: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                org_id: string;
-                sa_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["UpdateServiceAccount"];
-            };
-        };
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ServiceAccount"];
+                    "application/json": components["schemas"]["AnalyticsJobsReport"];
                 };
             };
             /** @description Invalid input */
@@ -16760,15 +15383,13 @@ export interface operations {
             };
         };
     };
-    getJobAnalytics: {
+    getServicePrincipal: {
         parameters: {
-            query?: {
-                /** @description how far back from now: 1d, 7d, 30d, 90d */
-                window?: "1d" | "7d" | "30d" | "90d";
-            };
+            query?: never;
             header?: never;
             path: {
                 org_id: string;
+                sa_id: string;
             };
             cookie?: never;
         };
@@ -16780,7 +15401,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["AnalyticsJobsReport"];
+                    "application/json": components["schemas"]["ServiceAccount"];
                 };
             };
             /** @description Invalid input */
@@ -16821,7 +15442,1403 @@ export interface operations {
             };
         };
     };
-    getEnvironmentHealthAnalytics: {
+    deleteServicePrincipal: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org_id: string;
+                sa_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Done; no content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updateServicePrincipal: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org_id: string;
+                sa_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateServiceAccount"];
+            };
+        };
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceAccount"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    explainAccess: {
+        parameters: {
+            query: {
+                principal_type: "user" | "service_account" | "group";
+                principal_id: unknown;
+                /** @description required unless resource_type is given */
+                permission?: "orgs:read" | "orgs:write" | "orgs:delete" | "members:read" | "members:write" | "projects:read" | "projects:create" | "projects:write" | "projects:delete" | "manifest:read" | "manifest:write" | "jobs:read" | "jobs:create" | "jobs:write" | "jobs:admin" | "jobs:harness_override" | "workflows:read" | "workflows:invoke" | "pipelines:read" | "pipelines:run" | "pipelines:approve" | "builds:read" | "builds:write" | "builds:admin" | "releases:read" | "releases:write" | "environments:read" | "environments:write" | "environments:admin" | "events:read" | "events:write" | "webhooks:read" | "webhooks:write" | "secrets:read" | "secrets:write" | "secrets:admin" | "access:read" | "access:admin" | "chat:write" | "routes:read" | "routes:write" | "threads:read" | "orgfs:read" | "orgfs:write" | "orgdocs:read" | "orgdocs:write" | "envdb:read" | "envdb:write" | "inference:use" | "inference:admin";
+                project_id?: string;
+                resource_type?: "orgfs" | "orgdocs" | "envdb";
+                resource?: string;
+                action: "read" | "write" | "admin";
+            };
+            header?: never;
+            path: {
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccessExplanation"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    checkAccess: {
+        parameters: {
+            query: {
+                principal_type: "user" | "service_account" | "group";
+                principal_id: unknown;
+                /** @description required unless resource_type is given */
+                permission?: "orgs:read" | "orgs:write" | "orgs:delete" | "members:read" | "members:write" | "projects:read" | "projects:create" | "projects:write" | "projects:delete" | "manifest:read" | "manifest:write" | "jobs:read" | "jobs:create" | "jobs:write" | "jobs:admin" | "jobs:harness_override" | "workflows:read" | "workflows:invoke" | "pipelines:read" | "pipelines:run" | "pipelines:approve" | "builds:read" | "builds:write" | "builds:admin" | "releases:read" | "releases:write" | "environments:read" | "environments:write" | "environments:admin" | "events:read" | "events:write" | "webhooks:read" | "webhooks:write" | "secrets:read" | "secrets:write" | "secrets:admin" | "access:read" | "access:admin" | "chat:write" | "routes:read" | "routes:write" | "threads:read" | "orgfs:read" | "orgfs:write" | "orgdocs:read" | "orgdocs:write" | "envdb:read" | "envdb:write" | "inference:use" | "inference:admin";
+                project_id?: string;
+                resource_type?: "orgfs" | "orgdocs" | "envdb";
+                resource?: string;
+                action: "read" | "write" | "admin";
+            };
+            header?: never;
+            path: {
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccessCan"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listAccessRoles: {
+        parameters: {
+            query?: {
+                /** @description page size, 1 to 100 */
+                limit?: number;
+                offset?: number;
+                /** @description include soft-deleted items */
+                include_deleted?: boolean;
+            };
+            header?: never;
+            path: {
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccessRoleList"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createAccessRole: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateAccessRole"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccessRole"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description State conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listAccessBindings: {
+        parameters: {
+            query?: {
+                /** @description page size, 1 to 100 */
+                limit?: number;
+                offset?: number;
+                /** @description include soft-deleted items */
+                include_deleted?: boolean;
+                principal_type?: "user" | "service_account" | "group";
+                principal_id?: string;
+                project_id?: string;
+            };
+            header?: never;
+            path: {
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccessBindingList"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createAccessBinding: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateAccessBinding"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccessBinding"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description State conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Business rule violated */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listAccessGroups: {
+        parameters: {
+            query?: {
+                /** @description page size, 1 to 100 */
+                limit?: number;
+                offset?: number;
+                /** @description include soft-deleted items */
+                include_deleted?: boolean;
+            };
+            header?: never;
+            path: {
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccessGroupList"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createAccessGroup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateAccessGroup"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccessGroup"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description State conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getServiceAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org_id: string;
+                sa_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceAccount"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteServiceAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org_id: string;
+                sa_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Done; no content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updateServiceAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org_id: string;
+                sa_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateServiceAccount"];
+            };
+        };
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceAccount"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getDocByPath: {
+        parameters: {
+            query: {
+                /** @description an absolute-like path such as /guides/style.md: no empty, "." or ".." segments */
+                path: string;
+                /** @description an older version (default: the current one) */
+                version?: number;
+            };
+            header?: never;
+            path: {
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Doc"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org_id: string;
+                wh_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSubscription"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org_id: string;
+                wh_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Done; no content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updateWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org_id: string;
+                wh_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookUpdate"];
+            };
+        };
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSubscription"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Business rule violated */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getChatTeam: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org_id: string;
+                team_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChatTeamBinding"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    unbindChatTeam: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org_id: string;
+                team_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Done; no content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getOrgSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org_id: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Secret"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    replaceOrgSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org_id: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReplaceSecret"];
+            };
+        };
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Secret"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteOrgSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org_id: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Done; no content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getAnalyticsSummary: {
         parameters: {
             query?: {
                 /** @description how far back from now: 1d, 7d, 30d, 90d */
@@ -16841,7 +16858,68 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["AnalyticsEnvHealth"];
+                    "application/json": components["schemas"]["AnalyticsSummary"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getPipelineAnalytics: {
+        parameters: {
+            query?: {
+                /** @description how far back from now: 1d, 7d, 30d, 90d */
+                window?: "1d" | "7d" | "30d" | "90d";
+            };
+            header?: never;
+            path: {
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AnalyticsPipelinesReport"];
                 };
             };
             /** @description Invalid input */
@@ -17009,7 +17087,66 @@ export interface operations {
             };
         };
     };
-    getProjectSecret: {
+    getEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: string;
+                event_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Event"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getPipeline: {
         parameters: {
             query?: never;
             header?: never;
@@ -17027,7 +17164,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Secret"];
+                    "application/json": components["schemas"]["Pipeline"];
                 };
             };
             /** @description Invalid input */
@@ -17068,70 +17205,7 @@ export interface operations {
             };
         };
     };
-    replaceProjectSecret: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                project_id: string;
-                name: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["ReplaceSecret"];
-            };
-        };
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Secret"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    deleteProjectSecret: {
+    getWorkflow: {
         parameters: {
             query?: never;
             header?: never;
@@ -17143,12 +17217,14 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Done; no content */
-            204: {
+            /** @description Successful */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["Workflow"];
+                };
             };
             /** @description Invalid input */
             400: {
@@ -17188,13 +17264,13 @@ export interface operations {
             };
         };
     };
-    getChatRoute: {
+    getThread: {
         parameters: {
             query?: never;
             header?: never;
             path: {
                 project_id: string;
-                route_id: string;
+                thread_id: string;
             };
             cookie?: never;
         };
@@ -17206,7 +17282,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ChatRoute"];
+                    "application/json": components["schemas"]["Thread"];
                 };
             };
             /** @description Invalid input */
@@ -17247,24 +17323,26 @@ export interface operations {
             };
         };
     };
-    deleteChatRoute: {
+    getPipelineRun: {
         parameters: {
             query?: never;
             header?: never;
             path: {
                 project_id: string;
-                route_id: string;
+                run_id: string;
             };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description Done; no content */
-            204: {
+            /** @description Successful */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["PipelineRun"];
+                };
             };
             /** @description Invalid input */
             400: {
@@ -17483,13 +17561,13 @@ export interface operations {
             };
         };
     };
-    getPipelineRun: {
+    getChatRoute: {
         parameters: {
             query?: never;
             header?: never;
             path: {
                 project_id: string;
-                run_id: string;
+                route_id: string;
             };
             cookie?: never;
         };
@@ -17501,7 +17579,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["PipelineRun"];
+                    "application/json": components["schemas"]["ChatRoute"];
                 };
             };
             /** @description Invalid input */
@@ -17542,26 +17620,24 @@ export interface operations {
             };
         };
     };
-    getThread: {
+    deleteChatRoute: {
         parameters: {
             query?: never;
             header?: never;
             path: {
                 project_id: string;
-                thread_id: string;
+                route_id: string;
             };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description Successful */
-            200: {
+            /** @description Done; no content */
+            204: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/json": components["schemas"]["Thread"];
-                };
+                content?: never;
             };
             /** @description Invalid input */
             400: {
@@ -17601,7 +17677,7 @@ export interface operations {
             };
         };
     };
-    getWorkflow: {
+    getProjectSecret: {
         parameters: {
             query?: never;
             header?: never;
@@ -17619,7 +17695,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Workflow"];
+                    "application/json": components["schemas"]["Secret"];
                 };
             };
             /** @description Invalid input */
@@ -17660,7 +17736,70 @@ export interface operations {
             };
         };
     };
-    getPipeline: {
+    replaceProjectSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReplaceSecret"];
+            };
+        };
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Secret"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteProjectSecret: {
         parameters: {
             query?: never;
             header?: never;
@@ -17672,73 +17811,12 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Successful */
-            200: {
+            /** @description Done; no content */
+            204: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/json": components["schemas"]["Pipeline"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    getEvent: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                project_id: string;
-                event_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Event"];
-                };
+                content?: never;
             };
             /** @description Invalid input */
             400: {
@@ -17957,22 +18035,17 @@ export interface operations {
             };
         };
     };
-    getAttemptLogs: {
+    getAttemptDiff: {
         parameters: {
             query?: {
-                offset?: number;
-                /** @description include soft-deleted items */
-                include_deleted?: boolean;
-                /** @description lines per page, 1 to 1000 */
-                limit?: number;
-                /** @description only lines with a greater seq (a cursor: the last seq read) */
-                after_seq?: number;
+                /** @description patch (default): files, stats and the patch text; stat: files and stats only */
+                format?: "patch" | "stat";
             };
             header?: never;
             path: {
                 job_id: string;
-                /** @description the attempt: its id, or the composite reference <project_id>:<job_id>:<attempt_number> */
-                attempt_id: string;
+                /** @description 1, 2, … within the job */
+                attempt_number: number;
             };
             cookie?: never;
         };
@@ -17984,7 +18057,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["AttemptLogPage"];
+                    "application/json": components["schemas"]["AttemptDiff"];
                 };
             };
             /** @description Invalid input */
@@ -18005,8 +18078,50 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing permission */
-            403: {
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getAttemptReceipt: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: string;
+                /** @description the attempt: its id, or the composite reference <project_id>:<job_id>:<attempt_number> */
+                attempt_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Receipt"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -18080,9 +18195,17 @@ export interface operations {
             };
         };
     };
-    getAttemptReceipt: {
+    getAttemptLogs: {
         parameters: {
-            query?: never;
+            query?: {
+                offset?: number;
+                /** @description include soft-deleted items */
+                include_deleted?: boolean;
+                /** @description lines per page, 1 to 1000 */
+                limit?: number;
+                /** @description only lines with a greater seq (a cursor: the last seq read) */
+                after_seq?: number;
+            };
             header?: never;
             path: {
                 job_id: string;
@@ -18099,115 +18222,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Receipt"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    getAttemptDiff: {
-        parameters: {
-            query?: {
-                /** @description patch (default): files, stats and the patch text; stat: files and stats only */
-                format?: "patch" | "stat";
-            };
-            header?: never;
-            path: {
-                job_id: string;
-                /** @description 1, 2, … within the job */
-                attempt_number: number;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["AttemptDiff"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    listDocVersions: {
-        parameters: {
-            query?: {
-                /** @description page size, 1 to 100 */
-                limit?: number;
-                offset?: number;
-            };
-            header?: never;
-            path: {
-                org_id: string;
-                doc_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["DocVersionList"];
+                    "application/json": components["schemas"]["AttemptLogPage"];
                 };
             };
             /** @description Invalid input */
@@ -18248,7 +18263,74 @@ export interface operations {
             };
         };
     };
-    listServicePrincipalTokens: {
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /** @description page size, 1 to 100 */
+                limit?: number;
+                offset?: number;
+                /** @description include soft-deleted items */
+                include_deleted?: boolean;
+                status?: "pending" | "retrying" | "succeeded" | "failed";
+                kind?: "event" | "replay" | "test";
+            };
+            header?: never;
+            path: {
+                org_id: string;
+                wh_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryList"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listServiceAccountTokens: {
         parameters: {
             query?: {
                 /** @description page size, 1 to 100 */
@@ -18313,7 +18395,7 @@ export interface operations {
             };
         };
     };
-    mintServicePrincipalToken: {
+    mintServiceAccountToken: {
         parameters: {
             query?: never;
             header?: never;
@@ -18376,6 +18458,238 @@ export interface operations {
             };
             /** @description Business rule violated */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getAccessGroup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org_id: string;
+                group_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccessGroup"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteAccessGroup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org_id: string;
+                group_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Done; no content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getAccessBinding: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org_id: string;
+                binding_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccessBinding"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteAccessBinding: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org_id: string;
+                binding_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Done; no content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -18573,239 +18887,7 @@ export interface operations {
             };
         };
     };
-    getAccessBinding: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                org_id: string;
-                binding_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["AccessBinding"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    deleteAccessBinding: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                org_id: string;
-                binding_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Done; no content */
-            204: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    getAccessGroup: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                org_id: string;
-                group_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["AccessGroup"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    deleteAccessGroup: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                org_id: string;
-                group_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Done; no content */
-            204: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    listServiceAccountTokens: {
+    listServicePrincipalTokens: {
         parameters: {
             query?: {
                 /** @description page size, 1 to 100 */
@@ -18870,7 +18952,7 @@ export interface operations {
             };
         };
     };
-    mintServiceAccountToken: {
+    mintServicePrincipalToken: {
         parameters: {
             query?: never;
             header?: never;
@@ -18942,21 +19024,17 @@ export interface operations {
             };
         };
     };
-    listWebhookDeliveries: {
+    listDocVersions: {
         parameters: {
             query?: {
                 /** @description page size, 1 to 100 */
                 limit?: number;
                 offset?: number;
-                /** @description include soft-deleted items */
-                include_deleted?: boolean;
-                status?: "pending" | "retrying" | "succeeded" | "failed";
-                kind?: "event" | "replay" | "test";
             };
             header?: never;
             path: {
                 org_id: string;
-                wh_id: string;
+                doc_id: string;
             };
             cookie?: never;
         };
@@ -18968,7 +19046,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["WebhookDeliveryList"];
+                    "application/json": components["schemas"]["DocVersionList"];
                 };
             };
             /** @description Invalid input */
@@ -19138,20 +19216,13 @@ export interface operations {
             };
         };
     };
-    listPipelineRuns: {
+    listPipelineRunJobs: {
         parameters: {
-            query?: {
-                /** @description page size, 1 to 100 */
-                limit?: number;
-                offset?: number;
-                /** @description include soft-deleted items */
-                include_deleted?: boolean;
-                status?: "pending" | "running" | "awaiting_approval" | "succeeded" | "failed" | "cancelled";
-            };
+            query?: never;
             header?: never;
             path: {
                 project_id: string;
-                name: string;
+                run_id: string;
             };
             cookie?: never;
         };
@@ -19163,7 +19234,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["PipelineRunList"];
+                    "application/json": components["schemas"]["PipelineRunJobList"];
                 };
             };
             /** @description Invalid input */
@@ -19186,63 +19257,6 @@ export interface operations {
             };
             /** @description Missing permission */
             403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    listJobAttempts: {
-        parameters: {
-            query?: {
-                /** @description page size, 1 to 100 */
-                limit?: number;
-                offset?: number;
-                /** @description include soft-deleted items */
-                include_deleted?: boolean;
-            };
-            header?: never;
-            path: {
-                project_id: string;
-                /** @description the job id (the spec calls it job_number) */
-                job_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["AttemptList"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -19399,13 +19413,20 @@ export interface operations {
             };
         };
     };
-    listPipelineRunJobs: {
+    listJobAttempts: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description page size, 1 to 100 */
+                limit?: number;
+                offset?: number;
+                /** @description include soft-deleted items */
+                include_deleted?: boolean;
+            };
             header?: never;
             path: {
                 project_id: string;
-                run_id: string;
+                /** @description the job id (the spec calls it job_number) */
+                job_id: string;
             };
             cookie?: never;
         };
@@ -19417,7 +19438,64 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["PipelineRunJobList"];
+                    "application/json": components["schemas"]["AttemptList"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listPipelineRuns: {
+        parameters: {
+            query?: {
+                /** @description page size, 1 to 100 */
+                limit?: number;
+                offset?: number;
+                /** @description include soft-deleted items */
+                include_deleted?: boolean;
+                status?: "pending" | "running" | "awaiting_approval" | "succeeded" | "failed" | "cancelled";
+            };
+            header?: never;
+            path: {
+                project_id: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineRunList"];
                 };
             };
             /** @description Invalid input */
@@ -19590,66 +19668,6 @@ export interface operations {
             };
         };
     };
-    getWebhookReplay: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                org_id: string;
-                wh_id: string;
-                replay_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["WebhookReplay"];
-                };
-            };
-            /** @description Invalid input */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing or invalid token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing permission */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
     listAccessGroupMembers: {
         parameters: {
             query?: {
@@ -19778,15 +19796,14 @@ export interface operations {
             };
         };
     };
-    getJobAttempt: {
+    getWebhookReplay: {
         parameters: {
             query?: never;
             header?: never;
             path: {
-                project_id: string;
-                /** @description the job id (the spec calls it job_number) */
-                job_id: string;
-                attempt_number: number;
+                org_id: string;
+                wh_id: string;
+                replay_id: string;
             };
             cookie?: never;
         };
@@ -19798,7 +19815,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Attempt"];
+                    "application/json": components["schemas"]["WebhookReplay"];
                 };
             };
             /** @description Invalid input */
@@ -19812,6 +19829,15 @@ export interface operations {
             };
             /** @description Missing or invalid token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing permission */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -19872,6 +19898,58 @@ export interface operations {
             };
             /** @description Missing permission */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getJobAttempt: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: string;
+                /** @description the job id (the spec calls it job_number) */
+                job_id: string;
+                attempt_number: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Attempt"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -29,8 +29,9 @@ function unauthorized(message: string, code?: 'invalid_request' | 'invalid_token
 export function installAuthScheme(server: Server, container: DependencyContainer): void {
   const tokens = container.resolve(TokenService);
   const nostr = container.resolve(NostrRequestAuth);
-  const publicUrl = container.resolve(Tokens.Config).server.public_url;
-  declareSessionCookie(server, Boolean(publicUrl?.startsWith('https:')));
+  const config = container.resolve(Tokens.Config);
+  const publicUrl = config.server.public_url;
+  declareSessionCookie(server, Boolean(publicUrl?.startsWith('https:')), config.auth.session_cookie_domain, publicUrl);
   const principalOf = async (token: string) => {
     if (!JWT_SHAPE.test(token)) throw unauthorized('invalid token', 'invalid_token');
     try {

@@ -21,9 +21,20 @@ export function lacksCsrfHeader(method: string, headers: Record<string, unknown>
   return !SAFE_METHODS.has(method.toLowerCase()) && !headers[CSRF_HEADER];
 }
 
-/** Declares the cookie: a token as is, never parsed as JSON; a malformed value is ignored, not a 400. */
-export function declareSessionCookie(server: Server, secure: boolean): void {
+/**
+ * Declares the cookie: a token as is, never parsed as JSON; a malformed value is ignored, not a 400.
+ * Host-only unless `domain` (auth.session_cookie_domain) names the root domain to share it with,
+ * which must contain the public URL's host (a browser drops a cookie for a domain not its own).
+ */
+export function declareSessionCookie(server: Server, secure: boolean, domain: string | null = null, publicUrl: string | null = null): void {
+  if (domain && publicUrl) {
+    const host = new URL(publicUrl).hostname.toLowerCase();
+    const root = domain.toLowerCase();
+    if (host !== root && !host.endsWith(`.${root}`))
+      throw new Error(`auth.session_cookie_domain ${domain} does not contain server.public_url's host ${host}: browsers would drop the cookie`);
+  }
   server.state(SESSION_COOKIE, {
+    ...(domain ? { domain } : {}),
     isHttpOnly: true,
     isSameSite: 'Strict',
     isSecure: secure,

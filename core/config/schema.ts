@@ -67,6 +67,7 @@ export const configSchema = Joi.object({
       issuer: Joi.string().allow(null, '').required(),
       audience: Joi.string().min(1).required(),
     }).required(),
+    session_cookie_domain: Joi.string().hostname().pattern(/\./, 'a domain with a dot (example.com), never a public suffix alone').allow(null).required(),
     magic_link_limits: Joi.object({
       window_seconds: Joi.number().integer().min(1).max(86_400).required(),
       per_email: Joi.number().integer().min(1).required(),
@@ -244,6 +245,11 @@ export interface Config {
     sso: { secret: string | null; issuer: string | null; audience: string };
     /** POST /auth/magic-link: requests allowed per e-mail and per client address in each window; over it, 429 and no mail. */
     magic_link_limits: { window_seconds: number; per_email: number; per_address: number };
+    /**
+     * The session cookie's Domain: null (the default) keeps it host-only; a root domain (example.com)
+     * shares the sign-in with every host under it, as the interface's sign-on broker cookie is.
+     */
+    session_cookie_domain: string | null;
   };
   secrets: { master_key: string | null };
   /** `plugins`: harness packages or paths; `<id>.command`: that harness's binary (null: its default name on PATH). */

@@ -14,14 +14,23 @@ export interface JsonReply {
 }
 
 /** POSTs JSON to a provider API. Any answer comes back (the caller judges it); no answer is a HostApiError with status 0. */
-export async function postJson(request: JsonRequest): Promise<JsonReply> {
+export function postJson(request: JsonRequest): Promise<JsonReply> {
+  return sendJson('POST', request);
+}
+
+/** GETs JSON from a provider API, judged as postJson's answer is. */
+export function getJson(request: Omit<JsonRequest, 'body'>): Promise<JsonReply> {
+  return sendJson('GET', { ...request, body: undefined });
+}
+
+async function sendJson(method: 'GET' | 'POST', request: JsonRequest): Promise<JsonReply> {
   let status: number;
   let text: string;
   try {
     const res = await fetch(request.url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json; charset=utf-8', accept: 'application/json', ...request.headers },
-      body: JSON.stringify(request.body),
+      method,
+      headers: { ...(method === 'POST' ? { 'content-type': 'application/json; charset=utf-8' } : {}), accept: 'application/json', ...request.headers },
+      ...(method === 'POST' ? { body: JSON.stringify(request.body) } : {}),
       signal: AbortSignal.timeout(request.timeoutMs),
       redirect: 'error',
     });
@@ -30,7 +39,7 @@ export async function postJson(request: JsonRequest): Promise<JsonReply> {
   } catch (e) {
     const err = e as Error & { cause?: Error };
     const reason = err.name === 'TimeoutError' ? `no answer within ${request.timeoutMs} ms` : (err.cause?.message ?? err.message);
-    throw new HostApiError(`POST ${request.url} failed: ${reason}`, 0);
+    throw new HostApiError(`${method} ${request.url} failed: ${reason}`, 0);
   }
   let body: unknown = text;
   try {

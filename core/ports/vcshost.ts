@@ -34,6 +34,12 @@ export interface VcsHost {
   normalize(request: InboundRequest): VcsDelivery;
   /** Throws HostApiError when the host refuses or does not answer. */
   createPullRequest(input: PullRequestInput): Promise<PullRequest>;
+  /**
+   * The public SSH keys the host lists for a user (OpenSSH lines); null for a user it does not know.
+   * Throws HostApiError when the host refuses or does not answer. Optional: a host without it cannot
+   * take part in invites naming a code-host user.
+   */
+  userKeys?(login: string): Promise<string[] | null>;
 }
 
 export const VcsHostToken = Symbol('VcsHost') as InjectionToken<VcsHost>;

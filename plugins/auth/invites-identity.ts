@@ -9,6 +9,8 @@ import { NostrKeys } from './nostr-keys.ts';
 import { UserKeys } from './keys.ts';
 import type { InviteRow } from './invites.ts';
 import { Memberships } from '../../core/auth/memberships.ts';
+import { registerCodeHostKeys } from './invite-code-host.ts';
+import type { Logger } from 'pino';
 
 /** The ways an invite's identity hint may name this key: canonical key, raw key, fingerprint. */
 function hintsFor(identity: UnknownIdentity): string[] {
@@ -42,9 +44,10 @@ export class InviteIdentities implements UnknownIdentityHandler {
     @inject(Tokens.Db) private readonly db: Db,
     @inject(Tokens.Clock) private readonly clock: Clock,
     @inject(Users) private readonly users: Users,
-    @inject(UserKeys) private readonly keys: UserKeys,
+    @inject(UserKeys) readonly keys: UserKeys,
     @inject(NostrKeys) private readonly nostrKeys: NostrKeys,
     @inject(Memberships) private readonly memberships: Memberships,
+    @inject(Tokens.Logger) readonly logger: Logger,
   ) {}
 
   onUnknownIdentity(identity: UnknownIdentity): Promise<{ userId: string } | null> {
@@ -52,7 +55,7 @@ export class InviteIdentities implements UnknownIdentityHandler {
     return this.db.transaction(async (trx) => {
       const now = this.clock.now();
       const invite: InviteRow | undefined = await trx('invites')
-        .whereIn('identity_hint', hints)
+        .where((q) => q.whereIn('identity_hint', hints).orWhereRaw('code_host_keys && ?::text[]', [hints]))
         .whereNull('accepted_at')
         .whereNull('revoked_at')
         .where('expires_at', '>', now)
@@ -64,6 +67,7 @@ export class InviteIdentities implements UnknownIdentityHandler {
       const { user } = await this.users.ensure(invite.email ?? placeholderEmail(identity), null, trx);
       await this.memberships.grantAtLeast({ kind: 'org', id: invite.org_id }, user.id, invite.role, trx);
       await trx('invites').where({ id: invite.id }).update({ accepted_at: now, accepted_by: user.id });
+      await registerCodeHostKeys(this, invite, user.id, trx);
       if (identity.kind === 'ssh') await this.keys.add(user.id, identity.publicKey, 'invite', trx, { allowOwnDuplicate: true });
       else await this.nostrKeys.add(user.id, identity.publicKey.trim(), 'invite', trx, { allowOwnDuplicate: true });
       return { userId: user.id };

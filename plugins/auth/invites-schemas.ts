@@ -38,6 +38,10 @@ export const inviteRequest = Joi.object({
     .min(1)
     .max(16_384)
     .description('SSH public key, SSH fingerprint or hex nostr key: that key gets the membership when it first logs in'),
+  code_host_user: Joi.string()
+    .trim()
+    .pattern(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, 'a code-host user name')
+    .description("the invitee's user on the code host (adapters.vcshost): its public SSH keys are fetched now and registered to whoever accepts"),
   redirect_url: redirectUrl,
   ...expiry,
 })
@@ -74,6 +78,8 @@ export const inviteResponse = Joi.object({
   redirect_url: Joi.string().allow(null).required(),
   app: Joi.object().unknown(true).allow(null).required(),
   source: Joi.string().allow(null).required().description('what made the invite when not a person: domain_signup'),
+  code_host_user: Joi.string().allow(null).required(),
+  code_host_keys: Joi.number().integer().min(0).required().description("how many of the code-host user's public keys the invite registers"),
   created_by: userId.allow(null).required(),
   expires_at: timestamp.required(),
   accepted_at: timestamp.allow(null).required(),

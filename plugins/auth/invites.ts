@@ -15,6 +15,9 @@ import type { Logger } from 'pino';
 import { inviteMail, type MailBrand } from './invite-mail.ts';
 import type { UserRow } from './users.ts';
 import { SshKeyError, parsePublicKey } from '../../domain/signatures/ssh.ts';
+import { VcsHostToken, type VcsHost } from '../../core/ports/vcshost.ts';
+import { UserKeys } from './keys.ts';
+import { codeHostKeys, registerCodeHostKeys } from './invite-code-host.ts';
 
 export const DEFAULT_INVITE_DAYS = 7;
 const CODE_PREFIX = 'svcinv_';
@@ -31,6 +34,8 @@ export interface InviteRow {
   redirect_url: string | null;
   app: Record<string, unknown> | null;
   source: string | null;
+  code_host_user: string | null;
+  code_host_keys: string[] | null;
   created_by: string | null;
   expires_at: Date;
   accepted_at: Date | null;
@@ -45,6 +50,7 @@ export interface InviteInput {
   email?: string;
   provider_hint?: string;
   identity_hint?: string;
+  code_host_user?: string;
   redirect_url?: string;
   expires_in_days?: number;
   expires_at?: Date;
@@ -76,6 +82,8 @@ export const toInvite = (r: InviteRow, now: Date) => ({
   redirect_url: r.redirect_url,
   app: r.app,
   source: r.source,
+  code_host_user: r.code_host_user,
+  code_host_keys: r.code_host_keys?.length ?? 0,
   created_by: r.created_by,
   expires_at: r.expires_at,
   accepted_at: r.accepted_at,
@@ -120,13 +128,16 @@ export class Invites {
     @inject(OrgDirectoryToken) private readonly orgs: OrgDirectory,
     @inject(MailerToken) private readonly mailer: Mailer,
     @inject(Tokens.Config) private readonly config: Config,
-    @inject(Tokens.Logger) private readonly logger: Logger,
+    @inject(Tokens.Logger) readonly logger: Logger,
+    @inject(VcsHostToken) private readonly vcshost: VcsHost,
+    @inject(UserKeys) readonly keys: UserKeys,
   ) {}
 
   async create(input: InviteInput, actor: Actor) {
     if (input.role === 'owner' && actor.role !== 'owner') throw Boom.forbidden('only an owner can invite an owner');
     const org = await this.orgs.byId(input.org_id);
     if (org?.deleted) throw Boom.badData(`org ${input.org_id} is deleted`);
+    const hostKeys = input.code_host_user ? await codeHostKeys(this.vcshost, input.code_host_user) : null;
     const now = this.clock.now();
     const expiresAt = input.expires_at ?? new Date(now.getTime() + (input.expires_in_days ?? DEFAULT_INVITE_DAYS) * DAY_MS);
     const code = CODE_PREFIX + randomBytes(24).toString('base64url');
@@ -140,6 +151,8 @@ export class Invites {
         provider_hint: input.provider_hint ?? null,
         identity_hint: input.identity_hint ? normalizeIdentityHint(input.identity_hint) : null,
         redirect_url: input.redirect_url ?? null,
+        code_host_user: input.code_host_user ?? null,
+        code_host_keys: hostKeys,
         app: input.app ? JSON.stringify(input.app) : null,
         created_by: actor.userId,
         expires_at: expiresAt,
@@ -204,6 +217,7 @@ export class Invites {
       if (row.email && row.email.toLowerCase() !== email.toLowerCase()) throw Boom.forbidden('this invite is for another e-mail address');
       const role = await this.memberships.grantAtLeast({ kind: 'org', id: row.org_id }, principal.id, row.role, trx);
       const [used] = await trx('invites').where({ id: row.id }).update({ accepted_at: now, accepted_by: principal.id }).returning('*');
+      await registerCodeHostKeys(this, row, principal.id, trx);
       return { invite: toInvite(used, now), membership: { org_id: row.org_id, role } };
     });
   }
@@ -252,7 +266,10 @@ export class Invites {
       .where('expires_at', '>', now)
       .update({ accepted_at: now, accepted_by: user.id })
       .returning('*');
-    for (const row of used) await this.memberships.grantAtLeast({ kind: 'org', id: row.org_id }, user.id, row.role, trx);
+    for (const row of used) {
+      await this.memberships.grantAtLeast({ kind: 'org', id: row.org_id }, user.id, row.role, trx);
+      await registerCodeHostKeys(this, row, user.id, trx);
+    }
     return used.map((r) => r.org_id);
   }
 }

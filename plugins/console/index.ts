@@ -3,6 +3,7 @@ import { Housekeeping } from '../../core/roles.ts';
 import { assetRoutes } from './assets.ts';
 import { LoginLinkRepository } from './login-link-repository.ts';
 import { consoleRoutes } from './routes.ts';
+import { sessionProbeRoutes } from './session-probe.ts';
 import { ConsoleSessions } from './sessions.ts';
 import { describeTags } from '../../core/http/openapi.ts';
 
@@ -17,6 +18,6 @@ export const plugin: DomainPlugin = {
     container.resolve(Housekeeping).add(async () => {
       await sessions.expireLinks();
     });
-    server.route([...assetRoutes(), ...consoleRoutes(container)]);
+    server.route([...assetRoutes(), ...consoleRoutes(container), ...sessionProbeRoutes(container)]);
   },
 };

@@ -4,6 +4,7 @@ import { releaseName, type ReleaseRef } from '../../core/ports/environments.ts';
 import type { Releases } from '../../core/ports/releases.ts';
 import type { DeployRequest } from './service.ts';
 import type { Manifest } from '../../domain/manifest/types.ts';
+import { refuseDisagreement } from './release-agreement.ts';
 
 /**
  * The release a Deploy request names: a release of the builds domain by tag or id (its digests, the
@@ -22,6 +23,7 @@ export async function releaseOf(
     const releases = d.releases();
     const record = !releases ? null : id !== undefined ? await releases.byId(projectId, id) : await releases.byTag(projectId, tag!);
     if (!record) throw new NotFound(`release ${id ?? tag} not found in project ${projectId}`);
+    refuseDisagreement(request, record);
     const release: ReleaseRef = {
       id: record.id,
       tag: record.tag,

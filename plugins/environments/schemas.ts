@@ -33,16 +33,17 @@ export const deployRequestSchema = Joi.object({
     .pattern(/^[0-9a-f]{40}$/, '40 lower-case hex characters')
     .description('required unless release_tag is given'),
   manifest_hash: Joi.string().min(1).max(200).description('required with git_sha'),
-  release_tag: Joi.string().min(1).max(200).description('alternative to git_sha plus manifest_hash'),
+  release_tag: Joi.string()
+    .min(1)
+    .max(200)
+    .description("alternative to git_sha plus manifest_hash; given with them, they must be the release's (422 otherwise)"),
   image_digests: Joi.object().pattern(Joi.string(), digest).description('service → digest; skips the build'),
   image_tag: Joi.string().min(1).max(128).description('tag of pre-built images'),
   direct: Joi.boolean().default(false).description("bypass the environment's pipeline"),
   inputs: Joi.object().unknown(true).description('extra pipeline inputs; may carry release_id or release_tag'),
 })
-  .and('git_sha', 'manifest_hash')
-  // A release names its own commit: given both, which one was meant cannot be told.
-  .oxor('release_tag', 'git_sha')
-  .messages({ 'object.oxor': '"release_tag" and "git_sha" name what to deploy two ways: give one of them' })
+  // With release_tag, git_sha and manifest_hash are checks the release must pass (422 otherwise): release-of.ts.
+  .with('manifest_hash', 'git_sha')
   .label('DeployRequest');
 
 export const rollbackSchema = Joi.object({

@@ -57,6 +57,14 @@ test.serial('a build runs: the services with build config are built, artifacts r
   const byPort = await w.s.kernel.container.resolve((await import('../../core/ports/releases.ts')).ReleasesToken).byTag(projectId, 'v1.0.0');
   t.like(byPort, { id: release.body.id, image_digests: release.body.image_digests, git_sha: repo.sha });
   t.is(byPort!.images.api, `${slug}/api@${artifacts[0].digest}`);
+
+  // Untagged: sha-<12 hex> of the commit, and releasing the same build again is that release, not a duplicate tag.
+  const untagged = await w.admin.post(`/projects/${projectId}/releases`, { build_id: created.body.id });
+  t.is(untagged.statusCode, 201, JSON.stringify(untagged.body));
+  t.is(untagged.body.tag, `sha-${repo.sha.slice(0, 12)}`);
+  const untaggedAgain = await w.admin.post(`/projects/${projectId}/releases`, { build_id: created.body.id });
+  t.is(untaggedAgain.statusCode, 200, JSON.stringify(untaggedAgain.body));
+  t.deepEqual(untaggedAgain.body, untagged.body);
 });
 
 test.serial('a second build of the same commit, manifest and services reuses the artifacts, unless force_rebuild', async (t) => {

@@ -68,3 +68,17 @@ test.serial('image_tag with a built service that has no image name is 422 naming
   t.is(res.body.message, '"image_tag" needs each built service\'s "image" in the manifest, and api has none: give "image_digests" instead');
   t.deepEqual(res.body.fields, ['image_tag']);
 });
+
+test.serial("a deploy of a release runs and records the services of the release's manifest, not the project's current one", async (t) => {
+  w.releases.add(w.projectA, { id: 'rel_old', tag: 'old', git_sha: sha('e'), manifest_hash: hash, image_digests: { api: 'sha256:' + 'e'.repeat(64) } });
+  const current = await w.owner.api.post(`/projects/${w.projectA}/manifest`, {
+    yaml: `${YAML.replace('  db:\n    image: postgres:16\n', '  cache:\n    image: redis:7\n')}`,
+  });
+  t.is(current.statusCode, 200, JSON.stringify(current.body));
+  t.not(current.body.manifest_hash, hash);
+  const res = await deploy({ release_tag: 'old', direct: true });
+  t.is(res.statusCode, 202, JSON.stringify(res.body));
+  const done = await settled(w, 'staging', res.body.id);
+  t.is(done.status, 'succeeded', JSON.stringify(done));
+  t.deepEqual(done.services.map((s: { service: string }) => s.service).sort(), ['api', 'db']);
+});

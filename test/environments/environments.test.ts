@@ -67,6 +67,12 @@ test.serial('flow 3: deploy staging by release tag, then a second release, then 
   t.like(health[0].payload_json, { previous: 'unknown', health: 'healthy' });
 });
 
+test.serial('release_tag with the git_sha of that release deploys it', async (t) => {
+  const agreed = await w.owner.api.post(`${base()}/staging/deploy`, { release_tag: 'v1.2.0', git_sha: sha('b') });
+  t.is(agreed.statusCode, 202, JSON.stringify(agreed.body));
+  t.like(await settled(w, 'staging', agreed.body.id), { status: 'succeeded', release: { id: 'rel_v120', git_sha: sha('b') } });
+});
+
 test.serial(
   'bad deploy requests: 400 naming the fields, 404 for a release of another project, 422 for a hash that is not the SHA, nothing written',
   async (t) => {
@@ -77,9 +83,15 @@ test.serial(
     const noHash = await w.owner.api.post(`${base()}/staging/deploy`, { git_sha: sha('d') });
     t.is(noHash.statusCode, 400);
     t.regex(noHash.body.message, /manifest_hash/);
-    const both = await w.owner.api.post(`${base()}/staging/deploy`, { release_tag: 'v1.1.0', git_sha: sha('d'), manifest_hash: 'h' });
-    t.is(both.statusCode, 400);
-    t.is(both.body.message, '"release_tag" and "git_sha" name what to deploy two ways: give one of them');
+    const both = await w.owner.api.post(`${base()}/staging/deploy`, { release_tag: 'v1.1.0', git_sha: sha('d') });
+    t.is(both.statusCode, 422);
+    t.is(both.body.message, `release v1.1.0 is of commit ${sha('a')}, not git_sha ${sha('d')}: give one of them, or ones that agree`);
+    t.deepEqual(both.body.fields, ['release_tag', 'git_sha']);
+    const otherHash = await w.owner.api.post(`${base()}/staging/deploy`, { release_tag: 'v1.1.0', git_sha: sha('a'), manifest_hash: 'h' });
+    t.is(otherHash.statusCode, 422);
+    t.deepEqual(otherHash.body.fields, ['release_tag', 'manifest_hash']);
+    const hashAlone = await w.owner.api.post(`${base()}/staging/deploy`, { release_tag: 'v1.1.0', manifest_hash: 'h' });
+    t.is(hashAlone.statusCode, 400);
     const badSha = await w.owner.api.post(`${base()}/staging/deploy`, { git_sha: 'xyz', manifest_hash: 'h' });
     t.is(badSha.statusCode, 400);
     t.regex(badSha.body.message, /git_sha/);

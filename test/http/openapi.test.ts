@@ -97,6 +97,7 @@ const PUBLIC_OPERATIONS = [
   'getOpenApiYaml',
   'getRegistryToken',
   'passwordLogin',
+  'probeSignOnSession',
   'receiveChatAppEvent',
   'receiveChatAppEventLegacy',
   'receiveVcsHostEvent',

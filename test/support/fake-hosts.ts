@@ -65,6 +65,8 @@ export interface FakeCodeHostState {
   tokens: Set<string>;
   /** `owner/name` → its branches. */
   repos: Map<string, Set<string>>;
+  /** login → the public SSH keys `GET {api}/users/{login}/keys` lists (the host's 404 for anyone else). */
+  users?: Map<string, string[]>;
 }
 
 /**
@@ -80,6 +82,11 @@ export async function fakeCodeHost(state: FakeCodeHostState): Promise<FakeHost &
     body: { message: 'Validation Failed', errors, documentation_url: 'https://docs.code.example/rest/pulls/pulls#create-a-pull-request' },
   });
   const fake = await serve((req) => {
+    const user = /^\/api\/v3\/users\/([^/]+)\/keys$/.exec(req.path);
+    if (req.method === 'GET' && user) {
+      const keys = state.users?.get(decodeURIComponent(user[1]));
+      return keys ? { status: 200, body: keys.map((key, i) => ({ id: i + 1, key })) } : { status: 404, body: { message: 'Not Found' } };
+    }
     const match = /^\/api\/v3\/repos\/([^/]+)\/([^/]+)\/pulls$/.exec(req.path);
     if (req.method !== 'POST' || !match) return { status: 404, body: { message: 'Not Found' } };
     const auth = /^(?:Bearer|token) (.+)$/.exec(req.headers.authorization ?? '');

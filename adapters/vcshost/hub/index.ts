@@ -4,7 +4,7 @@
  */
 import Joi from 'joi';
 import { hmacSha256Hex, sameSignature } from '../../../core/crypto/hmac.ts';
-import { postJson } from '../../../core/http/outbound.ts';
+import { getJson, postJson } from '../../../core/http/outbound.ts';
 import { HostApiError, headerOf, type InboundRequest, type Verification } from '../../../core/ports/integrations.ts';
 import type { PullRequest, PullRequestInput, VcsDelivery, VcsHost } from '../../../core/ports/vcshost.ts';
 import { defineAdapter } from '../../../core/sdk.ts';
@@ -21,6 +21,7 @@ type Options = {
 const SIGNATURE_HEADER = 'X-Hub-Signature-256';
 const SIGNATURE = /^sha256=([0-9a-f]{64})$/i;
 const DELIVERY_ID = /^[A-Za-z0-9._:-]{1,200}$/;
+const LOGIN = /^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,99})$/;
 const REPO = /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/;
 const HEADER_NAME = Joi.string().pattern(/^[A-Za-z0-9-]+$/);
 
@@ -89,6 +90,18 @@ class HubHost implements VcsHost {
       throw new HostApiError(`creating a pull request in ${input.repo} failed (${status}): ${hostMessage(body)}`, status, body);
     }
     return { number: pr.number, url: pr.html_url, state: typeof pr.state === 'string' ? pr.state : 'open', head: input.head, base: input.base };
+  }
+
+  /** `GET /users/{login}/keys`: a list of `{ id, key }`. */
+  async userKeys(login: string): Promise<string[] | null> {
+    if (!LOGIN.test(login)) return null;
+    const url = `${this.options.api_url.replace(/\/+$/, '')}/users/${encodeURIComponent(login)}/keys`;
+    const headers: Record<string, string> = { accept: 'application/vnd.github+json', 'x-github-api-version': '2022-11-28', 'user-agent': 'svc' };
+    if (this.options.token) headers.authorization = `Bearer ${this.options.token}`;
+    const { status, body } = await getJson({ url, headers, timeoutMs: this.options.timeout_ms });
+    if (status === 404) return null;
+    if (status !== 200 || !Array.isArray(body)) throw new HostApiError(`listing the keys of ${login} failed (${status}): ${hostMessage(body)}`, status, body);
+    return body.map((k: { key?: unknown }) => k?.key).filter((k): k is string => typeof k === 'string');
   }
 }
 
