@@ -46,7 +46,10 @@ class CommandBuilder implements Builder {
 
   async available(): Promise<{ ok: true } | { ok: false; reason: string }> {
     return new Promise((resolve) => {
-      const probe = spawn(this.options.command, [...this.options.args, '--version'], { stdio: 'ignore', env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...this.options.env } });
+      const probe = spawn(this.options.command, [...this.options.args, '--version'], {
+        stdio: 'ignore',
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...this.options.env },
+      });
       probe.once('error', (err) => resolve({ ok: false, reason: `${this.options.command}: ${err.message}` }));
       probe.once('close', (code) => resolve(code === 0 ? { ok: true } : { ok: false, reason: `${this.options.command} --version exited ${code}` }));
     });
@@ -107,7 +110,13 @@ class CommandBuilder implements Builder {
         if (code !== 0) return reject(failure('build_error', `${service.service}: ${last ?? `exited ${code}`}`));
         const answer = answerOf(last);
         if (!answer) return reject(failure('build_error', `${service.service}: the command's last line is not {"digest": "sha256:…"}`));
-        resolve({ service_name: service.service, image_ref: service.image_ref, digest: answer.digest, platforms: request.platforms, size_bytes: answer.size_bytes });
+        resolve({
+          service_name: service.service,
+          image_ref: service.image_ref,
+          digest: answer.digest,
+          platforms: request.platforms,
+          size_bytes: answer.size_bytes,
+        });
       });
     });
   }
@@ -119,7 +128,10 @@ export default {
   options: Joi.object({
     command: Joi.string().min(1).required().description('The build command: a path, or a name on PATH.'),
     args: Joi.array().items(Joi.string()).default([]),
-    env: Joi.object().pattern(/^[A-Z_][A-Z0-9_]*$/, Joi.string()).default({}).description('Extra variables for the command (not secrets: config is not a vault).'),
+    env: Joi.object()
+      .pattern(/^[A-Z_][A-Z0-9_]*$/, Joi.string())
+      .default({})
+      .description('Extra variables for the command (not secrets: config is not a vault).'),
     name: Joi.string()
       .pattern(/^[a-z][a-z0-9_-]*$/)
       .default('command')
