@@ -34,15 +34,20 @@ export const trustedGit: GitRunner = (args, call) => execGit('git', ['-c', 'prot
  * an error carrying `stderr`; `Aborted` once `call.signal` fires. `as` sets the user it runs as.
  */
 export function execGit(command: string, args: string[], call: GitCall, as: { uid?: number; gid?: number } = {}): Promise<string> {
+  if (call.signal?.aborted) return Promise.reject(new Aborted(String(call.signal.reason ?? 'aborted')));
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, {
       cwd: call.cwd,
       env: gitEnv(call.env),
       ...(call.signal ? { signal: call.signal } : {}),
-      timeout: call.timeoutMs ?? GIT_TIMEOUT_MS,
       stdio: [call.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
       ...as,
     });
+    // Our own bound, not spawn's `timeout`: it ends with the process however that ends, and never holds the process open.
+    const bound = setTimeout(() => child.kill('SIGKILL'), call.timeoutMs ?? GIT_TIMEOUT_MS);
+    bound.unref();
+    child.once('close', () => clearTimeout(bound));
+    child.once('error', () => clearTimeout(bound));
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     let size = 0;
